@@ -1,0 +1,23 @@
+/* cuda_device: finding the GPU. A C header over the CUDA runtime, so C code (tests, the executor)
+ * can ask whether a usable GPU is present without including CUDA headers. It does not select or
+ * configure devices for training; the CUDA backend does that. */
+#ifndef FUYOU_CUDA_DEVICE_H
+#define FUYOU_CUDA_DEVICE_H
+
+#include <stddef.h>
+
+#include "fuyou_err.h"
+
+typedef struct CudaDeviceInfo {
+    char name[256];
+    int cc_major, cc_minor; /* compute capability */
+    int sm_count;
+    size_t mem_bytes;       /* total device memory */
+    size_t free_bytes;      /* free when probed */
+} CudaDeviceInfo;
+
+/* Probes device 0. Returns 0 with info filled, -ENODEV when the runtime finds no usable GPU (no
+ * driver, no device, or the binary lacks code for it), with e saying why in the runtime's words. */
+int cudadev_probe(CudaDeviceInfo *info, Err *e);
+
+#endif

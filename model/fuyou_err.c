@@ -1,0 +1,18 @@
+/* fuyou_err: formatting of one-line error messages; see err.h. */
+#include "fuyou_err.h"
+
+#include <assert.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+int err_set(Err *e, int code, const char *fmt, ...)
+{
+    assert(code < 0);
+    if (e) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}

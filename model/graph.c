@@ -1,0 +1,149 @@
+/* graph: building the per-op layer graph; see graph.h for the counting conventions. */
+#include "graph.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *graph_op_kind_name(OpKind k)
+{
+    static const char *names[] = {"embed", "layernorm", "gemm", "attention", "residual",
+                                  "gelu", "loss"};
+    return names[k];
+}
+
+static Op gemm(const char *name, int block, int64_t m, int64_t n, int64_t k, int64_t params,
+               int64_t act_bytes, int64_t dsz)
+{
+    double f = 2.0 * (double)m * (double)n * (double)k;
+    return (Op){.kind = OP_GEMM, .name = name, .block = block, .m = m, .n = n, .k = k,
+                .params = params, .fwd_flops = f, .bwd_flops = 2 * f,
+                .act_bytes = act_bytes, .out_bytes = m * n * dsz};
+}
+
+/* A layernorm over T rows of h: ~8 FLOPs per element forward, ~14 backward; it keeps its input
+ * and the fp32 mean and rstd of each row. */
+static Op layernorm(const char *name, int block, int64_t T, int64_t h, int64_t dsz)
+{
+    return (Op){.kind = OP_LAYERNORM, .name = name, .block = block, .params = 2 * h,
+                .fwd_flops = 8.0 * T * h, .bwd_flops = 14.0 * T * h,
+                .fwd_io_bytes = 2 * T * h * dsz, .bwd_io_bytes = 3 * T * h * dsz,
+                .act_bytes = T * h * dsz + 2 * T * 4, .out_bytes = T * h * dsz};
+}
+
+static Op residual(const char *name, int block, int64_t T, int64_t h, int64_t dsz)
+{
+    return (Op){.kind = OP_RESIDUAL, .name = name, .block = block, .fwd_flops = (double)T * h,
+                .bwd_flops = 0, .fwd_io_bytes = 3 * T * h * dsz, .bwd_io_bytes = 0,
+                .out_bytes = T * h * dsz};
+}
+
+static void add_block(Op *op, const ModelConfig *c, int b, int64_t batch, int64_t s, int64_t dsz)
+{
+    int64_t T = batch * s, h = c->d_model, f = c->d_ff, a = c->n_head;
+    op[0] = layernorm("ln1", b, T, h, dsz);
+    op[1] = gemm("qkv", b, T, 3 * h, h, 3 * h * h + 3 * h, T * h * dsz, dsz);
+    double attn = 4.0 * (double)batch * (double)s * (double)s * (double)h;
+    op[2] = (Op){.kind = OP_ATTENTION, .name = "attn", .block = b, .fwd_flops = attn,
+                 .bwd_flops = 2 * attn, .fwd_io_bytes = 4 * T * h * dsz,
+                 .bwd_io_bytes = 9 * T * h * dsz,
+                 .act_bytes = 3 * T * h * dsz + T * h * dsz + T * a * 4, /* q k v, out, lse */
+                 .out_bytes = T * h * dsz};
+    op[3] = gemm("proj", b, T, h, h, h * h + h, 0, dsz); /* its input is attn's kept output */
+    op[4] = residual("res1", b, T, h, dsz);
+    op[5] = layernorm("ln2", b, T, h, dsz);
+    op[6] = gemm("fc1", b, T, f, h, f * h + f, T * h * dsz, dsz);
+    op[7] = (Op){.kind = OP_GELU, .name = "gelu", .block = b, .fwd_flops = 10.0 * T * f,
+                 .bwd_flops = 14.0 * T * f, .fwd_io_bytes = 2 * T * f * dsz,
+                 .bwd_io_bytes = 3 * T * f * dsz, .act_bytes = T * f * dsz,
+                 .out_bytes = T * f * dsz};
+    op[8] = gemm("fc2", b, T, h, f, h * f + h, T * f * dsz, dsz);
+    op[9] = residual("res2", b, T, h, dsz);
+}
+
+int graph_init(Graph *g, const ModelConfig *cfg, int batch, int seq, Err *e)
+{
+    memset(g, 0, sizeof *g);
+    int rc = model_validate(cfg, e);
+    if (rc)
+        return rc;
+    if (batch < 1)
+        return err_set(e, -EINVAL, "batch must be at least 1 (got %d)", batch);
+    if (seq < 1 || seq > cfg->max_seq)
+        return err_set(e, -EINVAL, "sequence length must be 1 to %d, the model's max_seq "
+                       "(got %d)", cfg->max_seq, seq);
+    g->cfg = *cfg;
+    g->batch = batch;
+    g->seq = seq;
+    g->tokens = (int64_t)batch * seq;
+    g->n_ops = 1 + GRAPH_OPS_PER_BLOCK * cfg->n_layer + 3;
+    g->ops = calloc((size_t)g->n_ops, sizeof *g->ops);
+    if (!g->ops)
+        return err_set(e, -ENOMEM, "out of memory for a graph of %d ops", g->n_ops);
+
+    int64_t T = g->tokens, h = cfg->d_model, V = cfg->vocab, dsz = (int64_t)dtype_bytes(cfg->dtype);
+    int L = cfg->n_layer;
+    Op *op = g->ops;
+    *op++ = (Op){.kind = OP_EMBED, .name = "embed", .block = -1,
+                 .params = V * h + (int64_t)cfg->max_seq * h, .fwd_flops = (double)T * h,
+                 .bwd_flops = 2.0 * T * h, .fwd_io_bytes = 3 * T * h * dsz,
+                 .bwd_io_bytes = 3 * T * h * dsz, .act_bytes = T * 4, /* token ids */
+                 .out_bytes = T * h * dsz};
+    for (int b = 0; b < L; b++, op += GRAPH_OPS_PER_BLOCK)
+        add_block(op, cfg, b, batch, seq, dsz);
+    *op++ = layernorm("lnf", L, T, h, dsz);
+    *op++ = gemm("lm_head", L, T, V, h, cfg->tied ? 0 : V * h, T * h * dsz, dsz);
+    /* Fused softmax + cross-entropy: the forward writes the logits' gradient in place, which is
+     * what backward needs, plus the targets. */
+    *op++ = (Op){.kind = OP_LOSS, .name = "loss", .block = L, .fwd_flops = 5.0 * T * V,
+                 .bwd_flops = 0, .fwd_io_bytes = 2 * T * V * dsz, .bwd_io_bytes = 0,
+                 .act_bytes = T * V * dsz + T * 4, .out_bytes = T * 4};
+    assert(op - g->ops == g->n_ops);
+    return 0;
+}
+
+void graph_free(Graph *g)
+{
+    free(g->ops);
+    g->ops = NULL;
+    g->n_ops = 0;
+}
+
+const Op *graph_block_op(const Graph *g, int b, int i)
+{
+    assert(b >= 0 && b < g->cfg.n_layer && i >= 0 && i < GRAPH_OPS_PER_BLOCK);
+    return &g->ops[1 + b * GRAPH_OPS_PER_BLOCK + i];
+}
+
+void graph_totals(const Graph *g, GraphTotals *t)
+{
+    memset(t, 0, sizeof *t);
+    int64_t block_params = 0;
+    for (int i = 0; i < g->n_ops; i++) {
+        const Op *op = &g->ops[i];
+        double flops = op->fwd_flops + op->bwd_flops;
+        t->params += op->params;
+        t->fwd_flops += op->fwd_flops;
+        t->bwd_flops += op->bwd_flops;
+        if (op->kind == OP_GEMM)
+            t->gemm_flops += flops;
+        else if (op->kind == OP_ATTENTION)
+            t->attn_flops += flops;
+        else
+            t->other_flops += flops;
+        if (op->block < 0 || op->block >= g->cfg.n_layer)
+            t->edge_act_bytes += op->act_bytes;
+        else if (op->block == 0)
+            t->block_act_bytes += op->act_bytes, block_params += op->params;
+    }
+    const Op *embed = &g->ops[0], *lm_head = &g->ops[g->n_ops - 2];
+    t->max_block_params = block_params;
+    if (embed->params > t->max_block_params)
+        t->max_block_params = embed->params;
+    if (lm_head->params > t->max_block_params)
+        t->max_block_params = lm_head->params;
+    t->block_ckpt_bytes = g->tokens * g->cfg.d_model * (int64_t)dtype_bytes(g->cfg.dtype);
+    t->act_all_bytes = g->cfg.n_layer * t->block_act_bytes + t->edge_act_bytes;
+    t->act_ckpt_bytes = g->cfg.n_layer * t->block_ckpt_bytes + t->edge_act_bytes;
+}

@@ -1,0 +1,86 @@
+/* graph: the layer graph of one GPT-style training step, for one micro-batch.
+ *
+ * Ops in execution order: embed, then per block ln1 qkv attn proj res1 ln2 fc1 gelu fc2 res2, then
+ * lnf lm_head loss. Each op carries its GEMM shape, forward and backward FLOPs, parameter count,
+ * device-memory traffic for memory-bound kernels, and the activation bytes it must keep for the
+ * backward pass. It describes work, not time: durations come from costmodel/.
+ *
+ * Conventions (so that numbers compare with the literature):
+ * - A GEMM of m x k by k x n costs 2mnk forward and 4mnk backward (input and weight gradients);
+ *   bias adds and the softmax are counted as memory-bound "other" work.
+ * - Attention counts the full s x s score matrix, as Megatron-LM and PaLM's MFU do: 4·b·s²·h
+ *   forward, 8·b·s²·h backward. A causal kernel does about half of that; costmodel/ applies it.
+ * - Activations assume a fused (flash-style) attention that keeps q, k, v, the output and the
+ *   row log-sum-exp, so memory is linear in the sequence length; no dropout. A block then keeps
+ *   32·b·s·h bytes in 16-bit (Korthikanti et al. 2022 count 34 with dropout masks) plus LN and
+ *   attention statistics. Each saved tensor is counted once, at the op that first keeps it. */
+#ifndef FUYOU_GRAPH_H
+#define FUYOU_GRAPH_H
+
+#include <stdint.h>
+
+#include "fuyou_err.h"
+#include "model.h"
+
+typedef enum OpKind {
+    OP_EMBED,
+    OP_LAYERNORM,
+    OP_GEMM,
+    OP_ATTENTION,
+    OP_RESIDUAL,
+    OP_GELU,
+    OP_LOSS,
+} OpKind;
+
+typedef struct Op {
+    OpKind kind;
+    const char *name;     /* "qkv", "fc1", ...: static */
+    int block;            /* block index; -1 for the embedding, n_layer for lnf, lm_head, loss */
+    int64_t m, n, k;      /* GEMM: m tokens, n outputs, k inputs; 0 for other kinds */
+    int64_t params;       /* parameters this op owns (the tied LM head owns none) */
+    double fwd_flops;
+    double bwd_flops;
+    int64_t fwd_io_bytes; /* device-memory bytes read + written by a memory-bound kernel */
+    int64_t bwd_io_bytes;
+    int64_t act_bytes;    /* bytes first saved here for backward */
+    int64_t out_bytes;    /* size of the op's output */
+} Op;
+
+enum { GRAPH_OPS_PER_BLOCK = 10 };
+
+typedef struct Graph {
+    ModelConfig cfg;
+    int batch;      /* micro-batch size */
+    int seq;        /* sequence length, <= cfg.max_seq */
+    int64_t tokens; /* batch * seq */
+    Op *ops;        /* 1 + 10·n_layer + 3 */
+    int n_ops;
+} Graph;
+
+/* Builds the graph of cfg for a micro-batch of batch sequences of seq tokens. The caller owns g
+ * and frees it with graph_free (safe on a failed init). Returns 0, -EINVAL for a bad size (e says
+ * which), -ENOMEM. */
+int graph_init(Graph *g, const ModelConfig *cfg, int batch, int seq, Err *e);
+void graph_free(Graph *g);
+
+/* Op i (0..9) of block b. */
+const Op *graph_block_op(const Graph *g, int b, int i);
+const char *graph_op_kind_name(OpKind k);
+
+typedef struct GraphTotals {
+    int64_t params;
+    double gemm_flops;   /* forward + backward, all GEMMs including the LM head */
+    double attn_flops;   /* forward + backward, score and value products */
+    double other_flops;  /* layernorm, GELU, residual, embedding, softmax + cross-entropy */
+    double fwd_flops, bwd_flops;
+    int64_t block_act_bytes;  /* kept by one block */
+    int64_t block_ckpt_bytes; /* one block's input: the checkpoint kept when recomputing */
+    int64_t edge_act_bytes;   /* kept outside the blocks: token ids, lnf, logits, targets */
+    int64_t act_all_bytes;    /* everything kept, no recomputation */
+    int64_t act_ckpt_bytes;   /* block checkpoints + edges: recomputing every block */
+    int64_t max_block_params; /* largest layer group: a block, the embedding, or an untied head */
+} GraphTotals;
+
+void graph_totals(const Graph *g, GraphTotals *t);
+
+#endif

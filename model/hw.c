@@ -1,0 +1,312 @@
+/* hw: the hardware ini schema, presets, overrides and GEMM efficiency curve; see hw.h. */
+#include "hw.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <gsl/gsl_errno.h>
+#include <gsl/gsl_interp.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "inifile.h"
+#include "presets.h"
+
+typedef enum KeyKind {
+    K_NAME,     /* free text */
+    K_POSITIVE, /* double > 0 */
+    K_NONNEG,   /* double >= 0 */
+    K_FRACTION, /* double in (0, 1] */
+    K_DUPLEX,   /* double in [1, 2] */
+    K_COUNT,    /* integer >= 1 */
+    K_CURVE,    /* dim:eff pairs */
+} KeyKind;
+
+typedef struct HwKey {
+    const char *section, *key;
+    KeyKind kind;
+    size_t offset;
+    bool required;
+} HwKey;
+
+#define KEY(sec, k, kind, field, req) {sec, k, kind, offsetof(Hardware, field), req}
+static const HwKey keys[] = {
+    KEY("gpu", "name", K_NAME, gpu_name, false),
+    KEY("gpu", "mem_GiB", K_POSITIVE, gpu_mem_GiB, true),
+    KEY("gpu", "bf16_TFLOPS", K_POSITIVE, gpu_bf16_TFLOPS, true),
+    KEY("gpu", "fp32_TFLOPS", K_POSITIVE, gpu_fp32_TFLOPS, true),
+    KEY("gpu", "mem_GBps", K_POSITIVE, gpu_mem_GBps, true),
+    KEY("gpu", "launch_us", K_NONNEG, gpu_launch_us, true),
+    KEY("gpu", "attn_efficiency", K_FRACTION, gpu_attn_efficiency, true),
+    KEY("gpu", "gemm_efficiency", K_CURVE, gemm, true),
+    KEY("pcie", "h2d_GBps", K_POSITIVE, h2d_GBps, true),
+    KEY("pcie", "d2h_GBps", K_POSITIVE, d2h_GBps, true),
+    KEY("pcie", "h2d_bidir_GBps", K_POSITIVE, h2d_bidir_GBps, false),
+    KEY("pcie", "d2h_bidir_GBps", K_POSITIVE, d2h_bidir_GBps, false),
+    KEY("pcie", "latency_us", K_NONNEG, pcie_latency_us, true),
+    KEY("cpu", "name", K_NAME, cpu_name, false),
+    KEY("cpu", "cores", K_COUNT, cpu_cores, true),
+    KEY("cpu", "mem_GBps", K_POSITIVE, cpu_mem_GBps, true),
+    KEY("cpu", "adam_Gparams_per_s", K_POSITIVE, adam_Gparams_per_s, true),
+    KEY("ssd", "name", K_NAME, ssd_name, false),
+    KEY("ssd", "count", K_COUNT, ssd_count, true),
+    KEY("ssd", "read_GBps", K_POSITIVE, ssd_read_GBps, true),
+    KEY("ssd", "write_GBps", K_POSITIVE, ssd_write_GBps, true),
+    KEY("ssd", "duplex_factor", K_DUPLEX, ssd_duplex, true),
+    KEY("ssd", "latency_us", K_NONNEG, ssd_latency_us, true),
+    KEY("ssd", "capacity_GB", K_POSITIVE, ssd_capacity_GB, true),
+    KEY("memory", "cpu_mem_GiB", K_POSITIVE, cpu_mem_GiB, true),
+    KEY("memory", "cpu_reserved_GiB", K_NONNEG, cpu_reserved_GiB, false),
+    KEY("memory", "gpu_reserved_GiB", K_NONNEG, gpu_reserved_GiB, false),
+};
+enum { N_KEYS = sizeof keys / sizeof keys[0] };
+
+static const char *const sections[] = {"gpu", "pcie", "cpu", "ssd", "memory"};
+
+typedef struct HwParse {
+    Hardware *hw;
+    IniLoc seen[N_KEYS]; /* where each key was set; file NULL if not yet */
+} HwParse;
+
+static bool hw_section_ok(void *user, const char *section)
+{
+    (void)user;
+    for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++)
+        if (!strcmp(section, sections[i]))
+            return true;
+    return false;
+}
+
+static int parse_curve(const char *value, HwCurve *c, Err *e)
+{
+    const char *p = value;
+    int n = 0;
+    while (*p) {
+        double dim, eff;
+        int used = 0;
+        if (sscanf(p, " %lf : %lf %n", &dim, &eff, &used) != 2 || used == 0)
+            return err_set(e, -EINVAL, "gemm_efficiency: expected dim:efficiency pairs such as "
+                           "'1024:0.6 4096:0.9', got '%s'", value);
+        if (n == HW_CURVE_MAX)
+            return err_set(e, -EINVAL, "gemm_efficiency: at most %d points", HW_CURVE_MAX);
+        if (!(dim >= 1) || !(eff > 0 && eff <= 1.2))
+            return err_set(e, -EINVAL, "gemm_efficiency: point %d (%g:%g) needs dim >= 1 and "
+                           "0 < efficiency <= 1.2", n + 1, dim, eff);
+        if (n > 0 && dim <= c->dim[n - 1])
+            return err_set(e, -EINVAL, "gemm_efficiency: dims must increase (%g after %g)",
+                           dim, c->dim[n - 1]);
+        c->dim[n] = dim;
+        c->eff[n] = eff;
+        n++;
+        p += used;
+        if (*p == ',')
+            p++;
+    }
+    if (n == 0)
+        return err_set(e, -EINVAL, "gemm_efficiency: no points given");
+    c->n = n;
+    return 0;
+}
+
+static int set_value(Hardware *hw, const HwKey *k, const char *value, Err *e)
+{
+    void *field = (char *)hw + k->offset;
+    if (k->kind == K_NAME) {
+        if (strlen(value) >= 64)
+            return err_set(e, -EINVAL, "%s: at most 63 characters", k->key);
+        strcpy(field, value);
+        return 0;
+    }
+    if (k->kind == K_CURVE)
+        return parse_curve(value, field, e);
+    if (k->kind == K_COUNT) {
+        long v;
+        if (inifile_int(value, &v) || v < 1 || v > 1 << 20)
+            return err_set(e, -EINVAL, "%s: expected a whole number >= 1, got '%s'", k->key,
+                           value);
+        *(int *)field = (int)v;
+        return 0;
+    }
+    double v;
+    if (inifile_double(value, &v))
+        return err_set(e, -EINVAL, "%s: expected a number, got '%s'", k->key, value);
+    static const struct { bool ok_zero; double lo, hi; const char *what; } range[] = {
+        [K_POSITIVE] = {false, 0, INFINITY, "greater than 0"},
+        [K_NONNEG] = {true, 0, INFINITY, "0 or more"},
+        [K_FRACTION] = {false, 0, 1, "in (0, 1]"},
+        [K_DUPLEX] = {true, 1, 2, "between 1 (reads and writes share the bandwidth) and 2 "
+                                  "(full duplex)"},
+    };
+    bool ok = range[k->kind].ok_zero ? v >= range[k->kind].lo : v > range[k->kind].lo;
+    if (!ok || v > range[k->kind].hi)
+        return err_set(e, -EINVAL, "%s must be %s (got %s)", k->key, range[k->kind].what,
+                       value);
+    *(double *)field = v;
+    return 0;
+}
+
+static int hw_key(void *user, const IniLoc *loc, const char *section, const char *key,
+                  const char *value, Err *e)
+{
+    HwParse *hp = user;
+    int i = 0;
+    while (i < N_KEYS && (strcmp(keys[i].section, section) || strcmp(keys[i].key, key)))
+        i++;
+    if (i == N_KEYS) {
+        char known[512] = "";
+        for (int j = 0; j < N_KEYS; j++)
+            if (!strcmp(keys[j].section, section)) {
+                strncat(known, known[0] ? ", " : "", sizeof known - strlen(known) - 1);
+                strncat(known, keys[j].key, sizeof known - strlen(known) - 1);
+            }
+        return err_set(e, -EINVAL, "unknown key '%s' in [%s]; the keys there are %s", key,
+                       section, known);
+    }
+    /* A file may set a key once; a command-line override replaces whatever the file said. */
+    if (hp->seen[i].file && loc->line > 0 && hp->seen[i].line > 0)
+        return err_set(e, -EINVAL, "key '%s' in [%s] given twice (first on line %d)", key,
+                       section, hp->seen[i].line);
+    int rc = set_value(hp->hw, &keys[i], value, e);
+    if (rc == 0)
+        hp->seen[i] = *loc;
+    return rc;
+}
+
+static const IniSchema hw_schema = {hw_section_ok, hw_key, "[gpu] [pcie] [cpu] [ssd] [memory]"};
+
+const char *hw_preset_name(int i)
+{
+    return i >= 0 && i < hw_preset_files_count ? hw_preset_files[i].name : NULL;
+}
+
+static const EmbeddedText *find_preset(const char *name)
+{
+    for (int i = 0; i < hw_preset_files_count; i++) {
+        const char *p = hw_preset_files[i].name;
+        size_t n = strlen(name);
+        if (!strcmp(p, name) || (!strncmp(p, name, n) && !strcmp(p + n, ".ini")))
+            return &hw_preset_files[i];
+    }
+    return NULL;
+}
+
+static int build_interp(HwCurve *c, Err *e)
+{
+    if (c->n < 2)
+        return 0; /* constant */
+    for (int i = 0; i < c->n; i++)
+        c->logdim[i] = log2(c->dim[i]);
+    const gsl_interp_type *t = c->n >= 3 ? gsl_interp_steffen : gsl_interp_linear;
+    gsl_interp *in = gsl_interp_alloc(t, (size_t)c->n);
+    if (!in)
+        return err_set(e, -ENOMEM, "out of memory for the GEMM efficiency curve");
+    if (gsl_interp_init(in, c->logdim, c->eff, (size_t)c->n) != GSL_SUCCESS) {
+        gsl_interp_free(in);
+        return err_set(e, -EINVAL, "gemm_efficiency: GSL could not interpolate the points");
+    }
+    c->interp = in;
+    return 0;
+}
+
+/* Checks required keys, fills optional ones, cross-checks, builds the curve. */
+static int finish(HwParse *hp, Err *e)
+{
+    Hardware *hw = hp->hw;
+    for (int i = 0; i < N_KEYS; i++)
+        if (keys[i].required && !hp->seen[i].file)
+            return err_set(e, -EINVAL, "%s: [%s] lacks required key '%s'; see the presets in "
+                           "model/presets/ for its meaning and unit", hw->source,
+                           keys[i].section, keys[i].key);
+    if (hw->h2d_bidir_GBps == 0)
+        hw->h2d_bidir_GBps = hw->h2d_GBps;
+    if (hw->d2h_bidir_GBps == 0)
+        hw->d2h_bidir_GBps = hw->d2h_GBps;
+    if (hw->h2d_bidir_GBps > hw->h2d_GBps || hw->d2h_bidir_GBps > hw->d2h_GBps)
+        return err_set(e, -EINVAL, "%s: [pcie] the _bidir_GBps bandwidths cannot exceed the "
+                       "one-direction ones", hw->source);
+    if (hw->gpu_reserved_GiB >= hw->gpu_mem_GiB)
+        return err_set(e, -EINVAL, "%s: [memory] gpu_reserved_GiB (%g) leaves no GPU memory "
+                       "of [gpu] mem_GiB (%g)", hw->source, hw->gpu_reserved_GiB,
+                       hw->gpu_mem_GiB);
+    if (hw->cpu_reserved_GiB >= hw->cpu_mem_GiB)
+        return err_set(e, -EINVAL, "%s: [memory] cpu_reserved_GiB (%g) leaves no host memory "
+                       "of cpu_mem_GiB (%g)", hw->source, hw->cpu_reserved_GiB,
+                       hw->cpu_mem_GiB);
+    if (!hw->gpu_name[0])
+        strcpy(hw->gpu_name, "unnamed GPU");
+    if (!hw->cpu_name[0])
+        strcpy(hw->cpu_name, "unnamed CPU");
+    if (!hw->ssd_name[0])
+        strcpy(hw->ssd_name, "unnamed SSD");
+    return build_interp(&hw->gemm, e);
+}
+
+int hw_load(const char *name_or_path, const char *const *overrides, int n_overrides,
+            Hardware *hw, Err *e)
+{
+    memset(hw, 0, sizeof *hw);
+    snprintf(hw->source, sizeof hw->source, "%s", name_or_path);
+    HwParse hp = {.hw = hw};
+    struct stat st;
+    const EmbeddedText *preset = strchr(name_or_path, '/') ? NULL : find_preset(name_or_path);
+    int rc;
+    if (preset) {
+        snprintf(hw->source, sizeof hw->source, "%s", preset->name);
+        rc = inifile_parse_text(preset->name, preset->text, &hw_schema, &hp, e);
+    } else if (strchr(name_or_path, '/') || stat(name_or_path, &st) == 0) {
+        rc = inifile_parse_file(name_or_path, &hw_schema, &hp, e);
+    } else {
+        char names[256] = "";
+        for (int i = 0; hw_preset_name(i); i++) {
+            strncat(names, i ? ", " : "", sizeof names - strlen(names) - 1);
+            strncat(names, hw_preset_name(i), sizeof names - strlen(names) - 1);
+        }
+        return err_set(e, -ENOENT, "unknown hardware '%s': no such preset (%s) or file; "
+                       "`fuyou-profile` writes one for this machine", name_or_path, names);
+    }
+    for (int i = 0; rc == 0 && i < n_overrides; i++)
+        rc = inifile_apply_override(overrides[i], &hw_schema, &hp, e);
+    if (rc == 0)
+        rc = finish(&hp, e);
+    if (rc)
+        hw_free(hw);
+    return rc;
+}
+
+void hw_free(Hardware *hw)
+{
+    if (hw->gemm.interp)
+        gsl_interp_free(hw->gemm.interp);
+    hw->gemm.interp = NULL;
+}
+
+double hw_gemm_efficiency(const Hardware *hw, int64_t m, int64_t n, int64_t k)
+{
+    assert(m > 0 && n > 0 && k > 0);
+    const HwCurve *c = &hw->gemm;
+    assert(c->n >= 1);
+    double size = 3.0 / (1.0 / (double)m + 1.0 / (double)n + 1.0 / (double)k);
+    if (c->n == 1 || size <= c->dim[0])
+        return c->eff[0];
+    if (size >= c->dim[c->n - 1])
+        return c->eff[c->n - 1];
+    return gsl_interp_eval(c->interp, c->logdim, c->eff, log2(size), NULL);
+}
+
+double hw_gpu_bytes(const Hardware *hw)
+{
+    return (hw->gpu_mem_GiB - hw->gpu_reserved_GiB) * 0x1p30;
+}
+
+double hw_cpu_bytes(const Hardware *hw)
+{
+    return (hw->cpu_mem_GiB - hw->cpu_reserved_GiB) * 0x1p30;
+}
+
+double hw_ssd_bytes(const Hardware *hw)
+{
+    return hw->ssd_capacity_GB * 1e9 * hw->ssd_count;
+}

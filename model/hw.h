@@ -1,0 +1,86 @@
+/* hw: the hardware description, read from an ini file ([gpu] [pcie] [cpu] [ssd] [memory]).
+ *
+ * Every number is in the unit its key names (GBps = 1e9 bytes/s, GiB = 2^30 bytes, TFLOPS = 1e12
+ * FLOP/s, us = microseconds). Bare names such as "4090.ini" or "4090" resolve to the presets
+ * compiled into the binary (model/presets/); anything with a '/' or an existing file is read from
+ * disk. `section.key=value` overrides apply after the file, before validation, for what-if sweeps.
+ * This module describes hardware; turning it into task durations is costmodel/'s job. */
+#ifndef FUYOU_HW_H
+#define FUYOU_HW_H
+
+#include <stdint.h>
+
+#include "fuyou_err.h"
+
+enum { HW_CURVE_MAX = 16 };
+
+/* GEMM efficiency (fraction of bf16_TFLOPS) against a GEMM's effective size, the harmonic-style
+ * mean 3 / (1/m + 1/n + 1/k) of its dimensions (N for an N^3 GEMM): interpolated monotonically
+ * (GSL's Steffen method) in log2 of the size, clamped at the ends. */
+typedef struct HwCurve {
+    int n;
+    double dim[HW_CURVE_MAX]; /* strictly increasing */
+    double eff[HW_CURVE_MAX]; /* in (0, 1.2] */
+    double logdim[HW_CURVE_MAX]; /* log2(dim), the interpolation's x */
+    void *interp;             /* gsl_interp, built by hw_load */
+} HwCurve;
+
+typedef struct Hardware {
+    char source[256]; /* the preset name or path it was loaded from */
+
+    /* [gpu] */
+    char gpu_name[64];
+    double gpu_mem_GiB;
+    double gpu_bf16_TFLOPS;     /* dense tensor peak, fp32 accumulate */
+    double gpu_fp32_TFLOPS;
+    double gpu_mem_GBps;        /* device memory bandwidth, for memory-bound kernels */
+    double gpu_launch_us;       /* per-kernel gap */
+    double gpu_attn_efficiency; /* fused attention, fraction of bf16_TFLOPS */
+    HwCurve gemm;               /* gemm_efficiency = dim:eff dim:eff ... */
+
+    /* [pcie] */
+    double h2d_GBps, d2h_GBps;             /* pinned, each direction alone */
+    double h2d_bidir_GBps, d2h_bidir_GBps; /* each direction while the other runs */
+    double pcie_latency_us;
+
+    /* [cpu] */
+    char cpu_name[64];
+    int cpu_cores;
+    double cpu_mem_GBps;
+    double adam_Gparams_per_s; /* fp32 AdamW over master, m, v with all cores */
+
+    /* [ssd] */
+    char ssd_name[64];
+    int ssd_count;           /* devices striped (RAID-0 or one store directory each) */
+    double ssd_read_GBps;    /* per device, sequential, large blocks, O_DIRECT */
+    double ssd_write_GBps;
+    double ssd_duplex;       /* reads and writes together: r/read + w/write <= duplex (1..2) */
+    double ssd_latency_us;
+    double ssd_capacity_GB;  /* per device, usable */
+
+    /* [memory] */
+    double cpu_mem_GiB;      /* host memory */
+    double cpu_reserved_GiB; /* kept for the OS and the rest of the process */
+    double gpu_reserved_GiB; /* CUDA context, cuBLAS workspace, allocator slack */
+} Hardware;
+
+/* Loads hardware from a preset name or a path, applies the overrides (each "section.key=value"),
+ * then checks that every required key is present and consistent. On success the caller owns hw
+ * and frees it with hw_free. Returns 0, -ENOENT (unknown preset, missing file) or -EINVAL (bad
+ * content), with e naming file:line or the key and what to do. hw_free is safe on failure. */
+int hw_load(const char *name_or_path, const char *const *overrides, int n_overrides,
+            Hardware *hw, Err *e);
+void hw_free(Hardware *hw);
+
+/* Names of the shipped presets ("4090.ini", ...), NULL past the end. */
+const char *hw_preset_name(int i);
+
+/* GEMM efficiency (fraction of bf16 peak) for an (m x k) by (k x n) product. */
+double hw_gemm_efficiency(const Hardware *hw, int64_t m, int64_t n, int64_t k);
+
+/* Capacities in bytes after the reserves; SSD is all devices together. */
+double hw_gpu_bytes(const Hardware *hw);
+double hw_cpu_bytes(const Hardware *hw);
+double hw_ssd_bytes(const Hardware *hw);
+
+#endif

@@ -1,0 +1,98 @@
+/* Check suite for the fuyou-sim command line: --help, exit codes 0/2, one-line errors that name
+ * file:line, and the --describe report. Runs the built binary (FUYOU_SIM in the environment). */
+#include <sys/wait.h>
+
+#include "testutil.h"
+
+/* Runs fuyou-sim with args (shell words), capturing stdout+stderr; returns the exit status. */
+static int run_sim(const char *args, char *out, size_t n)
+{
+    const char *bin = getenv("FUYOU_SIM");
+    ck_assert_msg(bin != NULL, "FUYOU_SIM is not set (meson sets it)");
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "'%s' %s 2>&1", bin, args);
+    FILE *p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    size_t len = fread(out, 1, n - 1, p);
+    out[len] = '\0';
+    int st = pclose(p);
+    ck_assert(WIFEXITED(st));
+    return WEXITSTATUS(st);
+}
+
+static char out[1 << 16];
+
+START_TEST(help)
+{
+    ck_assert_int_eq(run_sim("--help", out, sizeof out), 0);
+    tu_assert_contains(out, "usage: fuyou-sim");
+    tu_assert_contains(out, "--set SEC.KEY=VALUE");
+    tu_assert_contains(out, "4090.ini");
+    ck_assert_int_eq(run_sim("--version", out, sizeof out), 0);
+    tu_assert_contains(out, "fuyou-sim ");
+}
+END_TEST
+
+START_TEST(usage_errors)
+{
+    ck_assert_int_eq(run_sim("--bogus", out, sizeof out), 2);
+    tu_assert_contains(out, "unknown option '--bogus'");
+    ck_assert_int_eq(run_sim("--batch", out, sizeof out), 2);
+    tu_assert_contains(out, "--batch needs a value");
+    ck_assert_int_eq(run_sim("--batch 0", out, sizeof out), 2);
+    tu_assert_contains(out, "--batch expects a positive whole number");
+    ck_assert_int_eq(run_sim("--model gpt9", out, sizeof out), 2);
+    tu_assert_contains(out, "unknown model 'gpt9'");
+    ck_assert_int_eq(run_sim("--hw 3090.ini", out, sizeof out), 2);
+    ck_assert_int_eq(run_sim("--set ssd.cuont=2", out, sizeof out), 2);
+    tu_assert_contains(out, "--set ssd.cuont=2: unknown key 'cuont' in [ssd]");
+    ck_assert_int_eq(run_sim("--weights disk", out, sizeof out), 2);
+    ck_assert_int_eq(run_sim("--model gpt2-124m --seq 2048", out, sizeof out), 2);
+    tu_assert_contains(out, "max_seq");
+    ck_assert_int_eq(run_sim("stray", out, sizeof out), 2);
+}
+END_TEST
+
+START_TEST(bad_hw_file)
+{
+    char path[64], args[128];
+    tu_temp_file(path, sizeof path, ".ini", "[gpu]\nmem_GiB = -1\n");
+    snprintf(args, sizeof args, "--hw %s --describe", path);
+    int rc = run_sim(args, out, sizeof out);
+    unlink(path);
+    ck_assert_int_eq(rc, 2);
+    char want[160];
+    snprintf(want, sizeof want, "fuyou-sim: %s:2: mem_GiB must be greater than 0", path);
+    tu_assert_contains(out, want);
+    /* one line, nothing else */
+    ck_assert_ptr_eq(strchr(out, '\n'), out + strlen(out) - 1);
+}
+END_TEST
+
+START_TEST(describe)
+{
+    ck_assert_int_eq(run_sim("--hw 4090.ini --model gpt3-13b --batch 32 --seq 1024 --describe",
+                             out, sizeof out), 0);
+    tu_assert_contains(out, "model gpt3-13b: 40 layers, hidden 5120");
+    tu_assert_contains(out, "b*.fc1");
+    tu_assert_contains(out, "32768x20480x5120");
+    tu_assert_contains(out, "6·P·tokens");
+    tu_assert_contains(out, "attention term");
+    tu_assert_contains(out, "memory footprint on 4090.ini");
+    tu_assert_contains(out, "adam_m");
+    tu_assert_contains(out, "capacity");
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("cli");
+    TCase *tc = tcase_create("cli");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, help);
+    tcase_add_test(tc, usage_errors);
+    tcase_add_test(tc, bad_hw_file);
+    tcase_add_test(tc, describe);
+    suite_add_tcase(s, tc);
+    return tu_run(s);
+}

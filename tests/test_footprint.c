@@ -1,0 +1,122 @@
+/* Check suite for model/footprint: hand-computed tables and the automatic placement. */
+#include "footprint.h"
+#include "testutil.h"
+
+static const ModelConfig tiny = {.name = "tiny", .n_layer = 4, .d_model = 64, .n_head = 4,
+                                 .d_ff = 256, .vocab = 128, .max_seq = 32, .tied = true,
+                                 .dtype = DTYPE_BF16};
+
+START_TEST(all_on_gpu)
+{
+    Graph g;
+    Err e;
+    ck_assert_int_eq(graph_init(&g, &tiny, 2, 16, &e), 0);
+    GraphTotals t;
+    graph_totals(&g, &t);
+    Placement p = {.weights = TIER_GPU, .optim = TIER_GPU, .checkpoints = TIER_GPU,
+                   .act = ACT_ALL, .prefetch_groups = 1, .staging_buffers = 2,
+                   .subgroup_blocks = 1};
+    Footprint f;
+    footprint_compute(&f, &g, &p);
+    double P = (double)t.params;
+    ck_assert_double_eq(f.bytes[MEM_WEIGHTS][TIER_GPU], 2 * P);
+    ck_assert_double_eq(f.bytes[MEM_MASTER][TIER_GPU], 4 * P);
+    ck_assert_double_eq(f.bytes[MEM_ADAM_V][TIER_GPU], 4 * P);
+    ck_assert_double_eq(f.bytes[MEM_GRADS][TIER_GPU], 2 * P);
+    /* all activations + two gradient buffers of the largest op output (fc1/gelu: T x 4h) */
+    ck_assert_double_eq(f.bytes[MEM_ACTIVATIONS][TIER_GPU], t.act_all_bytes + 2.0 * 32 * 256 * 2);
+    ck_assert_double_eq(footprint_tier_total(&f, TIER_CPU), 0);
+    ck_assert_double_eq(footprint_tier_total(&f, TIER_SSD), 0);
+    graph_free(&g);
+}
+END_TEST
+
+START_TEST(out_of_core)
+{
+    Graph g;
+    Err e;
+    ck_assert_int_eq(graph_init(&g, &tiny, 2, 16, &e), 0);
+    GraphTotals t;
+    graph_totals(&g, &t);
+    Placement p = {.weights = TIER_SSD, .optim = TIER_SSD, .checkpoints = TIER_CPU,
+                   .act = ACT_CHECKPOINT, .prefetch_groups = 2, .staging_buffers = 3,
+                   .subgroup_blocks = 2};
+    Footprint f;
+    footprint_compute(&f, &g, &p);
+    double P = (double)t.params;
+    /* the largest layer group is a block (49984 params) rather than the embedding (10240) */
+    double group = (double)model_block_params(&tiny);
+    ck_assert_double_eq(t.max_block_params, group);
+    ck_assert_double_eq(f.bytes[MEM_WEIGHTS][TIER_SSD], 2 * P);
+    ck_assert_double_eq(f.bytes[MEM_WEIGHTS][TIER_GPU], 3 * group * 2);
+    ck_assert_double_eq(f.bytes[MEM_MASTER][TIER_SSD] + f.bytes[MEM_ADAM_M][TIER_SSD] +
+                            f.bytes[MEM_ADAM_V][TIER_SSD], 12 * P);
+    ck_assert_double_eq(f.bytes[MEM_STAGING][TIER_CPU], 3 * group * 2 + 3 * 2 * group * 12);
+    ck_assert_double_eq(f.bytes[MEM_GRADS][TIER_GPU], 2 * group * 2);
+    ck_assert_double_eq(f.bytes[MEM_GRADS][TIER_CPU], 2 * 2 * group * 2);
+    double ckpt = 32 * 64 * 2;
+    ck_assert_double_eq(f.bytes[MEM_ACTIVATIONS][TIER_CPU], 4 * ckpt);
+    ck_assert_double_eq(f.bytes[MEM_ACTIVATIONS][TIER_GPU],
+                        2.0 * 32 * 256 * 2 + t.block_act_bytes + t.edge_act_bytes + 2 * ckpt);
+    graph_free(&g);
+}
+END_TEST
+
+START_TEST(auto_placement)
+{
+    Hardware hw;
+    Err e;
+    ck_assert_int_eq(hw_load("4090.ini", NULL, 0, &hw, &e), 0);
+    Graph g;
+    Placement p;
+    /* GPT-2 124M at batch 1: everything fits a 24 GB card */
+    ck_assert_int_eq(graph_init(&g, model_preset_find("gpt2-124m"), 1, 1024, &e), 0);
+    footprint_auto_placement(&p, &g, &hw);
+    ck_assert_int_eq(p.weights, TIER_GPU);
+    ck_assert_int_eq(p.act, ACT_ALL);
+    graph_free(&g);
+    /* GPT-3 175B: 2.1 TB of states go to SSD, 349 GB of bf16 weights fit in 752 GiB of RAM */
+    ck_assert_int_eq(graph_init(&g, model_preset_find("gpt3-175b"), 8, 1024, &e), 0);
+    footprint_auto_placement(&p, &g, &hw);
+    ck_assert_int_eq(p.optim, TIER_SSD);
+    ck_assert_int_eq(p.weights, TIER_CPU);
+    ck_assert_int_eq(p.act, ACT_CHECKPOINT);
+    Footprint f;
+    footprint_compute(&f, &g, &p);
+    for (int t = 0; t < TIER_COUNT; t++)
+        ck_assert_double_le(footprint_tier_total(&f, t), footprint_capacity(&hw, t));
+    graph_free(&g);
+    hw_free(&hw);
+    /* the same on one 1 TB SSD cannot fit: the SSD tier overflows */
+    const char *sets[] = {"ssd.count=1", "ssd.capacity_GB=1000"};
+    ck_assert_int_eq(hw_load("4090.ini", sets, 2, &hw, &e), 0);
+    ck_assert_int_eq(graph_init(&g, model_preset_find("gpt3-175b"), 8, 1024, &e), 0);
+    footprint_auto_placement(&p, &g, &hw);
+    footprint_compute(&f, &g, &p);
+    ck_assert_double_gt(footprint_tier_total(&f, TIER_SSD), footprint_capacity(&hw, TIER_SSD));
+    graph_free(&g);
+    hw_free(&hw);
+}
+END_TEST
+
+START_TEST(names)
+{
+    Tier t;
+    ck_assert_int_eq(tier_parse("SSD", &t), 0);
+    ck_assert_int_eq(t, TIER_SSD);
+    ck_assert_int_lt(tier_parse("disk", &t), 0);
+    ck_assert_str_eq(mem_tag_name(MEM_ADAM_M), "adam_m");
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("footprint");
+    TCase *tc = tcase_create("footprint");
+    tcase_add_test(tc, all_on_gpu);
+    tcase_add_test(tc, out_of_core);
+    tcase_add_test(tc, auto_placement);
+    tcase_add_test(tc, names);
+    suite_add_tcase(s, tc);
+    return tu_run(s);
+}

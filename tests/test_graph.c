@@ -1,0 +1,121 @@
+/* Check suite for model/graph: op order, FLOP counts against 6·P·tokens, activation bytes. */
+#include <errno.h>
+#include <math.h>
+
+#include "graph.h"
+#include "testutil.h"
+
+START_TEST(op_order)
+{
+    Graph g;
+    Err e;
+    ck_assert_int_eq(graph_init(&g, model_preset_find("gpt2-124m"), 2, 64, &e), 0);
+    ck_assert_int_eq(g.n_ops, 1 + 12 * 10 + 3);
+    static const char *block[] = {"ln1", "qkv", "attn", "proj", "res1",
+                                  "ln2", "fc1", "gelu", "fc2", "res2"};
+    for (int b = 0; b < 12; b++)
+        for (int i = 0; i < GRAPH_OPS_PER_BLOCK; i++) {
+            ck_assert_str_eq(graph_block_op(&g, b, i)->name, block[i]);
+            ck_assert_int_eq(graph_block_op(&g, b, i)->block, b);
+        }
+    ck_assert_str_eq(g.ops[0].name, "embed");
+    ck_assert_str_eq(g.ops[g.n_ops - 3].name, "lnf");
+    ck_assert_str_eq(g.ops[g.n_ops - 2].name, "lm_head");
+    ck_assert_str_eq(g.ops[g.n_ops - 1].name, "loss");
+    const Op *fc1 = graph_block_op(&g, 3, 6);
+    ck_assert_int_eq(fc1->m, 128);
+    ck_assert_int_eq(fc1->n, 3072);
+    ck_assert_int_eq(fc1->k, 768);
+    ck_assert_double_eq(fc1->fwd_flops, 2.0 * 128 * 3072 * 768);
+    ck_assert_double_eq(fc1->bwd_flops, 2 * fc1->fwd_flops);
+    graph_free(&g);
+}
+END_TEST
+
+START_TEST(params_match_model)
+{
+    for (int i = 0; i < model_preset_count(); i++) {
+        const ModelConfig *c = model_preset_at(i);
+        Graph g;
+        Err e;
+        ck_assert_int_eq(graph_init(&g, c, 1, 16, &e), 0);
+        GraphTotals t;
+        graph_totals(&g, &t);
+        ck_assert_int_eq(t.params, model_param_count(c));
+        graph_free(&g);
+    }
+}
+END_TEST
+
+/* GEMM + other FLOPs within 2% of 6·P·tokens for the big GPT-3s; attention exactly
+ * 12·L·b·s²·h (4 forward, 8 backward). */
+START_TEST(six_p_tokens)
+{
+    static const char *big[] = {"gpt3-6.7b", "gpt3-13b", "gpt3-175b", "gpt-70b"};
+    for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) {
+        const ModelConfig *c = model_preset_find(big[i]);
+        Graph g;
+        Err e;
+        ck_assert_int_eq(graph_init(&g, c, 4, 1024, &e), 0);
+        GraphTotals t;
+        graph_totals(&g, &t);
+        double six = 6.0 * (double)t.params * (double)g.tokens;
+        double r = (t.gemm_flops + t.other_flops) / six - 1;
+        ck_assert_msg(fabs(r) < 0.02, "%s: %.4f", big[i], r);
+        double attn = 12.0 * c->n_layer * 4 * 1024.0 * 1024 * c->d_model;
+        ck_assert_double_eq_tol(t.attn_flops, attn, attn * 1e-12);
+        graph_free(&g);
+    }
+}
+END_TEST
+
+START_TEST(activation_bytes)
+{
+    const ModelConfig *c = model_preset_find("gpt3-13b");
+    Graph g;
+    Err e;
+    int b = 2, s = 512;
+    ck_assert_int_eq(graph_init(&g, c, b, s, &e), 0);
+    GraphTotals t;
+    graph_totals(&g, &t);
+    int64_t T = (int64_t)b * s, h = c->d_model, a = c->n_head;
+    /* 16·T·h values of 2 B (32·T·h bytes): ln1 in, qkv in, q k v, attn out, ln2 in, fc1 in
+     * (T·h each), gelu in and fc2 in (4·T·h each); plus two LNs' fp32 mean and rstd and the
+     * attention's fp32 log-sum-exp per head. */
+    int64_t want = (1 + 1 + 3 + 1 + 1 + 1 + 4 + 4) * T * h * 2 + 2 * (2 * T * 4) + T * a * 4;
+    ck_assert_int_eq(t.block_act_bytes, want);
+    ck_assert_int_eq(t.block_ckpt_bytes, T * h * 2);
+    /* edges: token ids, lnf input + stats, lm_head input, logits, targets */
+    int64_t V = c->vocab;
+    ck_assert_int_eq(t.edge_act_bytes, T * 4 + (T * h * 2 + 8 * T) + T * h * 2 + T * V * 2 + T * 4);
+    ck_assert_int_eq(t.act_all_bytes, 40 * want + t.edge_act_bytes);
+    graph_free(&g);
+}
+END_TEST
+
+START_TEST(bad_sizes)
+{
+    Graph g;
+    Err e;
+    const ModelConfig *c = model_preset_find("gpt2-124m");
+    ck_assert_int_eq(graph_init(&g, c, 0, 16, &e), -EINVAL);
+    tu_assert_contains(e.msg, "batch");
+    graph_free(&g);
+    ck_assert_int_eq(graph_init(&g, c, 1, 2048, &e), -EINVAL);
+    tu_assert_contains(e.msg, "1024");
+    graph_free(&g);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("graph");
+    TCase *tc = tcase_create("graph");
+    tcase_add_test(tc, op_order);
+    tcase_add_test(tc, params_match_model);
+    tcase_add_test(tc, six_p_tokens);
+    tcase_add_test(tc, activation_bytes);
+    tcase_add_test(tc, bad_sizes);
+    suite_add_tcase(s, tc);
+    return tu_run(s);
+}

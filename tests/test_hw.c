@@ -1,0 +1,247 @@
+/* Check suite for model/hw: presets, overrides, the GEMM efficiency curve, and every bad-input
+ * case giving one line with file:line (or the --set argument) and the problem. */
+#include <errno.h>
+#include <math.h>
+
+#include "hw.h"
+#include "testutil.h"
+
+/* A complete, valid ini; tests derive bad ones from it by substitution. */
+static const char *good_ini =
+    "[gpu]\n"                                   /* 1 */
+    "name = test gpu\n"                         /* 2 */
+    "mem_GiB = 24\n"                            /* 3 */
+    "bf16_TFLOPS = 100\n"                       /* 4 */
+    "fp32_TFLOPS = 50\n"                        /* 5 */
+    "mem_GBps = 1000\n"                         /* 6 */
+    "launch_us = 4\n"                           /* 7 */
+    "attn_efficiency = 0.5\n"                   /* 8 */
+    "gemm_efficiency = 512:0.4 1024:0.6 4096:0.9\n" /* 9 */
+    "[pcie]\n"                                  /* 10 */
+    "h2d_GBps = 25 ; measured\n"                /* 11 */
+    "d2h_GBps = 24\n"                           /* 12 */
+    "latency_us = 10\n"                         /* 13 */
+    "[cpu]\n"                                   /* 14 */
+    "cores = 8\n"                               /* 15 */
+    "mem_GBps = 100\n"                          /* 16 */
+    "adam_Gparams_per_s = 2\n"                  /* 17 */
+    "[ssd]\n"                                   /* 18 */
+    "count = 2\n"                               /* 19 */
+    "read_GBps = 6\n"                           /* 20 */
+    "write_GBps = 3\n"                          /* 21 */
+    "duplex_factor = 1\n"                       /* 22 */
+    "latency_us = 80\n"                         /* 23 */
+    "capacity_GB = 1000\n"                      /* 24 */
+    "[memory]\n"                                /* 25 */
+    "cpu_mem_GiB = 256\n";                      /* 26 */
+
+/* good_ini with the first occurrence of from replaced by to. */
+static char *edit(const char *from, const char *to)
+{
+    static char buf[4096];
+    const char *p = strstr(good_ini, from);
+    ck_assert_ptr_nonnull(p);
+    snprintf(buf, sizeof buf, "%.*s%s%s", (int)(p - good_ini), good_ini, to, p + strlen(from));
+    return buf;
+}
+
+static int load_text(const char *text, const char *const *sets, int n, Hardware *hw, Err *e,
+                     char *path, size_t pathlen)
+{
+    tu_temp_file(path, pathlen, ".ini", text);
+    int rc = hw_load(path, sets, n, hw, e);
+    unlink(path);
+    return rc;
+}
+
+/* Loads text; expects -EINVAL with "path<where>" and what in one line. */
+static void expect_bad(const char *text, const char *where, const char *what)
+{
+    char path[64], want[96];
+    Hardware hw;
+    Err e;
+    int rc = load_text(text, NULL, 0, &hw, &e, path, sizeof path);
+    ck_assert_msg(rc == -EINVAL, "rc %d for %s", rc, what);
+    snprintf(want, sizeof want, "%s%s", path, where);
+    tu_assert_contains(e.msg, want);
+    tu_assert_contains(e.msg, what);
+    ck_assert_ptr_null(strchr(e.msg, '\n'));
+    hw_free(&hw);
+}
+
+START_TEST(good_file)
+{
+    char path[64];
+    Hardware hw;
+    Err e;
+    ck_assert_msg(load_text(good_ini, NULL, 0, &hw, &e, path, sizeof path) == 0, "%s", e.msg);
+    ck_assert_str_eq(hw.gpu_name, "test gpu");
+    ck_assert_double_eq(hw.h2d_GBps, 25);
+    ck_assert_double_eq(hw.h2d_bidir_GBps, 25); /* defaults to one direction */
+    ck_assert_int_eq(hw.ssd_count, 2);
+    ck_assert_double_eq(hw_ssd_bytes(&hw), 2e12);
+    ck_assert_double_eq(hw_cpu_bytes(&hw), 256 * 0x1p30);
+    hw_free(&hw);
+}
+END_TEST
+
+START_TEST(presets_load)
+{
+    for (int i = 0; hw_preset_name(i); i++) {
+        Hardware hw;
+        Err e;
+        ck_assert_msg(hw_load(hw_preset_name(i), NULL, 0, &hw, &e) == 0, "%s", e.msg);
+        ck_assert_double_gt(hw.gpu_bf16_TFLOPS, 0);
+        hw_free(&hw);
+    }
+    Hardware hw;
+    Err e;
+    ck_assert_int_eq(hw_load("4090", NULL, 0, &hw, &e), 0); /* .ini may be left out */
+    ck_assert_int_eq(hw.ssd_count, 12);
+    ck_assert_double_eq(hw.gpu_bf16_TFLOPS, 165.2);
+    hw_free(&hw);
+    ck_assert_int_eq(hw_load("h200.ini", NULL, 0, &hw, &e), 0);
+    ck_assert_double_eq(hw.d2h_bidir_GBps, 51);
+    hw_free(&hw);
+}
+END_TEST
+
+START_TEST(unknown_preset)
+{
+    Hardware hw;
+    Err e;
+    ck_assert_int_eq(hw_load("3090.ini", NULL, 0, &hw, &e), -ENOENT);
+    tu_assert_contains(e.msg, "unknown hardware '3090.ini'");
+    tu_assert_contains(e.msg, "4090.ini");
+    ck_assert_int_eq(hw_load("/no/such/dir/x.ini", NULL, 0, &hw, &e), -ENOENT);
+    tu_assert_contains(e.msg, "/no/such/dir/x.ini: cannot read");
+    ck_assert_int_eq(hw_load("/tmp", NULL, 0, &hw, &e), -EISDIR);
+    tu_assert_contains(e.msg, "/tmp: is a directory");
+}
+END_TEST
+
+START_TEST(overrides)
+{
+    const char *sets[] = {"ssd.count=3", " pcie.h2d_GBps = 12.5 ", "pcie.h2d_bidir_GBps=10"};
+    Hardware hw;
+    Err e;
+    ck_assert_msg(hw_load("4090.ini", sets, 3, &hw, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(hw.ssd_count, 3);
+    ck_assert_double_eq(hw.h2d_GBps, 12.5);
+    hw_free(&hw);
+    /* overrides are validated together with the file: bidir above one-direction is refused */
+    ck_assert_int_eq(hw_load("4090.ini", sets + 1, 1, &hw, &e), -EINVAL);
+    tu_assert_contains(e.msg, "cannot exceed");
+    /* an override can supply a key the file lacks */
+    char path[64];
+    const char *fill[] = {"memory.cpu_mem_GiB=64"};
+    ck_assert_int_eq(load_text(edit("cpu_mem_GiB = 256\n", ""), fill, 1, &hw, &e, path,
+                               sizeof path), 0);
+    ck_assert_double_eq(hw.cpu_mem_GiB, 64);
+    hw_free(&hw);
+}
+END_TEST
+
+START_TEST(bad_overrides)
+{
+    static const struct { const char *set, *what; } cases[] = {
+        {"ssd.count", "expected section.key=value"},
+        {"count=3", "expected section.key=value"},
+        {"sdd.count=3", "unknown section [sdd]"},
+        {"ssd.cuont=3", "unknown key 'cuont' in [ssd]"},
+        {"ssd.count=0", "whole number >= 1"},
+        {"pcie.h2d_GBps=-1", "greater than 0"},
+        {"pcie.h2d_GBps=fast", "expected a number"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        Hardware hw;
+        Err e;
+        const char *sets[] = {cases[i].set};
+        ck_assert_int_eq(hw_load("4090.ini", sets, 1, &hw, &e), -EINVAL);
+        char want[64];
+        snprintf(want, sizeof want, "--set %s", cases[i].set);
+        tu_assert_contains(e.msg, want);
+        tu_assert_contains(e.msg, cases[i].what);
+    }
+}
+END_TEST
+
+START_TEST(bad_files)
+{
+    expect_bad(edit("[pcie]", "[pcei]"), ":10:", "unknown section [pcei]");
+    expect_bad(edit("[memory]\n", "[memory]\n[extra]\n"), ":26:", "unknown section [extra]");
+    expect_bad(edit("mem_GBps = 100\n", "mem_gbps = 100\n"), ":16:", "unknown key 'mem_gbps' in [cpu]");
+    expect_bad(edit("cores = 8\n", ""), ":", "[cpu] lacks required key 'cores'");
+    expect_bad(edit("read_GBps = 6", "read_GBps = six"), ":20:", "expected a number");
+    expect_bad(edit("read_GBps = 6", "read_GBps = 6 GB/s"), ":20:", "expected a number");
+    expect_bad(edit("read_GBps = 6", "read_GBps = -6"), ":20:", "greater than 0");
+    expect_bad(edit("h2d_GBps = 25", "h2d_GBps = 0"), ":11:", "greater than 0");
+    expect_bad(edit("attn_efficiency = 0.5", "attn_efficiency = 1.5"), ":8:", "(0, 1]");
+    expect_bad(edit("duplex_factor = 1", "duplex_factor = 3"), ":22:", "between 1");
+    expect_bad(edit("count = 2", "count = 2.5"), ":19:", "whole number");
+    expect_bad(edit("d2h_GBps = 24\n", "d2h_GBps = 24\nd2h_GBps = 20\n"), ":13:",
+               "given twice (first on line 12)");
+    expect_bad(edit("4096:0.9", "256:0.9"), ":9:", "dims must increase");
+    expect_bad(edit("4096:0.9", "4096:"), ":9:", "dim:efficiency pairs");
+    expect_bad(edit("4096:0.9", "4096:2"), ":9:", "0 < efficiency");
+    expect_bad(edit("latency_us = 10\n", "latency_us = 10\nh2d_bidir_GBps = 30\n"), ":",
+               "cannot exceed");
+    expect_bad(edit("[cpu]\n", "[cpu\n"), ":14:", "syntax error");
+    expect_bad(edit("cores = 8\n", "cores\n"), ":15:", "syntax error");
+}
+END_TEST
+
+START_TEST(long_line)
+{
+    char text[4096], pad[300];
+    memset(pad, 'x', sizeof pad - 1);
+    pad[sizeof pad - 1] = '\0';
+    snprintf(text, sizeof text, "[gpu]\nname = %s\n", pad);
+    expect_bad(text, ":2:", "line longer than");
+}
+END_TEST
+
+START_TEST(gemm_curve)
+{
+    char path[64];
+    Hardware hw;
+    Err e;
+    ck_assert_int_eq(load_text(good_ini, NULL, 0, &hw, &e, path, sizeof path), 0);
+    /* at the points, exactly; beyond the ends, clamped */
+    ck_assert_double_eq_tol(hw_gemm_efficiency(&hw, 1024, 1024, 1024), 0.6, 1e-12);
+    ck_assert_double_eq_tol(hw_gemm_efficiency(&hw, 512, 512, 512), 0.4, 1e-12);
+    ck_assert_double_eq(hw_gemm_efficiency(&hw, 64, 64, 64), 0.4);
+    ck_assert_double_eq(hw_gemm_efficiency(&hw, 1 << 16, 1 << 16, 1 << 16), 0.9);
+    /* monotone between points (Steffen does not overshoot) */
+    double prev = 0;
+    for (int n = 512; n <= 4096; n += 64) {
+        double eff = hw_gemm_efficiency(&hw, n, n, n);
+        ck_assert_double_ge(eff, prev - 1e-12);
+        ck_assert_double_le(eff, 0.9 + 1e-12);
+        prev = eff;
+    }
+    /* a skinny GEMM is as slow as its small side suggests: 3/(1/m+1/n+1/k) */
+    double skinny = hw_gemm_efficiency(&hw, 65536, 65536, 384);
+    ck_assert_double_eq_tol(skinny, hw_gemm_efficiency(&hw, 3.0 / (2.0 / 65536 + 1.0 / 384) + 0.5,
+                                                       3.0 / (2.0 / 65536 + 1.0 / 384) + 0.5,
+                                                       3.0 / (2.0 / 65536 + 1.0 / 384) + 0.5),
+                            1e-3);
+    hw_free(&hw);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("hw");
+    TCase *tc = tcase_create("hw");
+    tcase_add_test(tc, good_file);
+    tcase_add_test(tc, presets_load);
+    tcase_add_test(tc, unknown_preset);
+    tcase_add_test(tc, overrides);
+    tcase_add_test(tc, bad_overrides);
+    tcase_add_test(tc, bad_files);
+    tcase_add_test(tc, long_line);
+    tcase_add_test(tc, gemm_curve);
+    suite_add_tcase(s, tc);
+    return tu_run(s);
+}

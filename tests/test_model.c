@@ -1,0 +1,155 @@
+/* Check suite for model/model: presets, parameter counts, the model ini. */
+#include <errno.h>
+#include <math.h>
+
+#include "model.h"
+#include "testutil.h"
+
+static double rel(double a, double b)
+{
+    return fabs(a - b) / fabs(b);
+}
+
+START_TEST(gpt2_124m_params)
+{
+    const ModelConfig *c = model_preset_find("gpt2-124m");
+    ck_assert_ptr_nonnull(c);
+    /* The released checkpoint's tensors add up to exactly this (LM head tied). */
+    ck_assert_int_eq(model_param_count(c), 124439808);
+    ck_assert_double_le(rel((double)model_param_count(c), 124.4e6), 0.001);
+}
+END_TEST
+
+START_TEST(gpt3_175b_params)
+{
+    const ModelConfig *c = model_preset_find("GPT3-175B");
+    ck_assert_ptr_nonnull(c);
+    ck_assert_double_le(rel((double)model_param_count(c), 174.6e9), 0.005);
+    ck_assert_int_eq(model_block_params(c), 12LL * 12288 * 12288 + 13 * 12288);
+}
+END_TEST
+
+/* The GPT-3 paper's table 2.1 names; the counts of our shapes land within 6% of each (the paper
+ * rounds, and XL/13B rows are corrected as model.c explains). */
+START_TEST(gpt3_family_params)
+{
+    static const struct { const char *name; double paper; } rows[] = {
+        {"gpt3-125m", 125e6}, {"gpt3-350m", 350e6}, {"gpt3-760m", 760e6}, {"gpt3-1.3b", 1.3e9},
+        {"gpt3-2.7b", 2.7e9}, {"gpt3-6.7b", 6.7e9}, {"gpt3-13b", 13e9}, {"gpt3-175b", 175e9},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        const ModelConfig *c = model_preset_find(rows[i].name);
+        ck_assert_ptr_nonnull(c);
+        double r = rel((double)model_param_count(c), rows[i].paper);
+        ck_assert_msg(r < 0.06, "%s: %lld vs %g", rows[i].name,
+                      (long long)model_param_count(c), rows[i].paper);
+    }
+}
+END_TEST
+
+START_TEST(seventy_b_shape)
+{
+    const ModelConfig *c = model_preset_find("gpt-70b");
+    ck_assert_ptr_nonnull(c);
+    ck_assert_int_eq(c->n_layer, 80);
+    ck_assert_int_eq(c->d_model, 8192);
+    ck_assert_int_eq(c->n_head, 64);
+}
+END_TEST
+
+START_TEST(unknown_preset)
+{
+    ModelConfig c;
+    Err e;
+    ck_assert_int_eq(model_load("gpt5", &c, &e), -ENOENT);
+    tu_assert_contains(e.msg, "unknown model 'gpt5'");
+    tu_assert_contains(e.msg, "gpt3-175b");
+}
+END_TEST
+
+START_TEST(model_ini_loads)
+{
+    char path[64];
+    tu_temp_file(path, sizeof path, ".ini",
+                 "# a custom shape\n[model]\nname = mini\nlayers = 2\nhidden = 64\nheads = 4\n"
+                 "vocab = 256\nmax_seq = 32\ntied = false ; its own head\ndtype = fp16\n");
+    ModelConfig c;
+    Err e;
+    int rc = model_load(path, &c, &e);
+    unlink(path);
+    ck_assert_msg(rc == 0, "%s", e.msg);
+    ck_assert_str_eq(c.name, "mini");
+    ck_assert_int_eq(c.d_ff, 256); /* defaults to 4h */
+    ck_assert(!c.tied);
+    ck_assert_int_eq(c.dtype, DTYPE_FP16);
+    /* untied: wte + head + wpe + lnf + 2 blocks */
+    int64_t block = 12 * 64 * 64 + 13 * 64;
+    ck_assert_int_eq(model_param_count(&c), 2 * 256 * 64 + 32 * 64 + 2 * 64 + 2 * block);
+}
+END_TEST
+
+/* Each bad model ini gives -EINVAL (or -ENOENT) and one message naming where and what. */
+static void expect_bad(const char *text, const char *want1, const char *want2)
+{
+    char path[64], loc[80];
+    tu_temp_file(path, sizeof path, ".ini", text);
+    ModelConfig c;
+    Err e;
+    int rc = model_load(path, &c, &e);
+    unlink(path);
+    ck_assert_int_eq(rc, -EINVAL);
+    snprintf(loc, sizeof loc, "%s%s", path, want1);
+    tu_assert_contains(e.msg, loc);
+    tu_assert_contains(e.msg, want2);
+    ck_assert_ptr_null(strchr(e.msg, '\n'));
+}
+
+START_TEST(model_ini_bad)
+{
+    expect_bad("[model]\nlayers = 2\nhiden = 64\n", ":3:", "unknown key 'hiden'");
+    expect_bad("[model]\nlayers = 2\nhidden = 64\nheads = 4\nvocab = 256\n", ":", "max_seq");
+    expect_bad("[model]\nlayers = two\n", ":2:", "positive integer");
+    expect_bad("[model]\nlayers = 0\n", ":2:", "positive integer");
+    expect_bad("[model]\nlayers = -3\n", ":2:", "positive integer");
+    expect_bad("[modle]\nlayers = 2\n", ":1:", "unknown section [modle]");
+    expect_bad("[model]\nlayers = 2\nlayers = 3\n", ":3:", "twice");
+    expect_bad("[model]\nlayers 2\n", ":2:", "syntax error");
+    expect_bad("[model]\nlayers=2\nhidden=60\nheads=7\nvocab=9\nmax_seq=8\n", ":", "divide");
+}
+END_TEST
+
+START_TEST(model_ini_unreadable)
+{
+    ModelConfig c;
+    Err e;
+    ck_assert_int_eq(model_load("/nonexistent/dir/m.ini", &c, &e), -ENOENT);
+    tu_assert_contains(e.msg, "/nonexistent/dir/m.ini: cannot read");
+}
+END_TEST
+
+START_TEST(dtypes)
+{
+    DType t;
+    ck_assert_int_eq(dtype_parse("bfloat16", &t), 0);
+    ck_assert_int_eq(t, DTYPE_BF16);
+    ck_assert_int_eq(dtype_bytes(t), 2);
+    ck_assert_int_eq(dtype_parse("fp8", &t), -EINVAL);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("model");
+    TCase *tc = tcase_create("model");
+    tcase_add_test(tc, gpt2_124m_params);
+    tcase_add_test(tc, gpt3_175b_params);
+    tcase_add_test(tc, gpt3_family_params);
+    tcase_add_test(tc, seventy_b_shape);
+    tcase_add_test(tc, unknown_preset);
+    tcase_add_test(tc, model_ini_loads);
+    tcase_add_test(tc, model_ini_bad);
+    tcase_add_test(tc, model_ini_unreadable);
+    tcase_add_test(tc, dtypes);
+    suite_add_tcase(s, tc);
+    return tu_run(s);
+}
