@@ -1,25 +1,8 @@
-/* footprint: per-tier memory accounting for a placement; the rules are in footprint.h. */
+/* footprint: per-tier memory accounting for a plan; the rules are in footprint.h. */
 #include "footprint.h"
 
 #include <assert.h>
-#include <errno.h>
 #include <string.h>
-#include <strings.h>
-
-const char *tier_name(Tier t)
-{
-    static const char *names[] = {"gpu", "cpu", "ssd"};
-    assert(t >= 0 && t < TIER_COUNT);
-    return names[t];
-}
-
-int tier_parse(const char *s, Tier *out)
-{
-    for (int t = 0; t < TIER_COUNT; t++)
-        if (!strcasecmp(s, tier_name(t)))
-            return *out = t, 0;
-    return -EINVAL;
-}
 
 const char *mem_tag_name(MemTag m)
 {
@@ -34,7 +17,7 @@ double footprint_capacity(const Hardware *hw, Tier t)
     return t == TIER_GPU ? hw_gpu_bytes(hw) : t == TIER_CPU ? hw_cpu_bytes(hw) : hw_ssd_bytes(hw);
 }
 
-static int64_t max_out_bytes(const Graph *g)
+static int64_t max_block_out_bytes(const Graph *g)
 {
     int64_t m = 0;
     for (int i = 0; i < GRAPH_OPS_PER_BLOCK; i++) {
@@ -45,47 +28,83 @@ static int64_t max_out_bytes(const Graph *g)
     return m;
 }
 
-void footprint_compute(Footprint *f, const Graph *g, const Placement *p)
+/* Largest optimizer sub-group, in parameters (the tail carries the embedding). */
+static double max_subgroup_params(const Graph *g, const Plan *p)
+{
+    double block = (double)model_block_params(&g->cfg), best = 0;
+    for (int s = 0; s < plan_subgroup_count(p); s++) {
+        int first, count;
+        plan_subgroup_blocks(p, s, &first, &count);
+        double n = count * block;
+        if (s == plan_subgroup_count(p) - 1)
+            n += (double)model_embed_params(&g->cfg);
+        if (n > best)
+            best = n;
+    }
+    return best;
+}
+
+static void add_activations(Footprint *f, const Graph *g, const Plan *p, const GraphTotals *t)
+{
+    double fetched_max = 0, ssd_max = 0, recompute_max = 0;
+    for (int b = 0; b < g->cfg.n_layer; b++) {
+        double at[TIER_COUNT] = {0}, recomputed = 0;
+        for (int i = 0; i < GRAPH_OPS_PER_BLOCK; i++) {
+            ActPlace a = plan_act(p, b, i);
+            double n = (double)graph_block_op(g, b, i)->act_bytes;
+            if (a == ACT_RECOMPUTE)
+                recomputed += n;
+            else
+                at[a] += n;
+        }
+        if (recomputed > recompute_max)
+            recompute_max = recomputed;
+        for (int tier = 0; tier < TIER_COUNT; tier++)
+            f->bytes[MEM_ACTIVATIONS][tier] += at[tier];
+        if (at[TIER_CPU] + at[TIER_SSD] > fetched_max)
+            fetched_max = at[TIER_CPU] + at[TIER_SSD];
+        if (at[TIER_SSD] > ssd_max)
+            ssd_max = at[TIER_SSD];
+    }
+    f->bytes[MEM_ACTIVATIONS][TIER_GPU] += recompute_max + p->act_buffers * fetched_max +
+                                           (double)t->edge_act_bytes +
+                                           2.0 * (double)max_block_out_bytes(g);
+    f->bytes[MEM_STAGING][TIER_CPU] += 2 * ssd_max;
+}
+
+void footprint_compute(Footprint *f, const Graph *g, const Plan *p)
 {
     memset(f, 0, sizeof *f);
     GraphTotals t;
     graph_totals(g, &t);
-    double P = (double)t.params, wsz = (double)dtype_bytes(g->cfg.dtype);
-    double group_w = (double)t.max_block_params * wsz;
-    double subgroup = (double)p->subgroup_blocks * (double)t.max_block_params;
+    const ModelConfig *c = &g->cfg;
+    double P = (double)t.params, wsz = (double)dtype_bytes(c->dtype);
+    double block_w = (double)model_block_params(c) * wsz;
+    double edge_w = (double)model_embed_params(c) * wsz;
 
     f->bytes[MEM_WEIGHTS][p->weights] += P * wsz;
     if (p->weights != TIER_GPU)
-        f->bytes[MEM_WEIGHTS][TIER_GPU] += (1 + p->prefetch_groups) * group_w;
+        f->bytes[MEM_WEIGHTS][TIER_GPU] += p->weight_buffers * block_w + edge_w;
     if (p->weights == TIER_SSD)
-        f->bytes[MEM_STAGING][TIER_CPU] += p->staging_buffers * group_w;
+        f->bytes[MEM_STAGING][TIER_CPU] += p->pinned_buffers * block_w;
 
     f->bytes[MEM_MASTER][p->optim] += 4 * P;
     f->bytes[MEM_ADAM_M][p->optim] += 4 * P;
     f->bytes[MEM_ADAM_V][p->optim] += 4 * P;
+    double group = max_subgroup_params(g, p);
     if (p->optim == TIER_SSD)
-        f->bytes[MEM_STAGING][TIER_CPU] += 3 * subgroup * 12;
+        f->bytes[MEM_STAGING][TIER_CPU] += p->state_buffers * group * 12;
 
     if (p->optim == TIER_GPU) {
-        f->bytes[MEM_GRADS][TIER_GPU] += P * wsz;
+        f->bytes[MEM_GRADS][TIER_GPU] += P * (p->micro_batches > 1 ? 4 : wsz);
     } else {
-        f->bytes[MEM_GRADS][TIER_GPU] += 2 * group_w;
-        f->bytes[MEM_GRADS][TIER_CPU] += 2 * subgroup * wsz;
+        double gsz = p->micro_batches > 1 ? 4 : wsz;
+        double held = p->policy == POLICY_ZERO_INFINITY || p->micro_batches > 1
+                          ? P : p->host_grad_groups * group;
+        f->bytes[MEM_GRADS][TIER_GPU] += p->grad_buffers * (block_w > edge_w ? block_w : edge_w);
+        f->bytes[MEM_GRADS][TIER_CPU] += (held < P ? held : P) * gsz;
     }
-
-    double work = 2.0 * (double)max_out_bytes(g);
-    f->bytes[MEM_ACTIVATIONS][TIER_GPU] += work;
-    if (p->act == ACT_ALL) {
-        f->bytes[MEM_ACTIVATIONS][TIER_GPU] += (double)t.act_all_bytes;
-        return;
-    }
-    double ckpt = (double)t.block_ckpt_bytes;
-    f->bytes[MEM_ACTIVATIONS][p->checkpoints] += g->cfg.n_layer * ckpt;
-    f->bytes[MEM_ACTIVATIONS][TIER_GPU] += (double)(t.block_act_bytes + t.edge_act_bytes);
-    if (p->checkpoints != TIER_GPU)
-        f->bytes[MEM_ACTIVATIONS][TIER_GPU] += 2 * ckpt;
-    if (p->checkpoints == TIER_SSD)
-        f->bytes[MEM_STAGING][TIER_CPU] += 2 * ckpt;
+    add_activations(f, g, p, &t);
 }
 
 double footprint_tier_total(const Footprint *f, Tier t)
@@ -96,43 +115,43 @@ double footprint_tier_total(const Footprint *f, Tier t)
     return sum;
 }
 
-static bool tier_fits(const Graph *g, const Placement *p, const Hardware *hw, Tier t)
+unsigned footprint_overflow(const Footprint *f, const Hardware *hw)
+{
+    unsigned mask = 0;
+    for (int t = 0; t < TIER_COUNT; t++)
+        if (footprint_tier_total(f, t) > footprint_capacity(hw, t))
+            mask |= 1u << t;
+    return mask;
+}
+
+static unsigned overflow(const Graph *g, const Plan *p, const Hardware *hw)
 {
     Footprint f;
     footprint_compute(&f, g, p);
-    return footprint_tier_total(&f, t) <= footprint_capacity(hw, t);
+    return footprint_overflow(&f, hw);
 }
 
-static bool fits(const Graph *g, const Placement *p, const Hardware *hw)
+void footprint_auto_place(Plan *p, const Graph *g, const Hardware *hw)
 {
-    return tier_fits(g, p, hw, TIER_GPU) && tier_fits(g, p, hw, TIER_CPU) &&
-           tier_fits(g, p, hw, TIER_SSD);
-}
-
-void footprint_auto_placement(Placement *p, const Graph *g, const Hardware *hw)
-{
-    *p = (Placement){.weights = TIER_GPU, .optim = TIER_GPU, .checkpoints = TIER_GPU,
-                     .act = ACT_ALL, .prefetch_groups = 1, .staging_buffers = 2,
-                     .subgroup_blocks = 1};
-    if (fits(g, p, hw))
+    const unsigned gpu = 1u << TIER_GPU, cpu = 1u << TIER_CPU;
+    p->weights = p->optim = TIER_GPU;
+    plan_set_all_act(p, ACT_GPU, ACT_GPU);
+    if (!overflow(g, p, hw))
         return;
-    p->act = ACT_CHECKPOINT;
-    if (fits(g, p, hw))
+    plan_set_all_act(p, ACT_GPU, ACT_RECOMPUTE);
+    if (!overflow(g, p, hw))
         return;
     /* Out of core: states and weights leave the GPU, each to CPU memory while it has room
      * (judged on the CPU tier alone, checkpoints still counted on the GPU), else to SSD. */
-    p->weights = TIER_CPU;
-    p->optim = TIER_CPU;
-    if (!tier_fits(g, p, hw, TIER_CPU))
+    p->weights = p->optim = TIER_CPU;
+    if (overflow(g, p, hw) & cpu)
         p->optim = TIER_SSD;
-    if (!tier_fits(g, p, hw, TIER_CPU))
+    if (overflow(g, p, hw) & cpu)
         p->weights = TIER_SSD;
-    /* Checkpoints: the GPU if it has room, else CPU memory, else SSD. If nothing fits, the last
-     * choice stays and the caller reports which tier overflows. */
-    if (tier_fits(g, p, hw, TIER_GPU))
+    if (!(overflow(g, p, hw) & gpu))
         return;
-    p->checkpoints = TIER_CPU;
-    if (tier_fits(g, p, hw, TIER_CPU))
+    plan_set_all_act(p, ACT_CPU, ACT_RECOMPUTE);
+    if (!(overflow(g, p, hw) & cpu))
         return;
-    p->checkpoints = TIER_SSD;
+    plan_set_all_act(p, ACT_SSD, ACT_RECOMPUTE);
 }

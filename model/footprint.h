@@ -1,21 +1,22 @@
-/* footprint: bytes of training state per memory tier (GPU, CPU, SSD) for a placement.
+/* footprint: bytes of training state per memory tier (GPU, CPU, SSD) for a plan.
  *
  * The table has one row per allocation tag (weights, master, adam_m, adam_v, grads, activations,
  * staging) and one column per tier; the executor tags its allocations the same way, so predicted
- * and measured memory compare row by row. Accounting rules, per micro-batch step:
- * - 16-bit weights: all at their home tier. Away from the GPU, the GPU holds the computing layer
- *   group plus prefetch_groups more (a group is a block, the embedding, or an untied head; sized
- *   as the largest); from SSD, staging_buffers pinned CPU buffers of one group each.
- * - fp32 master, Adam m and v: 4 B/param each at the optimizer tier. From SSD, the CPU holds three
- *   sub-groups of states (read ahead, updating, writing back): pinned staging.
- * - Gradients: with the optimizer on the GPU, a full 16-bit gradient there. Otherwise two layer
- *   groups on the GPU (one being produced, one copying out) and two sub-groups on the CPU.
- * - Activations: ACT_ALL keeps everything on the GPU. ACT_CHECKPOINT keeps block inputs at the
- *   checkpoint tier and, on the GPU, one block's full activations for recomputation, the edges
- *   (token ids, logits) and, when checkpoints live elsewhere, two checkpoint prefetch buffers
- *   (pinned CPU staging for two more when they live on SSD).
- * - Both modes add two activation-gradient buffers of the largest op output on the GPU.
- * Finer decisions (per-activation swap, recompute) are the plan's, in the schedule. */
+ * and measured memory compare row by row. The accounting, for one iteration's peak:
+ * - 16-bit weights: all at their home tier. Away from the GPU, the GPU holds weight_buffers
+ *   blocks plus the embedding (and an untied head), resident; from SSD, pinned_buffers pinned CPU
+ *   buffers of one block each.
+ * - fp32 master, Adam m and v: 4 B/param each at the optimizer tier; from SSD, state_buffers
+ *   pinned CPU buffers of the largest sub-group's states.
+ * - Gradients: with the optimizer on the GPU, a full 16-bit gradient there. Otherwise
+ *   grad_buffers blocks on the GPU, and on the CPU host_grad_groups sub-groups (Fuyou), or the
+ *   whole model (ZeRO-Infinity, which updates after backward), in fp32 when micro-batches
+ *   accumulate.
+ * - Activations: each kept activation at the tier its plan decision names; on the GPU also the
+ *   largest block's recomputed activations (rebuilt in backward), act_buffers blocks of swapped
+ *   activations (on their way out in forward, prefetched in backward), the edges (token ids,
+ *   logits), and two activation-gradient buffers of the largest op output; pinned CPU staging
+ *   of two blocks' SSD-bound activations. */
 #ifndef FUYOU_FOOTPRINT_H
 #define FUYOU_FOOTPRINT_H
 
@@ -23,8 +24,7 @@
 
 #include "graph.h"
 #include "hw.h"
-
-typedef enum Tier { TIER_GPU, TIER_CPU, TIER_SSD, TIER_COUNT } Tier;
+#include "plan.h"
 
 typedef enum MemTag {
     MEM_WEIGHTS,
@@ -37,36 +37,25 @@ typedef enum MemTag {
     MEM_TAG_COUNT
 } MemTag;
 
-typedef enum ActKeep { ACT_ALL, ACT_CHECKPOINT } ActKeep;
-
-typedef struct Placement {
-    Tier weights;        /* home of the 16-bit weights */
-    Tier optim;          /* home of fp32 master, m, v */
-    Tier checkpoints;    /* home of block-boundary activations */
-    ActKeep act;
-    int prefetch_groups; /* layer groups of weights on the GPU beyond the computing one */
-    int staging_buffers; /* pinned CPU buffers of one layer group each, for SSD weights */
-    int subgroup_blocks; /* optimizer sub-group size in blocks */
-} Placement;
-
 typedef struct Footprint {
     double bytes[MEM_TAG_COUNT][TIER_COUNT];
 } Footprint;
 
-const char *tier_name(Tier t);
-/* "gpu", "cpu", "ssd": 0 or -EINVAL. */
-int tier_parse(const char *s, Tier *out);
 const char *mem_tag_name(MemTag m);
 
-/* The Fuyou placement with every tier decided by capacity: all on the GPU when everything fits;
- * otherwise optimizer states in CPU memory if they fit there, else on SSD; weights in CPU memory
- * if they fit beside that, else SSD; block checkpoints on the GPU if they fit, else CPU, else
- * SSD. Prefetch 1 group, 2 staging buffers, 1-block sub-groups. */
-void footprint_auto_placement(Placement *p, const Graph *g, const Hardware *hw);
-
-void footprint_compute(Footprint *f, const Graph *g, const Placement *p);
+void footprint_compute(Footprint *f, const Graph *g, const Plan *p);
 double footprint_tier_total(const Footprint *f, Tier t);
 /* Capacity of a tier in bytes (after the ini's reserves). */
 double footprint_capacity(const Hardware *hw, Tier t);
+/* Tiers over capacity as a bit mask (1 << tier); 0 when the plan fits. */
+unsigned footprint_overflow(const Footprint *f, const Hardware *hw);
+
+/* Places p's state by capacity, keeping its buffer counts: everything on the GPU when it fits
+ * (all activations kept, else block checkpoints there with recomputation); otherwise optimizer
+ * states in CPU memory if they fit there, else on SSD; weights in CPU memory if they fit beside
+ * that, else SSD; checkpoints on the GPU if they fit, else CPU, else SSD; other activations
+ * recomputed. If nothing fits, the most frugal placement stays and footprint_overflow says
+ * which tier is short. */
+void footprint_auto_place(Plan *p, const Graph *g, const Hardware *hw);
 
 #endif

@@ -64,18 +64,13 @@ void describe_graph(FILE *out, const Graph *g)
             units_bytes(b5, sizeof b5, (double)t.block_ckpt_bytes));
 }
 
-int describe_footprint(FILE *out, const Graph *g, const Hardware *hw, const Placement *p)
+int describe_footprint(FILE *out, const Graph *g, const Hardware *hw, const Plan *p)
 {
     Footprint f;
     footprint_compute(&f, g, p);
-    char b[TIER_COUNT][24];
-    fprintf(out, "\nmemory footprint on %s (weights on %s, optimizer states on %s, %s%s%s; "
-            "prefetch %d, staging %d, sub-group %d block%s):\n", hw->source,
-            tier_name(p->weights), tier_name(p->optim),
-            p->act == ACT_ALL ? "all activations kept" : "block checkpoints on ",
-            p->act == ACT_ALL ? "" : tier_name(p->checkpoints),
-            p->act == ACT_ALL ? "" : " with recomputation", p->prefetch_groups,
-            p->staging_buffers, p->subgroup_blocks, p->subgroup_blocks == 1 ? "" : "s");
+    char b[TIER_COUNT][24], summary[512];
+    fprintf(out, "\nmemory footprint on %s (%s):\n", hw->source,
+            plan_summary(p, g, summary, sizeof summary));
     fprintf(out, "  %-12s %12s %12s %12s\n", "", "gpu", "cpu", "ssd");
     for (int m = 0; m < MEM_TAG_COUNT; m++) {
         for (int t = 0; t < TIER_COUNT; t++)

@@ -9,9 +9,10 @@
 #include "footprint.h"
 #include "graph.h"
 #include "hw.h"
+#include "plan.h"
 
 void describe_graph(FILE *out, const Graph *g);
 /* Prints the footprint table; returns the number of tiers over capacity. */
-int describe_footprint(FILE *out, const Graph *g, const Hardware *hw, const Placement *p);
+int describe_footprint(FILE *out, const Graph *g, const Hardware *hw, const Plan *p);
 
 #endif

@@ -40,7 +40,7 @@ START_TEST(usage_errors)
     ck_assert_int_eq(run_sim("--batch", out, sizeof out), 2);
     tu_assert_contains(out, "--batch needs a value");
     ck_assert_int_eq(run_sim("--batch 0", out, sizeof out), 2);
-    tu_assert_contains(out, "--batch expects a positive whole number");
+    tu_assert_contains(out, "--batch expects a whole number >= 1");
     ck_assert_int_eq(run_sim("--model gpt9", out, sizeof out), 2);
     tu_assert_contains(out, "unknown model 'gpt9'");
     ck_assert_int_eq(run_sim("--hw 3090.ini", out, sizeof out), 2);
@@ -84,6 +84,38 @@ START_TEST(describe)
 }
 END_TEST
 
+/* The predicted trace of a tiny model equals the golden one (regenerate on purpose only:
+ * `meson compile -C build regen-golden`, then review the diff). */
+START_TEST(golden_trace)
+{
+    const char *golden = getenv("GOLDEN_TRACE"), *args = getenv("GOLDEN_ARGS");
+    ck_assert_msg(golden && args, "GOLDEN_TRACE and GOLDEN_ARGS are not set (meson sets them)");
+    char path[64], cmd[2048];
+    tu_temp_file(path, sizeof path, ".tsv", "");
+    snprintf(cmd, sizeof cmd, "%s --trace %s", args, path);
+    int rc = run_sim(cmd, out, sizeof out);
+    ck_assert_msg(rc == 0, "%s", out);
+    FILE *a = fopen(path, "r"), *b = fopen(golden, "r");
+    ck_assert_ptr_nonnull(a);
+    ck_assert_msg(b != NULL, "cannot read %s", golden);
+    char la[512], lb[512];
+    int line = 0;
+    for (;;) {
+        char *ra = fgets(la, sizeof la, a), *rb = fgets(lb, sizeof lb, b);
+        line++;
+        if (!ra || !rb) {
+            ck_assert_msg(!ra && !rb, "line %d: one trace ends before the other", line);
+            break;
+        }
+        ck_assert_msg(!strcmp(la, lb), "line %d differs:\n got  %s want %s", line, la, lb);
+    }
+    ck_assert_int_gt(line, 100);
+    fclose(a);
+    fclose(b);
+    unlink(path);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cli");
@@ -93,6 +125,7 @@ int main(void)
     tcase_add_test(tc, usage_errors);
     tcase_add_test(tc, bad_hw_file);
     tcase_add_test(tc, describe);
+    tcase_add_test(tc, golden_trace);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

@@ -9,13 +9,14 @@ static const ModelConfig tiny = {.name = "tiny", .n_layer = 4, .d_model = 64, .n
 START_TEST(all_on_gpu)
 {
     Graph g;
+    Plan p;
     Err e;
     ck_assert_int_eq(graph_init(&g, &tiny, 2, 16, &e), 0);
+    ck_assert_int_eq(plan_init(&p, &g, POLICY_FUYOU, &e), 0);
     GraphTotals t;
     graph_totals(&g, &t);
-    Placement p = {.weights = TIER_GPU, .optim = TIER_GPU, .checkpoints = TIER_GPU,
-                   .act = ACT_ALL, .prefetch_groups = 1, .staging_buffers = 2,
-                   .subgroup_blocks = 1};
+    p.weights = p.optim = TIER_GPU;
+    plan_set_all_act(&p, ACT_GPU, ACT_GPU);
     Footprint f;
     footprint_compute(&f, &g, &p);
     double P = (double)t.params;
@@ -27,6 +28,7 @@ START_TEST(all_on_gpu)
     ck_assert_double_eq(f.bytes[MEM_ACTIVATIONS][TIER_GPU], t.act_all_bytes + 2.0 * 32 * 256 * 2);
     ck_assert_double_eq(footprint_tier_total(&f, TIER_CPU), 0);
     ck_assert_double_eq(footprint_tier_total(&f, TIER_SSD), 0);
+    plan_free(&p);
     graph_free(&g);
 }
 END_TEST
@@ -34,30 +36,38 @@ END_TEST
 START_TEST(out_of_core)
 {
     Graph g;
+    Plan p;
     Err e;
     ck_assert_int_eq(graph_init(&g, &tiny, 2, 16, &e), 0);
+    ck_assert_int_eq(plan_init(&p, &g, POLICY_FUYOU, &e), 0);
     GraphTotals t;
     graph_totals(&g, &t);
-    Placement p = {.weights = TIER_SSD, .optim = TIER_SSD, .checkpoints = TIER_CPU,
-                   .act = ACT_CHECKPOINT, .prefetch_groups = 2, .staging_buffers = 3,
-                   .subgroup_blocks = 2};
+    p.weights = p.optim = TIER_SSD;
+    p.weight_buffers = 3;
+    p.pinned_buffers = 3;
+    p.subgroup_blocks = 2;
+    p.tail_blocks = 2;
+    plan_set_all_act(&p, ACT_CPU, ACT_RECOMPUTE);
     Footprint f;
     footprint_compute(&f, &g, &p);
     double P = (double)t.params;
-    /* the largest layer group is a block (49984 params) rather than the embedding (10240) */
-    double group = (double)model_block_params(&tiny);
-    ck_assert_double_eq(t.max_block_params, group);
+    double block = (double)model_block_params(&tiny), edge = (double)model_embed_params(&tiny);
     ck_assert_double_eq(f.bytes[MEM_WEIGHTS][TIER_SSD], 2 * P);
-    ck_assert_double_eq(f.bytes[MEM_WEIGHTS][TIER_GPU], 3 * group * 2);
+    ck_assert_double_eq(f.bytes[MEM_WEIGHTS][TIER_GPU], 3 * block * 2 + edge * 2);
     ck_assert_double_eq(f.bytes[MEM_MASTER][TIER_SSD] + f.bytes[MEM_ADAM_M][TIER_SSD] +
                             f.bytes[MEM_ADAM_V][TIER_SSD], 12 * P);
-    ck_assert_double_eq(f.bytes[MEM_STAGING][TIER_CPU], 3 * group * 2 + 3 * 2 * group * 12);
-    ck_assert_double_eq(f.bytes[MEM_GRADS][TIER_GPU], 2 * group * 2);
-    ck_assert_double_eq(f.bytes[MEM_GRADS][TIER_CPU], 2 * 2 * group * 2);
-    double ckpt = 32 * 64 * 2;
-    ck_assert_double_eq(f.bytes[MEM_ACTIVATIONS][TIER_CPU], 4 * ckpt);
+    /* the largest sub-group is the tail: 2 blocks and the embedding; 3 state buffers of it */
+    double group = 2 * block + edge;
+    ck_assert_double_eq(f.bytes[MEM_STAGING][TIER_CPU], 3 * block * 2 + 3 * group * 12);
+    ck_assert_double_eq(f.bytes[MEM_GRADS][TIER_GPU], 2 * block * 2);
+    ck_assert_double_eq(f.bytes[MEM_GRADS][TIER_CPU], 4 * group * 2 < P * 2 ? 4 * group * 2
+                                                                                : P * 2);
+    double ckpt_op = (double)graph_block_op(&g, 0, 0)->act_bytes; /* input + LN stats */
+    ck_assert_double_eq(f.bytes[MEM_ACTIVATIONS][TIER_CPU], 4 * ckpt_op);
+    double recomputed = (double)t.block_act_bytes - ckpt_op;
     ck_assert_double_eq(f.bytes[MEM_ACTIVATIONS][TIER_GPU],
-                        2.0 * 32 * 256 * 2 + t.block_act_bytes + t.edge_act_bytes + 2 * ckpt);
+                        recomputed + 2 * ckpt_op + t.edge_act_bytes + 2.0 * 32 * 256 * 2);
+    plan_free(&p);
     graph_free(&g);
 }
 END_TEST
@@ -68,32 +78,37 @@ START_TEST(auto_placement)
     Err e;
     ck_assert_int_eq(hw_load("4090.ini", NULL, 0, &hw, &e), 0);
     Graph g;
-    Placement p;
+    Plan p;
     /* GPT-2 124M at batch 1: everything fits a 24 GB card */
     ck_assert_int_eq(graph_init(&g, model_preset_find("gpt2-124m"), 1, 1024, &e), 0);
-    footprint_auto_placement(&p, &g, &hw);
+    ck_assert_int_eq(plan_init(&p, &g, POLICY_FUYOU, &e), 0);
+    footprint_auto_place(&p, &g, &hw);
     ck_assert_int_eq(p.weights, TIER_GPU);
-    ck_assert_int_eq(p.act, ACT_ALL);
+    ck_assert_int_eq(plan_act(&p, 3, 6), ACT_GPU);
+    plan_free(&p);
     graph_free(&g);
     /* GPT-3 175B: 2.1 TB of states go to SSD, 349 GB of bf16 weights fit in 752 GiB of RAM */
     ck_assert_int_eq(graph_init(&g, model_preset_find("gpt3-175b"), 8, 1024, &e), 0);
-    footprint_auto_placement(&p, &g, &hw);
+    ck_assert_int_eq(plan_init(&p, &g, POLICY_FUYOU, &e), 0);
+    footprint_auto_place(&p, &g, &hw);
     ck_assert_int_eq(p.optim, TIER_SSD);
     ck_assert_int_eq(p.weights, TIER_CPU);
-    ck_assert_int_eq(p.act, ACT_CHECKPOINT);
+    ck_assert_int_eq(plan_act(&p, 5, 6), ACT_RECOMPUTE);
     Footprint f;
     footprint_compute(&f, &g, &p);
-    for (int t = 0; t < TIER_COUNT; t++)
-        ck_assert_double_le(footprint_tier_total(&f, t), footprint_capacity(&hw, t));
+    ck_assert_uint_eq(footprint_overflow(&f, &hw), 0);
+    plan_free(&p);
     graph_free(&g);
     hw_free(&hw);
     /* the same on one 1 TB SSD cannot fit: the SSD tier overflows */
     const char *sets[] = {"ssd.count=1", "ssd.capacity_GB=1000"};
     ck_assert_int_eq(hw_load("4090.ini", sets, 2, &hw, &e), 0);
     ck_assert_int_eq(graph_init(&g, model_preset_find("gpt3-175b"), 8, 1024, &e), 0);
-    footprint_auto_placement(&p, &g, &hw);
+    ck_assert_int_eq(plan_init(&p, &g, POLICY_FUYOU, &e), 0);
+    footprint_auto_place(&p, &g, &hw);
     footprint_compute(&f, &g, &p);
-    ck_assert_double_gt(footprint_tier_total(&f, TIER_SSD), footprint_capacity(&hw, TIER_SSD));
+    ck_assert_uint_eq(footprint_overflow(&f, &hw), 1u << TIER_SSD);
+    plan_free(&p);
     graph_free(&g);
     hw_free(&hw);
 }

@@ -1,0 +1,87 @@
+/* cost: task work and resource rates; the formulas are in cost.h. */
+#include "cost.h"
+
+#include <assert.h>
+
+enum { ADAM_GPU_BYTES_PER_PARAM = 28 };
+
+double cost_gpu_op_s(const Hardware *hw, const Op *op, TaskKind kind)
+{
+    double peak = hw->gpu_bf16_TFLOPS * 1e12, launch = hw->gpu_launch_us * 1e-6;
+    double mem = hw->gpu_mem_GBps * 1e9;
+    bool bwd = kind == TASK_BWD;
+    switch (op->kind) {
+    case OP_GEMM: {
+        double eff = hw_gemm_efficiency(hw, op->m, op->n, op->k);
+        return (bwd ? op->bwd_flops : op->fwd_flops) / (peak * eff) + (bwd ? 2 : 1) * launch;
+    }
+    case OP_ATTENTION: {
+        double work = bwd ? 0.5 * 1.25 * op->bwd_flops : 0.5 * op->fwd_flops;
+        return work / (peak * hw->gpu_attn_efficiency) + launch;
+    }
+    default:
+        return (double)(bwd ? op->bwd_io_bytes : op->fwd_io_bytes) / mem + launch;
+    }
+}
+
+/* Latency of one copy on a link, in seconds. */
+static double link_latency_s(const Hardware *hw, Resource r)
+{
+    return (r == RES_H2D || r == RES_D2H ? hw->pcie_latency_us : hw->ssd_latency_us) * 1e-6;
+}
+
+static double alone_rate(const Hardware *hw, Resource r)
+{
+    switch (r) {
+    case RES_H2D: return hw->h2d_GBps * 1e9;
+    case RES_D2H: return hw->d2h_GBps * 1e9;
+    case RES_SSD_READ: return hw->ssd_count * hw->ssd_read_GBps * 1e9;
+    case RES_SSD_WRITE: return hw->ssd_count * hw->ssd_write_GBps * 1e9;
+    default: return 1;
+    }
+}
+
+double cost_task_work(const CostModel *m, const Task *t)
+{
+    const Hardware *hw = m->hw;
+    switch (t->kind) {
+    case TASK_FWD:
+    case TASK_RECOMPUTE:
+    case TASK_BWD:
+        assert(t->op >= 0 && t->op < m->g->n_ops);
+        return cost_gpu_op_s(hw, &m->g->ops[t->op], t->kind);
+    case TASK_ADAM:
+        if (t->res == RES_GPU)
+            return (double)t->params * ADAM_GPU_BYTES_PER_PARAM / (hw->gpu_mem_GBps * 1e9) +
+                   hw->gpu_launch_us * 1e-6;
+        return (double)t->params / (hw->adam_Gparams_per_s * 1e9);
+    case TASK_COPY:
+        return t->bytes + link_latency_s(hw, t->res) * alone_rate(hw, t->res);
+    }
+    return 0;
+}
+
+void cost_rates(const CostModel *m, const bool busy[RES_COUNT], double rate[RES_COUNT])
+{
+    const Hardware *hw = m->hw;
+    for (int r = 0; r < RES_COUNT; r++)
+        rate[r] = alone_rate(hw, r);
+    if (busy[RES_H2D] && busy[RES_D2H]) {
+        rate[RES_H2D] = hw->h2d_bidir_GBps * 1e9;
+        rate[RES_D2H] = hw->d2h_bidir_GBps * 1e9;
+    }
+    if (busy[RES_SSD_READ] && busy[RES_SSD_WRITE]) {
+        double share = hw->ssd_duplex / 2; /* in [0.5, 1] */
+        rate[RES_SSD_READ] *= share;
+        rate[RES_SSD_WRITE] *= share;
+    }
+}
+
+double cost_task_alone_s(const CostModel *m, const Task *t)
+{
+    bool busy[RES_COUNT] = {false};
+    double rate[RES_COUNT];
+    busy[t->res] = true;
+    cost_rates(m, busy, rate);
+    return cost_task_work(m, t) / rate[t->res];
+}

@@ -1,0 +1,179 @@
+/* plan: defaults, validation and the sub-group layout; see plan.h. */
+#include "plan.h"
+
+#include "units.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+const char *tier_name(Tier t)
+{
+    static const char *names[] = {"gpu", "cpu", "ssd"};
+    assert(t >= 0 && t < TIER_COUNT);
+    return names[t];
+}
+
+int tier_parse(const char *s, Tier *out)
+{
+    for (int t = 0; t < TIER_COUNT; t++)
+        if (!strcasecmp(s, tier_name(t)))
+            return *out = t, 0;
+    return -EINVAL;
+}
+
+const char *policy_name(Policy p)
+{
+    return p == POLICY_FUYOU ? "fuyou" : "zero-infinity";
+}
+
+int policy_parse(const char *s, Policy *out)
+{
+    if (!strcasecmp(s, "fuyou"))
+        return *out = POLICY_FUYOU, 0;
+    if (!strcasecmp(s, "zero-infinity") || !strcasecmp(s, "zero_infinity"))
+        return *out = POLICY_ZERO_INFINITY, 0;
+    return -EINVAL;
+}
+
+const char *act_place_name(ActPlace a)
+{
+    static const char *names[] = {"gpu", "cpu", "ssd", "recompute"};
+    return names[a];
+}
+
+int plan_init(Plan *p, const Graph *g, Policy policy, Err *e)
+{
+    *p = (Plan){.policy = policy, .micro_batch = g->batch, .micro_batches = 1, .seq = g->seq,
+                .n_layer = g->cfg.n_layer, .weights = TIER_SSD, .optim = TIER_SSD,
+                .subgroup_blocks = 1, .tail_blocks = 1, .prefetch_depth = 1,
+                .weight_buffers = 2, .pinned_buffers = 4, .act_buffers = 2, .grad_buffers = 2,
+                .state_buffers = 3, .host_grad_groups = 4};
+    p->act = malloc((size_t)p->n_layer * GRAPH_OPS_PER_BLOCK * sizeof *p->act);
+    if (!p->act)
+        return err_set(e, -ENOMEM, "out of memory for a plan of %d blocks", p->n_layer);
+    plan_set_all_act(p, ACT_CPU, ACT_RECOMPUTE);
+    return 0;
+}
+
+void plan_free(Plan *p)
+{
+    free(p->act);
+    p->act = NULL;
+}
+
+int plan_copy(Plan *dst, const Plan *src, Err *e)
+{
+    *dst = *src;
+    size_t n = (size_t)src->n_layer * GRAPH_OPS_PER_BLOCK * sizeof *src->act;
+    dst->act = malloc(n);
+    if (!dst->act)
+        return err_set(e, -ENOMEM, "out of memory copying a plan");
+    memcpy(dst->act, src->act, n);
+    return 0;
+}
+
+ActPlace plan_act(const Plan *p, int block, int op)
+{
+    assert(block >= 0 && block < p->n_layer && op >= 0 && op < GRAPH_OPS_PER_BLOCK);
+    return p->act[block * GRAPH_OPS_PER_BLOCK + op];
+}
+
+void plan_set_act(Plan *p, int block, int op, ActPlace a)
+{
+    assert(block >= 0 && block < p->n_layer && op >= 0 && op < GRAPH_OPS_PER_BLOCK);
+    assert(op != 0 || a != ACT_RECOMPUTE);
+    p->act[block * GRAPH_OPS_PER_BLOCK + op] = a;
+}
+
+void plan_set_all_act(Plan *p, ActPlace ckpt, ActPlace inner)
+{
+    for (int b = 0; b < p->n_layer; b++)
+        for (int i = 0; i < GRAPH_OPS_PER_BLOCK; i++)
+            plan_set_act(p, b, i, i == 0 ? ckpt : inner);
+}
+
+int plan_validate(const Plan *p, Err *e)
+{
+    const struct { const char *name; int v, min; } counts[] = {
+        {"micro-batch", p->micro_batch, 1}, {"micro-batches", p->micro_batches, 1},
+        {"sequence length", p->seq, 1}, {"sub-group blocks", p->subgroup_blocks, 1},
+        {"tail blocks", p->tail_blocks, 1}, {"prefetch depth", p->prefetch_depth, 0},
+        {"weight buffers", p->weight_buffers, 1}, {"pinned buffers", p->pinned_buffers, 1},
+        {"activation buffers", p->act_buffers, 1}, {"gradient buffers", p->grad_buffers, 1},
+        {"state buffers", p->state_buffers, 1}, {"host gradient groups", p->host_grad_groups, 1},
+    };
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
+        if (counts[i].v < counts[i].min)
+            return err_set(e, -EINVAL, "plan: %s must be at least %d (got %d)", counts[i].name,
+                           counts[i].min, counts[i].v);
+    if (p->weight_buffers < p->prefetch_depth + 1)
+        return err_set(e, -EINVAL, "plan: %d weight buffers cannot hold a prefetch depth of %d "
+                       "(needs depth + 1)", p->weight_buffers, p->prefetch_depth);
+    if (p->tail_blocks > p->n_layer)
+        return err_set(e, -EINVAL, "plan: tail of %d blocks exceeds the model's %d",
+                       p->tail_blocks, p->n_layer);
+    for (int b = 0; b < p->n_layer; b++)
+        if (plan_act(p, b, 0) == ACT_RECOMPUTE)
+            return err_set(e, -EINVAL, "plan: block %d's checkpoint cannot be recomputed", b);
+    return 0;
+}
+
+/* Blocks [tail_blocks, n_layer) form groups of subgroup_blocks counted from the end (the last
+ * group before the tail may be short); blocks [0, tail_blocks) are the tail. */
+int plan_subgroup_count(const Plan *p)
+{
+    int rest = p->n_layer - p->tail_blocks;
+    return (rest + p->subgroup_blocks - 1) / p->subgroup_blocks + 1;
+}
+
+void plan_subgroup_blocks(const Plan *p, int g, int *first, int *count)
+{
+    int n = plan_subgroup_count(p);
+    assert(g >= 0 && g < n);
+    if (g == n - 1) {
+        *first = 0;
+        *count = p->tail_blocks;
+        return;
+    }
+    int end = p->n_layer - g * p->subgroup_blocks;
+    int start = end - p->subgroup_blocks;
+    if (start < p->tail_blocks)
+        start = p->tail_blocks;
+    *first = start;
+    *count = end - start;
+}
+
+int plan_subgroup_of_block(const Plan *p, int block)
+{
+    assert(block >= 0 && block < p->n_layer);
+    if (block < p->tail_blocks)
+        return plan_subgroup_count(p) - 1;
+    return (p->n_layer - 1 - block) / p->subgroup_blocks;
+}
+
+char *plan_summary(const Plan *p, const Graph *g, char *buf, size_t n)
+{
+    double bytes[4] = {0};
+    for (int b = 0; b < p->n_layer; b++)
+        for (int i = 0; i < GRAPH_OPS_PER_BLOCK; i++)
+            bytes[plan_act(p, b, i)] += (double)graph_block_op(g, b, i)->act_bytes;
+    char kb[4][24];
+    for (int a = 0; a < 4; a++)
+        units_bytes(kb[a], sizeof kb[a], bytes[a]);
+    snprintf(buf, n,
+             "policy %s; weights on %s, optimizer states on %s; activations kept on gpu %s, "
+             "swapped to cpu %s, to ssd %s, recomputed %s; sub-groups of %d block%s (tail %d + "
+             "embedding); prefetch depth %d; buffers: weights %d, pinned %d, activations %d, "
+             "gradients %d, states %d; %d micro-batch%s of %d x %d tokens",
+             policy_name(p->policy), tier_name(p->weights), tier_name(p->optim), kb[ACT_GPU],
+             kb[ACT_CPU], kb[ACT_SSD], kb[ACT_RECOMPUTE], p->subgroup_blocks,
+             p->subgroup_blocks == 1 ? "" : "s", p->tail_blocks, p->prefetch_depth,
+             p->weight_buffers, p->pinned_buffers, p->act_buffers, p->grad_buffers,
+             p->state_buffers, p->micro_batches, p->micro_batches == 1 ? "" : "es",
+             p->micro_batch, p->seq);
+    return buf;
+}

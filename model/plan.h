@@ -1,0 +1,78 @@
+/* plan: the decisions a training run makes on top of the model and the hardware.
+ *
+ * Micro-batch size and count (gradient accumulation), sequence length, the policy (Fuyou or
+ * ZeRO-Infinity), where weights and optimizer states live, what happens to each activation a
+ * block keeps for backward (keep on the GPU, swap to CPU, swap to SSD, recompute), optimizer
+ * sub-groups, prefetch depth and buffer counts. A plan is data: the schedule (sched.h) turns it
+ * into tasks, footprint.h into bytes per tier, costmodel/ chooses it. */
+#ifndef FUYOU_PLAN_H
+#define FUYOU_PLAN_H
+
+#include "fuyou_err.h"
+#include "graph.h"
+
+typedef enum Tier { TIER_GPU, TIER_CPU, TIER_SSD, TIER_COUNT } Tier;
+
+typedef enum Policy { POLICY_FUYOU, POLICY_ZERO_INFINITY } Policy;
+
+/* What happens to the activation an op keeps for backward. Op 0 of a block (ln1) keeps the block
+ * input, the checkpoint: it is never recomputed. */
+typedef enum ActPlace { ACT_GPU, ACT_CPU, ACT_SSD, ACT_RECOMPUTE } ActPlace;
+
+typedef struct Plan {
+    Policy policy;
+    int micro_batch;     /* sequences per micro-batch */
+    int micro_batches;   /* micro-batches per iteration (gradient accumulation) */
+    int seq;
+    int n_layer;
+    Tier weights;        /* home of the 16-bit weights */
+    Tier optim;          /* home of fp32 master, Adam m and v */
+    ActPlace *act;       /* [n_layer][GRAPH_OPS_PER_BLOCK]: each op's kept activation */
+    int subgroup_blocks; /* optimizer sub-group size in blocks */
+    int tail_blocks;     /* blocks in the tail sub-group, with the embedding: updated last */
+    int prefetch_depth;  /* weight loads are issued this many layer groups ahead of compute */
+    int weight_buffers;  /* GPU buffers of one block's weights (>= prefetch_depth + 1) */
+    int pinned_buffers;  /* pinned CPU buffers of one block's weights, for SSD weights */
+    int act_buffers;     /* GPU buffers for a block's activations prefetched in backward */
+    int grad_buffers;    /* GPU buffers of one block's gradients */
+    int state_buffers;   /* pinned CPU buffers of one sub-group's optimizer states */
+    int host_grad_groups; /* sub-groups of gradients the CPU holds before their update */
+} Plan;
+
+const char *tier_name(Tier t);
+int tier_parse(const char *s, Tier *out); /* "gpu", "cpu", "ssd": 0 or -EINVAL */
+const char *policy_name(Policy p);
+int policy_parse(const char *s, Policy *out); /* "fuyou", "zero-infinity" */
+const char *act_place_name(ActPlace a);      /* "gpu", "cpu", "ssd", "recompute" */
+
+/* A default plan for g: the policy's placement with every tier on SSD away from the GPU, block
+ * checkpoints in CPU memory and everything else recomputed, 1-block sub-groups, prefetch 1,
+ * 2 weight buffers, 4 pinned buffers, 2 activation and gradient buffers, 3 state buffers.
+ * The caller owns p and frees it with plan_free (safe on failure). 0 or -ENOMEM. */
+int plan_init(Plan *p, const Graph *g, Policy policy, Err *e);
+void plan_free(Plan *p);
+/* Deep copy; dst is overwritten (free it first if it held one). 0 or -ENOMEM. */
+int plan_copy(Plan *dst, const Plan *src, Err *e);
+
+ActPlace plan_act(const Plan *p, int block, int op);
+void plan_set_act(Plan *p, int block, int op, ActPlace a);
+/* Sets every block's checkpoint to ckpt and every other kept activation to inner. */
+void plan_set_all_act(Plan *p, ActPlace ckpt, ActPlace inner);
+
+/* One paragraph naming every decision of p, for reports: policy, tiers, activation bytes by
+ * decision, sub-groups, prefetch and buffers. Writes into buf and returns it. */
+char *plan_summary(const Plan *p, const Graph *g, char *buf, size_t n);
+
+/* Checks counts and combinations (e.g. a recomputed checkpoint, buffers below prefetch depth).
+ * 0 or -EINVAL with e naming the field. */
+int plan_validate(const Plan *p, Err *e);
+
+/* Optimizer sub-groups, in update order: group 0 holds the last blocks, the last group (the
+ * tail) the first tail_blocks blocks with the embedding and head parameters (which stay on the
+ * GPU for the whole iteration and are updated together). */
+int plan_subgroup_count(const Plan *p);
+/* Blocks [first, first + count) of sub-group g. */
+void plan_subgroup_blocks(const Plan *p, int g, int *first, int *count);
+int plan_subgroup_of_block(const Plan *p, int block);
+
+#endif

@@ -1,0 +1,829 @@
+/* sched: building the task DAG of the fuyou and zero-infinity policies; see sched.h.
+ *
+ * The builder walks the run in GPU program order: per iteration and micro-batch, the forward
+ * "uses" of blocks 0..L-1, then the backward uses L-1..0, with the embedding before and the head
+ * between. Loads for use u+d (d = prefetch depth) are emitted while use u is emitted. References
+ * to tasks that may not exist yet (the end of a later use, last iteration's weight update, a
+ * forward swap-out) are recorded as deferred edges and resolved once everything is emitted. */
+#include "sched.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+const char *resource_name(Resource r)
+{
+    static const char *names[] = {"gpu", "h2d", "d2h", "ssd_read", "ssd_write", "cpu_adam"};
+    assert(r >= 0 && r < RES_COUNT);
+    return names[r];
+}
+
+int resource_parse(const char *s, Resource *out)
+{
+    for (int r = 0; r < RES_COUNT; r++)
+        if (!strcmp(s, resource_name(r)))
+            return *out = r, 0;
+    return -EINVAL;
+}
+
+const char *phase_name(Phase p)
+{
+    static const char *names[] = {"forward", "backward", "optimizer"};
+    return names[p];
+}
+
+int phase_parse(const char *s, Phase *out)
+{
+    for (int p = 0; p <= PHASE_OPTIMIZER; p++)
+        if (!strcmp(s, phase_name(p)))
+            return *out = p, 0;
+    return -EINVAL;
+}
+
+/* ---- recomputation ---------------------------------------------------------------------- */
+
+enum { X_IN = GRAPH_OPS_PER_BLOCK }; /* the block input, as a tensor index beside op outputs */
+
+/* Inputs of each block op (tensor indices: op outputs 0..9, X_IN), -1 terminated. */
+static const int op_inputs[GRAPH_OPS_PER_BLOCK][3] = {
+    {X_IN, -1}, {0, -1}, {1, -1}, {2, -1}, {X_IN, 3, -1},
+    {4, -1},    {5, -1}, {6, -1}, {7, -1}, {4, 8, -1},
+};
+/* Tensors each op keeps for backward (its act_bytes), -1 terminated. */
+static const int op_saves[GRAPH_OPS_PER_BLOCK][3] = {
+    {X_IN, -1}, {0, -1}, {1, 2, -1}, {-1}, {-1}, {4, -1}, {5, -1}, {6, -1}, {7, -1}, {-1},
+};
+
+static void need(int tensor, bool avail[], bool rerun[])
+{
+    if (avail[tensor])
+        return;
+    assert(tensor != X_IN);
+    avail[tensor] = rerun[tensor] = true;
+    for (const int *in = op_inputs[tensor]; *in >= 0; in++)
+        need(*in, avail, rerun);
+}
+
+void sched_recompute_set(const Plan *p, int block, bool rerun[GRAPH_OPS_PER_BLOCK])
+{
+    bool avail[GRAPH_OPS_PER_BLOCK + 1] = {false};
+    avail[X_IN] = true;
+    memset(rerun, 0, GRAPH_OPS_PER_BLOCK * sizeof *rerun);
+    for (int i = 0; i < GRAPH_OPS_PER_BLOCK; i++)
+        if (plan_act(p, block, i) != ACT_RECOMPUTE)
+            for (const int *t = op_saves[i]; *t >= 0; t++)
+                avail[*t] = true;
+    for (int i = 0; i < GRAPH_OPS_PER_BLOCK; i++)
+        if (plan_act(p, block, i) == ACT_RECOMPUTE)
+            for (const int *t = op_saves[i]; *t >= 0; t++)
+                need(*t, avail, rerun);
+}
+
+/* ---- the builder -------------------------------------------------------------------------- */
+
+typedef enum RefKind {
+    REF_USE_END,      /* a = use index: the last GPU task of that use */
+    REF_BLOCK_UPDATE, /* a = iteration, b = block: the task after which its weights are new */
+    REF_EDGE_UPDATE,  /* a = iteration: same for the embedding and head parameters */
+    REF_SWAP_OUT,     /* a = forward use, b = 0 checkpoint / 1 inner acts: last swap-out task */
+} RefKind;
+
+typedef struct Deferred {
+    int task;
+    RefKind kind;
+    int a, b;
+} Deferred;
+
+typedef struct Edge {
+    int from, to;
+} Edge;
+
+typedef struct Builder {
+    const Graph *g;
+    const Plan *p;
+    Schedule *s;
+    int L, M, n_uses, n_groups;
+    int task_cap;
+    Edge *edges;
+    int n_edges, edges_cap;
+    Deferred *defs;
+    int n_defs, defs_cap;
+    bool oom;
+    int last_gpu;
+    int iter, micro;
+    char prefix[16]; /* "m1." when micro-batches accumulate */
+    /* per use (all iterations): */
+    int *use_last;     /* last GPU task */
+    int *swap_out[2];  /* forward uses: last swap-out task of checkpoint / inner acts, or -1 */
+    /* weight buffers: acquisitions (uses that load) and releases (uses whose end frees one) */
+    int *w_acq, n_w_acq, *w_rel, n_w_rel;
+    int *w_acq_of_use; /* acquisition index of a use, or -1 */
+    int *w_h2d;        /* per acquisition: its H2D task (for the pinned-buffer pool) */
+    int *a_acq, n_a_acq; /* activation fetches: acquiring uses in order */
+    int next_load_use;   /* next use whose loads are still to be emitted */
+    int *fetch_h2d[2];   /* per use: H2D of its fetched checkpoint / inner acts, or -1 */
+    int *act_d2h;        /* per forward use: D2H of its inner acts (GPU staging pool), or -1 */
+    int *load_h2d;       /* per use: H2D task of its weights, or -1 */
+    /* per iteration x block, and per iteration: update tasks */
+    int *upd_block, *upd_edge;
+    /* this iteration, current micro-batch: */
+    int *grad_d2h;     /* per block */
+    int embed_grad_d2h;
+    int *bwd_d2h_seq;  /* gradient D2H tasks in backward order (grad buffer pool) */
+    int n_bwd_d2h;
+    int *adam;         /* per sub-group, this iteration */
+    int *state_write;  /* per sub-group: SSDW of states, for the state-buffer pool */
+    int n_state_reads; /* state reads this iteration, in order */
+    int *state_read_group;
+    int bwd_first;     /* first backward task of the last micro-batch (gates state reads) */
+    int bwd_last;      /* last backward task of the last micro-batch (zero-infinity's step) */
+    int act_ssdw[2];   /* the last two SSD writes of inner activations (pinned staging) */
+    int n_act_ssdw;
+} Builder;
+
+static int grow(void **ptr, int *cap, int need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    int n = *cap ? *cap : 256;
+    while (n < need)
+        n *= 2;
+    void *q = realloc(*ptr, (size_t)n * elem);
+    if (!q)
+        return -ENOMEM;
+    *ptr = q;
+    *cap = n;
+    return 0;
+}
+
+/* Adds a task; returns its index, or -1 when out of memory (sticky: b->oom, checked at the end;
+ * every helper ignores a -1 task). */
+static int add_task(Builder *b, Resource res, TaskKind kind, Phase ph, int layer, int op,
+                    int priority, const char *fmt, ...) __attribute__((format(printf, 8, 9)));
+static int add_task(Builder *b, Resource res, TaskKind kind, Phase ph, int layer, int op,
+                    int priority, const char *fmt, ...)
+{
+    Schedule *s = b->s;
+    if (grow((void **)&s->tasks, &b->task_cap, s->n_tasks + 1, sizeof *s->tasks)) {
+        b->oom = true;
+        return -1;
+    }
+    Task *t = &s->tasks[s->n_tasks];
+    *t = (Task){.res = res, .kind = kind, .phase = ph, .iter = b->iter, .layer = layer,
+                .op = op, .priority = priority};
+    int n = snprintf(t->id, sizeof t->id, "%s", b->prefix);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(t->id + n, sizeof t->id - (size_t)n, fmt, ap);
+    va_end(ap);
+    return s->n_tasks++;
+}
+
+static void dep(Builder *b, int task, int on)
+{
+    if (task < 0 || on < 0)
+        return;
+    if (grow((void **)&b->edges, &b->edges_cap, b->n_edges + 1, sizeof *b->edges)) {
+        b->oom = true;
+        return;
+    }
+    b->edges[b->n_edges++] = (Edge){on, task};
+}
+
+static void defer(Builder *b, int task, RefKind kind, int a, int c)
+{
+    if (task < 0)
+        return;
+    if (grow((void **)&b->defs, &b->defs_cap, b->n_defs + 1, sizeof *b->defs)) {
+        b->oom = true;
+        return;
+    }
+    b->defs[b->n_defs++] = (Deferred){task, kind, a, c};
+}
+
+/* A GPU task in program order. */
+static int gpu_task(Builder *b, TaskKind kind, Phase ph, const Op *op, int op_index)
+{
+    const Graph *g = b->g;
+    int layer = op->block;
+    double flops = kind == TASK_BWD ? op->bwd_flops : op->fwd_flops;
+    char where[16];
+    if (layer < 0)
+        snprintf(where, sizeof where, "embed");
+    else if (layer >= g->cfg.n_layer)
+        snprintf(where, sizeof where, "head.%s", op->name);
+    else
+        snprintf(where, sizeof where, "b%d.%s", layer, op->name);
+    const char *tag = kind == TASK_FWD ? "F" : kind == TASK_RECOMPUTE ? "R" : "B";
+    int t = add_task(b, RES_GPU, kind, ph, layer, op_index, 0, "%s.%s", tag, where);
+    if (t < 0)
+        return t;
+    b->s->tasks[t].flops = flops;
+    dep(b, t, b->last_gpu);
+    b->last_gpu = t;
+    return t;
+}
+
+static int copy_task(Builder *b, Resource res, Phase ph, int layer, double bytes, int priority,
+                     const char *fmt, ...) __attribute__((format(printf, 7, 8)));
+static int copy_task(Builder *b, Resource res, Phase ph, int layer, double bytes, int priority,
+                     const char *fmt, ...)
+{
+    char id[SCHED_ID_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(id, sizeof id, fmt, ap);
+    va_end(ap);
+    int t = add_task(b, res, TASK_COPY, ph, layer, -1, priority, "%s", id);
+    if (t >= 0)
+        b->s->tasks[t].bytes = bytes;
+    return t;
+}
+
+/* Priorities among ready tasks of one link: weights first, then activations and gradients,
+ * then activation swap-out, then optimizer traffic. */
+enum { PRIO_WEIGHTS = 0, PRIO_ACT_IN = 1, PRIO_GRAD = 1, PRIO_ACT_OUT = 2, PRIO_OPTIM = 3 };
+
+/* ---- uses and buffer pools -------------------------------------------------------------- */
+
+static int use_index(const Builder *b, int iter, int micro, bool bwd, int block)
+{
+    int base = (iter * b->M + micro) * 2 * b->L;
+    return base + (bwd ? b->L + (b->L - 1 - block) : block);
+}
+
+static void use_decode(const Builder *b, int u, int *iter, int *micro, bool *bwd, int *block)
+{
+    int per = 2 * b->L, k = u / per, r = u % per;
+    *iter = k / b->M;
+    *micro = k % b->M;
+    *bwd = r >= b->L;
+    *block = *bwd ? b->L - 1 - (r - b->L) : r;
+}
+
+/* Blocks whose forward weights stay in their GPU buffer until their backward. */
+static int resident_blocks(const Builder *b)
+{
+    return b->p->weight_buffers < b->L ? b->p->weight_buffers : b->L;
+}
+
+static bool use_loads_weights(const Builder *b, bool bwd, int block)
+{
+    if (b->p->weights == TIER_GPU)
+        return false;
+    return !bwd || block < b->L - resident_blocks(b);
+}
+
+static bool use_releases_weights(const Builder *b, bool bwd, int block)
+{
+    if (b->p->weights == TIER_GPU)
+        return false;
+    return bwd || block < b->L - resident_blocks(b);
+}
+
+/* Bytes of block activations at each tier (checkpoint: op 0; inner: the rest). */
+static void act_bytes(const Builder *b, int block, double ckpt[TIER_COUNT],
+                      double inner[TIER_COUNT])
+{
+    for (int t = 0; t < TIER_COUNT; t++)
+        ckpt[t] = inner[t] = 0;
+    for (int i = 0; i < GRAPH_OPS_PER_BLOCK; i++) {
+        ActPlace a = plan_act(b->p, block, i);
+        if (a == ACT_RECOMPUTE)
+            continue;
+        double n = (double)graph_block_op(b->g, block, i)->act_bytes;
+        if (i == 0)
+            ckpt[a] += n;
+        else
+            inner[a] += n;
+    }
+}
+
+static bool use_fetches_acts(const Builder *b, bool bwd, int block)
+{
+    if (!bwd)
+        return false;
+    double c[TIER_COUNT], in[TIER_COUNT];
+    act_bytes(b, block, c, in);
+    return c[TIER_CPU] + c[TIER_SSD] + in[TIER_CPU] + in[TIER_SSD] > 0;
+}
+
+static int prepare_uses(Builder *b)
+{
+    int n = b->n_uses;
+    b->use_last = malloc((size_t)n * sizeof(int));
+    b->swap_out[0] = malloc((size_t)n * sizeof(int));
+    b->swap_out[1] = malloc((size_t)n * sizeof(int));
+    b->w_acq = malloc((size_t)n * sizeof(int));
+    b->w_rel = malloc((size_t)n * sizeof(int));
+    b->w_acq_of_use = malloc((size_t)n * sizeof(int));
+    b->w_h2d = malloc((size_t)n * sizeof(int));
+    b->a_acq = malloc((size_t)n * sizeof(int));
+    b->fetch_h2d[0] = malloc((size_t)n * sizeof(int));
+    b->fetch_h2d[1] = malloc((size_t)n * sizeof(int));
+    b->act_d2h = malloc((size_t)n * sizeof(int));
+    b->load_h2d = malloc((size_t)n * sizeof(int));
+    if (!b->use_last || !b->swap_out[0] || !b->swap_out[1] || !b->w_acq || !b->w_rel ||
+        !b->w_acq_of_use || !b->w_h2d || !b->a_acq || !b->fetch_h2d[0] || !b->fetch_h2d[1] ||
+        !b->act_d2h || !b->load_h2d)
+        return -ENOMEM;
+    for (int u = 0; u < n; u++) {
+        int it, m, blk;
+        bool bwd;
+        use_decode(b, u, &it, &m, &bwd, &blk);
+        b->use_last[u] = b->swap_out[0][u] = b->swap_out[1][u] = -1;
+        b->w_acq_of_use[u] = -1;
+        b->fetch_h2d[0][u] = b->fetch_h2d[1][u] = b->act_d2h[u] = b->load_h2d[u] = -1;
+        if (use_loads_weights(b, bwd, blk)) {
+            b->w_acq_of_use[u] = b->n_w_acq;
+            b->w_acq[b->n_w_acq++] = u;
+        }
+        if (use_releases_weights(b, bwd, blk))
+            b->w_rel[b->n_w_rel++] = u;
+    }
+    return 0;
+}
+
+/* Emits the weight load (and for backward, the activation fetch) of use u. */
+static void emit_loads(Builder *b, int u)
+{
+    const Plan *p = b->p;
+    int it, m, blk;
+    bool bwd;
+    use_decode(b, u, &it, &m, &bwd, &blk);
+    /* Loads belong to the iteration and micro-batch of the use they serve. */
+    int save_iter = b->iter;
+    char save_prefix[sizeof b->prefix];
+    memcpy(save_prefix, b->prefix, sizeof save_prefix);
+    b->iter = it;
+    snprintf(b->prefix, sizeof b->prefix, b->M > 1 ? "m%d." : "", m);
+    Phase ph = bwd ? PHASE_BACKWARD : PHASE_FORWARD;
+    const char *sfx = bwd ? ".bwd" : "";
+    int gate = u - p->prefetch_depth - 1; /* loads start once use u - d is under way */
+
+    int j = b->w_acq_of_use[u];
+    if (j >= 0) {
+        double bytes = (double)model_block_params(&b->g->cfg) *
+                       (double)dtype_bytes(b->g->cfg.dtype);
+        int ssdr = -1;
+        if (p->weights == TIER_SSD) {
+            ssdr = copy_task(b, RES_SSD_READ, ph, blk, bytes, PRIO_WEIGHTS, "SSDR.b%d.w%s", blk,
+                             sfx);
+            if (j >= p->pinned_buffers)
+                dep(b, ssdr, b->w_h2d[j - p->pinned_buffers]);
+            if (gate >= 0)
+                defer(b, ssdr, REF_USE_END, gate, 0);
+        }
+        int h2d = copy_task(b, RES_H2D, ph, blk, bytes, PRIO_WEIGHTS, "H2D.b%d.w%s", blk, sfx);
+        dep(b, h2d, ssdr);
+        if (j >= p->weight_buffers)
+            defer(b, h2d, REF_USE_END, b->w_rel[j - p->weight_buffers], 0);
+        if (gate >= 0)
+            defer(b, h2d, REF_USE_END, gate, 0);
+        if (it > 0)
+            defer(b, ssdr >= 0 ? ssdr : h2d, REF_BLOCK_UPDATE, it - 1, blk);
+        b->w_h2d[j] = h2d;
+        b->load_h2d[u] = h2d;
+    }
+
+    if (use_fetches_acts(b, bwd, blk)) {
+        double c[TIER_COUNT], in[TIER_COUNT];
+        act_bytes(b, blk, c, in);
+        int fu = use_index(b, it, m, false, blk);
+        int k = b->n_a_acq;
+        b->a_acq[b->n_a_acq++] = u;
+        for (int part = 0; part < 2; part++) {
+            double *tier = part == 0 ? c : in;
+            const char *what = part == 0 ? "ckpt" : "act";
+            if (tier[TIER_CPU] + tier[TIER_SSD] == 0)
+                continue;
+            int ssdr = -1;
+            if (tier[TIER_SSD] > 0) {
+                ssdr = copy_task(b, RES_SSD_READ, ph, blk, tier[TIER_SSD], PRIO_ACT_IN,
+                                 "SSDR.b%d.%s", blk, what);
+                defer(b, ssdr, REF_SWAP_OUT, fu, part);
+                if (gate >= 0)
+                    defer(b, ssdr, REF_USE_END, gate, 0);
+            }
+            int h2d = copy_task(b, RES_H2D, ph, blk, tier[TIER_CPU] + tier[TIER_SSD],
+                                PRIO_ACT_IN, "H2D.b%d.%s", blk, what);
+            dep(b, h2d, ssdr);
+            defer(b, h2d, REF_SWAP_OUT, fu, part);
+            if (k >= p->act_buffers)
+                defer(b, h2d, REF_USE_END, b->a_acq[k - p->act_buffers], 0);
+            if (gate >= 0)
+                defer(b, h2d, REF_USE_END, gate, 0);
+            b->fetch_h2d[part][u] = h2d;
+        }
+    }
+    b->iter = save_iter;
+    memcpy(b->prefix, save_prefix, sizeof save_prefix);
+}
+
+/* Emits loads up to use u + d. */
+static void emit_loads_ahead(Builder *b, int u)
+{
+    int last = u + b->p->prefetch_depth;
+    if (last >= b->n_uses)
+        last = b->n_uses - 1;
+    while (b->next_load_use <= last)
+        emit_loads(b, b->next_load_use++);
+}
+
+/* ---- forward and backward of one block -------------------------------------------------- */
+
+static double block_weight_bytes(const Builder *b)
+{
+    return (double)model_block_params(&b->g->cfg) * (double)dtype_bytes(b->g->cfg.dtype);
+}
+
+static void emit_forward_block(Builder *b, int u, int blk)
+{
+    const Plan *p = b->p;
+    emit_loads_ahead(b, u);
+    double c[TIER_COUNT], in[TIER_COUNT];
+    act_bytes(b, blk, c, in);
+
+    /* The checkpoint (this block's input) is ready once the previous GPU task ends. */
+    if (c[TIER_CPU] + c[TIER_SSD] > 0) {
+        int d2h = copy_task(b, RES_D2H, PHASE_FORWARD, blk, c[TIER_CPU] + c[TIER_SSD],
+                            PRIO_ACT_OUT, "D2H.b%d.ckpt", blk);
+        dep(b, d2h, b->last_gpu);
+        b->swap_out[0][u] = d2h;
+        if (c[TIER_SSD] > 0) {
+            int w = copy_task(b, RES_SSD_WRITE, PHASE_FORWARD, blk, c[TIER_SSD], PRIO_ACT_OUT,
+                              "SSDW.b%d.ckpt", blk);
+            dep(b, w, d2h);
+            b->swap_out[0][u] = w;
+        }
+    }
+
+    int base = 1 + blk * GRAPH_OPS_PER_BLOCK;
+    for (int i = 0; i < GRAPH_OPS_PER_BLOCK; i++) {
+        int t = gpu_task(b, TASK_FWD, PHASE_FORWARD, &b->g->ops[base + i], base + i);
+        if (i > 0)
+            continue;
+        dep(b, t, b->load_h2d[u]);
+        if (p->weights == TIER_GPU && b->iter > 0)
+            defer(b, t, REF_BLOCK_UPDATE, b->iter - 1, blk);
+        /* GPU staging of activations on their way out: act_buffers blocks. */
+        if (blk >= p->act_buffers)
+            dep(b, t, b->act_d2h[u - p->act_buffers]);
+    }
+
+    if (in[TIER_CPU] + in[TIER_SSD] > 0) {
+        int d2h = copy_task(b, RES_D2H, PHASE_FORWARD, blk, in[TIER_CPU] + in[TIER_SSD],
+                            PRIO_ACT_OUT, "D2H.b%d.act", blk);
+        dep(b, d2h, b->last_gpu);
+        b->act_d2h[u] = b->swap_out[1][u] = d2h;
+        if (in[TIER_SSD] > 0) {
+            /* Two pinned CPU buffers stage SSD-bound activations. */
+            if (b->n_act_ssdw >= 2)
+                dep(b, d2h, b->act_ssdw[b->n_act_ssdw % 2]);
+            int w = copy_task(b, RES_SSD_WRITE, PHASE_FORWARD, blk, in[TIER_SSD], PRIO_ACT_OUT,
+                              "SSDW.b%d.act", blk);
+            dep(b, w, d2h);
+            b->act_ssdw[b->n_act_ssdw++ % 2] = w;
+            b->swap_out[1][u] = w;
+        }
+    }
+    b->use_last[u] = b->last_gpu;
+}
+
+static void emit_update(Builder *b, int s);
+
+static void emit_backward_block(Builder *b, int u, int blk, bool last_micro)
+{
+    const Plan *p = b->p;
+    emit_loads_ahead(b, u);
+    bool rerun[GRAPH_OPS_PER_BLOCK];
+    sched_recompute_set(p, blk, rerun);
+    int base = 1 + blk * GRAPH_OPS_PER_BLOCK, first = -1;
+    for (int i = 0; i < GRAPH_OPS_PER_BLOCK; i++)
+        if (rerun[i]) {
+            int t = gpu_task(b, TASK_RECOMPUTE, PHASE_BACKWARD, &b->g->ops[base + i], base + i);
+            if (first < 0)
+                first = t;
+        }
+    for (int i = GRAPH_OPS_PER_BLOCK - 1; i >= 0; i--) {
+        const Op *op = &b->g->ops[base + i];
+        if (op->bwd_flops == 0 && op->bwd_io_bytes == 0)
+            continue; /* a residual passes its gradient through */
+        int t = gpu_task(b, TASK_BWD, PHASE_BACKWARD, op, base + i);
+        if (first < 0)
+            first = t;
+    }
+    dep(b, first, b->load_h2d[u]);
+    dep(b, first, b->fetch_h2d[0][u]);
+    dep(b, first, b->fetch_h2d[1][u]);
+    if (b->n_bwd_d2h >= p->grad_buffers)
+        dep(b, first, b->bwd_d2h_seq[b->n_bwd_d2h - p->grad_buffers]);
+    b->use_last[u] = b->last_gpu;
+
+    if (p->optim == TIER_GPU)
+        return; /* gradients stay where the optimizer runs */
+    int d2h = copy_task(b, RES_D2H, PHASE_BACKWARD, blk, block_weight_bytes(b), PRIO_GRAD,
+                        "D2H.b%d.grad", blk);
+    dep(b, d2h, b->last_gpu);
+    int s = plan_subgroup_of_block(p, blk), gfirst, gcount;
+    plan_subgroup_blocks(p, s, &gfirst, &gcount);
+    /* Fuyou bounds the gradients waiting on the CPU to host_grad_groups sub-groups. */
+    if (p->policy == POLICY_FUYOU && p->micro_batches == 1 && blk == gfirst + gcount - 1 &&
+        s >= p->host_grad_groups)
+        dep(b, d2h, b->adam[s - p->host_grad_groups]);
+    b->grad_d2h[blk] = d2h;
+    b->bwd_d2h_seq[b->n_bwd_d2h++] = d2h;
+    bool tail = s == b->n_groups - 1;
+    if (p->policy == POLICY_FUYOU && last_micro && blk == gfirst && !tail)
+        emit_update(b, s);
+}
+
+/* ---- the optimizer ------------------------------------------------------------------------ */
+
+/* Sub-group s's update: read states (SSD), Adam on the CPU, write states and new weights. */
+static void emit_update(Builder *b, int s)
+{
+    const Plan *p = b->p;
+    const ModelConfig *c = &b->g->cfg;
+    int first, count;
+    plan_subgroup_blocks(p, s, &first, &count);
+    bool tail = s == b->n_groups - 1;
+    int64_t params = count * model_block_params(c) + (tail ? model_embed_params(c) : 0);
+    double wsz = (double)dtype_bytes(c->dtype);
+    int gate = p->policy == POLICY_FUYOU ? b->bwd_first : b->bwd_last;
+
+    int rd = -1;
+    if (p->optim == TIER_SSD) {
+        rd = copy_task(b, RES_SSD_READ, PHASE_OPTIMIZER, first, 12.0 * (double)params,
+                       PRIO_OPTIM, "SSDR.g%d.state", s);
+        int k = b->n_state_reads++;
+        b->state_read_group[k] = s;
+        if (k >= p->state_buffers)
+            dep(b, rd, b->state_write[b->state_read_group[k - p->state_buffers]]);
+        dep(b, rd, gate);
+    }
+    int a = add_task(b, RES_CPU_ADAM, TASK_ADAM, PHASE_OPTIMIZER, first, -1, 0, "ADAM.g%d", s);
+    if (a >= 0)
+        b->s->tasks[a].params = params;
+    dep(b, a, rd);
+    dep(b, a, gate);
+    for (int blk = first; blk < first + count; blk++)
+        dep(b, a, b->grad_d2h[blk]);
+    if (tail)
+        dep(b, a, b->embed_grad_d2h);
+    b->adam[s] = a;
+    if (p->optim == TIER_SSD) {
+        int w = copy_task(b, RES_SSD_WRITE, PHASE_OPTIMIZER, first, 12.0 * (double)params,
+                          PRIO_OPTIM, "SSDW.g%d.state", s);
+        dep(b, w, a);
+        b->state_write[s] = w;
+    }
+    int upd = a;
+    if (p->weights == TIER_SSD) {
+        upd = copy_task(b, RES_SSD_WRITE, PHASE_OPTIMIZER, first, wsz * (double)params,
+                        PRIO_OPTIM, "SSDW.g%d.w", s);
+        dep(b, upd, a);
+    } else if (p->weights == TIER_GPU) {
+        upd = copy_task(b, RES_H2D, PHASE_OPTIMIZER, first, wsz * (double)params, PRIO_OPTIM,
+                        "H2D.g%d.w", s);
+        dep(b, upd, a);
+    }
+    for (int blk = first; blk < first + count; blk++)
+        b->upd_block[b->iter * b->L + blk] = upd;
+    if (tail)
+        b->upd_edge[b->iter] = upd;
+}
+
+/* With everything on the GPU: one fused AdamW over all parameters after backward. */
+static void emit_gpu_update(Builder *b)
+{
+    int a = add_task(b, RES_GPU, TASK_ADAM, PHASE_OPTIMIZER, 0, -1, 0, "ADAM.gpu");
+    if (a < 0)
+        return;
+    GraphTotals t;
+    graph_totals(b->g, &t);
+    b->s->tasks[a].params = t.params;
+    dep(b, a, b->last_gpu);
+    b->last_gpu = a;
+    for (int blk = 0; blk < b->L; blk++)
+        b->upd_block[b->iter * b->L + blk] = a;
+    b->upd_edge[b->iter] = a;
+}
+
+/* ---- one micro-batch ------------------------------------------------------------------------ */
+
+static void emit_micro_batch(Builder *b, int m)
+{
+    const Plan *p = b->p;
+    const Graph *g = b->g;
+    bool last_micro = m == b->M - 1;
+    b->micro = m;
+    snprintf(b->prefix, sizeof b->prefix, b->M > 1 ? "m%d." : "", m);
+    if (b->iter == 0 && m == 0)
+        emit_loads_ahead(b, 0);
+
+    /* Embedding and head parameters stay on the GPU for the whole iteration. */
+    int edge_h2d = -1;
+    if (m == 0 && p->weights != TIER_GPU) {
+        double bytes = (double)model_embed_params(&g->cfg) * (double)dtype_bytes(g->cfg.dtype);
+        int rd = -1;
+        if (p->weights == TIER_SSD)
+            rd = copy_task(b, RES_SSD_READ, PHASE_FORWARD, -1, bytes, PRIO_WEIGHTS,
+                           "SSDR.embed.w");
+        edge_h2d = copy_task(b, RES_H2D, PHASE_FORWARD, -1, bytes, PRIO_WEIGHTS, "H2D.embed.w");
+        dep(b, edge_h2d, rd);
+        if (b->iter > 0)
+            defer(b, rd >= 0 ? rd : edge_h2d, REF_EDGE_UPDATE, b->iter - 1, 0);
+    }
+    int t = gpu_task(b, TASK_FWD, PHASE_FORWARD, &g->ops[0], 0);
+    dep(b, t, edge_h2d);
+    if (p->weights == TIER_GPU && b->iter > 0 && m == 0)
+        defer(b, t, REF_EDGE_UPDATE, b->iter - 1, 0);
+
+    for (int blk = 0; blk < b->L; blk++)
+        emit_forward_block(b, use_index(b, b->iter, m, false, blk), blk);
+    for (int i = g->n_ops - 3; i < g->n_ops; i++)
+        gpu_task(b, TASK_FWD, PHASE_FORWARD, &g->ops[i], i);
+    for (int i = g->n_ops - 1; i >= g->n_ops - 3; i--) {
+        if (g->ops[i].bwd_flops == 0 && g->ops[i].bwd_io_bytes == 0)
+            continue; /* the fused loss wrote its gradient in forward */
+        int bt = gpu_task(b, TASK_BWD, PHASE_BACKWARD, &g->ops[i], i);
+        if (last_micro && b->bwd_first < 0)
+            b->bwd_first = bt;
+    }
+    for (int blk = b->L - 1; blk >= 0; blk--)
+        emit_backward_block(b, use_index(b, b->iter, m, true, blk), blk, last_micro);
+    gpu_task(b, TASK_BWD, PHASE_BACKWARD, &g->ops[0], 0);
+    if (last_micro)
+        b->bwd_last = b->last_gpu;
+    if (p->optim == TIER_GPU)
+        return; /* the GPU optimizer needs no gradient copies */
+    double edge_bytes = (double)model_embed_params(&g->cfg) * (double)dtype_bytes(g->cfg.dtype);
+    b->embed_grad_d2h = copy_task(b, RES_D2H, PHASE_BACKWARD, -1, edge_bytes, PRIO_GRAD,
+                                  "D2H.embed.grad");
+    dep(b, b->embed_grad_d2h, b->last_gpu);
+    if (p->policy == POLICY_FUYOU && last_micro)
+        emit_update(b, b->n_groups - 1);
+}
+
+/* ---- finishing ------------------------------------------------------------------------------ */
+
+static int resolve(const Builder *b, const Deferred *d)
+{
+    switch (d->kind) {
+    case REF_USE_END:
+        return d->a < b->n_uses ? b->use_last[d->a] : -1;
+    case REF_BLOCK_UPDATE:
+        return b->upd_block[d->a * b->L + d->b];
+    case REF_EDGE_UPDATE:
+        return b->upd_edge[d->a];
+    case REF_SWAP_OUT:
+        return b->swap_out[d->b][d->a];
+    }
+    return -1;
+}
+
+static int cmp_edge(const void *x, const void *y)
+{
+    const Edge *a = x, *b = y;
+    return a->to != b->to ? (a->to > b->to) - (a->to < b->to)
+                          : (a->from > b->from) - (a->from < b->from);
+}
+
+/* Resolves deferred references and lays the dependencies out per task, without duplicates. */
+static int finish(Builder *b)
+{
+    for (int i = 0; i < b->n_defs; i++)
+        dep(b, b->defs[i].task, resolve(b, &b->defs[i]));
+    if (b->oom)
+        return -ENOMEM;
+    Schedule *s = b->s;
+    qsort(b->edges, (size_t)b->n_edges, sizeof *b->edges, cmp_edge);
+    s->deps = malloc(((size_t)b->n_edges + 1) * sizeof *s->deps);
+    if (!s->deps)
+        return -ENOMEM;
+    for (int t = 0; t < s->n_tasks; t++)
+        s->tasks[t].dep_first = s->tasks[t].n_deps = 0;
+    int prev_to = -1, prev_from = -1;
+    for (int i = 0; i < b->n_edges; i++) {
+        Edge e = b->edges[i];
+        assert(e.from != e.to);
+        if (e.to == prev_to && e.from == prev_from)
+            continue;
+        Task *t = &s->tasks[e.to];
+        if (e.to != prev_to)
+            t->dep_first = s->n_deps;
+        t->n_deps++;
+        s->deps[s->n_deps++] = e.from;
+        prev_to = e.to;
+        prev_from = e.from;
+    }
+    return 0;
+}
+
+static void builder_free(Builder *b)
+{
+    free(b->edges);
+    free(b->defs);
+    free(b->use_last);
+    free(b->swap_out[0]);
+    free(b->swap_out[1]);
+    free(b->w_acq);
+    free(b->w_rel);
+    free(b->w_acq_of_use);
+    free(b->w_h2d);
+    free(b->a_acq);
+    free(b->fetch_h2d[0]);
+    free(b->fetch_h2d[1]);
+    free(b->act_d2h);
+    free(b->load_h2d);
+    free(b->upd_block);
+    free(b->upd_edge);
+    free(b->grad_d2h);
+    free(b->bwd_d2h_seq);
+    free(b->adam);
+    free(b->state_write);
+    free(b->state_read_group);
+}
+
+static int fill_minus_one(int **p, size_t n)
+{
+    *p = malloc((n ? n : 1) * sizeof **p);
+    if (!*p)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        (*p)[i] = -1;
+    return 0;
+}
+
+int sched_build(Schedule *s, const Graph *g, const Plan *p, int iters, Err *e)
+{
+    memset(s, 0, sizeof *s);
+    int rc = plan_validate(p, e);
+    if (rc)
+        return rc;
+    if (p->n_layer != g->cfg.n_layer || p->micro_batch != g->batch || p->seq != g->seq)
+        return err_set(e, -EINVAL, "plan (%d blocks, micro-batch %d, seq %d) does not match the "
+                       "graph (%d, %d, %d)", p->n_layer, p->micro_batch, p->seq,
+                       g->cfg.n_layer, g->batch, g->seq);
+    if (iters < 1)
+        return err_set(e, -EINVAL, "iterations must be at least 1 (got %d)", iters);
+    Builder b = {.g = g, .p = p, .s = s, .L = g->cfg.n_layer, .M = p->micro_batches,
+                 .last_gpu = -1, .bwd_first = -1, .bwd_last = -1, .embed_grad_d2h = -1};
+    s->iters = iters;
+    s->n_layer = b.L;
+    b.n_uses = iters * b.M * 2 * b.L;
+    b.n_groups = plan_subgroup_count(p);
+    size_t L = (size_t)b.L, G = (size_t)b.n_groups;
+    rc = prepare_uses(&b);
+    if (!rc)
+        rc = fill_minus_one(&b.upd_block, (size_t)iters * L) ||
+             fill_minus_one(&b.upd_edge, (size_t)iters) || fill_minus_one(&b.grad_d2h, L) ||
+             fill_minus_one(&b.bwd_d2h_seq, (size_t)b.n_uses) || fill_minus_one(&b.adam, G) ||
+             fill_minus_one(&b.state_write, G) || fill_minus_one(&b.state_read_group, G)
+                 ? -ENOMEM : 0;
+    for (int it = 0; !rc && it < iters; it++) {
+        b.iter = it;
+        b.bwd_first = b.bwd_last = -1;
+        b.n_state_reads = 0;
+        for (size_t i = 0; i < G; i++)
+            b.adam[i] = b.state_write[i] = -1;
+        for (int m = 0; m < b.M; m++)
+            emit_micro_batch(&b, m);
+        snprintf(b.prefix, sizeof b.prefix, "%s", "");
+        if (p->optim == TIER_GPU)
+            emit_gpu_update(&b);
+        else if (p->policy == POLICY_ZERO_INFINITY)
+            for (int g2 = 0; g2 < b.n_groups; g2++)
+                emit_update(&b, g2);
+    }
+    if (!rc)
+        rc = finish(&b);
+    builder_free(&b);
+    if (rc) {
+        sched_free(s);
+        return err_set(e, rc, "out of memory building the schedule");
+    }
+    return 0;
+}
+
+void sched_free(Schedule *s)
+{
+    free(s->tasks);
+    free(s->deps);
+    s->tasks = NULL;
+    s->deps = NULL;
+    s->n_tasks = s->n_deps = 0;
+}
+
+int sched_find(const Schedule *s, int iter, const char *id)
+{
+    for (int i = 0; i < s->n_tasks; i++)
+        if (s->tasks[i].iter == iter && !strcmp(s->tasks[i].id, id))
+            return i;
+    return -1;
+}

@@ -1,0 +1,98 @@
+/* sched: one training iteration (or N) as a task DAG, from the layer graph and a plan.
+ *
+ * Both backends run this DAG: the simulator predicts it, the executor performs it. A task has a
+ * stable id that reads well and is the same in every run ("F.b12.fc1", "R.b12.fc1" (recompute),
+ * "B.b12.fc1", "H2D.b13.w", "H2D.b13.w.bwd", "D2H.b12.ckpt", "SSDR.g3.state", "ADAM.g3", ...;
+ * "m1." in front when micro-batches accumulate), a resource, its work (bytes or FLOPs, and the
+ * graph op for compute), the block or sub-group it belongs to, and its dependencies. Buffer
+ * limits are dependencies too: a load waits until the buffer it fills is released.
+ * The schedule describes work, not time: costmodel/ gives durations, sim/ runs them.
+ *
+ * Policies (DESIGN.md, "One iteration"):
+ * - fuyou: weights prefetched per block; activations swapped GPU->CPU->SSD in forward and
+ *   prefetched back in backward; the out-of-core CPU Adam per sub-group runs during backward
+ *   (read states of g+1, Adam g, write g-1 and the new weights); the tail sub-group (with the
+ *   embedding) is updated last and the next forward waits for it; no delayed update.
+ * - zero-infinity: the same data movement for weights and checkpoints, but the optimizer step is
+ *   its own phase after backward (read -> Adam -> write per sub-group, pipelined one ahead) and
+ *   the next iteration starts after it. */
+#ifndef FUYOU_SCHED_H
+#define FUYOU_SCHED_H
+
+#include <stdint.h>
+
+#include "fuyou_err.h"
+#include "graph.h"
+#include "plan.h"
+
+typedef enum Resource {
+    RES_GPU,
+    RES_H2D,
+    RES_D2H,
+    RES_SSD_READ,
+    RES_SSD_WRITE,
+    RES_CPU_ADAM,
+    RES_COUNT
+} Resource;
+
+typedef enum Phase { PHASE_FORWARD, PHASE_BACKWARD, PHASE_OPTIMIZER } Phase;
+
+typedef enum TaskKind {
+    TASK_FWD,       /* forward of graph op `op` */
+    TASK_RECOMPUTE, /* forward of op `op` again, in backward */
+    TASK_BWD,       /* backward of op `op` */
+    TASK_COPY,      /* bytes over a link (h2d, d2h, ssd_read, ssd_write) */
+    TASK_ADAM,      /* AdamW over `params` parameters, on the CPU or the GPU */
+} TaskKind;
+
+enum { SCHED_ID_MAX = 40 };
+
+typedef struct Task {
+    char id[SCHED_ID_MAX];
+    Resource res;
+    TaskKind kind;
+    Phase phase;
+    int iter;
+    int layer;      /* block; -1 the embedding; n_layer the head; sub-group tasks: first block */
+    int op;         /* graph op index for compute tasks, else -1 */
+    double bytes;   /* copies */
+    double flops;   /* compute (model convention, see graph.h) */
+    int64_t params; /* Adam */
+    int priority;   /* among ready tasks of one resource, lower first */
+    int dep_first;  /* dependencies: deps[dep_first .. dep_first + n_deps) */
+    int n_deps;
+} Task;
+
+typedef struct Schedule {
+    Task *tasks;
+    int n_tasks;
+    int *deps;     /* task indices, grouped per task */
+    int n_deps;
+    int iters;
+    int n_layer;
+} Schedule;
+
+/* Builds iters iterations of plan p over g (p's sizes must match g's). The caller owns s and
+ * frees it with sched_free (safe after a failure). Returns 0, -EINVAL for an invalid plan (e says
+ * why), -ENOMEM. */
+int sched_build(Schedule *s, const Graph *g, const Plan *p, int iters, Err *e);
+void sched_free(Schedule *s);
+
+static inline const int *sched_deps(const Schedule *s, int task)
+{
+    return s->deps + s->tasks[task].dep_first;
+}
+
+/* Index of the task with this id in iteration iter, or -1. Linear: for tests and tools. */
+int sched_find(const Schedule *s, int iter, const char *id);
+
+const char *resource_name(Resource r);
+int resource_parse(const char *s, Resource *out);
+const char *phase_name(Phase p);
+int phase_parse(const char *s, Phase *out);
+
+/* Which forward ops of a block backward must run again under p: rerun[i] for op i. Follows the
+ * block's dataflow from each recomputed activation back to tensors that are kept. */
+void sched_recompute_set(const Plan *p, int block, bool rerun[GRAPH_OPS_PER_BLOCK]);
+
+#endif

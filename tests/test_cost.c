@@ -1,0 +1,105 @@
+/* Check suite for costmodel/cost: op times against the formulas in cost.h computed by hand, and
+ * the rate coupling of PCIe directions and SSD reads and writes. */
+#include <math.h>
+
+#include "cost.h"
+#include "testutil.h"
+
+static Hardware hw;
+
+static void load(const char *const *sets, int n)
+{
+    Err e;
+    ck_assert_msg(hw_load("4090.ini", sets, n, &hw, &e) == 0, "%s", e.msg);
+}
+
+START_TEST(gemm_times)
+{
+    const char *sets[] = {"gpu.gemm_efficiency=1024:0.5", "gpu.launch_us=10",
+                          "gpu.bf16_TFLOPS=100"};
+    load(sets, 3);
+    Op op = {.kind = OP_GEMM, .m = 4096, .n = 1024, .k = 1024};
+    op.fwd_flops = 2.0 * 4096 * 1024 * 1024;
+    op.bwd_flops = 2 * op.fwd_flops;
+    /* one-point curve: efficiency 0.5 everywhere */
+    ck_assert_double_eq_tol(cost_gpu_op_s(&hw, &op, TASK_FWD), op.fwd_flops / 50e12 + 10e-6,
+                            1e-15);
+    ck_assert_double_eq_tol(cost_gpu_op_s(&hw, &op, TASK_BWD), op.bwd_flops / 50e12 + 20e-6,
+                            1e-15);
+    ck_assert_double_eq(cost_gpu_op_s(&hw, &op, TASK_RECOMPUTE), cost_gpu_op_s(&hw, &op, TASK_FWD));
+    hw_free(&hw);
+}
+END_TEST
+
+START_TEST(attention_and_memory_bound)
+{
+    const char *sets[] = {"gpu.attn_efficiency=0.5", "gpu.launch_us=0", "gpu.bf16_TFLOPS=100",
+                          "gpu.mem_GBps=1000"};
+    load(sets, 4);
+    Op attn = {.kind = OP_ATTENTION, .fwd_flops = 1e12, .bwd_flops = 2e12};
+    ck_assert_double_eq_tol(cost_gpu_op_s(&hw, &attn, TASK_FWD), 0.5e12 / 50e12, 1e-15);
+    ck_assert_double_eq_tol(cost_gpu_op_s(&hw, &attn, TASK_BWD), 0.5 * 1.25 * 2e12 / 50e12,
+                            1e-15);
+    Op ln = {.kind = OP_LAYERNORM, .fwd_io_bytes = 2000000000, .bwd_io_bytes = 3000000000};
+    ck_assert_double_eq_tol(cost_gpu_op_s(&hw, &ln, TASK_FWD), 2e-3, 1e-15);
+    ck_assert_double_eq_tol(cost_gpu_op_s(&hw, &ln, TASK_BWD), 3e-3, 1e-15);
+    hw_free(&hw);
+}
+END_TEST
+
+START_TEST(rates)
+{
+    load(NULL, 0);
+    CostModel m = {&hw, NULL};
+    bool busy[RES_COUNT] = {false};
+    double rate[RES_COUNT];
+    busy[RES_H2D] = true;
+    cost_rates(&m, busy, rate);
+    ck_assert_double_eq(rate[RES_H2D], 25e9);
+    busy[RES_D2H] = true;
+    cost_rates(&m, busy, rate);
+    ck_assert_double_eq(rate[RES_H2D], 21e9);
+    ck_assert_double_eq(rate[RES_D2H], 21e9);
+    /* 12 striped P5510s: 78 GB/s read, 40.8 write; duplex 1 halves both when together */
+    busy[RES_SSD_READ] = true;
+    cost_rates(&m, busy, rate);
+    ck_assert_double_eq_tol(rate[RES_SSD_READ], 78e9, 1);
+    busy[RES_SSD_WRITE] = true;
+    cost_rates(&m, busy, rate);
+    ck_assert_double_eq_tol(rate[RES_SSD_READ], 39e9, 1);
+    ck_assert_double_eq_tol(rate[RES_SSD_WRITE], 20.4e9, 1);
+    hw_free(&hw);
+    const char *full[] = {"ssd.duplex_factor=2"};
+    load(full, 1);
+    cost_rates(&m, busy, rate);
+    ck_assert_double_eq_tol(rate[RES_SSD_READ], 78e9, 1);
+    hw_free(&hw);
+}
+END_TEST
+
+START_TEST(task_work)
+{
+    load(NULL, 0);
+    CostModel m = {&hw, NULL};
+    Task copy = {.res = RES_SSD_READ, .kind = TASK_COPY, .bytes = 78e9};
+    /* 1 s of bytes plus the 80 us latency */
+    ck_assert_double_eq_tol(cost_task_alone_s(&m, &copy), 1 + 80e-6, 1e-12);
+    Task adam = {.res = RES_CPU_ADAM, .kind = TASK_ADAM, .params = 8000000000};
+    ck_assert_double_eq_tol(cost_task_alone_s(&m, &adam), 2.0, 1e-12); /* 4 G params/s */
+    Task gpu_adam = {.res = RES_GPU, .kind = TASK_ADAM, .params = 1000000000};
+    ck_assert_double_eq_tol(cost_task_alone_s(&m, &gpu_adam), 28e9 / 1008e9 + 4e-6, 1e-12);
+    hw_free(&hw);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("cost");
+    TCase *tc = tcase_create("cost");
+    tcase_add_test(tc, gemm_times);
+    tcase_add_test(tc, attention_and_memory_bound);
+    tcase_add_test(tc, rates);
+    tcase_add_test(tc, task_work);
+    suite_add_tcase(s, tc);
+    return tu_run(s);
+}
