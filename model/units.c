@@ -1,8 +1,11 @@
 /* units: report formatting; see units.h. */
 #include "units.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <strings.h>
 
 char *units_bytes(char *buf, size_t n, double bytes)
 {
@@ -35,4 +38,24 @@ char *units_count(char *buf, size_t n, double count)
 {
     static const char *unit[] = {"", " K", " M", " B", " T"};
     return decimal(buf, n, count, unit, 4, "");
+}
+
+int units_parse_bytes(const char *s, double *out)
+{
+    static const struct { const char *suffix; double scale; } units[] = {
+        {"", 1}, {"B", 1}, {"K", 1e3}, {"KB", 1e3}, {"M", 1e6}, {"MB", 1e6}, {"G", 1e9},
+        {"GB", 1e9}, {"T", 1e12}, {"TB", 1e12}, {"KiB", 0x1p10}, {"MiB", 0x1p20},
+        {"GiB", 0x1p30}, {"TiB", 0x1p40},
+    };
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || errno || !isfinite(v) || v < 0)
+        return -EINVAL;
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (!strcasecmp(end, units[i].suffix)) {
+            *out = v * units[i].scale;
+            return 0;
+        }
+    return -EINVAL;
 }

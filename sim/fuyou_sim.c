@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +17,10 @@
 #include "hw.h"
 #include "model.h"
 #include "plan.h"
+#include "planner.h"
 #include "predict.h"
+#include "sweep.h"
+#include "units.h"
 
 enum { MAX_SETS = 64 };
 
@@ -28,7 +32,7 @@ typedef struct PlanArgs {
 } PlanArgs;
 
 typedef struct SimArgs {
-    const char *hw, *model, *policy, *trace, *chrome;
+    const char *hw, *model, *policy, *trace, *chrome, *swap, *sweep_out;
     const char *sets[MAX_SETS];
     int n_sets;
     int batch, seq, iters;
@@ -65,12 +69,20 @@ static void usage(FILE *out)
 "  --trace FILE            write the predicted timeline as TSV (traces/ schema)\n"
 "  --chrome FILE           write it as Chrome/Perfetto JSON, one lane per resource\n"
 "  --describe              print the layer graph and the memory footprint instead\n"
-"plan (defaults: fuyou places state by capacity; zero-infinity puts weights and optimizer\n"
-"states on SSD and checkpoints in CPU memory):\n"
+"  --swap auto|none|all|BYTES|sweep\n"
+"                          intra-block activations kept (GPU, else swapped to CPU, else SSD)\n"
+"                          instead of recomputed: auto (default) lets the planner choose the\n"
+"                          amount, sub-groups and buffers; none recomputes all; all keeps all;\n"
+"                          BYTES keeps that much (e.g. 12GiB) in the planner's order; sweep\n"
+"                          prints closed-form and simulated time over the amounts\n"
+"  --sweep-out FILE        with --swap sweep: also write the table as TSV\n"
+"plan (defaults: the planner places state by capacity and picks the rest; zero-infinity puts\n"
+"weights and optimizer states on SSD and checkpoints in CPU memory; options below override):\n"
 "  --weights TIER          home of the 16-bit weights: gpu, cpu, ssd\n"
 "  --optim TIER            home of fp32 master weights and Adam m, v: gpu, cpu, ssd\n"
 "  --checkpoints TIER      block-boundary activations: gpu, cpu, ssd\n"
-"  --act WHERE             other kept activations: recompute (default), gpu, cpu, ssd\n"
+"  --act WHERE             every other kept activation: recompute, gpu, cpu, ssd (instead of\n"
+"                          --swap)\n"
 "  --micro-batches N       micro-batches per iteration, gradients accumulated (default 1)\n"
 "  --subgroup N            optimizer sub-group size in blocks (default 1)\n"
 "  --tail N                blocks in the tail sub-group, updated last (default 1)\n"
@@ -102,14 +114,17 @@ static int parse_count(const char *opt, const char *s, int min, int *out)
 /* Returns 0 to go on, 1 when --help/--version was served, -EINVAL on a usage error. */
 static int parse_args(int argc, char **argv, SimArgs *a)
 {
-    enum { O_HW = 256, O_SET, O_MODEL, O_POLICY, O_TRACE, O_CHROME, O_DESCRIBE, O_WEIGHTS,
+    enum { O_HW = 256, O_SET, O_MODEL, O_POLICY, O_TRACE, O_CHROME, O_DESCRIBE, O_SWAP,
+           O_SWEEP_OUT, O_WEIGHTS,
            O_OPTIM, O_CKPT, O_ACT, O_BATCH, O_SEQ, O_ITERS, O_MICRO, O_SUBGROUP, O_TAIL,
            O_PREFETCH, O_WBUF, O_PBUF, O_ABUF, O_GBUF, O_SBUF };
     static const struct option opts[] = {
         {"hw", required_argument, 0, O_HW}, {"set", required_argument, 0, O_SET},
         {"model", required_argument, 0, O_MODEL}, {"policy", required_argument, 0, O_POLICY},
         {"trace", required_argument, 0, O_TRACE}, {"chrome", required_argument, 0, O_CHROME},
-        {"describe", no_argument, 0, O_DESCRIBE}, {"weights", required_argument, 0, O_WEIGHTS},
+        {"describe", no_argument, 0, O_DESCRIBE}, {"swap", required_argument, 0, O_SWAP},
+        {"sweep-out", required_argument, 0, O_SWEEP_OUT},
+        {"weights", required_argument, 0, O_WEIGHTS},
         {"optim", required_argument, 0, O_OPTIM}, {"checkpoints", required_argument, 0, O_CKPT},
         {"act", required_argument, 0, O_ACT}, {"batch", required_argument, 0, O_BATCH},
         {"seq", required_argument, 0, O_SEQ}, {"iters", required_argument, 0, O_ITERS},
@@ -123,7 +138,8 @@ static int parse_args(int argc, char **argv, SimArgs *a)
         {"state-buffers", required_argument, 0, O_SBUF},
         {"help", no_argument, 0, 'h'}, {"version", no_argument, 0, 'V'}, {0, 0, 0, 0},
     };
-    *a = (SimArgs){.hw = "4090.ini", .model = "gpt3-175b", .policy = "fuyou", .batch = 8,
+    *a = (SimArgs){.hw = "4090.ini", .model = "gpt3-175b", .policy = "fuyou", .swap = "auto",
+                   .batch = 8,
                    .seq = 1024, .iters = 3,
                    .plan = {.micro_batches = -1, .subgroup = -1, .tail = -1, .prefetch = -1,
                             .weight_buffers = -1, .pinned_buffers = -1, .act_buffers = -1,
@@ -153,6 +169,8 @@ static int parse_args(int argc, char **argv, SimArgs *a)
         case O_TRACE: a->trace = optarg; break;
         case O_CHROME: a->chrome = optarg; break;
         case O_DESCRIBE: a->describe = true; break;
+        case O_SWAP: a->swap = optarg; break;
+        case O_SWEEP_OUT: a->sweep_out = optarg; break;
         case O_WEIGHTS: a->plan.weights = optarg; break;
         case O_OPTIM: a->plan.optim = optarg; break;
         case O_CKPT: a->plan.checkpoints = optarg; break;
@@ -181,6 +199,14 @@ static int parse_args(int argc, char **argv, SimArgs *a)
                 argv[optind]);
         return -EINVAL;
     }
+    if (a->plan.act && strcmp(a->swap, "auto")) {
+        fprintf(stderr, "fuyou-sim: --act and --swap both decide the activations; give one\n");
+        return -EINVAL;
+    }
+    if (a->sweep_out && strcmp(a->swap, "sweep")) {
+        fprintf(stderr, "fuyou-sim: --sweep-out needs --swap sweep\n");
+        return -EINVAL;
+    }
     return 0;
 }
 
@@ -193,38 +219,61 @@ static int parse_tier(const char *opt, const char *s, Tier *out)
     return 0;
 }
 
-/* The policy's default plan by capacity, then the command line's choices over it. */
-static int make_plan(const SimArgs *a, const Graph *g, const Hardware *hw, Plan *p, Err *e)
+typedef enum SwapMode { SWAP_AUTO, SWAP_NONE, SWAP_ALL, SWAP_BYTES, SWAP_SWEEP } SwapMode;
+
+/* What make_plan decided, for the report and the sweep. */
+typedef struct PlanInfo {
+    SwapMode swap;
+    double swap_bytes;  /* SWAP_BYTES */
+    bool planned;       /* planner_choose made the whole plan */
+    PlanChoice choice;  /* when planned */
+    SwapLadder ladder;  /* whenever the swap amount was chosen on a ladder */
+    bool have_ladder;
+    int units;          /* ladder units kept */
+} PlanInfo;
+
+static int parse_swap(const char *s, PlanInfo *info)
 {
-    Policy policy;
-    if (policy_parse(a->policy, &policy)) {
-        fprintf(stderr, "fuyou-sim: --policy expects fuyou or zero-infinity, got '%s'\n",
-                a->policy);
-        return -EINVAL;
-    }
-    int rc = plan_init(p, g, policy, e);
-    if (rc)
-        return rc;
-    if (policy == POLICY_FUYOU) {
-        footprint_auto_place(p, g, hw);
-    } else {
-        p->weights = p->optim = TIER_SSD;
-        plan_set_all_act(p, ACT_CPU, ACT_RECOMPUTE);
-        p->state_buffers = 2; /* read g+1 while Adam g: pipelined one ahead */
-    }
-    const PlanArgs *pa = &a->plan;
+    static const struct { const char *name; SwapMode mode; } modes[] = {
+        {"auto", SWAP_AUTO}, {"none", SWAP_NONE}, {"all", SWAP_ALL}, {"sweep", SWAP_SWEEP},
+    };
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
+        if (!strcmp(s, modes[i].name))
+            return info->swap = modes[i].mode, 0;
+    if (units_parse_bytes(s, &info->swap_bytes) == 0)
+        return info->swap = SWAP_BYTES, 0;
+    fprintf(stderr, "fuyou-sim: --swap expects auto, none, all, sweep or an amount such as "
+            "12GiB, got '%s'\n", s);
+    return -EINVAL;
+}
+
+static bool has_overrides(const PlanArgs *pa)
+{
+    const int counts[] = {pa->micro_batches, pa->subgroup, pa->tail, pa->prefetch,
+                          pa->weight_buffers, pa->pinned_buffers, pa->act_buffers,
+                          pa->grad_buffers, pa->state_buffers};
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
+        if (counts[i] >= 0)
+            return true;
+    return pa->weights || pa->optim || pa->checkpoints || pa->act;
+}
+
+/* The command line's explicit choices over a plan. */
+static int apply_overrides(const PlanArgs *pa, Plan *p)
+{
     if ((pa->weights && parse_tier("--weights", pa->weights, &p->weights)) ||
         (pa->optim && parse_tier("--optim", pa->optim, &p->optim)))
         return -EINVAL;
-    Tier ckpt_tier = TIER_CPU;
-    ActPlace ckpt = plan_act(p, 0, 0), inner = plan_act(p, 0, 1);
     if (pa->checkpoints) {
-        if (parse_tier("--checkpoints", pa->checkpoints, &ckpt_tier))
+        Tier t;
+        if (parse_tier("--checkpoints", pa->checkpoints, &t))
             return -EINVAL;
-        ckpt = (ActPlace)ckpt_tier;
+        for (int b = 0; b < p->n_layer; b++)
+            plan_set_act(p, b, 0, (ActPlace)t);
     }
     if (pa->act) {
         Tier t;
+        ActPlace inner;
         if (!strcmp(pa->act, "recompute"))
             inner = ACT_RECOMPUTE;
         else if (!tier_parse(pa->act, &t))
@@ -234,8 +283,10 @@ static int make_plan(const SimArgs *a, const Graph *g, const Hardware *hw, Plan 
                     pa->act);
             return -EINVAL;
         }
+        for (int b = 0; b < p->n_layer; b++)
+            for (int i = 1; i < GRAPH_OPS_PER_BLOCK; i++)
+                plan_set_act(p, b, i, inner);
     }
-    plan_set_all_act(p, ckpt, inner);
     int *fields[] = {&p->micro_batches, &p->subgroup_blocks, &p->tail_blocks,
                      &p->prefetch_depth, &p->weight_buffers, &p->pinned_buffers,
                      &p->act_buffers, &p->grad_buffers, &p->state_buffers};
@@ -247,7 +298,150 @@ static int make_plan(const SimArgs *a, const Graph *g, const Hardware *hw, Plan 
             *fields[i] = values[i];
     if (pa->prefetch >= 0 && pa->weight_buffers < 0 && p->weight_buffers < p->prefetch_depth + 1)
         p->weight_buffers = p->prefetch_depth + 1;
+    return 0;
+}
+
+/* The plan: the planner's (--swap auto, no overrides), or the policy's default placement by
+ * capacity with the command line's choices over it and the swap amount the mode asks for. */
+static int make_plan(const SimArgs *a, const Graph *g, const Hardware *hw, Plan *p,
+                     PlanInfo *info, Err *e)
+{
+    Policy policy;
+    if (policy_parse(a->policy, &policy)) {
+        fprintf(stderr, "fuyou-sim: --policy expects fuyou or zero-infinity, got '%s'\n",
+                a->policy);
+        return -EINVAL;
+    }
+    if (parse_swap(a->swap, info))
+        return -EINVAL;
+    int rc;
+    if (info->swap == SWAP_AUTO && !has_overrides(&a->plan)) {
+        PredictScoreCtx sc = {g, hw, 0};
+        rc = planner_choose(hw, g, policy, predict_score, &sc, &info->choice, e);
+        if (rc)
+            return rc;
+        info->planned = true;
+        info->units = info->choice.units;
+        return plan_copy(p, &info->choice.plan, e);
+    }
+    rc = plan_init(p, g, policy, e);
+    if (rc)
+        return rc;
+    if (policy == POLICY_FUYOU) {
+        footprint_auto_place(p, g, hw);
+    } else {
+        p->weights = p->optim = TIER_SSD;
+        plan_set_all_act(p, ACT_CPU, ACT_RECOMPUTE);
+        p->state_buffers = 2; /* read g+1 while Adam g: pipelined one ahead */
+    }
+    /* The swap modes start from everything recomputed past the checkpoints. */
+    bool all_gpu = plan_act(p, 0, 1) == ACT_GPU;
+    if (!(info->swap == SWAP_AUTO && (all_gpu || policy == POLICY_ZERO_INFINITY)))
+        for (int b = 0; b < p->n_layer; b++)
+            for (int i = 1; i < GRAPH_OPS_PER_BLOCK; i++)
+                plan_set_act(p, b, i, ACT_RECOMPUTE);
+    rc = apply_overrides(&a->plan, p);
+    if (rc)
+        return rc;
+    if (!a->plan.act && info->swap != SWAP_NONE &&
+        !(info->swap == SWAP_AUTO && (all_gpu || policy == POLICY_ZERO_INFINITY))) {
+        planner_ladder(hw, g, p, &info->ladder);
+        info->have_ladder = true;
+        int n = info->swap == SWAP_ALL ? planner_units(&info->ladder)
+                : info->swap == SWAP_BYTES ? planner_units_for(&info->ladder, info->swap_bytes)
+                                           : planner_best_units(hw, g, p, &info->ladder);
+        planner_apply(p, &info->ladder, n);
+        info->units = n;
+    }
     return plan_validate(p, e);
+}
+
+static void report_swap(FILE *out, const PlanInfo *info, const Graph *g, const Hardware *hw,
+                        const Plan *p)
+{
+    double kept[TIER_COUNT] = {0};
+    for (int b = 0; b < p->n_layer; b++)
+        for (int i = 1; i < GRAPH_OPS_PER_BLOCK; i++) {
+            ActPlace a = plan_act(p, b, i);
+            if (a != ACT_RECOMPUTE)
+                kept[a] += (double)graph_block_op(g, b, i)->act_bytes;
+        }
+    char k0[24], k1[24], k2[24];
+    static const char *mode[] = {"auto", "none", "all", "fixed amount", "sweep"};
+    fprintf(out, "swap (%s): intra-block activations kept on gpu %s, swapped to cpu %s, to ssd "
+            "%s", mode[info->swap], units_bytes(k0, sizeof k0, kept[TIER_GPU]),
+            units_bytes(k1, sizeof k1, kept[TIER_CPU]), units_bytes(k2, sizeof k2,
+                                                                      kept[TIER_SSD]));
+    if (info->have_ladder || info->planned)
+        fprintf(out, " (%d of %d block-steps)", info->units,
+                info->planned ? info->choice.units_total : planner_units(&info->ladder));
+    fprintf(out, "\n");
+    ClosedForm cf;
+    cost_closed_form(hw, g, p, &cf);
+    fprintf(out, "closed form: %.3f s (forward %.3f bound by %s, backward %.3f bound by %s, "
+            "tail %.3f, fill %.3f)\n", cf.iter_s, cf.phase_s[CF_FORWARD],
+            resource_name(cf.binding[CF_FORWARD]), cf.phase_s[CF_BACKWARD],
+            resource_name(cf.binding[CF_BACKWARD]), cf.phase_s[CF_TAIL], cf.fill_s);
+    if (info->planned && info->choice.overflow) {
+        fprintf(out, "planner: no configuration fits (sub-groups 1/2/4 blocks x 4 buffer sets); "
+                "the most frugal is shown\n");
+    } else if (info->planned) {
+        const PlanChoice *c = &info->choice;
+        fprintf(out, "planner: best of %d configurations that fit (sub-groups 1/2/4 blocks x 4 "
+                "buffer sets, each simulated)", c->configs_tried);
+        if (c->bind_below != c->bind_above)
+            fprintf(out, "; at this amount backward is bound by %s, one block-step more and %s "
+                    "would bind", resource_name(c->bind_below), resource_name(c->bind_above));
+        else
+            fprintf(out, "; backward is bound by %s", resource_name(c->bind_below));
+        fprintf(out, "\n");
+    }
+}
+
+/* --swap sweep: the closed form and the simulator over the ladder. */
+static int print_sweep(FILE *out, const SimArgs *a, const Graph *g, const Hardware *hw,
+                       Plan *p, PlanInfo *info, Err *e)
+{
+    if (!info->have_ladder)
+        return err_set(e, -EINVAL, "--swap sweep: this plan has no activations to swap (%s)",
+                       a->plan.act ? "--act fixes them" : "everything fits on the GPU");
+    Sweep sw;
+    int chosen = info->units;
+    int rc = sweep_run(g, hw, p, &info->ladder, 201, &chosen, 1, &sw, e);
+    if (rc)
+        return rc;
+    FILE *tsv = NULL;
+    if (a->sweep_out && !(tsv = fopen(a->sweep_out, "w"))) {
+        rc = err_set(e, -errno, "%s: cannot write: %s", a->sweep_out, strerror(errno));
+        sweep_free(&sw);
+        return rc;
+    }
+    if (tsv)
+        fprintf(tsv, "swap_bytes\tunits\tclosed_form_s\tsim_time_s\tbottleneck\tfits\t"
+                "planner\n");
+    fprintf(out, "%14s %6s %14s %12s  %-10s\n", "swap", "units", "closed-form s", "simulated s",
+            "bottleneck");
+    for (int i = 0; i < sw.n; i++) {
+        const SweepPoint *pt = &sw.pts[i];
+        char b[24];
+        fprintf(out, "%14s %6d %14.3f %12.3f  %-10s%s%s\n", units_bytes(b, sizeof b, pt->bytes),
+                pt->units, pt->closed_s, pt->sim_s, resource_name(pt->bottleneck),
+                pt->fits ? "" : "  (over capacity)", pt->units == chosen ? "  <- planner" : "");
+        if (tsv)
+            fprintf(tsv, "%.0f\t%d\t%.6f\t%.6f\t%s\t%d\t%d\n", pt->bytes, pt->units,
+                    pt->closed_s, pt->sim_s, resource_name(pt->bottleneck), pt->fits,
+                    pt->units == chosen);
+    }
+    const SweepPoint *mine = sweep_find(&sw, chosen);
+    if (sw.best >= 0 && mine)
+        fprintf(out, "planner's amount (%d units) simulates at %.3f s; the best point that fits "
+                "(%d units) at %.3f s: regret %.2f%%\n", chosen, mine->sim_s,
+                sw.pts[sw.best].units, sw.pts[sw.best].sim_s,
+                100 * (mine->sim_s / sw.pts[sw.best].sim_s - 1));
+    if (tsv && fclose(tsv))
+        rc = err_set(e, -EIO, "%s: write failed", a->sweep_out);
+    sweep_free(&sw);
+    return rc;
 }
 
 int main(int argc, char **argv)
@@ -263,6 +457,7 @@ int main(int argc, char **argv)
     Graph g = {0};
     Plan p = {0};
     Prediction pr = {0};
+    PlanInfo info = {0};
     int status = 2;
     if (model_load(a.model, &cfg, &e) || hw_load(a.hw, a.sets, a.n_sets, &hw, &e))
         goto out_msg;
@@ -271,9 +466,13 @@ int main(int argc, char **argv)
         status = rc == -ENOMEM ? 1 : 2;
         goto out_hw;
     }
-    rc = make_plan(&a, &g, &hw, &p, &e);
+    rc = make_plan(&a, &g, &hw, &p, &info, &e);
     if (rc) {
         status = rc == -ENOMEM ? 1 : 2;
+        goto out_hw;
+    }
+    if (info.swap == SWAP_SWEEP) {
+        status = print_sweep(stdout, &a, &g, &hw, &p, &info, &e) ? 1 : 0;
         goto out_hw;
     }
     if (a.describe) {
@@ -288,12 +487,15 @@ int main(int argc, char **argv)
         goto out_hw;
     }
     predict_report(stdout, &pr, &g, &hw, &p);
+    report_swap(stdout, &info, &g, &hw, &p);
     status = pr.overflow ? 1 : 0;
     if ((a.trace && predict_write_trace(&pr, a.trace, false, &e)) ||
         (a.chrome && predict_write_trace(&pr, a.chrome, true, &e)))
         status = 1;
     predict_free(&pr);
 out_hw:
+    if (info.planned)
+        plan_free(&info.choice.plan);
     plan_free(&p);
     graph_free(&g);
     hw_free(&hw);

@@ -85,6 +85,19 @@ int predict_run(Prediction *pr, const Graph *g, const Hardware *hw, const Plan *
     return 0;
 }
 
+int predict_score(void *ctx, const Plan *p, double *iter_s, Err *e)
+{
+    PredictScoreCtx *sc = ctx;
+    Prediction pr;
+    int rc = predict_run(&pr, sc->g, sc->hw, p, 2, e);
+    if (rc)
+        return rc;
+    sc->sims++;
+    *iter_s = pr.iter_s;
+    predict_free(&pr);
+    return 0;
+}
+
 void predict_free(Prediction *pr)
 {
     sched_free(&pr->sched);

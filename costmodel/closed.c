@@ -1,0 +1,241 @@
+/* closed: the closed-form iteration time; the equations are in closed.h. */
+#include "closed.h"
+
+#include <string.h>
+
+#include "sched.h"
+
+const char *cf_phase_name(CfPhase p)
+{
+    static const char *names[] = {"forward", "backward", "tail"};
+    return names[p];
+}
+
+/* Both PCIe directions from the same start: h and d alone seconds. */
+static double pcie_s(const Hardware *hw, double h, double d)
+{
+    double rho_h = hw->h2d_bidir_GBps / hw->h2d_GBps, rho_d = hw->d2h_bidir_GBps / hw->d2h_GBps;
+    double pcie_h = d + h * (1 - rho_d) / rho_h, pcie_d = h + d * (1 - rho_h) / rho_d;
+    return pcie_h > pcie_d ? pcie_h : pcie_d;
+}
+
+double cost_phase_s(const Hardware *hw, const double load_s[RES_COUNT], Resource *binding)
+{
+    double h = load_s[RES_H2D], d = load_s[RES_D2H];
+    double r = load_s[RES_SSD_READ], w = load_s[RES_SSD_WRITE], c = 2 / hw->ssd_duplex - 1;
+    double ssd_r = r + c * w, ssd_w = w + c * r;
+    struct { double t; Resource r; } terms[] = {
+        {load_s[RES_GPU], RES_GPU}, {load_s[RES_CPU_ADAM], RES_CPU_ADAM},
+        {pcie_s(hw, h, d), h >= d ? RES_H2D : RES_D2H},
+        {ssd_r > ssd_w ? ssd_r : ssd_w, r >= w ? RES_SSD_READ : RES_SSD_WRITE},
+    };
+    int best = 0;
+    for (int i = 1; i < 4; i++)
+        if (terms[i].t > terms[best].t)
+            best = i;
+    if (binding)
+        *binding = terms[best].r;
+    return terms[best].t;
+}
+
+/* Alone seconds of bytes on a link, its per-copy latency left out (the simulator charges it per
+ * task; here it would only add a per-block constant). */
+static double link_s(const Hardware *hw, Resource r, double bytes)
+{
+    switch (r) {
+    case RES_H2D: return bytes / (hw->h2d_GBps * 1e9);
+    case RES_D2H: return bytes / (hw->d2h_GBps * 1e9);
+    case RES_SSD_READ: return bytes / (hw->ssd_count * hw->ssd_read_GBps * 1e9);
+    case RES_SSD_WRITE: return bytes / (hw->ssd_count * hw->ssd_write_GBps * 1e9);
+    default: return 0;
+    }
+}
+
+static double adam_s(const Hardware *hw, const Plan *p, double params)
+{
+    if (p->optim == TIER_GPU)
+        return params * 28 / (hw->gpu_mem_GBps * 1e9);
+    return params / (hw->adam_Gparams_per_s * 1e9);
+}
+
+/* Accumulates per-block phase times: their sum, and for each resource the time it bound. */
+typedef struct BlockSum {
+    double total;
+    double bound[RES_COUNT];
+} BlockSum;
+
+static void block_add(const Hardware *hw, BlockSum *s, const double load[RES_COUNT])
+{
+    Resource r;
+    double t = cost_phase_s(hw, load, &r);
+    s->total += t;
+    s->bound[r] += t;
+}
+
+static Resource block_binding(const BlockSum *s)
+{
+    int best = 0;
+    for (int r = 1; r < RES_COUNT; r++)
+        if (s->bound[r] > s->bound[best])
+            best = r;
+    return (Resource)best;
+}
+
+/* The forward and backward loads of block b that move with it through the pipeline. */
+static void block_loads(const Hardware *hw, const Graph *g, const Plan *p, int b,
+                        double F[RES_COUNT], double B[RES_COUNT])
+{
+    const ModelConfig *c = &g->cfg;
+    int L = c->n_layer, resident = p->weight_buffers < L ? p->weight_buffers : L;
+    double w = (double)dtype_bytes(c->dtype), block_w = (double)model_block_params(c) * w;
+    memset(F, 0, RES_COUNT * sizeof *F);
+    memset(B, 0, RES_COUNT * sizeof *B);
+    bool rerun[GRAPH_OPS_PER_BLOCK];
+    sched_recompute_set(p, b, rerun);
+    double swapped[TIER_COUNT] = {0};
+    for (int i = 0; i < GRAPH_OPS_PER_BLOCK; i++) {
+        const Op *op = graph_block_op(g, b, i);
+        F[RES_GPU] += cost_gpu_op_s(hw, op, TASK_FWD);
+        if (op->bwd_flops > 0 || op->bwd_io_bytes > 0)
+            B[RES_GPU] += cost_gpu_op_s(hw, op, TASK_BWD);
+        if (rerun[i])
+            B[RES_GPU] += cost_gpu_op_s(hw, op, TASK_RECOMPUTE);
+        ActPlace a = plan_act(p, b, i);
+        if (a == ACT_CPU || a == ACT_SSD)
+            swapped[a] += (double)op->act_bytes;
+    }
+    double moved = swapped[TIER_CPU] + swapped[TIER_SSD];
+    bool reload = b < L - resident;
+    double in_f[RES_COUNT] = {0}, in_b[RES_COUNT] = {0}; /* inbound copies */
+    if (p->weights != TIER_GPU) {
+        in_f[RES_H2D] += link_s(hw, RES_H2D, block_w);
+        in_b[RES_H2D] += reload ? link_s(hw, RES_H2D, block_w) : 0;
+    }
+    if (p->weights == TIER_SSD) {
+        in_f[RES_SSD_READ] += link_s(hw, RES_SSD_READ, block_w);
+        in_b[RES_SSD_READ] += reload ? link_s(hw, RES_SSD_READ, block_w) : 0;
+    }
+    in_b[RES_H2D] += link_s(hw, RES_H2D, moved);
+    in_b[RES_SSD_READ] += link_s(hw, RES_SSD_READ, swapped[TIER_SSD]);
+    for (int r = 0; r < RES_COUNT; r++) {
+        F[r] += in_f[r];
+        B[r] += in_b[r];
+    }
+    /* Copies that a block's compute must wait for stall the GPU: with prefetch depth 0 its
+     * inbound copies (they start when the previous block's compute ends); with one activation
+     * buffer the previous block's activations leaving in forward (at the same time as the
+     * inbound weights, in the other direction) and its own arriving in backward. */
+    double out_stall = p->act_buffers == 1 ? link_s(hw, RES_D2H, moved) : 0;
+    double in_stall_f = p->prefetch_depth == 0 ? in_f[RES_H2D] : 0;
+    double ssd_stall_f = p->prefetch_depth == 0 ? in_f[RES_SSD_READ] : 0;
+    F[RES_GPU] += ssd_stall_f + pcie_s(hw, in_stall_f, out_stall);
+    if (p->prefetch_depth == 0)
+        B[RES_GPU] += in_b[RES_H2D] + in_b[RES_SSD_READ];
+    else if (p->act_buffers == 1)
+        B[RES_GPU] += link_s(hw, RES_H2D, moved) + link_s(hw, RES_SSD_READ, swapped[TIER_SSD]);
+    F[RES_D2H] += link_s(hw, RES_D2H, moved);
+    F[RES_SSD_WRITE] += link_s(hw, RES_SSD_WRITE, swapped[TIER_SSD]);
+    if (p->optim != TIER_GPU)
+        B[RES_D2H] += link_s(hw, RES_D2H, block_w);
+}
+
+void cost_closed_form(const Hardware *hw, const Graph *g, const Plan *p, ClosedForm *cf)
+{
+    memset(cf, 0, sizeof *cf);
+    const ModelConfig *c = &g->cfg;
+    int L = c->n_layer, M = p->micro_batches;
+    double w = (double)dtype_bytes(c->dtype);
+    double block_w = (double)model_block_params(c) * w, edge_w = (double)model_embed_params(c) * w;
+    double P = (double)model_param_count(c);
+    double *F = cf->load_s[CF_FORWARD], *B = cf->load_s[CF_BACKWARD], *T = cf->load_s[CF_TAIL];
+
+    /* Blocks, summed both ways: per block (the pipeline moves block by block, so a block's
+     * heavy copy cannot hide behind another block's compute) and in total. */
+    BlockSum fsum = {0}, bsum = {0};
+    for (int b = 0; b < L; b++) {
+        double fb[RES_COUNT], bb[RES_COUNT];
+        block_loads(hw, g, p, b, fb, bb);
+        block_add(hw, &fsum, fb);
+        block_add(hw, &bsum, bb);
+        for (int r = 0; r < RES_COUNT; r++) {
+            F[r] += fb[r];
+            B[r] += bb[r];
+        }
+    }
+    /* The edges: embedding, final LN, LM head and loss, and their weights once an iteration. */
+    double fe[RES_COUNT] = {0}, be[RES_COUNT] = {0};
+    for (int i = 0; i < g->n_ops; i++) {
+        const Op *op = &g->ops[i];
+        if (op->block >= 0 && op->block < L)
+            continue;
+        fe[RES_GPU] += cost_gpu_op_s(hw, op, TASK_FWD);
+        if (op->bwd_flops > 0 || op->bwd_io_bytes > 0)
+            be[RES_GPU] += cost_gpu_op_s(hw, op, TASK_BWD);
+    }
+    if (p->weights != TIER_GPU)
+        fe[RES_H2D] += link_s(hw, RES_H2D, edge_w / M);
+    if (p->weights == TIER_SSD)
+        fe[RES_SSD_READ] += link_s(hw, RES_SSD_READ, edge_w / M);
+    if (p->optim != TIER_GPU)
+        be[RES_D2H] += link_s(hw, RES_D2H, edge_w);
+    block_add(hw, &fsum, fe);
+    block_add(hw, &bsum, be);
+    for (int r = 0; r < RES_COUNT; r++) {
+        F[r] += fe[r];
+        B[r] += be[r];
+    }
+
+    /* The optimizer. */
+    int n_groups = plan_subgroup_count(p), tfirst, tcount;
+    plan_subgroup_blocks(p, n_groups - 1, &tfirst, &tcount);
+    double tail_params = tcount * (double)model_block_params(c) + (double)model_embed_params(c);
+    double state_w = p->optim == TIER_SSD ? 12 : 0, new_w = p->weights == TIER_SSD ? w : 0;
+    double bwd_other[RES_COUNT];
+    memcpy(bwd_other, B, sizeof bwd_other); /* a non-last micro-batch's backward */
+    double tail_chain = 0;
+    if (p->optim == TIER_GPU) {
+        T[RES_GPU] += adam_s(hw, p, P);
+    } else if (p->policy == POLICY_FUYOU) {
+        double po = P - tail_params;
+        B[RES_CPU_ADAM] += adam_s(hw, p, po);
+        B[RES_SSD_READ] += link_s(hw, RES_SSD_READ, state_w * po);
+        B[RES_SSD_WRITE] += link_s(hw, RES_SSD_WRITE, (state_w + new_w) * po);
+        /* The tail is a chain: Adam, then the new weights out (to SSD, or to the GPU) before
+         * the next forward can load them. */
+        T[RES_CPU_ADAM] += adam_s(hw, p, tail_params);
+        T[RES_SSD_WRITE] += link_s(hw, RES_SSD_WRITE, new_w * tail_params);
+        if (p->weights == TIER_GPU)
+            T[RES_H2D] += link_s(hw, RES_H2D, w * tail_params);
+        tail_chain = T[RES_CPU_ADAM] + T[RES_SSD_WRITE] + T[RES_H2D];
+    } else {
+        T[RES_CPU_ADAM] += adam_s(hw, p, P);
+        T[RES_SSD_READ] += link_s(hw, RES_SSD_READ, state_w * P);
+        T[RES_SSD_WRITE] += link_s(hw, RES_SSD_WRITE, (state_w + new_w) * P);
+        if (p->weights == TIER_GPU)
+            T[RES_H2D] += link_s(hw, RES_H2D, w * P);
+    }
+
+    Resource r;
+    double f_total = cost_phase_s(hw, F, &r);
+    cf->phase_s[CF_FORWARD] = fsum.total > f_total ? fsum.total : f_total;
+    cf->binding[CF_FORWARD] = fsum.total > f_total ? block_binding(&fsum) : r;
+    double b_total = cost_phase_s(hw, B, &r);
+    cf->phase_s[CF_BACKWARD] = bsum.total > b_total ? bsum.total : b_total;
+    cf->binding[CF_BACKWARD] = bsum.total > b_total ? block_binding(&bsum) : r;
+    cf->phase_s[CF_TAIL] = cost_phase_s(hw, T, &cf->binding[CF_TAIL]);
+    if (tail_chain > 0)
+        cf->phase_s[CF_TAIL] = tail_chain;
+    if (p->policy == POLICY_ZERO_INFINITY && p->optim == TIER_SSD) {
+        double group = (double)p->subgroup_blocks * (double)model_block_params(c);
+        cf->phase_s[CF_TAIL] += link_s(hw, RES_SSD_READ, 12 * group) +
+                                link_s(hw, RES_SSD_WRITE, (12 + new_w) * group);
+    }
+    if (p->weights != TIER_GPU)
+        cf->fill_s = link_s(hw, RES_H2D, block_w + edge_w) +
+                     (p->weights == TIER_SSD ? link_s(hw, RES_SSD_READ, block_w + edge_w) : 0);
+    double other = cost_phase_s(hw, bwd_other, NULL);
+    if (bsum.total > other)
+        other = bsum.total;
+    cf->iter_s = M * cf->phase_s[CF_FORWARD] + (M - 1) * other + cf->phase_s[CF_BACKWARD] +
+                 cf->phase_s[CF_TAIL] + cf->fill_s;
+}

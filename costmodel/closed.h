@@ -1,0 +1,65 @@
+/* closed: the closed-form iteration time of a plan, without simulation.
+ *
+ * Each phase's work is summed per resource as "alone" seconds (the time it would take with
+ * nothing else on its resource); a phase takes as long as its most loaded resource, with the
+ * coupled links combined exactly as the simulator's rates couple them:
+ *   pcie(a, b) = max(b + a (1 - rho_d) / rho_h,  a + b (1 - rho_h) / rho_d)
+ *                a = h2d alone s, b = d2h alone s, rho_h = h2d_bidir/h2d, rho_d = d2h_bidir/d2h
+ *   ssd(r, w)  = max(r + c w, w + c r),  c = 2 / duplex - 1
+ *   phase      = max(gpu, cpu_adam, pcie(h2d, d2h), ssd(ssd_read, ssd_write))
+ * FORWARD and BACKWARD are each the larger of two sums: the phase formula over the phase's
+ * total loads (perfect overlap), and the sum over blocks of the phase formula over each block's
+ * own loads (the pipeline advances block by block, so one block's heavy copy cannot hide behind
+ * other blocks' compute; the two agree when blocks are alike). Every term is a maximum of
+ * lines in the loads, so the time is convex in any amount the loads depend on linearly (the
+ * planner relies on this).
+ *
+ * The terms, per micro-batch unless said (P_b block parameters, w weight bytes, L blocks, r
+ * blocks resident across the forward/backward turn, rates as in cost.h):
+ *   FORWARD   gpu  = sum of forward op times
+ *             h2d  = L P_b w / h2d  (+ embedding and head once), weights away from the GPU
+ *             d2h  = swapped activation bytes / d2h;   ssd_write = SSD-bound ones / write
+ *             ssd_read = weight bytes / read, weights on SSD
+ *   BACKWARD  gpu  = recomputation + backward op times
+ *             h2d  = (L - r) P_b w / h2d + swapped activation bytes / h2d
+ *             d2h  = P w / d2h (gradients; none with the optimizer on the GPU)
+ *             ssd_read = (L - r) P_b w / read (SSD weights) + SSD activation bytes / read
+ *             fuyou, last micro-batch, every sub-group but the tail (P_o parameters):
+ *               cpu_adam += P_o / adam rate;  ssd_read += 12 P_o / read;
+ *               ssd_write += (12 + w [SSD weights]) P_o / write  (states on SSD)
+ *   TAIL      fuyou: the tail sub-group's Adam, then its new weights written (SSD) or copied
+ *             (GPU) before the next forward can load them; zero-infinity: the whole optimizer
+ *             step as a phase (Adam, 12 P read, (12 + w) P written) plus one sub-group's read
+ *             ahead and write behind
+ *   FILL      the first block's and the embedding's weights read and copied before compute
+ *   PREFETCH 0: a block's inbound copies (weights, activations) wait for the previous block's
+ *             compute, so their alone seconds are added to the GPU line of their phase
+ *   ONE ACTIVATION BUFFER: likewise a block's swapped activations' copies (out in forward, in
+ *             in backward) serialize with compute
+ *   iteration = M * FORWARD + M * BACKWARD + TAIL + FILL    (M micro-batches) */
+#ifndef FUYOU_CLOSED_H
+#define FUYOU_CLOSED_H
+
+#include "cost.h"
+#include "plan.h"
+
+typedef enum CfPhase { CF_FORWARD, CF_BACKWARD, CF_TAIL, CF_PHASES } CfPhase;
+
+typedef struct ClosedForm {
+    double load_s[CF_PHASES][RES_COUNT]; /* alone seconds per phase and resource (backward: the
+                                            last micro-batch's, with the optimizer work) */
+    double phase_s[CF_PHASES];
+    Resource binding[CF_PHASES];         /* the resource that sets each phase's time */
+    double fill_s;
+    double iter_s;
+} ClosedForm;
+
+const char *cf_phase_name(CfPhase p);
+
+/* The closed-form time of plan p for graph g on hw. */
+void cost_closed_form(const Hardware *hw, const Graph *g, const Plan *p, ClosedForm *cf);
+
+/* A phase's time from its per-resource alone seconds; binding gets the resource that sets it. */
+double cost_phase_s(const Hardware *hw, const double load_s[RES_COUNT], Resource *binding);
+
+#endif

@@ -1,0 +1,338 @@
+/* planner: the swap ladder, the exact convex minimisation, and the plan search; see planner.h. */
+#include "planner.h"
+
+#include <assert.h>
+#include <math.h>
+#include <string.h>
+
+#include "sched.h"
+
+/* Recompute seconds of one block when the ops in `kept` keep their activations. */
+static double recompute_s(const Hardware *hw, const Graph *g, Plan *p, const bool kept[])
+{
+    for (int i = 1; i < GRAPH_OPS_PER_BLOCK; i++)
+        plan_set_act(p, 0, i, kept[i] ? ACT_GPU : ACT_RECOMPUTE);
+    bool rerun[GRAPH_OPS_PER_BLOCK];
+    sched_recompute_set(p, 0, rerun);
+    double s = 0;
+    for (int i = 0; i < GRAPH_OPS_PER_BLOCK; i++)
+        if (rerun[i])
+            s += cost_gpu_op_s(hw, graph_block_op(g, 0, i), TASK_RECOMPUTE);
+    return s;
+}
+
+static double base_room(const Hardware *hw, const Footprint *f, Tier t)
+{
+    double room = footprint_capacity(hw, t) - footprint_tier_total(f, t);
+    return room > 0 ? room : 0;
+}
+
+void planner_ladder(const Hardware *hw, const Graph *g, const Plan *p, SwapLadder *l)
+{
+    memset(l, 0, sizeof *l);
+    l->n_layer = g->cfg.n_layer;
+    Plan scratch;
+    Err e;
+    if (plan_copy(&scratch, p, &e))
+        return; /* out of memory: an empty ladder (recompute everything) */
+    bool kept[GRAPH_OPS_PER_BLOCK] = {false};
+    double cost = recompute_s(hw, g, &scratch, kept);
+    /* Greedy: each time the op whose kept activation saves the most recompute per byte. */
+    for (;;) {
+        int best = -1;
+        double best_ratio = 0, best_cost = cost;
+        for (int i = 1; i < GRAPH_OPS_PER_BLOCK; i++) {
+            double bytes = (double)graph_block_op(g, 0, i)->act_bytes;
+            if (kept[i] || bytes == 0)
+                continue;
+            kept[i] = true;
+            double c = recompute_s(hw, g, &scratch, kept);
+            kept[i] = false;
+            double ratio = (cost - c) / bytes;
+            if (ratio > best_ratio) {
+                best = i;
+                best_ratio = ratio;
+                best_cost = c;
+            }
+        }
+        if (best < 0)
+            break; /* nothing left that saves anything */
+        kept[best] = true;
+        SwapStep *st = &l->steps[l->n_steps++];
+        *st = (SwapStep){.ops = {best}, .n_ops = 1,
+                         .bytes = (double)graph_block_op(g, 0, best)->act_bytes,
+                         .saved_s = cost - best_cost};
+        cost = best_cost;
+        /* Pool with the previous rung while this one saves more per byte (keeps the ladder's
+         * savings per byte non-increasing, hence the time convex in the amount). */
+        while (l->n_steps >= 2) {
+            SwapStep *a = &l->steps[l->n_steps - 2], *b = &l->steps[l->n_steps - 1];
+            if (b->saved_s / b->bytes <= a->saved_s / a->bytes)
+                break;
+            for (int k = 0; k < b->n_ops; k++)
+                a->ops[a->n_ops++] = b->ops[k];
+            a->bytes += b->bytes;
+            a->saved_s += b->saved_s;
+            l->n_steps--;
+        }
+    }
+    plan_free(&scratch);
+
+    /* Room beyond the base plan; on the GPU, less the staging of a block's swapped set. */
+    Footprint f;
+    footprint_compute(&f, g, p);
+    double per_block = 0;
+    for (int k = 0; k < l->n_steps; k++)
+        per_block += l->steps[k].bytes;
+    for (int t = 0; t < TIER_COUNT; t++)
+        l->room[t] = base_room(hw, &f, t);
+    l->room[TIER_GPU] -= p->act_buffers * per_block;
+    if (l->room[TIER_GPU] < 0)
+        l->room[TIER_GPU] = 0;
+}
+
+int planner_units(const SwapLadder *l)
+{
+    return l->n_steps * l->n_layer;
+}
+
+double planner_unit_bytes(const SwapLadder *l, int u)
+{
+    assert(u >= 0 && u < planner_units(l));
+    return l->steps[u / l->n_layer].bytes;
+}
+
+double planner_amount(const SwapLadder *l, int n)
+{
+    double x = 0;
+    for (int k = 0; k < l->n_steps && n > 0; k++) {
+        int take = n < l->n_layer ? n : l->n_layer;
+        x += take * l->steps[k].bytes;
+        n -= take;
+    }
+    return x;
+}
+
+int planner_units_for(const SwapLadder *l, double bytes)
+{
+    int n = 0;
+    while (n < planner_units(l) && planner_amount(l, n + 1) <= bytes)
+        n++;
+    return n;
+}
+
+/* The tier unit u lands in: the first with room left, room being what earlier units left. */
+static Tier unit_tier(const SwapLadder *l, int u, double room[TIER_COUNT])
+{
+    double bytes = planner_unit_bytes(l, u);
+    Tier t = room[TIER_GPU] >= bytes ? TIER_GPU : room[TIER_CPU] >= bytes ? TIER_CPU : TIER_SSD;
+    room[t] -= bytes;
+    return t;
+}
+
+void planner_apply(Plan *p, const SwapLadder *l, int n)
+{
+    for (int b = 0; b < p->n_layer; b++)
+        for (int i = 1; i < GRAPH_OPS_PER_BLOCK; i++)
+            plan_set_act(p, b, i, ACT_RECOMPUTE);
+    double room[TIER_COUNT];
+    memcpy(room, l->room, sizeof room);
+    for (int u = 0; u < n && u < planner_units(l); u++) {
+        const SwapStep *st = &l->steps[u / l->n_layer];
+        int block = u % l->n_layer;
+        Tier t = unit_tier(l, u, room);
+        for (int k = 0; k < st->n_ops; k++)
+            plan_set_act(p, block, st->ops[k], (ActPlace)t);
+    }
+}
+
+static double closed_at(const Hardware *hw, const Graph *g, Plan *p, const SwapLadder *l, int n,
+                        ClosedForm *cf)
+{
+    ClosedForm local;
+    planner_apply(p, l, n);
+    cost_closed_form(hw, g, p, cf ? cf : &local);
+    return (cf ? cf : &local)->iter_s;
+}
+
+static bool fits_at(const Hardware *hw, const Graph *g, Plan *p, const SwapLadder *l, int n)
+{
+    Footprint f;
+    planner_apply(p, l, n);
+    footprint_compute(&f, g, p);
+    return footprint_overflow(&f, hw) == 0;
+}
+
+/* Minimum of the closed form over units [a, b], where it is convex: bisect on the slope. */
+static int convex_min(const Hardware *hw, const Graph *g, Plan *p, const SwapLadder *l, int a,
+                      int b)
+{
+    while (a < b) {
+        int mid = a + (b - a) / 2;
+        double f0 = closed_at(hw, g, p, l, mid, NULL), f1 = closed_at(hw, g, p, l, mid + 1, NULL);
+        if (f1 < f0 - 1e-12 * f0)
+            a = mid + 1;
+        else
+            b = mid;
+    }
+    return a;
+}
+
+int planner_best_units(const Hardware *hw, const Graph *g, Plan *p, const SwapLadder *l)
+{
+    /* Within a run of units of one ladder step placed in one tier, every unit changes one
+     * block the same way: the per-block sum grows linearly and the total-load term is a
+     * maximum of lines, so the time is convex there and bisection finds that run's minimum
+     * exactly. Across runs (a new step lands on blocks that differ, or a dearer tier) it need
+     * not be, so each run is searched and the best kept. */
+    int units = planner_units(l), best = 0;
+    double best_t = closed_at(hw, g, p, l, 0, NULL);
+    double room[TIER_COUNT];
+    memcpy(room, l->room, sizeof room);
+    int start = 0;
+    Tier run_tier = units > 0 ? unit_tier(l, 0, room) : TIER_GPU;
+    for (int u = 1; u <= units; u++) {
+        bool end = u == units;
+        Tier t = run_tier;
+        if (!end)
+            t = unit_tier(l, u, room);
+        if (end || t != run_tier || u % l->n_layer == 0) {
+            /* run of units [start, u): amounts start .. u */
+            int n = convex_min(hw, g, p, l, start, u);
+            double f = closed_at(hw, g, p, l, n, NULL);
+            if (f < best_t - 1e-12 * best_t) {
+                best = n;
+                best_t = f;
+            }
+            start = u;
+            run_tier = t;
+        }
+    }
+    /* Memory is not monotone in the amount (recomputation space shrinks as swap staging
+     * grows): if the optimum does not fit, take the nearest amount that fits on either side,
+     * the better of the two. */
+    if (!fits_at(hw, g, p, l, best)) {
+        int down = best - 1, up = best + 1;
+        while (down >= 0 && !fits_at(hw, g, p, l, down))
+            down--;
+        while (up <= units && !fits_at(hw, g, p, l, up))
+            up++;
+        if (down >= 0 && up <= units)
+            best = closed_at(hw, g, p, l, down, NULL) <= closed_at(hw, g, p, l, up, NULL) ? down
+                                                                                        : up;
+        else if (down >= 0)
+            best = down;
+        else if (up <= units)
+            best = up;
+    }
+    planner_apply(p, l, best);
+    return best;
+}
+
+/* Buffer configurations tried, most generous first: prefetch depth, weight, gradient and
+ * activation buffers. The last one is the most frugal the schedule allows. */
+static const struct { int prefetch, weights, grads, acts; } buffer_configs[] = {
+    {2, 3, 2, 2}, {1, 2, 2, 2}, {1, 2, 1, 1}, {0, 1, 1, 1},
+};
+static const int subgroup_sizes[] = {1, 2, 4};
+
+static int score_plan(const Hardware *hw, const Graph *g, const Plan *p, PlanScoreFn score,
+                      void *ctx, double *s, Err *e)
+{
+    if (score)
+        return score(ctx, p, s, e);
+    ClosedForm cf;
+    cost_closed_form(hw, g, p, &cf);
+    *s = cf.iter_s;
+    return 0;
+}
+
+int planner_choose(const Hardware *hw, const Graph *g, Policy policy, PlanScoreFn score,
+                   void *score_ctx, PlanChoice *c, Err *e)
+{
+    memset(c, 0, sizeof *c);
+    Plan p;
+    int rc = plan_init(&p, g, policy, e);
+    if (rc)
+        return rc;
+    bool have = false;
+    double best = INFINITY;
+    unsigned frugal_overflow = 0;
+    for (size_t bi = 0; bi < sizeof buffer_configs / sizeof buffer_configs[0]; bi++) {
+        for (size_t si = 0; si < sizeof subgroup_sizes / sizeof subgroup_sizes[0]; si++) {
+            p.prefetch_depth = buffer_configs[bi].prefetch;
+            p.weight_buffers = buffer_configs[bi].weights;
+            p.grad_buffers = buffer_configs[bi].grads;
+            p.act_buffers = buffer_configs[bi].acts;
+            p.subgroup_blocks = subgroup_sizes[si];
+            if (p.subgroup_blocks > g->cfg.n_layer)
+                continue;
+            p.state_buffers = policy == POLICY_ZERO_INFINITY ? 2 : 3;
+            if (policy == POLICY_FUYOU) {
+                footprint_auto_place(&p, g, hw);
+            } else {
+                p.weights = p.optim = TIER_SSD;
+                plan_set_all_act(&p, ACT_CPU, ACT_RECOMPUTE);
+            }
+            SwapLadder l;
+            int n = 0;
+            bool all_gpu = plan_act(&p, 0, 1) == ACT_GPU;
+            if (policy == POLICY_FUYOU && !all_gpu) {
+                planner_ladder(hw, g, &p, &l);
+                n = planner_best_units(hw, g, &p, &l);
+            }
+            Footprint f;
+            footprint_compute(&f, g, &p);
+            unsigned over = footprint_overflow(&f, hw);
+            frugal_overflow = over;
+            if (over)
+                continue;
+            c->configs_tried++;
+            double s;
+            rc = score_plan(hw, g, &p, score, score_ctx, &s, e);
+            if (rc)
+                goto out;
+            if (s >= best)
+                continue;
+            best = s;
+            if (have)
+                plan_free(&c->plan);
+            rc = plan_copy(&c->plan, &p, e);
+            if (rc)
+                goto out;
+            have = true;
+            c->units = n;
+            c->units_total = policy == POLICY_FUYOU && !all_gpu ? planner_units(&l) : 0;
+            c->score_s = s;
+            c->mem = f;
+            cost_closed_form(hw, g, &p, &c->cf);
+            c->bind_below = c->bind_above = c->cf.binding[CF_BACKWARD];
+            if (policy == POLICY_FUYOU && !all_gpu && n < planner_units(&l)) {
+                ClosedForm above;
+                closed_at(hw, g, &p, &l, n + 1, &above);
+                c->bind_above = above.binding[CF_BACKWARD];
+                planner_apply(&p, &l, n);
+            }
+        }
+    }
+    if (!have) {
+        /* Nothing fits: keep the most frugal plan (the last tried) and say what is short. */
+        rc = plan_copy(&c->plan, &p, e);
+        if (rc)
+            goto out;
+        footprint_compute(&c->mem, g, &p);
+        c->overflow = frugal_overflow;
+        cost_closed_form(hw, g, &p, &c->cf);
+    }
+    for (int b = 0; b < c->plan.n_layer; b++)
+        for (int i = 1; i < GRAPH_OPS_PER_BLOCK; i++) {
+            ActPlace a = plan_act(&c->plan, b, i);
+            if (a != ACT_RECOMPUTE)
+                c->kept[a] += (double)graph_block_op(g, b, i)->act_bytes;
+        }
+out:
+    plan_free(&p);
+    if (rc && have)
+        plan_free(&c->plan);
+    return rc;
+}

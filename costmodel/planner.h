@@ -1,0 +1,85 @@
+/* planner: the automatic activation-swap planner (Fuyou's fourth component).
+ *
+ * Which intra-block activations to keep (on the GPU while it has room, else swapped to CPU
+ * memory, else to SSD) instead of recomputing them. Candidates come in order of recompute time
+ * saved per byte kept: a greedy walk over one block's kept tensors (the saving of a tensor
+ * depends on which others are kept, see sched_recompute_set), with adjacent steps pooled where a
+ * later step saves more per byte than an earlier one, so the ladder's savings per byte never
+ * increase. Taking the ladder step by step, each step block by block, the amount is the units
+ * kept. Within a run of units of one step in one tier every unit changes one block alike, so the
+ * closed form (closed.h) is convex there and bisection on the slope finds the run's minimum
+ * exactly; the planner searches every run and keeps the best (a few dozen runs, not a scan of
+ * amounts). It also picks the optimizer sub-group size and the
+ * prefetch depth and buffer counts that fit the GPU and pinned-CPU budgets, by simulating each
+ * candidate configuration, and says which tier is short when nothing fits. */
+#ifndef FUYOU_PLANNER_H
+#define FUYOU_PLANNER_H
+
+#include "closed.h"
+#include "footprint.h"
+#include "plan.h"
+
+/* One rung: ops of a block whose kept activations are taken together. */
+typedef struct SwapStep {
+    int ops[GRAPH_OPS_PER_BLOCK];
+    int n_ops;
+    double bytes;   /* per block */
+    double saved_s; /* recompute seconds saved per block */
+} SwapStep;
+
+typedef struct SwapLadder {
+    SwapStep steps[GRAPH_OPS_PER_BLOCK];
+    int n_steps;
+    int n_layer;
+    double room[TIER_COUNT]; /* bytes each tier can take beyond the base plan */
+} SwapLadder;
+
+/* The ladder for base plan p (whose checkpoints and tiers are decided; its other activations
+ * are recomputed). */
+void planner_ladder(const Hardware *hw, const Graph *g, const Plan *p, SwapLadder *l);
+
+/* Units on the ladder: one step of one block each, n_steps * n_layer. */
+int planner_units(const SwapLadder *l);
+double planner_unit_bytes(const SwapLadder *l, int u);
+/* The bytes kept by the first n units. */
+double planner_amount(const SwapLadder *l, int n);
+/* Units whose bytes add up to at most `bytes`. */
+int planner_units_for(const SwapLadder *l, double bytes);
+
+/* Sets p's intra-block activations: the first n units kept, each in the first tier with room
+ * (GPU, CPU, SSD), the rest recomputed. */
+void planner_apply(Plan *p, const SwapLadder *l, int n);
+
+/* The n in [0, units] minimising the closed-form time of p with planner_apply(p, l, n): exact,
+ * by convexity within each run of one step in one tier; if that amount overflows a memory tier, the nearest amount on either side that
+ * fits (the better of the two), if any. p's activations are left as that n sets them. */
+int planner_best_units(const Hardware *hw, const Graph *g, Plan *p, const SwapLadder *l);
+
+typedef struct PlanChoice {
+    Plan plan;
+    int units;                /* ladder units kept ... */
+    int units_total;          /* ... of this many */
+    double kept[TIER_COUNT];  /* bytes kept on the GPU, swapped to CPU, to SSD */
+    ClosedForm cf;
+    double score_s;           /* what score said of the chosen plan */
+    Resource bind_below;      /* backward's binding resource at the chosen amount ... */
+    Resource bind_above;      /* ... and one unit more */
+    int configs_tried;
+    unsigned overflow;        /* tiers short when nothing fits (the most frugal plan's) */
+    Footprint mem;
+} PlanChoice;
+
+/* Scores a whole plan in seconds per iteration (the simulator provides one: costmodel/ does not
+ * depend on sim/). Returns a negative errno on failure, with e filled. */
+typedef int (*PlanScoreFn)(void *ctx, const Plan *p, double *iter_s, Err *e);
+
+/* Chooses a whole plan for the policy: placement by capacity, then for each sub-group size and
+ * buffer configuration that fits, the best swap amount; the configuration that score rates
+ * fastest wins (the closed form when score is NULL). zero-infinity keeps its fixed activation
+ * policy (checkpoints in CPU memory, the rest recomputed). The caller owns c->plan (plan_free).
+ * Returns 0 (check c->overflow: nonzero means nothing fits and c holds the most frugal plan),
+ * or a negative errno. */
+int planner_choose(const Hardware *hw, const Graph *g, Policy policy, PlanScoreFn score,
+                   void *score_ctx, PlanChoice *c, Err *e);
+
+#endif
