@@ -151,6 +151,9 @@ void predict_report(FILE *out, const Prediction *pr, const Graph *g, const Hardw
     for (int r = 0; r < RES_COUNT; r++)
         fprintf(out, "  %-10s %11.3f %7.1f%%%s\n", resource_name(r), pr->busy_s[r],
                 100 * pr->busy_s[r] / pr->iter_s, r == (int)pr->bottleneck ? "  <- bottleneck" : "");
+    if (pr->busy_s[pr->bottleneck] < 0.9 * pr->iter_s)
+        fprintf(out, "  (no resource is saturated: waits between dependent tasks, such as loads "
+                "that cannot be prefetched, set the pace)\n");
     fprintf(out, "\nmemory peak    ");
     for (int t = 0; t < TIER_COUNT; t++)
         fprintf(out, "%s%s %s of %s", t ? ", " : "", tier_name(t),

@@ -84,6 +84,62 @@ START_TEST(describe)
 }
 END_TEST
 
+START_TEST(swap_modes)
+{
+    const char *base = "--hw 4090.ini --model gpt3-1.3b --batch 8 --weights cpu --optim cpu ";
+    char args[512];
+    snprintf(args, sizeof args, "%s--swap none", base);
+    ck_assert_int_eq(run_sim(args, out, sizeof out), 0);
+    tu_assert_contains(out, "swap (none): intra-block activations kept on gpu 0 B, swapped to "
+                            "cpu 0 B, to ssd 0 B");
+    snprintf(args, sizeof args, "%s--swap 2GiB", base);
+    ck_assert_int_eq(run_sim(args, out, sizeof out), 0);
+    tu_assert_contains(out, "swap (fixed amount)");
+    snprintf(args, sizeof args, "%s--swap all", base);
+    ck_assert_int_eq(run_sim(args, out, sizeof out), 0);
+    tu_assert_contains(out, "swap (all)");
+    snprintf(args, sizeof args, "%s--swap lots", base);
+    ck_assert_int_eq(run_sim(args, out, sizeof out), 2);
+    tu_assert_contains(out, "--swap expects auto, none, all, sweep or an amount");
+    ck_assert_int_eq(run_sim("--act cpu --swap none", out, sizeof out), 2);
+    ck_assert_int_eq(run_sim("--sweep-out x.tsv", out, sizeof out), 2);
+    /* auto: the planner names the binding resource and what it tried */
+    ck_assert_int_eq(run_sim("--hw 4090.ini --model gpt3-13b --batch 8", out, sizeof out), 0);
+    tu_assert_contains(out, "swap (auto)");
+    tu_assert_contains(out, "planner: best of");
+    tu_assert_contains(out, "closed form:");
+}
+END_TEST
+
+START_TEST(swap_sweep)
+{
+    char path[64], args[256];
+    tu_temp_file(path, sizeof path, ".tsv", "");
+    snprintf(args, sizeof args, "--hw 4090.ini --model gpt3-1.3b --batch 8 --weights cpu "
+             "--optim ssd --swap sweep --sweep-out %s", path);
+    ck_assert_int_eq(run_sim(args, out, sizeof out), 0);
+    tu_assert_contains(out, "closed-form s");
+    tu_assert_contains(out, "<- planner");
+    tu_assert_contains(out, "regret");
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    char header[256];
+    ck_assert_ptr_nonnull(fgets(header, sizeof header, f));
+    ck_assert_str_eq(header, "swap_bytes\tunits\tclosed_form_s\tsim_time_s\tbottleneck\tfits\t"
+                             "planner\n");
+    int rows = 0, planner = 0;
+    char line[256];
+    while (fgets(line, sizeof line, f)) {
+        rows++;
+        planner += line[strlen(line) - 2] == '1';
+    }
+    fclose(f);
+    unlink(path);
+    ck_assert_int_gt(rows, 10);
+    ck_assert_int_eq(planner, 1);
+}
+END_TEST
+
 /* The predicted trace of a tiny model equals the golden one (regenerate on purpose only:
  * `meson compile -C build regen-golden`, then review the diff). */
 START_TEST(golden_trace)
@@ -126,6 +182,8 @@ int main(void)
     tcase_add_test(tc, bad_hw_file);
     tcase_add_test(tc, describe);
     tcase_add_test(tc, golden_trace);
+    tcase_add_test(tc, swap_modes);
+    tcase_add_test(tc, swap_sweep);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

@@ -1,0 +1,206 @@
+/* Check suite for costmodel/closed and costmodel/planner: the closed form's equations on a
+ * hand-checkable case, the ladder's order, the exactness of the minimisation against a full
+ * scan, memory fitting, and a corner of the planner grid (regret within 2% of a fine sweep).
+ * The full grid runs as a benchmark (bench_planner) and its distributions go in notes. */
+#include <math.h>
+
+#include "planner_grid.h"
+#include "testutil.h"
+
+static Hardware hw;
+static Graph g;
+static Plan p;
+
+static void setup_case(const char *hwname, const char *model, int batch)
+{
+    Err e;
+    ck_assert_int_eq(hw_load(hwname, NULL, 0, &hw, &e), 0);
+    ck_assert_int_eq(graph_init(&g, model_preset_find(model), batch, 1024, &e), 0);
+    ck_assert_int_eq(plan_init(&p, &g, POLICY_FUYOU, &e), 0);
+}
+
+static void teardown_case(void)
+{
+    plan_free(&p);
+    graph_free(&g);
+    hw_free(&hw);
+}
+
+/* All on the GPU with nothing to copy: the closed form is the GPU's op times plus Adam. */
+START_TEST(closed_form_all_gpu)
+{
+    setup_case("h200.ini", "gpt3-1.3b", 2);
+    p.weights = p.optim = TIER_GPU;
+    plan_set_all_act(&p, ACT_GPU, ACT_GPU);
+    ClosedForm cf;
+    cost_closed_form(&hw, &g, &p, &cf);
+    double fwd = 0, bwd = 0;
+    for (int i = 0; i < g.n_ops; i++) {
+        fwd += cost_gpu_op_s(&hw, &g.ops[i], TASK_FWD);
+        if (g.ops[i].bwd_flops > 0 || g.ops[i].bwd_io_bytes > 0)
+            bwd += cost_gpu_op_s(&hw, &g.ops[i], TASK_BWD);
+    }
+    double adam = (double)model_param_count(&g.cfg) * 28 / (hw.gpu_mem_GBps * 1e9);
+    ck_assert_double_eq_tol(cf.phase_s[CF_FORWARD], fwd, 1e-12);
+    ck_assert_double_eq_tol(cf.phase_s[CF_BACKWARD], bwd, 1e-12);
+    ck_assert_double_eq_tol(cf.phase_s[CF_TAIL], adam, 1e-12);
+    ck_assert_double_eq(cf.fill_s, 0);
+    ck_assert_double_eq_tol(cf.iter_s, fwd + bwd + adam, 1e-12);
+    ck_assert_int_eq(cf.binding[CF_BACKWARD], RES_GPU);
+    teardown_case();
+}
+END_TEST
+
+/* The link coupling as in cost.h: reads and writes together on a duplex-1 SSD add up. */
+START_TEST(phase_coupling)
+{
+    setup_case("4090.ini", "gpt3-1.3b", 1);
+    double load[RES_COUNT] = {0};
+    load[RES_GPU] = 1;
+    load[RES_SSD_READ] = 0.8;
+    load[RES_SSD_WRITE] = 0.7;
+    Resource r;
+    ck_assert_double_eq_tol(cost_phase_s(&hw, load, &r), 1.5, 1e-12);
+    ck_assert_int_eq(r, RES_SSD_READ);
+    /* PCIe: 21 of 25 GB/s while both run: a 1 s h2d and a 1 s d2h take 25/21 s */
+    double pcie[RES_COUNT] = {0};
+    pcie[RES_H2D] = pcie[RES_D2H] = 1;
+    ck_assert_double_eq_tol(cost_phase_s(&hw, pcie, NULL), 25.0 / 21, 1e-12);
+    teardown_case();
+}
+END_TEST
+
+START_TEST(ladder_order)
+{
+    setup_case("4090.ini", "gpt3-13b", 8);
+    p.weights = TIER_CPU;
+    plan_set_all_act(&p, ACT_CPU, ACT_RECOMPUTE);
+    SwapLadder l;
+    planner_ladder(&hw, &g, &p, &l);
+    ck_assert_int_gt(l.n_steps, 0);
+    double covered = 0;
+    for (int k = 0; k < l.n_steps; k++) {
+        ck_assert_double_gt(l.steps[k].saved_s, 0);
+        if (k > 0)
+            ck_assert_double_le(l.steps[k].saved_s / l.steps[k].bytes,
+                                l.steps[k - 1].saved_s / l.steps[k - 1].bytes * (1 + 1e-12));
+        covered += l.steps[k].bytes;
+    }
+    /* keeping every rung recomputes nothing */
+    planner_apply(&p, &l, planner_units(&l));
+    bool rerun[GRAPH_OPS_PER_BLOCK];
+    sched_recompute_set(&p, 7, rerun);
+    for (int i = 0; i < GRAPH_OPS_PER_BLOCK; i++)
+        ck_assert(!rerun[i]);
+    ck_assert_double_eq_tol(planner_amount(&l, planner_units(&l)), covered * g.cfg.n_layer, 1);
+    ck_assert_int_eq(planner_units_for(&l, planner_amount(&l, 17)), 17);
+    ck_assert_int_eq(planner_units_for(&l, planner_amount(&l, 17) - 1), 16);
+    teardown_case();
+}
+END_TEST
+
+/* The run-wise bisection finds the same minimum as evaluating every amount. */
+START_TEST(minimum_is_exact)
+{
+    static const struct { const char *hw, *model; int batch; const char *mem; } cases[] = {
+        {"4090.ini", "gpt3-13b", 8, "memory.cpu_mem_GiB=768"},
+        {"4090.ini", "gpt3-6.7b", 4, "memory.cpu_mem_GiB=64"},
+        {"h200.ini", "gpt3-2.7b", 64, "memory.cpu_mem_GiB=64"},
+        {"a100-80g.ini", "gpt3-13b", 16, "memory.cpu_mem_GiB=256"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        Err e;
+        const char *sets[] = {cases[c].mem};
+        ck_assert_int_eq(hw_load(cases[c].hw, sets, 1, &hw, &e), 0);
+        ck_assert_int_eq(graph_init(&g, model_preset_find(cases[c].model), cases[c].batch, 1024,
+                                    &e), 0);
+        ck_assert_int_eq(plan_init(&p, &g, POLICY_FUYOU, &e), 0);
+        footprint_auto_place(&p, &g, &hw);
+        plan_set_all_act(&p, plan_act(&p, 0, 0), ACT_RECOMPUTE);
+        SwapLadder l;
+        planner_ladder(&hw, &g, &p, &l);
+        int n = planner_best_units(&hw, &g, &p, &l);
+        ClosedForm cf;
+        cost_closed_form(&hw, &g, &p, &cf);
+        double best = INFINITY;
+        for (int u = 0; u <= planner_units(&l); u++) {
+            planner_apply(&p, &l, u);
+            Footprint f;
+            footprint_compute(&f, &g, &p);
+            if (footprint_overflow(&f, &hw))
+                continue;
+            ClosedForm x;
+            cost_closed_form(&hw, &g, &p, &x);
+            best = fmin(best, x.iter_s);
+        }
+        ck_assert_msg(cf.iter_s <= best * (1 + 1e-12), "case %zu: planner %d units at %.6f s, "
+                      "a scan finds %.6f s", c, n, cf.iter_s, best);
+        teardown_case();
+    }
+}
+END_TEST
+
+START_TEST(tiers_fill_in_order)
+{
+    setup_case("4090.ini", "gpt3-13b", 8);
+    p.weights = TIER_CPU;
+    plan_set_all_act(&p, ACT_CPU, ACT_RECOMPUTE);
+    SwapLadder l;
+    planner_ladder(&hw, &g, &p, &l);
+    l.room[TIER_GPU] = 2.5 * planner_unit_bytes(&l, 0);
+    l.room[TIER_CPU] = 1.5 * planner_unit_bytes(&l, 0);
+    planner_apply(&p, &l, 5);
+    /* units 0, 1 on the GPU, 2 in CPU memory, 3, 4 on SSD (blocks 0..4 of the first rung) */
+    int op = l.steps[0].ops[0];
+    ck_assert_int_eq(plan_act(&p, 0, op), ACT_GPU);
+    ck_assert_int_eq(plan_act(&p, 1, op), ACT_GPU);
+    ck_assert_int_eq(plan_act(&p, 2, op), ACT_CPU);
+    ck_assert_int_eq(plan_act(&p, 3, op), ACT_SSD);
+    ck_assert_int_eq(plan_act(&p, 4, op), ACT_SSD);
+    ck_assert_int_eq(plan_act(&p, 5, op), ACT_RECOMPUTE);
+    teardown_case();
+}
+END_TEST
+
+/* A corner of the grid: the planner's plan simulated lies within 2% of the best point of a
+ * fine sweep, and the closed form within 10% of the simulator at the planner's plan. */
+START_TEST(grid_corner)
+{
+    static const GridPoint pts[] = {
+        {"gpt3-1.3b", "4090.ini", 8, 64},   {"gpt3-6.7b", "4090.ini", 16, 768},
+        {"gpt3-13b", "4090.ini", 8, 256},   {"gpt3-2.7b", "h200.ini", 64, 64},
+        {"gpt3-6.7b", "a100-80g.ini", 4, 768}, {"gpt3-13b", "a100-80g.ini", 32, 256},
+    };
+    int swept = 0;
+    for (size_t i = 0; i < sizeof pts / sizeof pts[0]; i++) {
+        GridResult r;
+        Err e;
+        int rc = grid_eval(&pts[i], 41, &r, &e);
+        ck_assert_msg(rc == 0, "%s", e.msg);
+        printf("%s %s batch %d cpu %g GiB: fits %d, regret %.3f%%\n", pts[i].model, pts[i].hw,
+               pts[i].batch, pts[i].cpu_mem_GiB, r.fits, 100 * r.regret);
+        ck_assert(r.fits);
+        if (r.swept) {
+            swept++;
+            ck_assert_double_le(r.regret, 0.02);
+        }
+        grid_result_free(&r);
+    }
+    ck_assert_int_ge(swept, 4);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("planner");
+    TCase *tc = tcase_create("planner");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, closed_form_all_gpu);
+    tcase_add_test(tc, phase_coupling);
+    tcase_add_test(tc, ladder_order);
+    tcase_add_test(tc, minimum_is_exact);
+    tcase_add_test(tc, tiers_fill_in_order);
+    tcase_add_test(tc, grid_corner);
+    suite_add_tcase(s, tc);
+    return tu_run(s);
+}
