@@ -36,6 +36,8 @@ int main(void)
     int n_err_fit = 0, n_err_fit_ok = 0;
     double planner_s = 0, sweep_s = 0, worst_regret = -1, worst_err = -1;
     char worst_regret_at[256] = "", worst_err_at[256] = "";
+    static struct { double err; char at[160]; } point_err[N];
+    int n_point_err = 0;
     for (size_t mi = 0; mi < 5; mi++)
         for (size_t hi = 0; hi < 3; hi++)
             for (size_t bi = 0; bi < 5; bi++)
@@ -65,7 +67,10 @@ int main(void)
                         snprintf(worst_regret_at, sizeof worst_regret_at, "%s (units %d vs %d of "
                                  "%d)", at, r.chosen_units, r.best_units, r.units);
                     }
+                    double point_max = 0;
                     for (int i = 0; i < r.n_errors; i++) {
+                        if (r.error_fits[i] && r.errors[i] > point_max)
+                            point_max = r.errors[i];
                         errs_all[n_err++] = r.errors[i];
                         n_err_ok += r.errors[i] <= 0.10;
                         if (!r.error_fits[i])
@@ -77,6 +82,8 @@ int main(void)
                             snprintf(worst_err_at, sizeof worst_err_at, "%s", at);
                         }
                     }
+                    point_err[n_point_err].err = point_max;
+                    snprintf(point_err[n_point_err++].at, sizeof point_err[0].at, "%s", at);
                     n_swept++;
                     grid_result_free(&r);
                 }
@@ -97,6 +104,10 @@ int main(void)
            "%.2f%%  within 10%%: %d of %d (%.1f%%)\n", 100 * pct(errs_all, n_err, 0.5),
            100 * pct(errs_all, n_err, 0.9), 100 * pct(errs_all, n_err, 1.0), n_err_ok, n_err,
            100.0 * n_err_ok / n_err);
+    printf("  grid points whose worst swept plan that fits is off by more than 10%%:\n");
+    for (int i = 0; i < n_point_err; i++)
+        if (point_err[i].err > 0.10)
+            printf("    %5.2f%%  %s\n", 100 * point_err[i].err, point_err[i].at);
     printf("time: planner %.2f s in all, the sweeps (baseline) %.2f s: ratio %.3f\n", planner_s,
            sweep_s, planner_s / sweep_s);
     return 0;
