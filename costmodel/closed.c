@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-#include "sched.h"
+#include "schedule.h"
 
 const char *cf_phase_name(CfPhase p)
 {

@@ -24,7 +24,7 @@
 
 #include "graph.h"
 #include "hw.h"
-#include "sched.h"
+#include "schedule.h"
 
 typedef struct CostModel {
     const Hardware *hw;

@@ -5,7 +5,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "sched.h"
+#include "schedule.h"
 
 /* Recompute seconds of one block when the ops in `kept` keep their activations. */
 static double recompute_s(const Hardware *hw, const Graph *g, Plan *p, const bool kept[])

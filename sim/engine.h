@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "fuyou_err.h"
-#include "sched.h"
+#include "schedule.h"
 
 typedef struct SimModel {
     void *ctx;

@@ -11,7 +11,7 @@
 #include "graph.h"
 #include "hw.h"
 #include "plan.h"
-#include "sched.h"
+#include "schedule.h"
 
 typedef struct Prediction {
     Schedule sched;

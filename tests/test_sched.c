@@ -3,7 +3,7 @@
  * recomputation closure. */
 #include <errno.h>
 
-#include "sched.h"
+#include "schedule.h"
 #include "testutil.h"
 
 static const ModelConfig tiny = {.name = "tiny", .n_layer = 4, .d_model = 64, .n_head = 4,

@@ -1,4 +1,4 @@
-/* sched: one training iteration (or N) as a task DAG, from the layer graph and a plan.
+/* schedule (sched_*): one training iteration (or N) as a task DAG, from the graph and a plan.
  *
  * Both backends run this DAG: the simulator predicts it, the executor performs it. A task has a
  * stable id that reads well and is the same in every run ("F.b12.fc1", "R.b12.fc1" (recompute),

@@ -1,11 +1,11 @@
-/* sched: building the task DAG of the fuyou and zero-infinity policies; see sched.h.
- *
+/* schedule (sched_*): building the task DAG of the fuyou and zero-infinity policies; see
+ * schedule.h.
  * The builder walks the run in GPU program order: per iteration and micro-batch, the forward
  * "uses" of blocks 0..L-1, then the backward uses L-1..0, with the embedding before and the head
  * between. Loads for use u+d (d = prefetch depth) are emitted while use u is emitted. References
  * to tasks that may not exist yet (the end of a later use, last iteration's weight update, a
  * forward swap-out) are recorded as deferred edges and resolved once everything is emitted. */
-#include "sched.h"
+#include "schedule.h"
 
 #include <assert.h>
 #include <errno.h>

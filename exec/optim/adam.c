@@ -1,0 +1,122 @@
+/* adam: the scalar reference, dispatch and threading; the SIMD kernels are in adam_simd.c. */
+#include "adam.h"
+
+#include <assert.h>
+#include <math.h>
+#include <string.h>
+
+#include "adam_simd.h"
+
+void adam_step_init(AdamStep *s, const AdamConfig *c, int step, float grad_scale)
+{
+    assert(step >= 1);
+    double bc1 = 1 - pow(c->beta1, step), bc2 = 1 - pow(c->beta2, step);
+    *s = (AdamStep){.beta1 = c->beta1, .one_minus_beta1 = 1 - c->beta1, .beta2 = c->beta2,
+                    .one_minus_beta2 = 1 - c->beta2, .eps = c->eps,
+                    .decay = 1 - c->lr * c->weight_decay, .neg_step_size = (float)(-c->lr / bc1),
+                    .inv_sqrt_bc2 = (float)(1 / sqrt(bc2)), .grad_scale = grad_scale};
+}
+
+const char *adam_isa_name(AdamIsa isa)
+{
+    static const char *names[] = {"scalar", "avx2", "avx512"};
+    return names[isa];
+}
+
+bool adam_isa_supported(AdamIsa isa)
+{
+    switch (isa) {
+    case ADAM_ISA_SCALAR: return true;
+    case ADAM_ISA_AVX2:
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case ADAM_ISA_AVX512:
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+    default: return false;
+    }
+}
+
+AdamIsa adam_isa_best(void)
+{
+    for (int isa = ADAM_ISA_COUNT - 1; isa > ADAM_ISA_SCALAR; isa--)
+        if (adam_isa_supported(isa))
+            return isa;
+    return ADAM_ISA_SCALAR;
+}
+
+uint16_t adam_f32_to_bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((u >> 16) | 0x0040u); /* NaN stays NaN, quiet */
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+float adam_bf16_to_f32(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static uint16_t f32_to_f16(float f)
+{
+    _Float16 h = (_Float16)f; /* IEEE round to nearest even */
+    uint16_t u;
+    memcpy(&u, &h, sizeof u);
+    return u;
+}
+
+void adam_update_ref(const AdamStep *s, const AdamSlice *x, size_t begin, size_t end)
+{
+    const float *gf = x->grad;
+    const uint16_t *gb = x->grad;
+    for (size_t i = begin; i < end; i++) {
+        float g = (x->grad_type == DTYPE_BF16 ? adam_bf16_to_f32(gb[i]) : gf[i]) * s->grad_scale;
+        float m = fmaf(s->beta1, x->m[i], s->one_minus_beta1 * g);
+        float v = fmaf(s->beta2, x->v[i], (s->one_minus_beta2 * g) * g);
+        float p = x->master[i] * s->decay;
+        float denom = fmaf(sqrtf(v), s->inv_sqrt_bc2, s->eps);
+        p = fmaf(s->neg_step_size, m / denom, p);
+        x->m[i] = m;
+        x->v[i] = v;
+        x->master[i] = p;
+        if (x->out)
+            x->out[i] = x->out_type == DTYPE_BF16 ? adam_f32_to_bf16(p) : f32_to_f16(p);
+    }
+}
+
+void adam_update_range(AdamIsa isa, const AdamStep *s, const AdamSlice *x, size_t begin,
+                       size_t end)
+{
+    assert(adam_isa_supported(isa));
+    size_t done = begin;
+    if (isa == ADAM_ISA_AVX512)
+        done = adam_update_avx512(s, x, begin, end);
+    else if (isa == ADAM_ISA_AVX2)
+        done = adam_update_avx2(s, x, begin, end);
+    adam_update_ref(s, x, done, end); /* the tail the vectors left */
+}
+
+typedef struct Job {
+    AdamIsa isa;
+    const AdamStep *s;
+    const AdamSlice *x;
+} Job;
+
+static void run_job(void *ctx, size_t begin, size_t end)
+{
+    const Job *j = ctx;
+    adam_update_range(j->isa, j->s, j->x, begin, end);
+}
+
+void adam_update(AdamIsa isa, const AdamStep *s, const AdamSlice *x, WorkPool *pool)
+{
+    Job j = {isa, s, x};
+    if (!pool || x->n < 4096)
+        run_job(&j, 0, x->n);
+    else
+        workpool_run(pool, run_job, &j, x->n, 64); /* whole cache lines per thread */
+}
