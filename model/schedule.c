@@ -1,5 +1,6 @@
 /* schedule (sched_*): building the task DAG of the fuyou and zero-infinity policies; see
  * schedule.h.
+ *
  * The builder walks the run in GPU program order: per iteration and micro-batch, the forward
  * "uses" of blocks 0..L-1, then the backward uses L-1..0, with the embedding before and the head
  * between. Loads for use u+d (d = prefetch depth) are emitted while use u is emitted. References
