@@ -1,0 +1,15 @@
+/* crc32c: CRC-32C (Castagnoli), for the store's per-chunk checksums. A table-driven reference
+ * and an SSE4.2 path (the crc32 instruction), chosen at run time; both give the same value. */
+#ifndef FUYOU_CRC32C_H
+#define FUYOU_CRC32C_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* CRC of buf continuing from crc (0 to start). */
+uint32_t crc32c(uint32_t crc, const void *buf, size_t len);
+uint32_t crc32c_ref(uint32_t crc, const void *buf, size_t len);
+bool crc32c_hw_available(void);
+
+#endif
