@@ -1,0 +1,177 @@
+/* bench_store: the store's sequential write and read GB/s against a raw io_uring O_DIRECT loop
+ * (one file, the same block size and queue depth, nothing else) on the same file system, in the
+ * same run; dd with oflag/iflag=direct (one request at a time) is printed for reference.
+ * Usage: bench_store [--dir DIR] [--gib N] [--block-mib B] [--qd Q] */
+#include <errno.h>
+#include <fcntl.h>
+#include <liburing.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bench_util.h"
+#include "hostpool.h"
+#include "store.h"
+
+/* The baseline: write (or read) total bytes of one file in block-size requests, qd in flight,
+ * from (into) successive blocks of a region as large as the store's buffer, as the store does:
+ * rereading one small buffer would flatter the baseline with cache-hot destinations. */
+static double raw_loop(const char *path, bool write, size_t total, size_t block, int qd,
+                       uint8_t *buf, size_t region)
+{
+    int fd = open(path, O_RDWR | O_CREAT | O_DIRECT, 0600);
+    if (fd < 0) {
+        perror(path);
+        exit(1);
+    }
+    if (write && fallocate(fd, 0, 0, (off_t)total))
+        perror("fallocate");
+    struct io_uring ring;
+    if (io_uring_queue_init((unsigned)qd, &ring, 0))
+        exit(1);
+    size_t issued = 0, done = 0;
+    int inflight = 0;
+    double t0 = bench_now();
+    while (done < total) {
+        while (inflight < qd && issued < total) {
+            struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
+            uint8_t *b = buf + issued % region;
+            if (write)
+                io_uring_prep_write(sqe, fd, b, (unsigned)block, (off_t)issued);
+            else
+                io_uring_prep_read(sqe, fd, b, (unsigned)block, (off_t)issued);
+            issued += block;
+            inflight++;
+        }
+        io_uring_submit(&ring);
+        struct io_uring_cqe *cqe;
+        if (io_uring_wait_cqe(&ring, &cqe))
+            exit(1);
+        if (cqe->res != (int)block) {
+            fprintf(stderr, "raw loop: short or failed I/O (%d)\n", cqe->res);
+            exit(1);
+        }
+        io_uring_cqe_seen(&ring, cqe);
+        inflight--;
+        done += block;
+    }
+    double t = bench_now() - t0;
+    io_uring_queue_exit(&ring);
+    close(fd);
+    return total / t / 1e9;
+}
+
+static double store_pass(Store *st, const StoreTensor *t, int n, bool write, uint8_t *buf,
+                         size_t tensor_bytes)
+{
+    Err e;
+    double t0 = bench_now();
+    int prev = -1;
+    for (int i = 0; i < n; i++) {
+        int id = write ? store_write(st, &t[i], 0, buf, tensor_bytes, &e)
+                       : store_read(st, &t[i], 0, buf, tensor_bytes, &e);
+        /* Two tensors in flight, as a pipeline keeps them. */
+        if (id < 0 || (prev >= 0 && store_wait(st, prev, &e))) {
+            fprintf(stderr, "bench_store: %s\n", e.msg);
+            exit(1);
+        }
+        prev = id;
+    }
+    if (store_wait_all(st, &e)) {
+        fprintf(stderr, "bench_store: %s\n", e.msg);
+        exit(1);
+    }
+    return (double)n * tensor_bytes / (bench_now() - t0) / 1e9;
+}
+
+static double dd_gbps(const char *path, bool write, size_t total, size_t block)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, write ? "dd if=/dev/zero of=%s bs=%zu count=%zu oflag=direct "
+                                      "2>/dev/null"
+                                    : "dd if=%s of=/dev/null bs=%zu count=%zu iflag=direct "
+                                      "2>/dev/null", path, block, total / block);
+    double t0 = bench_now();
+    int rc = system(cmd);
+    double t = bench_now() - t0;
+    return rc == 0 ? total / t / 1e9 : 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *dir = bench_arg(argc, argv, "--dir", "bench-scratch");
+    double gib = atof(bench_arg(argc, argv, "--gib", "2"));
+    size_t block = (size_t)atof(bench_arg(argc, argv, "--block-mib", "4")) << 20;
+    int qd = atoi(bench_arg(argc, argv, "--qd", "32"));
+    mkdir(dir, 0700);
+    size_t tensor_bytes = 256u << 20, total = (size_t)(gib * (1 << 30)) / tensor_bytes *
+                                                tensor_bytes;
+    int n = (int)(total / tensor_bytes);
+    Err e;
+    HostPool pool;
+    if (hostpool_init(&pool, tensor_bytes + (64 << 20), &e)) {
+        fprintf(stderr, "bench_store: %s\n", e.msg);
+        return 1;
+    }
+    uint8_t *buf = hostpool_alloc(&pool, tensor_bytes, MEM_STAGING, &e);
+    if (!buf) {
+        fprintf(stderr, "bench_store: %s\n", e.msg);
+        return 1;
+    }
+    for (size_t i = 0; i < tensor_bytes; i++)
+        buf[i] = (uint8_t)(i * 31);
+
+    char raw_path[4096], dd_path[4096];
+    snprintf(raw_path, sizeof raw_path, "%s/raw.bin", dir);
+    snprintf(dd_path, sizeof dd_path, "%s/dd.bin", dir);
+    /* Each side: a first write into freshly reserved space, a rewrite (what every training
+     * step does), a read. The baseline runs before and after the store (the device drifts);
+     * its faster run of each pass is the baseline. */
+    double raw[2][3], sto[3];
+    for (int k = 0; k < 2; k++) {
+        if (k == 1) {
+            StoreConfig sc = {.dirs = {dir}, .n_dirs = 1, .chunk_bytes = block,
+                              .queue_depth = qd, .create = true};
+            Store st;
+            if (store_open(&st, &sc, &e)) {
+                fprintf(stderr, "bench_store: %s\n", e.msg);
+                return 1;
+            }
+            store_register_buffer(&st, buf, tensor_bytes, &e);
+            StoreTensor *t = calloc((size_t)n, sizeof *t);
+            for (int i = 0; i < n; i++)
+                if (store_alloc(&st, tensor_bytes, &t[i], &e)) {
+                    fprintf(stderr, "bench_store: %s\n", e.msg);
+                    return 1;
+                }
+            sto[0] = store_pass(&st, t, n, true, buf, tensor_bytes);
+            sto[1] = store_pass(&st, t, n, true, buf, tensor_bytes);
+            sto[2] = store_pass(&st, t, n, false, buf, tensor_bytes);
+            store_close(&st);
+            free(t);
+            char sp[4096];
+            snprintf(sp, sizeof sp, "%s/fuyou.store", dir);
+            unlink(sp);
+        }
+        int r = k == 0 ? 0 : 1;
+        raw[r][0] = raw_loop(raw_path, true, total, block, qd, buf, tensor_bytes);
+        raw[r][1] = raw_loop(raw_path, true, total, block, qd, buf, tensor_bytes);
+        raw[r][2] = raw_loop(raw_path, false, total, block, qd, buf, tensor_bytes);
+        unlink(raw_path);
+    }
+    double dd_w = dd_gbps(dd_path, true, total, block), dd_r = dd_gbps(dd_path, false, total,
+                                                                       block);
+    unlink(dd_path);
+    printf("store vs raw io_uring O_DIRECT loop, %s, %.2f GiB, %zu MiB blocks, QD %d\n", dir,
+           total / 1073741824.0, block >> 20, qd);
+    static const char *pass[3] = {"first write", "rewrite", "read"};
+    printf("%-12s %10s %12s %8s   %s\n", "", "store GB/s", "raw GB/s", "ratio",
+           "(raw before / after)");
+    for (int p = 0; p < 3; p++) {
+        double base = raw[0][p] > raw[1][p] ? raw[0][p] : raw[1][p];
+        printf("%-12s %10.2f %12.2f %8.3f   (%.2f / %.2f)\n", pass[p], sto[p], base,
+               sto[p] / base, raw[0][p], raw[1][p]);
+    }
+    printf("dd, one request at a time: write %.2f GB/s, read %.2f GB/s\n", dd_w, dd_r);
+    hostpool_free(&pool);
+    return 0;
+}

@@ -1,0 +1,38 @@
+/* bench_util: shared bits of the benchmarks (clock, median, argument parsing). Benchmarks only. */
+#ifndef FUYOU_BENCH_UTIL_H
+#define FUYOU_BENCH_UTIL_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static inline double bench_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static inline int bench_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static inline double bench_median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
+    return v[n / 2];
+}
+
+/* "--name value" from argv, or def. */
+static inline const char *bench_arg(int argc, char **argv, const char *name, const char *def)
+{
+    for (int i = 1; i + 1 < argc; i++)
+        if (!strcmp(argv[i], name))
+            return argv[i + 1];
+    return def;
+}
+
+#endif

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# tools/device_check.sh: on the GPU machine, in one call: unpack the Debian packages carried in
+# .deps/ (that machine has no package registry), build with its meson and nvcc, run the whole
+# test suite (GPU suites included), then the I/O and optimizer benchmarks. Full logs go to
+# $OUT; a short table is printed last.
+#   device run: bash tools/device_check.sh        (carry: [".deps"])
+#   here, to fetch the packages once: tools/device_check.sh --fetch-deps
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+if [ "${1:-}" = "--fetch-deps" ]; then
+    mkdir -p .deps && cd .deps && apt-get download libgsl27 libgslcblas0 libgsl-dev liburing2 \
+        liburing-dev check libsubunit0 libsubunit-dev libinih1 libinih-dev
+    exit
+fi
+
+OUT=${OUT:-/tmp/fuyou-out}
+mkdir -p "$OUT" /opt/deps
+for f in .deps/*.deb; do dpkg -x "$f" /opt/deps; done
+lib=/opt/deps/usr/lib/x86_64-linux-gnu
+export PKG_CONFIG_PATH=$lib/pkgconfig PKG_CONFIG_SYSROOT_DIR=/opt/deps LD_LIBRARY_PATH=$lib
+export PATH="$PATH:/usr/local/cuda/bin"
+scratch=${SCRATCH:-$PWD/bench-scratch}
+
+step() { echo "== $*" | tee -a "$OUT/summary.txt"; }
+
+{
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+    nproc; free -g | sed -n 2p; df -h "$PWD" | tail -1; uname -r
+} > "$OUT/machine.txt" 2>&1
+
+step "build"
+meson setup build-dev -Dgpu_arch=90 -Dwerror=true > "$OUT/setup.log" 2>&1 &&
+    ninja -C build-dev > "$OUT/build.log" 2>&1
+build_rc=$?
+step "build rc=$build_rc"
+[ $build_rc -eq 0 ] || { tail -40 "$OUT/setup.log" "$OUT/build.log"; exit 1; }
+
+step "tests"
+meson test -C build-dev --print-errorlogs > "$OUT/test.log" 2>&1
+test_rc=$?
+grep -E "^ *[0-9]+/[0-9]+ " "$OUT/test.log" | tee -a "$OUT/summary.txt"
+grep -E "^GPU:|SKIP" build-dev/meson-logs/testlog.txt | tee -a "$OUT/summary.txt"
+
+step "benchmarks"
+./build-dev/bench/bench_adam --mparams "${ADAM_MPARAMS:-256}" > "$OUT/bench_adam.txt" 2>&1
+./build-dev/bench/bench_store --dir "$scratch" --gib "${STORE_GIB:-4}" \
+    > "$OUT/bench_store.txt" 2>&1
+./build-dev/bench/bench_ooc_adam --dir "$scratch" --gib "${OOC_GIB:-8}" --groups 16 \
+    > "$OUT/bench_ooc_adam.txt" 2>&1
+rm -rf "$scratch"
+
+echo
+cat "$OUT/machine.txt"
+echo "tests rc=$test_rc"
+tail -4 "$OUT/test.log" | head -2
+cat "$OUT/bench_adam.txt" "$OUT/bench_store.txt" "$OUT/bench_ooc_adam.txt"
