@@ -4,6 +4,7 @@
 #include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 int err_set(Err *e, int code, const char *fmt, ...)
 {
@@ -15,4 +16,15 @@ int err_set(Err *e, int code, const char *fmt, ...)
         va_end(ap);
     }
     return code;
+}
+
+void err_append(char *buf, size_t n, const char *fmt, ...)
+{
+    size_t len = strnlen(buf, n);
+    if (len + 1 >= n)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + len, n - len, fmt, ap);
+    va_end(ap);
 }

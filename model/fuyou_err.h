@@ -15,4 +15,8 @@ typedef struct Err {
  * `return err_set(e, -EINVAL, "...")`. code must be negative. */
 int err_set(Err *e, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* Appends formatted text to the string in buf (capacity n), truncating safely; for building
+ * lists of names in messages. */
+void err_append(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 #endif

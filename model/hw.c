@@ -158,10 +158,8 @@ static int hw_key(void *user, const IniLoc *loc, const char *section, const char
     if (i == N_KEYS) {
         char known[512] = "";
         for (int j = 0; j < N_KEYS; j++)
-            if (!strcmp(keys[j].section, section)) {
-                strncat(known, known[0] ? ", " : "", sizeof known - strlen(known) - 1);
-                strncat(known, keys[j].key, sizeof known - strlen(known) - 1);
-            }
+            if (!strcmp(keys[j].section, section))
+                err_append(known, sizeof known, "%s%s", known[0] ? ", " : "", keys[j].key);
         return err_set(e, -EINVAL, "unknown key '%s' in [%s]; the keys there are %s", key,
                        section, known);
     }
@@ -260,10 +258,8 @@ int hw_load(const char *name_or_path, const char *const *overrides, int n_overri
         rc = inifile_parse_file(name_or_path, &hw_schema, &hp, e);
     } else {
         char names[256] = "";
-        for (int i = 0; hw_preset_name(i); i++) {
-            strncat(names, i ? ", " : "", sizeof names - strlen(names) - 1);
-            strncat(names, hw_preset_name(i), sizeof names - strlen(names) - 1);
-        }
+        for (int i = 0; hw_preset_name(i); i++)
+            err_append(names, sizeof names, "%s%s", i ? ", " : "", hw_preset_name(i));
         return err_set(e, -ENOENT, "unknown hardware '%s': no such preset (%s) or file; "
                        "`fuyou-profile` writes one for this machine", name_or_path, names);
     }

@@ -182,11 +182,8 @@ int model_load(const char *name_or_path, ModelConfig *out, Err *e)
     }
     if (!strchr(name_or_path, '/') && !strstr(name_or_path, ".ini")) {
         char names[512] = "";
-        for (int i = 0; i < model_preset_count(); i++) {
-            strncat(names, presets[i].name, sizeof names - strlen(names) - 2);
-            if (i + 1 < model_preset_count())
-                strncat(names, ", ", sizeof names - strlen(names) - 1);
-        }
+        for (int i = 0; i < model_preset_count(); i++)
+            err_append(names, sizeof names, "%s%s", i ? ", " : "", presets[i].name);
         return err_set(e, -ENOENT, "unknown model '%s'; presets: %s; or give a model ini path",
                        name_or_path, names);
     }
