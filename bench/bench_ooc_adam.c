@@ -15,6 +15,25 @@ static void die(const Err *e)
     exit(1);
 }
 
+/* Reads (or writes) every group's states with two groups in flight; returns seconds. */
+static double stream(OocAdam *o, bool write)
+{
+    Err e;
+    int prev = -1;
+    double t0 = bench_now();
+    for (int g = 0; g < o->n_groups; g++) {
+        size_t bytes = 12 * o->params[g];
+        int id = write ? store_write(o->st, &o->states[g], 0, o->buf[g % 2], bytes, &e)
+                       : store_read(o->st, &o->states[g], 0, o->buf[g % 2], bytes, &e);
+        if (id < 0 || (prev >= 0 && store_wait(o->st, prev, &e)))
+            die(&e);
+        prev = id;
+    }
+    if (store_wait_all(o->st, &e))
+        die(&e);
+    return bench_now() - t0;
+}
+
 int main(int argc, char **argv)
 {
     const char *dir = bench_arg(argc, argv, "--dir", "bench-scratch");
@@ -58,24 +77,8 @@ int main(int argc, char **argv)
     adam_step_init(&s, &cfg, 1, 1.0f);
 
     /* The parts alone: read all, write all (two groups in flight), Adam over buffers. */
-    double t0 = bench_now();
-    for (int g = 0; g < groups; g++) {
-        int id = store_read(&st, &o.states[g], 0, o.buf[g % 2], 12 * per, &e);
-        if (id < 0 || (g >= 1 && store_wait_all(&st, &e)))
-            die(&e);
-    }
-    if (store_wait_all(&st, &e))
-        die(&e);
-    double t_read = bench_now() - t0;
-    t0 = bench_now();
-    for (int g = 0; g < groups; g++) {
-        int id = store_write(&st, &o.states[g], 0, o.buf[g % 2], 12 * per, &e);
-        if (id < 0 || (g >= 1 && store_wait_all(&st, &e)))
-            die(&e);
-    }
-    if (store_wait_all(&st, &e))
-        die(&e);
-    double t_write = bench_now() - t0;
+    double t_read = stream(&o, false), t_write = stream(&o, true);
+    double t0;
     t0 = bench_now();
     for (int g = 0; g < groups; g++) {
         float *b = o.buf[g % 3];
