@@ -42,6 +42,8 @@ int dtype_parse(const char *s, DType *out)
  * gpt-70b: the 70B shape used by the Fuyou paper's evaluation (80 layers, hidden 8192, 64 heads)
  * in GPT-3 form (4h MLP, vocab 50257, seq 2048): 64.9B parameters counted this way. */
 static const ModelConfig presets[] = {
+    /* byte-level (vocab 256) and small enough to train visibly on two CPU cores in a minute */
+    GPT("gpt2-tiny", 4, 128, 4, 256, 256),
     GPT("gpt2-124m", 12, 768, 12, 50257, 1024),
     GPT("gpt2-355m", 24, 1024, 16, 50257, 1024),
     GPT("gpt2-774m", 36, 1280, 20, 50257, 1024),

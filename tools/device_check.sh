@@ -10,7 +10,8 @@ cd "$(dirname "$0")/.."
 
 if [ "${1:-}" = "--fetch-deps" ]; then
     mkdir -p .deps && cd .deps && apt-get download libgsl27 libgslcblas0 libgsl-dev liburing2 \
-        liburing-dev check libsubunit0 libsubunit-dev libinih1 libinih-dev
+        liburing-dev check libsubunit0 libsubunit-dev libinih1 libinih-dev libjansson4 \
+        libjansson-dev
     exit
 fi
 

@@ -1,0 +1,318 @@
+/* gpt2_ops: the CPU reference ops; see gpt2_ops.h. */
+#include "gpt2_ops.h"
+
+#include <math.h>
+#include <string.h>
+
+void encoder_forward_ref(float *out, const int *inp, const float *wte, const float *wpe, int B,
+                         int T, int C)
+{
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++) {
+            float *o = out + ((size_t)b * T + t) * C;
+            const float *te = wte + (size_t)inp[b * T + t] * C, *pe = wpe + (size_t)t * C;
+            for (int i = 0; i < C; i++)
+                o[i] = te[i] + pe[i];
+        }
+}
+
+void encoder_backward_ref(float *dwte, float *dwpe, const float *dout, const int *inp, int B,
+                          int T, int C)
+{
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++) {
+            const float *d = dout + ((size_t)b * T + t) * C;
+            float *te = dwte + (size_t)inp[b * T + t] * C, *pe = dwpe + (size_t)t * C;
+            for (int i = 0; i < C; i++) {
+                te[i] += d[i];
+                pe[i] += d[i];
+            }
+        }
+}
+
+void layernorm_forward_ref(float *out, float *mean, float *rstd, const float *inp,
+                           const float *weight, const float *bias, int N, int C)
+{
+    const float eps = 1e-5f;
+    for (int n = 0; n < N; n++) {
+        const float *x = inp + (size_t)n * C;
+        float m = 0;
+        for (int i = 0; i < C; i++)
+            m += x[i];
+        m /= C;
+        float v = 0;
+        for (int i = 0; i < C; i++)
+            v += (x[i] - m) * (x[i] - m);
+        v /= C;
+        float s = 1.0f / sqrtf(v + eps);
+        float *o = out + (size_t)n * C;
+        for (int i = 0; i < C; i++)
+            o[i] = (x[i] - m) * s * weight[i] + bias[i];
+        mean[n] = m;
+        rstd[n] = s;
+    }
+}
+
+void layernorm_backward_ref(float *dinp, float *dweight, float *dbias, const float *dout,
+                            const float *inp, const float *weight, const float *mean,
+                            const float *rstd, int N, int C)
+{
+    for (int n = 0; n < N; n++) {
+        const float *d = dout + (size_t)n * C, *x = inp + (size_t)n * C;
+        float *dx = dinp + (size_t)n * C;
+        float m = mean[n], s = rstd[n];
+        float dnorm_mean = 0, dnorm_norm_mean = 0;
+        for (int i = 0; i < C; i++) {
+            float norm = (x[i] - m) * s, dnorm = weight[i] * d[i];
+            dnorm_mean += dnorm;
+            dnorm_norm_mean += dnorm * norm;
+        }
+        dnorm_mean /= C;
+        dnorm_norm_mean /= C;
+        for (int i = 0; i < C; i++) {
+            float norm = (x[i] - m) * s, dnorm = weight[i] * d[i];
+            dbias[i] += d[i];
+            dweight[i] += norm * d[i];
+            dx[i] += (dnorm - dnorm_mean - norm * dnorm_norm_mean) * s;
+        }
+    }
+}
+
+typedef struct MatmulJob {
+    float *out;
+    const float *inp, *weight, *bias, *dout;
+    float *dinp, *dweight, *dbias;
+    int N, C, OC;
+} MatmulJob;
+
+static void matmul_rows(void *ctx, size_t begin, size_t end)
+{
+    const MatmulJob *j = ctx;
+    for (size_t n = begin; n < end; n++) {
+        const float *x = j->inp + n * (size_t)j->C;
+        float *o = j->out + n * (size_t)j->OC;
+        for (int oc = 0; oc < j->OC; oc++) {
+            const float *w = j->weight + (size_t)oc * j->C;
+            float acc = j->bias ? j->bias[oc] : 0;
+            for (int i = 0; i < j->C; i++)
+                acc += x[i] * w[i];
+            o[oc] = acc;
+        }
+    }
+}
+
+static void run(WorkPool *wp, WorkFn fn, void *ctx, size_t n)
+{
+    if (wp)
+        workpool_run(wp, fn, ctx, n, 1);
+    else
+        fn(ctx, 0, n);
+}
+
+void matmul_forward_ref(float *out, const float *inp, const float *weight, const float *bias,
+                        int N, int C, int OC, WorkPool *wp)
+{
+    MatmulJob j = {.out = out, .inp = inp, .weight = weight, .bias = bias, .N = N, .C = C,
+                   .OC = OC};
+    run(wp, matmul_rows, &j, (size_t)N);
+}
+
+/* dinp rows: dinp[n] += dout[n] @ weight. */
+static void matmul_dinp_rows(void *ctx, size_t begin, size_t end)
+{
+    const MatmulJob *j = ctx;
+    for (size_t n = begin; n < end; n++) {
+        const float *d = j->dout + n * (size_t)j->OC;
+        float *dx = j->dinp + n * (size_t)j->C;
+        for (int oc = 0; oc < j->OC; oc++) {
+            const float *w = j->weight + (size_t)oc * j->C;
+            float g = d[oc];
+            for (int i = 0; i < j->C; i++)
+                dx[i] += w[i] * g;
+        }
+    }
+}
+
+/* dweight rows: dweight[oc] += sum_n dout[n][oc] * inp[n]; dbias[oc] += sum_n dout[n][oc]. */
+static void matmul_dweight_rows(void *ctx, size_t begin, size_t end)
+{
+    const MatmulJob *j = ctx;
+    for (size_t oc = begin; oc < end; oc++) {
+        float *dw = j->dweight + oc * (size_t)j->C;
+        float db = 0;
+        for (int n = 0; n < j->N; n++) {
+            float g = j->dout[(size_t)n * j->OC + oc];
+            const float *x = j->inp + (size_t)n * j->C;
+            for (int i = 0; i < j->C; i++)
+                dw[i] += x[i] * g;
+            db += g;
+        }
+        if (j->dbias)
+            j->dbias[oc] += db;
+    }
+}
+
+void matmul_backward_ref(float *dinp, float *dweight, float *dbias, const float *dout,
+                         const float *inp, const float *weight, int N, int C, int OC,
+                         WorkPool *wp)
+{
+    MatmulJob j = {.inp = inp, .weight = weight, .dout = dout, .dinp = dinp,
+                   .dweight = dweight, .dbias = dbias, .N = N, .C = C, .OC = OC};
+    run(wp, matmul_dinp_rows, &j, (size_t)N);
+    run(wp, matmul_dweight_rows, &j, (size_t)OC);
+}
+
+void attention_forward_ref(float *out, float *preatt, float *att, const float *qkv, int B, int T,
+                           int C, int NH)
+{
+    int C3 = 3 * C, hs = C / NH;
+    float scale = 1.0f / sqrtf((float)hs);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++)
+            for (int t = 0; t < T; t++) {
+                const float *q = qkv + ((size_t)b * T + t) * C3 + h * hs;
+                float *pre = preatt + (((size_t)b * NH + h) * T + t) * T;
+                float *a = att + (((size_t)b * NH + h) * T + t) * T;
+                float maxv = -INFINITY;
+                for (int t2 = 0; t2 <= t; t2++) {
+                    const float *k = qkv + ((size_t)b * T + t2) * C3 + C + h * hs;
+                    float v = 0;
+                    for (int i = 0; i < hs; i++)
+                        v += q[i] * k[i];
+                    v *= scale;
+                    pre[t2] = v;
+                    if (v > maxv)
+                        maxv = v;
+                }
+                float sum = 0;
+                for (int t2 = 0; t2 <= t; t2++) {
+                    a[t2] = expf(pre[t2] - maxv);
+                    sum += a[t2];
+                }
+                for (int t2 = 0; t2 < T; t2++)
+                    a[t2] = t2 <= t ? a[t2] / sum : 0.0f;
+                for (int t2 = t + 1; t2 < T; t2++)
+                    pre[t2] = 0;
+                float *o = out + ((size_t)b * T + t) * C + h * hs;
+                for (int i = 0; i < hs; i++)
+                    o[i] = 0;
+                for (int t2 = 0; t2 <= t; t2++) {
+                    const float *v = qkv + ((size_t)b * T + t2) * C3 + 2 * C + h * hs;
+                    for (int i = 0; i < hs; i++)
+                        o[i] += a[t2] * v[i];
+                }
+            }
+}
+
+void attention_backward_ref(float *dqkv, float *dpreatt, float *datt, const float *dout,
+                            const float *qkv, const float *att, int B, int T, int C, int NH)
+{
+    int C3 = 3 * C, hs = C / NH;
+    float scale = 1.0f / sqrtf((float)hs);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++)
+            for (int t = 0; t < T; t++) {
+                const float *a = att + (((size_t)b * NH + h) * T + t) * T;
+                float *da = datt + (((size_t)b * NH + h) * T + t) * T;
+                float *dpre = dpreatt + (((size_t)b * NH + h) * T + t) * T;
+                const float *q = qkv + ((size_t)b * T + t) * C3 + h * hs;
+                float *dq = dqkv + ((size_t)b * T + t) * C3 + h * hs;
+                const float *d = dout + ((size_t)b * T + t) * C + h * hs;
+                /* through the value product */
+                for (int t2 = 0; t2 <= t; t2++) {
+                    const float *v = qkv + ((size_t)b * T + t2) * C3 + 2 * C + h * hs;
+                    float *dv = dqkv + ((size_t)b * T + t2) * C3 + 2 * C + h * hs;
+                    for (int i = 0; i < hs; i++) {
+                        da[t2] += v[i] * d[i];
+                        dv[i] += a[t2] * d[i];
+                    }
+                }
+                /* through the softmax */
+                for (int t2 = 0; t2 <= t; t2++)
+                    for (int t3 = 0; t3 <= t; t3++) {
+                        float local = a[t2] * ((t2 == t3 ? 1.0f : 0.0f) - a[t3]);
+                        dpre[t3] += local * da[t2];
+                    }
+                /* through the scores */
+                for (int t2 = 0; t2 <= t; t2++) {
+                    const float *k = qkv + ((size_t)b * T + t2) * C3 + C + h * hs;
+                    float *dk = dqkv + ((size_t)b * T + t2) * C3 + C + h * hs;
+                    for (int i = 0; i < hs; i++) {
+                        dq[i] += k[i] * dpre[t2] * scale;
+                        dk[i] += q[i] * dpre[t2] * scale;
+                    }
+                }
+            }
+}
+
+#define GELU_SCALE 0.7978845608028654f /* sqrt(2 / pi) */
+
+void gelu_forward_ref(float *out, const float *inp, int n)
+{
+    for (int i = 0; i < n; i++) {
+        float x = inp[i], cube = 0.044715f * x * x * x;
+        out[i] = 0.5f * x * (1.0f + tanhf(GELU_SCALE * (x + cube)));
+    }
+}
+
+void gelu_backward_ref(float *dinp, const float *inp, const float *dout, int n)
+{
+    for (int i = 0; i < n; i++) {
+        float x = inp[i], cube = 0.044715f * x * x * x;
+        float arg = GELU_SCALE * (x + cube), th = tanhf(arg);
+        float sech2 = 1.0f - th * th;
+        float local = 0.5f * (1.0f + th) +
+                      x * 0.5f * sech2 * GELU_SCALE * (1.0f + 3.0f * 0.044715f * x * x);
+        dinp[i] += local * dout[i];
+    }
+}
+
+void residual_forward_ref(float *out, const float *a, const float *b, int n)
+{
+    for (int i = 0; i < n; i++)
+        out[i] = a[i] + b[i];
+}
+
+void residual_backward_ref(float *da, float *db, const float *dout, int n)
+{
+    for (int i = 0; i < n; i++) {
+        da[i] += dout[i];
+        db[i] += dout[i];
+    }
+}
+
+void softmax_forward_ref(float *probs, const float *logits, int B, int T, int V)
+{
+    for (size_t r = 0; r < (size_t)B * T; r++) {
+        const float *l = logits + r * V;
+        float *p = probs + r * V;
+        float maxv = -INFINITY, sum = 0;
+        for (int i = 0; i < V; i++)
+            if (l[i] > maxv)
+                maxv = l[i];
+        for (int i = 0; i < V; i++) {
+            p[i] = expf(l[i] - maxv);
+            sum += p[i];
+        }
+        for (int i = 0; i < V; i++)
+            p[i] /= sum;
+    }
+}
+
+void crossentropy_forward_ref(float *losses, const float *probs, const int *targets, int B,
+                              int T, int V)
+{
+    for (size_t r = 0; r < (size_t)B * T; r++)
+        losses[r] = -logf(probs[r * V + targets[r]]);
+}
+
+void crossentropy_softmax_backward_ref(float *dlogits, const float *dlosses, const float *probs,
+                                       const int *targets, int B, int T, int V)
+{
+    for (size_t r = 0; r < (size_t)B * T; r++) {
+        const float *p = probs + r * V;
+        float *dl = dlogits + r * V;
+        for (int i = 0; i < V; i++)
+            dl[i] += (p[i] - (i == targets[r] ? 1.0f : 0.0f)) * dlosses[r];
+    }
+}

@@ -1,0 +1,176 @@
+/* fuyou-run: the real trainer. This build trains on the CPU reference backend (fp32); the CUDA
+ * backend and the out-of-core pipeline plug into the same loop (exec/train/backend.h).
+ * Exit codes: 0 success, 1 runtime failure, 2 usage or input error. */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "trainer.h"
+
+static const char *default_data = "/usr/share/common-licenses/GPL-3";
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+"usage: fuyou-run [options]\n"
+"Trains a GPT-2-style model. With no options: the tiny byte-level model on a text every\n"
+"Debian and Ubuntu system ships (%s), for 100 steps.\n"
+"\n"
+"  --backend NAME        cpu (the fp32 reference; default)\n"
+"  --model NAME|PATH     a preset (default gpt2-tiny) or a model ini\n"
+"  --data FILE           tokens: llm.c .bin, nanoGPT uint16 .bin, or text (bytes)\n"
+"  --data-format F       auto (default), llmc, u16, text\n"
+"  --steps N             the step count to reach (default 100); with --resume, runs the rest\n"
+"  --batch B             sequences per step (default 8)\n"
+"  --seq T               tokens per sequence (default 64)\n"
+"  --lr X                peak learning rate (default 1e-3)\n"
+"  --warmup N            linear warmup steps (default 10), then cosine decay\n"
+"  --min-lr-ratio X      final learning rate over peak (default 0.1)\n"
+"  --weight-decay X      AdamW decoupled weight decay (default 0.1)\n"
+"  --beta1 X --beta2 X --eps X    AdamW (defaults 0.9, 0.95, 1e-8)\n"
+"  --clip X              clip to this global norm, using the previous step's norm (default 1;\n"
+"                        0 turns clipping off)\n"
+"  --seed N              initialisation and data order (default 1337)\n"
+"  --subgroup N          optimizer sub-group size in blocks (default 1)\n"
+"  --tail N              blocks in the tail sub-group (default 1)\n"
+"  --save DIR            write checkpoints (safetensors, Hugging Face names) to DIR\n"
+"  --save-every K        every K steps as well as at the end\n"
+"  --resume DIR          continue from DIR's latest checkpoint, exactly\n"
+"  --init-from FILE      start from a model.safetensors (e.g. GPT-2 from the Hugging Face hub)\n"
+"  --log FILE            TSV: step loss lr grad_norm tokens_per_s\n"
+"  --threads N           CPU threads (default: all)\n"
+"  -h, --help, -V, --version\n"
+"\n"
+"Exit status: 0 success, 1 runtime failure, 2 usage or input error.\n", default_data);
+}
+
+static int num(const char *opt, const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || *end || errno || !(v >= lo && v <= hi)) {
+        fprintf(stderr, "fuyou-run: %s expects a number in [%g, %g], got '%s'\n", opt, lo, hi, s);
+        return -EINVAL;
+    }
+    *out = v;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    enum { O_BACKEND = 256, O_MODEL, O_DATA, O_FORMAT, O_STEPS, O_BATCH, O_SEQ, O_LR, O_WARMUP,
+           O_MINLR, O_WD, O_B1, O_B2, O_EPS, O_CLIP, O_SEED, O_SUBGROUP, O_TAIL, O_SAVE,
+           O_SAVE_EVERY, O_RESUME, O_INIT, O_LOG, O_THREADS };
+    static const struct option opts[] = {
+        {"backend", 1, 0, O_BACKEND}, {"model", 1, 0, O_MODEL}, {"data", 1, 0, O_DATA},
+        {"data-format", 1, 0, O_FORMAT}, {"steps", 1, 0, O_STEPS}, {"batch", 1, 0, O_BATCH},
+        {"seq", 1, 0, O_SEQ}, {"lr", 1, 0, O_LR}, {"warmup", 1, 0, O_WARMUP},
+        {"min-lr-ratio", 1, 0, O_MINLR}, {"weight-decay", 1, 0, O_WD}, {"beta1", 1, 0, O_B1},
+        {"beta2", 1, 0, O_B2}, {"eps", 1, 0, O_EPS}, {"clip", 1, 0, O_CLIP},
+        {"seed", 1, 0, O_SEED}, {"subgroup", 1, 0, O_SUBGROUP}, {"tail", 1, 0, O_TAIL},
+        {"save", 1, 0, O_SAVE}, {"save-every", 1, 0, O_SAVE_EVERY}, {"resume", 1, 0, O_RESUME},
+        {"init-from", 1, 0, O_INIT}, {"log", 1, 0, O_LOG}, {"threads", 1, 0, O_THREADS},
+        {"help", 0, 0, 'h'}, {"version", 0, 0, 'V'}, {0, 0, 0, 0},
+    };
+    const char *backend = "cpu", *model = "gpt2-tiny", *format = "auto";
+    TrainOptions o = {.data_path = default_data, .batch = 8, .seq = 64, .steps = 100,
+                      .lr = 1e-3f, .min_lr_ratio = 0.1f, .weight_decay = 0.1f, .beta1 = 0.9f,
+                      .beta2 = 0.95f, .eps = 1e-8f, .clip = 1.0f, .warmup = 10, .seed = 1337,
+                      .subgroup_blocks = 1, .tail_blocks = 1, .progress = stdout};
+    int c;
+    double x;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":hV", opts, NULL)) != -1) {
+        int bad = 0;
+        switch (c) {
+        case O_BACKEND: backend = optarg; break;
+        case O_MODEL: model = optarg; break;
+        case O_DATA: o.data_path = optarg; break;
+        case O_FORMAT: format = optarg; break;
+        case O_STEPS: bad = num("--steps", optarg, 1, 1e12, &x); o.steps = (int64_t)x; break;
+        case O_BATCH: bad = num("--batch", optarg, 1, 1 << 20, &x); o.batch = (int)x; break;
+        case O_SEQ: bad = num("--seq", optarg, 1, 1 << 20, &x); o.seq = (int)x; break;
+        case O_LR: bad = num("--lr", optarg, 0, 10, &x); o.lr = (float)x; break;
+        case O_WARMUP: bad = num("--warmup", optarg, 0, 1e9, &x); o.warmup = (int)x; break;
+        case O_MINLR: bad = num("--min-lr-ratio", optarg, 0, 1, &x); o.min_lr_ratio = (float)x;
+            break;
+        case O_WD: bad = num("--weight-decay", optarg, 0, 10, &x); o.weight_decay = (float)x;
+            break;
+        case O_B1: bad = num("--beta1", optarg, 0, 0.999999, &x); o.beta1 = (float)x; break;
+        case O_B2: bad = num("--beta2", optarg, 0, 0.999999, &x); o.beta2 = (float)x; break;
+        case O_EPS: bad = num("--eps", optarg, 1e-30, 1, &x); o.eps = (float)x; break;
+        case O_CLIP: bad = num("--clip", optarg, 0, 1e9, &x); o.clip = (float)x; break;
+        case O_SEED: bad = num("--seed", optarg, 0, 4e9, &x); o.seed = (uint64_t)x; break;
+        case O_SUBGROUP: bad = num("--subgroup", optarg, 1, 1e6, &x);
+            o.subgroup_blocks = (int)x; break;
+        case O_TAIL: bad = num("--tail", optarg, 1, 1e6, &x); o.tail_blocks = (int)x; break;
+        case O_SAVE: o.save_dir = optarg; break;
+        case O_SAVE_EVERY: bad = num("--save-every", optarg, 1, 1e12, &x);
+            o.save_every = (int)x; break;
+        case O_RESUME: o.resume_dir = optarg; break;
+        case O_INIT: o.init_from = optarg; break;
+        case O_LOG: o.log_path = optarg; break;
+        case O_THREADS: bad = num("--threads", optarg, 0, 4096, &x); o.threads = (int)x; break;
+        case 'h': usage(stdout); return 0;
+        case 'V': printf("fuyou-run %s\n", FUYOU_VERSION); return 0;
+        case ':':
+            fprintf(stderr, "fuyou-run: %s needs a value; see fuyou-run --help\n",
+                    argv[optind - 1]);
+            return 2;
+        default:
+            fprintf(stderr, "fuyou-run: unknown option '%s'; see fuyou-run --help\n",
+                    argv[optind - 1]);
+            return 2;
+        }
+        if (bad)
+            return 2;
+    }
+    if (optind < argc) {
+        fprintf(stderr, "fuyou-run: unexpected argument '%s'; see fuyou-run --help\n",
+                argv[optind]);
+        return 2;
+    }
+    Err e;
+    o.backend = backend_find(backend);
+    if (!o.backend) {
+        fprintf(stderr, "fuyou-run: backend '%s' is not in this build (it has: cpu)\n",
+                backend);
+        return 2;
+    }
+    if (data_format_parse(format, &o.data_format)) {
+        fprintf(stderr, "fuyou-run: --data-format expects auto, llmc, u16 or text, got '%s'\n",
+                format);
+        return 2;
+    }
+    if (model_load(model, &o.model, &e)) {
+        fprintf(stderr, "fuyou-run: %s\n", e.msg);
+        return 2;
+    }
+    if (o.resume_dir && o.init_from) {
+        fprintf(stderr, "fuyou-run: --resume and --init-from both give the weights; pick one\n");
+        return 2;
+    }
+    if (o.seq > o.model.max_seq) {
+        fprintf(stderr, "fuyou-run: --seq %d exceeds %s's max_seq %d\n", o.seq, o.model.name,
+                o.model.max_seq);
+        return 2;
+    }
+    printf("fuyou-run: %s (%lld parameters) on %s, batch %d x %d, %s backend\n", o.model.name,
+           (long long)model_param_count(&o.model), o.data_path, o.batch, o.seq, o.backend->name);
+    TrainResult r;
+    int rc = trainer_run(&o, &r, &e);
+    free(r.losses);
+    if (rc) {
+        fprintf(stderr, "fuyou-run: %s\n", e.msg);
+        return rc == -EINVAL || rc == -ENOENT ? 2 : 1;
+    }
+    printf("fuyou-run: steps %lld..%lld, loss %.4f -> %.4f, %.0f tokens/s\n",
+           (long long)r.first_step, (long long)r.last_step, r.first_loss, r.last_loss,
+           r.tokens_per_s);
+    return 0;
+}

@@ -1,0 +1,53 @@
+/* backend: the operations a training backend provides, so one training loop (trainer.h) runs on
+ * the CPU reference and on CUDA alike (fio-style ops table).
+ *
+ * Parameters, gradients and the optimizer's m and v are addressed in the flat fp32 layout of
+ * gpt2_layout.h, on the host, whatever the backend keeps internally; the optimizer step is
+ * asked for slice by slice so the loop can update per sub-group. */
+#ifndef FUYOU_BACKEND_H
+#define FUYOU_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "adam.h"
+#include "fuyou_err.h"
+#include "model.h"
+#include "workpool.h"
+
+typedef struct BackendOps BackendOps;
+
+/* Every backend's state starts with this. */
+typedef struct Backend {
+    const BackendOps *ops;
+    ModelConfig cfg;
+    int B, T;
+    size_t n_params;
+} Backend;
+
+struct BackendOps {
+    const char *name;
+    /* A backend for micro-batches of B sequences of T tokens; parameters and optimizer state
+     * zeroed. 0 or -errno with e. */
+    int (*create)(Backend **out, const ModelConfig *c, int B, int T, WorkPool *wp, Err *e);
+    void (*destroy)(Backend *b);
+    /* Copy parameters, m and v out of or into the backend (any pointer may be NULL). */
+    int (*read_state)(Backend *b, float *params, float *m, float *v, Err *e);
+    int (*write_state)(Backend *b, const float *params, const float *m, const float *v, Err *e);
+    int (*read_grads)(Backend *b, float *grads, Err *e);
+    /* Forward over inputs (B,T); with targets, *loss is the mean cross-entropy. With backward,
+     * gradients are then computed from zero. */
+    int (*step)(Backend *b, const int *inputs, const int *targets, bool backward, float *loss,
+                Err *e);
+    /* Sum of squared gradients over parameters [begin, end). */
+    double (*grad_sq)(Backend *b, size_t begin, size_t end);
+    /* AdamW over parameters [begin, end). */
+    int (*update)(Backend *b, const AdamStep *s, size_t begin, size_t end, Err *e);
+};
+
+extern const BackendOps backend_cpu;
+
+/* The backend with this name ("cpu", "cuda"), or NULL. */
+const BackendOps *backend_find(const char *name);
+
+#endif

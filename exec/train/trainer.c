@@ -1,0 +1,216 @@
+/* trainer: the shared training loop; the policies are in trainer.h. */
+#include "trainer.h"
+
+#include <errno.h>
+#include <gsl/gsl_randist.h>
+#include <gsl/gsl_rng.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "checkpoint.h"
+#include "gpt2_layout.h"
+#include "plan.h"
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+float trainer_lr(const TrainOptions *o, int64_t step)
+{
+    if (o->warmup > 0 && step <= o->warmup)
+        return o->lr * (float)step / (float)o->warmup;
+    double span = (double)(o->steps - o->warmup);
+    double progress = span > 0 ? (double)(step - o->warmup) / span : 1.0;
+    if (progress > 1)
+        progress = 1;
+    double min_lr = o->lr * o->min_lr_ratio;
+    return (float)(min_lr + 0.5 * (o->lr - min_lr) * (1 + cos(M_PI * progress)));
+}
+
+/* GPT-2's initialisation: N(0, 0.02) weights, residual projections scaled by 1/sqrt(2L), zero
+ * biases, unit LayerNorm gains. */
+static void init_params(const ModelConfig *c, const Gpt2Layout *l, float *p, uint64_t seed)
+{
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(r, (unsigned long)seed);
+    double resid = 0.02 / sqrt(2.0 * c->n_layer);
+    for (int i = 0; i < l->n; i++) {
+        const ParamTensor *t = &l->t[i];
+        const char *n = t->name;
+        size_t len = strlen(n);
+        bool bias = len > 5 && !strcmp(n + len - 5, ".bias");
+        bool ln = strstr(n, "ln_") != NULL;
+        bool proj = strstr(n, "c_proj.weight") != NULL;
+        for (size_t k = 0; k < t->numel; k++)
+            p[t->offset + k] = ln ? (bias ? 0.0f : 1.0f)
+                               : bias ? 0.0f
+                                      : (float)gsl_ran_gaussian(r, proj ? resid : 0.02);
+    }
+    gsl_rng_free(r);
+}
+
+typedef struct Slice {
+    size_t begin, end;
+} Slice;
+
+/* The optimizer's sub-groups in update order, as parameter slices (gpt2_layout.h). */
+static int subgroup_slices(const TrainOptions *o, Slice *out)
+{
+    const ModelConfig *c = &o->model;
+    Plan p = {.n_layer = c->n_layer, .subgroup_blocks = o->subgroup_blocks,
+              .tail_blocks = o->tail_blocks};
+    size_t edge = (size_t)model_embed_params(c), block = (size_t)model_block_params(c);
+    int n = plan_subgroup_count(&p);
+    for (int s = 0; s < n; s++) {
+        int first, count;
+        plan_subgroup_blocks(&p, s, &first, &count);
+        out[s] = (Slice){s == n - 1 ? 0 : edge + (size_t)first * block,
+                         edge + (size_t)(first + count) * block};
+    }
+    return n;
+}
+
+static void progress(const TrainOptions *o, int64_t step, int64_t first, float loss, double tps,
+                     double elapsed, bool last)
+{
+    if (!o->progress)
+        return;
+    double eta = step > first ? elapsed / (double)(step - first) * (double)(o->steps - step) : 0;
+    bool tty = isatty(fileno(o->progress));
+    int64_t every = o->steps / 20 > 0 ? o->steps / 20 : 1;
+    if (!tty && !last && step != first + 1 && step % every)
+        return;
+    fprintf(o->progress, "%sstep %lld/%lld | loss %.4f | %.0f tok/s | ETA %dm%02ds%s",
+            tty ? "\r\033[K" : "", (long long)step, (long long)o->steps, loss, tps,
+            (int)(eta / 60), (int)eta % 60, tty && !last ? "" : "\n");
+    fflush(o->progress);
+}
+
+int trainer_run(const TrainOptions *o, TrainResult *r, Err *e)
+{
+    memset(r, 0, sizeof *r);
+    const ModelConfig *c = &o->model;
+    TokenData data = {0};
+    WorkPool wp = {0};
+    Backend *be = NULL;
+    Gpt2Layout l = {0};
+    Loader ld = {0};
+    float *params = NULL, *m = NULL, *v = NULL;
+    int *inputs = NULL, *targets = NULL;
+    FILE *log = NULL;
+    Slice *slices = NULL;
+    int rc = data_load(&data, o->data_path, o->data_format, e);
+    if (!rc && data.max_token >= c->vocab)
+        rc = err_set(e, -EINVAL, "%s: token %d is outside %s's vocabulary of %d; pick a model "
+                     "with a larger vocabulary or other data", o->data_path, data.max_token,
+                     c->name, c->vocab);
+    if (!rc)
+        rc = workpool_init(&wp, o->threads, e);
+    if (!rc)
+        rc = o->backend->create(&be, c, o->batch, o->seq, &wp, e);
+    if (!rc && gpt2_layout_init(&l, c))
+        rc = err_set(e, -ENOMEM, "out of memory");
+    size_t P = l.total;
+    if (!rc) {
+        params = calloc(P, sizeof *params);
+        m = calloc(P, sizeof *m);
+        v = calloc(P, sizeof *v);
+        inputs = calloc((size_t)o->batch * o->seq, sizeof *inputs);
+        targets = calloc((size_t)o->batch * o->seq, sizeof *targets);
+        slices = calloc((size_t)c->n_layer + 2, sizeof *slices);
+        r->losses = calloc((size_t)(o->steps > 0 ? o->steps : 1), sizeof *r->losses);
+        if (!params || !m || !v || !inputs || !targets || !slices || !r->losses)
+            rc = err_set(e, -ENOMEM, "out of memory for %zu parameters", P);
+    }
+    TrainState st = {.seed = o->seed};
+    if (!rc && o->resume_dir)
+        rc = ckpt_load(o->resume_dir, c, &l, params, m, v, &st, e);
+    else if (!rc && o->init_from)
+        rc = ckpt_load_model(o->init_from, c, &l, params, e);
+    else if (!rc)
+        init_params(c, &l, params, o->seed);
+    if (!rc && st.step >= o->steps)
+        rc = err_set(e, -EINVAL, "%s is at step %lld already; ask for more --steps", o->resume_dir,
+                     (long long)st.step);
+    if (!rc)
+        rc = be->ops->write_state(be, params, m, v, e);
+    if (!rc)
+        rc = loader_init(&ld, &data, o->batch, o->seq, st.seed, e);
+    if (!rc && o->resume_dir)
+        loader_seek(&ld, st.epoch, st.index);
+    if (!rc && o->log_path) {
+        bool fresh = !o->resume_dir || access(o->log_path, F_OK) != 0;
+        log = fopen(o->log_path, fresh ? "w" : "a");
+        if (!log)
+            rc = err_set(e, -errno, "%s: cannot write: %s", o->log_path, strerror(errno));
+        else if (fresh)
+            fprintf(log, "step\tloss\tlr\tgrad_norm\ttokens_per_s\n");
+    }
+    int n_groups = rc ? 0 : subgroup_slices(o, slices);
+    AdamConfig acfg = {.lr = o->lr, .beta1 = o->beta1, .beta2 = o->beta2, .eps = o->eps,
+                       .weight_decay = o->weight_decay};
+    r->first_step = st.step + 1;
+    double t_start = now_s(), tokens = 0;
+    for (int64_t step = st.step + 1; !rc && step <= o->steps; step++) {
+        double t0 = now_s();
+        loader_next(&ld, inputs, targets);
+        float loss = 0;
+        rc = be->ops->step(be, inputs, targets, true, &loss, e);
+        if (rc)
+            break;
+        double sq = 0;
+        for (int s = 0; s < n_groups; s++)
+            sq += be->ops->grad_sq(be, slices[s].begin, slices[s].end);
+        double norm = sqrt(sq);
+        float scale = o->clip > 0 && st.prev_grad_norm > o->clip
+                          ? (float)(o->clip / st.prev_grad_norm) : 1.0f;
+        acfg.lr = trainer_lr(o, step);
+        AdamStep as;
+        adam_step_init(&as, &acfg, (int)step, scale);
+        for (int s = 0; s < n_groups && !rc; s++)
+            rc = be->ops->update(be, &as, slices[s].begin, slices[s].end, e);
+        st.prev_grad_norm = norm;
+        st.step = step;
+        st.epoch = ld.epoch;
+        st.index = ld.index;
+        double dt = now_s() - t0, tps = (double)o->batch * o->seq / dt;
+        tokens += (double)o->batch * o->seq;
+        if (!isfinite(loss) && !rc)
+            rc = err_set(e, -EDOM, "step %lld: the loss is %f; lower --lr or check the data",
+                         (long long)step, loss);
+        if (r->n_losses == 0)
+            r->first_loss = loss;
+        r->losses[r->n_losses++] = loss;
+        r->last_loss = loss;
+        r->last_step = step;
+        if (log)
+            fprintf(log, "%lld\t%.6f\t%.6g\t%.6f\t%.1f\n", (long long)step, loss, acfg.lr, norm,
+                    tps);
+        progress(o, step, r->first_step - 1, loss, tps, now_s() - t_start, step == o->steps);
+        bool save = o->save_dir && (step == o->steps || (o->save_every > 0 &&
+                                                         step % o->save_every == 0));
+        if (!rc && save) {
+            rc = be->ops->read_state(be, params, m, v, e);
+            if (!rc)
+                rc = ckpt_save(o->save_dir, c, &l, params, m, v, &st, e);
+        }
+    }
+    double elapsed = now_s() - t_start;
+    r->tokens_per_s = elapsed > 0 ? tokens / elapsed : 0;
+    if (log && fclose(log) && !rc)
+        rc = err_set(e, -EIO, "%s: write failed", o->log_path);
+    free(slices), free(inputs), free(targets), free(params), free(m), free(v);
+    loader_free(&ld);
+    gpt2_layout_free(&l);
+    if (be)
+        be->ops->destroy(be);
+    workpool_free(&wp);
+    data_free(&data);
+    return rc;
+}

@@ -1,0 +1,58 @@
+/* trainer: the training loop every backend shares.
+ *
+ * Per step: a batch from the loader, forward and backward on the backend, the gradient norm
+ * summed over the optimizer's sub-groups, then AdamW sub-group by sub-group in the order the
+ * schedule updates them (the last blocks first, the tail with the embedding last), each an
+ * elementwise update of its slice, so the result equals one whole-model AdamW step.
+ * Learning rate: linear warmup from 0 over warmup steps, then cosine decay to lr * min_lr_ratio at
+ * `steps`. Gradient clipping policy: every gradient of step t is scaled by
+ * min(1, clip / ||g_{t-1}||), the global norm of the previous step (1 at the first step), so the
+ * scale is known before backward starts and a sub-group can be updated as soon as its gradients
+ * exist (DESIGN.md); the norm of step t is logged and kept for step t + 1 (and in checkpoints).
+ * `steps` is the step count to reach: resuming from step k runs steps k+1..steps and produces
+ * exactly the losses an uninterrupted run does. */
+#ifndef FUYOU_TRAINER_H
+#define FUYOU_TRAINER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "backend.h"
+#include "data.h"
+
+typedef struct TrainOptions {
+    ModelConfig model;
+    const BackendOps *backend;
+    const char *data_path;
+    DataFormat data_format;
+    int batch, seq;
+    int64_t steps;
+    float lr, min_lr_ratio, weight_decay, beta1, beta2, eps, clip;
+    int warmup;
+    uint64_t seed;
+    int subgroup_blocks, tail_blocks;
+    const char *save_dir;    /* NULL: no checkpoints */
+    int save_every;          /* steps between checkpoints (and one at the end) */
+    const char *resume_dir;  /* NULL: start from scratch */
+    const char *init_from;   /* a model.safetensors to start from, or NULL */
+    const char *log_path;    /* TSV: step loss lr grad_norm tokens_per_s */
+    int threads;
+    FILE *progress;          /* where progress goes (NULL: nowhere) */
+} TrainOptions;
+
+typedef struct TrainResult {
+    int64_t first_step, last_step;
+    float first_loss, last_loss;
+    double tokens_per_s;     /* over the steps run */
+    float *losses;           /* per step run (caller frees), for tests */
+    int n_losses;
+} TrainResult;
+
+/* The learning rate at step (1-based). */
+float trainer_lr(const TrainOptions *o, int64_t step);
+
+/* Runs training. 0 or -errno with e; r gets what happened (free r->losses). */
+int trainer_run(const TrainOptions *o, TrainResult *r, Err *e);
+
+#endif

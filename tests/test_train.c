@@ -1,0 +1,346 @@
+/* Check suite for exec/train: the loss falls on the default data, resuming gives exactly the
+ * losses of an uninterrupted run, sub-group AdamW equals one whole-model step, safetensors
+ * checkpoints round-trip with the Hugging Face names and layouts, the data formats and loader,
+ * and every bad-file case gives one clear error. */
+#include <errno.h>
+#include <ftw.h>
+#include <math.h>
+#include <sys/stat.h>
+
+#include "checkpoint.h"
+#include "safetensors.h"
+#include "testutil.h"
+#include "trainer.h"
+
+static const char *text = "/usr/share/common-licenses/GPL-3";
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+static void rm_tree(const char *p)
+{
+    nftw(p, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+}
+
+static TrainOptions opts(int64_t steps)
+{
+    TrainOptions o = {.backend = &backend_cpu, .data_path = text, .batch = 4, .seq = 32,
+                      .steps = steps, .lr = 2e-3f, .min_lr_ratio = 0.1f, .weight_decay = 0.1f,
+                      .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .clip = 1.0f, .warmup = 5,
+                      .seed = 7, .subgroup_blocks = 1, .tail_blocks = 1, .threads = 2};
+    o.model = *model_preset_find("gpt2-tiny");
+    return o;
+}
+
+START_TEST(loss_falls)
+{
+    TrainOptions o = opts(40);
+    TrainResult r;
+    Err e;
+    ck_assert_msg(trainer_run(&o, &r, &e) == 0, "%s", e.msg);
+    double tail = 0;
+    for (int i = 35; i < 40; i++)
+        tail += r.losses[i] / 5;
+    printf("loss %.3f -> %.3f (last five %.3f), %.0f tokens/s\n", r.first_loss, r.last_loss,
+           tail, r.tokens_per_s);
+    ck_assert_double_gt(r.first_loss, 5.0); /* ~ln 256 at initialisation */
+    ck_assert_double_lt(tail, r.first_loss - 1.5);
+    free(r.losses);
+}
+END_TEST
+
+START_TEST(resume_is_exact)
+{
+    char dir_a[] = "/tmp/fuyou-ckA-XXXXXX", dir_b[] = "/tmp/fuyou-ckB-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir_a));
+    ck_assert_ptr_nonnull(mkdtemp(dir_b));
+    Err e;
+    TrainResult full, first, rest;
+    TrainOptions o = opts(8);
+    o.save_dir = dir_a;
+    o.save_every = 4;
+    o.subgroup_blocks = 2;
+    ck_assert_msg(trainer_run(&o, &full, &e) == 0, "%s", e.msg);
+    o = opts(4);
+    o.save_dir = dir_b;
+    o.subgroup_blocks = 2;
+    ck_assert_msg(trainer_run(&o, &first, &e) == 0, "%s", e.msg);
+    o = opts(8);
+    o.resume_dir = dir_b;
+    o.subgroup_blocks = 2;
+    ck_assert_msg(trainer_run(&o, &rest, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(rest.first_step, 5);
+    ck_assert_int_eq(rest.n_losses, 4);
+    for (int i = 0; i < 4; i++) {
+        ck_assert_msg(first.losses[i] == full.losses[i], "step %d", i + 1);
+        ck_assert_msg(rest.losses[i] == full.losses[4 + i], "step %d: %.9g vs %.9g", i + 5,
+                      rest.losses[i], full.losses[4 + i]);
+    }
+    free(full.losses), free(first.losses), free(rest.losses);
+    /* asking for no more steps than the checkpoint has is an error */
+    o = opts(4);
+    o.resume_dir = dir_b;
+    ck_assert_int_eq(trainer_run(&o, &rest, &e), -EINVAL);
+    tu_assert_contains(e.msg, "step 4 already");
+    free(rest.losses);
+    rm_tree(dir_a);
+    rm_tree(dir_b);
+}
+END_TEST
+
+START_TEST(subgroups_equal_whole_step)
+{
+    ModelConfig c = *model_preset_find("gpt2-tiny");
+    Err e;
+    Backend *a, *b;
+    ck_assert_int_eq(backend_cpu.create(&a, &c, 2, 16, NULL, &e), 0);
+    ck_assert_int_eq(backend_cpu.create(&b, &c, 2, 16, NULL, &e), 0);
+    size_t P = a->n_params;
+    float *p = malloc(P * 4), *pa = malloc(P * 4), *pb = malloc(P * 4);
+    for (size_t i = 0; i < P; i++)
+        p[i] = (float)((i * 2654435761u) % 1000) * 1e-4f - 0.05f;
+    int inp[32], tgt[32];
+    for (int i = 0; i < 32; i++)
+        inp[i] = (i * 13) % 256, tgt[i] = (i * 29 + 5) % 256;
+    a->ops->write_state(a, p, NULL, NULL, &e);
+    b->ops->write_state(b, p, NULL, NULL, &e);
+    float loss;
+    a->ops->step(a, inp, tgt, true, &loss, &e);
+    b->ops->step(b, inp, tgt, true, &loss, &e);
+    AdamConfig cfg = {.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
+                      .weight_decay = 0.1f};
+    AdamStep s;
+    adam_step_init(&s, &cfg, 1, 0.7f);
+    a->ops->update(a, &s, 0, P, &e);
+    /* the trainer's slices for sub-groups of 2 blocks, tail 1: blocks 2-3, 1, then 0 + edges */
+    size_t edge = (size_t)model_embed_params(&c), blk = (size_t)model_block_params(&c);
+    b->ops->update(b, &s, edge + 2 * blk, edge + 4 * blk, &e);
+    b->ops->update(b, &s, edge + blk, edge + 2 * blk, &e);
+    b->ops->update(b, &s, 0, edge + blk, &e);
+    a->ops->read_state(a, pa, NULL, NULL, &e);
+    b->ops->read_state(b, pb, NULL, NULL, &e);
+    ck_assert_int_eq(memcmp(pa, pb, P * 4), 0);
+    ck_assert(memcmp(pa, p, P * 4) != 0);
+    a->ops->destroy(a), b->ops->destroy(b);
+    free(p), free(pa), free(pb);
+}
+END_TEST
+
+START_TEST(checkpoint_round_trip)
+{
+    char dir[] = "/tmp/fuyou-ck-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    ModelConfig c = *model_preset_find("gpt2-tiny");
+    c.tied = false; /* exercise lm_head too */
+    Gpt2Layout l;
+    ck_assert_int_eq(gpt2_layout_init(&l, &c), 0);
+    ck_assert_uint_eq(l.total, (size_t)model_param_count(&c));
+    size_t P = l.total;
+    float *p = malloc(P * 4), *m = malloc(P * 4), *v = malloc(P * 4);
+    for (size_t i = 0; i < P; i++)
+        p[i] = (float)i * 1e-5f, m[i] = -(float)i, v[i] = (float)(i % 17);
+    TrainState s = {.step = 12, .epoch = 3, .index = 77, .seed = 99, .prev_grad_norm = 1.25};
+    Err e;
+    ck_assert_msg(ckpt_save(dir, &c, &l, p, m, v, &s, &e) == 0, "%s", e.msg);
+    /* Hugging Face names and (in, out) Conv1D layouts in the file */
+    char path[256];
+    snprintf(path, sizeof path, "%s/step-00000012/model.safetensors", dir);
+    StFile f;
+    ck_assert_int_eq(st_open(&f, path, &e), 0);
+    const StTensor *t = st_find(&f, "transformer.h.1.attn.c_attn.weight");
+    ck_assert_ptr_nonnull(t);
+    ck_assert_int_eq(t->shape[0], 128);
+    ck_assert_int_eq(t->shape[1], 384);
+    ck_assert_ptr_nonnull(st_find(&f, "transformer.wte.weight"));
+    ck_assert_ptr_nonnull(st_find(&f, "lm_head.weight"));
+    ck_assert_int_eq(f.n, l.n);
+    /* element (out 5, in 2) of ours is at [2][5] in the file */
+    const ParamTensor *pt = gpt2_layout_find(&l, "h.1.attn.c_attn.weight");
+    float *raw = malloc(128 * 384 * 4);
+    ck_assert_int_eq(st_read_f32(&f, t, raw, &e), 0);
+    ck_assert(raw[2 * 384 + 5] == p[pt->offset + 5 * 128 + 2]);
+    free(raw);
+    st_close(&f);
+    float *p2 = calloc(P, 4), *m2 = calloc(P, 4), *v2 = calloc(P, 4);
+    TrainState s2;
+    ck_assert_msg(ckpt_load(dir, &c, &l, p2, m2, v2, &s2, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(memcmp(p, p2, P * 4), 0);
+    ck_assert_int_eq(memcmp(m, m2, P * 4), 0);
+    ck_assert_int_eq(memcmp(v, v2, P * 4), 0);
+    ck_assert_int_eq(s2.step, 12);
+    ck_assert_int_eq(s2.index, 77);
+    ck_assert_double_eq(s2.prev_grad_norm, 1.25);
+    free(p2), free(m2), free(v2), free(p), free(m), free(v);
+    gpt2_layout_free(&l);
+    rm_tree(dir);
+}
+END_TEST
+
+/* Writes bytes to a file in dir. */
+static void put(const char *path, const void *data, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(data, 1, n, f), n);
+    fclose(f);
+}
+
+START_TEST(bad_checkpoints)
+{
+    char dir[] = "/tmp/fuyou-bad-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    ModelConfig c = *model_preset_find("gpt2-tiny");
+    Gpt2Layout l;
+    gpt2_layout_init(&l, &c);
+    float *p = calloc(l.total, 4);
+    Err e;
+    char path[256];
+    snprintf(path, sizeof path, "%s/x.safetensors", dir);
+    /* garbage, truncated header, JSON that is not an object */
+    put(path, "hello", 5);
+    ck_assert_int_eq(ckpt_load_model(path, &c, &l, p, &e), -EINVAL);
+    tu_assert_contains(e.msg, path);
+    uint8_t hdr[8 + 4] = {4, 0, 0, 0, 0, 0, 0, 0, '[', '1', ']', ' '};
+    put(path, hdr, sizeof hdr);
+    ck_assert_int_eq(ckpt_load_model(path, &c, &l, p, &e), -EINVAL);
+    tu_assert_contains(e.msg, "not a JSON object");
+    /* a valid file of a smaller model: a missing tensor */
+    StWriter w;
+    int64_t shape[2] = {256, 128};
+    float *z = calloc(256 * 128, 4);
+    st_writer_begin(&w, path, &e);
+    st_writer_add(&w, "wte.weight", z, 2, shape, &e); /* GPT2Model naming, no prefix */
+    ck_assert_int_eq(st_writer_finish(&w, NULL, NULL, &e), 0);
+    ck_assert_int_eq(ckpt_load_model(path, &c, &l, p, &e), -EINVAL);
+    tu_assert_contains(e.msg, "transformer.wpe.weight is missing");
+    /* a wrong shape */
+    int64_t bad[2] = {128, 256};
+    st_writer_begin(&w, path, &e);
+    st_writer_add(&w, "transformer.wte.weight", z, 2, bad, &e);
+    st_writer_finish(&w, NULL, NULL, &e);
+    ck_assert_int_eq(ckpt_load_model(path, &c, &l, p, &e), -EINVAL);
+    tu_assert_contains(e.msg, "has shape [128, 256], gpt2-tiny wants [256, 128]");
+    /* a tensor of a deeper model */
+    int64_t one[1] = {128};
+    st_writer_begin(&w, path, &e);
+    st_writer_add(&w, "transformer.h.9.ln_1.weight", z, 1, one, &e);
+    st_writer_finish(&w, NULL, NULL, &e);
+    ck_assert_int_eq(ckpt_load_model(path, &c, &l, p, &e), -EINVAL);
+    tu_assert_contains(e.msg, "has no place in gpt2-tiny");
+    /* a file cut short */
+    st_writer_begin(&w, path, &e);
+    st_writer_add(&w, "transformer.wte.weight", z, 2, shape, &e);
+    st_writer_finish(&w, NULL, NULL, &e);
+    ck_assert_int_eq(truncate(path, 4000), 0);
+    ck_assert_int_eq(ckpt_load_model(path, &c, &l, p, &e), -EINVAL);
+    tu_assert_contains(e.msg, "truncated");
+    /* resume: no latest; a checkpoint of another model */
+    ck_assert_int_eq(ckpt_load(dir, &c, &l, p, p, p, &(TrainState){0}, &e), -ENOENT);
+    tu_assert_contains(e.msg, "no checkpoint to resume");
+    TrainState s = {.step = 1};
+    ModelConfig other = c;
+    other.n_layer = 2;
+    Gpt2Layout lo;
+    gpt2_layout_init(&lo, &other);
+    float *po = calloc(lo.total, 4);
+    ck_assert_int_eq(ckpt_save(dir, &other, &lo, po, po, po, &s, &e), 0);
+    ck_assert_int_eq(ckpt_load(dir, &c, &l, p, p, p, &s, &e), -EINVAL);
+    tu_assert_contains(e.msg, "2 layers");
+    free(po), free(z), free(p);
+    gpt2_layout_free(&lo);
+    gpt2_layout_free(&l);
+    rm_tree(dir);
+}
+END_TEST
+
+START_TEST(data_formats_and_loader)
+{
+    char dir[] = "/tmp/fuyou-data-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char path[256];
+    Err e;
+    TokenData d;
+    /* llm.c: header + uint16 */
+    int32_t header[256] = {20240520, 1, 100};
+    uint16_t toks[128] = {0};
+    for (int i = 0; i < 100; i++)
+        toks[i] = (uint16_t)(i * 500);
+    snprintf(path, sizeof path, "%s/train.bin", dir);
+    FILE *f = fopen(path, "wb");
+    fwrite(header, 4, 256, f);
+    fwrite(toks, 2, 100, f);
+    fclose(f);
+    ck_assert_int_eq(data_load(&d, path, DATA_AUTO, &e), 0);
+    ck_assert_int_eq(d.format, DATA_LLMC);
+    ck_assert_int_eq(d.n, 100);
+    ck_assert_int_eq(d.max_token, 49500);
+    data_free(&d);
+    ck_assert_int_eq(truncate(path, 1024 + 150), 0);
+    ck_assert_int_eq(data_load(&d, path, DATA_AUTO, &e), -EINVAL);
+    tu_assert_contains(e.msg, "says 100 tokens");
+    /* nanoGPT: headerless uint16, and an odd size */
+    snprintf(path, sizeof path, "%s/val.bin", dir);
+    put(path, toks, 200);
+    ck_assert_int_eq(data_load(&d, path, DATA_AUTO, &e), 0);
+    ck_assert_int_eq(d.format, DATA_U16);
+    ck_assert_int_eq(d.tokens[3], 1500);
+    data_free(&d);
+    put(path, toks, 201);
+    ck_assert_int_eq(data_load(&d, path, DATA_AUTO, &e), -EINVAL);
+    tu_assert_contains(e.msg, "not a whole number of uint16 tokens");
+    ck_assert_int_lt(data_load(&d, "/no/such/file", DATA_AUTO, &e), 0);
+    tu_assert_contains(e.msg, "/no/such/file: cannot read");
+    /* text, and the loader: deterministic, restorable, shifted targets */
+    ck_assert_int_eq(data_load(&d, text, DATA_AUTO, &e), 0);
+    ck_assert_int_eq(d.format, DATA_TEXT);
+    Loader a, b;
+    ck_assert_int_eq(loader_init(&a, &d, 3, 16, 5, &e), 0);
+    ck_assert_int_eq(loader_init(&b, &d, 3, 16, 5, &e), 0);
+    int ia[48], ta[48], ib[48], tb[48];
+    for (int k = 0; k < 5; k++)
+        loader_next(&a, ia, ta);
+    loader_seek(&b, a.epoch, a.index);
+    loader_next(&a, ia, ta);
+    loader_next(&b, ib, tb);
+    ck_assert_int_eq(memcmp(ia, ib, sizeof ia), 0);
+    ck_assert_int_eq(memcmp(ta, tb, sizeof ta), 0);
+    for (int i = 0; i < 15; i++)
+        ck_assert_int_eq(ta[i], ia[i + 1]);
+    loader_free(&a), loader_free(&b);
+    ck_assert_int_eq(loader_init(&a, &d, 100000, 256, 5, &e), -EINVAL);
+    tu_assert_contains(e.msg, "fewer than a batch");
+    data_free(&d);
+    /* tokens outside the model's vocabulary */
+    TrainOptions o = opts(2);
+    snprintf(path, sizeof path, "%s/big.bin", dir);
+    put(path, toks, 200);
+    o.data_path = path;
+    TrainResult r;
+    ck_assert_int_eq(trainer_run(&o, &r, &e), -EINVAL);
+    tu_assert_contains(e.msg, "outside gpt2-tiny's vocabulary of 256");
+    free(r.losses);
+    rm_tree(dir);
+}
+END_TEST
+
+int main(void)
+{
+    if (access(text, R_OK)) {
+        printf("SKIP: %s (the default training text, from base-files) is missing\n", text);
+        return 77;
+    }
+    Suite *s = suite_create("train");
+    TCase *tc = tcase_create("train");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, loss_falls);
+    tcase_add_test(tc, resume_is_exact);
+    tcase_add_test(tc, subgroups_equal_whole_step);
+    tcase_add_test(tc, checkpoint_round_trip);
+    tcase_add_test(tc, bad_checkpoints);
+    tcase_add_test(tc, data_formats_and_loader);
+    suite_add_tcase(s, tc);
+    return tu_run(s);
+}
