@@ -1,4 +1,6 @@
-/* gpt2_ops: the CPU reference ops; see gpt2_ops.h. */
+/* gpt2_ops: the CPU reference ops; see gpt2_ops.h. The matmul loops carry `omp simd`
+ * (compiled with -fopenmp-simd, no OpenMP runtime): the dot products are summed in vector
+ * lanes, a fixed order for a given build, so runs stay reproducible. */
 #include "gpt2_ops.h"
 
 #include <math.h>
@@ -94,6 +96,7 @@ static void matmul_rows(void *ctx, size_t begin, size_t end)
         for (int oc = 0; oc < j->OC; oc++) {
             const float *w = j->weight + (size_t)oc * j->C;
             float acc = j->bias ? j->bias[oc] : 0;
+#pragma omp simd reduction(+ : acc)
             for (int i = 0; i < j->C; i++)
                 acc += x[i] * w[i];
             o[oc] = acc;
@@ -127,6 +130,7 @@ static void matmul_dinp_rows(void *ctx, size_t begin, size_t end)
         for (int oc = 0; oc < j->OC; oc++) {
             const float *w = j->weight + (size_t)oc * j->C;
             float g = d[oc];
+#pragma omp simd
             for (int i = 0; i < j->C; i++)
                 dx[i] += w[i] * g;
         }
@@ -143,6 +147,7 @@ static void matmul_dweight_rows(void *ctx, size_t begin, size_t end)
         for (int n = 0; n < j->N; n++) {
             float g = j->dout[(size_t)n * j->OC + oc];
             const float *x = j->inp + (size_t)n * j->C;
+#pragma omp simd
             for (int i = 0; i < j->C; i++)
                 dw[i] += x[i] * g;
             db += g;
