@@ -58,9 +58,14 @@ step "benchmarks"
 ./build-dev/bench/bench_ooc_adam --dir "$scratch" --gib "${OOC_GIB:-8}" --groups 16 \
     > "$OUT/bench_ooc_adam.txt" 2>&1
 rm -rf "$scratch"
+# The CPU reference trainer: the default run, and GPT-2 124M for a few steps.
+./build-dev/exec/fuyou-run --steps 50 > "$OUT/run_tiny.txt" 2>&1
+./build-dev/exec/fuyou-run --model gpt2-124m --batch 4 --seq 64 --steps 3 --warmup 1 \
+    > "$OUT/run_124m.txt" 2>&1
 
 echo
 cat "$OUT/machine.txt"
 echo "tests rc=$test_rc"
 grep -E "^(Ok|Fail|Skipped):" "$OUT/test.log"
 cat "$OUT/bench_adam.txt" "$OUT/bench_store.txt" "$OUT/bench_ooc_adam.txt"
+tail -1 "$OUT/run_tiny.txt" "$OUT/run_124m.txt"

@@ -18,17 +18,17 @@ static void usage(FILE *out)
     fprintf(out,
 "usage: fuyou-run [options]\n"
 "Trains a GPT-2-style model. With no options: the tiny byte-level model on a text every\n"
-"Debian and Ubuntu system ships (%s), for 100 steps.\n"
+"Debian and Ubuntu system ships (%s), for 200 steps.\n"
 "\n"
 "  --backend NAME        cpu (the fp32 reference; default)\n"
 "  --model NAME|PATH     a preset (default gpt2-tiny) or a model ini\n"
 "  --data FILE           tokens: llm.c .bin, nanoGPT uint16 .bin, or text (bytes)\n"
 "  --data-format F       auto (default), llmc, u16, text\n"
-"  --steps N             the step count to reach (default 100); with --resume, runs the rest\n"
+"  --steps N             the step count to reach (default 200); with --resume, runs the rest\n"
 "  --batch B             sequences per step (default 8)\n"
 "  --seq T               tokens per sequence (default 64)\n"
-"  --lr X                peak learning rate (default 1e-3)\n"
-"  --warmup N            linear warmup steps (default 10), then cosine decay\n"
+"  --lr X                peak learning rate (default 3e-3)\n"
+"  --warmup N            linear warmup steps (default 20), then cosine decay\n"
 "  --min-lr-ratio X      final learning rate over peak (default 0.1)\n"
 "  --weight-decay X      AdamW decoupled weight decay (default 0.1)\n"
 "  --beta1 X --beta2 X --eps X    AdamW (defaults 0.9, 0.95, 1e-8)\n"
@@ -78,9 +78,9 @@ int main(int argc, char **argv)
         {"help", 0, 0, 'h'}, {"version", 0, 0, 'V'}, {0, 0, 0, 0},
     };
     const char *backend = "cpu", *model = "gpt2-tiny", *format = "auto";
-    TrainOptions o = {.data_path = default_data, .batch = 8, .seq = 64, .steps = 100,
-                      .lr = 1e-3f, .min_lr_ratio = 0.1f, .weight_decay = 0.1f, .beta1 = 0.9f,
-                      .beta2 = 0.95f, .eps = 1e-8f, .clip = 1.0f, .warmup = 10, .seed = 1337,
+    TrainOptions o = {.data_path = default_data, .batch = 8, .seq = 64, .steps = 200,
+                      .lr = 3e-3f, .min_lr_ratio = 0.1f, .weight_decay = 0.1f, .beta1 = 0.9f,
+                      .beta2 = 0.95f, .eps = 1e-8f, .clip = 1.0f, .warmup = 20, .seed = 1337,
                       .subgroup_blocks = 1, .tail_blocks = 1, .progress = stdout};
     int c;
     double x;
