@@ -68,4 +68,4 @@ cat "$OUT/machine.txt"
 echo "tests rc=$test_rc"
 grep -E "^(Ok|Fail|Skipped):" "$OUT/test.log"
 cat "$OUT/bench_adam.txt" "$OUT/bench_store.txt" "$OUT/bench_ooc_adam.txt"
-tail -1 "$OUT/run_tiny.txt" "$OUT/run_124m.txt"
+for f in run_tiny run_124m; do tail -n 1 "$OUT/$f.txt"; done
