@@ -1,0 +1,111 @@
+/* plot: gnuplot scripts for timelines and sweeps; see plot.h. */
+#include "plot.h"
+
+#include <errno.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+extern char **environ;
+
+static const char *terminal(const char *out)
+{
+    const char *dot = strrchr(out, '.');
+    if (!dot)
+        return NULL;
+    if (!strcmp(dot, ".png"))
+        return "pngcairo size 1600,600 noenhanced";
+    if (!strcmp(dot, ".svg"))
+        return "svg size 1600,600 noenhanced";
+    if (!strcmp(dot, ".pdf"))
+        return "pdfcairo size 16cm,6cm noenhanced";
+    return NULL;
+}
+
+/* gnuplot string literal: single quotes, doubled inside. */
+static void quoted(FILE *f, const char *s)
+{
+    fputc('\'', f);
+    for (; *s; s++) {
+        if (*s == '\'')
+            fputc('\'', f);
+        fputc(*s, f);
+    }
+    fputc('\'', f);
+}
+
+int plot_write_script(FILE *f, const PlotRequest *r, Err *e)
+{
+    const char *term = terminal(r->output);
+    if (!term)
+        return err_set(e, -EINVAL, "%s: the output must end in .png, .svg or .pdf", r->output);
+    fprintf(f, "set terminal %s\nset output ", term);
+    quoted(f, r->output);
+    fprintf(f, "\nset datafile separator '\\t'\nset key outside right top\nset grid\n");
+    if (r->title) {
+        fprintf(f, "set title ");
+        quoted(f, r->title);
+        fputc('\n', f);
+    }
+    if (r->kind == PLOT_TIMELINE) {
+        /* Lanes from the top: gpu, h2d, d2h, ssd_read, ssd_write, cpu_adam; others at 0. */
+        fprintf(f,
+                "lane(s) = s eq 'gpu' ? 6 : s eq 'h2d' ? 5 : s eq 'd2h' ? 4 : "
+                "s eq 'ssd_read' ? 3 : s eq 'ssd_write' ? 2 : s eq 'cpu_adam' ? 1 : 0\n"
+                "phase(s) = s eq 'forward' ? 1 : s eq 'backward' ? 2 : 3\n"
+                "keep(i) = %d < 0 || i == %d\n"
+                "set ytics ('gpu' 6, 'h2d' 5, 'd2h' 4, 'ssd_read' 3, 'ssd_write' 2, "
+                "'cpu_adam' 1, 'other' 0)\n"
+                "set yrange [-0.6:6.6]\nset xlabel 'seconds'\n"
+                "set style fill solid 0.8 noborder\n"
+                "plot for [p=1:3] ", r->iter, r->iter);
+        quoted(f, r->input);
+        fprintf(f, " skip 1 using (keep($1) ? ($6 + $7) / 2 : NaN):(keep($1) && "
+                "phase(strcol(4)) == p ? lane(strcol(3)) : NaN):(($7 - $6) / 2):(0.35) "
+                "with boxxyerror "
+                "title word('forward backward optimizer', p)\n");
+    } else {
+        fprintf(f, "set xlabel 'activations kept instead of recomputed (GiB)'\n"
+                   "set ylabel 'seconds per iteration'\nplot ");
+        quoted(f, r->input);
+        fprintf(f, " skip 1 using ($1 / 2**30):3 with lines lw 2 title 'closed form', ");
+        quoted(f, r->input);
+        fprintf(f, " skip 1 using ($1 / 2**30):4 with linespoints pt 7 ps 0.4 title "
+                   "'simulated', ");
+        quoted(f, r->input);
+        fprintf(f, " skip 1 using ($1 / 2**30):($7 == 1 ? $4 : NaN) with points pt 9 ps 2.5 "
+                   "title 'planner'\n");
+    }
+    return ferror(f) ? err_set(e, -EIO, "cannot write the gnuplot script") : 0;
+}
+
+int plot_render(const PlotRequest *r, Err *e)
+{
+    char script[4200];
+    snprintf(script, sizeof script, "%s.gp", r->output);
+    FILE *f = fopen(script, "w");
+    if (!f)
+        return err_set(e, -errno, "%s: cannot write: %s", script, strerror(errno));
+    int rc = plot_write_script(f, r, e);
+    if (fclose(f) && !rc)
+        rc = err_set(e, -EIO, "%s: write failed", script);
+    if (rc)
+        return rc;
+    char *argv[] = {"gnuplot", script, NULL};
+    pid_t pid;
+    int err = posix_spawnp(&pid, "gnuplot", NULL, NULL, argv, environ);
+    if (err)
+        return err_set(e, -ENOENT, "gnuplot is not installed (apt-get install gnuplot-nox); "
+                       "the script is in %s", script);
+    int status;
+    if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status))
+        return err_set(e, -EIO, "gnuplot did not finish; the script is in %s", script);
+    if (WEXITSTATUS(status) == 127)
+        return err_set(e, -ENOENT, "gnuplot is not installed (apt-get install gnuplot-nox); "
+                       "the script is in %s", script);
+    if (WEXITSTATUS(status))
+        return err_set(e, -EIO, "gnuplot failed on %s (exit %d); see its message above", script,
+                       WEXITSTATUS(status));
+    return 0;
+}

@@ -1,0 +1,29 @@
+/* plot: gnuplot figures of fuyou's tables: the timeline of a trace (predicted or measured; one
+ * lane per resource, tasks coloured by phase) and a swap sweep (closed-form and simulated time
+ * against the amount kept, the planner's choice marked). It writes a gnuplot script that reads
+ * the TSV files directly and runs gnuplot (a run-time dependency) on it. */
+#ifndef FUYOU_PLOT_H
+#define FUYOU_PLOT_H
+
+#include <stdio.h>
+
+#include "fuyou_err.h"
+
+typedef enum PlotKind { PLOT_TIMELINE, PLOT_SWEEP } PlotKind;
+
+typedef struct PlotRequest {
+    PlotKind kind;
+    const char *input;  /* TSV: a trace (traces/ schema) or a --sweep-out table */
+    const char *output; /* .png, .svg or .pdf: the terminal follows the extension */
+    const char *title;  /* may be NULL */
+    int iter;           /* timeline: the iteration to draw, -1 for all */
+} PlotRequest;
+
+/* Writes the gnuplot script for r to f. 0 or -EINVAL (unknown output extension). */
+int plot_write_script(FILE *f, const PlotRequest *r, Err *e);
+
+/* Writes the script next to the output and runs gnuplot. 0, -ENOENT if gnuplot is not installed,
+ * or -EIO if it failed (e holds its message). */
+int plot_render(const PlotRequest *r, Err *e);
+
+#endif

@@ -1,0 +1,97 @@
+/* Check suite for plots/plot: the gnuplot scripts (terminal by extension, columns of the trace
+ * and sweep schemas), bad outputs, and, where gnuplot is installed (CI installs it), a real PNG
+ * of the golden trace. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include "plot.h"
+#include "testutil.h"
+
+extern char **environ;
+
+static char *script(const PlotRequest *r, int *rc)
+{
+    static char buf[8192];
+    FILE *f = fmemopen(buf, sizeof buf, "w");
+    Err e;
+    *rc = plot_write_script(f, r, &e);
+    fclose(f);
+    return buf;
+}
+
+START_TEST(scripts)
+{
+    int rc;
+    PlotRequest t = {.kind = PLOT_TIMELINE, .input = "a.tsv", .output = "o.svg", .iter = 2};
+    const char *s = script(&t, &rc);
+    ck_assert_int_eq(rc, 0);
+    tu_assert_contains(s, "set terminal svg");
+    tu_assert_contains(s, "keep(i) = 2 < 0 || i == 2");
+    tu_assert_contains(s, "lane(strcol(3))");  /* resource column */
+    tu_assert_contains(s, "phase(strcol(4))"); /* phase column */
+    tu_assert_contains(s, "'a.tsv' skip 1");
+    PlotRequest w = {.kind = PLOT_SWEEP, .input = "it's.tsv", .output = "o.png"};
+    s = script(&w, &rc);
+    ck_assert_int_eq(rc, 0);
+    tu_assert_contains(s, "pngcairo");
+    tu_assert_contains(s, "'it''s.tsv'"); /* quotes doubled */
+    tu_assert_contains(s, "($1 / 2**30):4"); /* sim_time_s is column 4 */
+    PlotRequest bad = {.kind = PLOT_SWEEP, .input = "x", .output = "o.jpg"};
+    script(&bad, &rc);
+    ck_assert_int_eq(rc, -EINVAL);
+}
+END_TEST
+
+START_TEST(render_png)
+{
+    const char *golden = getenv("GOLDEN_TRACE");
+    ck_assert_ptr_nonnull(golden);
+    char out[64] = "/tmp/fuyou-plot-XXXXXX.png";
+    int fd = mkstemps(out, 4);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    PlotRequest r = {.kind = PLOT_TIMELINE, .input = golden, .output = out, .iter = 1};
+    Err e;
+    int rc = plot_render(&r, &e);
+    ck_assert_msg(rc == 0, "%s", e.msg);
+    FILE *f = fopen(out, "rb");
+    unsigned char magic[8] = {0};
+    ck_assert_int_eq(fread(magic, 1, 8, f), 8);
+    fclose(f);
+    ck_assert_int_eq(memcmp(magic, "\x89PNG\r\n\x1a\n", 8), 0);
+    unlink(out);
+    char gp[80];
+    snprintf(gp, sizeof gp, "%s.gp", out);
+    unlink(gp);
+}
+END_TEST
+
+static bool have_gnuplot(void)
+{
+    char *argv[] = {"gnuplot", "--version", NULL};
+    pid_t pid;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    int err = posix_spawnp(&pid, "gnuplot", &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    int st;
+    return !err && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+int main(void)
+{
+    Suite *s = suite_create("plot");
+    TCase *tc = tcase_create("plot");
+    tcase_add_test(tc, scripts);
+    if (have_gnuplot())
+        tcase_add_test(tc, render_png);
+    else
+        printf("render_png not run: gnuplot is not installed here (apt-get install "
+               "gnuplot-nox)\n");
+    suite_add_tcase(s, tc);
+    return tu_run(s);
+}
