@@ -4,6 +4,7 @@
 # test suite (GPU suites included), then the I/O and optimizer benchmarks. Full logs go to
 # $OUT; a short table is printed last.
 #   device run: bash tools/device_check.sh        (carry: [".deps"])
+#   GPU checks only: MODE=gpu bash tools/device_check.sh
 #   here, to fetch the packages once: tools/device_check.sh --fetch-deps
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -44,6 +45,24 @@ if [ $build_rc -ne 0 ]; then
 fi
 step "build rc=$build_rc"
 [ $build_rc -eq 0 ] || { tail -40 "$OUT/setup.log" "$OUT/build.log"; exit 1; }
+
+if [ "${MODE:-all}" = gpu ]; then
+    # The GPU checks alone: the GPU suites (every kernel and the backend against the CPU
+    # reference), compute-sanitizer memcheck on the kernel case, then stop.
+    step "gpu tests"
+    meson test -C build-dev --suite gpu --print-errorlogs -v > "$OUT/test.log" 2>&1
+    test_rc=$?
+    step "compute-sanitizer"
+    sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+    CK_FORK=no CK_RUN_CASE=kernels "$sanitizer" --tool memcheck --error-exitcode 1 \
+        ./build-dev/tests/test_cuda_gpt2 > "$OUT/sanitizer.log" 2>&1
+    san_rc=$?
+    grep -E "rel L2|identical|loss cpu|worst|Checks|SKIP|GPU:|FAIL|:F:|:E:" "$OUT/test.log"
+    echo "gpu tests rc=$test_rc"
+    grep -E "ERROR SUMMARY|Checks" "$OUT/sanitizer.log"
+    echo "compute-sanitizer rc=$san_rc"
+    exit $(( test_rc || san_rc ))
+fi
 
 step "tests"
 meson test -C build-dev --print-errorlogs > "$OUT/test.log" 2>&1

@@ -20,7 +20,7 @@ static void usage(FILE *out)
 "Trains a GPT-2-style model. With no options: the tiny byte-level model on a text every\n"
 "Debian and Ubuntu system ships (%s), for 200 steps.\n"
 "\n"
-"  --backend NAME        cpu (the fp32 reference; default)\n"
+"  --backend NAME        cpu (the fp32 reference; default), or cuda when built with it\n"
 "  --model NAME|PATH     a preset (default gpt2-tiny) or a model ini\n"
 "  --data FILE           tokens: llm.c .bin, nanoGPT uint16 .bin, or text (bytes)\n"
 "  --data-format F       auto (default), llmc, u16, text\n"
@@ -138,8 +138,8 @@ int main(int argc, char **argv)
     Err e;
     o.backend = backend_find(backend);
     if (!o.backend) {
-        fprintf(stderr, "fuyou-run: backend '%s' is not in this build (it has: cpu)\n",
-                backend);
+        fprintf(stderr, "fuyou-run: backend '%s' is not in this build (it has: cpu%s)\n",
+                backend, backend_find("cuda") ? ", cuda" : "");
         return 2;
     }
     if (data_format_parse(format, &o.data_format)) {

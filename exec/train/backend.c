@@ -3,9 +3,18 @@
 
 #include <string.h>
 
+#include "config.h"
+#if FUYOU_HAVE_CUDA
+#include "gpt2_cuda.h"
+#endif
+
 const BackendOps *backend_find(const char *name)
 {
     if (!strcmp(name, "cpu"))
         return &backend_cpu;
+#if FUYOU_HAVE_CUDA
+    if (!strcmp(name, "cuda"))
+        return &backend_cuda;
+#endif
     return NULL;
 }

@@ -1,0 +1,396 @@
+/* gpt2_cuda: the CUDA training backend; see gpt2_cuda.h. */
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_check.h"
+
+extern "C" {
+#include "gpt2_cuda.h"
+#include "gpt2_kernels.h"
+#include "gpt2_layout.h"
+}
+
+typedef __nv_bfloat16 bf16;
+
+enum {
+    A_ENCODED, A_LN1, A_LN1_MEAN, A_LN1_RSTD, A_QKV, A_ATTY, A_LSE, A_ATTPROJ, A_RESIDUAL2,
+    A_LN2, A_LN2_MEAN, A_LN2_RSTD, A_FCH, A_FCH_GELU, A_FCPROJ, A_RESIDUAL3, A_LNF,
+    A_LNF_MEAN, A_LNF_RSTD, A_LOGITS, A_LOSSES,
+    /* backward scratch */
+    G_DRESIDUAL, G_DRES_BF, G_DC, G_DQKV, G_DF1, G_DF2, G_DELTA, A_COUNT
+};
+
+/* Element sizes: fp32 statistics and fp32 residual gradient, bf16 otherwise. */
+static size_t elem(int a)
+{
+    switch (a) {
+    case A_LN1_MEAN: case A_LN1_RSTD: case A_LN2_MEAN: case A_LN2_RSTD: case A_LSE:
+    case A_LNF_MEAN: case A_LNF_RSTD: case A_LOSSES: case G_DRESIDUAL: case G_DELTA:
+        return 4;
+    default:
+        return 2;
+    }
+}
+
+struct Gpt2Cuda {
+    Backend base;
+    cublasHandle_t blas;
+    cudaStream_t compute, h2d, d2h;
+    float *master, *grads, *m, *v; /* (P) fp32 */
+    bf16 *params;                  /* (P) bf16, what the kernels read */
+    void *act_mem;
+    char *act[A_COUNT];
+    size_t count[A_COUNT];         /* elements, all layers */
+    int *inputs, *targets;         /* (B,T) on the device */
+    float *losses_host;
+};
+
+static void sizes(const ModelConfig *c, int B, int T, size_t n[A_COUNT])
+{
+    size_t L = (size_t)c->n_layer, N = (size_t)B * T, C = (size_t)c->d_model;
+    size_t F = (size_t)c->d_ff, V = (size_t)c->vocab, NH = (size_t)c->n_head;
+    n[A_ENCODED] = n[A_LNF] = N * C;
+    n[A_LN1] = n[A_ATTY] = n[A_ATTPROJ] = n[A_RESIDUAL2] = n[A_LN2] = n[A_FCPROJ] =
+        n[A_RESIDUAL3] = L * N * C;
+    n[A_LN1_MEAN] = n[A_LN1_RSTD] = n[A_LN2_MEAN] = n[A_LN2_RSTD] = L * N;
+    n[A_QKV] = L * N * 3 * C;
+    n[A_LSE] = L * B * NH * T;
+    n[A_FCH] = n[A_FCH_GELU] = L * N * F;
+    n[A_LNF_MEAN] = n[A_LNF_RSTD] = n[A_LOSSES] = N;
+    n[A_LOGITS] = N * V;
+    n[G_DRESIDUAL] = n[G_DRES_BF] = n[G_DC] = N * C;
+    n[G_DQKV] = N * 3 * C;
+    n[G_DF1] = n[G_DF2] = N * F;
+    n[G_DELTA] = B * NH * T;
+}
+
+template <typename T> static T *A(Gpt2Cuda *g, int which, int l = 0)
+{
+    size_t per = g->count[which] / ((which >= A_LN1 && which <= A_RESIDUAL3)
+                                        ? (size_t)g->base.cfg.n_layer : 1);
+    return (T *)(g->act[which] + (size_t)l * per * elem(which));
+}
+
+static void cuda_destroy(Backend *b)
+{
+    Gpt2Cuda *g = (Gpt2Cuda *)b;
+    if (!g)
+        return;
+    gk_free(g->master), gk_free(g->grads), gk_free(g->m), gk_free(g->v), gk_free(g->params);
+    gk_free(g->act_mem), gk_free(g->inputs), gk_free(g->targets);
+    if (g->blas)
+        cublasDestroy(g->blas);
+    if (g->compute)
+        cudaStreamDestroy(g->compute);
+    if (g->h2d)
+        cudaStreamDestroy(g->h2d);
+    if (g->d2h)
+        cudaStreamDestroy(g->d2h);
+    free(g->losses_host);
+    free(g);
+}
+
+static int cuda_create(Backend **out, const ModelConfig *c, int B, int T, WorkPool *wp, Err *e)
+{
+    (void)wp;
+    *out = NULL;
+    int rc = model_validate(c, e);
+    if (rc)
+        return rc;
+    if (T > c->max_seq || B < 1 || T < 1)
+        return err_set(e, -EINVAL, "batch %d x seq %d: seq must be 1 to max_seq %d", B, T,
+                       c->max_seq);
+    if (c->d_model / c->n_head > 128)
+        return err_set(e, -EINVAL, "head size %d: the CUDA attention handles up to 128",
+                       c->d_model / c->n_head);
+    int devices = 0;
+    if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0)
+        return err_set(e, -ENODEV, "no CUDA device: use --backend cpu");
+    Gpt2Cuda *g = (Gpt2Cuda *)calloc(1, sizeof *g);
+    if (!g)
+        return err_set(e, -ENOMEM, "out of memory");
+    size_t P = (size_t)model_param_count(c);
+    g->base.ops = &backend_cuda;
+    g->base.cfg = *c;
+    g->base.B = B;
+    g->base.T = T;
+    g->base.n_params = P;
+    CUDA_CHECK(cudaStreamCreateWithFlags(&g->compute, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&g->h2d, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&g->d2h, cudaStreamNonBlocking));
+    CUBLAS_CHECK(cublasCreate(&g->blas));
+    CUBLAS_CHECK(cublasSetStream(g->blas, g->compute));
+    sizes(c, B, T, g->count);
+    size_t total = 0;
+    for (int a = 0; a < A_COUNT; a++)
+        total += (g->count[a] * elem(a) + 255) / 256 * 256;
+    size_t free_b = 0, total_b = 0;
+    cudaMemGetInfo(&free_b, &total_b);
+    size_t need = total + P * (4 * 4 + 2);
+    if (need > free_b) {
+        free(g);
+        return err_set(e, -ENOMEM, "%s at batch %d x %d needs %.1f GiB on the GPU, %.1f GiB "
+                       "are free; lower --batch or --seq", c->name, B, T, need / 1073741824.0,
+                       free_b / 1073741824.0);
+    }
+    g->master = (float *)gk_alloc(P * 4);
+    g->grads = (float *)gk_alloc(P * 4);
+    g->m = (float *)gk_alloc(P * 4);
+    g->v = (float *)gk_alloc(P * 4);
+    g->params = (bf16 *)gk_alloc(P * 2);
+    g->act_mem = gk_alloc(total);
+    char *p = (char *)g->act_mem;
+    for (int a = 0; a < A_COUNT; a++) {
+        g->act[a] = p;
+        p += (g->count[a] * elem(a) + 255) / 256 * 256;
+    }
+    g->inputs = (int *)gk_alloc((size_t)B * T * sizeof(int));
+    g->targets = (int *)gk_alloc((size_t)B * T * sizeof(int));
+    g->losses_host = (float *)malloc((size_t)B * T * sizeof(float));
+    gk_memset(g->master, 0, P * 4), gk_memset(g->m, 0, P * 4), gk_memset(g->v, 0, P * 4);
+    gk_memset(g->params, 0, P * 2);
+    *out = &g->base;
+    return 0;
+}
+
+static int cuda_read_state(Backend *b, float *params, float *m, float *v, Err *e)
+{
+    (void)e;
+    Gpt2Cuda *g = (Gpt2Cuda *)b;
+    size_t n = b->n_params * 4;
+    CUDA_CHECK(cudaStreamSynchronize(g->compute));
+    if (params)
+        gk_download(params, g->master, n);
+    if (m)
+        gk_download(m, g->m, n);
+    if (v)
+        gk_download(v, g->v, n);
+    return 0;
+}
+
+static int cuda_write_state(Backend *b, const float *params, const float *m, const float *v,
+                            Err *e)
+{
+    (void)e;
+    Gpt2Cuda *g = (Gpt2Cuda *)b;
+    size_t n = b->n_params * 4;
+    CUDA_CHECK(cudaStreamSynchronize(g->compute));
+    if (params) {
+        gk_upload(g->master, params, n);
+        gk_f32_to_bf16((bf16_t *)g->params, g->master, b->n_params, g->compute);
+    }
+    if (m)
+        gk_upload(g->m, m, n);
+    if (v)
+        gk_upload(g->v, v, n);
+    CUDA_CHECK(cudaStreamSynchronize(g->compute));
+    return 0;
+}
+
+static int cuda_read_grads(Backend *b, float *grads, Err *e)
+{
+    (void)e;
+    Gpt2Cuda *g = (Gpt2Cuda *)b;
+    CUDA_CHECK(cudaStreamSynchronize(g->compute));
+    gk_download(grads, g->grads, b->n_params * 4);
+    return 0;
+}
+
+/* C (m x n, column-major) = op(A) (m x k) op(B) (k x n) + beta C, bf16 inputs, fp32 compute. */
+static void gemm(Gpt2Cuda *g, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                 const bf16 *a, int lda, const bf16 *b, int ldb, float beta, void *c,
+                 cudaDataType ctype, int ldc)
+{
+    const float alpha = 1.0f;
+    CUBLAS_CHECK(cublasGemmEx(g->blas, ta, tb, m, n, k, &alpha, a, CUDA_R_16BF, lda, b,
+                              CUDA_R_16BF, ldb, &beta, c, ctype, ldc, CUBLAS_COMPUTE_32F,
+                              CUBLAS_GEMM_DEFAULT));
+}
+
+/* out (N, OC) = inp (N, C) @ w (OC, C)^T + bias */
+static void matmul_forward(Gpt2Cuda *g, bf16 *out, const bf16 *inp, const bf16 *w,
+                           const bf16 *bias, int N, int C, int OC)
+{
+    gemm(g, CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C, w, C, inp, C, 0.0f, out, CUDA_R_16BF, OC);
+    if (bias)
+        gk_add_bias((bf16_t *)out, (const bf16_t *)bias, N, OC, g->compute);
+}
+
+/* dinp (N, C) = dout (N, OC) @ w; dw (OC, C) += dout^T @ inp; dbias += colsum(dout) */
+static void matmul_backward(Gpt2Cuda *g, bf16 *dinp, float *dw, float *dbias, const bf16 *dout,
+                            const bf16 *inp, const bf16 *w, int N, int C, int OC)
+{
+    gemm(g, CUBLAS_OP_N, CUBLAS_OP_N, C, N, OC, w, C, dout, OC, 0.0f, dinp, CUDA_R_16BF, C);
+    gemm(g, CUBLAS_OP_N, CUBLAS_OP_T, C, OC, N, inp, C, dout, OC, 1.0f, dw, CUDA_R_32F, C);
+    if (dbias)
+        gk_bias_backward(dbias, (const bf16_t *)dout, N, OC, g->compute);
+}
+
+#define BF(p) ((bf16_t *)(p))
+#define CBF(p) ((const bf16_t *)(p))
+
+/* The tensor at view v of the master weights, in another buffer of the same layout (the bf16
+ * weights, the fp32 gradients). */
+template <typename T> static T *at(const Gpt2Cuda *g, T *base, const float *v)
+{
+    return base + (v - g->master);
+}
+
+static void forward(Gpt2Cuda *g, bool backward)
+{
+    const ModelConfig *c = &g->base.cfg;
+    int B = g->base.B, T = g->base.T, C = c->d_model, F = c->d_ff, NH = c->n_head;
+    int L = c->n_layer, V = c->vocab, N = B * T;
+    cudaStream_t s = g->compute;
+    Gpt2EdgeView ev;
+    gpt2_view_edges(c, g->master, &ev);
+    gk_encoder_forward(BF(A<bf16>(g, A_ENCODED)), g->inputs, CBF(at(g, g->params, ev.wte)),
+                       CBF(at(g, g->params, ev.wpe)), B, T, C, s);
+    bf16 *residual = A<bf16>(g, A_ENCODED);
+    for (int l = 0; l < L; l++) {
+        Gpt2BlockView w;
+        gpt2_view_block(c, g->master, l, &w);
+        bf16 *P = g->params;
+        bf16 *ln1 = A<bf16>(g, A_LN1, l), *qkv = A<bf16>(g, A_QKV, l);
+        bf16 *atty = A<bf16>(g, A_ATTY, l), *attproj = A<bf16>(g, A_ATTPROJ, l);
+        bf16 *res2 = A<bf16>(g, A_RESIDUAL2, l), *ln2 = A<bf16>(g, A_LN2, l);
+        bf16 *fch = A<bf16>(g, A_FCH, l), *fchg = A<bf16>(g, A_FCH_GELU, l);
+        bf16 *fcproj = A<bf16>(g, A_FCPROJ, l), *res3 = A<bf16>(g, A_RESIDUAL3, l);
+        gk_layernorm_forward(BF(ln1), A<float>(g, A_LN1_MEAN, l), A<float>(g, A_LN1_RSTD, l),
+                             CBF(residual), CBF(at(g, P, w.ln1w)), CBF(at(g, P, w.ln1b)), N, C,
+                             s);
+        matmul_forward(g, qkv, ln1, at(g, P, w.qkvw), at(g, P, w.qkvb), N, C, 3 * C);
+        gk_attention_forward(BF(atty), A<float>(g, A_LSE, l), CBF(qkv), B, T, C, NH, s);
+        matmul_forward(g, attproj, atty, at(g, P, w.projw), at(g, P, w.projb), N, C, C);
+        gk_residual_forward(BF(res2), CBF(residual), CBF(attproj), (size_t)N * C, s);
+        gk_layernorm_forward(BF(ln2), A<float>(g, A_LN2_MEAN, l), A<float>(g, A_LN2_RSTD, l),
+                             CBF(res2), CBF(at(g, P, w.ln2w)), CBF(at(g, P, w.ln2b)), N, C, s);
+        matmul_forward(g, fch, ln2, at(g, P, w.fcw), at(g, P, w.fcb), N, C, F);
+        gk_gelu_forward(BF(fchg), CBF(fch), (size_t)N * F, s);
+        matmul_forward(g, fcproj, fchg, at(g, P, w.fcprojw), at(g, P, w.fcprojb), N, F, C);
+        gk_residual_forward(BF(res3), CBF(res2), CBF(fcproj), (size_t)N * C, s);
+        residual = res3;
+    }
+    gk_layernorm_forward(BF(A<bf16>(g, A_LNF)), A<float>(g, A_LNF_MEAN),
+                         A<float>(g, A_LNF_RSTD), CBF(residual),
+                         CBF(at(g, g->params, ev.lnfw)), CBF(at(g, g->params, ev.lnfb)), N, C,
+                         s);
+    matmul_forward(g, A<bf16>(g, A_LOGITS), A<bf16>(g, A_LNF), at(g, g->params, ev.lm_head),
+                   NULL, N, C, V);
+    gk_softmax_crossentropy(A<float>(g, A_LOSSES), BF(A<bf16>(g, A_LOGITS)), g->targets, N, V,
+                            backward, s);
+}
+
+static void backward(Gpt2Cuda *g)
+{
+    const ModelConfig *c = &g->base.cfg;
+    int B = g->base.B, T = g->base.T, C = c->d_model, F = c->d_ff, NH = c->n_head;
+    int L = c->n_layer, V = c->vocab, N = B * T;
+    cudaStream_t s = g->compute;
+    size_t NC = (size_t)N * C;
+    CUDA_CHECK(cudaMemsetAsync(g->grads, 0, g->base.n_params * 4, s));
+    Gpt2EdgeView ev;
+    gpt2_view_edges(c, g->master, &ev);
+    float *dres = A<float>(g, G_DRESIDUAL);
+    bf16 *dres_bf = A<bf16>(g, G_DRES_BF), *dc = A<bf16>(g, G_DC), *dqkv = A<bf16>(g, G_DQKV);
+    bf16 *df1 = A<bf16>(g, G_DF1), *df2 = A<bf16>(g, G_DF2);
+    /* logits hold d loss / d logits now */
+    matmul_backward(g, dc, at(g, g->grads, ev.lm_head), NULL, A<bf16>(g, A_LOGITS),
+                    A<bf16>(g, A_LNF), at(g, g->params, ev.lm_head), N, C, V);
+    CUDA_CHECK(cudaMemsetAsync(dres, 0, NC * 4, s));
+    bf16 *last = L > 0 ? A<bf16>(g, A_RESIDUAL3, L - 1) : A<bf16>(g, A_ENCODED);
+    gk_layernorm_backward(dres, at(g, g->grads, ev.lnfw), at(g, g->grads, ev.lnfb), CBF(dc),
+                          CBF(last), CBF(at(g, g->params, ev.lnfw)), A<float>(g, A_LNF_MEAN),
+                          A<float>(g, A_LNF_RSTD), N, C, s);
+    for (int l = L - 1; l >= 0; l--) {
+        Gpt2BlockView w;
+        gpt2_view_block(c, g->master, l, &w);
+        bf16 *P = g->params;
+        float *G = g->grads;
+        bf16 *res_in = l == 0 ? A<bf16>(g, A_ENCODED) : A<bf16>(g, A_RESIDUAL3, l - 1);
+        /* through the MLP: the residual's gradient is fcproj's output gradient */
+        gk_f32_to_bf16(BF(dres_bf), dres, NC, s);
+        matmul_backward(g, df1, at(g, G, w.fcprojw), at(g, G, w.fcprojb), dres_bf,
+                        A<bf16>(g, A_FCH_GELU, l), at(g, P, w.fcprojw), N, F, C);
+        gk_gelu_backward(BF(df2), CBF(A<bf16>(g, A_FCH, l)), CBF(df1), (size_t)N * F, s);
+        matmul_backward(g, dc, at(g, G, w.fcw), at(g, G, w.fcb), df2, A<bf16>(g, A_LN2, l),
+                        at(g, P, w.fcw), N, C, F);
+        gk_layernorm_backward(dres, at(g, G, w.ln2w), at(g, G, w.ln2b), CBF(dc),
+                              CBF(A<bf16>(g, A_RESIDUAL2, l)), CBF(at(g, P, w.ln2w)),
+                              A<float>(g, A_LN2_MEAN, l), A<float>(g, A_LN2_RSTD, l), N, C, s);
+        /* through attention */
+        gk_f32_to_bf16(BF(dres_bf), dres, NC, s);
+        matmul_backward(g, dc, at(g, G, w.projw), at(g, G, w.projb), dres_bf,
+                        A<bf16>(g, A_ATTY, l), at(g, P, w.projw), N, C, C);
+        gk_attention_backward(BF(dqkv), A<float>(g, G_DELTA), CBF(dc), CBF(A<bf16>(g, A_ATTY, l)),
+                              CBF(A<bf16>(g, A_QKV, l)), A<float>(g, A_LSE, l), B, T, C, NH, s);
+        matmul_backward(g, dc, at(g, G, w.qkvw), at(g, G, w.qkvb), dqkv, A<bf16>(g, A_LN1, l),
+                        at(g, P, w.qkvw), N, C, 3 * C);
+        gk_layernorm_backward(dres, at(g, G, w.ln1w), at(g, G, w.ln1b), CBF(dc), CBF(res_in),
+                              CBF(at(g, P, w.ln1w)), A<float>(g, A_LN1_MEAN, l),
+                              A<float>(g, A_LN1_RSTD, l), N, C, s);
+    }
+    gk_encoder_backward(at(g, g->grads, ev.wte), at(g, g->grads, ev.wpe), dres, g->inputs, B, T,
+                        C, s);
+}
+
+static int cuda_step(Backend *b, const int *inputs, const int *targets, bool do_backward,
+                     float *loss, Err *e)
+{
+    Gpt2Cuda *g = (Gpt2Cuda *)b;
+    const ModelConfig *c = &b->cfg;
+    int N = b->B * b->T;
+    for (int i = 0; i < N; i++)
+        if (inputs[i] < 0 || inputs[i] >= c->vocab ||
+            (targets && (targets[i] < 0 || targets[i] >= c->vocab)))
+            return err_set(e, -EINVAL, "token at position %d is outside the vocabulary of %d",
+                           i, c->vocab);
+    if (do_backward && !targets)
+        return err_set(e, -EINVAL, "backward needs targets");
+    CUDA_CHECK(cudaMemcpyAsync(g->inputs, inputs, (size_t)N * sizeof(int),
+                               cudaMemcpyHostToDevice, g->compute));
+    if (targets)
+        CUDA_CHECK(cudaMemcpyAsync(g->targets, targets, (size_t)N * sizeof(int),
+                                   cudaMemcpyHostToDevice, g->compute));
+    else
+        CUDA_CHECK(cudaMemsetAsync(g->targets, 0, (size_t)N * sizeof(int), g->compute));
+    forward(g, do_backward);
+    if (do_backward)
+        backward(g);
+    CUDA_CHECK(cudaMemcpyAsync(g->losses_host, A<float>(g, A_LOSSES), (size_t)N * 4,
+                               cudaMemcpyDeviceToHost, g->compute));
+    CUDA_CHECK(cudaStreamSynchronize(g->compute));
+    if (targets && loss) {
+        double sum = 0;
+        for (int i = 0; i < N; i++)
+            sum += g->losses_host[i];
+        *loss = (float)(sum / N);
+    }
+    return 0;
+}
+
+static double cuda_grad_sq(Backend *b, size_t begin, size_t end)
+{
+    Gpt2Cuda *g = (Gpt2Cuda *)b;
+    return gk_sum_sq(g->grads + begin, end - begin, g->compute);
+}
+
+static int cuda_update(Backend *b, const AdamStep *s, size_t begin, size_t end, Err *e)
+{
+    (void)e;
+    Gpt2Cuda *g = (Gpt2Cuda *)b;
+    gk_adamw(g->master + begin, g->m + begin, g->v + begin, g->grads + begin,
+             (bf16_t *)(g->params + begin), end - begin, s->beta1, s->one_minus_beta1, s->beta2,
+             s->one_minus_beta2, s->eps, s->decay, s->neg_step_size, s->inv_sqrt_bc2,
+             s->grad_scale, g->compute);
+    return 0;
+}
+
+extern "C" const BackendOps backend_cuda = {
+    "cuda", cuda_create, cuda_destroy, cuda_read_state, cuda_write_state, cuda_read_grads,
+    cuda_step, cuda_grad_sq, cuda_update,
+};

@@ -1,0 +1,371 @@
+/* GPU suite for exec/cuda: each kernel against its CPU reference (exec/cpu/gpt2_ops) on random
+ * inputs with sizes that are not multiples of the block size, AdamW bit for bit, then the whole
+ * CUDA backend against the CPU backend with the same weights and batch (a small model and GPT-2
+ * 124M): the loss within 1e-2 relative and every parameter tensor's gradient with
+ * ||g - g_ref|| / ||g_ref|| below 2e-2, and 20 training steps tracking the CPU loss curve.
+ * Inputs are rounded to bf16 before either side sees them, so the comparison measures the
+ * kernels, not the input rounding. Without a GPU it prints SKIP and exits 77. Run without fork
+ * (CK_FORK=no). */
+#include <gsl/gsl_randist.h>
+#include <gsl/gsl_rng.h>
+#include <math.h>
+
+#include "cuda_device.h"
+#include "gpt2_cuda.h"
+#include "gpt2_kernels.h"
+#include "gpt2_layout.h"
+#include "gpt2_ops.h"
+#include "testutil.h"
+#include "trainer.h"
+
+static gsl_rng *rng;
+
+/* Random fp32 values already on the bf16 grid, and their bf16 bits. */
+static float *rand_bf(size_t n, double sd, bf16_t **bits)
+{
+    float *f = malloc(n * sizeof *f);
+    *bits = malloc(n * sizeof **bits);
+    for (size_t i = 0; i < n; i++) {
+        (*bits)[i] = adam_f32_to_bf16((float)gsl_ran_gaussian(rng, sd));
+        f[i] = adam_bf16_to_f32((*bits)[i]);
+    }
+    return f;
+}
+
+static void *dev_copy(const void *host, size_t bytes)
+{
+    void *d = gk_alloc(bytes);
+    gk_upload(d, host, bytes);
+    return d;
+}
+
+static float *download_bf(const bf16_t *d, size_t n)
+{
+    bf16_t *h = malloc(n * 2);
+    float *f = malloc(n * 4);
+    gk_download(h, d, n * 2);
+    for (size_t i = 0; i < n; i++)
+        f[i] = adam_bf16_to_f32(h[i]);
+    free(h);
+    return f;
+}
+
+static float *download_f(const float *d, size_t n)
+{
+    float *f = malloc(n * 4);
+    gk_download(f, d, n * 4);
+    return f;
+}
+
+static double rel_l2(const float *got, const float *ref, size_t n)
+{
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = (double)got[i] - ref[i];
+        num += d * d;
+        den += (double)ref[i] * ref[i];
+    }
+    return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+#define CHECK_REL(what, got, ref, n, tol)                                                    \
+    do {                                                                                      \
+        double r_ = rel_l2(got, ref, n);                                                      \
+        printf("  %-32s rel L2 %.2e\n", what, r_);                                            \
+        ck_assert_msg(r_ < (tol), "%s: relative error %.3e", what, r_);                      \
+    } while (0)
+
+START_TEST(layernorm_kernels)
+{
+    int N = 37, C = 100;
+    bf16_t *xb, *wb, *bb, *db;
+    float *x = rand_bf((size_t)N * C, 1, &xb), *w = rand_bf(C, 1, &wb), *b = rand_bf(C, 1, &bb);
+    float *d = rand_bf((size_t)N * C, 1, &db);
+    float *out = calloc((size_t)N * C, 4), *mean = calloc(N, 4), *rstd = calloc(N, 4);
+    layernorm_forward_ref(out, mean, rstd, x, w, b, N, C);
+    float *dx = calloc((size_t)N * C, 4), *dw = calloc(C, 4), *dbias = calloc(C, 4);
+    layernorm_backward_ref(dx, dw, dbias, d, x, w, mean, rstd, N, C);
+    void *gx = dev_copy(xb, (size_t)N * C * 2), *gw = dev_copy(wb, C * 2);
+    void *gb = dev_copy(bb, C * 2), *gd = dev_copy(db, (size_t)N * C * 2);
+    bf16_t *gout = gk_alloc((size_t)N * C * 2);
+    float *gm = gk_alloc(N * 4), *gr = gk_alloc(N * 4);
+    float *gdx = gk_alloc((size_t)N * C * 4), *gdw = gk_alloc(C * 4), *gdb = gk_alloc(C * 4);
+    gk_memset(gdx, 0, (size_t)N * C * 4), gk_memset(gdw, 0, C * 4), gk_memset(gdb, 0, C * 4);
+    gk_layernorm_forward(gout, gm, gr, gx, gw, gb, N, C, NULL);
+    gk_layernorm_backward(gdx, gdw, gdb, gd, gx, gw, gm, gr, N, C, NULL);
+    gk_sync();
+    CHECK_REL("layernorm out", download_bf(gout, (size_t)N * C), out, (size_t)N * C, 1e-2);
+    CHECK_REL("layernorm rstd", download_f(gr, N), rstd, N, 1e-5);
+    CHECK_REL("layernorm dinp", download_f(gdx, (size_t)N * C), dx, (size_t)N * C, 1e-5);
+    CHECK_REL("layernorm dweight", download_f(gdw, C), dw, C, 1e-5);
+    CHECK_REL("layernorm dbias", download_f(gdb, C), dbias, C, 1e-5);
+}
+END_TEST
+
+static void attention_case(int B, int T, int C, int NH)
+{
+    size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C;
+    size_t na = (size_t)B * NH * T * T;
+    bf16_t *qb, *db;
+    float *qkv = rand_bf(nq, 1, &qb), *dout = rand_bf(no, 1, &db);
+    float *out = calloc(no, 4), *pre = calloc(na, 4), *att = calloc(na, 4);
+    attention_forward_ref(out, pre, att, qkv, B, T, C, NH);
+    float *dqkv = calloc(nq, 4), *dpre = calloc(na, 4), *datt = calloc(na, 4);
+    /* the CUDA backward reads the bf16-rounded forward output; do the same here */
+    float *out_r = malloc(no * 4);
+    for (size_t i = 0; i < no; i++)
+        out_r[i] = adam_bf16_to_f32(adam_f32_to_bf16(out[i]));
+    attention_backward_ref(dqkv, dpre, datt, dout, qkv, att, B, T, C, NH);
+    void *gq = dev_copy(qb, nq * 2), *gd = dev_copy(db, no * 2);
+    bf16_t *gout = gk_alloc(no * 2), *gdq = gk_alloc(nq * 2);
+    float *lse = gk_alloc((size_t)B * NH * T * 4), *delta = gk_alloc((size_t)B * NH * T * 4);
+    gk_attention_forward(gout, lse, gq, B, T, C, NH, NULL);
+    gk_memset(gdq, 0xff, nq * 2); /* poison: every element must be written */
+    gk_attention_backward(gdq, delta, gd, gout, gq, lse, B, T, C, NH, NULL);
+    gk_sync();
+    char what[64];
+    snprintf(what, sizeof what, "attention out (T %d, hs %d)", T, C / NH);
+    CHECK_REL(what, download_bf(gout, no), out, no, 1e-2);
+    snprintf(what, sizeof what, "attention dqkv (T %d, hs %d)", T, C / NH);
+    float *got = download_bf(gdq, nq);
+    for (size_t i = 0; i < nq; i++)
+        ck_assert_msg(isfinite(got[i]), "dqkv[%zu] not written", i);
+    CHECK_REL(what, got, dqkv, nq, 2e-2);
+    free(out_r);
+}
+
+START_TEST(attention_kernels)
+{
+    attention_case(2, 37, 192, 3); /* head size 64 */
+    attention_case(1, 70, 64, 2);  /* 32 */
+    attention_case(2, 33, 256, 2); /* 128 */
+}
+END_TEST
+
+START_TEST(pointwise_kernels)
+{
+    /* GELU */
+    size_t n = 1001;
+    bf16_t *xb, *db;
+    float *x = rand_bf(n, 2, &xb), *d = rand_bf(n, 1, &db);
+    float *y = calloc(n, 4), *dx = calloc(n, 4);
+    gelu_forward_ref(y, x, (int)n);
+    gelu_backward_ref(dx, x, d, (int)n);
+    void *gx = dev_copy(xb, n * 2), *gd = dev_copy(db, n * 2);
+    bf16_t *gy = gk_alloc(n * 2), *gdx = gk_alloc(n * 2);
+    gk_gelu_forward(gy, gx, n, NULL);
+    gk_gelu_backward(gdx, gx, gd, n, NULL);
+    gk_sync();
+    CHECK_REL("gelu", download_bf(gy, n), y, n, 1e-2);
+    CHECK_REL("gelu backward", download_bf(gdx, n), dx, n, 1e-2);
+    /* softmax + cross-entropy, V not a multiple of anything */
+    int N = 5, V = 1003, targets[5] = {0, 1002, 17, 500, 3};
+    bf16_t *lb;
+    float *logits = rand_bf((size_t)N * V, 3, &lb);
+    float *probs = calloc((size_t)N * V, 4), *losses = calloc(N, 4), *dl = calloc((size_t)N * V, 4);
+    float dlosses[5];
+    for (int i = 0; i < N; i++)
+        dlosses[i] = 1.0f / N;
+    softmax_forward_ref(probs, logits, 1, N, V);
+    crossentropy_forward_ref(losses, probs, targets, 1, N, V);
+    crossentropy_softmax_backward_ref(dl, dlosses, probs, targets, 1, N, V);
+    void *gl = dev_copy(lb, (size_t)N * V * 2);
+    int *gt = dev_copy(targets, sizeof targets);
+    float *gloss = gk_alloc(N * 4);
+    gk_softmax_crossentropy(gloss, gl, gt, N, V, 1, NULL);
+    gk_sync();
+    CHECK_REL("cross-entropy loss", download_f(gloss, N), losses, N, 1e-4);
+    CHECK_REL("softmax + cross-entropy grad", download_bf(gl, (size_t)N * V), dl, (size_t)N * V,
+              1e-2);
+    /* encoder forward and backward (repeated tokens) */
+    int B = 2, T = 5, C = 40, Vv = 7, inp[10] = {1, 2, 1, 6, 0, 6, 6, 3, 2, 1};
+    bf16_t *teb, *peb;
+    float *wte = rand_bf((size_t)Vv * C, 1, &teb), *wpe = rand_bf((size_t)T * C, 1, &peb);
+    float *enc = calloc((size_t)B * T * C, 4), *dte = calloc((size_t)Vv * C, 4);
+    float *dpe = calloc((size_t)T * C, 4), *dout = malloc((size_t)B * T * C * 4);
+    for (int i = 0; i < B * T * C; i++)
+        dout[i] = (float)gsl_ran_gaussian(rng, 1);
+    encoder_forward_ref(enc, inp, wte, wpe, B, T, C);
+    encoder_backward_ref(dte, dpe, dout, inp, B, T, C);
+    int *ginp = dev_copy(inp, sizeof inp);
+    void *gte = dev_copy(teb, (size_t)Vv * C * 2), *gpe = dev_copy(peb, (size_t)T * C * 2);
+    bf16_t *genc = gk_alloc((size_t)B * T * C * 2);
+    float *gdout = dev_copy(dout, (size_t)B * T * C * 4);
+    float *gdte = gk_alloc((size_t)Vv * C * 4), *gdpe = gk_alloc((size_t)T * C * 4);
+    gk_memset(gdte, 0, (size_t)Vv * C * 4), gk_memset(gdpe, 0, (size_t)T * C * 4);
+    gk_encoder_forward(genc, ginp, gte, gpe, B, T, C, NULL);
+    gk_encoder_backward(gdte, gdpe, gdout, ginp, B, T, C, NULL);
+    gk_sync();
+    CHECK_REL("encoder", download_bf(genc, (size_t)B * T * C), enc, (size_t)B * T * C, 1e-2);
+    CHECK_REL("encoder dwte", download_f(gdte, (size_t)Vv * C), dte, (size_t)Vv * C, 1e-6);
+    CHECK_REL("encoder dwpe", download_f(gdpe, (size_t)T * C), dpe, (size_t)T * C, 1e-6);
+}
+END_TEST
+
+START_TEST(adamw_bit_exact)
+{
+    size_t n = 100003;
+    float *p = malloc(n * 4), *m = malloc(n * 4), *v = malloc(n * 4), *g = malloc(n * 4);
+    for (size_t i = 0; i < n; i++) {
+        p[i] = (float)gsl_ran_gaussian(rng, 0.05);
+        m[i] = (float)gsl_ran_gaussian(rng, 1e-3);
+        v[i] = (float)fabs(gsl_ran_gaussian(rng, 1e-6));
+        g[i] = (float)gsl_ran_gaussian(rng, 1e-2);
+    }
+    float *gp = dev_copy(p, n * 4), *gm = dev_copy(m, n * 4), *gv = dev_copy(v, n * 4);
+    float *gg = dev_copy(g, n * 4);
+    bf16_t *gout = gk_alloc(n * 2);
+    AdamConfig cfg = {.lr = 3e-4f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
+                      .weight_decay = 0.1f};
+    AdamStep s;
+    adam_step_init(&s, &cfg, 3, 0.7f);
+    uint16_t *ref_out = malloc(n * 2);
+    AdamSlice x = {.master = p, .m = m, .v = v, .grad = g, .grad_type = DTYPE_FP32,
+                   .out = ref_out, .out_type = DTYPE_BF16, .n = n};
+    adam_update_ref(&s, &x, 0, n);
+    gk_adamw(gp, gm, gv, gg, gout, n, s.beta1, s.one_minus_beta1, s.beta2, s.one_minus_beta2,
+             s.eps, s.decay, s.neg_step_size, s.inv_sqrt_bc2, s.grad_scale, NULL);
+    gk_sync();
+    float *back = download_f(gp, n);
+    uint16_t *out = malloc(n * 2);
+    gk_download(out, gout, n * 2);
+    ck_assert_int_eq(memcmp(back, p, n * 4), 0);
+    ck_assert_int_eq(memcmp(out, ref_out, n * 2), 0);
+    printf("  AdamW: GPU master weights and bf16 output identical to the CPU reference\n");
+}
+END_TEST
+
+/* Same weights and batch on both backends: loss and per-tensor gradients. */
+static void compare_backends(const ModelConfig *c, int B, int T, double *loss_err,
+                             double *worst_grad, char *worst_name)
+{
+    Backend *cpu, *gpu;
+    Err e;
+    WorkPool wp;
+    ck_assert_int_eq(workpool_init(&wp, 0, &e), 0);
+    ck_assert_msg(backend_cpu.create(&cpu, c, B, T, &wp, &e) == 0, "%s", e.msg);
+    ck_assert_msg(backend_cuda.create(&gpu, c, B, T, NULL, &e) == 0, "%s", e.msg);
+    Gpt2Layout l;
+    gpt2_layout_init(&l, c);
+    size_t P = l.total;
+    float *p = malloc(P * 4);
+    for (int i = 0; i < l.n; i++) {
+        const ParamTensor *t = &l.t[i];
+        bool ln = strstr(t->name, "ln_") != NULL, bias = strstr(t->name, ".bias") != NULL;
+        for (size_t k = 0; k < t->numel; k++) {
+            float f = ln && !bias ? 1.0f + (float)gsl_ran_gaussian(rng, 0.1)
+                                  : (float)gsl_ran_gaussian(rng, bias ? 0.02 : 0.05);
+            p[t->offset + k] = adam_bf16_to_f32(adam_f32_to_bf16(f)); /* on the bf16 grid */
+        }
+    }
+    int N = B * T, *inp = malloc(N * sizeof(int)), *tgt = malloc(N * sizeof(int));
+    for (int i = 0; i < N; i++)
+        inp[i] = (int)gsl_rng_uniform_int(rng, (unsigned long)c->vocab),
+        tgt[i] = (int)gsl_rng_uniform_int(rng, (unsigned long)c->vocab);
+    float lc, lg;
+    cpu->ops->write_state(cpu, p, NULL, NULL, &e);
+    gpu->ops->write_state(gpu, p, NULL, NULL, &e);
+    ck_assert_int_eq(cpu->ops->step(cpu, inp, tgt, true, &lc, &e), 0);
+    ck_assert_msg(gpu->ops->step(gpu, inp, tgt, true, &lg, &e) == 0, "%s", e.msg);
+    float *gc = malloc(P * 4), *gg = malloc(P * 4);
+    cpu->ops->read_grads(cpu, gc, &e);
+    gpu->ops->read_grads(gpu, gg, &e);
+    *loss_err = fabs(lg - lc) / fabs(lc);
+    printf("  %s B %d T %d: loss cpu %.5f cuda %.5f (rel %.2e)\n", c->name, B, T, lc, lg,
+           *loss_err);
+    *worst_grad = 0;
+    for (int i = 0; i < l.n; i++) {
+        const ParamTensor *t = &l.t[i];
+        double r = rel_l2(gg + t->offset, gc + t->offset, t->numel);
+        if (r > *worst_grad) {
+            *worst_grad = r;
+            snprintf(worst_name, 96, "%s", t->name);
+        }
+    }
+    printf("  %s: worst parameter gradient %s, rel L2 %.2e\n", c->name, worst_name, *worst_grad);
+    free(p), free(gc), free(gg), free(inp), free(tgt);
+    gpt2_layout_free(&l);
+    cpu->ops->destroy(cpu);
+    gpu->ops->destroy(gpu);
+    workpool_free(&wp);
+}
+
+START_TEST(small_model_matches_cpu)
+{
+    ModelConfig c = {.name = "small", .n_layer = 2, .d_model = 64, .n_head = 2, .d_ff = 256,
+                     .vocab = 97, .max_seq = 64, .tied = true, .dtype = DTYPE_BF16};
+    double le, ge;
+    char name[96];
+    compare_backends(&c, 3, 37, &le, &ge, name);
+    ck_assert_double_lt(le, 1e-2);
+    ck_assert_msg(ge < 2e-2, "gradient of %s off by %.3e", name, ge);
+    c.tied = false;
+    compare_backends(&c, 2, 64, &le, &ge, name);
+    ck_assert_double_lt(le, 1e-2);
+    ck_assert_msg(ge < 2e-2, "gradient of %s off by %.3e", name, ge);
+}
+END_TEST
+
+START_TEST(gpt2_124m_matches_cpu)
+{
+    double le, ge;
+    char name[96];
+    compare_backends(model_preset_find("gpt2-124m"), 2, 128, &le, &ge, name);
+    ck_assert_double_lt(le, 1e-2);
+    ck_assert_msg(ge < 2e-2, "gradient of %s off by %.3e", name, ge);
+}
+END_TEST
+
+START_TEST(training_tracks_cpu)
+{
+    TrainOptions o = {.data_path = "/usr/share/common-licenses/GPL-3", .batch = 8, .seq = 64,
+                      .steps = 20, .lr = 3e-3f, .min_lr_ratio = 0.1f, .weight_decay = 0.1f,
+                      .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .clip = 1.0f, .warmup = 5,
+                      .seed = 11, .subgroup_blocks = 1, .tail_blocks = 1, .threads = 0};
+    o.model = *model_preset_find("gpt2-tiny");
+    TrainResult rc_, rg;
+    Err e;
+    o.backend = &backend_cpu;
+    ck_assert_msg(trainer_run(&o, &rc_, &e) == 0, "%s", e.msg);
+    o.backend = &backend_cuda;
+    ck_assert_msg(trainer_run(&o, &rg, &e) == 0, "%s", e.msg);
+    double worst = 0;
+    for (int i = 0; i < 20; i++) {
+        double r = fabs(rg.losses[i] - rc_.losses[i]) / rc_.losses[i];
+        worst = fmax(worst, r);
+    }
+    printf("  20 steps gpt2-tiny: loss cpu %.4f -> %.4f, cuda %.4f -> %.4f, worst step rel "
+           "%.2e\n", rc_.losses[0], rc_.losses[19], rg.losses[0], rg.losses[19], worst);
+    ck_assert_double_lt(worst, 3e-2);
+    free(rc_.losses), free(rg.losses);
+}
+END_TEST
+
+int main(void)
+{
+    CudaDeviceInfo info;
+    Err e;
+    if (cudadev_probe(&info, &e)) {
+        printf("SKIP: %s\n", e.msg);
+        return 77;
+    }
+    rng = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(rng, 2026);
+    Suite *s = suite_create("cuda_gpt2");
+    /* two cases, so compute-sanitizer can run the quick one alone (CK_RUN_CASE=kernels) */
+    TCase *tk = tcase_create("kernels"), *tm = tcase_create("models");
+    tcase_set_timeout(tk, 600);
+    tcase_set_timeout(tm, 900);
+    tcase_add_test(tk, layernorm_kernels);
+    tcase_add_test(tk, attention_kernels);
+    tcase_add_test(tk, pointwise_kernels);
+    tcase_add_test(tk, adamw_bit_exact);
+    tcase_add_test(tk, small_model_matches_cpu);
+    tcase_add_test(tm, gpt2_124m_matches_cpu);
+    tcase_add_test(tm, training_tracks_cpu);
+    suite_add_tcase(s, tk);
+    suite_add_tcase(s, tm);
+    int rc = tu_run(s);
+    gsl_rng_free(rng);
+    return rc;
+}
