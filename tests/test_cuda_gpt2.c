@@ -81,12 +81,13 @@ START_TEST(layernorm_kernels)
     bf16_t *xb, *wb, *bb, *db;
     float *x = rand_bf((size_t)N * C, 1, &xb), *w = rand_bf(C, 1, &wb), *b = rand_bf(C, 1, &bb);
     float *d = rand_bf((size_t)N * C, 1, &db);
+    (void)db;
     float *out = calloc((size_t)N * C, 4), *mean = calloc(N, 4), *rstd = calloc(N, 4);
     layernorm_forward_ref(out, mean, rstd, x, w, b, N, C);
     float *dx = calloc((size_t)N * C, 4), *dw = calloc(C, 4), *dbias = calloc(C, 4);
     layernorm_backward_ref(dx, dw, dbias, d, x, w, mean, rstd, N, C);
     void *gx = dev_copy(xb, (size_t)N * C * 2), *gw = dev_copy(wb, C * 2);
-    void *gb = dev_copy(bb, C * 2), *gd = dev_copy(db, (size_t)N * C * 2);
+    void *gb = dev_copy(bb, C * 2), *gd = dev_copy(d, (size_t)N * C * 4);
     bf16_t *gout = gk_alloc((size_t)N * C * 2);
     float *gm = gk_alloc(N * 4), *gr = gk_alloc(N * 4);
     float *gdx = gk_alloc((size_t)N * C * 4), *gdw = gk_alloc(C * 4), *gdb = gk_alloc(C * 4);
@@ -330,13 +331,17 @@ START_TEST(training_tracks_cpu)
     o.backend = &backend_cuda;
     ck_assert_msg(trainer_run(&o, &rg, &e) == 0, "%s", e.msg);
     double worst = 0;
+    printf("  20 steps gpt2-tiny, loss cpu / cuda:");
     for (int i = 0; i < 20; i++) {
         double r = fabs(rg.losses[i] - rc_.losses[i]) / rc_.losses[i];
         worst = fmax(worst, r);
+        printf(" %.3f/%.3f", rc_.losses[i], rg.losses[i]);
     }
-    printf("  20 steps gpt2-tiny: loss cpu %.4f -> %.4f, cuda %.4f -> %.4f, worst step rel "
-           "%.2e\n", rc_.losses[0], rc_.losses[19], rg.losses[0], rg.losses[19], worst);
-    ck_assert_double_lt(worst, 3e-2);
+    double last = fabs(rg.losses[19] - rc_.losses[19]) / rc_.losses[19];
+    printf("\n  worst step rel %.2e, last step rel %.2e\n", worst, last);
+    /* bf16 training drifts from fp32 step by step; it must track, not match */
+    ck_assert_double_lt(worst, 5e-2);
+    ck_assert_double_lt(last, 2e-2);
     free(rc_.losses), free(rg.losses);
 }
 END_TEST

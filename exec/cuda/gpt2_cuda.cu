@@ -21,7 +21,7 @@ enum {
     A_LN2, A_LN2_MEAN, A_LN2_RSTD, A_FCH, A_FCH_GELU, A_FCPROJ, A_RESIDUAL3, A_LNF,
     A_LNF_MEAN, A_LNF_RSTD, A_LOGITS, A_LOSSES,
     /* backward scratch */
-    G_DRESIDUAL, G_DRES_BF, G_DC, G_DQKV, G_DF1, G_DF2, G_DELTA, A_COUNT
+    G_DRESIDUAL, G_DRES_BF, G_DC, G_DLN, G_DQKV, G_DF1, G_DF2, G_DELTA, A_COUNT
 };
 
 /* Element sizes: fp32 statistics and fp32 residual gradient, bf16 otherwise. */
@@ -29,7 +29,8 @@ static size_t elem(int a)
 {
     switch (a) {
     case A_LN1_MEAN: case A_LN1_RSTD: case A_LN2_MEAN: case A_LN2_RSTD: case A_LSE:
-    case A_LNF_MEAN: case A_LNF_RSTD: case A_LOSSES: case G_DRESIDUAL: case G_DELTA:
+    case A_LNF_MEAN: case A_LNF_RSTD: case A_LOSSES: case G_DRESIDUAL: case G_DLN:
+    case G_DELTA:
         return 4;
     default:
         return 2;
@@ -62,7 +63,7 @@ static void sizes(const ModelConfig *c, int B, int T, size_t n[A_COUNT])
     n[A_FCH] = n[A_FCH_GELU] = L * N * F;
     n[A_LNF_MEAN] = n[A_LNF_RSTD] = n[A_LOSSES] = N;
     n[A_LOGITS] = N * V;
-    n[G_DRESIDUAL] = n[G_DRES_BF] = n[G_DC] = N * C;
+    n[G_DRESIDUAL] = n[G_DRES_BF] = n[G_DC] = n[G_DLN] = N * C;
     n[G_DQKV] = N * 3 * C;
     n[G_DF1] = n[G_DF2] = N * F;
     n[G_DELTA] = B * NH * T;
@@ -220,11 +221,14 @@ static void matmul_forward(Gpt2Cuda *g, bf16 *out, const bf16 *inp, const bf16 *
         gk_add_bias((bf16_t *)out, (const bf16_t *)bias, N, OC, g->compute);
 }
 
-/* dinp (N, C) = dout (N, OC) @ w; dw (OC, C) += dout^T @ inp; dbias += colsum(dout) */
-static void matmul_backward(Gpt2Cuda *g, bf16 *dinp, float *dw, float *dbias, const bf16 *dout,
-                            const bf16 *inp, const bf16 *w, int N, int C, int OC)
+/* dinp (N, C) = dout (N, OC) @ w; dw (OC, C) += dout^T @ inp; dbias += colsum(dout). dinp is
+ * bf16 when it feeds another GEMM or attention, fp32 when it feeds a layernorm's backward (whose
+ * weight gradient sums it over every token: one rounding fewer on the longest path). */
+static void matmul_backward(Gpt2Cuda *g, void *dinp, cudaDataType dinp_type, float *dw,
+                            float *dbias, const bf16 *dout, const bf16 *inp, const bf16 *w, int N,
+                            int C, int OC)
 {
-    gemm(g, CUBLAS_OP_N, CUBLAS_OP_N, C, N, OC, w, C, dout, OC, 0.0f, dinp, CUDA_R_16BF, C);
+    gemm(g, CUBLAS_OP_N, CUBLAS_OP_N, C, N, OC, w, C, dout, OC, 0.0f, dinp, dinp_type, C);
     gemm(g, CUBLAS_OP_N, CUBLAS_OP_T, C, OC, N, inp, C, dout, OC, 1.0f, dw, CUDA_R_32F, C);
     if (dbias)
         gk_bias_backward(dbias, (const bf16_t *)dout, N, OC, g->compute);
@@ -299,11 +303,12 @@ static void backward(Gpt2Cuda *g)
     bf16 *dres_bf = A<bf16>(g, G_DRES_BF), *dc = A<bf16>(g, G_DC), *dqkv = A<bf16>(g, G_DQKV);
     bf16 *df1 = A<bf16>(g, G_DF1), *df2 = A<bf16>(g, G_DF2);
     /* logits hold d loss / d logits now */
-    matmul_backward(g, dc, at(g, g->grads, ev.lm_head), NULL, A<bf16>(g, A_LOGITS),
+    float *dln = A<float>(g, G_DLN);
+    matmul_backward(g, dln, CUDA_R_32F, at(g, g->grads, ev.lm_head), NULL, A<bf16>(g, A_LOGITS),
                     A<bf16>(g, A_LNF), at(g, g->params, ev.lm_head), N, C, V);
     CUDA_CHECK(cudaMemsetAsync(dres, 0, NC * 4, s));
     bf16 *last = L > 0 ? A<bf16>(g, A_RESIDUAL3, L - 1) : A<bf16>(g, A_ENCODED);
-    gk_layernorm_backward(dres, at(g, g->grads, ev.lnfw), at(g, g->grads, ev.lnfb), CBF(dc),
+    gk_layernorm_backward(dres, at(g, g->grads, ev.lnfw), at(g, g->grads, ev.lnfb), dln,
                           CBF(last), CBF(at(g, g->params, ev.lnfw)), A<float>(g, A_LNF_MEAN),
                           A<float>(g, A_LNF_RSTD), N, C, s);
     for (int l = L - 1; l >= 0; l--) {
@@ -314,23 +319,23 @@ static void backward(Gpt2Cuda *g)
         bf16 *res_in = l == 0 ? A<bf16>(g, A_ENCODED) : A<bf16>(g, A_RESIDUAL3, l - 1);
         /* through the MLP: the residual's gradient is fcproj's output gradient */
         gk_f32_to_bf16(BF(dres_bf), dres, NC, s);
-        matmul_backward(g, df1, at(g, G, w.fcprojw), at(g, G, w.fcprojb), dres_bf,
+        matmul_backward(g, df1, CUDA_R_16BF, at(g, G, w.fcprojw), at(g, G, w.fcprojb), dres_bf,
                         A<bf16>(g, A_FCH_GELU, l), at(g, P, w.fcprojw), N, F, C);
         gk_gelu_backward(BF(df2), CBF(A<bf16>(g, A_FCH, l)), CBF(df1), (size_t)N * F, s);
-        matmul_backward(g, dc, at(g, G, w.fcw), at(g, G, w.fcb), df2, A<bf16>(g, A_LN2, l),
-                        at(g, P, w.fcw), N, C, F);
-        gk_layernorm_backward(dres, at(g, G, w.ln2w), at(g, G, w.ln2b), CBF(dc),
+        matmul_backward(g, dln, CUDA_R_32F, at(g, G, w.fcw), at(g, G, w.fcb), df2,
+                        A<bf16>(g, A_LN2, l), at(g, P, w.fcw), N, C, F);
+        gk_layernorm_backward(dres, at(g, G, w.ln2w), at(g, G, w.ln2b), dln,
                               CBF(A<bf16>(g, A_RESIDUAL2, l)), CBF(at(g, P, w.ln2w)),
                               A<float>(g, A_LN2_MEAN, l), A<float>(g, A_LN2_RSTD, l), N, C, s);
         /* through attention */
         gk_f32_to_bf16(BF(dres_bf), dres, NC, s);
-        matmul_backward(g, dc, at(g, G, w.projw), at(g, G, w.projb), dres_bf,
+        matmul_backward(g, dc, CUDA_R_16BF, at(g, G, w.projw), at(g, G, w.projb), dres_bf,
                         A<bf16>(g, A_ATTY, l), at(g, P, w.projw), N, C, C);
         gk_attention_backward(BF(dqkv), A<float>(g, G_DELTA), CBF(dc), CBF(A<bf16>(g, A_ATTY, l)),
                               CBF(A<bf16>(g, A_QKV, l)), A<float>(g, A_LSE, l), B, T, C, NH, s);
-        matmul_backward(g, dc, at(g, G, w.qkvw), at(g, G, w.qkvb), dqkv, A<bf16>(g, A_LN1, l),
-                        at(g, P, w.qkvw), N, C, 3 * C);
-        gk_layernorm_backward(dres, at(g, G, w.ln1w), at(g, G, w.ln1b), CBF(dc), CBF(res_in),
+        matmul_backward(g, dln, CUDA_R_32F, at(g, G, w.qkvw), at(g, G, w.qkvb), dqkv,
+                        A<bf16>(g, A_LN1, l), at(g, P, w.qkvw), N, C, 3 * C);
+        gk_layernorm_backward(dres, at(g, G, w.ln1w), at(g, G, w.ln1b), dln, CBF(res_in),
                               CBF(at(g, P, w.ln1w)), A<float>(g, A_LN1_MEAN, l),
                               A<float>(g, A_LN1_RSTD, l), N, C, s);
     }

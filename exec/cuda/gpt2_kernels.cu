@@ -173,18 +173,19 @@ __global__ void layernorm_forward_kernel(bf16 *out, float *mean, float *rstd, co
     }
 }
 
-__global__ void layernorm_backward_kernel(float *dinp, float *dw, float *db, const bf16 *dout,
+__global__ void layernorm_backward_kernel(float *dinp, float *dw, float *db, const float *dout,
                                           const bf16 *inp, const bf16 *w, const float *mean,
                                           const float *rstd, int N, int C)
 {
     int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
     if (row >= N)
         return;
-    const bf16 *d = dout + (size_t)row * C, *x = inp + (size_t)row * C;
+    const float *d = dout + (size_t)row * C;
+    const bf16 *x = inp + (size_t)row * C;
     float m = mean[row], s = rstd[row];
     float a = 0, b = 0;
     for (int i = lane; i < C; i += 32) {
-        float norm = (ld(x + i) - m) * s, dnorm = ld(w + i) * ld(d + i);
+        float norm = (ld(x + i) - m) * s, dnorm = ld(w + i) * d[i];
         a += dnorm;
         b += dnorm * norm;
     }
@@ -192,7 +193,7 @@ __global__ void layernorm_backward_kernel(float *dinp, float *dw, float *db, con
     b = warp_sum(b) / C;
     float *dx = dinp + (size_t)row * C;
     for (int i = lane; i < C; i += 32) {
-        float norm = (ld(x + i) - m) * s, g = ld(d + i), dnorm = ld(w + i) * g;
+        float norm = (ld(x + i) - m) * s, g = d[i], dnorm = ld(w + i) * g;
         atomicAdd(db + i, g);
         atomicAdd(dw + i, norm * g);
         dx[i] += (dnorm - a - norm * b) * s;
@@ -210,12 +211,12 @@ extern "C" void gk_layernorm_forward(bf16_t *out, float *mean, float *rstd, cons
 }
 
 extern "C" void gk_layernorm_backward(float *dinp, float *dweight, float *dbias,
-                                      const bf16_t *dout, const bf16_t *inp,
+                                      const float *dout, const bf16_t *inp,
                                       const bf16_t *weight, const float *mean,
                                       const float *rstd, int N, int C, cudaStream_t_c s)
 {
     layernorm_backward_kernel<<<(N + 7) / 8, 256, 0, S(s)>>>(
-        dinp, dweight, dbias, (const bf16 *)dout, (const bf16 *)inp, (const bf16 *)weight,
+        dinp, dweight, dbias, dout, (const bf16 *)inp, (const bf16 *)weight,
         mean, rstd, N, C);
     LAUNCHED(layernorm_backward_kernel);
 }

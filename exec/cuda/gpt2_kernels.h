@@ -31,8 +31,8 @@ void gk_encoder_backward(float *dwte, float *dwpe, const float *dout, const int 
 void gk_layernorm_forward(bf16_t *out, float *mean, float *rstd, const bf16_t *inp,
                           const bf16_t *weight, const bf16_t *bias, int N, int C,
                           cudaStream_t_c s);
-/* dinp += (fp32), dweight += and dbias += (fp32); dout bf16 */
-void gk_layernorm_backward(float *dinp, float *dweight, float *dbias, const bf16_t *dout,
+/* dinp += (fp32), dweight += and dbias += (fp32); dout fp32 */
+void gk_layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout,
                            const bf16_t *inp, const bf16_t *weight, const float *mean,
                            const float *rstd, int N, int C, cudaStream_t_c s);
 void gk_add_bias(bf16_t *out, const bf16_t *bias, int N, int OC, cudaStream_t_c s);
