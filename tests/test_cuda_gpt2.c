@@ -249,16 +249,12 @@ static void compare_backends(const ModelConfig *c, int B, int T, double *loss_er
     Gpt2Layout l;
     gpt2_layout_init(&l, c);
     size_t P = l.total;
+    /* GPT-2's initialisation, perturbed so LN gains and biases are not all alike, on the bf16
+     * grid so both backends start from the same numbers */
     float *p = malloc(P * 4);
-    for (int i = 0; i < l.n; i++) {
-        const ParamTensor *t = &l.t[i];
-        bool ln = strstr(t->name, "ln_") != NULL, bias = strstr(t->name, ".bias") != NULL;
-        for (size_t k = 0; k < t->numel; k++) {
-            float f = ln && !bias ? 1.0f + (float)gsl_ran_gaussian(rng, 0.1)
-                                  : (float)gsl_ran_gaussian(rng, bias ? 0.02 : 0.05);
-            p[t->offset + k] = adam_bf16_to_f32(adam_f32_to_bf16(f)); /* on the bf16 grid */
-        }
-    }
+    trainer_init_params(c, &l, p, 99);
+    for (size_t k = 0; k < P; k++)
+        p[k] = adam_bf16_to_f32(adam_f32_to_bf16(p[k] + (float)gsl_ran_gaussian(rng, 0.01)));
     int N = B * T, *inp = malloc(N * sizeof(int)), *tgt = malloc(N * sizeof(int));
     for (int i = 0; i < N; i++)
         inp[i] = (int)gsl_rng_uniform_int(rng, (unsigned long)c->vocab),

@@ -33,9 +33,7 @@ float trainer_lr(const TrainOptions *o, int64_t step)
     return (float)(min_lr + 0.5 * (o->lr - min_lr) * (1 + cos(M_PI * progress)));
 }
 
-/* GPT-2's initialisation: N(0, 0.02) weights, residual projections scaled by 1/sqrt(2L), zero
- * biases, unit LayerNorm gains. */
-static void init_params(const ModelConfig *c, const Gpt2Layout *l, float *p, uint64_t seed)
+void trainer_init_params(const ModelConfig *c, const Gpt2Layout *l, float *p, uint64_t seed)
 {
     gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
     gsl_rng_set(r, (unsigned long)seed);
@@ -134,7 +132,7 @@ int trainer_run(const TrainOptions *o, TrainResult *r, Err *e)
     else if (!rc && o->init_from)
         rc = ckpt_load_model(o->init_from, c, &l, params, e);
     else if (!rc)
-        init_params(c, &l, params, o->seed);
+        trainer_init_params(c, &l, params, o->seed);
     if (!rc && st.step >= o->steps)
         rc = err_set(e, -EINVAL, "%s is at step %lld already; ask for more --steps", o->resume_dir,
                      (long long)st.step);

@@ -49,6 +49,12 @@ typedef struct TrainResult {
     int n_losses;
 } TrainResult;
 
+/* GPT-2's initialisation of params (layout l): N(0, 0.02) weights, residual projections scaled
+ * by 1/sqrt(2L), zero biases, unit LayerNorm gains; seeded. */
+struct Gpt2Layout;
+void trainer_init_params(const ModelConfig *c, const struct Gpt2Layout *l, float *params,
+                         uint64_t seed);
+
 /* The learning rate at step (1-based). */
 float trainer_lr(const TrainOptions *o, int64_t step);
 
