@@ -5,6 +5,7 @@
 # $OUT; a short table is printed last.
 #   device run: bash tools/device_check.sh        (carry: [".deps"])
 #   GPU checks only: MODE=gpu bash tools/device_check.sh
+#   CUDA speed against PyTorch: MODE=bench-gpu bash tools/device_check.sh
 #   here, to fetch the packages once: tools/device_check.sh --fetch-deps
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -62,6 +63,18 @@ if [ "${MODE:-all}" = gpu ]; then
     grep -E "ERROR SUMMARY|Checks" "$OUT/sanitizer.log"
     echo "compute-sanitizer rc=$san_rc"
     exit $(( test_rc || san_rc ))
+fi
+
+if [ "${MODE:-all}" = bench-gpu ]; then
+    # The CUDA backend's speed against PyTorch on the same GPU, same models and batch.
+    step "bench_cuda"
+    ./build-dev/bench/bench_cuda --steps 5 --batch "${BATCH:-8}" 2>&1 | tee "$OUT/bench_cuda.txt"
+    step "pytorch"
+    PY=$(command -v python3)
+    [ -x /opt/torch/.venv/bin/python ] && PY=/opt/torch/.venv/bin/python
+    timeout 420 "$PY" bench/torch_gpt2.py --steps 5 --batch "${BATCH:-8}" 2>&1 |
+        grep -v Warning | tee "$OUT/bench_torch.txt"
+    exit 0
 fi
 
 step "tests"

@@ -639,3 +639,55 @@ extern "C" double gk_sum_sq(const float *x, size_t n, cudaStream_t_c s)
     gk_free(d);
     return h;
 }
+
+/* ---- benchmark helper ---------------------------------------------------------------------- */
+
+__global__ void fill_random_kernel(bf16 *x, size_t n, unsigned seed)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        unsigned h = (unsigned)i * 2654435761u ^ seed;
+        h ^= h >> 13;
+        h *= 0x5bd1e995u;
+        x[i] = __float2bfloat16_rn(((h >> 8) & 0xffff) / 65536.0f - 0.5f);
+    }
+}
+
+static int cmp_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+extern "C" double gk_gemm_tflops(int N, int C, int OC, int reps)
+{
+    bf16 *a = (bf16 *)gk_alloc((size_t)N * C * 2), *w = (bf16 *)gk_alloc((size_t)OC * C * 2);
+    bf16 *o = (bf16 *)gk_alloc((size_t)N * OC * 2);
+    fill_random_kernel<<<1024, 256>>>(a, (size_t)N * C, 1);
+    fill_random_kernel<<<1024, 256>>>(w, (size_t)OC * C, 2);
+    LAUNCHED(fill_random_kernel);
+    cublasHandle_t h;
+    CUBLAS_CHECK(cublasCreate(&h));
+    cudaEvent_t e0, e1;
+    CUDA_CHECK(cudaEventCreate(&e0));
+    CUDA_CHECK(cudaEventCreate(&e1));
+    float alpha = 1, beta = 0, *ms = (float *)malloc((size_t)reps * sizeof(float));
+    for (int r = -3; r < reps; r++) {
+        CUDA_CHECK(cudaEventRecord(e0));
+        CUBLAS_CHECK(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C, &alpha, w, CUDA_R_16BF,
+                                  C, a, CUDA_R_16BF, C, &beta, o, CUDA_R_16BF, OC,
+                                  CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+        CUDA_CHECK(cudaEventRecord(e1));
+        CUDA_CHECK(cudaEventSynchronize(e1));
+        if (r >= 0)
+            CUDA_CHECK(cudaEventElapsedTime(&ms[r], e0, e1));
+    }
+    qsort(ms, (size_t)reps, sizeof *ms, cmp_float);
+    double t = ms[reps / 2] * 1e-3;
+    free(ms);
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    cublasDestroy(h);
+    gk_free(a), gk_free(w), gk_free(o);
+    return 2.0 * N * C * (double)OC / t / 1e12;
+}

@@ -63,4 +63,9 @@ void gk_adamw(float *master, float *m, float *v, const float *grad, bf16_t *out,
 /* Sum of squares of x[0..n) in double. */
 double gk_sum_sq(const float *x, size_t n, cudaStream_t_c s);
 
+/* For benchmarks: TFLOP/s of the bf16 GEMM out (N, OC) = inp (N, C) @ w (OC, C)^T as the
+ * backend calls it (cublasGemmEx, fp32 compute, default algorithm), median of reps timed with
+ * CUDA events on random data. */
+double gk_gemm_tflops(int N, int C, int OC, int reps);
+
 #endif
