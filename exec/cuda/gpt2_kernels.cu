@@ -173,31 +173,54 @@ __global__ void layernorm_forward_kernel(bf16 *out, float *mean, float *rstd, co
     }
 }
 
+/* One warp per row; a block's rows accumulate their weight and bias gradients in shared
+ * memory first (when C fits), so the global atomics drop by the rows per block. */
+enum { LN_ROWS_PER_BLOCK = 64, LN_SMEM_C = 4096 };
+
 __global__ void layernorm_backward_kernel(float *dinp, float *dw, float *db, const float *dout,
                                           const bf16 *inp, const bf16 *w, const float *mean,
                                           const float *rstd, int N, int C)
 {
-    int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
-    if (row >= N)
-        return;
-    const float *d = dout + (size_t)row * C;
-    const bf16 *x = inp + (size_t)row * C;
-    float m = mean[row], s = rstd[row];
-    float a = 0, b = 0;
-    for (int i = lane; i < C; i += 32) {
-        float norm = (ld(x + i) - m) * s, dnorm = ld(w + i) * d[i];
-        a += dnorm;
-        b += dnorm * norm;
+    extern __shared__ float acc[]; /* dw[C], db[C] when C <= LN_SMEM_C */
+    bool local = C <= LN_SMEM_C;
+    if (local)
+        for (int i = threadIdx.x; i < 2 * C; i += blockDim.x)
+            acc[i] = 0;
+    __syncthreads();
+    int warps = blockDim.x / 32, lane = threadIdx.x % 32;
+    int first = blockIdx.x * LN_ROWS_PER_BLOCK;
+    for (int row = first + threadIdx.x / 32; row < min(N, first + LN_ROWS_PER_BLOCK);
+         row += warps) {
+        const float *d = dout + (size_t)row * C;
+        const bf16 *x = inp + (size_t)row * C;
+        float m = mean[row], s = rstd[row];
+        float a = 0, b = 0;
+        for (int i = lane; i < C; i += 32) {
+            float norm = (ld(x + i) - m) * s, dnorm = ld(w + i) * d[i];
+            a += dnorm;
+            b += dnorm * norm;
+        }
+        a = warp_sum(a) / C;
+        b = warp_sum(b) / C;
+        float *dx = dinp + (size_t)row * C;
+        for (int i = lane; i < C; i += 32) {
+            float norm = (ld(x + i) - m) * s, g = d[i], dnorm = ld(w + i) * g;
+            if (local) {
+                atomicAdd(&acc[C + i], g);
+                atomicAdd(&acc[i], norm * g);
+            } else {
+                atomicAdd(db + i, g);
+                atomicAdd(dw + i, norm * g);
+            }
+            dx[i] += (dnorm - a - norm * b) * s;
+        }
     }
-    a = warp_sum(a) / C;
-    b = warp_sum(b) / C;
-    float *dx = dinp + (size_t)row * C;
-    for (int i = lane; i < C; i += 32) {
-        float norm = (ld(x + i) - m) * s, g = d[i], dnorm = ld(w + i) * g;
-        atomicAdd(db + i, g);
-        atomicAdd(dw + i, norm * g);
-        dx[i] += (dnorm - a - norm * b) * s;
-    }
+    __syncthreads();
+    if (local)
+        for (int i = threadIdx.x; i < C; i += blockDim.x) {
+            atomicAdd(dw + i, acc[i]);
+            atomicAdd(db + i, acc[C + i]);
+        }
 }
 
 extern "C" void gk_layernorm_forward(bf16_t *out, float *mean, float *rstd, const bf16_t *inp,
@@ -215,9 +238,13 @@ extern "C" void gk_layernorm_backward(float *dinp, float *dweight, float *dbias,
                                       const bf16_t *weight, const float *mean,
                                       const float *rstd, int N, int C, cudaStream_t_c s)
 {
-    layernorm_backward_kernel<<<(N + 7) / 8, 256, 0, S(s)>>>(
-        dinp, dweight, dbias, dout, (const bf16 *)inp, (const bf16 *)weight,
-        mean, rstd, N, C);
+    size_t smem = C <= LN_SMEM_C ? 2 * (size_t)C * sizeof(float) : 0;
+    if (smem > 48 * 1024)
+        CUDA_CHECK(cudaFuncSetAttribute(layernorm_backward_kernel,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    layernorm_backward_kernel<<<(N + LN_ROWS_PER_BLOCK - 1) / LN_ROWS_PER_BLOCK, 256, smem,
+                                S(s)>>>(dinp, dweight, dbias, dout, (const bf16 *)inp,
+                                        (const bf16 *)weight, mean, rstd, N, C);
     LAUNCHED(layernorm_backward_kernel);
 }
 
@@ -230,16 +257,25 @@ __global__ void add_bias_kernel(bf16 *out, const bf16 *bias, size_t n, int OC)
         out[i] = __float2bfloat16_rn(ld(out + i) + ld(bias + i % OC));
 }
 
-/* One thread per column; rows in order, so the sum is deterministic. */
+/* Column sums: a block takes 32 columns (one per lane) and 256 rows (32 per warp), reduces
+ * across its warps in shared memory and adds one partial per column. */
 __global__ void bias_backward_kernel(float *dbias, const bf16 *dout, int N, int OC)
 {
-    int oc = blockIdx.x * blockDim.x + threadIdx.x;
-    if (oc >= OC)
-        return;
+    __shared__ float part[8][32];
+    int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    int oc = blockIdx.x * 32 + lane, row0 = blockIdx.y * 256 + warp * 32;
     float s = 0;
-    for (int n = 0; n < N; n++)
-        s += ld(dout + (size_t)n * OC + oc);
-    dbias[oc] += s;
+    if (oc < OC)
+        for (int r = row0; r < min(N, row0 + 32); r++)
+            s += ld(dout + (size_t)r * OC + oc);
+    part[warp][lane] = s;
+    __syncthreads();
+    if (warp == 0 && oc < OC) {
+        float t = 0;
+        for (int k = 0; k < 8; k++)
+            t += part[k][lane];
+        atomicAdd(dbias + oc, t);
+    }
 }
 
 #define GELU_SCALE 0.7978845608028654f
@@ -282,7 +318,8 @@ extern "C" void gk_add_bias(bf16_t *out, const bf16_t *bias, int N, int OC, cuda
 extern "C" void gk_bias_backward(float *dbias, const bf16_t *dout, int N, int OC,
                                  cudaStream_t_c s)
 {
-    bias_backward_kernel<<<(OC + 127) / 128, 128, 0, S(s)>>>(dbias, (const bf16 *)dout, N, OC);
+    dim3 grid((OC + 31) / 32, (N + 255) / 256);
+    bias_backward_kernel<<<grid, 256, 0, S(s)>>>(dbias, (const bf16 *)dout, N, OC);
     LAUNCHED(bias_backward_kernel);
 }
 
