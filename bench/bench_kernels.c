@@ -1,0 +1,60 @@
+/* bench_kernels: time of each CUDA kernel of the GPT-2 step at one layer's shapes (GPT-2 124M,
+ * batch 8, seq 1024 by default), to see where a step goes. Host clock around synchronised
+ * launches, median of 5. Usage: bench_kernels [--batch B] [--seq T] [--model NAME] */
+#include <stdlib.h>
+
+#include "bench_util.h"
+#include "gpt2_kernels.h"
+#include "model.h"
+
+#define TIME(label, call)                                                                     \
+    do {                                                                                      \
+        double t_[5];                                                                         \
+        for (int r_ = -1; r_ < 5; r_++) {                                                     \
+            gk_sync();                                                                        \
+            double t0_ = bench_now();                                                         \
+            call;                                                                             \
+            gk_sync();                                                                        \
+            if (r_ >= 0)                                                                      \
+                t_[r_] = bench_now() - t0_;                                                   \
+        }                                                                                     \
+        printf("  %-28s %9.3f ms\n", label, 1e3 * bench_median(t_, 5));                       \
+    } while (0)
+
+int main(int argc, char **argv)
+{
+    int B = atoi(bench_arg(argc, argv, "--batch", "8")), T = atoi(bench_arg(argc, argv, "--seq",
+                                                                             "1024"));
+    const ModelConfig *c = model_preset_find(bench_arg(argc, argv, "--model", "gpt2-124m"));
+    int C = c->d_model, NH = c->n_head, F = c->d_ff, V = c->vocab, N = B * T;
+    bf16_t *x = gk_alloc((size_t)N * F * 2), *y = gk_alloc((size_t)N * F * 2);
+    bf16_t *qkv = gk_alloc((size_t)N * 3 * C * 2), *att = gk_alloc((size_t)N * C * 2);
+    bf16_t *dqkv = gk_alloc((size_t)N * 3 * C * 2), *w = gk_alloc((size_t)F * 2);
+    bf16_t *logits = gk_alloc((size_t)N * V * 2);
+    float *f32 = gk_alloc((size_t)N * F * 4), *st = gk_alloc((size_t)N * 4 * 4);
+    float *lse = gk_alloc((size_t)B * NH * T * 4), *delta = gk_alloc((size_t)B * NH * T * 4);
+    float *dw = gk_alloc((size_t)F * 4 * 2), *losses = gk_alloc((size_t)N * 4);
+    int *tok = gk_alloc((size_t)N * 4);
+    gk_memset(x, 0, (size_t)N * F * 2), gk_memset(y, 0, (size_t)N * F * 2);
+    gk_memset(qkv, 0, (size_t)N * 3 * C * 2), gk_memset(att, 0, (size_t)N * C * 2);
+    gk_memset(w, 0, (size_t)F * 2), gk_memset(logits, 0, (size_t)N * V * 2);
+    gk_memset(f32, 0, (size_t)N * F * 4), gk_memset(st, 0, (size_t)N * 16);
+    gk_memset(tok, 0, (size_t)N * 4);
+    printf("%s, one layer at B %d T %d (N %d, C %d, F %d, V %d):\n", c->name, B, T, N, C, F, V);
+    TIME("attention forward", gk_attention_forward(att, lse, qkv, B, T, C, NH, NULL));
+    TIME("attention backward", gk_attention_backward(dqkv, delta, att, att, qkv, lse, B, T, C,
+                                                     NH, NULL));
+    TIME("layernorm forward", gk_layernorm_forward(att, st, st + N, x, w, w, N, C, NULL));
+    TIME("layernorm backward", gk_layernorm_backward(f32, dw, dw + F, f32, x, w, st, st + N, N,
+                                                     C, NULL));
+    TIME("gelu forward (N x F)", gk_gelu_forward(y, x, (size_t)N * F, NULL));
+    TIME("gelu backward (N x F)", gk_gelu_backward(y, x, y, (size_t)N * F, NULL));
+    TIME("bias backward (N x F)", gk_bias_backward(dw, x, N, F, NULL));
+    TIME("add bias (N x F)", gk_add_bias(y, w, N, F, NULL));
+    TIME("residual (N x C)", gk_residual_forward(att, att, att, (size_t)N * C, NULL));
+    TIME("f32 -> bf16 (N x C)", gk_f32_to_bf16(att, f32, (size_t)N * C, NULL));
+    TIME("softmax + cross-entropy (once)", gk_softmax_crossentropy(losses, logits, tok, N, V, 1,
+                                                                  NULL));
+    TIME("encoder backward (once)", gk_encoder_backward(f32, f32, f32, tok, B, T, C, NULL));
+    return 0;
+}
