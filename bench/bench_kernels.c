@@ -41,9 +41,10 @@ int main(int argc, char **argv)
     gk_memset(f32, 0, (size_t)N * F * 4), gk_memset(st, 0, (size_t)N * 16);
     gk_memset(tok, 0, (size_t)N * 4);
     printf("%s, one layer at B %d T %d (N %d, C %d, F %d, V %d):\n", c->name, B, T, N, C, F, V);
-    TIME("attention forward", gk_attention_forward(att, lse, qkv, B, T, C, NH, NULL));
+    void *ws = gk_alloc(gk_attention_workspace_bytes(B, T, C, NH)), *blas = gk_blas_create();
+    TIME("attention forward", gk_attention_forward(att, lse, qkv, B, T, C, NH, ws, blas, NULL));
     TIME("attention backward", gk_attention_backward(dqkv, delta, att, att, qkv, lse, B, T, C,
-                                                     NH, NULL));
+                                                     NH, ws, blas, NULL));
     TIME("layernorm forward", gk_layernorm_forward(att, st, st + N, x, w, w, N, C, NULL));
     TIME("layernorm backward", gk_layernorm_backward(f32, dw, dw + F, f32, x, w, st, st + N, N,
                                                      C, NULL));

@@ -120,10 +120,13 @@ static void attention_case(int B, int T, int C, int NH)
     void *gq = dev_copy(qb, nq * 2), *gd = dev_copy(db, no * 2);
     bf16_t *gout = gk_alloc(no * 2), *gdq = gk_alloc(nq * 2);
     float *lse = gk_alloc((size_t)B * NH * T * 4), *delta = gk_alloc((size_t)B * NH * T * 4);
-    gk_attention_forward(gout, lse, gq, B, T, C, NH, NULL);
+    void *ws = gk_alloc(gk_attention_workspace_bytes(B, T, C, NH)), *blas = gk_blas_create();
+    gk_attention_forward(gout, lse, gq, B, T, C, NH, ws, blas, NULL);
     gk_memset(gdq, 0xff, nq * 2); /* poison: every element must be written */
-    gk_attention_backward(gdq, delta, gd, gout, gq, lse, B, T, C, NH, NULL);
+    gk_attention_backward(gdq, delta, gd, gout, gq, lse, B, T, C, NH, ws, blas, NULL);
     gk_sync();
+    gk_blas_destroy(blas);
+    gk_free(ws);
     char what[64];
     snprintf(what, sizeof what, "attention out (T %d, hs %d)", T, C / NH);
     CHECK_REL(what, download_bf(gout, no), out, no, 1e-2);
@@ -140,6 +143,7 @@ START_TEST(attention_kernels)
     attention_case(2, 37, 192, 3); /* head size 64 */
     attention_case(1, 70, 64, 2);  /* 32 */
     attention_case(2, 33, 256, 2); /* 128 */
+    attention_case(1, 300, 64, 1); /* two query chunks (256 + 44) */
 }
 END_TEST
 

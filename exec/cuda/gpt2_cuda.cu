@@ -46,6 +46,7 @@ struct Gpt2Cuda {
     void *act_mem;
     char *act[A_COUNT];
     size_t count[A_COUNT];         /* elements, all layers */
+    void *att_ws;                  /* attention workspace (gpt2_kernels.h) */
     int *inputs, *targets;         /* (B,T) on the device */
     float *losses_host;
 };
@@ -82,7 +83,7 @@ static void cuda_destroy(Backend *b)
     if (!g)
         return;
     gk_free(g->master), gk_free(g->grads), gk_free(g->m), gk_free(g->v), gk_free(g->params);
-    gk_free(g->act_mem), gk_free(g->inputs), gk_free(g->targets);
+    gk_free(g->act_mem), gk_free(g->inputs), gk_free(g->targets), gk_free(g->att_ws);
     if (g->blas)
         cublasDestroy(g->blas);
     if (g->compute)
@@ -131,7 +132,8 @@ static int cuda_create(Backend **out, const ModelConfig *c, int B, int T, WorkPo
         total += (g->count[a] * elem(a) + 255) / 256 * 256;
     size_t free_b = 0, total_b = 0;
     cudaMemGetInfo(&free_b, &total_b);
-    size_t need = total + P * (4 * 4 + 2);
+    size_t ws = gk_attention_workspace_bytes(B, T, c->d_model, c->n_head);
+    size_t need = total + ws + P * (4 * 4 + 2);
     if (need > free_b) {
         free(g);
         return err_set(e, -ENOMEM, "%s at batch %d x %d needs %.1f GiB on the GPU, %.1f GiB "
@@ -144,6 +146,7 @@ static int cuda_create(Backend **out, const ModelConfig *c, int B, int T, WorkPo
     g->v = (float *)gk_alloc(P * 4);
     g->params = (bf16 *)gk_alloc(P * 2);
     g->act_mem = gk_alloc(total);
+    g->att_ws = gk_alloc(ws);
     char *p = (char *)g->act_mem;
     for (int a = 0; a < A_COUNT; a++) {
         g->act[a] = p;
@@ -268,7 +271,8 @@ static void forward(Gpt2Cuda *g, bool backward)
                              CBF(residual), CBF(at(g, P, w.ln1w)), CBF(at(g, P, w.ln1b)), N, C,
                              s);
         matmul_forward(g, qkv, ln1, at(g, P, w.qkvw), at(g, P, w.qkvb), N, C, 3 * C);
-        gk_attention_forward(BF(atty), A<float>(g, A_LSE, l), CBF(qkv), B, T, C, NH, s);
+        gk_attention_forward(BF(atty), A<float>(g, A_LSE, l), CBF(qkv), B, T, C, NH, g->att_ws,
+                             g->blas, s);
         matmul_forward(g, attproj, atty, at(g, P, w.projw), at(g, P, w.projb), N, C, C);
         gk_residual_forward(BF(res2), CBF(residual), CBF(attproj), (size_t)N * C, s);
         gk_layernorm_forward(BF(ln2), A<float>(g, A_LN2_MEAN, l), A<float>(g, A_LN2_RSTD, l),
@@ -332,7 +336,8 @@ static void backward(Gpt2Cuda *g)
         matmul_backward(g, dc, CUDA_R_16BF, at(g, G, w.projw), at(g, G, w.projb), dres_bf,
                         A<bf16>(g, A_ATTY, l), at(g, P, w.projw), N, C, C);
         gk_attention_backward(BF(dqkv), A<float>(g, G_DELTA), CBF(dc), CBF(A<bf16>(g, A_ATTY, l)),
-                              CBF(A<bf16>(g, A_QKV, l)), A<float>(g, A_LSE, l), B, T, C, NH, s);
+                              CBF(A<bf16>(g, A_QKV, l)), A<float>(g, A_LSE, l), B, T, C, NH,
+                              g->att_ws, g->blas, s);
         matmul_backward(g, dln, CUDA_R_32F, at(g, G, w.qkvw), at(g, G, w.qkvb), dqkv,
                         A<bf16>(g, A_LN1, l), at(g, P, w.qkvw), N, C, 3 * C);
         gk_layernorm_backward(dres, at(g, G, w.ln1w), at(g, G, w.ln1b), dln, CBF(res_in),

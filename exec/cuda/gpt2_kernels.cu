@@ -1,6 +1,6 @@
 /* gpt2_kernels: CUDA kernels of the GPT-2 training step; see gpt2_kernels.h. Written for
- * clarity and exactness first: warp-per-row reductions, fp32 accumulation, a flash-style causal
- * attention with one warp per query (forward, dQ) or key (dK, dV) row and shared-memory tiles. */
+ * clarity and exactness first: warp-per-row reductions, fp32 accumulation; attention by query
+ * chunks, its products on cuBLAS (tensor cores). */
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <math.h>
@@ -71,6 +71,19 @@ extern "C" void gk_download(void *dst, const void *src, size_t bytes)
 extern "C" void gk_memset(void *dst, int value, size_t bytes)
 {
     CUDA_CHECK(cudaMemset(dst, value, bytes));
+}
+
+extern "C" void *gk_blas_create(void)
+{
+    cublasHandle_t h;
+    CUBLAS_CHECK(cublasCreate(&h));
+    return h;
+}
+
+extern "C" void gk_blas_destroy(void *blas)
+{
+    if (blas)
+        cublasDestroy((cublasHandle_t)blas);
 }
 
 extern "C" void gk_sync(void)
@@ -346,73 +359,96 @@ extern "C" void gk_residual_forward(bf16_t *out, const bf16_t *a, const bf16_t *
 }
 
 /* ---- attention ----------------------------------------------------------------------------
- * A block is 8 warps, one row each (queries, or keys for dK/dV), of one (batch, head); tiles of
- * 32 rows of the other side are staged in shared memory as fp32. A lane holds elements lane,
- * lane + 32, ... of a head vector (head size up to 128). */
+ * Tiled by query chunks of ATT_QC rows: for each chunk the scores against the keys it may see
+ * (causal: keys 0 .. q0 + qn - 1) are one tensor-core GEMM per batch row (batched over heads),
+ * then a row softmax, then P @ V, so memory is O(ATT_QC x T) per head: linear in T, never T x T.
+ * Backward recomputes P from the saved log-sum-exp chunk by chunk; dK and dV accumulate in fp32
+ * across chunks and are rounded to bf16 once at the end. */
 
-enum { ATT_WARPS = 8, ATT_TILE = 32, HS_MAX = 128, PER_LANE = HS_MAX / 32 };
+enum { ATT_QC = 256 };
 
-__device__ __forceinline__ float lane_dot(const float *a, const float *row, int hs, int lane)
+typedef struct AttWs {
+    float *S;      /* [B][NH][qn][kn] scores, then dP */
+    bf16 *P;       /* [B][NH][qn][kn] probabilities, then dS */
+    float *dkv;    /* [B][T][2C] fp32 dK | dV accumulators */
+} AttWs;
+
+extern "C" size_t gk_attention_workspace_bytes(int B, int T, int C, int NH)
 {
-    float s = 0;
-#pragma unroll
-    for (int k = 0; k < PER_LANE; k++) {
-        int i = lane + 32 * k;
-        if (i < hs)
-            s += a[k] * row[i];
-    }
-    return warp_sum(s);
+    size_t chunk = (size_t)B * NH * ATT_QC * T;
+    return chunk * 4 + chunk * 2 + (size_t)B * T * 2 * C * 4 + 3 * 256;
 }
 
-__global__ void attention_forward_kernel(bf16 *out, float *lse, const bf16 *qkv, int B, int T,
-                                         int C, int NH)
+static AttWs carve_ws(void *ws, int B, int T, int C, int NH)
 {
-    __shared__ float Ks[ATT_TILE][HS_MAX], Vs[ATT_TILE][HS_MAX];
-    int bh = blockIdx.y, b = bh / NH, h = bh % NH, hs = C / NH;
-    int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    int t = blockIdx.x * ATT_WARPS + warp;
-    int t_last = min(T - 1, (int)blockIdx.x * ATT_WARPS + ATT_WARPS - 1);
-    float scale = rsqrtf((float)hs);
-    const bf16 *base = qkv + (size_t)b * T * 3 * C;
-    float q[PER_LANE], acc[PER_LANE];
-#pragma unroll
-    for (int k = 0; k < PER_LANE; k++) {
-        int i = lane + 32 * k;
-        q[k] = t < T && i < hs ? ld(base + (size_t)t * 3 * C + h * hs + i) * scale : 0.0f;
-        acc[k] = 0;
-    }
-    float m = -INFINITY, l = 0;
-    for (int ts = 0; ts <= t_last; ts += ATT_TILE) {
-        for (int e = threadIdx.x; e < ATT_TILE * hs; e += blockDim.x) {
-            int j = e / hs, i = e % hs, t2 = ts + j;
-            Ks[j][i] = t2 < T ? ld(base + (size_t)t2 * 3 * C + C + h * hs + i) : 0.0f;
-            Vs[j][i] = t2 < T ? ld(base + (size_t)t2 * 3 * C + 2 * C + h * hs + i) : 0.0f;
-        }
-        __syncthreads();
-        if (t < T)
-            for (int j = 0; j < ATT_TILE && ts + j <= t; j++) {
-                float s = lane_dot(q, Ks[j], hs, lane);
-                float m_new = fmaxf(m, s), corr = __expf(m - m_new), p = __expf(s - m_new);
-                l = l * corr + p;
-#pragma unroll
-                for (int k = 0; k < PER_LANE; k++) {
-                    int i = lane + 32 * k;
-                    acc[k] = acc[k] * corr + (i < hs ? p * Vs[j][i] : 0.0f);
-                }
-                m = m_new;
-            }
-        __syncthreads();
-    }
-    if (t >= T)
+    size_t chunk = (size_t)B * NH * ATT_QC * T;
+    char *p = (char *)ws;
+    AttWs w;
+    w.S = (float *)p;
+    p += (chunk * 4 + 255) / 256 * 256;
+    w.P = (bf16 *)p;
+    p += (chunk * 2 + 255) / 256 * 256;
+    w.dkv = (float *)p;
+    (void)C;
+    return w;
+}
+
+/* One strided-batched GEMM per batch row, over the heads: C[h] = alpha op(A[h]) op(B[h]) + beta
+ * C[h], bf16 inputs, fp32 compute, output of ctype. */
+static void heads_gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
+                       int k, float alpha, const bf16 *a, int lda, long long sa, const bf16 *b,
+                       int ldb, long long sb, float beta, void *c, cudaDataType ctype, int ldc,
+                       long long sc, int NH)
+{
+    CUBLAS_CHECK(cublasGemmStridedBatchedEx(h, ta, tb, m, n, k, &alpha, a, CUDA_R_16BF, lda, sa,
+                                            b, CUDA_R_16BF, ldb, sb, &beta, c, ctype, ldc, sc,
+                                            NH, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
+/* Row softmax of a chunk's scores with the causal mask; writes P (bf16) and, in forward, the
+ * log-sum-exp; in backward (lse given) recomputes P = exp(S - lse). One warp per row. */
+__global__ void chunk_softmax_kernel(bf16 *P, const float *S, float *lse, int B, int NH, int T,
+                                     int q0, int qn, int kn, int backward)
+{
+    int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (row >= B * NH * qn)
         return;
-#pragma unroll
-    for (int k = 0; k < PER_LANE; k++) {
-        int i = lane + 32 * k;
-        if (i < hs)
-            out[((size_t)b * T + t) * C + h * hs + i] = __float2bfloat16_rn(acc[k] / l);
+    int i = row % qn, bh = row / qn, t = q0 + i;
+    const float *s = S + (size_t)row * kn;
+    bf16 *p = P + (size_t)row * kn;
+    float *l = lse + (size_t)bh * T + t;
+    float L;
+    if (backward) {
+        L = *l;
+    } else {
+        float mx = -INFINITY;
+        for (int j = lane; j <= t; j += 32)
+            mx = fmaxf(mx, s[j]);
+        mx = warp_max(mx);
+        float sum = 0;
+        for (int j = lane; j <= t; j += 32)
+            sum += __expf(s[j] - mx);
+        sum = warp_sum(sum);
+        L = mx + logf(sum);
+        if (lane == 0)
+            *l = L;
     }
-    if (lane == 0)
-        lse[((size_t)b * NH + h) * T + t] = m + logf(l);
+    for (int j = lane; j < kn; j += 32)
+        p[j] = __float2bfloat16_rn(j <= t ? __expf(s[j] - L) : 0.0f);
+}
+
+/* dS = P * (dP - delta) for the chunk (zero above the diagonal), in place over P. */
+__global__ void chunk_dscores_kernel(bf16 *P, const float *dP, const float *delta, int B, int NH,
+                                     int T, int q0, int qn, int kn)
+{
+    size_t n = (size_t)B * NH * qn * kn;
+    for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < n;
+         e += (size_t)gridDim.x * blockDim.x) {
+        size_t row = e / kn;
+        int j = (int)(e % kn), i = (int)(row % qn), bh = (int)(row / qn), t = q0 + i;
+        float p = ld(P + e);
+        P[e] = __float2bfloat16_rn(j <= t ? p * (dP[e] - delta[(size_t)bh * T + t]) : 0.0f);
+    }
 }
 
 /* delta = rowsum(dout * out), per (b, h, t): one warp per row. */
@@ -432,142 +468,111 @@ __global__ void attention_delta_kernel(float *delta, const bf16 *dout, const bf1
         delta[row] = s;
 }
 
-__global__ void attention_dq_kernel(bf16 *dqkv, const bf16 *dout, const bf16 *qkv,
-                                    const float *lse, const float *delta, int B, int T, int C,
-                                    int NH)
+/* dqkv's K and V parts from the fp32 accumulators [B][T][2C]. */
+__global__ void store_dkv_kernel(bf16 *dqkv, const float *dkv, int B, int T, int C)
 {
-    __shared__ float Ks[ATT_TILE][HS_MAX], Vs[ATT_TILE][HS_MAX];
-    int bh = blockIdx.y, b = bh / NH, h = bh % NH, hs = C / NH;
-    int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    int t = blockIdx.x * ATT_WARPS + warp;
-    int t_last = min(T - 1, (int)blockIdx.x * ATT_WARPS + ATT_WARPS - 1);
-    float scale = rsqrtf((float)hs);
-    const bf16 *base = qkv + (size_t)b * T * 3 * C;
-    float q[PER_LANE], dO[PER_LANE], dq[PER_LANE];
-#pragma unroll
-    for (int k = 0; k < PER_LANE; k++) {
-        int i = lane + 32 * k;
-        bool ok = t < T && i < hs;
-        q[k] = ok ? ld(base + (size_t)t * 3 * C + h * hs + i) * scale : 0.0f;
-        dO[k] = ok ? ld(dout + ((size_t)b * T + t) * C + h * hs + i) : 0.0f;
-        dq[k] = 0;
-    }
-    float L = t < T ? lse[(size_t)bh * T + t] : 0, D = t < T ? delta[(size_t)bh * T + t] : 0;
-    for (int ts = 0; ts <= t_last; ts += ATT_TILE) {
-        for (int e = threadIdx.x; e < ATT_TILE * hs; e += blockDim.x) {
-            int j = e / hs, i = e % hs, t2 = ts + j;
-            Ks[j][i] = t2 < T ? ld(base + (size_t)t2 * 3 * C + C + h * hs + i) : 0.0f;
-            Vs[j][i] = t2 < T ? ld(base + (size_t)t2 * 3 * C + 2 * C + h * hs + i) : 0.0f;
-        }
-        __syncthreads();
-        if (t < T)
-            for (int j = 0; j < ATT_TILE && ts + j <= t; j++) {
-                float p = __expf(lane_dot(q, Ks[j], hs, lane) - L);
-                float ds = p * (lane_dot(dO, Vs[j], hs, lane) - D);
-#pragma unroll
-                for (int k = 0; k < PER_LANE; k++) {
-                    int i = lane + 32 * k;
-                    dq[k] += i < hs ? ds * Ks[j][i] : 0.0f;
-                }
-            }
-        __syncthreads();
-    }
-    if (t >= T)
-        return;
-#pragma unroll
-    for (int k = 0; k < PER_LANE; k++) {
-        int i = lane + 32 * k;
-        if (i < hs)
-            dqkv[((size_t)b * T + t) * 3 * C + h * hs + i] = __float2bfloat16_rn(dq[k] * scale);
+    size_t n = (size_t)B * T * 2 * C;
+    for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < n;
+         e += (size_t)gridDim.x * blockDim.x) {
+        size_t bt = e / (2 * C), c = e % (2 * C);
+        dqkv[bt * 3 * C + C + c] = __float2bfloat16_rn(dkv[e]);
     }
 }
 
-__global__ void attention_dkv_kernel(bf16 *dqkv, const bf16 *dout, const bf16 *qkv,
-                                     const float *lse, const float *delta, int B, int T, int C,
-                                     int NH)
+extern "C" void gk_attention_forward(bf16_t *out_, float *lse, const bf16_t *qkv_, int B, int T,
+                                     int C, int NH, void *ws, void *blas, cudaStream_t_c s)
 {
-    __shared__ float Qs[ATT_TILE][HS_MAX], dOs[ATT_TILE][HS_MAX], Ls[ATT_TILE], Ds[ATT_TILE];
-    int bh = blockIdx.y, b = bh / NH, h = bh % NH, hs = C / NH;
-    int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    int t2 = blockIdx.x * ATT_WARPS + warp; /* this warp's key row */
-    int t_first = blockIdx.x * ATT_WARPS;
-    float scale = rsqrtf((float)hs);
-    const bf16 *base = qkv + (size_t)b * T * 3 * C;
-    float k_[PER_LANE], v_[PER_LANE], dk[PER_LANE], dv[PER_LANE];
-#pragma unroll
-    for (int k = 0; k < PER_LANE; k++) {
-        int i = lane + 32 * k;
-        bool ok = t2 < T && i < hs;
-        k_[k] = ok ? ld(base + (size_t)t2 * 3 * C + C + h * hs + i) : 0.0f;
-        v_[k] = ok ? ld(base + (size_t)t2 * 3 * C + 2 * C + h * hs + i) : 0.0f;
-        dk[k] = dv[k] = 0;
-    }
-    for (int ts = t_first; ts < T; ts += ATT_TILE) {
-        for (int e = threadIdx.x; e < ATT_TILE * hs; e += blockDim.x) {
-            int j = e / hs, i = e % hs, t = ts + j;
-            Qs[j][i] = t < T ? ld(base + (size_t)t * 3 * C + h * hs + i) * scale : 0.0f;
-            dOs[j][i] = t < T ? ld(dout + ((size_t)b * T + t) * C + h * hs + i) : 0.0f;
+    cublasHandle_t h = (cublasHandle_t)blas;
+    CUBLAS_CHECK(cublasSetStream(h, S(s)));
+    const bf16 *qkv = (const bf16 *)qkv_;
+    bf16 *out = (bf16 *)out_;
+    AttWs w = carve_ws(ws, B, T, C, NH);
+    int hs = C / NH, C3 = 3 * C;
+    float scale = 1.0f / sqrtf((float)hs);
+    for (int q0 = 0; q0 < T; q0 += ATT_QC) {
+        int qn = min(ATT_QC, T - q0), kn = q0 + qn;
+        long long per = (long long)qn * kn;
+        for (int b = 0; b < B; b++) {
+            const bf16 *base = qkv + (size_t)b * T * C3;
+            /* S^T (kn x qn) = K (kn x hs) Q^T: scores, row-major [qn][kn] per head */
+            heads_gemm(h, CUBLAS_OP_T, CUBLAS_OP_N, kn, qn, hs, scale, base + C, C3, hs,
+                       base + (size_t)q0 * C3, C3, hs, 0.0f, w.S + (size_t)b * NH * per,
+                       CUDA_R_32F, kn, per, NH);
         }
-        for (int j = threadIdx.x; j < ATT_TILE; j += blockDim.x) {
-            int t = ts + j;
-            Ls[j] = t < T ? lse[(size_t)bh * T + t] : 0;
-            Ds[j] = t < T ? delta[(size_t)bh * T + t] : 0;
-        }
-        __syncthreads();
-        if (t2 < T)
-            for (int j = 0; j < ATT_TILE && ts + j < T; j++) {
-                if (ts + j < t2)
-                    continue; /* causal: query t sees keys t2 <= t */
-                float p = __expf(lane_dot(k_, Qs[j], hs, lane) - Ls[j]);
-                float ds = p * (lane_dot(v_, dOs[j], hs, lane) - Ds[j]);
-#pragma unroll
-                for (int k = 0; k < PER_LANE; k++) {
-                    int i = lane + 32 * k;
-                    if (i < hs) {
-                        dv[k] += p * dOs[j][i];
-                        dk[k] += ds * Qs[j][i]; /* Qs holds scale * q */
-                    }
-                }
-            }
-        __syncthreads();
-    }
-    if (t2 >= T)
-        return;
-#pragma unroll
-    for (int k = 0; k < PER_LANE; k++) {
-        int i = lane + 32 * k;
-        if (i < hs) {
-            size_t row = ((size_t)b * T + t2) * 3 * C;
-            dqkv[row + C + h * hs + i] = __float2bfloat16_rn(dk[k]);
-            dqkv[row + 2 * C + h * hs + i] = __float2bfloat16_rn(dv[k]);
+        int rows = B * NH * qn;
+        chunk_softmax_kernel<<<(rows + 7) / 8, 256, 0, S(s)>>>(w.P, w.S, lse, B, NH, T, q0, qn,
+                                                              kn, 0);
+        LAUNCHED(chunk_softmax_kernel);
+        for (int b = 0; b < B; b++) {
+            const bf16 *base = qkv + (size_t)b * T * C3;
+            /* O^T (hs x qn) = V^T (hs x kn) P^T */
+            heads_gemm(h, CUBLAS_OP_N, CUBLAS_OP_N, hs, qn, kn, 1.0f, base + 2 * C, C3, hs,
+                       w.P + (size_t)b * NH * per, kn, per, 0.0f,
+                       out + ((size_t)b * T + q0) * C, CUDA_R_16BF, C, hs, NH);
         }
     }
 }
 
-extern "C" void gk_attention_forward(bf16_t *out, float *lse, const bf16_t *qkv, int B, int T,
-                                     int C, int NH, cudaStream_t_c s)
+extern "C" void gk_attention_backward(bf16_t *dqkv_, float *delta, const bf16_t *dout_,
+                                      const bf16_t *out_, const bf16_t *qkv_, const float *lse,
+                                      int B, int T, int C, int NH, void *ws, void *blas,
+                                      cudaStream_t_c s)
 {
-    dim3 grid((T + ATT_WARPS - 1) / ATT_WARPS, B * NH);
-    attention_forward_kernel<<<grid, ATT_WARPS * 32, 0, S(s)>>>((bf16 *)out, lse,
-                                                                 (const bf16 *)qkv, B, T, C, NH);
-    LAUNCHED(attention_forward_kernel);
-}
-
-extern "C" void gk_attention_backward(bf16_t *dqkv, float *delta, const bf16_t *dout,
-                                      const bf16_t *out, const bf16_t *qkv, const float *lse,
-                                      int B, int T, int C, int NH, cudaStream_t_c s)
-{
-    int rows = B * NH * T;
-    attention_delta_kernel<<<(rows + 7) / 8, 256, 0, S(s)>>>(delta, (const bf16 *)dout,
-                                                             (const bf16 *)out, B, T, C, NH);
+    cublasHandle_t h = (cublasHandle_t)blas;
+    CUBLAS_CHECK(cublasSetStream(h, S(s)));
+    const bf16 *qkv = (const bf16 *)qkv_, *dout = (const bf16 *)dout_;
+    bf16 *dqkv = (bf16 *)dqkv_;
+    AttWs w = carve_ws(ws, B, T, C, NH);
+    int hs = C / NH, C3 = 3 * C, rows_all = B * NH * T;
+    float scale = 1.0f / sqrtf((float)hs);
+    attention_delta_kernel<<<(rows_all + 7) / 8, 256, 0, S(s)>>>(
+        delta, dout, (const bf16 *)out_, B, T, C, NH);
     LAUNCHED(attention_delta_kernel);
-    dim3 grid((T + ATT_WARPS - 1) / ATT_WARPS, B * NH);
-    attention_dq_kernel<<<grid, ATT_WARPS * 32, 0, S(s)>>>(
-        (bf16 *)dqkv, (const bf16 *)dout, (const bf16 *)qkv, lse, delta, B, T, C, NH);
-    LAUNCHED(attention_dq_kernel);
-    attention_dkv_kernel<<<grid, ATT_WARPS * 32, 0, S(s)>>>(
-        (bf16 *)dqkv, (const bf16 *)dout, (const bf16 *)qkv, lse, delta, B, T, C, NH);
-    LAUNCHED(attention_dkv_kernel);
+    CUDA_CHECK(cudaMemsetAsync(w.dkv, 0, (size_t)B * T * 2 * C * 4, S(s)));
+    for (int q0 = 0; q0 < T; q0 += ATT_QC) {
+        int qn = min(ATT_QC, T - q0), kn = q0 + qn;
+        long long per = (long long)qn * kn;
+        for (int b = 0; b < B; b++) {
+            const bf16 *base = qkv + (size_t)b * T * C3;
+            heads_gemm(h, CUBLAS_OP_T, CUBLAS_OP_N, kn, qn, hs, scale, base + C, C3, hs,
+                       base + (size_t)q0 * C3, C3, hs, 0.0f, w.S + (size_t)b * NH * per,
+                       CUDA_R_32F, kn, per, NH);
+        }
+        int rows = B * NH * qn;
+        chunk_softmax_kernel<<<(rows + 7) / 8, 256, 0, S(s)>>>(w.P, w.S, (float *)lse, B, NH, T,
+                                                              q0, qn, kn, 1);
+        LAUNCHED(chunk_softmax_kernel);
+        for (int b = 0; b < B; b++) {
+            const bf16 *base = qkv + (size_t)b * T * C3;
+            const bf16 *dO = dout + ((size_t)b * T + q0) * C;
+            float *dkv = w.dkv + (size_t)b * T * 2 * C;
+            /* dV^T (hs x kn) += dO^T (hs x qn) P */
+            heads_gemm(h, CUBLAS_OP_N, CUBLAS_OP_T, hs, kn, qn, 1.0f, dO, C, hs,
+                       w.P + (size_t)b * NH * per, kn, per, 1.0f, dkv + C, CUDA_R_32F, 2 * C,
+                       hs, NH);
+            /* dP^T (kn x qn) = V dO^T, into S */
+            heads_gemm(h, CUBLAS_OP_T, CUBLAS_OP_N, kn, qn, hs, 1.0f, base + 2 * C, C3, hs, dO,
+                       C, hs, 0.0f, w.S + (size_t)b * NH * per, CUDA_R_32F, kn, per, NH);
+        }
+        size_t n = (size_t)rows * kn;
+        chunk_dscores_kernel<<<blocks_for(n, 256), 256, 0, S(s)>>>(w.P, w.S, delta, B, NH, T,
+                                                                   q0, qn, kn);
+        LAUNCHED(chunk_dscores_kernel);
+        for (int b = 0; b < B; b++) {
+            const bf16 *base = qkv + (size_t)b * T * C3;
+            float *dkv = w.dkv + (size_t)b * T * 2 * C;
+            const bf16 *dS = w.P + (size_t)b * NH * per;
+            /* dQ^T (hs x qn) = scale K^T dS^T: complete for this chunk */
+            heads_gemm(h, CUBLAS_OP_N, CUBLAS_OP_N, hs, qn, kn, scale, base + C, C3, hs, dS, kn,
+                       per, 0.0f, dqkv + ((size_t)b * T + q0) * C3, CUDA_R_16BF, C3, hs, NH);
+            /* dK^T (hs x kn) += scale Q^T dS */
+            heads_gemm(h, CUBLAS_OP_N, CUBLAS_OP_T, hs, kn, qn, scale, base + (size_t)q0 * C3,
+                       C3, hs, dS, kn, per, 1.0f, dkv, CUDA_R_32F, 2 * C, hs, NH);
+        }
+    }
+    store_dkv_kernel<<<blocks_for((size_t)B * T * 2 * C, 256), 256, 0, S(s)>>>(dqkv, w.dkv, B, T,
+                                                                               C);
+    LAUNCHED(store_dkv_kernel);
 }
 
 /* ---- fused softmax + cross-entropy: one block per row ------------------------------------- */

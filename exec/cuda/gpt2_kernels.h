@@ -1,8 +1,8 @@
 /* gpt2_kernels: the CUDA kernels of the GPT-2 step, with C launchers on device pointers, checked
  * against exec/cpu/gpt2_ops (the references) by tests/test_cuda_gpt2.c. Activations are bf16
  * (bf16_t here, __nv_bfloat16 on the device), statistics, losses and parameter gradients fp32;
- * all arithmetic accumulates in fp32. Attention is a fused causal kernel (flash-style: no T x T
- * buffer, the row log-sum-exp kept for backward), so its memory grows linearly with T. Every
+ * all arithmetic accumulates in fp32. Attention works in query chunks (no T x T buffer, the row
+ * log-sum-exp kept for backward), so its memory grows linearly with T. Every
  * launcher runs on `stream` and checks the launch. */
 #ifndef FUYOU_GPT2_KERNELS_H
 #define FUYOU_GPT2_KERNELS_H
@@ -19,6 +19,9 @@ void gk_free(void *p);
 void gk_upload(void *dst, const void *src, size_t bytes);
 void gk_download(void *dst, const void *src, size_t bytes);
 void gk_memset(void *dst, int value, size_t bytes);
+/* a cuBLAS handle (cublasHandle_t) for the launchers that take one */
+void *gk_blas_create(void);
+void gk_blas_destroy(void *blas);
 void gk_sync(void);
 /* fp32 <-> bf16 (round to nearest even) on the device */
 void gk_f32_to_bf16(bf16_t *out, const float *in, size_t n, cudaStream_t_c s);
@@ -44,13 +47,16 @@ void gk_gelu_backward(bf16_t *dinp, const bf16_t *inp, const bf16_t *dout, size_
                       cudaStream_t_c s);
 void gk_residual_forward(bf16_t *out, const bf16_t *a, const bf16_t *b, size_t n,
                          cudaStream_t_c s);
-/* Causal attention: out (B,T,C) from qkv (B,T,3C); lse (B,NH,T) kept for backward. */
+/* Causal attention: out (B,T,C) from qkv (B,T,3C); lse (B,NH,T) kept for backward. The scores
+ * are computed by query chunks with cuBLAS (tensor cores) into ws, of
+ * gk_attention_workspace_bytes, which grows linearly with T; blas is a cublasHandle_t. */
+size_t gk_attention_workspace_bytes(int B, int T, int C, int NH);
 void gk_attention_forward(bf16_t *out, float *lse, const bf16_t *qkv, int B, int T, int C,
-                          int NH, cudaStream_t_c s);
+                          int NH, void *ws, void *blas, cudaStream_t_c s);
 /* dqkv (overwritten) from dout; delta (B,NH,T) is scratch. */
 void gk_attention_backward(bf16_t *dqkv, float *delta, const bf16_t *dout, const bf16_t *out,
                            const bf16_t *qkv, const float *lse, int B, int T, int C, int NH,
-                           cudaStream_t_c s);
+                           void *ws, void *blas, cudaStream_t_c s);
 /* Per row: losses = logsumexp(logits) - logits[target]; with backward, logits are replaced
  * by d(mean loss)/d(logits) = (softmax - onehot) / N. */
 void gk_softmax_crossentropy(float *losses, bf16_t *logits, const int *targets, int N, int V,
