@@ -360,7 +360,7 @@ extern "C" void gk_residual_forward(bf16_t *out, const bf16_t *a, const bf16_t *
 
 /* ---- attention ----------------------------------------------------------------------------
  * Tiled by query chunks of ATT_QC rows: for each chunk the scores against the keys it may see
- * (causal: keys 0 .. q0 + qn - 1) are one tensor-core GEMM per batch row (batched over heads),
+ * (causal: keys 0 .. q0 + qn - 1) are one batched tensor-core GEMM over every (batch, head),
  * then a row softmax, then P @ V, so memory is O(ATT_QC x T) per head: linear in T, never T x T.
  * Backward recomputes P from the saved log-sum-exp chunk by chunk; dK and dV accumulate in fp32
  * across chunks and are rounded to bf16 once at the end. */
@@ -371,12 +371,13 @@ typedef struct AttWs {
     float *S;      /* [B][NH][qn][kn] scores, then dP */
     bf16 *P;       /* [B][NH][qn][kn] probabilities, then dS */
     float *dkv;    /* [B][T][2C] fp32 dK | dV accumulators */
+    void **ptrs;   /* 3 x B*NH matrix pointers for the batched GEMMs */
 } AttWs;
 
 extern "C" size_t gk_attention_workspace_bytes(int B, int T, int C, int NH)
 {
     size_t chunk = (size_t)B * NH * ATT_QC * T;
-    return chunk * 4 + chunk * 2 + (size_t)B * T * 2 * C * 4 + 3 * 256;
+    return chunk * 4 + chunk * 2 + (size_t)B * T * 2 * C * 4 + 3 * (size_t)B * NH * 8 + 4 * 256;
 }
 
 static AttWs carve_ws(void *ws, int B, int T, int C, int NH)
@@ -389,20 +390,43 @@ static AttWs carve_ws(void *ws, int B, int T, int C, int NH)
     w.P = (bf16 *)p;
     p += (chunk * 2 + 255) / 256 * 256;
     w.dkv = (float *)p;
-    (void)C;
+    p += ((size_t)B * T * 2 * C * 4 + 255) / 256 * 256;
+    w.ptrs = (void **)p;
     return w;
 }
 
-/* One strided-batched GEMM per batch row, over the heads: C[h] = alpha op(A[h]) op(B[h]) + beta
- * C[h], bf16 inputs, fp32 compute, output of ctype. */
-static void heads_gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
-                       int k, float alpha, const bf16 *a, int lda, long long sa, const bf16 *b,
-                       int ldb, long long sb, float beta, void *c, cudaDataType ctype, int ldc,
-                       long long sc, int NH)
+/* Matrix pointers of every (batch row, head): base + b * per_b + h * per_h, in bytes. */
+__global__ void att_ptrs_kernel(void **ptrs, int n, const char *a, long long a_b, long long a_h,
+                                const char *b, long long b_b, long long b_h, char *c,
+                                long long c_b, long long c_h, int NH)
 {
-    CUBLAS_CHECK(cublasGemmStridedBatchedEx(h, ta, tb, m, n, k, &alpha, a, CUDA_R_16BF, lda, sa,
-                                            b, CUDA_R_16BF, ldb, sb, &beta, c, ctype, ldc, sc,
-                                            NH, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    int k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= n)
+        return;
+    int bb = k / NH, h = k % NH;
+    ptrs[k] = (void *)(a + bb * a_b + h * a_h);
+    ptrs[n + k] = (void *)(b + bb * b_b + h * b_h);
+    ptrs[2 * n + k] = (void *)(c + bb * c_b + h * c_h);
+}
+
+/* One batched GEMM over every (batch row, head): C = alpha op(A) op(B) + beta C, bf16 inputs,
+ * fp32 compute, output of ctype. Strides are in elements: per batch row, per head. */
+static void bh_gemm(cublasHandle_t h, cudaStream_t s, void **ptrs, int B, int NH,
+                    cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, float alpha,
+                    const bf16 *a, int lda, long long a_b, long long a_h, const bf16 *b, int ldb,
+                    long long b_b, long long b_h, float beta, void *c, cudaDataType ctype,
+                    int ldc, long long c_b, long long c_h)
+{
+    int count = B * NH;
+    long long cs = ctype == CUDA_R_32F ? 4 : 2;
+    att_ptrs_kernel<<<(count + 127) / 128, 128, 0, s>>>(
+        ptrs, count, (const char *)a, 2 * a_b, 2 * a_h, (const char *)b, 2 * b_b, 2 * b_h,
+        (char *)c, cs * c_b, cs * c_h, NH);
+    LAUNCHED(att_ptrs_kernel);
+    CUBLAS_CHECK(cublasGemmBatchedEx(h, ta, tb, m, n, k, &alpha, (const void *const *)ptrs,
+                                     CUDA_R_16BF, lda, (const void *const *)(ptrs + count),
+                                     CUDA_R_16BF, ldb, &beta, ptrs + 2 * count, ctype, ldc,
+                                     count, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
 /* Row softmax of a chunk's scores with the causal mask; writes P (bf16) and, in forward, the
@@ -491,25 +515,19 @@ extern "C" void gk_attention_forward(bf16_t *out_, float *lse, const bf16_t *qkv
     float scale = 1.0f / sqrtf((float)hs);
     for (int q0 = 0; q0 < T; q0 += ATT_QC) {
         int qn = min(ATT_QC, T - q0), kn = q0 + qn;
-        long long per = (long long)qn * kn;
-        for (int b = 0; b < B; b++) {
-            const bf16 *base = qkv + (size_t)b * T * C3;
-            /* S^T (kn x qn) = K (kn x hs) Q^T: scores, row-major [qn][kn] per head */
-            heads_gemm(h, CUBLAS_OP_T, CUBLAS_OP_N, kn, qn, hs, scale, base + C, C3, hs,
-                       base + (size_t)q0 * C3, C3, hs, 0.0f, w.S + (size_t)b * NH * per,
-                       CUDA_R_32F, kn, per, NH);
-        }
+        long long per = (long long)qn * kn, bT3 = (long long)T * C3;
+        /* S^T (kn x qn) = K (kn x hs) Q^T: scores, row-major [qn][kn] per head */
+        bh_gemm(h, S(s), w.ptrs, B, NH, CUBLAS_OP_T, CUBLAS_OP_N, kn, qn, hs, scale, qkv + C, C3,
+                bT3, hs, qkv + (size_t)q0 * C3, C3, bT3, hs, 0.0f, w.S, CUDA_R_32F, kn,
+                NH * per, per);
         int rows = B * NH * qn;
         chunk_softmax_kernel<<<(rows + 7) / 8, 256, 0, S(s)>>>(w.P, w.S, lse, B, NH, T, q0, qn,
                                                               kn, 0);
         LAUNCHED(chunk_softmax_kernel);
-        for (int b = 0; b < B; b++) {
-            const bf16 *base = qkv + (size_t)b * T * C3;
-            /* O^T (hs x qn) = V^T (hs x kn) P^T */
-            heads_gemm(h, CUBLAS_OP_N, CUBLAS_OP_N, hs, qn, kn, 1.0f, base + 2 * C, C3, hs,
-                       w.P + (size_t)b * NH * per, kn, per, 0.0f,
-                       out + ((size_t)b * T + q0) * C, CUDA_R_16BF, C, hs, NH);
-        }
+        /* O^T (hs x qn) = V^T (hs x kn) P^T */
+        bh_gemm(h, S(s), w.ptrs, B, NH, CUBLAS_OP_N, CUBLAS_OP_N, hs, qn, kn, 1.0f, qkv + 2 * C,
+                C3, bT3, hs, w.P, kn, NH * per, per, 0.0f, out + (size_t)q0 * C, CUDA_R_16BF, C,
+                (long long)T * C, hs);
     }
 }
 
@@ -531,44 +549,33 @@ extern "C" void gk_attention_backward(bf16_t *dqkv_, float *delta, const bf16_t 
     CUDA_CHECK(cudaMemsetAsync(w.dkv, 0, (size_t)B * T * 2 * C * 4, S(s)));
     for (int q0 = 0; q0 < T; q0 += ATT_QC) {
         int qn = min(ATT_QC, T - q0), kn = q0 + qn;
-        long long per = (long long)qn * kn;
-        for (int b = 0; b < B; b++) {
-            const bf16 *base = qkv + (size_t)b * T * C3;
-            heads_gemm(h, CUBLAS_OP_T, CUBLAS_OP_N, kn, qn, hs, scale, base + C, C3, hs,
-                       base + (size_t)q0 * C3, C3, hs, 0.0f, w.S + (size_t)b * NH * per,
-                       CUDA_R_32F, kn, per, NH);
-        }
+        long long per = (long long)qn * kn, bT3 = (long long)T * C3, bTC = (long long)T * C;
+        long long bT2 = (long long)T * 2 * C, bP = NH * per;
+        bh_gemm(h, S(s), w.ptrs, B, NH, CUBLAS_OP_T, CUBLAS_OP_N, kn, qn, hs, scale, qkv + C, C3,
+                bT3, hs, qkv + (size_t)q0 * C3, C3, bT3, hs, 0.0f, w.S, CUDA_R_32F, kn, bP, per);
         int rows = B * NH * qn;
         chunk_softmax_kernel<<<(rows + 7) / 8, 256, 0, S(s)>>>(w.P, w.S, (float *)lse, B, NH, T,
                                                               q0, qn, kn, 1);
         LAUNCHED(chunk_softmax_kernel);
-        for (int b = 0; b < B; b++) {
-            const bf16 *base = qkv + (size_t)b * T * C3;
-            const bf16 *dO = dout + ((size_t)b * T + q0) * C;
-            float *dkv = w.dkv + (size_t)b * T * 2 * C;
-            /* dV^T (hs x kn) += dO^T (hs x qn) P */
-            heads_gemm(h, CUBLAS_OP_N, CUBLAS_OP_T, hs, kn, qn, 1.0f, dO, C, hs,
-                       w.P + (size_t)b * NH * per, kn, per, 1.0f, dkv + C, CUDA_R_32F, 2 * C,
-                       hs, NH);
-            /* dP^T (kn x qn) = V dO^T, into S */
-            heads_gemm(h, CUBLAS_OP_T, CUBLAS_OP_N, kn, qn, hs, 1.0f, base + 2 * C, C3, hs, dO,
-                       C, hs, 0.0f, w.S + (size_t)b * NH * per, CUDA_R_32F, kn, per, NH);
-        }
+        const bf16 *dO = dout + (size_t)q0 * C;
+        /* dV^T (hs x kn) += dO^T (hs x qn) P */
+        bh_gemm(h, S(s), w.ptrs, B, NH, CUBLAS_OP_N, CUBLAS_OP_T, hs, kn, qn, 1.0f, dO, C, bTC,
+                hs, w.P, kn, bP, per, 1.0f, w.dkv + C, CUDA_R_32F, 2 * C, bT2, hs);
+        /* dP^T (kn x qn) = V dO^T, into S */
+        bh_gemm(h, S(s), w.ptrs, B, NH, CUBLAS_OP_T, CUBLAS_OP_N, kn, qn, hs, 1.0f, qkv + 2 * C,
+                C3, bT3, hs, dO, C, bTC, hs, 0.0f, w.S, CUDA_R_32F, kn, bP, per);
         size_t n = (size_t)rows * kn;
         chunk_dscores_kernel<<<blocks_for(n, 256), 256, 0, S(s)>>>(w.P, w.S, delta, B, NH, T,
                                                                    q0, qn, kn);
         LAUNCHED(chunk_dscores_kernel);
-        for (int b = 0; b < B; b++) {
-            const bf16 *base = qkv + (size_t)b * T * C3;
-            float *dkv = w.dkv + (size_t)b * T * 2 * C;
-            const bf16 *dS = w.P + (size_t)b * NH * per;
-            /* dQ^T (hs x qn) = scale K^T dS^T: complete for this chunk */
-            heads_gemm(h, CUBLAS_OP_N, CUBLAS_OP_N, hs, qn, kn, scale, base + C, C3, hs, dS, kn,
-                       per, 0.0f, dqkv + ((size_t)b * T + q0) * C3, CUDA_R_16BF, C3, hs, NH);
-            /* dK^T (hs x kn) += scale Q^T dS */
-            heads_gemm(h, CUBLAS_OP_N, CUBLAS_OP_T, hs, kn, qn, scale, base + (size_t)q0 * C3,
-                       C3, hs, dS, kn, per, 1.0f, dkv, CUDA_R_32F, 2 * C, hs, NH);
-        }
+        /* dQ^T (hs x qn) = scale K^T dS^T: complete for this chunk */
+        bh_gemm(h, S(s), w.ptrs, B, NH, CUBLAS_OP_N, CUBLAS_OP_N, hs, qn, kn, scale, qkv + C, C3,
+                bT3, hs, w.P, kn, bP, per, 0.0f, dqkv + (size_t)q0 * C3, CUDA_R_16BF, C3, bT3,
+                hs);
+        /* dK^T (hs x kn) += scale Q^T dS */
+        bh_gemm(h, S(s), w.ptrs, B, NH, CUBLAS_OP_N, CUBLAS_OP_T, hs, kn, qn, scale,
+                qkv + (size_t)q0 * C3, C3, bT3, hs, w.P, kn, bP, per, 1.0f, w.dkv, CUDA_R_32F,
+                2 * C, bT2, hs);
     }
     store_dkv_kernel<<<blocks_for((size_t)B * T * 2 * C, 256), 256, 0, S(s)>>>(dqkv, w.dkv, B, T,
                                                                                C);
