@@ -177,7 +177,7 @@ START_TEST(pointwise_kernels)
     void *gl = dev_copy(lb, (size_t)N * V * 2);
     int *gt = dev_copy(targets, sizeof targets);
     float *gloss = gk_alloc(N * 4);
-    gk_softmax_crossentropy(gloss, gl, gt, N, V, 1, NULL);
+    gk_softmax_crossentropy(gloss, gl, gt, N, V, V, 1, NULL);
     gk_sync();
     CHECK_REL("cross-entropy loss", download_f(gloss, N), losses, N, 1e-4);
     CHECK_REL("softmax + cross-entropy grad", download_bf(gl, (size_t)N * V), dl, (size_t)N * V,

@@ -47,14 +47,22 @@ struct Gpt2Cuda {
     char *act[A_COUNT];
     size_t count[A_COUNT];         /* elements, all layers */
     void *att_ws;                  /* attention workspace (gpt2_kernels.h) */
+    int Vp;                        /* vocabulary padded to 64: aligned LM-head GEMMs */
+    bf16 *lm_pad;                  /* (Vp, C) the LM head's weights, zero rows past V */
+    float *dlm_pad;                /* (Vp, C) its gradient before it joins the flat one */
     int *inputs, *targets;         /* (B,T) on the device */
     float *losses_host;
 };
 
+static int padded_vocab(const ModelConfig *c)
+{
+    return (c->vocab + 63) / 64 * 64;
+}
+
 static void sizes(const ModelConfig *c, int B, int T, size_t n[A_COUNT])
 {
     size_t L = (size_t)c->n_layer, N = (size_t)B * T, C = (size_t)c->d_model;
-    size_t F = (size_t)c->d_ff, V = (size_t)c->vocab, NH = (size_t)c->n_head;
+    size_t F = (size_t)c->d_ff, V = (size_t)padded_vocab(c), NH = (size_t)c->n_head;
     n[A_ENCODED] = n[A_LNF] = N * C;
     n[A_LN1] = n[A_ATTY] = n[A_ATTPROJ] = n[A_RESIDUAL2] = n[A_LN2] = n[A_FCPROJ] =
         n[A_RESIDUAL3] = L * N * C;
@@ -84,6 +92,7 @@ static void cuda_destroy(Backend *b)
         return;
     gk_free(g->master), gk_free(g->grads), gk_free(g->m), gk_free(g->v), gk_free(g->params);
     gk_free(g->act_mem), gk_free(g->inputs), gk_free(g->targets), gk_free(g->att_ws);
+    gk_free(g->lm_pad), gk_free(g->dlm_pad);
     if (g->blas)
         cublasDestroy(g->blas);
     if (g->compute)
@@ -133,7 +142,9 @@ static int cuda_create(Backend **out, const ModelConfig *c, int B, int T, WorkPo
     size_t free_b = 0, total_b = 0;
     cudaMemGetInfo(&free_b, &total_b);
     size_t ws = gk_attention_workspace_bytes(B, T, c->d_model, c->n_head);
-    size_t need = total + ws + P * (4 * 4 + 2);
+    g->Vp = padded_vocab(c);
+    size_t pad = (size_t)g->Vp * c->d_model * (2 + 4);
+    size_t need = total + ws + pad + P * (4 * 4 + 2);
     if (need > free_b) {
         free(g);
         return err_set(e, -ENOMEM, "%s at batch %d x %d needs %.1f GiB on the GPU, %.1f GiB "
@@ -147,6 +158,9 @@ static int cuda_create(Backend **out, const ModelConfig *c, int B, int T, WorkPo
     g->params = (bf16 *)gk_alloc(P * 2);
     g->act_mem = gk_alloc(total);
     g->att_ws = gk_alloc(ws);
+    g->lm_pad = (bf16 *)gk_alloc((size_t)g->Vp * c->d_model * 2);
+    g->dlm_pad = (float *)gk_alloc((size_t)g->Vp * c->d_model * 4);
+    gk_memset(g->lm_pad, 0, (size_t)g->Vp * c->d_model * 2);
     char *p = (char *)g->act_mem;
     for (int a = 0; a < A_COUNT; a++) {
         g->act[a] = p;
@@ -160,6 +174,8 @@ static int cuda_create(Backend **out, const ModelConfig *c, int B, int T, WorkPo
     *out = &g->base;
     return 0;
 }
+
+static void refresh_lm_pad(Gpt2Cuda *g);
 
 static int cuda_read_state(Backend *b, float *params, float *m, float *v, Err *e)
 {
@@ -186,6 +202,7 @@ static int cuda_write_state(Backend *b, const float *params, const float *m, con
     if (params) {
         gk_upload(g->master, params, n);
         gk_f32_to_bf16((bf16_t *)g->params, g->master, b->n_params, g->compute);
+        refresh_lm_pad(g);
     }
     if (m)
         gk_upload(g->m, m, n);
@@ -247,6 +264,16 @@ template <typename T> static T *at(const Gpt2Cuda *g, T *base, const float *v)
     return base + (v - g->master);
 }
 
+/* The padded LM head's first V rows follow the weights (after an upload or an update). */
+static void refresh_lm_pad(Gpt2Cuda *g)
+{
+    const ModelConfig *c = &g->base.cfg;
+    Gpt2EdgeView ev;
+    gpt2_view_edges(c, g->master, &ev);
+    gk_copy_bf16((bf16_t *)g->lm_pad, (const bf16_t *)at(g, g->params, ev.lm_head),
+                 (size_t)c->vocab * c->d_model, g->compute);
+}
+
 static void forward(Gpt2Cuda *g, bool backward)
 {
     const ModelConfig *c = &g->base.cfg;
@@ -287,10 +314,9 @@ static void forward(Gpt2Cuda *g, bool backward)
                          A<float>(g, A_LNF_RSTD), CBF(residual),
                          CBF(at(g, g->params, ev.lnfw)), CBF(at(g, g->params, ev.lnfb)), N, C,
                          s);
-    matmul_forward(g, A<bf16>(g, A_LOGITS), A<bf16>(g, A_LNF), at(g, g->params, ev.lm_head),
-                   NULL, N, C, V);
+    matmul_forward(g, A<bf16>(g, A_LOGITS), A<bf16>(g, A_LNF), g->lm_pad, NULL, N, C, g->Vp);
     gk_softmax_crossentropy(A<float>(g, A_LOSSES), BF(A<bf16>(g, A_LOGITS)), g->targets, N, V,
-                            backward, s);
+                            g->Vp, backward, s);
 }
 
 static void backward(Gpt2Cuda *g)
@@ -308,8 +334,10 @@ static void backward(Gpt2Cuda *g)
     bf16 *df1 = A<bf16>(g, G_DF1), *df2 = A<bf16>(g, G_DF2);
     /* logits hold d loss / d logits now */
     float *dln = A<float>(g, G_DLN);
-    matmul_backward(g, dln, CUDA_R_32F, at(g, g->grads, ev.lm_head), NULL, A<bf16>(g, A_LOGITS),
-                    A<bf16>(g, A_LNF), at(g, g->params, ev.lm_head), N, C, V);
+    CUDA_CHECK(cudaMemsetAsync(g->dlm_pad, 0, (size_t)g->Vp * C * 4, s));
+    matmul_backward(g, dln, CUDA_R_32F, g->dlm_pad, NULL, A<bf16>(g, A_LOGITS),
+                    A<bf16>(g, A_LNF), g->lm_pad, N, C, g->Vp);
+    gk_add_f32(at(g, g->grads, ev.lm_head), g->dlm_pad, (size_t)V * C, s);
     CUDA_CHECK(cudaMemsetAsync(dres, 0, NC * 4, s));
     bf16 *last = L > 0 ? A<bf16>(g, A_RESIDUAL3, L - 1) : A<bf16>(g, A_ENCODED);
     gk_layernorm_backward(dres, at(g, g->grads, ev.lnfw), at(g, g->grads, ev.lnfb), dln,
@@ -397,6 +425,11 @@ static int cuda_update(Backend *b, const AdamStep *s, size_t begin, size_t end, 
              (bf16_t *)(g->params + begin), end - begin, s->beta1, s->one_minus_beta1, s->beta2,
              s->one_minus_beta2, s->eps, s->decay, s->neg_step_size, s->inv_sqrt_bc2,
              s->grad_scale, g->compute);
+    Gpt2EdgeView ev;
+    gpt2_view_edges(&b->cfg, g->master, &ev);
+    size_t lm = (size_t)(ev.lm_head - g->master), lm_end = lm + (size_t)b->cfg.vocab * b->cfg.d_model;
+    if (begin < lm_end && end > lm)
+        refresh_lm_pad(g);
     return 0;
 }
 

@@ -598,10 +598,10 @@ __device__ float block_reduce(float v, bool is_max)
 }
 
 __global__ void softmax_crossentropy_kernel(float *losses, bf16 *logits, const int *targets,
-                                            int N, int V, int backward)
+                                            int N, int V, int row_ld, int backward)
 {
     int row = blockIdx.x;
-    bf16 *x = logits + (size_t)row * V;
+    bf16 *x = logits + (size_t)row * row_ld;
     float mx = -INFINITY;
     for (int i = threadIdx.x; i < V; i += blockDim.x)
         mx = fmaxf(mx, ld(x + i));
@@ -617,18 +617,36 @@ __global__ void softmax_crossentropy_kernel(float *losses, bf16 *logits, const i
     if (!backward)
         return;
     float inv = 1.0f / sum, invN = 1.0f / N;
-    for (int i = threadIdx.x; i < V; i += blockDim.x) {
-        float p = __expf(ld(x + i) - mx) * inv;
-        x[i] = __float2bfloat16_rn((p - (i == target ? 1.0f : 0.0f)) * invN);
+    for (int i = threadIdx.x; i < row_ld; i += blockDim.x) {
+        float p = i < V ? __expf(ld(x + i) - mx) * inv : 0.0f;
+        x[i] = __float2bfloat16_rn(i < V ? (p - (i == target ? 1.0f : 0.0f)) * invN : 0.0f);
     }
 }
 
 extern "C" void gk_softmax_crossentropy(float *losses, bf16_t *logits, const int *targets, int N,
-                                        int V, int backward, cudaStream_t_c s)
+                                        int V, int ld, int backward, cudaStream_t_c s)
 {
-    softmax_crossentropy_kernel<<<N, 512, 0, S(s)>>>(losses, (bf16 *)logits, targets, N, V,
+    softmax_crossentropy_kernel<<<N, 512, 0, S(s)>>>(losses, (bf16 *)logits, targets, N, V, ld,
                                                      backward);
     LAUNCHED(softmax_crossentropy_kernel);
+}
+
+__global__ void add_f32_kernel(float *dst, const float *src, size_t n)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        dst[i] += src[i];
+}
+
+extern "C" void gk_add_f32(float *dst, const float *src, size_t n, cudaStream_t_c s)
+{
+    add_f32_kernel<<<blocks_for(n, 256), 256, 0, S(s)>>>(dst, src, n);
+    LAUNCHED(add_f32_kernel);
+}
+
+extern "C" void gk_copy_bf16(bf16_t *dst, const bf16_t *src, size_t n, cudaStream_t_c s)
+{
+    CUDA_CHECK(cudaMemcpyAsync(dst, src, n * 2, cudaMemcpyDeviceToDevice, S(s)));
 }
 
 /* ---- AdamW and the gradient norm ---------------------------------------------------------- */

@@ -57,10 +57,15 @@ void gk_attention_forward(bf16_t *out, float *lse, const bf16_t *qkv, int B, int
 void gk_attention_backward(bf16_t *dqkv, float *delta, const bf16_t *dout, const bf16_t *out,
                            const bf16_t *qkv, const float *lse, int B, int T, int C, int NH,
                            void *ws, void *blas, cudaStream_t_c s);
-/* Per row: losses = logsumexp(logits) - logits[target]; with backward, logits are replaced
- * by d(mean loss)/d(logits) = (softmax - onehot) / N. */
+/* Per row of logits (N rows of ld >= V values, the first V real): losses = logsumexp - the
+ * target's logit; with backward, the row becomes d(mean loss)/d(logits) = (softmax - onehot) /
+ * N, and 0 in the padding columns V..ld-1. */
 void gk_softmax_crossentropy(float *losses, bf16_t *logits, const int *targets, int N, int V,
-                             int backward, cudaStream_t_c s);
+                             int ld, int backward, cudaStream_t_c s);
+/* dst (rows, C) += src (rows, C), fp32 */
+void gk_add_f32(float *dst, const float *src, size_t n, cudaStream_t_c s);
+/* dst rows 0..rows-1 of width C = src rows (bf16 copy), for the padded LM head */
+void gk_copy_bf16(bf16_t *dst, const bf16_t *src, size_t n, cudaStream_t_c s);
 /* AdamW as adam_update_ref (same IEEE operations), writing the bf16 weights too. */
 void gk_adamw(float *master, float *m, float *v, const float *grad, bf16_t *out, size_t n,
               float beta1, float one_minus_beta1, float beta2, float one_minus_beta2,
