@@ -50,10 +50,10 @@ static void run(const char *name, int B, int T, int steps)
     double flops_tok = 6.0 * (double)P + 12.0 * c->n_layer * c->d_model * (double)T;
     printf("%-10s B %2d T %4d  %8.3f s/step %10.0f tokens/s  MFU %5.1f%%  (loss %.3f)\n", name,
            B, T, dt, tps, 100 * tps * flops_tok / (peak_TFLOPS * 1e12), loss);
-    int C = c->d_model, F = c->d_ff, V = c->vocab;
+    int C = c->d_model, F = c->d_ff, V = (c->vocab + 63) / 64 * 64; /* as the backend pads it */
     struct { const char *what; int C, OC; } shapes[] = {
         {"qkv", C, 3 * C}, {"attn proj", C, C}, {"fc", C, F}, {"fc proj", F, C},
-        {"lm head", C, V},
+        {"lm head", C, V}, {"(unpadded)", C, c->vocab},
     };
     for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++)
         printf("    GEMM %-10s %5zu x %5d x %5d  %7.1f TFLOP/s\n", shapes[k].what, N,
