@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tools/device_check.sh: on the GPU machine, in one call: unpack the Debian packages carried in
 # .deps/ (that machine has no package registry), build with its meson and nvcc, run the whole
-# test suite (GPU suites included), then the I/O and optimizer benchmarks. Full logs go to
+# test suite (GPU suites included), then the benchmarks: I/O and optimizer, the CUDA backend
+# against PyTorch (eager and torch.compile), per-kernel times, the CPU trainer. Full logs go to
 # $OUT; a short table is printed last.
 #   device run: bash tools/device_check.sh        (carry: [".deps"])
 #   GPU checks only: MODE=gpu bash tools/device_check.sh
@@ -93,6 +94,13 @@ step "benchmarks"
 ./build-dev/bench/bench_ooc_adam --dir "$scratch" --gib "${OOC_GIB:-8}" --groups 16 \
     > "$OUT/bench_ooc_adam.txt" 2>&1
 rm -rf "$scratch"
+# The CUDA backend against PyTorch on this GPU, and per-kernel times of one layer.
+./build-dev/bench/bench_cuda --steps 5 --batch 8 > "$OUT/bench_cuda.txt" 2>&1
+./build-dev/bench/bench_kernels > "$OUT/bench_kernels.txt" 2>&1
+PY=$(command -v python3)
+[ -x /opt/torch/.venv/bin/python ] && PY=/opt/torch/.venv/bin/python
+timeout 300 "$PY" bench/torch_gpt2.py --steps 5 --batch 8 2>&1 | grep -v Warning \
+    > "$OUT/bench_torch.txt"
 # The CPU reference trainer: the default run, and GPT-2 124M for a few steps.
 ./build-dev/exec/fuyou-run --steps 50 > "$OUT/run_tiny.txt" 2>&1
 ./build-dev/exec/fuyou-run --model gpt2-124m --batch 4 --seq 64 --steps 3 --warmup 1 \
@@ -103,4 +111,5 @@ cat "$OUT/machine.txt"
 echo "tests rc=$test_rc"
 grep -E "^(Ok|Fail|Skipped):" "$OUT/test.log"
 cat "$OUT/bench_adam.txt" "$OUT/bench_store.txt" "$OUT/bench_ooc_adam.txt"
+cat "$OUT/bench_kernels.txt" "$OUT/bench_cuda.txt" "$OUT/bench_torch.txt"
 for f in run_tiny run_124m; do tail -n 1 "$OUT/$f.txt"; done
