@@ -72,12 +72,9 @@ static void cpu_destroy(Backend *b)
 static int cpu_create(Backend **out, const ModelConfig *c, int B, int T, WorkPool *wp, Err *e)
 {
     *out = NULL;
-    int rc = model_validate(c, e);
+    int rc = backend_check_shape(c, B, T, e);
     if (rc)
         return rc;
-    if (T > c->max_seq || B < 1 || T < 1)
-        return err_set(e, -EINVAL, "batch %d x seq %d: seq must be 1 to max_seq %d", B, T,
-                       c->max_seq);
     Gpt2Cpu *g = calloc(1, sizeof *g);
     if (!g)
         return err_set(e, -ENOMEM, "out of memory");
@@ -253,12 +250,9 @@ static int cpu_step(Backend *b, const int *inputs, const int *targets, bool do_b
     Gpt2Cpu *g = (Gpt2Cpu *)b;
     const ModelConfig *c = &b->cfg;
     int N = b->B * b->T;
-    for (int i = 0; i < N; i++)
-        if (inputs[i] < 0 || inputs[i] >= c->vocab || (targets && (targets[i] < 0 ||
-                                                                    targets[i] >= c->vocab)))
-            return err_set(e, -EINVAL, "token %d at position %d is outside the vocabulary of "
-                           "%d", targets && (targets[i] < 0 || targets[i] >= c->vocab)
-                                     ? targets[i] : inputs[i], i, c->vocab);
+    int rc = backend_check_tokens(c, N, inputs, targets, e);
+    if (rc)
+        return rc;
     forward(g, inputs);
     if (targets) {
         crossentropy_forward_ref(g->acts.p[A_LOSSES], g->acts.p[A_PROBS], targets, b->B, b->T,

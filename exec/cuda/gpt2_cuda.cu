@@ -109,15 +109,9 @@ static int cuda_create(Backend **out, const ModelConfig *c, int B, int T, WorkPo
 {
     (void)wp;
     *out = NULL;
-    int rc = model_validate(c, e);
+    int rc = backend_check_shape(c, B, T, e);
     if (rc)
         return rc;
-    if (T > c->max_seq || B < 1 || T < 1)
-        return err_set(e, -EINVAL, "batch %d x seq %d: seq must be 1 to max_seq %d", B, T,
-                       c->max_seq);
-    if (c->d_model / c->n_head > 128)
-        return err_set(e, -EINVAL, "head size %d: the CUDA attention handles up to 128",
-                       c->d_model / c->n_head);
     int devices = 0;
     if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0)
         return err_set(e, -ENODEV, "no CUDA device: use --backend cpu");
@@ -382,11 +376,9 @@ static int cuda_step(Backend *b, const int *inputs, const int *targets, bool do_
     Gpt2Cuda *g = (Gpt2Cuda *)b;
     const ModelConfig *c = &b->cfg;
     int N = b->B * b->T;
-    for (int i = 0; i < N; i++)
-        if (inputs[i] < 0 || inputs[i] >= c->vocab ||
-            (targets && (targets[i] < 0 || targets[i] >= c->vocab)))
-            return err_set(e, -EINVAL, "token at position %d is outside the vocabulary of %d",
-                           i, c->vocab);
+    int rc = backend_check_tokens(c, N, inputs, targets, e);
+    if (rc)
+        return rc;
     if (do_backward && !targets)
         return err_set(e, -EINVAL, "backward needs targets");
     CUDA_CHECK(cudaMemcpyAsync(g->inputs, inputs, (size_t)N * sizeof(int),

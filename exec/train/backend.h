@@ -47,6 +47,12 @@ struct BackendOps {
 
 extern const BackendOps backend_cpu;
 
+/* Checks every backend makes: the model's shape and the batch against max_seq (0 or -EINVAL),
+ * and every token inside the vocabulary (targets may be NULL). */
+int backend_check_shape(const ModelConfig *c, int B, int T, Err *e);
+int backend_check_tokens(const ModelConfig *c, int n, const int *inputs, const int *targets,
+                         Err *e);
+
 /* The backend with this name ("cpu", "cuda"), or NULL. */
 const BackendOps *backend_find(const char *name);
 
