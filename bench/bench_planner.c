@@ -6,19 +6,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "bench_util.h"
 #include "planner_grid.h"
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 static double pct(double *v, int n, double q)
 {
     if (n == 0)
         return 0;
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
     int i = (int)(q * (n - 1) + 0.5);
     return v[i];
 }

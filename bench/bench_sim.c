@@ -6,30 +6,11 @@
  * of this many events must do). Not a test: no thresholds, the numbers are for people. */
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
+#include "bench_util.h"
 #include "predict.h"
 
 enum { REPEATS = 21 };
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return v[n / 2];
-}
 
 int main(void)
 {
@@ -49,12 +30,12 @@ int main(void)
     long long n_events = 0;
     for (int i = 0; i < REPEATS; i++) {
         Prediction pr;
-        double t0 = now_s();
+        double t0 = bench_now();
         if (predict_run(&pr, &g, &hw, &p, 1, &e)) {
             fprintf(stderr, "bench_sim: %s\n", e.msg);
             return 1;
         }
-        t_sim[i] = now_s() - t0;
+        t_sim[i] = bench_now() - t0;
         n_tasks = pr.sched.n_tasks;
         n_events = pr.res.events + pr.res.stale_events;
         predict_free(&pr);
@@ -65,12 +46,12 @@ int main(void)
         srand(12345u + (unsigned)i);
         for (long long k = 0; k < n_events; k++)
             keys[k] = rand() / (double)RAND_MAX;
-        t0 = now_s();
-        qsort(keys, (size_t)n_events, sizeof *keys, cmp_double);
-        t_base[i] = now_s() - t0;
+        t0 = bench_now();
+        qsort(keys, (size_t)n_events, sizeof *keys, bench_cmp_double);
+        t_base[i] = bench_now() - t0;
         free(keys);
     }
-    double sim = median(t_sim, REPEATS), base = median(t_base, REPEATS);
+    double sim = bench_median(t_sim, REPEATS), base = bench_median(t_base, REPEATS);
     printf("gpt3-175b, batch 16, fuyou on 4090.ini, 1 iteration: %d tasks, %lld events\n",
            n_tasks, n_events);
     printf("%-34s %10s\n", "", "median");

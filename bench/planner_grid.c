@@ -5,14 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "clock.h"
 
 int grid_eval(const GridPoint *pt, int max_points, GridResult *r, Err *e)
 {
@@ -32,9 +26,9 @@ int grid_eval(const GridPoint *pt, int max_points, GridResult *r, Err *e)
     }
     PlanChoice c;
     PredictScoreCtx sc = {&g, &hw, 0};
-    double t0 = now_s();
+    double t0 = clock_monotonic_s();
     rc = planner_choose(&hw, &g, POLICY_FUYOU, predict_score, &sc, &c, e);
-    r->planner_wall_s = now_s() - t0;
+    r->planner_wall_s = clock_monotonic_s() - t0;
     if (rc)
         goto out;
     r->fits = c.overflow == 0;
@@ -51,9 +45,9 @@ int grid_eval(const GridPoint *pt, int max_points, GridResult *r, Err *e)
     planner_apply(&base, &(SwapLadder){.n_layer = base.n_layer}, 0);
     planner_ladder(&hw, &g, &base, &l);
     Sweep sw;
-    t0 = now_s();
+    t0 = clock_monotonic_s();
     rc = sweep_run(&g, &hw, &base, &l, max_points, &c.units, 1, &sw, e);
-    r->sweep_wall_s = now_s() - t0;
+    r->sweep_wall_s = clock_monotonic_s() - t0;
     plan_free(&base);
     if (rc)
         goto out_plan;

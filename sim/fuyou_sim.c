@@ -25,10 +25,13 @@
 enum { MAX_SETS = 64 };
 
 /* Plan knobs settable from the command line; -1 (or NULL) keeps the policy's default. */
+/* The plan's count options, in the order of their O_MICRO.. option codes. */
+enum PlanCount { PC_MICRO, PC_SUBGROUP, PC_TAIL, PC_PREFETCH, PC_WBUF, PC_PBUF, PC_ABUF,
+                 PC_GBUF, PC_SBUF, PC_N };
+
 typedef struct PlanArgs {
     const char *weights, *optim, *checkpoints, *act;
-    int micro_batches, subgroup, tail, prefetch, weight_buffers, pinned_buffers, act_buffers,
-        grad_buffers, state_buffers;
+    int count[PC_N]; /* -1: not given */
 } PlanArgs;
 
 typedef struct SimArgs {
@@ -118,6 +121,7 @@ static int parse_args(int argc, char **argv, SimArgs *a)
            O_SWEEP_OUT, O_WEIGHTS,
            O_OPTIM, O_CKPT, O_ACT, O_BATCH, O_SEQ, O_ITERS, O_MICRO, O_SUBGROUP, O_TAIL,
            O_PREFETCH, O_WBUF, O_PBUF, O_ABUF, O_GBUF, O_SBUF };
+    _Static_assert(O_SBUF - O_MICRO == PC_N - 1, "count options follow enum PlanCount");
     static const struct option opts[] = {
         {"hw", required_argument, 0, O_HW}, {"set", required_argument, 0, O_SET},
         {"model", required_argument, 0, O_MODEL}, {"policy", required_argument, 0, O_POLICY},
@@ -140,15 +144,9 @@ static int parse_args(int argc, char **argv, SimArgs *a)
     };
     *a = (SimArgs){.hw = "4090.ini", .model = "gpt3-175b", .policy = "fuyou", .swap = "auto",
                    .batch = 8,
-                   .seq = 1024, .iters = 3,
-                   .plan = {.micro_batches = -1, .subgroup = -1, .tail = -1, .prefetch = -1,
-                            .weight_buffers = -1, .pinned_buffers = -1, .act_buffers = -1,
-                            .grad_buffers = -1, .state_buffers = -1}};
-    /* Count options and their minimum, indexed from O_BATCH. */
-    int *counts[] = {&a->batch, &a->seq, &a->iters, &a->plan.micro_batches, &a->plan.subgroup,
-                     &a->plan.tail, &a->plan.prefetch, &a->plan.weight_buffers,
-                     &a->plan.pinned_buffers, &a->plan.act_buffers, &a->plan.grad_buffers,
-                     &a->plan.state_buffers};
+                   .seq = 1024, .iters = 3};
+    for (int i = 0; i < PC_N; i++)
+        a->plan.count[i] = -1;
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":hV", opts, NULL)) != -1) {
@@ -158,7 +156,9 @@ static int parse_args(int argc, char **argv, SimArgs *a)
                 o++;
             char name[32];
             snprintf(name, sizeof name, "--%s", o->name);
-            if (parse_count(name, optarg, c == O_PREFETCH ? 0 : 1, counts[c - O_BATCH]))
+            int *dst = c == O_BATCH ? &a->batch : c == O_SEQ ? &a->seq
+                     : c == O_ITERS ? &a->iters : &a->plan.count[c - O_MICRO];
+            if (parse_count(name, optarg, c == O_PREFETCH ? 0 : 1, dst))
                 return -EINVAL;
             continue;
         }
@@ -249,11 +249,8 @@ static int parse_swap(const char *s, PlanInfo *info)
 
 static bool has_overrides(const PlanArgs *pa)
 {
-    const int counts[] = {pa->micro_batches, pa->subgroup, pa->tail, pa->prefetch,
-                          pa->weight_buffers, pa->pinned_buffers, pa->act_buffers,
-                          pa->grad_buffers, pa->state_buffers};
-    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
-        if (counts[i] >= 0)
+    for (int i = 0; i < PC_N; i++)
+        if (pa->count[i] >= 0)
             return true;
     return pa->weights || pa->optim || pa->checkpoints || pa->act;
 }
@@ -287,16 +284,18 @@ static int apply_overrides(const PlanArgs *pa, Plan *p)
             for (int i = 1; i < GRAPH_OPS_PER_BLOCK; i++)
                 plan_set_act(p, b, i, inner);
     }
-    int *fields[] = {&p->micro_batches, &p->subgroup_blocks, &p->tail_blocks,
-                     &p->prefetch_depth, &p->weight_buffers, &p->pinned_buffers,
-                     &p->act_buffers, &p->grad_buffers, &p->state_buffers};
-    const int values[] = {pa->micro_batches, pa->subgroup, pa->tail, pa->prefetch,
-                          pa->weight_buffers, pa->pinned_buffers, pa->act_buffers,
-                          pa->grad_buffers, pa->state_buffers};
-    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++)
-        if (values[i] >= 0)
-            *fields[i] = values[i];
-    if (pa->prefetch >= 0 && pa->weight_buffers < 0 && p->weight_buffers < p->prefetch_depth + 1)
+    int *const fields[PC_N] = {
+        [PC_MICRO] = &p->micro_batches, [PC_SUBGROUP] = &p->subgroup_blocks,
+        [PC_TAIL] = &p->tail_blocks, [PC_PREFETCH] = &p->prefetch_depth,
+        [PC_WBUF] = &p->weight_buffers, [PC_PBUF] = &p->pinned_buffers,
+        [PC_ABUF] = &p->act_buffers, [PC_GBUF] = &p->grad_buffers,
+        [PC_SBUF] = &p->state_buffers,
+    };
+    for (int i = 0; i < PC_N; i++)
+        if (pa->count[i] >= 0)
+            *fields[i] = pa->count[i];
+    if (pa->count[PC_PREFETCH] >= 0 && pa->count[PC_WBUF] < 0 &&
+        p->weight_buffers < p->prefetch_depth + 1)
         p->weight_buffers = p->prefetch_depth + 1;
     return 0;
 }

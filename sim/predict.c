@@ -5,8 +5,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "clock.h"
 #include "cost.h"
 #include "trace.h"
 #include "units.h"
@@ -19,13 +19,6 @@ static double work_cb(void *ctx, const Task *t)
 static void rates_cb(void *ctx, const bool busy[RES_COUNT], double rate[RES_COUNT])
 {
     cost_rates(ctx, busy, rate);
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 static void derive(Prediction *pr, const Graph *g, const Plan *p)
@@ -67,7 +60,7 @@ int predict_run(Prediction *pr, const Graph *g, const Hardware *hw, const Plan *
 {
     memset(pr, 0, sizeof *pr);
     pr->iters = iters;
-    double t0 = now_s();
+    double t0 = clock_monotonic_s();
     int rc = sched_build(&pr->sched, g, p, iters, e);
     if (rc)
         return rc;
@@ -78,7 +71,7 @@ int predict_run(Prediction *pr, const Graph *g, const Hardware *hw, const Plan *
         predict_free(pr);
         return rc;
     }
-    pr->sim_wall_s = now_s() - t0;
+    pr->sim_wall_s = clock_monotonic_s() - t0;
     derive(pr, g, p);
     footprint_compute(&pr->mem, g, p);
     pr->overflow = footprint_overflow(&pr->mem, hw);
@@ -150,7 +143,8 @@ void predict_report(FILE *out, const Prediction *pr, const Graph *g, const Hardw
     fprintf(out, "\nresource     busy s/iter   busy %%\n");
     for (int r = 0; r < RES_COUNT; r++)
         fprintf(out, "  %-10s %11.3f %7.1f%%%s\n", resource_name(r), pr->busy_s[r],
-                100 * pr->busy_s[r] / pr->iter_s, r == (int)pr->bottleneck ? "  <- bottleneck" : "");
+                100 * pr->busy_s[r] / pr->iter_s,
+                r == (int)pr->bottleneck ? "  <- bottleneck" : "");
     if (pr->busy_s[pr->bottleneck] < 0.9 * pr->iter_s)
         fprintf(out, "  (no resource is saturated: waits between dependent tasks, such as loads "
                 "that cannot be prefetched, set the pace)\n");

@@ -1,7 +1,6 @@
 /* Check suite for exec/optim/ooc_adam: several steps of the out-of-core AdamW over sub-groups in
  * a striped store equal the in-memory scalar reference (states read back from the store, new
  * bf16 weights), with 2, 3 and 4 pinned buffers and groups of odd sizes. */
-#include <ftw.h>
 #include <sys/stat.h>
 
 #include "ooc_adam.h"
@@ -10,12 +9,6 @@
 #include "testutil.h"
 
 static char root[64];
-
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb, (void)flag, (void)ftw;
-    return remove(path);
-}
 
 static float frand(unsigned *seed)
 {
@@ -96,7 +89,7 @@ static void run_case(int n_buffers)
     store_close(&st);
     hostpool_free(&pool);
     workpool_free(&wp);
-    nftw(root, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+    tu_rm_tree(root);
 }
 
 START_TEST(matches_reference)

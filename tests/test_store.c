@@ -4,7 +4,6 @@
  * torn or stale data, and the host pool's budget. */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -27,15 +26,9 @@ static void make_dirs(int n)
     }
 }
 
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb, (void)flag, (void)ftw;
-    return remove(path);
-}
-
 static void remove_dirs(void)
 {
-    nftw(root, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+    tu_rm_tree(root);
 }
 
 static StoreConfig config(int n, bool checksum)

@@ -3,7 +3,6 @@
  * checkpoints round-trip with the Hugging Face names and layouts, the data formats and loader,
  * and every bad-file case gives one clear error. */
 #include <errno.h>
-#include <ftw.h>
 #include <math.h>
 #include <sys/stat.h>
 
@@ -13,17 +12,6 @@
 #include "trainer.h"
 
 static const char *text = "/usr/share/common-licenses/GPL-3";
-
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb, (void)flag, (void)ftw;
-    return remove(path);
-}
-
-static void rm_tree(const char *p)
-{
-    nftw(p, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
-}
 
 static TrainOptions opts(int64_t steps)
 {
@@ -86,8 +74,8 @@ START_TEST(resume_is_exact)
     ck_assert_int_eq(trainer_run(&o, &rest, &e), -EINVAL);
     tu_assert_contains(e.msg, "step 4 already");
     free(rest.losses);
-    rm_tree(dir_a);
-    rm_tree(dir_b);
+    tu_rm_tree(dir_a);
+    tu_rm_tree(dir_b);
 }
 END_TEST
 
@@ -175,7 +163,7 @@ START_TEST(checkpoint_round_trip)
     ck_assert_double_eq(s2.prev_grad_norm, 1.25);
     free(p2), free(m2), free(v2), free(p), free(m), free(v);
     gpt2_layout_free(&l);
-    rm_tree(dir);
+    tu_rm_tree(dir);
 }
 END_TEST
 
@@ -252,7 +240,7 @@ START_TEST(bad_checkpoints)
     free(po), free(z), free(p);
     gpt2_layout_free(&lo);
     gpt2_layout_free(&l);
-    rm_tree(dir);
+    tu_rm_tree(dir);
 }
 END_TEST
 
@@ -322,7 +310,7 @@ START_TEST(data_formats_and_loader)
     ck_assert_int_eq(trainer_run(&o, &r, &e), -EINVAL);
     tu_assert_contains(e.msg, "outside gpt2-tiny's vocabulary of 256");
     free(r.losses);
-    rm_tree(dir);
+    tu_rm_tree(dir);
 }
 END_TEST
 

@@ -4,6 +4,7 @@
 #define FUYOU_TESTUTIL_H
 
 #include <check.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,18 @@ static inline const char *tu_temp_file(char *buf, size_t n, const char *suffix, 
 #define tu_assert_contains(haystack, needle)                                                     \
     ck_assert_msg(strstr((haystack), (needle)) != NULL, "expected \"%s\" in \"%s\"", (needle), \
                   (haystack))
+
+static inline int tu_rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+/* Removes a scratch directory tree a test made. */
+static inline void tu_rm_tree(const char *path)
+{
+    nftw(path, tu_rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+}
 
 /* Runs one suite; returns the process exit status for meson. */
 static inline int tu_run(Suite *s)

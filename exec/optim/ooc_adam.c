@@ -4,16 +4,10 @@
 
 #include <errno.h>
 #include <string.h>
-#include <time.h>
+
+#include "clock.h"
 
 enum { SLICE_PARAMS = 1 << 20 }; /* Adam between store polls */
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 int ooc_adam_init(OocAdam *o, Store *st, HostPool *pool, WorkPool *workers, AdamIsa isa,
                   const size_t *group_params, int n_groups, int n_buffers, Err *e)
@@ -78,26 +72,26 @@ int ooc_adam_step(OocAdam *o, const AdamStep *s, const void *const *grads, DType
 {
     int reads[OOC_MAX_GROUPS], writes[OOC_MAX_GROUPS];
     OocStats st = {0};
-    double t0 = now_s();
+    double t0 = clock_monotonic_s();
     int nb = o->n_buffers, rc = 0;
     /* Reads run ahead by n_buffers - 2 groups (one buffer in Adam, one writing back). */
     int ahead = nb - 2 > 0 ? nb - 2 : 1;
     for (int g = 0; g < o->n_groups && g < ahead && !rc; g++)
         rc = issue_read(o, g, reads, e);
     for (int g = 0; g < o->n_groups && !rc; g++) {
-        double t = now_s();
+        double t = clock_monotonic_s();
         rc = store_wait(o->st, reads[g], e);
-        st.read_wait_s += now_s() - t;
+        st.read_wait_s += clock_monotonic_s() - t;
         if (rc)
             break;
         int next = g + ahead;
         if (next < o->n_groups) {
             int prev = next - nb; /* the group whose buffer the next read reuses */
             if (prev >= 0) {
-                t = now_s();
+                t = clock_monotonic_s();
                 rc = store_wait(o->st, writes[prev], e);
                 writes[prev] = -1;
-                st.write_wait_s += now_s() - t;
+                st.write_wait_s += clock_monotonic_s() - t;
                 if (rc)
                     break;
             }
@@ -108,7 +102,7 @@ int ooc_adam_step(OocAdam *o, const AdamStep *s, const void *const *grads, DType
         size_t n = o->params[g];
         float *b = o->buf[g % nb];
         size_t gsz = grad_type == DTYPE_BF16 ? 2 : 4;
-        t = now_s();
+        t = clock_monotonic_s();
         for (size_t i = 0; i < n; i += SLICE_PARAMS) {
             size_t len = n - i < SLICE_PARAMS ? n - i : SLICE_PARAMS;
             AdamSlice x = {.master = b + i, .m = b + n + i, .v = b + 2 * n + i,
@@ -119,23 +113,23 @@ int ooc_adam_step(OocAdam *o, const AdamStep *s, const void *const *grads, DType
             if (rc)
                 break;
         }
-        st.adam_s += now_s() - t;
+        st.adam_s += clock_monotonic_s() - t;
         if (rc)
             break;
         writes[g] = store_write(o->st, &o->states[g], 0, b, 12 * n, e);
         if (writes[g] < 0)
             rc = writes[g];
     }
-    double t = now_s();
+    double t = clock_monotonic_s();
     Err late;
     int rc2 = store_wait_all(o->st, &late);
-    st.write_wait_s += now_s() - t;
+    st.write_wait_s += clock_monotonic_s() - t;
     if (!rc && rc2) {
         rc = rc2;
         if (e)
             *e = late;
     }
-    st.elapsed_s = now_s() - t0;
+    st.elapsed_s = clock_monotonic_s() - t0;
     if (stats)
         *stats = st;
     return rc;

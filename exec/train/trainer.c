@@ -7,19 +7,12 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "checkpoint.h"
 #include "gpt2_layout.h"
 #include "plan.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 float trainer_lr(const TrainOptions *o, int64_t step)
 {
@@ -154,9 +147,9 @@ int trainer_run(const TrainOptions *o, TrainResult *r, Err *e)
     AdamConfig acfg = {.lr = o->lr, .beta1 = o->beta1, .beta2 = o->beta2, .eps = o->eps,
                        .weight_decay = o->weight_decay};
     r->first_step = st.step + 1;
-    double t_start = now_s(), tokens = 0;
+    double t_start = clock_monotonic_s(), tokens = 0;
     for (int64_t step = st.step + 1; !rc && step <= o->steps; step++) {
-        double t0 = now_s();
+        double t0 = clock_monotonic_s();
         loader_next(&ld, inputs, targets);
         float loss = 0;
         rc = be->ops->step(be, inputs, targets, true, &loss, e);
@@ -177,7 +170,7 @@ int trainer_run(const TrainOptions *o, TrainResult *r, Err *e)
         st.step = step;
         st.epoch = ld.epoch;
         st.index = ld.index;
-        double dt = now_s() - t0, tps = (double)o->batch * o->seq / dt;
+        double dt = clock_monotonic_s() - t0, tps = (double)o->batch * o->seq / dt;
         tokens += (double)o->batch * o->seq;
         if (!isfinite(loss) && !rc)
             rc = err_set(e, -EDOM, "step %lld: the loss is %f; lower --lr or check the data",
@@ -190,7 +183,8 @@ int trainer_run(const TrainOptions *o, TrainResult *r, Err *e)
         if (log)
             fprintf(log, "%lld\t%.6f\t%.6g\t%.6f\t%.1f\n", (long long)step, loss, acfg.lr, norm,
                     tps);
-        progress(o, step, r->first_step - 1, loss, tps, now_s() - t_start, step == o->steps);
+        progress(o, step, r->first_step - 1, loss, tps, clock_monotonic_s() - t_start,
+                 step == o->steps);
         bool save = o->save_dir && (step == o->steps || (o->save_every > 0 &&
                                                          step % o->save_every == 0));
         if (!rc && save) {
@@ -199,7 +193,7 @@ int trainer_run(const TrainOptions *o, TrainResult *r, Err *e)
                 rc = ckpt_save(o->save_dir, c, &l, params, m, v, &st, e);
         }
     }
-    double elapsed = now_s() - t_start;
+    double elapsed = clock_monotonic_s() - t_start;
     r->tokens_per_s = elapsed > 0 ? tokens / elapsed : 0;
     if (log && fclose(log) && !rc)
         rc = err_set(e, -EIO, "%s: write failed", o->log_path);
