@@ -99,6 +99,7 @@ int main(int argc, char **argv)
     printf("out-of-core AdamW: %d groups x %.1f M params = %.2f GB of states in %s, %s, %d "
            "threads\n", groups, per / 1e6, states / 1e9, dir, adam_isa_name(o.isa),
            wp.n_threads);
+    printf("host buffers: %s\n", bench_lock_state(pool.lock_failed));
     printf("%-24s %9s %10s\n", "", "seconds", "GB/s");
     printf("%-24s %9.3f %10.2f\n", "read alone", t_read, states / t_read / 1e9);
     printf("%-24s %9.3f %10.2f\n", "write alone", t_write, states / t_write / 1e9);

@@ -163,6 +163,7 @@ int main(int argc, char **argv)
     unlink(dd_path);
     printf("store vs raw io_uring O_DIRECT loop, %s, %.2f GiB, %zu MiB blocks, QD %d\n", dir,
            total / 1073741824.0, block >> 20, qd);
+    printf("host buffer: %s\n", bench_lock_state(pool.lock_failed));
     static const char *pass[3] = {"first write", "rewrite", "read"};
     printf("%-12s %10s %12s %8s   %s\n", "", "store GB/s", "raw GB/s", "ratio",
            "(raw before / after)");

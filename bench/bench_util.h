@@ -2,6 +2,7 @@
 #ifndef FUYOU_BENCH_UTIL_H
 #define FUYOU_BENCH_UTIL_H
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,14 @@ static inline double bench_median(double *v, int n)
 {
     qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
     return v[n / 2];
+}
+
+/* How a host pool's buffers stand, for a benchmark's header: unlocked memory may be paged out
+ * in the middle of a timed run. */
+static inline const char *bench_lock_state(bool lock_failed)
+{
+    return lock_failed ? "NOT locked (mlock refused: raise ulimit -l), may be paged"
+                       : "locked in RAM";
 }
 
 /* "--name value" from argv, or def. */
