@@ -11,6 +11,7 @@
 #include <math.h>
 
 #include "cuda_device.h"
+#include "flash_attention.h"
 #include "gpt2_cuda.h"
 #include "gpt2_kernels.h"
 #include "gpt2_layout.h"
@@ -103,42 +104,75 @@ START_TEST(layernorm_kernels)
 }
 END_TEST
 
+/* The row log-sum-exp of the causal scores, from the reference's pre-softmax scores. */
+static float *attention_lse_ref(const float *pre, int B, int NH, int T)
+{
+    float *lse = malloc((size_t)B * NH * T * 4);
+    for (size_t r = 0; r < (size_t)B * NH * T; r++) {
+        int t = (int)(r % T);
+        const float *row = pre + r * T;
+        double mx = -INFINITY, sum = 0;
+        for (int j = 0; j <= t; j++)
+            mx = fmax(mx, row[j]);
+        for (int j = 0; j <= t; j++)
+            sum += exp(row[j] - mx);
+        lse[r] = (float)(mx + log(sum));
+    }
+    return lse;
+}
+
 static void attention_case(int B, int T, int C, int NH)
 {
+    const char *path = flash_attention_supported(C, NH) ? "fused" : "chunked";
     size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C;
-    size_t na = (size_t)B * NH * T * T;
+    size_t na = (size_t)B * NH * T * T, nl = (size_t)B * NH * T;
     bf16_t *qb, *db;
     float *qkv = rand_bf(nq, 1, &qb), *dout = rand_bf(no, 1, &db);
     float *out = calloc(no, 4), *pre = calloc(na, 4), *att = calloc(na, 4);
     attention_forward_ref(out, pre, att, qkv, B, T, C, NH);
+    float *lse_ref = attention_lse_ref(pre, B, NH, T);
     float *dqkv = calloc(nq, 4), *dpre = calloc(na, 4), *datt = calloc(na, 4);
     attention_backward_ref(dqkv, dpre, datt, dout, qkv, att, B, T, C, NH);
     void *gq = dev_copy(qb, nq * 2), *gd = dev_copy(db, no * 2);
     bf16_t *gout = gk_alloc(no * 2), *gdq = gk_alloc(nq * 2);
-    float *lse = gk_alloc((size_t)B * NH * T * 4), *delta = gk_alloc((size_t)B * NH * T * 4);
+    float *lse = gk_alloc(nl * 4), *delta = gk_alloc(nl * 4);
     void *ws = gk_alloc(gk_attention_workspace_bytes(B, T, C, NH)), *blas = gk_blas_create();
+    /* poison: every element must be written */
+    gk_memset(gout, 0xff, no * 2), gk_memset(lse, 0xff, nl * 4), gk_memset(gdq, 0xff, nq * 2);
     gk_attention_forward(gout, lse, gq, B, T, C, NH, ws, blas, NULL);
-    gk_memset(gdq, 0xff, nq * 2); /* poison: every element must be written */
     gk_attention_backward(gdq, delta, gd, gout, gq, lse, B, T, C, NH, ws, blas, NULL);
     gk_sync();
     gk_blas_destroy(blas);
     gk_free(ws);
-    char what[64];
-    snprintf(what, sizeof what, "attention out (T %d, hs %d)", T, C / NH);
-    CHECK_REL(what, download_bf(gout, no), out, no, 1e-2);
-    snprintf(what, sizeof what, "attention dqkv (T %d, hs %d)", T, C / NH);
+    char what[96];
+    snprintf(what, sizeof what, "attention %s out (B %d T %d hs %d)", path, B, T, C / NH);
+    float *got_out = download_bf(gout, no);
+    for (size_t i = 0; i < no; i++)
+        ck_assert_msg(isfinite(got_out[i]), "out[%zu] not written", i);
+    CHECK_REL(what, got_out, out, no, 1e-2);
+    snprintf(what, sizeof what, "attention %s lse (B %d T %d hs %d)", path, B, T, C / NH);
+    CHECK_REL(what, download_f(lse, nl), lse_ref, nl, 1e-5);
+    snprintf(what, sizeof what, "attention %s dqkv (B %d T %d hs %d)", path, B, T, C / NH);
     float *got = download_bf(gdq, nq);
     for (size_t i = 0; i < nq; i++)
         ck_assert_msg(isfinite(got[i]), "dqkv[%zu] not written", i);
     CHECK_REL(what, got, dqkv, nq, 2e-2);
+    gk_free(gq), gk_free(gd), gk_free(gout), gk_free(gdq), gk_free(lse), gk_free(delta);
+    free(qkv), free(dout), free(out), free(pre), free(att), free(lse_ref), free(dqkv);
+    free(dpre), free(datt), free(got), free(got_out), free(qb), free(db);
 }
 
+/* Head sizes 32, 64 and 128 take the fused kernels (tiles of 64 queries and keys): lengths below
+ * one tile, across several with a ragged last one, and one of exactly 4 tiles. Head size 80 takes
+ * the chunked cuBLAS path (chunks of 256 queries). */
 START_TEST(attention_kernels)
 {
-    attention_case(2, 37, 192, 3); /* head size 64 */
-    attention_case(1, 70, 64, 2);  /* 32 */
-    attention_case(2, 33, 256, 2); /* 128 */
-    attention_case(1, 300, 64, 1); /* two query chunks (256 + 44) */
+    attention_case(2, 37, 192, 3);  /* head size 64, one partial tile */
+    attention_case(1, 200, 64, 2);  /* 32: 3 tiles + 8 */
+    attention_case(2, 130, 256, 2); /* 128: 2 tiles + 2 */
+    attention_case(1, 300, 64, 1);  /* 64: 4 tiles + 44 */
+    attention_case(2, 256, 128, 2); /* 64: exactly 4 tiles */
+    attention_case(1, 300, 160, 2); /* 80: two query chunks (256 + 44) */
 }
 END_TEST
 

@@ -51,6 +51,7 @@ struct Gpt2Cuda {
     bf16 *lm_pad;                  /* (Vp, C) the LM head's weights, zero rows past V */
     float *dlm_pad;                /* (Vp, C) its gradient before it joins the flat one */
     int *inputs, *targets;         /* (B,T) on the device */
+    double *sq_scratch;            /* one double: gk_sum_sq's accumulator */
     float *losses_host;
 };
 
@@ -92,7 +93,7 @@ static void cuda_destroy(Backend *b)
         return;
     gk_free(g->master), gk_free(g->grads), gk_free(g->m), gk_free(g->v), gk_free(g->params);
     gk_free(g->act_mem), gk_free(g->inputs), gk_free(g->targets), gk_free(g->att_ws);
-    gk_free(g->lm_pad), gk_free(g->dlm_pad);
+    gk_free(g->lm_pad), gk_free(g->dlm_pad), gk_free(g->sq_scratch);
     if (g->blas)
         cublasDestroy(g->blas);
     if (g->compute)
@@ -162,6 +163,7 @@ static int cuda_create(Backend **out, const ModelConfig *c, int B, int T, WorkPo
     }
     g->inputs = (int *)gk_alloc((size_t)B * T * sizeof(int));
     g->targets = (int *)gk_alloc((size_t)B * T * sizeof(int));
+    g->sq_scratch = (double *)gk_alloc(sizeof(double));
     g->losses_host = (float *)malloc((size_t)B * T * sizeof(float));
     gk_memset(g->master, 0, P * 4), gk_memset(g->m, 0, P * 4), gk_memset(g->v, 0, P * 4);
     gk_memset(g->params, 0, P * 2);
@@ -406,7 +408,7 @@ static int cuda_step(Backend *b, const int *inputs, const int *targets, bool do_
 static double cuda_grad_sq(Backend *b, size_t begin, size_t end)
 {
     Gpt2Cuda *g = (Gpt2Cuda *)b;
-    return gk_sum_sq(g->grads + begin, end - begin, g->compute);
+    return gk_sum_sq(g->grads + begin, end - begin, g->sq_scratch, g->compute);
 }
 
 static int cuda_update(Backend *b, const AdamStep *s, size_t begin, size_t end, Err *e)

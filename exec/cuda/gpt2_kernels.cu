@@ -8,6 +8,7 @@
 #include "cuda_check.h"
 
 extern "C" {
+#include "flash_attention.h"
 #include "gpt2_kernels.h"
 }
 
@@ -359,7 +360,8 @@ extern "C" void gk_residual_forward(bf16_t *out, const bf16_t *a, const bf16_t *
 }
 
 /* ---- attention ----------------------------------------------------------------------------
- * Tiled by query chunks of ATT_QC rows: for each chunk the scores against the keys it may see
+ * Where flash_attention_supported (head sizes 32, 64, 128 on sm_80+), the fused kernels of
+ * flash_attention.cu run; other shapes take this path, tiled by query chunks of ATT_QC rows: for each chunk the scores against the keys it may see
  * (causal: keys 0 .. q0 + qn - 1) are one batched tensor-core GEMM over every (batch, head),
  * then a row softmax, then P @ V, so memory is O(ATT_QC x T) per head: linear in T, never T x T.
  * Backward recomputes P from the saved log-sum-exp chunk by chunk; dK and dV accumulate in fp32
@@ -376,6 +378,8 @@ typedef struct AttWs {
 
 extern "C" size_t gk_attention_workspace_bytes(int B, int T, int C, int NH)
 {
+    if (flash_attention_supported(C, NH))
+        return flash_attention_workspace_bytes(B, T, C);
     size_t chunk = (size_t)B * NH * ATT_QC * T;
     return chunk * 4 + chunk * 2 + (size_t)B * T * 2 * C * 4 + 3 * (size_t)B * NH * 8 + 4 * 256;
 }
@@ -508,6 +512,10 @@ extern "C" void gk_attention_forward(bf16_t *out_, float *lse, const bf16_t *qkv
 {
     cublasHandle_t h = (cublasHandle_t)blas;
     CUBLAS_CHECK(cublasSetStream(h, S(s)));
+    if (flash_attention_supported(C, NH)) {
+        flash_attention_forward(out_, lse, qkv_, B, T, C, NH, s);
+        return;
+    }
     const bf16 *qkv = (const bf16 *)qkv_;
     bf16 *out = (bf16 *)out_;
     AttWs w = carve_ws(ws, B, T, C, NH);
@@ -546,6 +554,10 @@ extern "C" void gk_attention_backward(bf16_t *dqkv_, float *delta, const bf16_t 
     attention_delta_kernel<<<(rows_all + 7) / 8, 256, 0, S(s)>>>(
         delta, dout, (const bf16 *)out_, B, T, C, NH);
     LAUNCHED(attention_delta_kernel);
+    if (flash_attention_supported(C, NH)) {
+        flash_attention_backward(dqkv_, dout_, qkv_, lse, delta, B, T, C, NH, ws, s);
+        return;
+    }
     CUDA_CHECK(cudaMemsetAsync(w.dkv, 0, (size_t)B * T * 2 * C * 4, S(s)));
     for (int q0 = 0; q0 < T; q0 += ATT_QC) {
         int qn = min(ATT_QC, T - q0), kn = q0 + qn;
@@ -694,16 +706,15 @@ __global__ void sum_sq_kernel(double *out, const float *x, size_t n)
         atomicAdd(out, s);
 }
 
-extern "C" double gk_sum_sq(const float *x, size_t n, cudaStream_t_c s)
+extern "C" double gk_sum_sq(const float *x, size_t n, double *scratch, cudaStream_t_c s)
 {
-    double *d = (double *)gk_alloc(sizeof(double)), h = 0;
+    double *d = scratch, h = 0;
     CUDA_CHECK(cudaMemsetAsync(d, 0, sizeof(double), S(s)));
     unsigned blocks = blocks_for(n, 256);
     sum_sq_kernel<<<blocks < 1024 ? blocks : 1024, 256, 0, S(s)>>>(d, x, n);
     LAUNCHED(sum_sq_kernel);
     CUDA_CHECK(cudaMemcpyAsync(&h, d, sizeof h, cudaMemcpyDeviceToHost, S(s)));
     CUDA_CHECK(cudaStreamSynchronize(S(s)));
-    gk_free(d);
     return h;
 }
 
@@ -720,6 +731,12 @@ __global__ void fill_random_kernel(bf16 *x, size_t n, unsigned seed)
     }
 }
 
+extern "C" void gk_fill_random(bf16_t *x, size_t n, unsigned seed)
+{
+    fill_random_kernel<<<1024, 256>>>((bf16 *)x, n, seed);
+    LAUNCHED(fill_random_kernel);
+}
+
 static int cmp_float(const void *a, const void *b)
 {
     float x = *(const float *)a, y = *(const float *)b;
@@ -730,9 +747,8 @@ extern "C" double gk_gemm_tflops(int N, int C, int OC, int reps)
 {
     bf16 *a = (bf16 *)gk_alloc((size_t)N * C * 2), *w = (bf16 *)gk_alloc((size_t)OC * C * 2);
     bf16 *o = (bf16 *)gk_alloc((size_t)N * OC * 2);
-    fill_random_kernel<<<1024, 256>>>(a, (size_t)N * C, 1);
-    fill_random_kernel<<<1024, 256>>>(w, (size_t)OC * C, 2);
-    LAUNCHED(fill_random_kernel);
+    gk_fill_random((bf16_t *)a, (size_t)N * C, 1);
+    gk_fill_random((bf16_t *)w, (size_t)OC * C, 2);
     cublasHandle_t h;
     CUBLAS_CHECK(cublasCreate(&h));
     cudaEvent_t e0, e1;

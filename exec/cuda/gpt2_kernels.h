@@ -1,8 +1,9 @@
 /* gpt2_kernels: the CUDA kernels of the GPT-2 step, with C launchers on device pointers, checked
  * against exec/cpu/gpt2_ops (the references) by tests/test_cuda_gpt2.c. Activations are bf16
  * (bf16_t here, __nv_bfloat16 on the device), statistics, losses and parameter gradients fp32;
- * all arithmetic accumulates in fp32. Attention works in query chunks (no T x T buffer, the row
- * log-sum-exp kept for backward), so its memory grows linearly with T. Every
+ * all arithmetic accumulates in fp32. Attention is fused (flash_attention.h) for head sizes 32,
+ * 64 and 128 and works in query chunks on cuBLAS otherwise; neither keeps a T x T buffer (the
+ * row log-sum-exp is kept for backward), so its memory grows linearly with T. Every
  * launcher runs on `stream` and checks the launch. */
 #ifndef FUYOU_GPT2_KERNELS_H
 #define FUYOU_GPT2_KERNELS_H
@@ -47,9 +48,8 @@ void gk_gelu_backward(bf16_t *dinp, const bf16_t *inp, const bf16_t *dout, size_
                       cudaStream_t_c s);
 void gk_residual_forward(bf16_t *out, const bf16_t *a, const bf16_t *b, size_t n,
                          cudaStream_t_c s);
-/* Causal attention: out (B,T,C) from qkv (B,T,3C); lse (B,NH,T) kept for backward. The scores
- * are computed by query chunks with cuBLAS (tensor cores) into ws, of
- * gk_attention_workspace_bytes, which grows linearly with T; blas is a cublasHandle_t. */
+/* Causal attention: out (B,T,C) from qkv (B,T,3C); lse (B,NH,T) kept for backward. ws is of
+ * gk_attention_workspace_bytes, linear in T; blas is a cublasHandle_t (the chunked path's). */
 size_t gk_attention_workspace_bytes(int B, int T, int C, int NH);
 void gk_attention_forward(bf16_t *out, float *lse, const bf16_t *qkv, int B, int T, int C,
                           int NH, void *ws, void *blas, cudaStream_t_c s);
@@ -71,9 +71,12 @@ void gk_adamw(float *master, float *m, float *v, const float *grad, bf16_t *out,
               float beta1, float one_minus_beta1, float beta2, float one_minus_beta2,
               float eps, float decay, float neg_step_size, float inv_sqrt_bc2,
               float grad_scale, cudaStream_t_c s);
-/* Sum of squares of x[0..n) in double. */
-double gk_sum_sq(const float *x, size_t n, cudaStream_t_c s);
+/* Sum of squares of x[0..n) in double, through scratch (one device double the caller keeps);
+ * waits for the stream. */
+double gk_sum_sq(const float *x, size_t n, double *scratch, cudaStream_t_c s);
 
+/* For benchmarks: x[0..n) = hashed values uniform in [-0.5, 0.5), a function of (i, seed). */
+void gk_fill_random(bf16_t *x, size_t n, unsigned seed);
 /* For benchmarks: TFLOP/s of the bf16 GEMM out (N, OC) = inp (N, C) @ w (OC, C)^T as the
  * backend calls it (cublasGemmEx, fp32 compute, default algorithm), median of reps timed with
  * CUDA events on random data. */

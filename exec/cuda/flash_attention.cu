@@ -1,0 +1,561 @@
+/* flash_attention: fused causal attention on mma.sync tensor cores; see flash_attention.h.
+ *
+ * Fragment layouts are those of mma.m16n8k16 (PTX ISA, "Matrix fragments for mma.m16n8k16"):
+ * with g = lane / 4 and t = lane % 4, an accumulator tile holds rows g and g + 8, columns 2t and
+ * 2t + 1. Two neighbouring accumulator tiles of 16 x 8, rounded to bf16, are exactly the A
+ * operand of the next product over those 16 columns, so probabilities never leave registers.
+ * Tiles live in shared memory with rows padded by 8 elements (16 bytes), which makes the eight
+ * row addresses of every ldmatrix fall in distinct bank groups. Scores are kept in log2 units
+ * (scale * log2(e) folded in) so the exponentials are exp2. */
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "cuda_check.h"
+
+extern "C" {
+#include "flash_attention.h"
+}
+
+typedef __nv_bfloat16 bf16;
+
+enum { FA_TILE = 64, FA_THREADS = 128, FA_PAD = 8 };
+#define FA_LOG2E 1.4426950408889634f
+#define FA_LN2 0.6931471805599453f
+
+/* ---- tensor-core and copy primitives ------------------------------------------------------ */
+
+__device__ __forceinline__ uint32_t smem_addr(const void *p)
+{
+    return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+/* 16 bytes global -> shared, asynchronously; zeros when !valid (src is not read then). */
+__device__ __forceinline__ void cp_async16(void *dst, const void *src, bool valid)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)),
+                 "l"(src), "r"(valid ? 16 : 0));
+}
+
+__device__ __forceinline__ void cp_async_commit()
+{
+    asm volatile("cp.async.commit_group;\n" ::);
+}
+
+/* Wait until at most n groups are pending. */
+template <int n> __device__ __forceinline__ void cp_async_wait()
+{
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(n));
+}
+
+__device__ __forceinline__ void ldsm_x4(uint32_t r[4], const bf16 *p)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(smem_addr(p)));
+}
+
+__device__ __forceinline__ void ldsm_x4_t(uint32_t r[4], const bf16 *p)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(smem_addr(p)));
+}
+
+/* c += a (16x16, row) * b (16x8, col), bf16 in, fp32 accumulate */
+__device__ __forceinline__ void mma16816(float c[4], const uint32_t a[4], uint32_t b0,
+                                         uint32_t b1)
+{
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
+                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi)
+{
+    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *(uint32_t *)&v;
+}
+
+/* The A operand over accumulator tiles n and n + 1 (16 rows x 16 columns). */
+__device__ __forceinline__ void acc_to_a(uint32_t a[4], const float lo[4], const float hi[4])
+{
+    a[0] = pack_bf16(lo[0], lo[1]);
+    a[1] = pack_bf16(lo[2], lo[3]);
+    a[2] = pack_bf16(hi[0], hi[1]);
+    a[3] = pack_bf16(hi[2], hi[3]);
+}
+
+/* ldmatrix lane addresses for a 16 x 16 block at (r0, c0) of a row-major tile with ld:
+ * - a_row: A operand stored [m][k];          - a_trans: A stored [k][m] (transposed);
+ * - b_nk:  B operand stored [n][k] (two n-tiles of 8, one k-step);
+ * - b_kn:  B stored [k][n] (two n-tiles, with .trans). */
+__device__ __forceinline__ const bf16 *a_row(const bf16 *s, int ld, int r0, int c0, int lane)
+{
+    return s + (r0 + (lane & 7) + ((lane >> 3) & 1) * 8) * ld + c0 + (lane >> 4) * 8;
+}
+__device__ __forceinline__ const bf16 *a_trans(const bf16 *s, int ld, int k0, int m0, int lane)
+{
+    return s + (k0 + (lane & 7) + (lane >> 4) * 8) * ld + m0 + ((lane >> 3) & 1) * 8;
+}
+__device__ __forceinline__ const bf16 *b_nk(const bf16 *s, int ld, int n0, int k0, int lane)
+{
+    return s + (n0 + (lane & 7) + (lane >> 4) * 8) * ld + k0 + ((lane >> 3) & 1) * 8;
+}
+__device__ __forceinline__ const bf16 *b_kn(const bf16 *s, int ld, int k0, int n0, int lane)
+{
+    return s + (k0 + (lane & 7) + ((lane >> 3) & 1) * 8) * ld + n0 + (lane >> 4) * 8;
+}
+
+/* Rows row0 .. row0 + 63 of a (T x D) slice with row stride ld into a padded tile; rows past T
+ * are zeros. All threads of the block take part; the copies are asynchronous. */
+template <int D>
+__device__ __forceinline__ void load_tile(bf16 *tile, const bf16 *src, int row0, int T, int ld)
+{
+    constexpr int chunks = D / 8;
+    for (int i = threadIdx.x; i < FA_TILE * chunks; i += FA_THREADS) {
+        int r = i / chunks, c = (i % chunks) * 8;
+        bool ok = row0 + r < T;
+        cp_async16(tile + r * (D + FA_PAD) + c, ok ? src + (size_t)(row0 + r) * ld + c : src,
+                   ok);
+    }
+}
+
+/* (lo, hi) reduced over the four lanes of a quad (the lanes that share a row). */
+__device__ __forceinline__ float quad_max(float v)
+{
+    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
+    return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
+}
+__device__ __forceinline__ float quad_sum(float v)
+{
+    v += __shfl_xor_sync(0xffffffffu, v, 1);
+    return v + __shfl_xor_sync(0xffffffffu, v, 2);
+}
+
+/* ---- forward ------------------------------------------------------------------------------
+ * Block: 64 query rows of one (b, h), four warps of 16 rows. Key tiles 0 .. qb are double
+ * buffered: tile j + 1 loads while tile j is used. The heaviest query tiles (most keys) are
+ * scheduled first. */
+template <int D>
+__global__ void __launch_bounds__(FA_THREADS)
+    flash_fwd_kernel(bf16 *out, float *lse, const bf16 *qkv, int T, int C, int NH,
+                     float scale_log2)
+{
+    constexpr int LD = D + FA_PAD, TS = FA_TILE * LD;
+    extern __shared__ __align__(16) unsigned char smem[];
+    bf16 *sQ = (bf16 *)smem, *sK = sQ + TS, *sV = sK + 2 * TS;
+    int qb = gridDim.x - 1 - blockIdx.x, bh = blockIdx.y, b = bh / NH, h = bh % NH;
+    int C3 = 3 * C, warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    const bf16 *base = qkv + (size_t)b * T * C3 + h * D;
+
+    load_tile<D>(sQ, base, qb * FA_TILE, T, C3);
+    load_tile<D>(sK, base + C, 0, T, C3);
+    load_tile<D>(sV, base + 2 * C, 0, T, C3);
+    cp_async_commit();
+
+    uint32_t qf[D / 16][4];
+    float o[D / 8][4];
+    for (int n = 0; n < D / 8; n++)
+        o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+    float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;
+    int row0 = qb * FA_TILE + warp * 16 + g; /* this thread's rows: row0 and row0 + 8 */
+
+    for (int kb = 0; kb <= qb; kb++) {
+        int buf = kb & 1;
+        if (kb < qb) {
+            load_tile<D>(sK + (buf ^ 1) * TS, base + C, (kb + 1) * FA_TILE, T, C3);
+            load_tile<D>(sV + (buf ^ 1) * TS, base + 2 * C, (kb + 1) * FA_TILE, T, C3);
+        }
+        cp_async_commit();
+        cp_async_wait<1>();
+        __syncthreads();
+        if (kb == 0)
+            for (int kk = 0; kk < D / 16; kk++)
+                ldsm_x4(qf[kk], a_row(sQ, LD, warp * 16, kk * 16, lane));
+        const bf16 *k = sK + buf * TS, *v = sV + buf * TS;
+
+        /* S = Q K^T for this warp's 16 rows x 64 keys */
+        float s[FA_TILE / 8][4];
+        for (int n = 0; n < FA_TILE / 8; n++)
+            s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
+        for (int kk = 0; kk < D / 16; kk++)
+            for (int p = 0; p < FA_TILE / 16; p++) {
+                uint32_t r[4];
+                ldsm_x4(r, b_nk(k, LD, p * 16, kk * 16, lane));
+                mma16816(s[2 * p], qf[kk], r[0], r[1]);
+                mma16816(s[2 * p + 1], qf[kk], r[2], r[3]);
+            }
+
+        /* scale, causal mask (diagonal tile only: earlier tiles are wholly visible), online
+         * softmax. Every row sees key 0 in tile 0, so the running max is finite from then on. */
+        float mx0 = m0, mx1 = m1;
+        for (int n = 0; n < FA_TILE / 8; n++)
+            for (int e = 0; e < 4; e++) {
+                int key = kb * FA_TILE + n * 8 + 2 * t + (e & 1), row = row0 + (e >> 1) * 8;
+                float x = s[n][e] * scale_log2;
+                if (kb == qb && key > row)
+                    x = -INFINITY;
+                s[n][e] = x;
+                if (e < 2)
+                    mx0 = fmaxf(mx0, x);
+                else
+                    mx1 = fmaxf(mx1, x);
+            }
+        mx0 = quad_max(mx0);
+        mx1 = quad_max(mx1);
+        float a0 = exp2f(m0 - mx0), a1 = exp2f(m1 - mx1);
+        m0 = mx0;
+        m1 = mx1;
+        float sum0 = 0.0f, sum1 = 0.0f;
+        for (int n = 0; n < FA_TILE / 8; n++) {
+            s[n][0] = exp2f(s[n][0] - m0);
+            s[n][1] = exp2f(s[n][1] - m0);
+            s[n][2] = exp2f(s[n][2] - m1);
+            s[n][3] = exp2f(s[n][3] - m1);
+            sum0 += s[n][0] + s[n][1];
+            sum1 += s[n][2] + s[n][3];
+        }
+        l0 = l0 * a0 + sum0; /* per-thread partial sums: the quad's share one rescaling */
+        l1 = l1 * a1 + sum1;
+        for (int n = 0; n < D / 8; n++) {
+            o[n][0] *= a0, o[n][1] *= a0;
+            o[n][2] *= a1, o[n][3] *= a1;
+        }
+
+        /* O += P V */
+        for (int kk = 0; kk < FA_TILE / 16; kk++) {
+            uint32_t a[4];
+            acc_to_a(a, s[2 * kk], s[2 * kk + 1]);
+            for (int p = 0; p < D / 16; p++) {
+                uint32_t r[4];
+                ldsm_x4_t(r, b_kn(v, LD, kk * 16, p * 16, lane));
+                mma16816(o[2 * p], a, r[0], r[1]);
+                mma16816(o[2 * p + 1], a, r[2], r[3]);
+            }
+        }
+        __syncthreads(); /* the next iteration's copies overwrite the other buffer */
+    }
+
+    l0 = quad_sum(l0);
+    l1 = quad_sum(l1);
+    float inv0 = 1.0f / l0, inv1 = 1.0f / l1;
+    for (int half = 0; half < 2; half++) {
+        int row = row0 + half * 8;
+        if (row >= T)
+            continue;
+        float inv = half ? inv1 : inv0;
+        bf16 *dst = out + ((size_t)b * T + row) * C + h * D + 2 * t;
+        for (int n = 0; n < D / 8; n++)
+            *(__nv_bfloat162 *)(dst + n * 8) =
+                __floats2bfloat162_rn(o[n][2 * half] * inv, o[n][2 * half + 1] * inv);
+        if (t == 0)
+            lse[(size_t)bh * T + row] = ((half ? m1 : m0) + log2f(half ? l1 : l0)) * FA_LN2;
+    }
+}
+
+/* ---- backward -----------------------------------------------------------------------------
+ * Block: 64 keys of one (b, h), four warps of 16 keys; query tiles kb .. last are double
+ * buffered with their log-sum-exp and delta. Per query tile each warp forms its 16 keys x 64
+ * queries of S^T = K Q^T and dP^T = V dO^T, then P^T, dS^T = P^T (dP^T - delta), and
+ * accumulates dV += P^T dO and dK += dS^T Q in registers. dS^T goes through shared memory so
+ * that each warp can form 16 query rows of dQ = dS K, which are added to the fp32 dQ in global
+ * memory (other key tiles add to the same rows). */
+template <int D>
+__global__ void __launch_bounds__(FA_THREADS)
+    flash_bwd_kernel(bf16 *dqkv, float *dq, const bf16 *dout, const bf16 *qkv,
+                     const float *lse, const float *delta, int T, int C, int NH,
+                     float scale_log2, float scale)
+{
+    constexpr int LD = D + FA_PAD, TS = FA_TILE * LD, LDS = FA_TILE + FA_PAD;
+    extern __shared__ __align__(16) unsigned char smem[];
+    bf16 *sK = (bf16 *)smem, *sV = sK + TS, *sQ = sV + TS, *sdO = sQ + 2 * TS;
+    bf16 *sdS = sdO + 2 * TS;                    /* [key][query] */
+    float *sL = (float *)(sdS + FA_TILE * LDS);  /* [2][64] lse * log2(e), +inf past T */
+    float *sDelta = sL + 2 * FA_TILE;            /* [2][64] */
+    int nb = gridDim.x, kb = blockIdx.x, bh = blockIdx.y, b = bh / NH, h = bh % NH;
+    int C3 = 3 * C, warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    const bf16 *base = qkv + (size_t)b * T * C3 + h * D;
+    const bf16 *dbase = dout + (size_t)b * T * C + h * D;
+    const float *lse_bh = lse + (size_t)bh * T, *delta_bh = delta + (size_t)bh * T;
+
+    load_tile<D>(sK, base + C, kb * FA_TILE, T, C3);
+    load_tile<D>(sV, base + 2 * C, kb * FA_TILE, T, C3);
+
+    float dk[D / 8][4], dv[D / 8][4];
+    for (int n = 0; n < D / 8; n++)
+        for (int e = 0; e < 4; e++)
+            dk[n][e] = dv[n][e] = 0.0f;
+    int key0 = kb * FA_TILE + warp * 16 + g; /* this thread's keys: key0 and key0 + 8 */
+
+    for (int qb = kb; qb < nb; qb++) {
+        int buf = (qb - kb) & 1;
+        /* this tile's loads are issued before the loop for qb == kb, else by the previous
+         * iteration; issue the next one now */
+        for (int nxt = (qb == kb ? qb : qb + 1); nxt <= qb + 1 && nxt < nb; nxt++) {
+            int bb = (nxt - kb) & 1;
+            load_tile<D>(sQ + bb * TS, base, nxt * FA_TILE, T, C3);
+            load_tile<D>(sdO + bb * TS, dbase, nxt * FA_TILE, T, C);
+            for (int i = threadIdx.x; i < FA_TILE; i += FA_THREADS) {
+                int q = nxt * FA_TILE + i;
+                sL[bb * FA_TILE + i] = q < T ? lse_bh[q] * FA_LOG2E : INFINITY;
+                sDelta[bb * FA_TILE + i] = q < T ? delta_bh[q] : 0.0f;
+            }
+            cp_async_commit();
+        }
+        if (qb + 1 < nb)
+            cp_async_wait<1>();
+        else
+            cp_async_wait<0>();
+        __syncthreads();
+        const bf16 *q = sQ + buf * TS, *dO = sdO + buf * TS;
+        const float *L = sL + buf * FA_TILE, *Dl = sDelta + buf * FA_TILE;
+
+        float st[FA_TILE / 8][4], dpt[FA_TILE / 8][4];
+        for (int n = 0; n < FA_TILE / 8; n++)
+            for (int e = 0; e < 4; e++)
+                st[n][e] = dpt[n][e] = 0.0f;
+        for (int kk = 0; kk < D / 16; kk++) {
+            uint32_t ka[4], va[4];
+            ldsm_x4(ka, a_row(sK, LD, warp * 16, kk * 16, lane));
+            ldsm_x4(va, a_row(sV, LD, warp * 16, kk * 16, lane));
+            for (int p = 0; p < FA_TILE / 16; p++) {
+                uint32_t r[4];
+                ldsm_x4(r, b_nk(q, LD, p * 16, kk * 16, lane));
+                mma16816(st[2 * p], ka, r[0], r[1]);
+                mma16816(st[2 * p + 1], ka, r[2], r[3]);
+                ldsm_x4(r, b_nk(dO, LD, p * 16, kk * 16, lane));
+                mma16816(dpt[2 * p], va, r[0], r[1]);
+                mma16816(dpt[2 * p + 1], va, r[2], r[3]);
+            }
+        }
+        /* P^T and dS^T; queries past T have lse +inf, so P = 0 there */
+        for (int n = 0; n < FA_TILE / 8; n++)
+            for (int e = 0; e < 4; e++) {
+                int qi = n * 8 + 2 * t + (e & 1), key = key0 + (e >> 1) * 8;
+                float p = exp2f(st[n][e] * scale_log2 - L[qi]);
+                if (qb == kb && key > qb * FA_TILE + qi)
+                    p = 0.0f;
+                st[n][e] = p;
+                dpt[n][e] = p * (dpt[n][e] - Dl[qi]);
+            }
+        /* dV += P^T dO, dK += dS^T Q (k = queries) */
+        for (int kk = 0; kk < FA_TILE / 16; kk++) {
+            uint32_t pa[4], sa[4];
+            acc_to_a(pa, st[2 * kk], st[2 * kk + 1]);
+            acc_to_a(sa, dpt[2 * kk], dpt[2 * kk + 1]);
+            for (int p = 0; p < D / 16; p++) {
+                uint32_t r[4];
+                ldsm_x4_t(r, b_kn(dO, LD, kk * 16, p * 16, lane));
+                mma16816(dv[2 * p], pa, r[0], r[1]);
+                mma16816(dv[2 * p + 1], pa, r[2], r[3]);
+                ldsm_x4_t(r, b_kn(q, LD, kk * 16, p * 16, lane));
+                mma16816(dk[2 * p], sa, r[0], r[1]);
+                mma16816(dk[2 * p + 1], sa, r[2], r[3]);
+            }
+        }
+        /* dS^T to shared memory, then dQ rows warp*16.. = dS K over this block's 64 keys */
+        for (int n = 0; n < FA_TILE / 8; n++) {
+            bf16 *d = sdS + (warp * 16 + g) * LDS + n * 8 + 2 * t;
+            *(uint32_t *)d = pack_bf16(dpt[n][0], dpt[n][1]);
+            *(uint32_t *)(d + 8 * LDS) = pack_bf16(dpt[n][2], dpt[n][3]);
+        }
+        __syncthreads();
+        float dqa[D / 8][4];
+        for (int n = 0; n < D / 8; n++)
+            dqa[n][0] = dqa[n][1] = dqa[n][2] = dqa[n][3] = 0.0f;
+        for (int kk = 0; kk < FA_TILE / 16; kk++) {
+            uint32_t a[4];
+            ldsm_x4_t(a, a_trans(sdS, LDS, kk * 16, warp * 16, lane));
+            for (int p = 0; p < D / 16; p++) {
+                uint32_t r[4];
+                ldsm_x4_t(r, b_kn(sK, LD, kk * 16, p * 16, lane));
+                mma16816(dqa[2 * p], a, r[0], r[1]);
+                mma16816(dqa[2 * p + 1], a, r[2], r[3]);
+            }
+        }
+        for (int half = 0; half < 2; half++) {
+            int row = qb * FA_TILE + warp * 16 + g + half * 8;
+            if (row >= T)
+                continue;
+            float *dst = dq + ((size_t)b * T + row) * C + h * D + 2 * t;
+            for (int n = 0; n < D / 8; n++) {
+#if __CUDA_ARCH__ >= 900
+                atomicAdd((float2 *)(dst + n * 8),
+                          make_float2(dqa[n][2 * half], dqa[n][2 * half + 1]));
+#else
+                atomicAdd(dst + n * 8, dqa[n][2 * half]);
+                atomicAdd(dst + n * 8 + 1, dqa[n][2 * half + 1]);
+#endif
+            }
+        }
+        __syncthreads(); /* sdS and this buffer are rewritten next iteration */
+    }
+
+    for (int half = 0; half < 2; half++) {
+        int key = key0 + half * 8;
+        if (key >= T)
+            continue;
+        bf16 *dst = dqkv + ((size_t)b * T + key) * C3 + h * D + 2 * t;
+        for (int n = 0; n < D / 8; n++) {
+            *(__nv_bfloat162 *)(dst + C + n * 8) = __floats2bfloat162_rn(
+                dk[n][2 * half] * scale, dk[n][2 * half + 1] * scale);
+            *(__nv_bfloat162 *)(dst + 2 * C + n * 8) =
+                __floats2bfloat162_rn(dv[n][2 * half], dv[n][2 * half + 1]);
+        }
+    }
+}
+
+/* dqkv's Q part = scale * dQ (fp32, (B,T,C)) */
+__global__ void store_dq_kernel(bf16 *dqkv, const float *dq, size_t n, int C, float scale)
+{
+    for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < n / 2;
+         e += (size_t)gridDim.x * blockDim.x) {
+        size_t bt = 2 * e / C, c = 2 * e % C;
+        float2 v = ((const float2 *)dq)[e];
+        *(__nv_bfloat162 *)(dqkv + bt * 3 * C + c) = __floats2bfloat162_rn(v.x * scale,
+                                                                           v.y * scale);
+    }
+}
+
+/* ---- launchers ---------------------------------------------------------------------------- */
+
+template <int D> static size_t fwd_smem_bytes()
+{
+    return (size_t)5 * FA_TILE * (D + FA_PAD) * sizeof(bf16);
+}
+
+template <int D> static size_t bwd_smem_bytes()
+{
+    return (size_t)6 * FA_TILE * (D + FA_PAD) * sizeof(bf16) +
+           (size_t)FA_TILE * (FA_TILE + FA_PAD) * sizeof(bf16) + 4 * FA_TILE * sizeof(float);
+}
+
+static int optin_smem_bytes(void)
+{
+    static int bytes = -1;
+    if (bytes < 0) {
+        int dev = 0;
+        CUDA_CHECK(cudaGetDevice(&dev));
+        CUDA_CHECK(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    }
+    return bytes;
+}
+
+static size_t bwd_smem_for(int hs)
+{
+    return hs == 32 ? bwd_smem_bytes<32>() : hs == 64 ? bwd_smem_bytes<64>()
+                                                      : bwd_smem_bytes<128>();
+}
+
+extern "C" bool flash_attention_supported(int C, int NH)
+{
+    int hs = C / NH;
+    if (hs * NH != C || (hs != 32 && hs != 64 && hs != 128))
+        return false;
+    static int major = -1;
+    if (major < 0) {
+        int dev = 0;
+        if (cudaGetDevice(&dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess)
+            return false;
+    }
+    return major >= 8 && bwd_smem_for(hs) <= (size_t)optin_smem_bytes();
+}
+
+extern "C" size_t flash_attention_workspace_bytes(int B, int T, int C)
+{
+    return (size_t)B * T * C * sizeof(float);
+}
+
+template <int D>
+static void forward_d(bf16 *out, float *lse, const bf16 *qkv, int B, int T, int C, int NH,
+                      cudaStream_t s)
+{
+    size_t smem = fwd_smem_bytes<D>();
+    static bool attr_set = false;
+    if (!attr_set) {
+        CUDA_CHECK(cudaFuncSetAttribute(flash_fwd_kernel<D>,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        attr_set = true;
+    }
+    dim3 grid((T + FA_TILE - 1) / FA_TILE, B * NH);
+    float scale_log2 = FA_LOG2E / sqrtf((float)D);
+    flash_fwd_kernel<D><<<grid, FA_THREADS, smem, s>>>(out, lse, qkv, T, C, NH, scale_log2);
+    LAUNCHED(flash_fwd_kernel);
+}
+
+template <int D>
+static void backward_d(bf16 *dqkv, float *dq, const bf16 *dout, const bf16 *qkv,
+                       const float *lse, const float *delta, int B, int T, int C, int NH,
+                       cudaStream_t s)
+{
+    size_t smem = bwd_smem_bytes<D>();
+    static bool attr_set = false;
+    if (!attr_set) {
+        CUDA_CHECK(cudaFuncSetAttribute(flash_bwd_kernel<D>,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        attr_set = true;
+    }
+    dim3 grid((T + FA_TILE - 1) / FA_TILE, B * NH);
+    float scale = 1.0f / sqrtf((float)D);
+    flash_bwd_kernel<D><<<grid, FA_THREADS, smem, s>>>(dqkv, dq, dout, qkv, lse, delta, T, C, NH,
+                                                       scale * FA_LOG2E, scale);
+    LAUNCHED(flash_bwd_kernel);
+}
+
+/* The tiles are copied in 16-byte pieces: every row of every operand must start 16-aligned. */
+static void check_aligned(const void *p, const char *what)
+{
+    if ((uintptr_t)p % 16) {
+        fprintf(stderr, "%s:%d: flash attention: %s is not 16-byte aligned\n", __FILE__,
+                __LINE__, what);
+        abort();
+    }
+}
+
+extern "C" void flash_attention_forward(bf16_t *out, float *lse, const bf16_t *qkv, int B, int T,
+                                        int C, int NH, cudaStream_t_c s_)
+{
+    cudaStream_t s = (cudaStream_t)s_;
+    check_aligned(qkv, "qkv");
+    switch (C / NH) {
+    case 32: forward_d<32>((bf16 *)out, lse, (const bf16 *)qkv, B, T, C, NH, s); break;
+    case 64: forward_d<64>((bf16 *)out, lse, (const bf16 *)qkv, B, T, C, NH, s); break;
+    case 128: forward_d<128>((bf16 *)out, lse, (const bf16 *)qkv, B, T, C, NH, s); break;
+    default:
+        fprintf(stderr, "%s:%d: flash attention has no head size %d\n", __FILE__, __LINE__,
+                C / NH);
+        abort();
+    }
+}
+
+extern "C" void flash_attention_backward(bf16_t *dqkv_, const bf16_t *dout_, const bf16_t *qkv_,
+                                         const float *lse, const float *delta, int B, int T,
+                                         int C, int NH, void *ws, cudaStream_t_c s_)
+{
+    cudaStream_t s = (cudaStream_t)s_;
+    bf16 *dqkv = (bf16 *)dqkv_;
+    const bf16 *dout = (const bf16 *)dout_, *qkv = (const bf16 *)qkv_;
+    float *dq = (float *)ws;
+    check_aligned(qkv, "qkv");
+    check_aligned(dout, "dout");
+    size_t n = (size_t)B * T * C;
+    CUDA_CHECK(cudaMemsetAsync(dq, 0, n * sizeof(float), s));
+    switch (C / NH) {
+    case 32: backward_d<32>(dqkv, dq, dout, qkv, lse, delta, B, T, C, NH, s); break;
+    case 64: backward_d<64>(dqkv, dq, dout, qkv, lse, delta, B, T, C, NH, s); break;
+    case 128: backward_d<128>(dqkv, dq, dout, qkv, lse, delta, B, T, C, NH, s); break;
+    default:
+        fprintf(stderr, "%s:%d: flash attention has no head size %d\n", __FILE__, __LINE__,
+                C / NH);
+        abort();
+    }
+    unsigned blocks = (unsigned)((n / 2 + 255) / 256);
+    if (blocks > 65535u * 16u)
+        blocks = 65535u * 16u;
+    store_dq_kernel<<<blocks, 256, 0, s>>>(dqkv, dq, n, C, 1.0f / sqrtf((float)(C / NH)));
+    LAUNCHED(store_dq_kernel);
+}
