@@ -76,9 +76,10 @@ static double rel_l2(const float *got, const float *ref, size_t n)
         ck_assert_msg(r_ < (tol), "%s: relative error %.3e", what, r_);                      \
     } while (0)
 
-START_TEST(layernorm_kernels)
+/* The kernels take 8 values per access where sizes and pointers allow and 1 otherwise: each
+ * case below runs at a size of each kind. */
+static void layernorm_case(int N, int C)
 {
-    int N = 37, C = 100;
     bf16_t *xb, *wb, *bb, *db;
     float *x = rand_bf((size_t)N * C, 1, &xb), *w = rand_bf(C, 1, &wb), *b = rand_bf(C, 1, &bb);
     float *d = rand_bf((size_t)N * C, 1, &db);
@@ -96,11 +97,24 @@ START_TEST(layernorm_kernels)
     gk_layernorm_forward(gout, gm, gr, gx, gw, gb, N, C, NULL);
     gk_layernorm_backward(gdx, gdw, gdb, gd, gx, gw, gm, gr, N, C, NULL);
     gk_sync();
-    CHECK_REL("layernorm out", download_bf(gout, (size_t)N * C), out, (size_t)N * C, 1e-2);
-    CHECK_REL("layernorm rstd", download_f(gr, N), rstd, N, 1e-5);
-    CHECK_REL("layernorm dinp", download_f(gdx, (size_t)N * C), dx, (size_t)N * C, 1e-5);
-    CHECK_REL("layernorm dweight", download_f(gdw, C), dw, C, 1e-5);
-    CHECK_REL("layernorm dbias", download_f(gdb, C), dbias, C, 1e-5);
+    char what[64];
+    snprintf(what, sizeof what, "layernorm out (C %d)", C);
+    CHECK_REL(what, download_bf(gout, (size_t)N * C), out, (size_t)N * C, 1e-2);
+    snprintf(what, sizeof what, "layernorm rstd (C %d)", C);
+    CHECK_REL(what, download_f(gr, N), rstd, N, 1e-5);
+    snprintf(what, sizeof what, "layernorm dinp (C %d)", C);
+    CHECK_REL(what, download_f(gdx, (size_t)N * C), dx, (size_t)N * C, 1e-5);
+    snprintf(what, sizeof what, "layernorm dweight (C %d)", C);
+    CHECK_REL(what, download_f(gdw, C), dw, C, 1e-5);
+    snprintf(what, sizeof what, "layernorm dbias (C %d)", C);
+    CHECK_REL(what, download_f(gdb, C), dbias, C, 1e-5);
+}
+
+START_TEST(layernorm_kernels)
+{
+    layernorm_case(37, 100);  /* one at a time */
+    layernorm_case(37, 264);  /* 8 at a time, a partial last pass of the warp */
+    layernorm_case(5, 4104);  /* wider than the shared-memory accumulators */
 }
 END_TEST
 
@@ -176,10 +190,8 @@ START_TEST(attention_kernels)
 }
 END_TEST
 
-START_TEST(pointwise_kernels)
+static void gelu_case(size_t n)
 {
-    /* GELU */
-    size_t n = 1001;
     bf16_t *xb, *db;
     float *x = rand_bf(n, 2, &xb), *d = rand_bf(n, 1, &db);
     float *y = calloc(n, 4), *dx = calloc(n, 4);
@@ -190,8 +202,78 @@ START_TEST(pointwise_kernels)
     gk_gelu_forward(gy, gx, n, NULL);
     gk_gelu_backward(gdx, gx, gd, n, NULL);
     gk_sync();
-    CHECK_REL("gelu", download_bf(gy, n), y, n, 1e-2);
-    CHECK_REL("gelu backward", download_bf(gdx, n), dx, n, 1e-2);
+    char what[64];
+    snprintf(what, sizeof what, "gelu (n %zu)", n);
+    CHECK_REL(what, download_bf(gy, n), y, n, 1e-2);
+    snprintf(what, sizeof what, "gelu backward (n %zu)", n);
+    CHECK_REL(what, download_bf(gdx, n), dx, n, 1e-2);
+}
+
+/* out (N, OC) += bias; the fused bias + GELU; the bias gradient (column sums) */
+static void bias_case(int N, int OC)
+{
+    size_t n = (size_t)N * OC;
+    bf16_t *xb, *bb;
+    float *x = rand_bf(n, 1, &xb), *b = rand_bf(OC, 1, &bb);
+    float *pre = malloc(n * 4), *act = malloc(n * 4), *colsum = calloc(OC, 4);
+    for (size_t i = 0; i < n; i++) {
+        pre[i] = adam_bf16_to_f32(adam_f32_to_bf16(x[i] + b[i % OC]));
+        colsum[i % OC] += x[i];
+    }
+    gelu_forward_ref(act, pre, (int)n);
+    bf16_t *g1 = dev_copy(xb, n * 2), *g2 = dev_copy(xb, n * 2), *gact = gk_alloc(n * 2);
+    void *gb = dev_copy(bb, OC * 2);
+    float *gdb = gk_alloc(OC * 4);
+    gk_memset(gdb, 0, OC * 4);
+    gk_add_bias(g1, gb, N, OC, NULL);
+    gk_memset(gact, 0xff, n * 2);
+    gk_bias_gelu_forward(g2, gact, gb, N, OC, NULL);
+    bf16_t *g3 = dev_copy(xb, n * 2);
+    gk_bias_backward(gdb, g3, N, OC, NULL);
+    gk_sync();
+    char what[64];
+    snprintf(what, sizeof what, "add bias (OC %d)", OC);
+    CHECK_REL(what, download_bf(g1, n), pre, n, 1e-6);
+    snprintf(what, sizeof what, "bias + gelu: biased (OC %d)", OC);
+    CHECK_REL(what, download_bf(g2, n), pre, n, 1e-6);
+    snprintf(what, sizeof what, "bias + gelu: gelu (OC %d)", OC);
+    CHECK_REL(what, download_bf(gact, n), act, n, 1e-2);
+    snprintf(what, sizeof what, "bias backward (OC %d)", OC);
+    CHECK_REL(what, download_f(gdb, OC), colsum, OC, 1e-5);
+}
+
+/* fp32 -> bf16 (round to nearest even, as the CPU's) and the residual add */
+static void cast_residual_case(size_t n)
+{
+    bf16_t *ab, *bb;
+    float *a = rand_bf(n, 1, &ab), *b = rand_bf(n, 1, &bb), *f = malloc(n * 4);
+    float *cast = malloc(n * 4), *sum = malloc(n * 4);
+    for (size_t i = 0; i < n; i++) {
+        f[i] = (float)gsl_ran_gaussian(rng, 1);
+        cast[i] = adam_bf16_to_f32(adam_f32_to_bf16(f[i]));
+        sum[i] = adam_bf16_to_f32(adam_f32_to_bf16(a[i] + b[i]));
+    }
+    float *gf = dev_copy(f, n * 4);
+    bf16_t *gcast = gk_alloc(n * 2), *gsum = gk_alloc(n * 2);
+    void *ga = dev_copy(ab, n * 2), *gb = dev_copy(bb, n * 2);
+    gk_f32_to_bf16(gcast, gf, n, NULL);
+    gk_residual_forward(gsum, ga, gb, n, NULL);
+    gk_sync();
+    char what[64];
+    snprintf(what, sizeof what, "f32 -> bf16 (n %zu)", n);
+    CHECK_REL(what, download_bf(gcast, n), cast, n, 1e-7);
+    snprintf(what, sizeof what, "residual (n %zu)", n);
+    CHECK_REL(what, download_bf(gsum, n), sum, n, 1e-7);
+}
+
+START_TEST(pointwise_kernels)
+{
+    gelu_case(1001);
+    gelu_case(1032);
+    bias_case(37, 100);
+    bias_case(37, 264);
+    cast_residual_case(1001);
+    cast_residual_case(1032);
     /* softmax + cross-entropy, V not a multiple of anything */
     int N = 5, V = 1003, targets[5] = {0, 1002, 17, 500, 3};
     bf16_t *lb;

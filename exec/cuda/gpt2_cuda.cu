@@ -300,8 +300,8 @@ static void forward(Gpt2Cuda *g, bool backward)
         gk_residual_forward(BF(res2), CBF(residual), CBF(attproj), (size_t)N * C, s);
         gk_layernorm_forward(BF(ln2), A<float>(g, A_LN2_MEAN, l), A<float>(g, A_LN2_RSTD, l),
                              CBF(res2), CBF(at(g, P, w.ln2w)), CBF(at(g, P, w.ln2b)), N, C, s);
-        matmul_forward(g, fch, ln2, at(g, P, w.fcw), at(g, P, w.fcb), N, C, F);
-        gk_gelu_forward(BF(fchg), CBF(fch), (size_t)N * F, s);
+        matmul_forward(g, fch, ln2, at(g, P, w.fcw), NULL, N, C, F);
+        gk_bias_gelu_forward(BF(fch), BF(fchg), CBF(at(g, P, w.fcb)), N, F, s);
         matmul_forward(g, fcproj, fchg, at(g, P, w.fcprojw), at(g, P, w.fcprojb), N, F, C);
         gk_residual_forward(BF(res3), CBF(res2), CBF(fcproj), (size_t)N * C, s);
         residual = res3;

@@ -43,6 +43,9 @@ void gk_add_bias(bf16_t *out, const bf16_t *bias, int N, int OC, cudaStream_t_c 
 /* dbias += column sums of dout (N, OC) */
 void gk_bias_backward(float *dbias, const bf16_t *dout, int N, int OC, cudaStream_t_c s);
 void gk_gelu_forward(bf16_t *out, const bf16_t *inp, size_t n, cudaStream_t_c s);
+/* pre (N, OC) += bias, then out = gelu(pre): the bias add and GELU in one pass */
+void gk_bias_gelu_forward(bf16_t *pre, bf16_t *out, const bf16_t *bias, int N, int OC,
+                          cudaStream_t_c s);
 /* dinp = gelu'(inp) * dout (overwrites) */
 void gk_gelu_backward(bf16_t *dinp, const bf16_t *inp, const bf16_t *dout, size_t n,
                       cudaStream_t_c s);
