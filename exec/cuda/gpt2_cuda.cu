@@ -40,7 +40,8 @@ static size_t elem(int a)
 struct Gpt2Cuda {
     Backend base;
     cublasHandle_t blas;
-    cudaStream_t compute, h2d, d2h;
+    cudaStream_t compute, h2d, d2h; /* one stream per role, as the pipeline will use them */
+    cudaEvent_t computed, uploaded; /* compute's work so far done; the batch on the device */
     float *master, *grads, *m, *v; /* (P) fp32 */
     bf16 *params;                  /* (P) bf16, what the kernels read */
     void *act_mem;
@@ -102,6 +103,10 @@ static void cuda_destroy(Backend *b)
         cudaStreamDestroy(g->h2d);
     if (g->d2h)
         cudaStreamDestroy(g->d2h);
+    if (g->computed)
+        cudaEventDestroy(g->computed);
+    if (g->uploaded)
+        cudaEventDestroy(g->uploaded);
     free(g->losses_host);
     free(g);
 }
@@ -128,6 +133,8 @@ static int cuda_create(Backend **out, const ModelConfig *c, int B, int T, WorkPo
     CUDA_CHECK(cudaStreamCreateWithFlags(&g->compute, cudaStreamNonBlocking));
     CUDA_CHECK(cudaStreamCreateWithFlags(&g->h2d, cudaStreamNonBlocking));
     CUDA_CHECK(cudaStreamCreateWithFlags(&g->d2h, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaEventCreateWithFlags(&g->computed, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventCreateWithFlags(&g->uploaded, cudaEventDisableTiming));
     CUBLAS_CHECK(cublasCreate(&g->blas));
     CUBLAS_CHECK(cublasSetStream(g->blas, g->compute));
     sizes(c, B, T, g->count);
@@ -383,19 +390,26 @@ static int cuda_step(Backend *b, const int *inputs, const int *targets, bool do_
         return rc;
     if (do_backward && !targets)
         return err_set(e, -EINVAL, "backward needs targets");
+    /* The batch goes up on the h2d stream, the losses come down on d2h; compute waits for the
+     * upload, the download for compute. The previous step's work on these buffers is over:
+     * every step ends by waiting for its download, which waits for all of compute. */
     CUDA_CHECK(cudaMemcpyAsync(g->inputs, inputs, (size_t)N * sizeof(int),
-                               cudaMemcpyHostToDevice, g->compute));
+                               cudaMemcpyHostToDevice, g->h2d));
     if (targets)
         CUDA_CHECK(cudaMemcpyAsync(g->targets, targets, (size_t)N * sizeof(int),
-                                   cudaMemcpyHostToDevice, g->compute));
+                                   cudaMemcpyHostToDevice, g->h2d));
     else
-        CUDA_CHECK(cudaMemsetAsync(g->targets, 0, (size_t)N * sizeof(int), g->compute));
+        CUDA_CHECK(cudaMemsetAsync(g->targets, 0, (size_t)N * sizeof(int), g->h2d));
+    CUDA_CHECK(cudaEventRecord(g->uploaded, g->h2d));
+    CUDA_CHECK(cudaStreamWaitEvent(g->compute, g->uploaded, 0));
     forward(g, do_backward);
     if (do_backward)
         backward(g);
+    CUDA_CHECK(cudaEventRecord(g->computed, g->compute));
+    CUDA_CHECK(cudaStreamWaitEvent(g->d2h, g->computed, 0));
     CUDA_CHECK(cudaMemcpyAsync(g->losses_host, A<float>(g, A_LOSSES), (size_t)N * 4,
-                               cudaMemcpyDeviceToHost, g->compute));
-    CUDA_CHECK(cudaStreamSynchronize(g->compute));
+                               cudaMemcpyDeviceToHost, g->d2h));
+    CUDA_CHECK(cudaStreamSynchronize(g->d2h));
     if (targets && loss) {
         double sum = 0;
         for (int i = 0; i < N; i++)

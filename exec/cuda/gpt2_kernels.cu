@@ -126,65 +126,69 @@ __global__ void layernorm_forward_kernel(bf16 *out, float *mean, float *rstd, co
     }
 }
 
-/* One warp per row, each lane W consecutive columns at a time; a block's rows accumulate their
- * weight and bias gradients in shared memory first (when C fits), so the global atomics drop by
- * the rows per block. Rows per block are few enough that every SM gets blocks. */
-enum { LN_ROWS_PER_BLOCK = 16, LN_SMEM_C = 4096 };
-
+/* dinp += d(loss)/d(inp): one warp per row, each lane W consecutive columns at a time. */
 template <int W>
-__global__ void layernorm_backward_kernel(float *dinp, float *dw, float *db, const float *dout,
-                                          const bf16 *inp, const bf16 *w, const float *mean,
-                                          const float *rstd, int N, int C)
+__global__ void layernorm_backward_kernel(float *dinp, const float *dout, const bf16 *inp,
+                                          const bf16 *w, const float *mean, const float *rstd,
+                                          int N, int C)
 {
-    extern __shared__ float acc[]; /* dw[C], db[C] when C <= LN_SMEM_C */
-    bool local = C <= LN_SMEM_C;
-    if (local)
-        for (int i = threadIdx.x; i < 2 * C; i += blockDim.x)
-            acc[i] = 0;
-    __syncthreads();
-    int warps = blockDim.x / 32, lane = threadIdx.x % 32;
-    int first = blockIdx.x * LN_ROWS_PER_BLOCK;
-    for (int row = first + threadIdx.x / 32; row < min(N, first + LN_ROWS_PER_BLOCK);
-         row += warps) {
-        const float *d = dout + (size_t)row * C;
-        const bf16 *x = inp + (size_t)row * C;
-        float m = mean[row], s = rstd[row];
-        float a = 0, b = 0;
-        for (int i = lane * W; i < C; i += 32 * W) {
-            float xv[W], wv[W], dv[W];
-            load<W>(x + i, xv), load<W>(w + i, wv), load<W>(d + i, dv);
-            for (int k = 0; k < W; k++) {
-                float norm = (xv[k] - m) * s, dnorm = wv[k] * dv[k];
-                a += dnorm;
-                b += dnorm * norm;
-            }
-        }
-        a = warp_sum(a) / C;
-        b = warp_sum(b) / C;
-        float *dx = dinp + (size_t)row * C;
-        for (int i = lane * W; i < C; i += 32 * W) {
-            float xv[W], wv[W], dv[W], dxv[W];
-            load<W>(x + i, xv), load<W>(w + i, wv), load<W>(d + i, dv), load<W>(dx + i, dxv);
-            for (int k = 0; k < W; k++) {
-                float norm = (xv[k] - m) * s, g = dv[k], dnorm = wv[k] * g;
-                if (local) {
-                    atomicAdd(&acc[C + i + k], g);
-                    atomicAdd(&acc[i + k], norm * g);
-                } else {
-                    atomicAdd(db + i + k, g);
-                    atomicAdd(dw + i + k, norm * g);
-                }
-                dxv[k] += (dnorm - a - norm * b) * s;
-            }
-            store<W>(dx + i, dxv);
+    int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (row >= N)
+        return;
+    const float *d = dout + (size_t)row * C;
+    const bf16 *x = inp + (size_t)row * C;
+    float m = mean[row], s = rstd[row];
+    float a = 0, b = 0;
+    for (int i = lane * W; i < C; i += 32 * W) {
+        float xv[W], wv[W], dv[W];
+        load<W>(x + i, xv), load<W>(w + i, wv), load<W>(d + i, dv);
+        for (int k = 0; k < W; k++) {
+            float norm = (xv[k] - m) * s, dnorm = wv[k] * dv[k];
+            a += dnorm;
+            b += dnorm * norm;
         }
     }
-    __syncthreads();
-    if (local)
-        for (int i = threadIdx.x; i < C; i += blockDim.x) {
-            atomicAdd(dw + i, acc[i]);
-            atomicAdd(db + i, acc[C + i]);
+    a = warp_sum(a) / C;
+    b = warp_sum(b) / C;
+    float *dx = dinp + (size_t)row * C;
+    for (int i = lane * W; i < C; i += 32 * W) {
+        float xv[W], wv[W], dv[W], dxv[W];
+        load<W>(x + i, xv), load<W>(w + i, wv), load<W>(d + i, dv), load<W>(dx + i, dxv);
+        for (int k = 0; k < W; k++) {
+            float norm = (xv[k] - m) * s;
+            dxv[k] += (wv[k] * dv[k] - a - norm * b) * s;
         }
+        store<W>(dx + i, dxv);
+    }
+}
+
+/* dweight += column sums of dout * norm, dbias += column sums of dout. A block takes 32
+ * columns (one per lane) and 256 rows (32 per warp), reduces across its warps in shared memory
+ * and adds one partial per column: no atomics inside a block. */
+__global__ void layernorm_param_grad_kernel(float *dw, float *db, const float *dout,
+                                            const bf16 *inp, const float *mean,
+                                            const float *rstd, int N, int C)
+{
+    __shared__ float part[2][8][32];
+    int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    int c = blockIdx.x * 32 + lane, row0 = blockIdx.y * 256 + warp * 32;
+    float sw = 0, sb = 0;
+    if (c < C)
+        for (int r = row0; r < min(N, row0 + 32); r++) {
+            float g = dout[(size_t)r * C + c];
+            sw += g * (ld(inp + (size_t)r * C + c) - mean[r]) * rstd[r];
+            sb += g;
+        }
+    part[0][warp][lane] = sw;
+    part[1][warp][lane] = sb;
+    __syncthreads();
+    if (warp == 0 && c < C) {
+        sw = sb = 0;
+        for (int k = 0; k < 8; k++)
+            sw += part[0][k][lane], sb += part[1][k][lane];
+        atomicAdd(dw + c, sw);
+        atomicAdd(db + c, sb);
+    }
 }
 
 extern "C" void gk_layernorm_forward(bf16_t *out, float *mean, float *rstd, const bf16_t *inp,
@@ -202,19 +206,18 @@ extern "C" void gk_layernorm_backward(float *dinp, float *dweight, float *dbias,
                                       const bf16_t *weight, const float *mean,
                                       const float *rstd, int N, int C, cudaStream_t_c s)
 {
-    size_t smem = C <= LN_SMEM_C ? 2 * (size_t)C * sizeof(float) : 0;
-    unsigned blocks = (N + LN_ROWS_PER_BLOCK - 1) / LN_ROWS_PER_BLOCK;
     /* 8 at a time when every row starts 16-byte aligned in all three tensors */
-    bool vec = vec8_ok((size_t)C, dinp, dout, inp) && vec8_ok(8, weight);
-    void (*kernel)(float *, float *, float *, const float *, const bf16 *, const bf16 *,
-                   const float *, const float *, int, int) =
-        vec ? layernorm_backward_kernel<8> : layernorm_backward_kernel<1>;
-    if (smem > 48 * 1024)
-        CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        (int)smem));
-    kernel<<<blocks, 256, smem, S(s)>>>(dinp, dweight, dbias, dout, (const bf16 *)inp,
-                                        (const bf16 *)weight, mean, rstd, N, C);
+    if (vec8_ok((size_t)C, dinp, dout, inp) && vec8_ok(8, weight))
+        layernorm_backward_kernel<8><<<(N + 7) / 8, 256, 0, S(s)>>>(
+            dinp, dout, (const bf16 *)inp, (const bf16 *)weight, mean, rstd, N, C);
+    else
+        layernorm_backward_kernel<1><<<(N + 7) / 8, 256, 0, S(s)>>>(
+            dinp, dout, (const bf16 *)inp, (const bf16 *)weight, mean, rstd, N, C);
     LAUNCHED(layernorm_backward_kernel);
+    dim3 grid((C + 31) / 32, (N + 255) / 256);
+    layernorm_param_grad_kernel<<<grid, 256, 0, S(s)>>>(dweight, dbias, dout, (const bf16 *)inp,
+                                                        mean, rstd, N, C);
+    LAUNCHED(layernorm_param_grad_kernel);
 }
 
 /* ---- fused softmax + cross-entropy: one block per row ------------------------------------- */
