@@ -2,7 +2,8 @@
  * GPU: tokens/s and MFU (model FLOPs 6·P + 12·L·h·T per token, PaLM's convention, over the
  * H200's 989.4 bf16 TFLOP/s), and each GEMM shape's TFLOP/s against the cuBLAS peak measured in
  * the same run (an 8192^3 GEMM). bench/torch_gpt2.py trains the same models, batch and dtype in
- * PyTorch for the comparison. Usage: bench_cuda [--steps N] [--batch B] [--models a,b] */
+ * PyTorch for the comparison. Usage: bench_cuda [--steps N] [--batch B] [--models a,b]
+ * [--dtype bf16|fp16] */
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,9 +13,10 @@
 
 static const double peak_TFLOPS = 989.4; /* H200 dense bf16, datasheet */
 
-static void run(const char *name, int B, int T, int steps)
+static void run(const char *name, DType dtype, int B, int T, int steps)
 {
-    const ModelConfig *c = model_preset_find(name);
+    ModelConfig c_ = *model_preset_find(name), *c = &c_;
+    c->dtype = dtype;
     Backend *be;
     Err e;
     if (backend_cuda.create(&be, c, B, T, NULL, &e)) {
@@ -48,8 +50,9 @@ static void run(const char *name, int B, int T, int steps)
     }
     double dt = bench_median(t, steps), tps = N / dt;
     double flops_tok = 6.0 * (double)P + 12.0 * c->n_layer * c->d_model * (double)T;
-    printf("%-10s B %2d T %4d  %8.3f s/step %10.0f tokens/s  MFU %5.1f%%  (loss %.3f)\n", name,
-           B, T, dt, tps, 100 * tps * flops_tok / (peak_TFLOPS * 1e12), loss);
+    printf("%-10s %s B %2d T %4d  %8.3f s/step %10.0f tokens/s  MFU %5.1f%%  (loss %.3f)\n",
+           name, dtype_name(dtype), B, T, dt, tps, 100 * tps * flops_tok / (peak_TFLOPS * 1e12),
+           loss);
     int C = c->d_model, F = c->d_ff, V = (c->vocab + 63) / 64 * 64; /* as the backend pads it */
     struct { const char *what; int C, OC; } shapes[] = {
         {"qkv", C, 3 * C}, {"attn proj", C, C}, {"fc", C, F}, {"fc proj", F, C},
@@ -70,10 +73,15 @@ int main(int argc, char **argv)
     snprintf(models, sizeof models, "%s", bench_arg(argc, argv, "--models", "gpt2-124m,gpt2-1.5b"));
     if (steps > 64)
         steps = 64;
+    DType dtype;
+    if (dtype_parse(bench_arg(argc, argv, "--dtype", "bf16"), &dtype) || dtype == DTYPE_FP32) {
+        fprintf(stderr, "bench_cuda: --dtype expects bf16 or fp16\n");
+        return 2;
+    }
     double peak = gk_gemm_tflops(8192, 8192, 8192, 10);
     printf("cuBLAS bf16 peak in this run: %.1f TFLOP/s (8192^3); datasheet %.1f\n", peak,
            peak_TFLOPS);
     for (char *m = strtok(models, ","); m; m = strtok(NULL, ","))
-        run(m, B, 1024, steps);
+        run(m, dtype, B, 1024, steps);
     return 0;
 }

@@ -1,7 +1,9 @@
 /* bench_kernels: time of each CUDA kernel of the GPT-2 step at one layer's shapes (GPT-2 124M,
  * batch 8, seq 1024 by default), to see where a step goes. Host clock around synchronised
- * launches, median of 5. Usage: bench_kernels [--batch B] [--seq T] [--model NAME] */
+ * launches, median of 5. Usage: bench_kernels [--batch B] [--seq T] [--model NAME]
+ * [--dtype bf16|fp16] */
 #include <stdlib.h>
+#include <string.h>
 
 #include "bench_util.h"
 #include "gpt2_kernels.h"
@@ -29,6 +31,7 @@ int main(int argc, char **argv)
     int B = atoi(bench_arg(argc, argv, "--batch", "8")), T = atoi(bench_arg(argc, argv, "--seq",
                                                                              "1024"));
     const ModelConfig *c = model_preset_find(bench_arg(argc, argv, "--model", "gpt2-124m"));
+    GkType t = strcmp(bench_arg(argc, argv, "--dtype", "bf16"), "fp16") ? GK_BF16 : GK_FP16;
     int C = c->d_model, NH = c->n_head, F = c->d_ff, V = c->vocab, N = B * T;
     bf16_t *x = gk_alloc((size_t)N * F * 2), *y = gk_alloc((size_t)N * F * 2);
     bf16_t *qkv = gk_alloc((size_t)N * 3 * C * 2), *att = gk_alloc((size_t)N * C * 2);
@@ -45,27 +48,28 @@ int main(int argc, char **argv)
     gk_fill_random((bf16_t *)f32, (size_t)N * F * 2, 7);
     gk_fill_random((bf16_t *)st, (size_t)N * 8, 8);
     gk_memset(tok, 0, (size_t)N * 4);
-    printf("%s, one layer at B %d T %d (N %d, C %d, F %d, V %d):\n", c->name, B, T, N, C, F, V);
+    printf("%s (%s), one layer at B %d T %d (N %d, C %d, F %d, V %d):\n", c->name,
+           t == GK_FP16 ? "fp16" : "bf16", B, T, N, C, F, V);
     void *ws = gk_alloc(gk_attention_workspace_bytes(B, T, C, NH)), *blas = gk_blas_create();
     /* attention's useful FLOPs under the causal mask: half of the T x T products; forward has
      * two of them (QK^T, PV), backward five (QK^T again, dP, dV, dK, dQ) */
     double att_flops = 2.0 * B * NH * (double)T * T * (C / NH);
-    TIME("attention forward", gk_attention_forward(att, lse, qkv, B, T, C, NH, ws, blas, NULL));
+    TIME("attention forward", gk_attention_forward(att, lse, qkv, B, T, C, NH, ws, blas, t, NULL));
     printf("  %-28s %9.1f TFLOP/s\n", "", att_flops / last_s / 1e12);
     TIME("attention backward", gk_attention_backward(dqkv, delta, att, att, qkv, lse, B, T, C,
-                                                     NH, ws, blas, NULL));
+                                                     NH, ws, blas, t, NULL));
     printf("  %-28s %9.1f TFLOP/s\n", "", 2.5 * att_flops / last_s / 1e12);
-    TIME("layernorm forward", gk_layernorm_forward(att, st, st + N, x, w, w, N, C, NULL));
+    TIME("layernorm forward", gk_layernorm_forward(att, st, st + N, x, w, w, N, C, t, NULL));
     TIME("layernorm backward", gk_layernorm_backward(f32, dw, dw + F, f32, x, w, st, st + N, N,
-                                                     C, NULL));
-    TIME("gelu forward (N x F)", gk_gelu_forward(y, x, (size_t)N * F, NULL));
-    TIME("gelu backward (N x F)", gk_gelu_backward(y, x, y, (size_t)N * F, NULL));
-    TIME("bias backward (N x F)", gk_bias_backward(dw, x, N, F, NULL));
-    TIME("add bias (N x F)", gk_add_bias(y, w, N, F, NULL));
-    TIME("residual (N x C)", gk_residual_forward(att, att, att, (size_t)N * C, NULL));
-    TIME("f32 -> bf16 (N x C)", gk_f32_to_bf16(att, f32, (size_t)N * C, NULL));
+                                                     C, t, NULL));
+    TIME("gelu forward (N x F)", gk_gelu_forward(y, x, (size_t)N * F, t, NULL));
+    TIME("gelu backward (N x F)", gk_gelu_backward(y, x, y, (size_t)N * F, t, NULL));
+    TIME("bias backward (N x F)", gk_bias_backward(dw, x, N, F, t, NULL));
+    TIME("add bias (N x F)", gk_add_bias(y, w, N, F, t, NULL));
+    TIME("residual (N x C)", gk_residual_forward(att, att, att, (size_t)N * C, t, NULL));
+    TIME("f32 -> 16-bit (N x C)", gk_from_f32(att, f32, (size_t)N * C, t, NULL));
     TIME("softmax + cross-entropy (once)", gk_softmax_crossentropy(losses, logits, tok, N, V, V, 1,
-                                                                  NULL));
+                                                                  1.0f, t, NULL));
     TIME("encoder backward (once)", gk_encoder_backward(f32, f32, f32, tok, B, T, C, NULL));
     return 0;
 }

@@ -1,14 +1,16 @@
-/* Check suite for the fuyou-sim command line: --help, exit codes 0/2, one-line errors that name
- * file:line, and the --describe report. Runs the built binary (FUYOU_SIM in the environment). */
+/* Check suite for the command lines: fuyou-sim's --help, exit codes 0/2, one-line errors that
+ * name file:line, and the --describe report; fuyou-run's usage errors. Runs the built binaries
+ * (FUYOU_SIM and FUYOU_RUN in the environment). */
 #include <sys/wait.h>
 
 #include "testutil.h"
 
-/* Runs fuyou-sim with args (shell words), capturing stdout+stderr; returns the exit status. */
-static int run_sim(const char *args, char *out, size_t n)
+/* Runs the binary named by environment variable var with args (shell words), capturing
+ * stdout+stderr; returns the exit status. */
+static int run_bin(const char *var, const char *args, char *out, size_t n)
 {
-    const char *bin = getenv("FUYOU_SIM");
-    ck_assert_msg(bin != NULL, "FUYOU_SIM is not set (meson sets it)");
+    const char *bin = getenv(var);
+    ck_assert_msg(bin != NULL, "%s is not set (meson sets it)", var);
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "'%s' %s 2>&1", bin, args);
     FILE *p = popen(cmd, "r");
@@ -20,7 +22,31 @@ static int run_sim(const char *args, char *out, size_t n)
     return WEXITSTATUS(st);
 }
 
+static int run_sim(const char *args, char *out, size_t n)
+{
+    return run_bin("FUYOU_SIM", args, out, n);
+}
+
 static char out[1 << 16];
+
+/* fuyou-run: the precision and loss-scale options, refused with one line and status 2 */
+START_TEST(run_usage_errors)
+{
+    ck_assert_int_eq(run_bin("FUYOU_RUN", "--help", out, sizeof out), 0);
+    tu_assert_contains(out, "--dtype T");
+    tu_assert_contains(out, "--loss-scale X");
+    ck_assert_int_eq(run_bin("FUYOU_RUN", "--dtype fp16", out, sizeof out), 2);
+    tu_assert_contains(out, "--dtype fp16 needs --backend cuda");
+    ck_assert_int_eq(run_bin("FUYOU_RUN", "--backend cuda --dtype fp8", out, sizeof out), 2);
+    tu_assert_contains(out, "fuyou-run: ");
+    ck_assert_int_eq(run_bin("FUYOU_RUN", "--dtype fp32", out, sizeof out), 2);
+    tu_assert_contains(out, "--dtype expects bf16 or fp16, got 'fp32'");
+    ck_assert_int_eq(run_bin("FUYOU_RUN", "--loss-scale 0", out, sizeof out), 2);
+    tu_assert_contains(out, "--loss-scale expects a number");
+    ck_assert_int_eq(run_bin("FUYOU_RUN", "--loss-scale-window", out, sizeof out), 2);
+    tu_assert_contains(out, "--loss-scale-window needs a value");
+}
+END_TEST
 
 START_TEST(help)
 {
@@ -178,6 +204,7 @@ int main(void)
     TCase *tc = tcase_create("cli");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, help);
+    tcase_add_test(tc, run_usage_errors);
     tcase_add_test(tc, usage_errors);
     tcase_add_test(tc, bad_hw_file);
     tcase_add_test(tc, describe);

@@ -3,8 +3,9 @@
  * CUDA backend against the CPU backend with the same weights and batch (a small model and GPT-2
  * 124M): the loss within 1e-2 relative and every parameter tensor's gradient with
  * ||g - g_ref|| / ||g_ref|| below 2e-2, and 20 training steps tracking the CPU loss curve.
- * Inputs are rounded to bf16 before either side sees them, so the comparison measures the
- * kernels, not the input rounding. Without a GPU it prints SKIP and exits 77. Run without fork
+ * Everything runs twice: in bf16, and in fp16 with loss scaling. Inputs are rounded to the
+ * 16-bit format before either side sees them, so the comparison measures the kernels, not the
+ * input rounding. Without a GPU it prints SKIP and exits 77. Run without fork
  * (CK_FORK=no). */
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
@@ -20,17 +21,41 @@
 #include "trainer.h"
 
 static gsl_rng *rng;
+static GkType ty; /* the 16-bit format under test: each kernel test runs for bf16 and fp16 */
 
-/* Random fp32 values already on the bf16 grid, and their bf16 bits. */
-static float *rand_bf(size_t n, double sd, bf16_t **bits)
+static uint16_t to16(float f)
+{
+    return ty == GK_FP16 ? adam_f32_to_f16(f) : adam_f32_to_bf16(f);
+}
+
+static float from16(uint16_t h)
+{
+    return ty == GK_FP16 ? adam_f16_to_f32(h) : adam_bf16_to_f32(h);
+}
+
+/* f rounded to the 16-bit format under test */
+static float round16(float f)
+{
+    return from16(to16(f));
+}
+
+/* Random fp32 values already on the 16-bit grid, and their bits. */
+static float *rand16(size_t n, double sd, act16_t **bits)
 {
     float *f = malloc(n * sizeof *f);
     *bits = malloc(n * sizeof **bits);
     for (size_t i = 0; i < n; i++) {
-        (*bits)[i] = adam_f32_to_bf16((float)gsl_ran_gaussian(rng, sd));
-        f[i] = adam_bf16_to_f32((*bits)[i]);
+        (*bits)[i] = to16((float)gsl_ran_gaussian(rng, sd));
+        f[i] = from16((*bits)[i]);
     }
     return f;
+}
+
+/* The loop index of a loop test as the format under test, announced. */
+static void set_type(int i)
+{
+    ty = i ? GK_FP16 : GK_BF16;
+    printf("  -- %s --\n", i ? "fp16" : "bf16");
 }
 
 static void *dev_copy(const void *host, size_t bytes)
@@ -40,13 +65,13 @@ static void *dev_copy(const void *host, size_t bytes)
     return d;
 }
 
-static float *download_bf(const bf16_t *d, size_t n)
+static float *download16(const act16_t *d, size_t n)
 {
-    bf16_t *h = malloc(n * 2);
+    act16_t *h = malloc(n * 2);
     float *f = malloc(n * 4);
     gk_download(h, d, n * 2);
     for (size_t i = 0; i < n; i++)
-        f[i] = adam_bf16_to_f32(h[i]);
+        f[i] = from16(h[i]);
     free(h);
     return f;
 }
@@ -80,9 +105,9 @@ static double rel_l2(const float *got, const float *ref, size_t n)
  * case below runs at a size of each kind. */
 static void layernorm_case(int N, int C)
 {
-    bf16_t *xb, *wb, *bb, *db;
-    float *x = rand_bf((size_t)N * C, 1, &xb), *w = rand_bf(C, 1, &wb), *b = rand_bf(C, 1, &bb);
-    float *d = rand_bf((size_t)N * C, 1, &db);
+    act16_t *xb, *wb, *bb, *db;
+    float *x = rand16((size_t)N * C, 1, &xb), *w = rand16(C, 1, &wb), *b = rand16(C, 1, &bb);
+    float *d = rand16((size_t)N * C, 1, &db);
     (void)db;
     float *out = calloc((size_t)N * C, 4), *mean = calloc(N, 4), *rstd = calloc(N, 4);
     layernorm_forward_ref(out, mean, rstd, x, w, b, N, C);
@@ -90,16 +115,16 @@ static void layernorm_case(int N, int C)
     layernorm_backward_ref(dx, dw, dbias, d, x, w, mean, rstd, N, C);
     void *gx = dev_copy(xb, (size_t)N * C * 2), *gw = dev_copy(wb, C * 2);
     void *gb = dev_copy(bb, C * 2), *gd = dev_copy(d, (size_t)N * C * 4);
-    bf16_t *gout = gk_alloc((size_t)N * C * 2);
+    act16_t *gout = gk_alloc((size_t)N * C * 2);
     float *gm = gk_alloc(N * 4), *gr = gk_alloc(N * 4);
     float *gdx = gk_alloc((size_t)N * C * 4), *gdw = gk_alloc(C * 4), *gdb = gk_alloc(C * 4);
     gk_memset(gdx, 0, (size_t)N * C * 4), gk_memset(gdw, 0, C * 4), gk_memset(gdb, 0, C * 4);
-    gk_layernorm_forward(gout, gm, gr, gx, gw, gb, N, C, NULL);
-    gk_layernorm_backward(gdx, gdw, gdb, gd, gx, gw, gm, gr, N, C, NULL);
+    gk_layernorm_forward(gout, gm, gr, gx, gw, gb, N, C, ty, NULL);
+    gk_layernorm_backward(gdx, gdw, gdb, gd, gx, gw, gm, gr, N, C, ty, NULL);
     gk_sync();
     char what[64];
     snprintf(what, sizeof what, "layernorm out (C %d)", C);
-    CHECK_REL(what, download_bf(gout, (size_t)N * C), out, (size_t)N * C, 1e-2);
+    CHECK_REL(what, download16(gout, (size_t)N * C), out, (size_t)N * C, 1e-2);
     snprintf(what, sizeof what, "layernorm rstd (C %d)", C);
     CHECK_REL(what, download_f(gr, N), rstd, N, 1e-5);
     snprintf(what, sizeof what, "layernorm dinp (C %d)", C);
@@ -112,6 +137,7 @@ static void layernorm_case(int N, int C)
 
 START_TEST(layernorm_kernels)
 {
+    set_type(_i);
     layernorm_case(37, 100);  /* one at a time */
     layernorm_case(37, 264);  /* 8 at a time, a partial last pass of the warp */
     layernorm_case(300, 72);  /* rows over two blocks of the weight-gradient sums */
@@ -140,34 +166,34 @@ static void attention_case(int B, int T, int C, int NH)
     const char *path = flash_attention_supported(C, NH) ? "fused" : "chunked";
     size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C;
     size_t na = (size_t)B * NH * T * T, nl = (size_t)B * NH * T;
-    bf16_t *qb, *db;
-    float *qkv = rand_bf(nq, 1, &qb), *dout = rand_bf(no, 1, &db);
+    act16_t *qb, *db;
+    float *qkv = rand16(nq, 1, &qb), *dout = rand16(no, 1, &db);
     float *out = calloc(no, 4), *pre = calloc(na, 4), *att = calloc(na, 4);
     attention_forward_ref(out, pre, att, qkv, B, T, C, NH);
     float *lse_ref = attention_lse_ref(pre, B, NH, T);
     float *dqkv = calloc(nq, 4), *dpre = calloc(na, 4), *datt = calloc(na, 4);
     attention_backward_ref(dqkv, dpre, datt, dout, qkv, att, B, T, C, NH);
     void *gq = dev_copy(qb, nq * 2), *gd = dev_copy(db, no * 2);
-    bf16_t *gout = gk_alloc(no * 2), *gdq = gk_alloc(nq * 2);
+    act16_t *gout = gk_alloc(no * 2), *gdq = gk_alloc(nq * 2);
     float *lse = gk_alloc(nl * 4), *delta = gk_alloc(nl * 4);
     void *ws = gk_alloc(gk_attention_workspace_bytes(B, T, C, NH)), *blas = gk_blas_create();
     /* poison: every element must be written */
     gk_memset(gout, 0xff, no * 2), gk_memset(lse, 0xff, nl * 4), gk_memset(gdq, 0xff, nq * 2);
-    gk_attention_forward(gout, lse, gq, B, T, C, NH, ws, blas, NULL);
-    gk_attention_backward(gdq, delta, gd, gout, gq, lse, B, T, C, NH, ws, blas, NULL);
+    gk_attention_forward(gout, lse, gq, B, T, C, NH, ws, blas, ty, NULL);
+    gk_attention_backward(gdq, delta, gd, gout, gq, lse, B, T, C, NH, ws, blas, ty, NULL);
     gk_sync();
     gk_blas_destroy(blas);
     gk_free(ws);
     char what[96];
     snprintf(what, sizeof what, "attention %s out (B %d T %d hs %d)", path, B, T, C / NH);
-    float *got_out = download_bf(gout, no);
+    float *got_out = download16(gout, no);
     for (size_t i = 0; i < no; i++)
         ck_assert_msg(isfinite(got_out[i]), "out[%zu] not written", i);
     CHECK_REL(what, got_out, out, no, 1e-2);
     snprintf(what, sizeof what, "attention %s lse (B %d T %d hs %d)", path, B, T, C / NH);
     CHECK_REL(what, download_f(lse, nl), lse_ref, nl, 1e-5);
     snprintf(what, sizeof what, "attention %s dqkv (B %d T %d hs %d)", path, B, T, C / NH);
-    float *got = download_bf(gdq, nq);
+    float *got = download16(gdq, nq);
     for (size_t i = 0; i < nq; i++)
         ck_assert_msg(isfinite(got[i]), "dqkv[%zu] not written", i);
     CHECK_REL(what, got, dqkv, nq, 2e-2);
@@ -181,6 +207,7 @@ static void attention_case(int B, int T, int C, int NH)
  * the chunked cuBLAS path (chunks of 256 queries). */
 START_TEST(attention_kernels)
 {
+    set_type(_i);
     attention_case(2, 37, 192, 3);  /* head size 64, one partial tile */
     attention_case(1, 200, 64, 2);  /* 32: 3 tiles + 8 */
     attention_case(2, 130, 256, 2); /* 128: 2 tiles + 2 */
@@ -192,52 +219,52 @@ END_TEST
 
 static void gelu_case(size_t n)
 {
-    bf16_t *xb, *db;
-    float *x = rand_bf(n, 2, &xb), *d = rand_bf(n, 1, &db);
+    act16_t *xb, *db;
+    float *x = rand16(n, 2, &xb), *d = rand16(n, 1, &db);
     float *y = calloc(n, 4), *dx = calloc(n, 4);
     gelu_forward_ref(y, x, (int)n);
     gelu_backward_ref(dx, x, d, (int)n);
     void *gx = dev_copy(xb, n * 2), *gd = dev_copy(db, n * 2);
-    bf16_t *gy = gk_alloc(n * 2), *gdx = gk_alloc(n * 2);
-    gk_gelu_forward(gy, gx, n, NULL);
-    gk_gelu_backward(gdx, gx, gd, n, NULL);
+    act16_t *gy = gk_alloc(n * 2), *gdx = gk_alloc(n * 2);
+    gk_gelu_forward(gy, gx, n, ty, NULL);
+    gk_gelu_backward(gdx, gx, gd, n, ty, NULL);
     gk_sync();
     char what[64];
     snprintf(what, sizeof what, "gelu (n %zu)", n);
-    CHECK_REL(what, download_bf(gy, n), y, n, 1e-2);
+    CHECK_REL(what, download16(gy, n), y, n, 1e-2);
     snprintf(what, sizeof what, "gelu backward (n %zu)", n);
-    CHECK_REL(what, download_bf(gdx, n), dx, n, 1e-2);
+    CHECK_REL(what, download16(gdx, n), dx, n, 1e-2);
 }
 
 /* out (N, OC) += bias; the fused bias + GELU; the bias gradient (column sums) */
 static void bias_case(int N, int OC)
 {
     size_t n = (size_t)N * OC;
-    bf16_t *xb, *bb;
-    float *x = rand_bf(n, 1, &xb), *b = rand_bf(OC, 1, &bb);
+    act16_t *xb, *bb;
+    float *x = rand16(n, 1, &xb), *b = rand16(OC, 1, &bb);
     float *pre = malloc(n * 4), *act = malloc(n * 4), *colsum = calloc(OC, 4);
     for (size_t i = 0; i < n; i++) {
-        pre[i] = adam_bf16_to_f32(adam_f32_to_bf16(x[i] + b[i % OC]));
+        pre[i] = round16(x[i] + b[i % OC]);
         colsum[i % OC] += x[i];
     }
     gelu_forward_ref(act, pre, (int)n);
-    bf16_t *g1 = dev_copy(xb, n * 2), *g2 = dev_copy(xb, n * 2), *gact = gk_alloc(n * 2);
+    act16_t *g1 = dev_copy(xb, n * 2), *g2 = dev_copy(xb, n * 2), *gact = gk_alloc(n * 2);
     void *gb = dev_copy(bb, OC * 2);
     float *gdb = gk_alloc(OC * 4);
     gk_memset(gdb, 0, OC * 4);
-    gk_add_bias(g1, gb, N, OC, NULL);
+    gk_add_bias(g1, gb, N, OC, ty, NULL);
     gk_memset(gact, 0xff, n * 2);
-    gk_bias_gelu_forward(g2, gact, gb, N, OC, NULL);
-    bf16_t *g3 = dev_copy(xb, n * 2);
-    gk_bias_backward(gdb, g3, N, OC, NULL);
+    gk_bias_gelu_forward(g2, gact, gb, N, OC, ty, NULL);
+    act16_t *g3 = dev_copy(xb, n * 2);
+    gk_bias_backward(gdb, g3, N, OC, ty, NULL);
     gk_sync();
     char what[64];
     snprintf(what, sizeof what, "add bias (OC %d)", OC);
-    CHECK_REL(what, download_bf(g1, n), pre, n, 1e-6);
+    CHECK_REL(what, download16(g1, n), pre, n, 1e-6);
     snprintf(what, sizeof what, "bias + gelu: biased (OC %d)", OC);
-    CHECK_REL(what, download_bf(g2, n), pre, n, 1e-6);
+    CHECK_REL(what, download16(g2, n), pre, n, 1e-6);
     snprintf(what, sizeof what, "bias + gelu: gelu (OC %d)", OC);
-    CHECK_REL(what, download_bf(gact, n), act, n, 1e-2);
+    CHECK_REL(what, download16(gact, n), act, n, 1e-2);
     snprintf(what, sizeof what, "bias backward (OC %d)", OC);
     CHECK_REL(what, download_f(gdb, OC), colsum, OC, 1e-5);
 }
@@ -245,29 +272,30 @@ static void bias_case(int N, int OC)
 /* fp32 -> bf16 (round to nearest even, as the CPU's) and the residual add */
 static void cast_residual_case(size_t n)
 {
-    bf16_t *ab, *bb;
-    float *a = rand_bf(n, 1, &ab), *b = rand_bf(n, 1, &bb), *f = malloc(n * 4);
+    act16_t *ab, *bb;
+    float *a = rand16(n, 1, &ab), *b = rand16(n, 1, &bb), *f = malloc(n * 4);
     float *cast = malloc(n * 4), *sum = malloc(n * 4);
     for (size_t i = 0; i < n; i++) {
         f[i] = (float)gsl_ran_gaussian(rng, 1);
-        cast[i] = adam_bf16_to_f32(adam_f32_to_bf16(f[i]));
-        sum[i] = adam_bf16_to_f32(adam_f32_to_bf16(a[i] + b[i]));
+        cast[i] = round16(f[i]);
+        sum[i] = round16(a[i] + b[i]);
     }
     float *gf = dev_copy(f, n * 4);
-    bf16_t *gcast = gk_alloc(n * 2), *gsum = gk_alloc(n * 2);
+    act16_t *gcast = gk_alloc(n * 2), *gsum = gk_alloc(n * 2);
     void *ga = dev_copy(ab, n * 2), *gb = dev_copy(bb, n * 2);
-    gk_f32_to_bf16(gcast, gf, n, NULL);
-    gk_residual_forward(gsum, ga, gb, n, NULL);
+    gk_from_f32(gcast, gf, n, ty, NULL);
+    gk_residual_forward(gsum, ga, gb, n, ty, NULL);
     gk_sync();
     char what[64];
     snprintf(what, sizeof what, "f32 -> bf16 (n %zu)", n);
-    CHECK_REL(what, download_bf(gcast, n), cast, n, 1e-7);
+    CHECK_REL(what, download16(gcast, n), cast, n, 1e-7);
     snprintf(what, sizeof what, "residual (n %zu)", n);
-    CHECK_REL(what, download_bf(gsum, n), sum, n, 1e-7);
+    CHECK_REL(what, download16(gsum, n), sum, n, 1e-7);
 }
 
 START_TEST(pointwise_kernels)
 {
+    set_type(_i);
     gelu_case(1001);
     gelu_case(1032);
     bias_case(37, 100);
@@ -276,8 +304,8 @@ START_TEST(pointwise_kernels)
     cast_residual_case(1032);
     /* softmax + cross-entropy, V not a multiple of anything */
     int N = 5, V = 1003, targets[5] = {0, 1002, 17, 500, 3};
-    bf16_t *lb;
-    float *logits = rand_bf((size_t)N * V, 3, &lb);
+    act16_t *lb;
+    float *logits = rand16((size_t)N * V, 3, &lb);
     float *probs = calloc((size_t)N * V, 4), *losses = calloc(N, 4), *dl = calloc((size_t)N * V, 4);
     float dlosses[5];
     for (int i = 0; i < N; i++)
@@ -288,15 +316,15 @@ START_TEST(pointwise_kernels)
     void *gl = dev_copy(lb, (size_t)N * V * 2);
     int *gt = dev_copy(targets, sizeof targets);
     float *gloss = gk_alloc(N * 4);
-    gk_softmax_crossentropy(gloss, gl, gt, N, V, V, 1, NULL);
+    gk_softmax_crossentropy(gloss, gl, gt, N, V, V, 1, 1.0f, ty, NULL);
     gk_sync();
     CHECK_REL("cross-entropy loss", download_f(gloss, N), losses, N, 1e-4);
-    CHECK_REL("softmax + cross-entropy grad", download_bf(gl, (size_t)N * V), dl, (size_t)N * V,
+    CHECK_REL("softmax + cross-entropy grad", download16(gl, (size_t)N * V), dl, (size_t)N * V,
               1e-2);
     /* encoder forward and backward (repeated tokens) */
     int B = 2, T = 5, C = 40, Vv = 7, inp[10] = {1, 2, 1, 6, 0, 6, 6, 3, 2, 1};
-    bf16_t *teb, *peb;
-    float *wte = rand_bf((size_t)Vv * C, 1, &teb), *wpe = rand_bf((size_t)T * C, 1, &peb);
+    act16_t *teb, *peb;
+    float *wte = rand16((size_t)Vv * C, 1, &teb), *wpe = rand16((size_t)T * C, 1, &peb);
     float *enc = calloc((size_t)B * T * C, 4), *dte = calloc((size_t)Vv * C, 4);
     float *dpe = calloc((size_t)T * C, 4), *dout = malloc((size_t)B * T * C * 4);
     for (int i = 0; i < B * T * C; i++)
@@ -305,14 +333,14 @@ START_TEST(pointwise_kernels)
     encoder_backward_ref(dte, dpe, dout, inp, B, T, C);
     int *ginp = dev_copy(inp, sizeof inp);
     void *gte = dev_copy(teb, (size_t)Vv * C * 2), *gpe = dev_copy(peb, (size_t)T * C * 2);
-    bf16_t *genc = gk_alloc((size_t)B * T * C * 2);
+    act16_t *genc = gk_alloc((size_t)B * T * C * 2);
     float *gdout = dev_copy(dout, (size_t)B * T * C * 4);
     float *gdte = gk_alloc((size_t)Vv * C * 4), *gdpe = gk_alloc((size_t)T * C * 4);
     gk_memset(gdte, 0, (size_t)Vv * C * 4), gk_memset(gdpe, 0, (size_t)T * C * 4);
-    gk_encoder_forward(genc, ginp, gte, gpe, B, T, C, NULL);
+    gk_encoder_forward(genc, ginp, gte, gpe, B, T, C, ty, NULL);
     gk_encoder_backward(gdte, gdpe, gdout, ginp, B, T, C, NULL);
     gk_sync();
-    CHECK_REL("encoder", download_bf(genc, (size_t)B * T * C), enc, (size_t)B * T * C, 1e-2);
+    CHECK_REL("encoder", download16(genc, (size_t)B * T * C), enc, (size_t)B * T * C, 1e-2);
     CHECK_REL("encoder dwte", download_f(gdte, (size_t)Vv * C), dte, (size_t)Vv * C, 1e-6);
     CHECK_REL("encoder dwpe", download_f(gdpe, (size_t)T * C), dpe, (size_t)T * C, 1e-6);
 }
@@ -320,6 +348,7 @@ END_TEST
 
 START_TEST(adamw_bit_exact)
 {
+    set_type(_i);
     size_t n = 100003;
     float *p = malloc(n * 4), *m = malloc(n * 4), *v = malloc(n * 4), *g = malloc(n * 4);
     for (size_t i = 0; i < n; i++) {
@@ -330,31 +359,33 @@ START_TEST(adamw_bit_exact)
     }
     float *gp = dev_copy(p, n * 4), *gm = dev_copy(m, n * 4), *gv = dev_copy(v, n * 4);
     float *gg = dev_copy(g, n * 4);
-    bf16_t *gout = gk_alloc(n * 2);
+    act16_t *gout = gk_alloc(n * 2);
     AdamConfig cfg = {.lr = 3e-4f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
                       .weight_decay = 0.1f};
     AdamStep s;
     adam_step_init(&s, &cfg, 3, 0.7f);
     uint16_t *ref_out = malloc(n * 2);
     AdamSlice x = {.master = p, .m = m, .v = v, .grad = g, .grad_type = DTYPE_FP32,
-                   .out = ref_out, .out_type = DTYPE_BF16, .n = n};
+                   .out = ref_out, .out_type = ty == GK_FP16 ? DTYPE_FP16 : DTYPE_BF16, .n = n};
     adam_update_ref(&s, &x, 0, n);
     gk_adamw(gp, gm, gv, gg, gout, n, s.beta1, s.one_minus_beta1, s.beta2, s.one_minus_beta2,
-             s.eps, s.decay, s.neg_step_size, s.inv_sqrt_bc2, s.grad_scale, NULL);
+             s.eps, s.decay, s.neg_step_size, s.inv_sqrt_bc2, s.grad_scale, ty, NULL);
     gk_sync();
     float *back = download_f(gp, n);
     uint16_t *out = malloc(n * 2);
     gk_download(out, gout, n * 2);
     ck_assert_int_eq(memcmp(back, p, n * 4), 0);
     ck_assert_int_eq(memcmp(out, ref_out, n * 2), 0);
-    printf("  AdamW: GPU master weights and bf16 output identical to the CPU reference\n");
+    printf("  AdamW: GPU master weights and 16-bit output identical to the CPU reference\n");
 }
 END_TEST
 
-/* Same weights and batch on both backends: loss and per-tensor gradients. */
-static void compare_backends(const ModelConfig *c, int B, int T, double *loss_err,
-                             double *worst_grad, char *worst_name)
+/* Same weights and batch on both backends: loss and per-tensor gradients, both scaled by
+ * loss_scale (exact on the CPU: a power of two). The CUDA side computes in c->dtype. */
+static void compare_backends(const ModelConfig *c, int B, int T, float loss_scale,
+                             double *loss_err, double *worst_grad, char *worst_name)
 {
+    ty = c->dtype == DTYPE_FP16 ? GK_FP16 : GK_BF16;
     Backend *cpu, *gpu;
     Err e;
     WorkPool wp;
@@ -364,17 +395,18 @@ static void compare_backends(const ModelConfig *c, int B, int T, double *loss_er
     Gpt2Layout l;
     gpt2_layout_init(&l, c);
     size_t P = l.total;
-    /* GPT-2's initialisation, perturbed so LN gains and biases are not all alike, on the bf16
-     * grid so both backends start from the same numbers */
+    /* GPT-2's initialisation, perturbed so LN gains and biases are not all alike, on the
+     * 16-bit grid so both backends start from the same numbers */
     float *p = malloc(P * 4);
     trainer_init_params(c, &l, p, 99);
     for (size_t k = 0; k < P; k++)
-        p[k] = adam_bf16_to_f32(adam_f32_to_bf16(p[k] + (float)gsl_ran_gaussian(rng, 0.01)));
+        p[k] = round16(p[k] + (float)gsl_ran_gaussian(rng, 0.01));
     int N = B * T, *inp = malloc(N * sizeof(int)), *tgt = malloc(N * sizeof(int));
     for (int i = 0; i < N; i++)
         inp[i] = (int)gsl_rng_uniform_int(rng, (unsigned long)c->vocab),
         tgt[i] = (int)gsl_rng_uniform_int(rng, (unsigned long)c->vocab);
     float lc, lg;
+    cpu->loss_scale = gpu->loss_scale = loss_scale;
     cpu->ops->write_state(cpu, p, NULL, NULL, &e);
     gpu->ops->write_state(gpu, p, NULL, NULL, &e);
     ck_assert_int_eq(cpu->ops->step(cpu, inp, tgt, true, &lc, &e), 0);
@@ -383,8 +415,8 @@ static void compare_backends(const ModelConfig *c, int B, int T, double *loss_er
     cpu->ops->read_grads(cpu, gc, &e);
     gpu->ops->read_grads(gpu, gg, &e);
     *loss_err = fabs(lg - lc) / fabs(lc);
-    printf("  %s B %d T %d: loss cpu %.5f cuda %.5f (rel %.2e)\n", c->name, B, T, lc, lg,
-           *loss_err);
+    printf("  %s %s B %d T %d: loss cpu %.5f cuda %.5f (rel %.2e)\n", c->name,
+           dtype_name(c->dtype), B, T, lc, lg, *loss_err);
     *worst_grad = 0;
     for (int i = 0; i < l.n; i++) {
         const ParamTensor *t = &l.t[i];
@@ -402,17 +434,20 @@ static void compare_backends(const ModelConfig *c, int B, int T, double *loss_er
     workpool_free(&wp);
 }
 
+/* bf16, then fp16 with a loss scale of 1024 (its gradients would underflow unscaled) */
 START_TEST(small_model_matches_cpu)
 {
     ModelConfig c = {.name = "small", .n_layer = 2, .d_model = 64, .n_head = 2, .d_ff = 256,
-                     .vocab = 97, .max_seq = 64, .tied = true, .dtype = DTYPE_BF16};
+                     .vocab = 97, .max_seq = 64, .tied = true,
+                     .dtype = _i ? DTYPE_FP16 : DTYPE_BF16};
+    float scale = _i ? 1024.0f : 1.0f;
     double le, ge;
     char name[96];
-    compare_backends(&c, 3, 37, &le, &ge, name);
+    compare_backends(&c, 3, 37, scale, &le, &ge, name);
     ck_assert_double_lt(le, 1e-2);
     ck_assert_msg(ge < 2e-2, "gradient of %s off by %.3e", name, ge);
     c.tied = false;
-    compare_backends(&c, 2, 64, &le, &ge, name);
+    compare_backends(&c, 2, 64, scale, &le, &ge, name);
     ck_assert_double_lt(le, 1e-2);
     ck_assert_msg(ge < 2e-2, "gradient of %s off by %.3e", name, ge);
 }
@@ -420,9 +455,11 @@ END_TEST
 
 START_TEST(gpt2_124m_matches_cpu)
 {
+    ModelConfig c = *model_preset_find("gpt2-124m");
+    c.dtype = _i ? DTYPE_FP16 : DTYPE_BF16;
     double le, ge;
     char name[96];
-    compare_backends(model_preset_find("gpt2-124m"), 2, 128, &le, &ge, name);
+    compare_backends(&c, 2, 128, _i ? 1024.0f : 1.0f, &le, &ge, name);
     ck_assert_double_lt(le, 1e-2);
     ck_assert_msg(ge < 2e-2, "gradient of %s off by %.3e", name, ge);
 }
@@ -435,6 +472,7 @@ START_TEST(training_tracks_cpu)
                       .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .clip = 1.0f, .warmup = 5,
                       .seed = 11, .subgroup_blocks = 1, .tail_blocks = 1, .threads = 0};
     o.model = *model_preset_find("gpt2-tiny");
+    o.model.dtype = _i ? DTYPE_FP16 : DTYPE_BF16; /* fp16: dynamic loss scaling from 65536 */
     TrainResult rc_, rg;
     Err e;
     o.backend = &backend_cpu;
@@ -442,14 +480,15 @@ START_TEST(training_tracks_cpu)
     o.backend = &backend_cuda;
     ck_assert_msg(trainer_run(&o, &rg, &e) == 0, "%s", e.msg);
     double worst = 0;
-    printf("  20 steps gpt2-tiny, loss cpu / cuda:");
+    printf("  20 steps gpt2-tiny, %s, loss cpu / cuda:", dtype_name(o.model.dtype));
     for (int i = 0; i < 20; i++) {
         double r = fabs(rg.losses[i] - rc_.losses[i]) / rc_.losses[i];
         worst = fmax(worst, r);
         printf(" %.3f/%.3f", rc_.losses[i], rg.losses[i]);
     }
     double last = fabs(rg.losses[19] - rc_.losses[19]) / rc_.losses[19];
-    printf("\n  worst step rel %.2e, last step rel %.2e\n", worst, last);
+    printf("\n  worst step rel %.2e, last step rel %.2e; %lld updates skipped, loss scale %g\n",
+           worst, last, (long long)rg.skipped, rg.loss_scale);
     /* bf16 training drifts from fp32 step by step; it must track, not match */
     ck_assert_double_lt(worst, 5e-2);
     ck_assert_double_lt(last, 2e-2);
@@ -472,13 +511,13 @@ int main(void)
     TCase *tk = tcase_create("kernels"), *tm = tcase_create("models");
     tcase_set_timeout(tk, 600);
     tcase_set_timeout(tm, 900);
-    tcase_add_test(tk, layernorm_kernels);
-    tcase_add_test(tk, attention_kernels);
-    tcase_add_test(tk, pointwise_kernels);
-    tcase_add_test(tk, adamw_bit_exact);
-    tcase_add_test(tk, small_model_matches_cpu);
-    tcase_add_test(tm, gpt2_124m_matches_cpu);
-    tcase_add_test(tm, training_tracks_cpu);
+    tcase_add_loop_test(tk, layernorm_kernels, 0, 2);
+    tcase_add_loop_test(tk, attention_kernels, 0, 2);
+    tcase_add_loop_test(tk, pointwise_kernels, 0, 2);
+    tcase_add_loop_test(tk, adamw_bit_exact, 0, 2);
+    tcase_add_loop_test(tk, small_model_matches_cpu, 0, 2);
+    tcase_add_loop_test(tm, gpt2_124m_matches_cpu, 0, 2);
+    tcase_add_loop_test(tm, training_tracks_cpu, 0, 2);
     suite_add_tcase(s, tk);
     suite_add_tcase(s, tm);
     int rc = tu_run(s);

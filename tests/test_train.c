@@ -1,7 +1,8 @@
 /* Check suite for exec/train: the loss falls on the default data, resuming gives exactly the
  * losses of an uninterrupted run, sub-group AdamW equals one whole-model step, safetensors
  * checkpoints round-trip with the Hugging Face names and layouts, the data formats and loader,
- * and every bad-file case gives one clear error. */
+ * every bad-file case gives one clear error, and dynamic loss scaling: exact at a power-of-two
+ * scale, and its skip / halve / double policy against a scripted backend. */
 #include <errno.h>
 #include <math.h>
 #include <sys/stat.h>
@@ -114,6 +115,165 @@ START_TEST(subgroups_equal_whole_step)
     ck_assert(memcmp(pa, p, P * 4) != 0);
     a->ops->destroy(a), b->ops->destroy(b);
     free(p), free(pa), free(pb);
+}
+END_TEST
+
+/* A power-of-two loss scale changes no number in fp32: every gradient is S times the unscaled
+ * one exactly, and the trainer divides it out exactly. */
+START_TEST(loss_scale_is_exact)
+{
+    TrainOptions o = opts(6);
+    TrainResult plain, scaled;
+    Err e;
+    ck_assert_msg(trainer_run(&o, &plain, &e) == 0, "%s", e.msg);
+    o.loss_scale = 1024.0f;
+    o.loss_scale_window = 2;
+    ck_assert_msg(trainer_run(&o, &scaled, &e) == 0, "%s", e.msg);
+    for (int i = 0; i < 6; i++)
+        ck_assert_msg(plain.losses[i] == scaled.losses[i], "step %d: %.9g vs %.9g", i + 1,
+                      plain.losses[i], scaled.losses[i]);
+    ck_assert_int_eq(scaled.skipped, 0);
+    ck_assert_double_eq(scaled.loss_scale, 1024.0 * 8); /* doubled after steps 2, 4, 6 */
+    free(plain.losses), free(scaled.losses);
+}
+END_TEST
+
+/* A backend whose gradients overflow whenever the loss scale exceeds overflow_above, recording
+ * what the trainer asks of it. */
+static float overflow_above;
+typedef struct Scripted {
+    Backend base;
+    int steps, updates;
+    float scales[32];       /* the loss scale at each step */
+    float first_update_bc2; /* inv_sqrt_bc2 of the first update: AdamW's step count */
+    float first_update_grad_scale;
+} Scripted;
+
+static const BackendOps scripted_ops;
+
+static int scripted_create(Backend **out, const ModelConfig *c, int B, int T, WorkPool *wp,
+                           Err *e)
+{
+    (void)wp, (void)e;
+    Scripted *s = calloc(1, sizeof *s);
+    s->base = (Backend){.ops = &scripted_ops, .cfg = *c, .B = B, .T = T,
+                        .n_params = (size_t)model_param_count(c), .loss_scale = 1.0f};
+    *out = &s->base;
+    return 0;
+}
+
+static Scripted *last_scripted;
+
+static void scripted_destroy(Backend *b)
+{
+    last_scripted = (Scripted *)b; /* kept for the test to read; it frees it */
+}
+
+static int scripted_state(Backend *b, float *p, float *m, float *v, Err *e)
+{
+    (void)b, (void)p, (void)m, (void)v, (void)e;
+    return 0;
+}
+
+static int scripted_write(Backend *b, const float *p, const float *m, const float *v, Err *e)
+{
+    (void)b, (void)p, (void)m, (void)v, (void)e;
+    return 0;
+}
+
+static int scripted_grads(Backend *b, float *g, Err *e)
+{
+    (void)b, (void)g, (void)e;
+    return 0;
+}
+
+static int scripted_step(Backend *b, const int *inputs, const int *targets, bool backward,
+                         float *loss, Err *e)
+{
+    (void)inputs, (void)targets, (void)backward, (void)e;
+    Scripted *s = (Scripted *)b;
+    s->scales[s->steps++] = b->loss_scale;
+    *loss = 3.0f;
+    return 0;
+}
+
+static double scripted_grad_sq(Backend *b, size_t begin, size_t end)
+{
+    (void)begin, (void)end;
+    double g = b->loss_scale * 1e-3; /* the scaled gradient's size */
+    return b->loss_scale > overflow_above ? INFINITY : g * g;
+}
+
+static int scripted_update(Backend *b, const AdamStep *as, size_t begin, size_t end, Err *e)
+{
+    (void)begin, (void)end, (void)e;
+    Scripted *s = (Scripted *)b;
+    if (s->updates++ == 0) {
+        s->first_update_bc2 = as->inv_sqrt_bc2;
+        s->first_update_grad_scale = as->grad_scale;
+    }
+    return 0;
+}
+
+static const BackendOps scripted_ops = {
+    "scripted", scripted_create, scripted_destroy, scripted_state, scripted_write,
+    scripted_grads, scripted_step, scripted_grad_sq, scripted_update,
+};
+
+START_TEST(loss_scale_policy)
+{
+    TrainOptions o = opts(12);
+    o.backend = &scripted_ops;
+    o.model.dtype = DTYPE_FP16; /* the default scale: 65536 = 2^16 */
+    o.loss_scale_window = 3;
+    o.clip = 0;
+    overflow_above = 4096;
+    TrainResult r;
+    Err e;
+    ck_assert_msg(trainer_run(&o, &r, &e) == 0, "%s", e.msg);
+    Scripted *s = last_scripted;
+    /* 2^16 .. 2^13 overflow (4 skipped), 2^12 holds for 3 steps, then 2^13 overflows again */
+    float want[12] = {65536, 32768, 16384, 8192, 4096, 4096, 4096, 8192, 4096, 4096, 4096, 8192};
+    for (int i = 0; i < 12; i++)
+        ck_assert_msg(s->scales[i] == want[i], "step %d: scale %g, expected %g", i + 1,
+                      s->scales[i], want[i]);
+    ck_assert_int_eq(r.skipped, 6); /* steps 1-4, 8, 12 */
+    /* the other 6 steps update every sub-group: one per block (the tail holds block 0) */
+    ck_assert_int_eq(s->updates, 6 * o.model.n_layer);
+    ck_assert_double_eq(r.loss_scale, 4096);
+    /* the first update is AdamW's step 1 (skips do not count) and unscales by 1/4096 */
+    AdamConfig cfg = {.lr = o.lr, .beta1 = o.beta1, .beta2 = o.beta2, .eps = o.eps,
+                      .weight_decay = o.weight_decay};
+    AdamStep step1;
+    adam_step_init(&step1, &cfg, 1, 1.0f / 4096);
+    ck_assert_float_eq(s->first_update_bc2, step1.inv_sqrt_bc2);
+    ck_assert_float_eq(s->first_update_grad_scale, 1.0f / 4096);
+    free(s), free(r.losses);
+}
+END_TEST
+
+/* Unscaled (bf16 / fp32) training stops at non-finite gradients with a clear error, and so
+ * does scaled training once the scale has fallen to its floor. */
+START_TEST(nonfinite_gradients)
+{
+    TrainOptions o = opts(3);
+    o.backend = &scripted_ops;
+    overflow_above = 0.5f;
+    TrainResult r;
+    Err e;
+    ck_assert_int_eq(trainer_run(&o, &r, &e), -EDOM);
+    printf("%s\n", e.msg);
+    ck_assert(strstr(e.msg, "step 1: the gradients are not finite"));
+    free(last_scripted), free(r.losses);
+    o = opts(40);
+    o.backend = &scripted_ops;
+    o.loss_scale = 4;
+    overflow_above = 0;
+    ck_assert_int_eq(trainer_run(&o, &r, &e), -EDOM);
+    printf("%s\n", e.msg);
+    ck_assert(strstr(e.msg, "overflow even at loss scale"));
+    ck_assert_int_eq(r.skipped, 19); /* 4 .. 2^-15 skipped, then 2^-16 would be below 2^-16 */
+    free(last_scripted), free(r.losses);
 }
 END_TEST
 
@@ -326,6 +486,9 @@ int main(void)
     tcase_add_test(tc, loss_falls);
     tcase_add_test(tc, resume_is_exact);
     tcase_add_test(tc, subgroups_equal_whole_step);
+    tcase_add_test(tc, loss_scale_is_exact);
+    tcase_add_test(tc, loss_scale_policy);
+    tcase_add_test(tc, nonfinite_gradients);
     tcase_add_test(tc, checkpoint_round_trip);
     tcase_add_test(tc, bad_checkpoints);
     tcase_add_test(tc, data_formats_and_loader);

@@ -72,6 +72,8 @@ if [ "${MODE:-all}" = bench-gpu ]; then
     # The CUDA backend's speed against PyTorch on the same GPU, same models and batch.
     step "bench_cuda"
     ./build-dev/bench/bench_cuda --steps 5 --batch "${BATCH:-8}" 2>&1 | tee "$OUT/bench_cuda.txt"
+    ./build-dev/bench/bench_cuda --steps 5 --batch "${BATCH:-8}" --dtype fp16 2>&1 |
+        grep "tokens/s" | tee "$OUT/bench_cuda_fp16.txt"
     [ "${TORCH:-1}" = 0 ] && exit 0
     step "pytorch"
     PY=$(command -v python3)
@@ -96,7 +98,10 @@ step "benchmarks"
 rm -rf "$scratch"
 # The CUDA backend against PyTorch on this GPU, and per-kernel times of one layer.
 ./build-dev/bench/bench_cuda --steps 5 --batch 8 > "$OUT/bench_cuda.txt" 2>&1
+./build-dev/bench/bench_cuda --steps 5 --batch 8 --dtype fp16 2>&1 | grep "tokens/s" \
+    > "$OUT/bench_cuda_fp16.txt"
 ./build-dev/bench/bench_kernels > "$OUT/bench_kernels.txt" 2>&1
+./build-dev/bench/bench_kernels --model gpt2-1.5b > "$OUT/bench_kernels_1.5b.txt" 2>&1
 PY=$(command -v python3)
 [ -x /opt/torch/.venv/bin/python ] && PY=/opt/torch/.venv/bin/python
 timeout 300 "$PY" bench/torch_gpt2.py --steps 5 --batch 8 2>&1 | grep -v Warning \
@@ -111,5 +116,6 @@ cat "$OUT/machine.txt"
 echo "tests rc=$test_rc"
 grep -E "^(Ok|Fail|Skipped):" "$OUT/test.log"
 cat "$OUT/bench_adam.txt" "$OUT/bench_store.txt" "$OUT/bench_ooc_adam.txt"
-cat "$OUT/bench_kernels.txt" "$OUT/bench_cuda.txt" "$OUT/bench_torch.txt"
+cat "$OUT/bench_kernels.txt" "$OUT/bench_kernels_1.5b.txt" "$OUT/bench_cuda.txt"
+cat "$OUT/bench_cuda_fp16.txt" "$OUT/bench_torch.txt"
 for f in run_tiny run_124m; do tail -n 1 "$OUT/$f.txt"; done

@@ -79,7 +79,8 @@ static int cpu_create(Backend **out, const ModelConfig *c, int B, int T, WorkPoo
     if (!g)
         return err_set(e, -ENOMEM, "out of memory");
     size_t P = (size_t)model_param_count(c);
-    g->base = (Backend){.ops = &backend_cpu, .cfg = *c, .B = B, .T = T, .n_params = P};
+    g->base = (Backend){.ops = &backend_cpu, .cfg = *c, .B = B, .T = T, .n_params = P,
+                        .loss_scale = 1.0f};
     g->wp = wp;
     g->isa = adam_isa_best();
     act_sizes(c, B, T, g->act_size);
@@ -203,7 +204,7 @@ static void backward(Gpt2Cpu *g, const int *inputs, const int *targets)
     gpt2_view_edges(c, g->grads, &dev);
     float *dlosses = d->p[A_LOSSES];
     for (int i = 0; i < N; i++)
-        dlosses[i] = 1.0f / (float)N;
+        dlosses[i] = g->base.loss_scale / (float)N;
     crossentropy_softmax_backward_ref(d->p[A_LOGITS], dlosses, a->p[A_PROBS], targets, B, T, V);
     matmul_backward_ref(d->p[A_LNF], dev.lm_head, NULL, d->p[A_LOGITS], a->p[A_LNF], ev.lm_head,
                         N, C, V, g->wp);

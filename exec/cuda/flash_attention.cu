@@ -2,23 +2,22 @@
  *
  * Fragment layouts are those of mma.m16n8k16 (PTX ISA, "Matrix fragments for mma.m16n8k16"):
  * with g = lane / 4 and t = lane % 4, an accumulator tile holds rows g and g + 8, columns 2t and
- * 2t + 1. Two neighbouring accumulator tiles of 16 x 8, rounded to bf16, are exactly the A
+ * 2t + 1. Two neighbouring accumulator tiles of 16 x 8, rounded to 16 bits, are exactly the A
  * operand of the next product over those 16 columns, so probabilities never leave registers.
  * Tiles live in shared memory with rows padded by 8 elements (16 bytes), which makes the eight
  * row addresses of every ldmatrix fall in distinct bank groups. Scores are kept in log2 units
  * (scale * log2(e) folded in) so the exponentials are exp2. */
-#include <cuda_bf16.h>
-#include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
 
+#include <type_traits>
+
 #include "cuda_check.h"
+#include "kernel_util.cuh"
 
 extern "C" {
 #include "flash_attention.h"
 }
-
-typedef __nv_bfloat16 bf16;
 
 enum { FA_TILE = 64, FA_THREADS = 128, FA_PAD = 8 };
 #define FA_LOG2E 1.4426950408889634f
@@ -49,70 +48,82 @@ template <int n> __device__ __forceinline__ void cp_async_wait()
     asm volatile("cp.async.wait_group %0;\n" ::"n"(n));
 }
 
-__device__ __forceinline__ void ldsm_x4(uint32_t r[4], const bf16 *p)
+__device__ __forceinline__ void ldsm_x4(uint32_t r[4], const void *p)
 {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                  : "r"(smem_addr(p)));
 }
 
-__device__ __forceinline__ void ldsm_x4_t(uint32_t r[4], const bf16 *p)
+__device__ __forceinline__ void ldsm_x4_t(uint32_t r[4], const void *p)
 {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                  : "r"(smem_addr(p)));
 }
 
-/* c += a (16x16, row) * b (16x8, col), bf16 in, fp32 accumulate */
+/* c += a (16x16, row) * b (16x8, col), 16-bit A in, fp32 accumulate */
+template <typename A>
 __device__ __forceinline__ void mma16816(float c[4], const uint32_t a[4], uint32_t b0,
                                          uint32_t b1)
 {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
-                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    if constexpr (std::is_same_v<A, f16>)
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, "
+                     "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    else
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
+                     "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi)
+template <typename A> __device__ __forceinline__ uint32_t pack2(float lo, float hi)
 {
-    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    typename Pair2<A>::type v = from_f2<A>(lo, hi);
     return *(uint32_t *)&v;
 }
 
 /* The A operand over accumulator tiles n and n + 1 (16 rows x 16 columns). */
+template <typename A>
 __device__ __forceinline__ void acc_to_a(uint32_t a[4], const float lo[4], const float hi[4])
 {
-    a[0] = pack_bf16(lo[0], lo[1]);
-    a[1] = pack_bf16(lo[2], lo[3]);
-    a[2] = pack_bf16(hi[0], hi[1]);
-    a[3] = pack_bf16(hi[2], hi[3]);
+    a[0] = pack2<A>(lo[0], lo[1]);
+    a[1] = pack2<A>(lo[2], lo[3]);
+    a[2] = pack2<A>(hi[0], hi[1]);
+    a[3] = pack2<A>(hi[2], hi[3]);
 }
 
 /* ldmatrix lane addresses for a 16 x 16 block at (r0, c0) of a row-major tile with ld:
  * - a_row: A operand stored [m][k];          - a_trans: A stored [k][m] (transposed);
  * - b_nk:  B operand stored [n][k] (two n-tiles of 8, one k-step);
  * - b_kn:  B stored [k][n] (two n-tiles, with .trans). */
-__device__ __forceinline__ const bf16 *a_row(const bf16 *s, int ld, int r0, int c0, int lane)
+template <typename A>
+__device__ __forceinline__ const A *a_row(const A *s, int ld, int r0, int c0, int lane)
 {
     return s + (r0 + (lane & 7) + ((lane >> 3) & 1) * 8) * ld + c0 + (lane >> 4) * 8;
 }
-__device__ __forceinline__ const bf16 *a_trans(const bf16 *s, int ld, int k0, int m0, int lane)
+template <typename A>
+__device__ __forceinline__ const A *a_trans(const A *s, int ld, int k0, int m0, int lane)
 {
     return s + (k0 + (lane & 7) + (lane >> 4) * 8) * ld + m0 + ((lane >> 3) & 1) * 8;
 }
-__device__ __forceinline__ const bf16 *b_nk(const bf16 *s, int ld, int n0, int k0, int lane)
+template <typename A>
+__device__ __forceinline__ const A *b_nk(const A *s, int ld, int n0, int k0, int lane)
 {
     return s + (n0 + (lane & 7) + (lane >> 4) * 8) * ld + k0 + ((lane >> 3) & 1) * 8;
 }
-__device__ __forceinline__ const bf16 *b_kn(const bf16 *s, int ld, int k0, int n0, int lane)
+template <typename A>
+__device__ __forceinline__ const A *b_kn(const A *s, int ld, int k0, int n0, int lane)
 {
     return s + (k0 + (lane & 7) + ((lane >> 3) & 1) * 8) * ld + n0 + (lane >> 4) * 8;
 }
 
 /* Rows row0 .. row0 + 63 of a (T x D) slice with row stride ld into a padded tile; rows past T
  * are zeros. All threads of the block take part; the copies are asynchronous. */
-template <int D>
-__device__ __forceinline__ void load_tile(bf16 *tile, const bf16 *src, int row0, int T, int ld)
+template <int D, typename A>
+__device__ __forceinline__ void load_tile(A *tile, const A *src, int row0, int T, int ld)
 {
     constexpr int chunks = D / 8;
     for (int i = threadIdx.x; i < FA_TILE * chunks; i += FA_THREADS) {
@@ -139,17 +150,17 @@ __device__ __forceinline__ float quad_sum(float v)
  * Block: 64 query rows of one (b, h), four warps of 16 rows. Key tiles 0 .. qb are double
  * buffered: tile j + 1 loads while tile j is used. The heaviest query tiles (most keys) are
  * scheduled first. */
-template <int D>
+template <typename A, int D>
 __global__ void __launch_bounds__(FA_THREADS)
-    flash_fwd_kernel(bf16 *out, float *lse, const bf16 *qkv, int T, int C, int NH,
+    flash_fwd_kernel(A *out, float *lse, const A *qkv, int T, int C, int NH,
                      float scale_log2)
 {
     constexpr int LD = D + FA_PAD, TS = FA_TILE * LD;
     extern __shared__ __align__(16) unsigned char smem[];
-    bf16 *sQ = (bf16 *)smem, *sK = sQ + TS, *sV = sK + 2 * TS;
+    A *sQ = (A *)smem, *sK = sQ + TS, *sV = sK + 2 * TS;
     int qb = gridDim.x - 1 - blockIdx.x, bh = blockIdx.y, b = bh / NH, h = bh % NH;
     int C3 = 3 * C, warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-    const bf16 *base = qkv + (size_t)b * T * C3 + h * D;
+    const A *base = qkv + (size_t)b * T * C3 + h * D;
 
     load_tile<D>(sQ, base, qb * FA_TILE, T, C3);
     load_tile<D>(sK, base + C, 0, T, C3);
@@ -175,7 +186,7 @@ __global__ void __launch_bounds__(FA_THREADS)
         if (kb == 0)
             for (int kk = 0; kk < D / 16; kk++)
                 ldsm_x4(qf[kk], a_row(sQ, LD, warp * 16, kk * 16, lane));
-        const bf16 *k = sK + buf * TS, *v = sV + buf * TS;
+        const A *k = sK + buf * TS, *v = sV + buf * TS;
 
         /* S = Q K^T for this warp's 16 rows x 64 keys */
         float s[FA_TILE / 8][4];
@@ -185,8 +196,8 @@ __global__ void __launch_bounds__(FA_THREADS)
             for (int p = 0; p < FA_TILE / 16; p++) {
                 uint32_t r[4];
                 ldsm_x4(r, b_nk(k, LD, p * 16, kk * 16, lane));
-                mma16816(s[2 * p], qf[kk], r[0], r[1]);
-                mma16816(s[2 * p + 1], qf[kk], r[2], r[3]);
+                mma16816<A>(s[2 * p], qf[kk], r[0], r[1]);
+                mma16816<A>(s[2 * p + 1], qf[kk], r[2], r[3]);
             }
 
         /* scale, causal mask (diagonal tile only: earlier tiles are wholly visible), online
@@ -228,12 +239,12 @@ __global__ void __launch_bounds__(FA_THREADS)
         /* O += P V */
         for (int kk = 0; kk < FA_TILE / 16; kk++) {
             uint32_t a[4];
-            acc_to_a(a, s[2 * kk], s[2 * kk + 1]);
+            acc_to_a<A>(a, s[2 * kk], s[2 * kk + 1]);
             for (int p = 0; p < D / 16; p++) {
                 uint32_t r[4];
                 ldsm_x4_t(r, b_kn(v, LD, kk * 16, p * 16, lane));
-                mma16816(o[2 * p], a, r[0], r[1]);
-                mma16816(o[2 * p + 1], a, r[2], r[3]);
+                mma16816<A>(o[2 * p], a, r[0], r[1]);
+                mma16816<A>(o[2 * p + 1], a, r[2], r[3]);
             }
         }
         __syncthreads(); /* the next iteration's copies overwrite the other buffer */
@@ -247,10 +258,10 @@ __global__ void __launch_bounds__(FA_THREADS)
         if (row >= T)
             continue;
         float inv = half ? inv1 : inv0;
-        bf16 *dst = out + ((size_t)b * T + row) * C + h * D + 2 * t;
+        A *dst = out + ((size_t)b * T + row) * C + h * D + 2 * t;
         for (int n = 0; n < D / 8; n++)
-            *(__nv_bfloat162 *)(dst + n * 8) =
-                __floats2bfloat162_rn(o[n][2 * half] * inv, o[n][2 * half + 1] * inv);
+            *(typename Pair2<A>::type *)(dst + n * 8) =
+                from_f2<A>(o[n][2 * half] * inv, o[n][2 * half + 1] * inv);
         if (t == 0)
             lse[(size_t)bh * T + row] = ((half ? m1 : m0) + log2f(half ? l1 : l0)) * FA_LN2;
     }
@@ -263,22 +274,22 @@ __global__ void __launch_bounds__(FA_THREADS)
  * accumulates dV += P^T dO and dK += dS^T Q in registers. dS^T goes through shared memory so
  * that each warp can form 16 query rows of dQ = dS K, which are added to the fp32 dQ in global
  * memory (other key tiles add to the same rows). */
-template <int D>
+template <typename A, int D>
 __global__ void __launch_bounds__(FA_THREADS)
-    flash_bwd_kernel(bf16 *dqkv, float *dq, const bf16 *dout, const bf16 *qkv,
+    flash_bwd_kernel(A *dqkv, float *dq, const A *dout, const A *qkv,
                      const float *lse, const float *delta, int T, int C, int NH,
                      float scale_log2, float scale)
 {
     constexpr int LD = D + FA_PAD, TS = FA_TILE * LD, LDS = FA_TILE + FA_PAD;
     extern __shared__ __align__(16) unsigned char smem[];
-    bf16 *sK = (bf16 *)smem, *sV = sK + TS, *sQ = sV + TS, *sdO = sQ + 2 * TS;
-    bf16 *sdS = sdO + 2 * TS;                    /* [key][query] */
+    A *sK = (A *)smem, *sV = sK + TS, *sQ = sV + TS, *sdO = sQ + 2 * TS;
+    A *sdS = sdO + 2 * TS;                    /* [key][query] */
     float *sL = (float *)(sdS + FA_TILE * LDS);  /* [2][64] lse * log2(e), +inf past T */
     float *sDelta = sL + 2 * FA_TILE;            /* [2][64] */
     int nb = gridDim.x, kb = blockIdx.x, bh = blockIdx.y, b = bh / NH, h = bh % NH;
     int C3 = 3 * C, warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-    const bf16 *base = qkv + (size_t)b * T * C3 + h * D;
-    const bf16 *dbase = dout + (size_t)b * T * C + h * D;
+    const A *base = qkv + (size_t)b * T * C3 + h * D;
+    const A *dbase = dout + (size_t)b * T * C + h * D;
     const float *lse_bh = lse + (size_t)bh * T, *delta_bh = delta + (size_t)bh * T;
 
     load_tile<D>(sK, base + C, kb * FA_TILE, T, C3);
@@ -310,7 +321,7 @@ __global__ void __launch_bounds__(FA_THREADS)
         else
             cp_async_wait<0>();
         __syncthreads();
-        const bf16 *q = sQ + buf * TS, *dO = sdO + buf * TS;
+        const A *q = sQ + buf * TS, *dO = sdO + buf * TS;
         const float *L = sL + buf * FA_TILE, *Dl = sDelta + buf * FA_TILE;
 
         float st[FA_TILE / 8][4], dpt[FA_TILE / 8][4];
@@ -324,11 +335,11 @@ __global__ void __launch_bounds__(FA_THREADS)
             for (int p = 0; p < FA_TILE / 16; p++) {
                 uint32_t r[4];
                 ldsm_x4(r, b_nk(q, LD, p * 16, kk * 16, lane));
-                mma16816(st[2 * p], ka, r[0], r[1]);
-                mma16816(st[2 * p + 1], ka, r[2], r[3]);
+                mma16816<A>(st[2 * p], ka, r[0], r[1]);
+                mma16816<A>(st[2 * p + 1], ka, r[2], r[3]);
                 ldsm_x4(r, b_nk(dO, LD, p * 16, kk * 16, lane));
-                mma16816(dpt[2 * p], va, r[0], r[1]);
-                mma16816(dpt[2 * p + 1], va, r[2], r[3]);
+                mma16816<A>(dpt[2 * p], va, r[0], r[1]);
+                mma16816<A>(dpt[2 * p + 1], va, r[2], r[3]);
             }
         }
         /* P^T and dS^T; queries past T have lse +inf, so P = 0 there */
@@ -344,23 +355,23 @@ __global__ void __launch_bounds__(FA_THREADS)
         /* dV += P^T dO, dK += dS^T Q (k = queries) */
         for (int kk = 0; kk < FA_TILE / 16; kk++) {
             uint32_t pa[4], sa[4];
-            acc_to_a(pa, st[2 * kk], st[2 * kk + 1]);
-            acc_to_a(sa, dpt[2 * kk], dpt[2 * kk + 1]);
+            acc_to_a<A>(pa, st[2 * kk], st[2 * kk + 1]);
+            acc_to_a<A>(sa, dpt[2 * kk], dpt[2 * kk + 1]);
             for (int p = 0; p < D / 16; p++) {
                 uint32_t r[4];
                 ldsm_x4_t(r, b_kn(dO, LD, kk * 16, p * 16, lane));
-                mma16816(dv[2 * p], pa, r[0], r[1]);
-                mma16816(dv[2 * p + 1], pa, r[2], r[3]);
+                mma16816<A>(dv[2 * p], pa, r[0], r[1]);
+                mma16816<A>(dv[2 * p + 1], pa, r[2], r[3]);
                 ldsm_x4_t(r, b_kn(q, LD, kk * 16, p * 16, lane));
-                mma16816(dk[2 * p], sa, r[0], r[1]);
-                mma16816(dk[2 * p + 1], sa, r[2], r[3]);
+                mma16816<A>(dk[2 * p], sa, r[0], r[1]);
+                mma16816<A>(dk[2 * p + 1], sa, r[2], r[3]);
             }
         }
         /* dS^T to shared memory, then dQ rows warp*16.. = dS K over this block's 64 keys */
         for (int n = 0; n < FA_TILE / 8; n++) {
-            bf16 *d = sdS + (warp * 16 + g) * LDS + n * 8 + 2 * t;
-            *(uint32_t *)d = pack_bf16(dpt[n][0], dpt[n][1]);
-            *(uint32_t *)(d + 8 * LDS) = pack_bf16(dpt[n][2], dpt[n][3]);
+            A *d = sdS + (warp * 16 + g) * LDS + n * 8 + 2 * t;
+            *(uint32_t *)d = pack2<A>(dpt[n][0], dpt[n][1]);
+            *(uint32_t *)(d + 8 * LDS) = pack2<A>(dpt[n][2], dpt[n][3]);
         }
         __syncthreads();
         float dqa[D / 8][4];
@@ -372,8 +383,8 @@ __global__ void __launch_bounds__(FA_THREADS)
             for (int p = 0; p < D / 16; p++) {
                 uint32_t r[4];
                 ldsm_x4_t(r, b_kn(sK, LD, kk * 16, p * 16, lane));
-                mma16816(dqa[2 * p], a, r[0], r[1]);
-                mma16816(dqa[2 * p + 1], a, r[2], r[3]);
+                mma16816<A>(dqa[2 * p], a, r[0], r[1]);
+                mma16816<A>(dqa[2 * p + 1], a, r[2], r[3]);
             }
         }
         for (int half = 0; half < 2; half++) {
@@ -398,25 +409,26 @@ __global__ void __launch_bounds__(FA_THREADS)
         int key = key0 + half * 8;
         if (key >= T)
             continue;
-        bf16 *dst = dqkv + ((size_t)b * T + key) * C3 + h * D + 2 * t;
+        A *dst = dqkv + ((size_t)b * T + key) * C3 + h * D + 2 * t;
         for (int n = 0; n < D / 8; n++) {
-            *(__nv_bfloat162 *)(dst + C + n * 8) = __floats2bfloat162_rn(
-                dk[n][2 * half] * scale, dk[n][2 * half + 1] * scale);
-            *(__nv_bfloat162 *)(dst + 2 * C + n * 8) =
-                __floats2bfloat162_rn(dv[n][2 * half], dv[n][2 * half + 1]);
+            *(typename Pair2<A>::type *)(dst + C + n * 8) =
+                from_f2<A>(dk[n][2 * half] * scale, dk[n][2 * half + 1] * scale);
+            *(typename Pair2<A>::type *)(dst + 2 * C + n * 8) =
+                from_f2<A>(dv[n][2 * half], dv[n][2 * half + 1]);
         }
     }
 }
 
 /* dqkv's Q part = scale * dQ (fp32, (B,T,C)) */
-__global__ void store_dq_kernel(bf16 *dqkv, const float *dq, size_t n, int C, float scale)
+template <typename A>
+__global__ void store_dq_kernel(A *dqkv, const float *dq, size_t n, int C, float scale)
 {
     for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < n / 2;
          e += (size_t)gridDim.x * blockDim.x) {
         size_t bt = 2 * e / C, c = 2 * e % C;
         float2 v = ((const float2 *)dq)[e];
-        *(__nv_bfloat162 *)(dqkv + bt * 3 * C + c) = __floats2bfloat162_rn(v.x * scale,
-                                                                           v.y * scale);
+        *(typename Pair2<A>::type *)(dqkv + bt * 3 * C + c) = from_f2<A>(v.x * scale,
+                                                                         v.y * scale);
     }
 }
 
@@ -424,13 +436,13 @@ __global__ void store_dq_kernel(bf16 *dqkv, const float *dq, size_t n, int C, fl
 
 template <int D> static size_t fwd_smem_bytes()
 {
-    return (size_t)5 * FA_TILE * (D + FA_PAD) * sizeof(bf16);
+    return (size_t)5 * FA_TILE * (D + FA_PAD) * sizeof(uint16_t);
 }
 
 template <int D> static size_t bwd_smem_bytes()
 {
-    return (size_t)6 * FA_TILE * (D + FA_PAD) * sizeof(bf16) +
-           (size_t)FA_TILE * (FA_TILE + FA_PAD) * sizeof(bf16) + 4 * FA_TILE * sizeof(float);
+    return (size_t)6 * FA_TILE * (D + FA_PAD) * sizeof(uint16_t) +
+           (size_t)FA_TILE * (FA_TILE + FA_PAD) * sizeof(uint16_t) + 4 * FA_TILE * sizeof(float);
 }
 
 static int optin_smem_bytes(void)
@@ -470,39 +482,38 @@ extern "C" size_t flash_attention_workspace_bytes(int B, int T, int C)
     return (size_t)B * T * C * sizeof(float);
 }
 
-template <int D>
-static void forward_d(bf16 *out, float *lse, const bf16 *qkv, int B, int T, int C, int NH,
+template <typename A, int D>
+static void forward_d(A *out, float *lse, const A *qkv, int B, int T, int C, int NH,
                       cudaStream_t s)
 {
     size_t smem = fwd_smem_bytes<D>();
     static bool attr_set = false;
     if (!attr_set) {
-        CUDA_CHECK(cudaFuncSetAttribute(flash_fwd_kernel<D>,
+        CUDA_CHECK(cudaFuncSetAttribute(flash_fwd_kernel<A, D>,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
         attr_set = true;
     }
     dim3 grid((T + FA_TILE - 1) / FA_TILE, B * NH);
     float scale_log2 = FA_LOG2E / sqrtf((float)D);
-    flash_fwd_kernel<D><<<grid, FA_THREADS, smem, s>>>(out, lse, qkv, T, C, NH, scale_log2);
+    flash_fwd_kernel<A, D><<<grid, FA_THREADS, smem, s>>>(out, lse, qkv, T, C, NH, scale_log2);
     LAUNCHED(flash_fwd_kernel);
 }
 
-template <int D>
-static void backward_d(bf16 *dqkv, float *dq, const bf16 *dout, const bf16 *qkv,
-                       const float *lse, const float *delta, int B, int T, int C, int NH,
-                       cudaStream_t s)
+template <typename A, int D>
+static void backward_d(A *dqkv, float *dq, const A *dout, const A *qkv, const float *lse,
+                       const float *delta, int B, int T, int C, int NH, cudaStream_t s)
 {
     size_t smem = bwd_smem_bytes<D>();
     static bool attr_set = false;
     if (!attr_set) {
-        CUDA_CHECK(cudaFuncSetAttribute(flash_bwd_kernel<D>,
+        CUDA_CHECK(cudaFuncSetAttribute(flash_bwd_kernel<A, D>,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
         attr_set = true;
     }
     dim3 grid((T + FA_TILE - 1) / FA_TILE, B * NH);
     float scale = 1.0f / sqrtf((float)D);
-    flash_bwd_kernel<D><<<grid, FA_THREADS, smem, s>>>(dqkv, dq, dout, qkv, lse, delta, T, C, NH,
-                                                       scale * FA_LOG2E, scale);
+    flash_bwd_kernel<A, D><<<grid, FA_THREADS, smem, s>>>(dqkv, dq, dout, qkv, lse, delta, T, C,
+                                                          NH, scale * FA_LOG2E, scale);
     LAUNCHED(flash_bwd_kernel);
 }
 
@@ -516,46 +527,60 @@ static void check_aligned(const void *p, const char *what)
     }
 }
 
-extern "C" void flash_attention_forward(bf16_t *out, float *lse, const bf16_t *qkv, int B, int T,
-                                        int C, int NH, cudaStream_t_c s_)
+static void no_head_size(int hs)
 {
-    cudaStream_t s = (cudaStream_t)s_;
-    check_aligned(qkv, "qkv");
+    fprintf(stderr, "%s:%d: flash attention has no head size %d\n", __FILE__, __LINE__, hs);
+    abort();
+}
+
+template <typename A>
+static void forward_t(A *out, float *lse, const A *qkv, int B, int T, int C, int NH,
+                      cudaStream_t s)
+{
     switch (C / NH) {
-    case 32: forward_d<32>((bf16 *)out, lse, (const bf16 *)qkv, B, T, C, NH, s); break;
-    case 64: forward_d<64>((bf16 *)out, lse, (const bf16 *)qkv, B, T, C, NH, s); break;
-    case 128: forward_d<128>((bf16 *)out, lse, (const bf16 *)qkv, B, T, C, NH, s); break;
-    default:
-        fprintf(stderr, "%s:%d: flash attention has no head size %d\n", __FILE__, __LINE__,
-                C / NH);
-        abort();
+    case 32: forward_d<A, 32>(out, lse, qkv, B, T, C, NH, s); break;
+    case 64: forward_d<A, 64>(out, lse, qkv, B, T, C, NH, s); break;
+    case 128: forward_d<A, 128>(out, lse, qkv, B, T, C, NH, s); break;
+    default: no_head_size(C / NH);
     }
 }
 
-extern "C" void flash_attention_backward(bf16_t *dqkv_, const bf16_t *dout_, const bf16_t *qkv_,
-                                         const float *lse, const float *delta, int B, int T,
-                                         int C, int NH, void *ws, cudaStream_t_c s_)
+template <typename A>
+static void backward_t(A *dqkv, float *dq, const A *dout, const A *qkv, const float *lse,
+                       const float *delta, int B, int T, int C, int NH, cudaStream_t s)
 {
-    cudaStream_t s = (cudaStream_t)s_;
-    bf16 *dqkv = (bf16 *)dqkv_;
-    const bf16 *dout = (const bf16 *)dout_, *qkv = (const bf16 *)qkv_;
-    float *dq = (float *)ws;
+    switch (C / NH) {
+    case 32: backward_d<A, 32>(dqkv, dq, dout, qkv, lse, delta, B, T, C, NH, s); break;
+    case 64: backward_d<A, 64>(dqkv, dq, dout, qkv, lse, delta, B, T, C, NH, s); break;
+    case 128: backward_d<A, 128>(dqkv, dq, dout, qkv, lse, delta, B, T, C, NH, s); break;
+    default: no_head_size(C / NH);
+    }
+}
+
+extern "C" void flash_attention_forward(act16_t *out, float *lse, const act16_t *qkv, int B,
+                                        int T, int C, int NH, GkType t, cudaStream_t_c s)
+{
+    check_aligned(qkv, "qkv");
+    GK_DISPATCH(t, forward_t<T16>((T16 *)out, lse, (const T16 *)qkv, B, T, C, NH, S(s)));
+}
+
+extern "C" void flash_attention_backward(act16_t *dqkv, const act16_t *dout, const act16_t *qkv,
+                                         const float *lse, const float *delta, int B, int T,
+                                         int C, int NH, void *ws, GkType t, cudaStream_t_c s)
+{
     check_aligned(qkv, "qkv");
     check_aligned(dout, "dout");
+    float *dq = (float *)ws;
     size_t n = (size_t)B * T * C;
-    CUDA_CHECK(cudaMemsetAsync(dq, 0, n * sizeof(float), s));
-    switch (C / NH) {
-    case 32: backward_d<32>(dqkv, dq, dout, qkv, lse, delta, B, T, C, NH, s); break;
-    case 64: backward_d<64>(dqkv, dq, dout, qkv, lse, delta, B, T, C, NH, s); break;
-    case 128: backward_d<128>(dqkv, dq, dout, qkv, lse, delta, B, T, C, NH, s); break;
-    default:
-        fprintf(stderr, "%s:%d: flash attention has no head size %d\n", __FILE__, __LINE__,
-                C / NH);
-        abort();
-    }
+    CUDA_CHECK(cudaMemsetAsync(dq, 0, n * sizeof(float), S(s)));
     unsigned blocks = (unsigned)((n / 2 + 255) / 256);
     if (blocks > 65535u * 16u)
         blocks = 65535u * 16u;
-    store_dq_kernel<<<blocks, 256, 0, s>>>(dqkv, dq, n, C, 1.0f / sqrtf((float)(C / NH)));
+    float scale = 1.0f / sqrtf((float)(C / NH));
+    GK_DISPATCH(t, {
+        backward_t<T16>((T16 *)dqkv, dq, (const T16 *)dout, (const T16 *)qkv, lse, delta, B, T,
+                        C, NH, S(s));
+        store_dq_kernel<T16><<<blocks, 256, 0, S(s)>>>((T16 *)dqkv, dq, n, C, scale);
+    });
     LAUNCHED(store_dq_kernel);
 }

@@ -1,5 +1,5 @@
 /* flash_attention: fused causal attention for the CUDA backend (FlashAttention-2's algorithm on
- * mma.sync bf16 tensor cores, sm_80 and later). Forward: one block per 64 query rows of one
+ * mma.sync tensor cores, bf16 or fp16, sm_80 and later). Forward: one block per 64 query rows of one
  * (batch row, head), keys streamed through shared memory in tiles of 64 with an online softmax,
  * so no score matrix is ever written; the row log-sum-exp is kept for backward. Backward: one
  * block per 64 keys, query tiles streamed, P recomputed from the log-sum-exp; dK and dV stay in
@@ -21,12 +21,12 @@
 bool flash_attention_supported(int C, int NH);
 /* Bytes of device workspace the backward needs: dQ in fp32, (B,T,C). */
 size_t flash_attention_workspace_bytes(int B, int T, int C);
-void flash_attention_forward(bf16_t *out, float *lse, const bf16_t *qkv, int B, int T, int C,
-                             int NH, cudaStream_t_c s);
+void flash_attention_forward(act16_t *out, float *lse, const act16_t *qkv, int B, int T, int C,
+                             int NH, GkType t, cudaStream_t_c s);
 /* dqkv is overwritten; delta (B,NH,T) = rowsum(dout * out), computed by the caller; ws of
  * flash_attention_workspace_bytes. */
-void flash_attention_backward(bf16_t *dqkv, const bf16_t *dout, const bf16_t *qkv,
+void flash_attention_backward(act16_t *dqkv, const act16_t *dout, const act16_t *qkv,
                               const float *lse, const float *delta, int B, int T, int C, int NH,
-                              void *ws, cudaStream_t_c s);
+                              void *ws, GkType t, cudaStream_t_c s);
 
 #endif

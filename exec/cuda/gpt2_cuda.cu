@@ -1,6 +1,5 @@
 /* gpt2_cuda: the CUDA training backend; see gpt2_cuda.h. */
 #include <cublas_v2.h>
-#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -14,7 +13,7 @@ extern "C" {
 #include "gpt2_layout.h"
 }
 
-typedef __nv_bfloat16 bf16;
+typedef act16_t a16; /* a 16-bit float of the backend's GkType */
 
 enum {
     A_ENCODED, A_LN1, A_LN1_MEAN, A_LN1_RSTD, A_QKV, A_ATTY, A_LSE, A_ATTPROJ, A_RESIDUAL2,
@@ -24,7 +23,7 @@ enum {
     G_DRESIDUAL, G_DRES_BF, G_DC, G_DLN, G_DQKV, G_DF1, G_DF2, G_DELTA, A_COUNT
 };
 
-/* Element sizes: fp32 statistics and fp32 residual gradient, bf16 otherwise. */
+/* Element sizes: fp32 statistics and fp32 residual gradient, 16-bit otherwise. */
 static size_t elem(int a)
 {
     switch (a) {
@@ -43,13 +42,15 @@ struct Gpt2Cuda {
     cudaStream_t compute, h2d, d2h; /* one stream per role, as the pipeline will use them */
     cudaEvent_t computed, uploaded; /* compute's work so far done; the batch on the device */
     float *master, *grads, *m, *v; /* (P) fp32 */
-    bf16 *params;                  /* (P) bf16, what the kernels read */
+    GkType t;                      /* the 16-bit format of params and activations */
+    cudaDataType ab;               /* the same for cuBLAS */
+    a16 *params;                   /* (P) 16-bit, what the kernels read */
     void *act_mem;
     char *act[A_COUNT];
     size_t count[A_COUNT];         /* elements, all layers */
     void *att_ws;                  /* attention workspace (gpt2_kernels.h) */
     int Vp;                        /* vocabulary padded to 64: aligned LM-head GEMMs */
-    bf16 *lm_pad;                  /* (Vp, C) the LM head's weights, zero rows past V */
+    a16 *lm_pad;                  /* (Vp, C) the LM head's weights, zero rows past V */
     float *dlm_pad;                /* (Vp, C) its gradient before it joins the flat one */
     int *inputs, *targets;         /* (B,T) on the device */
     double *sq_scratch;            /* one double: gk_sum_sq's accumulator */
@@ -118,6 +119,10 @@ static int cuda_create(Backend **out, const ModelConfig *c, int B, int T, WorkPo
     int rc = backend_check_shape(c, B, T, e);
     if (rc)
         return rc;
+    if (c->dtype != DTYPE_BF16 && c->dtype != DTYPE_FP16)
+        return err_set(e, -EINVAL, "the cuda backend keeps weights and activations in bf16 or "
+                       "fp16, not %s: use --dtype bf16 or fp16 (or --backend cpu, the fp32 "
+                       "reference)", dtype_name(c->dtype));
     int devices = 0;
     if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0)
         return err_set(e, -ENODEV, "no CUDA device: use --backend cpu");
@@ -130,6 +135,9 @@ static int cuda_create(Backend **out, const ModelConfig *c, int B, int T, WorkPo
     g->base.B = B;
     g->base.T = T;
     g->base.n_params = P;
+    g->base.loss_scale = 1.0f;
+    g->t = c->dtype == DTYPE_FP16 ? GK_FP16 : GK_BF16;
+    g->ab = g->t == GK_FP16 ? CUDA_R_16F : CUDA_R_16BF;
     CUDA_CHECK(cudaStreamCreateWithFlags(&g->compute, cudaStreamNonBlocking));
     CUDA_CHECK(cudaStreamCreateWithFlags(&g->h2d, cudaStreamNonBlocking));
     CUDA_CHECK(cudaStreamCreateWithFlags(&g->d2h, cudaStreamNonBlocking));
@@ -157,10 +165,10 @@ static int cuda_create(Backend **out, const ModelConfig *c, int B, int T, WorkPo
     g->grads = (float *)gk_alloc(P * 4);
     g->m = (float *)gk_alloc(P * 4);
     g->v = (float *)gk_alloc(P * 4);
-    g->params = (bf16 *)gk_alloc(P * 2);
+    g->params = (a16 *)gk_alloc(P * 2);
     g->act_mem = gk_alloc(total);
     g->att_ws = gk_alloc(ws);
-    g->lm_pad = (bf16 *)gk_alloc((size_t)g->Vp * c->d_model * 2);
+    g->lm_pad = (a16 *)gk_alloc((size_t)g->Vp * c->d_model * 2);
     g->dlm_pad = (float *)gk_alloc((size_t)g->Vp * c->d_model * 4);
     gk_memset(g->lm_pad, 0, (size_t)g->Vp * c->d_model * 2);
     char *p = (char *)g->act_mem;
@@ -204,7 +212,7 @@ static int cuda_write_state(Backend *b, const float *params, const float *m, con
     CUDA_CHECK(cudaStreamSynchronize(g->compute));
     if (params) {
         gk_upload(g->master, params, n);
-        gk_f32_to_bf16((bf16_t *)g->params, g->master, b->n_params, g->compute);
+        gk_from_f32((act16_t *)g->params, g->master, b->n_params, g->t, g->compute);
         refresh_lm_pad(g);
     }
     if (m)
@@ -224,43 +232,44 @@ static int cuda_read_grads(Backend *b, float *grads, Err *e)
     return 0;
 }
 
-/* C (m x n, column-major) = op(A) (m x k) op(B) (k x n) + beta C, bf16 inputs, fp32 compute. */
+/* C (m x n, column-major) = op(A) (m x k) op(B) (k x n) + beta C, 16-bit inputs, fp32
+ * compute. */
 static void gemm(Gpt2Cuda *g, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
-                 const bf16 *a, int lda, const bf16 *b, int ldb, float beta, void *c,
+                 const a16 *a, int lda, const a16 *b, int ldb, float beta, void *c,
                  cudaDataType ctype, int ldc)
 {
     const float alpha = 1.0f;
-    CUBLAS_CHECK(cublasGemmEx(g->blas, ta, tb, m, n, k, &alpha, a, CUDA_R_16BF, lda, b,
-                              CUDA_R_16BF, ldb, &beta, c, ctype, ldc, CUBLAS_COMPUTE_32F,
+    CUBLAS_CHECK(cublasGemmEx(g->blas, ta, tb, m, n, k, &alpha, a, g->ab, lda, b,
+                              g->ab, ldb, &beta, c, ctype, ldc, CUBLAS_COMPUTE_32F,
                               CUBLAS_GEMM_DEFAULT));
 }
 
 /* out (N, OC) = inp (N, C) @ w (OC, C)^T + bias */
-static void matmul_forward(Gpt2Cuda *g, bf16 *out, const bf16 *inp, const bf16 *w,
-                           const bf16 *bias, int N, int C, int OC)
+static void matmul_forward(Gpt2Cuda *g, a16 *out, const a16 *inp, const a16 *w,
+                           const a16 *bias, int N, int C, int OC)
 {
-    gemm(g, CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C, w, C, inp, C, 0.0f, out, CUDA_R_16BF, OC);
+    gemm(g, CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C, w, C, inp, C, 0.0f, out, g->ab, OC);
     if (bias)
-        gk_add_bias((bf16_t *)out, (const bf16_t *)bias, N, OC, g->compute);
+        gk_add_bias((act16_t *)out, (const act16_t *)bias, N, OC, g->t, g->compute);
 }
 
 /* dinp (N, C) = dout (N, OC) @ w; dw (OC, C) += dout^T @ inp; dbias += colsum(dout). dinp is
- * bf16 when it feeds another GEMM or attention, fp32 when it feeds a layernorm's backward (whose
+ * 16-bit when it feeds another GEMM or attention, fp32 when it feeds a layernorm's backward (whose
  * weight gradient sums it over every token: one rounding fewer on the longest path). */
 static void matmul_backward(Gpt2Cuda *g, void *dinp, cudaDataType dinp_type, float *dw,
-                            float *dbias, const bf16 *dout, const bf16 *inp, const bf16 *w, int N,
+                            float *dbias, const a16 *dout, const a16 *inp, const a16 *w, int N,
                             int C, int OC)
 {
     gemm(g, CUBLAS_OP_N, CUBLAS_OP_N, C, N, OC, w, C, dout, OC, 0.0f, dinp, dinp_type, C);
     gemm(g, CUBLAS_OP_N, CUBLAS_OP_T, C, OC, N, inp, C, dout, OC, 1.0f, dw, CUDA_R_32F, C);
     if (dbias)
-        gk_bias_backward(dbias, (const bf16_t *)dout, N, OC, g->compute);
+        gk_bias_backward(dbias, (const act16_t *)dout, N, OC, g->t, g->compute);
 }
 
-#define BF(p) ((bf16_t *)(p))
-#define CBF(p) ((const bf16_t *)(p))
+#define BF(p) ((act16_t *)(p))
+#define CBF(p) ((const act16_t *)(p))
 
-/* The tensor at view v of the master weights, in another buffer of the same layout (the bf16
+/* The tensor at view v of the master weights, in another buffer of the same layout (the 16-bit
  * weights, the fp32 gradients). */
 template <typename T> static T *at(const Gpt2Cuda *g, T *base, const float *v)
 {
@@ -273,7 +282,7 @@ static void refresh_lm_pad(Gpt2Cuda *g)
     const ModelConfig *c = &g->base.cfg;
     Gpt2EdgeView ev;
     gpt2_view_edges(c, g->master, &ev);
-    gk_copy_bf16((bf16_t *)g->lm_pad, (const bf16_t *)at(g, g->params, ev.lm_head),
+    gk_copy16((act16_t *)g->lm_pad, (const act16_t *)at(g, g->params, ev.lm_head),
                  (size_t)c->vocab * c->d_model, g->compute);
 }
 
@@ -285,41 +294,41 @@ static void forward(Gpt2Cuda *g, bool backward)
     cudaStream_t s = g->compute;
     Gpt2EdgeView ev;
     gpt2_view_edges(c, g->master, &ev);
-    gk_encoder_forward(BF(A<bf16>(g, A_ENCODED)), g->inputs, CBF(at(g, g->params, ev.wte)),
-                       CBF(at(g, g->params, ev.wpe)), B, T, C, s);
-    bf16 *residual = A<bf16>(g, A_ENCODED);
+    gk_encoder_forward(BF(A<a16>(g, A_ENCODED)), g->inputs, CBF(at(g, g->params, ev.wte)),
+                       CBF(at(g, g->params, ev.wpe)), B, T, C, g->t, s);
+    a16 *residual = A<a16>(g, A_ENCODED);
     for (int l = 0; l < L; l++) {
         Gpt2BlockView w;
         gpt2_view_block(c, g->master, l, &w);
-        bf16 *P = g->params;
-        bf16 *ln1 = A<bf16>(g, A_LN1, l), *qkv = A<bf16>(g, A_QKV, l);
-        bf16 *atty = A<bf16>(g, A_ATTY, l), *attproj = A<bf16>(g, A_ATTPROJ, l);
-        bf16 *res2 = A<bf16>(g, A_RESIDUAL2, l), *ln2 = A<bf16>(g, A_LN2, l);
-        bf16 *fch = A<bf16>(g, A_FCH, l), *fchg = A<bf16>(g, A_FCH_GELU, l);
-        bf16 *fcproj = A<bf16>(g, A_FCPROJ, l), *res3 = A<bf16>(g, A_RESIDUAL3, l);
+        a16 *P = g->params;
+        a16 *ln1 = A<a16>(g, A_LN1, l), *qkv = A<a16>(g, A_QKV, l);
+        a16 *atty = A<a16>(g, A_ATTY, l), *attproj = A<a16>(g, A_ATTPROJ, l);
+        a16 *res2 = A<a16>(g, A_RESIDUAL2, l), *ln2 = A<a16>(g, A_LN2, l);
+        a16 *fch = A<a16>(g, A_FCH, l), *fchg = A<a16>(g, A_FCH_GELU, l);
+        a16 *fcproj = A<a16>(g, A_FCPROJ, l), *res3 = A<a16>(g, A_RESIDUAL3, l);
         gk_layernorm_forward(BF(ln1), A<float>(g, A_LN1_MEAN, l), A<float>(g, A_LN1_RSTD, l),
-                             CBF(residual), CBF(at(g, P, w.ln1w)), CBF(at(g, P, w.ln1b)), N, C,
+                             CBF(residual), CBF(at(g, P, w.ln1w)), CBF(at(g, P, w.ln1b)), N, C, g->t,
                              s);
         matmul_forward(g, qkv, ln1, at(g, P, w.qkvw), at(g, P, w.qkvb), N, C, 3 * C);
         gk_attention_forward(BF(atty), A<float>(g, A_LSE, l), CBF(qkv), B, T, C, NH, g->att_ws,
-                             g->blas, s);
+                             g->blas, g->t, s);
         matmul_forward(g, attproj, atty, at(g, P, w.projw), at(g, P, w.projb), N, C, C);
-        gk_residual_forward(BF(res2), CBF(residual), CBF(attproj), (size_t)N * C, s);
+        gk_residual_forward(BF(res2), CBF(residual), CBF(attproj), (size_t)N * C, g->t, s);
         gk_layernorm_forward(BF(ln2), A<float>(g, A_LN2_MEAN, l), A<float>(g, A_LN2_RSTD, l),
-                             CBF(res2), CBF(at(g, P, w.ln2w)), CBF(at(g, P, w.ln2b)), N, C, s);
+                             CBF(res2), CBF(at(g, P, w.ln2w)), CBF(at(g, P, w.ln2b)), N, C, g->t, s);
         matmul_forward(g, fch, ln2, at(g, P, w.fcw), NULL, N, C, F);
-        gk_bias_gelu_forward(BF(fch), BF(fchg), CBF(at(g, P, w.fcb)), N, F, s);
+        gk_bias_gelu_forward(BF(fch), BF(fchg), CBF(at(g, P, w.fcb)), N, F, g->t, s);
         matmul_forward(g, fcproj, fchg, at(g, P, w.fcprojw), at(g, P, w.fcprojb), N, F, C);
-        gk_residual_forward(BF(res3), CBF(res2), CBF(fcproj), (size_t)N * C, s);
+        gk_residual_forward(BF(res3), CBF(res2), CBF(fcproj), (size_t)N * C, g->t, s);
         residual = res3;
     }
-    gk_layernorm_forward(BF(A<bf16>(g, A_LNF)), A<float>(g, A_LNF_MEAN),
+    gk_layernorm_forward(BF(A<a16>(g, A_LNF)), A<float>(g, A_LNF_MEAN),
                          A<float>(g, A_LNF_RSTD), CBF(residual),
-                         CBF(at(g, g->params, ev.lnfw)), CBF(at(g, g->params, ev.lnfb)), N, C,
+                         CBF(at(g, g->params, ev.lnfw)), CBF(at(g, g->params, ev.lnfb)), N, C, g->t,
                          s);
-    matmul_forward(g, A<bf16>(g, A_LOGITS), A<bf16>(g, A_LNF), g->lm_pad, NULL, N, C, g->Vp);
-    gk_softmax_crossentropy(A<float>(g, A_LOSSES), BF(A<bf16>(g, A_LOGITS)), g->targets, N, V,
-                            g->Vp, backward, s);
+    matmul_forward(g, A<a16>(g, A_LOGITS), A<a16>(g, A_LNF), g->lm_pad, NULL, N, C, g->Vp);
+    gk_softmax_crossentropy(A<float>(g, A_LOSSES), BF(A<a16>(g, A_LOGITS)), g->targets, N, V,
+                            g->Vp, backward, g->base.loss_scale, g->t, s);
 }
 
 static void backward(Gpt2Cuda *g)
@@ -333,47 +342,47 @@ static void backward(Gpt2Cuda *g)
     Gpt2EdgeView ev;
     gpt2_view_edges(c, g->master, &ev);
     float *dres = A<float>(g, G_DRESIDUAL);
-    bf16 *dres_bf = A<bf16>(g, G_DRES_BF), *dc = A<bf16>(g, G_DC), *dqkv = A<bf16>(g, G_DQKV);
-    bf16 *df1 = A<bf16>(g, G_DF1), *df2 = A<bf16>(g, G_DF2);
+    a16 *dres_bf = A<a16>(g, G_DRES_BF), *dc = A<a16>(g, G_DC), *dqkv = A<a16>(g, G_DQKV);
+    a16 *df1 = A<a16>(g, G_DF1), *df2 = A<a16>(g, G_DF2);
     /* logits hold d loss / d logits now */
     float *dln = A<float>(g, G_DLN);
     CUDA_CHECK(cudaMemsetAsync(g->dlm_pad, 0, (size_t)g->Vp * C * 4, s));
-    matmul_backward(g, dln, CUDA_R_32F, g->dlm_pad, NULL, A<bf16>(g, A_LOGITS),
-                    A<bf16>(g, A_LNF), g->lm_pad, N, C, g->Vp);
+    matmul_backward(g, dln, CUDA_R_32F, g->dlm_pad, NULL, A<a16>(g, A_LOGITS),
+                    A<a16>(g, A_LNF), g->lm_pad, N, C, g->Vp);
     gk_add_f32(at(g, g->grads, ev.lm_head), g->dlm_pad, (size_t)V * C, s);
     CUDA_CHECK(cudaMemsetAsync(dres, 0, NC * 4, s));
-    bf16 *last = L > 0 ? A<bf16>(g, A_RESIDUAL3, L - 1) : A<bf16>(g, A_ENCODED);
+    a16 *last = L > 0 ? A<a16>(g, A_RESIDUAL3, L - 1) : A<a16>(g, A_ENCODED);
     gk_layernorm_backward(dres, at(g, g->grads, ev.lnfw), at(g, g->grads, ev.lnfb), dln,
                           CBF(last), CBF(at(g, g->params, ev.lnfw)), A<float>(g, A_LNF_MEAN),
-                          A<float>(g, A_LNF_RSTD), N, C, s);
+                          A<float>(g, A_LNF_RSTD), N, C, g->t, s);
     for (int l = L - 1; l >= 0; l--) {
         Gpt2BlockView w;
         gpt2_view_block(c, g->master, l, &w);
-        bf16 *P = g->params;
+        a16 *P = g->params;
         float *G = g->grads;
-        bf16 *res_in = l == 0 ? A<bf16>(g, A_ENCODED) : A<bf16>(g, A_RESIDUAL3, l - 1);
+        a16 *res_in = l == 0 ? A<a16>(g, A_ENCODED) : A<a16>(g, A_RESIDUAL3, l - 1);
         /* through the MLP: the residual's gradient is fcproj's output gradient */
-        gk_f32_to_bf16(BF(dres_bf), dres, NC, s);
-        matmul_backward(g, df1, CUDA_R_16BF, at(g, G, w.fcprojw), at(g, G, w.fcprojb), dres_bf,
-                        A<bf16>(g, A_FCH_GELU, l), at(g, P, w.fcprojw), N, F, C);
-        gk_gelu_backward(BF(df2), CBF(A<bf16>(g, A_FCH, l)), CBF(df1), (size_t)N * F, s);
+        gk_from_f32(BF(dres_bf), dres, NC, g->t, s);
+        matmul_backward(g, df1, g->ab, at(g, G, w.fcprojw), at(g, G, w.fcprojb), dres_bf,
+                        A<a16>(g, A_FCH_GELU, l), at(g, P, w.fcprojw), N, F, C);
+        gk_gelu_backward(BF(df2), CBF(A<a16>(g, A_FCH, l)), CBF(df1), (size_t)N * F, g->t, s);
         matmul_backward(g, dln, CUDA_R_32F, at(g, G, w.fcw), at(g, G, w.fcb), df2,
-                        A<bf16>(g, A_LN2, l), at(g, P, w.fcw), N, C, F);
+                        A<a16>(g, A_LN2, l), at(g, P, w.fcw), N, C, F);
         gk_layernorm_backward(dres, at(g, G, w.ln2w), at(g, G, w.ln2b), dln,
-                              CBF(A<bf16>(g, A_RESIDUAL2, l)), CBF(at(g, P, w.ln2w)),
-                              A<float>(g, A_LN2_MEAN, l), A<float>(g, A_LN2_RSTD, l), N, C, s);
+                              CBF(A<a16>(g, A_RESIDUAL2, l)), CBF(at(g, P, w.ln2w)),
+                              A<float>(g, A_LN2_MEAN, l), A<float>(g, A_LN2_RSTD, l), N, C, g->t, s);
         /* through attention */
-        gk_f32_to_bf16(BF(dres_bf), dres, NC, s);
-        matmul_backward(g, dc, CUDA_R_16BF, at(g, G, w.projw), at(g, G, w.projb), dres_bf,
-                        A<bf16>(g, A_ATTY, l), at(g, P, w.projw), N, C, C);
-        gk_attention_backward(BF(dqkv), A<float>(g, G_DELTA), CBF(dc), CBF(A<bf16>(g, A_ATTY, l)),
-                              CBF(A<bf16>(g, A_QKV, l)), A<float>(g, A_LSE, l), B, T, C, NH,
-                              g->att_ws, g->blas, s);
+        gk_from_f32(BF(dres_bf), dres, NC, g->t, s);
+        matmul_backward(g, dc, g->ab, at(g, G, w.projw), at(g, G, w.projb), dres_bf,
+                        A<a16>(g, A_ATTY, l), at(g, P, w.projw), N, C, C);
+        gk_attention_backward(BF(dqkv), A<float>(g, G_DELTA), CBF(dc), CBF(A<a16>(g, A_ATTY, l)),
+                              CBF(A<a16>(g, A_QKV, l)), A<float>(g, A_LSE, l), B, T, C, NH,
+                              g->att_ws, g->blas, g->t, s);
         matmul_backward(g, dln, CUDA_R_32F, at(g, G, w.qkvw), at(g, G, w.qkvb), dqkv,
-                        A<bf16>(g, A_LN1, l), at(g, P, w.qkvw), N, C, 3 * C);
+                        A<a16>(g, A_LN1, l), at(g, P, w.qkvw), N, C, 3 * C);
         gk_layernorm_backward(dres, at(g, G, w.ln1w), at(g, G, w.ln1b), dln, CBF(res_in),
                               CBF(at(g, P, w.ln1w)), A<float>(g, A_LN1_MEAN, l),
-                              A<float>(g, A_LN1_RSTD, l), N, C, s);
+                              A<float>(g, A_LN1_RSTD, l), N, C, g->t, s);
     }
     gk_encoder_backward(at(g, g->grads, ev.wte), at(g, g->grads, ev.wpe), dres, g->inputs, B, T,
                         C, s);
@@ -430,9 +439,9 @@ static int cuda_update(Backend *b, const AdamStep *s, size_t begin, size_t end, 
     (void)e;
     Gpt2Cuda *g = (Gpt2Cuda *)b;
     gk_adamw(g->master + begin, g->m + begin, g->v + begin, g->grads + begin,
-             (bf16_t *)(g->params + begin), end - begin, s->beta1, s->one_minus_beta1, s->beta2,
+             (act16_t *)(g->params + begin), end - begin, s->beta1, s->one_minus_beta1, s->beta2,
              s->one_minus_beta2, s->eps, s->decay, s->neg_step_size, s->inv_sqrt_bc2,
-             s->grad_scale, g->compute);
+             s->grad_scale, g->t, g->compute);
     Gpt2EdgeView ev;
     gpt2_view_edges(&b->cfg, g->master, &ev);
     size_t lm = (size_t)(ev.lm_head - g->master), lm_end = lm + (size_t)b->cfg.vocab * b->cfg.d_model;

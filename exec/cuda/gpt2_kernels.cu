@@ -59,14 +59,15 @@ extern "C" void gk_sync(void)
 
 /* ---- encoder ----------------------------------------------------------------------------- */
 
-__global__ void encoder_forward_kernel(bf16 *out, const int *inp, const bf16 *wte,
-                                       const bf16 *wpe, int B, int T, int C)
+template <typename A>
+__global__ void encoder_forward_kernel(A *out, const int *inp, const A *wte, const A *wpe,
+                                       int B, int T, int C)
 {
     size_t n = (size_t)B * T * C;
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
         size_t bt = i / C, c = i % C, t = bt % T;
-        out[i] = __float2bfloat16_rn(ld(wte + (size_t)inp[bt] * C + c) + ld(wpe + t * C + c));
+        out[i] = from_f<A>(ld(wte + (size_t)inp[bt] * C + c) + ld(wpe + t * C + c));
     }
 }
 
@@ -82,11 +83,13 @@ __global__ void encoder_backward_kernel(float *dwte, float *dwpe, const float *d
     }
 }
 
-extern "C" void gk_encoder_forward(bf16_t *out, const int *inp, const bf16_t *wte,
-                                   const bf16_t *wpe, int B, int T, int C, cudaStream_t_c s)
+extern "C" void gk_encoder_forward(act16_t *out, const int *inp, const act16_t *wte,
+                                   const act16_t *wpe, int B, int T, int C, GkType t,
+                                   cudaStream_t_c s)
 {
-    encoder_forward_kernel<<<blocks_for((size_t)B * T * C, 256), 256, 0, S(s)>>>(
-        (bf16 *)out, inp, (const bf16 *)wte, (const bf16 *)wpe, B, T, C);
+    GK_DISPATCH(t, encoder_forward_kernel<T16><<<blocks_for((size_t)B * T * C, 256), 256, 0,
+                                                  S(s)>>>((T16 *)out, inp, (const T16 *)wte,
+                                                          (const T16 *)wpe, B, T, C));
     LAUNCHED(encoder_forward_kernel);
 }
 
@@ -100,13 +103,14 @@ extern "C" void gk_encoder_backward(float *dwte, float *dwpe, const float *dout,
 
 /* ---- layernorm: one warp per row ---------------------------------------------------------- */
 
-__global__ void layernorm_forward_kernel(bf16 *out, float *mean, float *rstd, const bf16 *inp,
-                                         const bf16 *w, const bf16 *b, int N, int C)
+template <typename T>
+__global__ void layernorm_forward_kernel(T *out, float *mean, float *rstd, const T *inp,
+                                         const T *w, const T *b, int N, int C)
 {
     int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
     if (row >= N)
         return;
-    const bf16 *x = inp + (size_t)row * C;
+    const T *x = inp + (size_t)row * C;
     float sum = 0;
     for (int i = lane; i < C; i += 32)
         sum += ld(x + i);
@@ -117,9 +121,9 @@ __global__ void layernorm_forward_kernel(bf16 *out, float *mean, float *rstd, co
         var += d * d;
     }
     float s = rsqrtf(warp_sum(var) / C + 1e-5f);
-    bf16 *o = out + (size_t)row * C;
+    T *o = out + (size_t)row * C;
     for (int i = lane; i < C; i += 32)
-        o[i] = __float2bfloat16_rn((ld(x + i) - m) * s * ld(w + i) + ld(b + i));
+        o[i] = from_f<T>((ld(x + i) - m) * s * ld(w + i) + ld(b + i));
     if (lane == 0) {
         mean[row] = m;
         rstd[row] = s;
@@ -127,16 +131,16 @@ __global__ void layernorm_forward_kernel(bf16 *out, float *mean, float *rstd, co
 }
 
 /* dinp += d(loss)/d(inp): one warp per row, each lane W consecutive columns at a time. */
-template <int W>
-__global__ void layernorm_backward_kernel(float *dinp, const float *dout, const bf16 *inp,
-                                          const bf16 *w, const float *mean, const float *rstd,
+template <typename T, int W>
+__global__ void layernorm_backward_kernel(float *dinp, const float *dout, const T *inp,
+                                          const T *w, const float *mean, const float *rstd,
                                           int N, int C)
 {
     int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
     if (row >= N)
         return;
     const float *d = dout + (size_t)row * C;
-    const bf16 *x = inp + (size_t)row * C;
+    const T *x = inp + (size_t)row * C;
     float m = mean[row], s = rstd[row];
     float a = 0, b = 0;
     for (int i = lane * W; i < C; i += 32 * W) {
@@ -165,9 +169,10 @@ __global__ void layernorm_backward_kernel(float *dinp, const float *dout, const 
 /* dweight += column sums of dout * norm, dbias += column sums of dout. A block takes 32
  * columns (one per lane) and 256 rows (32 per warp), reduces across its warps in shared memory
  * and adds one partial per column: no atomics inside a block. */
+template <typename T>
 __global__ void layernorm_param_grad_kernel(float *dw, float *db, const float *dout,
-                                            const bf16 *inp, const float *mean,
-                                            const float *rstd, int N, int C)
+                                            const T *inp, const float *mean, const float *rstd,
+                                            int N, int C)
 {
     __shared__ float part[2][8][32];
     int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -191,32 +196,37 @@ __global__ void layernorm_param_grad_kernel(float *dw, float *db, const float *d
     }
 }
 
-extern "C" void gk_layernorm_forward(bf16_t *out, float *mean, float *rstd, const bf16_t *inp,
-                                     const bf16_t *weight, const bf16_t *bias, int N, int C,
-                                     cudaStream_t_c s)
+extern "C" void gk_layernorm_forward(act16_t *out, float *mean, float *rstd, const act16_t *inp,
+                                     const act16_t *weight, const act16_t *bias, int N, int C,
+                                     GkType t, cudaStream_t_c s)
 {
-    layernorm_forward_kernel<<<(N + 7) / 8, 256, 0, S(s)>>>(
-        (bf16 *)out, mean, rstd, (const bf16 *)inp, (const bf16 *)weight, (const bf16 *)bias,
-        N, C);
+    GK_DISPATCH(t, layernorm_forward_kernel<T16><<<(N + 7) / 8, 256, 0, S(s)>>>(
+                       (T16 *)out, mean, rstd, (const T16 *)inp, (const T16 *)weight,
+                       (const T16 *)bias, N, C));
     LAUNCHED(layernorm_forward_kernel);
 }
 
 extern "C" void gk_layernorm_backward(float *dinp, float *dweight, float *dbias,
-                                      const float *dout, const bf16_t *inp,
-                                      const bf16_t *weight, const float *mean,
-                                      const float *rstd, int N, int C, cudaStream_t_c s)
+                                      const float *dout, const act16_t *inp,
+                                      const act16_t *weight, const float *mean,
+                                      const float *rstd, int N, int C, GkType t,
+                                      cudaStream_t_c s)
 {
     /* 8 at a time when every row starts 16-byte aligned in all three tensors */
-    if (vec8_ok((size_t)C, dinp, dout, inp) && vec8_ok(8, weight))
-        layernorm_backward_kernel<8><<<(N + 7) / 8, 256, 0, S(s)>>>(
-            dinp, dout, (const bf16 *)inp, (const bf16 *)weight, mean, rstd, N, C);
-    else
-        layernorm_backward_kernel<1><<<(N + 7) / 8, 256, 0, S(s)>>>(
-            dinp, dout, (const bf16 *)inp, (const bf16 *)weight, mean, rstd, N, C);
-    LAUNCHED(layernorm_backward_kernel);
-    dim3 grid((C + 31) / 32, (N + 255) / 256);
-    layernorm_param_grad_kernel<<<grid, 256, 0, S(s)>>>(dweight, dbias, dout, (const bf16 *)inp,
-                                                        mean, rstd, N, C);
+    bool vec = vec8_ok((size_t)C, dinp, dout, inp) && vec8_ok(8, weight);
+    GK_DISPATCH(t, {
+        const T16 *x = (const T16 *)inp, *w = (const T16 *)weight;
+        if (vec)
+            layernorm_backward_kernel<T16, 8><<<(N + 7) / 8, 256, 0, S(s)>>>(
+                dinp, dout, x, w, mean, rstd, N, C);
+        else
+            layernorm_backward_kernel<T16, 1><<<(N + 7) / 8, 256, 0, S(s)>>>(
+                dinp, dout, x, w, mean, rstd, N, C);
+        LAUNCHED(layernorm_backward_kernel);
+        dim3 grid((C + 31) / 32, (N + 255) / 256);
+        layernorm_param_grad_kernel<T16><<<grid, 256, 0, S(s)>>>(dweight, dbias, dout, x, mean,
+                                                                 rstd, N, C);
+    });
     LAUNCHED(layernorm_param_grad_kernel);
 }
 
@@ -235,11 +245,12 @@ __device__ float block_reduce(float v, bool is_max)
     return is_max ? warp_max(v) : warp_sum(v);
 }
 
-__global__ void softmax_crossentropy_kernel(float *losses, bf16 *logits, const int *targets,
-                                            int N, int V, int row_ld, int backward)
+template <typename T>
+__global__ void softmax_crossentropy_kernel(float *losses, T *logits, const int *targets, int N,
+                                            int V, int row_ld, int backward, float loss_scale)
 {
     int row = blockIdx.x;
-    bf16 *x = logits + (size_t)row * row_ld;
+    T *x = logits + (size_t)row * row_ld;
     float mx = -INFINITY;
     for (int i = threadIdx.x; i < V; i += blockDim.x)
         mx = fmaxf(mx, ld(x + i));
@@ -254,18 +265,19 @@ __global__ void softmax_crossentropy_kernel(float *losses, bf16 *logits, const i
     __syncthreads(); /* everyone has read x[target] before it is overwritten */
     if (!backward)
         return;
-    float inv = 1.0f / sum, invN = 1.0f / N;
+    float inv = 1.0f / sum, scale = loss_scale / N;
     for (int i = threadIdx.x; i < row_ld; i += blockDim.x) {
         float p = i < V ? __expf(ld(x + i) - mx) * inv : 0.0f;
-        x[i] = __float2bfloat16_rn(i < V ? (p - (i == target ? 1.0f : 0.0f)) * invN : 0.0f);
+        x[i] = from_f<T>(i < V ? (p - (i == target ? 1.0f : 0.0f)) * scale : 0.0f);
     }
 }
 
-extern "C" void gk_softmax_crossentropy(float *losses, bf16_t *logits, const int *targets, int N,
-                                        int V, int ld, int backward, cudaStream_t_c s)
+extern "C" void gk_softmax_crossentropy(float *losses, act16_t *logits, const int *targets,
+                                        int N, int V, int ld, int backward, float loss_scale,
+                                        GkType t, cudaStream_t_c s)
 {
-    softmax_crossentropy_kernel<<<N, 512, 0, S(s)>>>(losses, (bf16 *)logits, targets, N, V, ld,
-                                                     backward);
+    GK_DISPATCH(t, softmax_crossentropy_kernel<T16><<<N, 512, 0, S(s)>>>(
+                       losses, (T16 *)logits, targets, N, V, ld, backward, loss_scale));
     LAUNCHED(softmax_crossentropy_kernel);
 }
 
@@ -282,14 +294,15 @@ extern "C" void gk_add_f32(float *dst, const float *src, size_t n, cudaStream_t_
     LAUNCHED(add_f32_kernel);
 }
 
-extern "C" void gk_copy_bf16(bf16_t *dst, const bf16_t *src, size_t n, cudaStream_t_c s)
+extern "C" void gk_copy16(act16_t *dst, const act16_t *src, size_t n, cudaStream_t_c s)
 {
     CUDA_CHECK(cudaMemcpyAsync(dst, src, n * 2, cudaMemcpyDeviceToDevice, S(s)));
 }
 
 /* ---- AdamW and the gradient norm ---------------------------------------------------------- */
 
-__global__ void adamw_kernel(float *master, float *m, float *v, const float *grad, bf16 *out,
+template <typename T>
+__global__ void adamw_kernel(float *master, float *m, float *v, const float *grad, T *out,
                              size_t n, float b1, float omb1, float b2, float omb2, float eps,
                              float decay, float nss, float isb, float scale)
 {
@@ -305,18 +318,18 @@ __global__ void adamw_kernel(float *master, float *m, float *v, const float *gra
         m[i] = mi;
         v[i] = vi;
         master[i] = p;
-        out[i] = __float2bfloat16_rn(p);
+        out[i] = from_f<T>(p);
     }
 }
 
-extern "C" void gk_adamw(float *master, float *m, float *v, const float *grad, bf16_t *out,
+extern "C" void gk_adamw(float *master, float *m, float *v, const float *grad, act16_t *out,
                          size_t n, float beta1, float one_minus_beta1, float beta2,
                          float one_minus_beta2, float eps, float decay, float neg_step_size,
-                         float inv_sqrt_bc2, float grad_scale, cudaStream_t_c s)
+                         float inv_sqrt_bc2, float grad_scale, GkType t, cudaStream_t_c s)
 {
-    adamw_kernel<<<blocks_for(n, 256), 256, 0, S(s)>>>(
-        master, m, v, grad, (bf16 *)out, n, beta1, one_minus_beta1, beta2, one_minus_beta2, eps,
-        decay, neg_step_size, inv_sqrt_bc2, grad_scale);
+    GK_DISPATCH(t, adamw_kernel<T16><<<blocks_for(n, 256), 256, 0, S(s)>>>(
+                       master, m, v, grad, (T16 *)out, n, beta1, one_minus_beta1, beta2,
+                       one_minus_beta2, eps, decay, neg_step_size, inv_sqrt_bc2, grad_scale));
     LAUNCHED(adamw_kernel);
 }
 

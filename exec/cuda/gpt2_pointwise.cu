@@ -1,7 +1,8 @@
 /* gpt2_pointwise: the memory-bound elementwise kernels of the GPT-2 step (casts, bias add and
  * its gradient, GELU, bias + GELU fused, residual add); see gpt2_kernels.h. Each kernel is
- * written once over a width W: W = 8 moves 16 bytes per thread per access (what saturates HBM),
- * W = 1 serves sizes or pointers that do not allow it. The launchers choose; tests run both. */
+ * written once over its 16-bit type T (bf16, f16) and a width W: W = 8 moves 16 bytes per
+ * thread per access (what saturates HBM), W = 1 serves sizes or pointers that do not allow it.
+ * The launchers choose; tests run both. */
 #include <math.h>
 
 #include "cuda_check.h"
@@ -19,7 +20,7 @@ template <int W> static unsigned groups_blocks(size_t n)
 
 /* ---- casts ------------------------------------------------------------------------------- */
 
-template <int W> __global__ void f32_to_bf16_kernel(bf16 *out, const float *in, size_t n)
+template <typename T, int W> __global__ void from_f32_kernel(T *out, const float *in, size_t n)
 {
     FOR_EACH_GROUP(i, n) {
         float f[W];
@@ -28,26 +29,33 @@ template <int W> __global__ void f32_to_bf16_kernel(bf16 *out, const float *in, 
     }
 }
 
-__global__ void bf16_to_f32_kernel(float *out, const bf16 *in, size_t n)
+template <typename T> __global__ void to_f32_kernel(float *out, const T *in, size_t n)
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x)
-        out[i] = __bfloat162float(in[i]);
+        out[i] = to_f(in[i]);
 }
 
-extern "C" void gk_f32_to_bf16(bf16_t *out, const float *in, size_t n, cudaStream_t_c s)
+/* Launches kernel<T16, 8> when vec, else kernel<T16, 1>, over n elements in groups. */
+#define LAUNCH_W(kernel, vec, n, s, ...)                                                      \
+    do {                                                                                      \
+        if (vec)                                                                              \
+            kernel<T16, 8><<<groups_blocks<8>(n), 256, 0, s>>>(__VA_ARGS__);                  \
+        else                                                                                  \
+            kernel<T16, 1><<<groups_blocks<1>(n), 256, 0, s>>>(__VA_ARGS__);                  \
+        LAUNCHED(kernel);                                                                     \
+    } while (0)
+
+extern "C" void gk_from_f32(act16_t *out, const float *in, size_t n, GkType t, cudaStream_t_c s)
 {
-    if (vec8_ok(n, out, in))
-        f32_to_bf16_kernel<8><<<groups_blocks<8>(n), 256, 0, S(s)>>>((bf16 *)out, in, n);
-    else
-        f32_to_bf16_kernel<1><<<groups_blocks<1>(n), 256, 0, S(s)>>>((bf16 *)out, in, n);
-    LAUNCHED(f32_to_bf16_kernel);
+    GK_DISPATCH(t, LAUNCH_W(from_f32_kernel, vec8_ok(n, out, in), n, S(s), (T16 *)out, in, n));
 }
 
-extern "C" void gk_bf16_to_f32(float *out, const bf16_t *in, size_t n, cudaStream_t_c s)
+extern "C" void gk_to_f32(float *out, const act16_t *in, size_t n, GkType t, cudaStream_t_c s)
 {
-    bf16_to_f32_kernel<<<blocks_for(n, 256), 256, 0, S(s)>>>(out, (const bf16 *)in, n);
-    LAUNCHED(bf16_to_f32_kernel);
+    GK_DISPATCH(t, to_f32_kernel<T16><<<blocks_for(n, 256), 256, 0, S(s)>>>(
+                       out, (const T16 *)in, n));
+    LAUNCHED(to_f32_kernel);
 }
 
 /* ---- GELU (tanh form, as GPT-2) ------------------------------------------------------------ */
@@ -67,7 +75,7 @@ __device__ __forceinline__ float gelu_grad(float x)
     return 0.5f * (1.0f + th) + x * 0.5f * sech2 * GELU_SCALE * (1.0f + 3.0f * 0.044715f * x * x);
 }
 
-template <int W> __global__ void gelu_forward_kernel(bf16 *out, const bf16 *inp, size_t n)
+template <typename T, int W> __global__ void gelu_forward_kernel(T *out, const T *inp, size_t n)
 {
     FOR_EACH_GROUP(i, n) {
         float x[W];
@@ -78,8 +86,8 @@ template <int W> __global__ void gelu_forward_kernel(bf16 *out, const bf16 *inp,
     }
 }
 
-template <int W>
-__global__ void gelu_backward_kernel(bf16 *dinp, const bf16 *inp, const bf16 *dout, size_t n)
+template <typename T, int W>
+__global__ void gelu_backward_kernel(T *dinp, const T *inp, const T *dout, size_t n)
 {
     FOR_EACH_GROUP(i, n) {
         float x[W], d[W];
@@ -91,27 +99,18 @@ __global__ void gelu_backward_kernel(bf16 *dinp, const bf16 *inp, const bf16 *do
     }
 }
 
-extern "C" void gk_gelu_forward(bf16_t *out, const bf16_t *inp, size_t n, cudaStream_t_c s)
+extern "C" void gk_gelu_forward(act16_t *out, const act16_t *inp, size_t n, GkType t,
+                                cudaStream_t_c s)
 {
-    if (vec8_ok(n, out, inp))
-        gelu_forward_kernel<8><<<groups_blocks<8>(n), 256, 0, S(s)>>>((bf16 *)out,
-                                                                      (const bf16 *)inp, n);
-    else
-        gelu_forward_kernel<1><<<groups_blocks<1>(n), 256, 0, S(s)>>>((bf16 *)out,
-                                                                      (const bf16 *)inp, n);
-    LAUNCHED(gelu_forward_kernel);
+    GK_DISPATCH(t, LAUNCH_W(gelu_forward_kernel, vec8_ok(n, out, inp), n, S(s), (T16 *)out,
+                            (const T16 *)inp, n));
 }
 
-extern "C" void gk_gelu_backward(bf16_t *dinp, const bf16_t *inp, const bf16_t *dout, size_t n,
-                                 cudaStream_t_c s)
+extern "C" void gk_gelu_backward(act16_t *dinp, const act16_t *inp, const act16_t *dout,
+                                 size_t n, GkType t, cudaStream_t_c s)
 {
-    if (vec8_ok(n, dinp, inp, dout))
-        gelu_backward_kernel<8><<<groups_blocks<8>(n), 256, 0, S(s)>>>(
-            (bf16 *)dinp, (const bf16 *)inp, (const bf16 *)dout, n);
-    else
-        gelu_backward_kernel<1><<<groups_blocks<1>(n), 256, 0, S(s)>>>(
-            (bf16 *)dinp, (const bf16 *)inp, (const bf16 *)dout, n);
-    LAUNCHED(gelu_backward_kernel);
+    GK_DISPATCH(t, LAUNCH_W(gelu_backward_kernel, vec8_ok(n, dinp, inp, dout), n, S(s),
+                            (T16 *)dinp, (const T16 *)inp, (const T16 *)dout, n));
 }
 
 /* ---- bias ----------------------------------------------------------------------------------
@@ -119,8 +118,8 @@ extern "C" void gk_gelu_backward(bf16_t *dinp, const bf16_t *inp, const bf16_t *
  * and no index is divided. With gelu_out, the biased values are kept in out (the GELU backward
  * reads them) and their GELU written to gelu_out: one pass instead of two. */
 
-template <int W>
-__global__ void add_bias_kernel(bf16 *out, bf16 *gelu_out, const bf16 *bias, int N, int OC)
+template <typename T, int W>
+__global__ void add_bias_kernel(T *out, T *gelu_out, const T *bias, int N, int OC)
 {
     int c = (blockIdx.x * blockDim.x + threadIdx.x) * W;
     if (c >= OC)
@@ -142,32 +141,35 @@ __global__ void add_bias_kernel(bf16 *out, bf16 *gelu_out, const bf16 *bias, int
     }
 }
 
-static void add_bias(bf16 *out, bf16 *gelu_out, const bf16 *bias, int N, int OC, cudaStream_t s)
+template <typename T>
+static void add_bias(T *out, T *gelu_out, const T *bias, int N, int OC, cudaStream_t s)
 {
     bool vec = vec8_ok((size_t)OC, out, gelu_out, bias);
     int cols = vec ? OC / 8 : OC;
     dim3 grid((cols + 127) / 128, N < 2048 ? N : 2048);
     if (vec)
-        add_bias_kernel<8><<<grid, 128, 0, s>>>(out, gelu_out, bias, N, OC);
+        add_bias_kernel<T, 8><<<grid, 128, 0, s>>>(out, gelu_out, bias, N, OC);
     else
-        add_bias_kernel<1><<<grid, 128, 0, s>>>(out, gelu_out, bias, N, OC);
+        add_bias_kernel<T, 1><<<grid, 128, 0, s>>>(out, gelu_out, bias, N, OC);
     LAUNCHED(add_bias_kernel);
 }
 
-extern "C" void gk_add_bias(bf16_t *out, const bf16_t *bias, int N, int OC, cudaStream_t_c s)
+extern "C" void gk_add_bias(act16_t *out, const act16_t *bias, int N, int OC, GkType t,
+                            cudaStream_t_c s)
 {
-    add_bias((bf16 *)out, NULL, (const bf16 *)bias, N, OC, S(s));
+    GK_DISPATCH(t, add_bias<T16>((T16 *)out, (T16 *)NULL, (const T16 *)bias, N, OC, S(s)));
 }
 
-extern "C" void gk_bias_gelu_forward(bf16_t *pre, bf16_t *out, const bf16_t *bias, int N, int OC,
-                                     cudaStream_t_c s)
+extern "C" void gk_bias_gelu_forward(act16_t *pre, act16_t *out, const act16_t *bias, int N,
+                                     int OC, GkType t, cudaStream_t_c s)
 {
-    add_bias((bf16 *)pre, (bf16 *)out, (const bf16 *)bias, N, OC, S(s));
+    GK_DISPATCH(t, add_bias<T16>((T16 *)pre, (T16 *)out, (const T16 *)bias, N, OC, S(s)));
 }
 
 /* Column sums: a block takes 32 columns (one per lane) and 256 rows (32 per warp), reduces
  * across its warps in shared memory and adds one partial per column. */
-__global__ void bias_backward_kernel(float *dbias, const bf16 *dout, int N, int OC)
+template <typename T>
+__global__ void bias_backward_kernel(float *dbias, const T *dout, int N, int OC)
 {
     __shared__ float part[8][32];
     int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -186,18 +188,19 @@ __global__ void bias_backward_kernel(float *dbias, const bf16 *dout, int N, int 
     }
 }
 
-extern "C" void gk_bias_backward(float *dbias, const bf16_t *dout, int N, int OC,
+extern "C" void gk_bias_backward(float *dbias, const act16_t *dout, int N, int OC, GkType t,
                                  cudaStream_t_c s)
 {
     dim3 grid((OC + 31) / 32, (N + 255) / 256);
-    bias_backward_kernel<<<grid, 256, 0, S(s)>>>(dbias, (const bf16 *)dout, N, OC);
+    GK_DISPATCH(t, bias_backward_kernel<T16><<<grid, 256, 0, S(s)>>>(dbias, (const T16 *)dout,
+                                                                       N, OC));
     LAUNCHED(bias_backward_kernel);
 }
 
 /* ---- residual ------------------------------------------------------------------------------ */
 
-template <int W>
-__global__ void residual_forward_kernel(bf16 *out, const bf16 *a, const bf16 *b, size_t n)
+template <typename T, int W>
+__global__ void residual_forward_kernel(T *out, const T *a, const T *b, size_t n)
 {
     FOR_EACH_GROUP(i, n) {
         float x[W], y[W];
@@ -209,14 +212,9 @@ __global__ void residual_forward_kernel(bf16 *out, const bf16 *a, const bf16 *b,
     }
 }
 
-extern "C" void gk_residual_forward(bf16_t *out, const bf16_t *a, const bf16_t *b, size_t n,
-                                    cudaStream_t_c s)
+extern "C" void gk_residual_forward(act16_t *out, const act16_t *a, const act16_t *b,
+                                    size_t n, GkType t, cudaStream_t_c s)
 {
-    if (vec8_ok(n, out, a, b))
-        residual_forward_kernel<8><<<groups_blocks<8>(n), 256, 0, S(s)>>>(
-            (bf16 *)out, (const bf16 *)a, (const bf16 *)b, n);
-    else
-        residual_forward_kernel<1><<<groups_blocks<1>(n), 256, 0, S(s)>>>(
-            (bf16 *)out, (const bf16 *)a, (const bf16 *)b, n);
-    LAUNCHED(residual_forward_kernel);
+    GK_DISPATCH(t, LAUNCH_W(residual_forward_kernel, vec8_ok(n, out, a, b), n, S(s), (T16 *)out,
+                            (const T16 *)a, (const T16 *)b, n));
 }

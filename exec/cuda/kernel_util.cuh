@@ -1,11 +1,16 @@
 /* kernel_util: small device helpers shared by the .cu files of exec/cuda (not a public header:
- * C code sees gpt2_kernels.h only). Warp reductions, bf16 loads, grid sizing, and the 8-wide
- * bf16 packs (16 bytes) that the memory-bound kernels move per thread. */
+ * C code sees gpt2_kernels.h only). The two 16-bit float formats as one template parameter T
+ * (bf16 or f16) with their conversions, GK_DISPATCH from the C API's GkType to T, warp
+ * reductions, grid sizing, and the 8-wide packs (16 bytes) that the memory-bound kernels move
+ * per thread. */
 #ifndef FUYOU_KERNEL_UTIL_CUH
 #define FUYOU_KERNEL_UTIL_CUH
 
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <stdint.h>
 
 extern "C" {
@@ -13,15 +18,87 @@ extern "C" {
 }
 
 typedef __nv_bfloat16 bf16;
+typedef __half f16;
 
 static inline cudaStream_t S(cudaStream_t_c s)
 {
     return (cudaStream_t)s;
 }
 
-__device__ __forceinline__ float ld(const bf16 *p)
+/* Runs the statements with T16 the device type of the C API's GkType t. */
+#define GK_DISPATCH(t, ...)                                                                   \
+    do {                                                                                      \
+        if ((t) == GK_FP16) {                                                                 \
+            typedef f16 T16;                                                                  \
+            __VA_ARGS__;                                                                      \
+        } else if ((t) == GK_BF16) {                                                          \
+            typedef bf16 T16;                                                                 \
+            __VA_ARGS__;                                                                      \
+        } else {                                                                              \
+            fprintf(stderr, "%s:%d: unknown GkType %d\n", __FILE__, __LINE__, (int)(t));      \
+            abort();                                                                          \
+        }                                                                                     \
+    } while (0)
+
+/* float <-> T, round to nearest even */
+__device__ __forceinline__ float to_f(bf16 x)
 {
-    return __bfloat162float(*p);
+    return __bfloat162float(x);
+}
+__device__ __forceinline__ float to_f(f16 x)
+{
+    return __half2float(x);
+}
+template <typename T> __device__ __forceinline__ T from_f(float f);
+template <> __device__ __forceinline__ bf16 from_f<bf16>(float f)
+{
+    return __float2bfloat16_rn(f);
+}
+template <> __device__ __forceinline__ f16 from_f<f16>(float f)
+{
+    return __float2half_rn(f);
+}
+
+template <typename T> __device__ __forceinline__ float ld(const T *p)
+{
+    return to_f(*p);
+}
+
+/* The cuBLAS data type of T */
+template <typename T> static inline cudaDataType cuda_type();
+template <> inline cudaDataType cuda_type<bf16>()
+{
+    return CUDA_R_16BF;
+}
+template <> inline cudaDataType cuda_type<f16>()
+{
+    return CUDA_R_16F;
+}
+
+/* Two values of T in 32 bits (the lower index in the low half), and back. */
+template <typename T> struct Pair2;
+template <> struct Pair2<bf16> {
+    typedef __nv_bfloat162 type;
+};
+template <> struct Pair2<f16> {
+    typedef __half2 type;
+};
+__device__ __forceinline__ float2 to_f2(__nv_bfloat162 p)
+{
+    return __bfloat1622float2(p);
+}
+__device__ __forceinline__ float2 to_f2(__half2 p)
+{
+    return __half22float2(p);
+}
+template <typename T> __device__ __forceinline__ typename Pair2<T>::type from_f2(float a, float b);
+template <> __device__ __forceinline__ __nv_bfloat162 from_f2<bf16>(float a, float b)
+{
+    return __floats2bfloat162_rn(a, b);
+}
+template <> __device__ __forceinline__ __half2 from_f2<f16>(float a, float b)
+{
+    return __floats2half2_rn(a, b);
 }
 
 __device__ __forceinline__ float warp_sum(float v)
@@ -45,36 +122,25 @@ static inline unsigned blocks_for(size_t n, unsigned threads)
     return (unsigned)(b > 65535u * 32u ? 65535u * 32u : b);
 }
 
-/* Eight bf16 values, one 16-byte load or store. */
-struct __align__(16) Bf8 {
-    __nv_bfloat162 h[4];
+/* Eight values of T, one 16-byte load or store. */
+template <typename T> struct __align__(16) Pack8 {
+    typename Pair2<T>::type h[4];
 };
 
-__device__ __forceinline__ void bf8_unpack(const Bf8 &p, float f[8])
+/* W (1 or 8) consecutive values as floats, from and to T or fp32 memory (W = 8 needs 16-byte
+ * alignment: see vec8_ok). */
+template <int W, typename T> __device__ __forceinline__ void load(const T *p, float f[W])
 {
-    for (int k = 0; k < 4; k++) {
-        float2 t = __bfloat1622float2(p.h[k]);
-        f[2 * k] = t.x;
-        f[2 * k + 1] = t.y;
+    if constexpr (W == 8) {
+        Pack8<T> v = *(const Pack8<T> *)p;
+        for (int k = 0; k < 4; k++) {
+            float2 t = to_f2(v.h[k]);
+            f[2 * k] = t.x;
+            f[2 * k + 1] = t.y;
+        }
+    } else {
+        f[0] = to_f(*p);
     }
-}
-
-__device__ __forceinline__ Bf8 bf8_pack(const float f[8])
-{
-    Bf8 p;
-    for (int k = 0; k < 4; k++)
-        p.h[k] = __floats2bfloat162_rn(f[2 * k], f[2 * k + 1]);
-    return p;
-}
-
-/* W (1 or 8) consecutive values as floats, from and to bf16 or fp32 memory (W = 8 needs
- * 16-byte alignment: see vec8_ok). */
-template <int W> __device__ __forceinline__ void load(const bf16 *p, float f[W])
-{
-    if constexpr (W == 8)
-        bf8_unpack(*(const Bf8 *)p, f);
-    else
-        f[0] = ld(p);
 }
 
 template <int W> __device__ __forceinline__ void load(const float *p, float f[W])
@@ -98,12 +164,16 @@ template <int W> __device__ __forceinline__ void store(float *p, const float f[W
     }
 }
 
-template <int W> __device__ __forceinline__ void store(bf16 *p, const float f[W])
+template <int W, typename T> __device__ __forceinline__ void store(T *p, const float f[W])
 {
-    if constexpr (W == 8)
-        *(Bf8 *)p = bf8_pack(f);
-    else
-        *p = __float2bfloat16_rn(f[0]);
+    if constexpr (W == 8) {
+        Pack8<T> v;
+        for (int k = 0; k < 4; k++)
+            v.h[k] = from_f2<T>(f[2 * k], f[2 * k + 1]);
+        *(Pack8<T> *)p = v;
+    } else {
+        *p = from_f<T>(f[0]);
+    }
 }
 
 /* Whether n elements at these pointers can go 8 at a time: n a multiple of 8, every pointer

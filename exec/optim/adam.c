@@ -61,12 +61,19 @@ float adam_bf16_to_f32(uint16_t h)
     return f;
 }
 
-static uint16_t f32_to_f16(float f)
+uint16_t adam_f32_to_f16(float f)
 {
     _Float16 h = (_Float16)f; /* IEEE round to nearest even */
     uint16_t u;
     memcpy(&u, &h, sizeof u);
     return u;
+}
+
+float adam_f16_to_f32(uint16_t h)
+{
+    _Float16 x;
+    memcpy(&x, &h, sizeof x);
+    return (float)x;
 }
 
 void adam_update_ref(const AdamStep *s, const AdamSlice *x, size_t begin, size_t end)
@@ -84,7 +91,7 @@ void adam_update_ref(const AdamStep *s, const AdamSlice *x, size_t begin, size_t
         x->v[i] = v;
         x->master[i] = p;
         if (x->out)
-            x->out[i] = x->out_type == DTYPE_BF16 ? adam_f32_to_bf16(p) : f32_to_f16(p);
+            x->out[i] = x->out_type == DTYPE_BF16 ? adam_f32_to_bf16(p) : adam_f32_to_f16(p);
     }
 }
 

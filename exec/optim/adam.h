@@ -63,8 +63,10 @@ void adam_update_range(AdamIsa isa, const AdamStep *s, const AdamSlice *x, size_
 /* The whole slice with isa, split over the pool's threads (pool may be NULL: this thread). */
 void adam_update(AdamIsa isa, const AdamStep *s, const AdamSlice *x, WorkPool *pool);
 
-/* Round-to-nearest-even narrowing, as every implementation does it. */
+/* Round-to-nearest-even narrowing, as every implementation does it, and widening back. */
 uint16_t adam_f32_to_bf16(float f);
 float adam_bf16_to_f32(uint16_t h);
+uint16_t adam_f32_to_f16(float f);
+float adam_f16_to_f32(uint16_t h);
 
 #endif

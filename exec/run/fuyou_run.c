@@ -1,5 +1,6 @@
-/* fuyou-run: the real trainer. This build trains on the CPU reference backend (fp32); the CUDA
- * backend and the out-of-core pipeline plug into the same loop (exec/train/backend.h).
+/* fuyou-run: the real trainer, on the CPU reference backend (fp32) or the CUDA backend (bf16 or
+ * fp16 with dynamic loss scaling); the out-of-core pipeline plugs into the same loop
+ * (exec/train/backend.h).
  * Exit codes: 0 success, 1 runtime failure, 2 usage or input error. */
 #include <errno.h>
 #include <getopt.h>
@@ -21,6 +22,10 @@ static void usage(FILE *out)
 "Debian and Ubuntu system ships (%s), for 200 steps.\n"
 "\n"
 "  --backend NAME        cpu (the fp32 reference; default), or cuda when built with it\n"
+"  --dtype T             cuda: bf16 (default, or the model ini's dtype) or fp16\n"
+"  --loss-scale X        initial loss scale; dynamic unless 1 (default 65536 for fp16, 1\n"
+"                        otherwise): halved and the update skipped when gradients overflow\n"
+"  --loss-scale-window N steps without overflow before the scale doubles (default 1000)\n"
 "  --model NAME|PATH     a preset (default gpt2-tiny) or a model ini\n"
 "  --data FILE           tokens: llm.c .bin, nanoGPT uint16 .bin, or text (bytes)\n"
 "  --data-format F       auto (default), llmc, u16, text\n"
@@ -41,7 +46,7 @@ static void usage(FILE *out)
 "  --save-every K        every K steps as well as at the end\n"
 "  --resume DIR          continue from DIR's latest checkpoint, exactly\n"
 "  --init-from FILE      start from a model.safetensors (e.g. GPT-2 from the Hugging Face hub)\n"
-"  --log FILE            TSV: step loss lr grad_norm tokens_per_s\n"
+"  --log FILE            TSV: step loss lr grad_norm tokens_per_s loss_scale\n"
 "  --threads N           CPU threads (default: all)\n"
 "  -h, --help, -V, --version\n"
 "\n"
@@ -65,7 +70,7 @@ int main(int argc, char **argv)
 {
     enum { O_BACKEND = 256, O_MODEL, O_DATA, O_FORMAT, O_STEPS, O_BATCH, O_SEQ, O_LR, O_WARMUP,
            O_MINLR, O_WD, O_B1, O_B2, O_EPS, O_CLIP, O_SEED, O_SUBGROUP, O_TAIL, O_SAVE,
-           O_SAVE_EVERY, O_RESUME, O_INIT, O_LOG, O_THREADS };
+           O_SAVE_EVERY, O_RESUME, O_INIT, O_LOG, O_THREADS, O_DTYPE, O_LSCALE, O_LWINDOW };
     static const struct option opts[] = {
         {"backend", 1, 0, O_BACKEND}, {"model", 1, 0, O_MODEL}, {"data", 1, 0, O_DATA},
         {"data-format", 1, 0, O_FORMAT}, {"steps", 1, 0, O_STEPS}, {"batch", 1, 0, O_BATCH},
@@ -75,9 +80,11 @@ int main(int argc, char **argv)
         {"seed", 1, 0, O_SEED}, {"subgroup", 1, 0, O_SUBGROUP}, {"tail", 1, 0, O_TAIL},
         {"save", 1, 0, O_SAVE}, {"save-every", 1, 0, O_SAVE_EVERY}, {"resume", 1, 0, O_RESUME},
         {"init-from", 1, 0, O_INIT}, {"log", 1, 0, O_LOG}, {"threads", 1, 0, O_THREADS},
+        {"dtype", 1, 0, O_DTYPE}, {"loss-scale", 1, 0, O_LSCALE},
+        {"loss-scale-window", 1, 0, O_LWINDOW},
         {"help", 0, 0, 'h'}, {"version", 0, 0, 'V'}, {0, 0, 0, 0},
     };
-    const char *backend = "cpu", *model = "gpt2-tiny", *format = "auto";
+    const char *backend = "cpu", *model = "gpt2-tiny", *format = "auto", *dtype = NULL;
     TrainOptions o = {.data_path = default_data, .batch = 8, .seq = 64, .steps = 200,
                       .lr = 3e-3f, .min_lr_ratio = 0.1f, .weight_decay = 0.1f, .beta1 = 0.9f,
                       .beta2 = 0.95f, .eps = 1e-8f, .clip = 1.0f, .warmup = 20, .seed = 1337,
@@ -116,6 +123,11 @@ int main(int argc, char **argv)
         case O_INIT: o.init_from = optarg; break;
         case O_LOG: o.log_path = optarg; break;
         case O_THREADS: bad = num("--threads", optarg, 0, 4096, &x); o.threads = (int)x; break;
+        case O_DTYPE: dtype = optarg; break;
+        case O_LSCALE: bad = num("--loss-scale", optarg, 1.0 / 65536, 1e30, &x);
+            o.loss_scale = (float)x; break;
+        case O_LWINDOW: bad = num("--loss-scale-window", optarg, 1, 1e9, &x);
+            o.loss_scale_window = (int)x; break;
         case 'h': usage(stdout); return 0;
         case 'V': printf("fuyou-run %s\n", FUYOU_VERSION); return 0;
         case ':':
@@ -151,6 +163,19 @@ int main(int argc, char **argv)
         fprintf(stderr, "fuyou-run: %s\n", e.msg);
         return 2;
     }
+    if (dtype) {
+        DType d;
+        if (dtype_parse(dtype, &d) || d == DTYPE_FP32) {
+            fprintf(stderr, "fuyou-run: --dtype expects bf16 or fp16, got '%s'\n", dtype);
+            return 2;
+        }
+        if (o.backend == &backend_cpu) {
+            fprintf(stderr, "fuyou-run: --dtype %s needs --backend cuda: the cpu backend is the "
+                    "fp32 reference\n", dtype);
+            return 2;
+        }
+        o.model.dtype = d;
+    }
     if (o.resume_dir && o.init_from) {
         fprintf(stderr, "fuyou-run: --resume and --init-from both give the weights; pick one\n");
         return 2;
@@ -160,8 +185,9 @@ int main(int argc, char **argv)
                 o.model.max_seq);
         return 2;
     }
-    printf("fuyou-run: %s (%lld parameters) on %s, batch %d x %d, %s backend\n", o.model.name,
-           (long long)model_param_count(&o.model), o.data_path, o.batch, o.seq, o.backend->name);
+    printf("fuyou-run: %s (%lld parameters) on %s, batch %d x %d, %s backend (%s)\n",
+           o.model.name, (long long)model_param_count(&o.model), o.data_path, o.batch, o.seq,
+           o.backend->name, o.backend == &backend_cpu ? "fp32" : dtype_name(o.model.dtype));
     TrainResult r;
     int rc = trainer_run(&o, &r, &e);
     free(r.losses);
@@ -169,8 +195,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "fuyou-run: %s\n", e.msg);
         return rc == -EINVAL || rc == -ENOENT ? 2 : 1;
     }
-    printf("fuyou-run: steps %lld..%lld, loss %.4f -> %.4f, %.0f tokens/s\n",
-           (long long)r.first_step, (long long)r.last_step, r.first_loss, r.last_loss,
-           r.tokens_per_s);
+    printf("fuyou-run: steps %lld..%lld, loss %.4f -> %.4f, %.0f tokens/s", (long long)r.first_step,
+           (long long)r.last_step, r.first_loss, r.last_loss, r.tokens_per_s);
+    if (r.loss_scale != 1.0 || r.skipped)
+        printf(", loss scale %g, %lld updates skipped on overflow", r.loss_scale,
+               (long long)r.skipped);
+    printf("\n");
     return 0;
 }

@@ -23,12 +23,15 @@ typedef struct Backend {
     ModelConfig cfg;
     int B, T;
     size_t n_params;
+    float loss_scale; /* step's backward starts from loss_scale * d(mean loss): 1 at create */
 } Backend;
 
 struct BackendOps {
     const char *name;
     /* A backend for micro-batches of B sequences of T tokens; parameters and optimizer state
-     * zeroed. 0 or -errno with e. */
+     * zeroed. The CPU reference computes in fp32 whatever c->dtype says; CUDA keeps weights
+     * and activations in c->dtype, bf16 or fp16 (fp16 needs loss scaling: trainer.h). 0 or
+     * -errno with e. */
     int (*create)(Backend **out, const ModelConfig *c, int B, int T, WorkPool *wp, Err *e);
     void (*destroy)(Backend *b);
     /* Copy parameters, m and v out of or into the backend (any pointer may be NULL). */
@@ -36,7 +39,7 @@ struct BackendOps {
     int (*write_state)(Backend *b, const float *params, const float *m, const float *v, Err *e);
     int (*read_grads)(Backend *b, float *grads, Err *e);
     /* Forward over inputs (B,T); with targets, *loss is the mean cross-entropy. With backward,
-     * gradients are then computed from zero. */
+     * gradients of loss_scale * loss are then computed from zero. */
     int (*step)(Backend *b, const int *inputs, const int *targets, bool backward, float *loss,
                 Err *e);
     /* Sum of squared gradients over parameters [begin, end). */

@@ -99,10 +99,12 @@ static json_t *config_json(const ModelConfig *c)
 
 static int write_state(const char *path, const ModelConfig *c, const TrainState *s, Err *e)
 {
-    json_t *root = json_pack("{s:I, s:I, s:I, s:I, s:f, s:o}", "step", (json_int_t)s->step,
-                             "loader_epoch", (json_int_t)s->epoch, "loader_index",
-                             (json_int_t)s->index, "seed", (json_int_t)s->seed,
-                             "prev_grad_norm", s->prev_grad_norm, "model", config_json(c));
+    json_t *root = json_pack("{s:I, s:I, s:I, s:I, s:f, s:f, s:I, s:I, s:o}", "step",
+                             (json_int_t)s->step, "loader_epoch", (json_int_t)s->epoch,
+                             "loader_index", (json_int_t)s->index, "seed", (json_int_t)s->seed,
+                             "prev_grad_norm", s->prev_grad_norm, "loss_scale", s->loss_scale,
+                             "loss_scale_good_steps", (json_int_t)s->scale_good,
+                             "skipped_steps", (json_int_t)s->skipped, "model", config_json(c));
     int rc = json_dump_file(root, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
     json_decref(root);
     if (rc || fsync_path(path))
@@ -222,13 +224,15 @@ static int read_state(const char *path, const ModelConfig *c, TrainState *s, Err
     json_t *root = json_load_file(path, 0, &jerr);
     if (!root)
         return err_set(e, -EINVAL, "%s:%d: %s", path, jerr.line, jerr.text);
-    json_int_t step, epoch, index, seed;
-    double norm;
+    json_int_t step, epoch, index, seed, good = 0, skipped = 0;
+    double norm, scale = 0;
     json_t *model;
     int rc = 0;
-    if (json_unpack(root, "{s:I, s:I, s:I, s:I, s:F, s:o}", "step", &step, "loader_epoch",
-                    &epoch, "loader_index", &index, "seed", &seed, "prev_grad_norm", &norm,
-                    "model", &model))
+    /* the loss-scaling fields are optional: checkpoints from before them resume unscaled */
+    if (json_unpack(root, "{s:I, s:I, s:I, s:I, s:F, s?F, s?I, s?I, s:o}", "step", &step,
+                    "loader_epoch", &epoch, "loader_index", &index, "seed", &seed,
+                    "prev_grad_norm", &norm, "loss_scale", &scale, "loss_scale_good_steps",
+                    &good, "skipped_steps", &skipped, "model", &model))
         rc = err_set(e, -EINVAL, "%s: missing or malformed fields (step, loader_epoch, "
                      "loader_index, seed, prev_grad_norm, model)", path);
     int layers = 0, hidden = 0, vocab = 0;
@@ -241,7 +245,8 @@ static int read_state(const char *path, const ModelConfig *c, TrainState *s, Err
                      c->name, c->n_layer, c->d_model, c->vocab);
     if (!rc)
         *s = (TrainState){.step = step, .epoch = epoch, .index = index, .seed = (uint64_t)seed,
-                          .prev_grad_norm = norm};
+                          .prev_grad_norm = norm, .loss_scale = scale, .scale_good = good,
+                          .skipped = skipped};
     json_decref(root);
     return rc;
 }

@@ -20,6 +20,9 @@ typedef struct TrainState {
     int64_t epoch, index;   /* loader position */
     uint64_t seed;
     double prev_grad_norm;  /* for the clipping policy (trainer.h) */
+    double loss_scale;      /* dynamic loss scaling (trainer.h): the scale, 0 if never set */
+    int64_t scale_good;     /* steps since the scale last changed or overflowed */
+    int64_t skipped;        /* steps whose update an overflow skipped */
 } TrainState;
 
 int ckpt_save(const char *dir, const ModelConfig *c, const Gpt2Layout *l, const float *params,

@@ -8,6 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "adam.h"
+
 static size_t dtype_size(const char *dt)
 {
     if (!strcmp(dt, "F32") || !strcmp(dt, "I32"))
@@ -136,13 +138,6 @@ const StTensor *st_find(const StFile *s, const char *name)
     return NULL;
 }
 
-static float half_to_f32(uint16_t h)
-{
-    _Float16 x;
-    memcpy(&x, &h, 2);
-    return (float)x;
-}
-
 int st_read_f32(StFile *s, const StTensor *t, float *dst, Err *e)
 {
     size_t n = st_numel(t), es = dtype_size(t->dtype);
@@ -165,7 +160,7 @@ int st_read_f32(StFile *s, const StTensor *t, float *dst, Err *e)
             uint32_t u = (uint32_t)buf[i] << 16;
             float f;
             memcpy(&f, &u, 4);
-            dst[done + i] = strcmp(t->dtype, "BF16") ? half_to_f32(buf[i]) : f;
+            dst[done + i] = strcmp(t->dtype, "BF16") ? adam_f16_to_f32(buf[i]) : f;
         }
         done += k;
     }

@@ -141,9 +141,15 @@ int trainer_run(const TrainOptions *o, TrainResult *r, Err *e)
         if (!log)
             rc = err_set(e, -errno, "%s: cannot write: %s", o->log_path, strerror(errno));
         else if (fresh)
-            fprintf(log, "step\tloss\tlr\tgrad_norm\ttokens_per_s\n");
+            fprintf(log, "step\tloss\tlr\tgrad_norm\ttokens_per_s\tloss_scale\n");
     }
     int n_groups = rc ? 0 : subgroup_slices(o, slices);
+    /* the loss scale: from the checkpoint when it has one, else from the options */
+    double scale0 = o->loss_scale > 0 ? o->loss_scale : c->dtype == DTYPE_FP16 ? 65536.0 : 1.0;
+    if (st.loss_scale <= 0)
+        st.loss_scale = scale0;
+    bool dynamic = scale0 != 1.0 || st.loss_scale != 1.0;
+    int64_t window = o->loss_scale_window > 0 ? o->loss_scale_window : 1000;
     AdamConfig acfg = {.lr = o->lr, .beta1 = o->beta1, .beta2 = o->beta2, .eps = o->eps,
                        .weight_decay = o->weight_decay};
     r->first_step = st.step + 1;
@@ -152,21 +158,46 @@ int trainer_run(const TrainOptions *o, TrainResult *r, Err *e)
         double t0 = clock_monotonic_s();
         loader_next(&ld, inputs, targets);
         float loss = 0;
+        be->loss_scale = (float)st.loss_scale;
         rc = be->ops->step(be, inputs, targets, true, &loss, e);
         if (rc)
             break;
         double sq = 0;
         for (int s = 0; s < n_groups; s++)
             sq += be->ops->grad_sq(be, slices[s].begin, slices[s].end);
-        double norm = sqrt(sq);
-        float scale = o->clip > 0 && st.prev_grad_norm > o->clip
-                          ? (float)(o->clip / st.prev_grad_norm) : 1.0f;
+        double S = st.loss_scale, norm = sqrt(sq) / S;
         acfg.lr = trainer_lr(o, step);
-        AdamStep as;
-        adam_step_init(&as, &acfg, (int)step, scale);
-        for (int s = 0; s < n_groups && !rc; s++)
-            rc = be->ops->update(be, &as, slices[s].begin, slices[s].end, e);
-        st.prev_grad_norm = norm;
+        if (!isfinite(sq)) {
+            if (!dynamic) {
+                rc = err_set(e, -EDOM, "step %lld: the gradients are not finite; lower --lr, "
+                             "check the data, or with fp16 use loss scaling (--loss-scale)",
+                             (long long)step);
+                break;
+            }
+            /* overflow: skip this update, halve the scale */
+            if (S / 2 < 1.0 / 65536)
+                rc = err_set(e, -EDOM, "step %lld: the gradients overflow even at loss scale "
+                             "%g; lower --lr or check the data", (long long)step, S);
+            st.loss_scale = S / 2;
+            st.scale_good = 0;
+            st.skipped++;
+            r->skipped++;
+            if (o->progress)
+                fprintf(o->progress, "step %lld: gradients overflow at loss scale %g: update "
+                        "skipped, scale %g\n", (long long)step, S, st.loss_scale);
+        } else {
+            float clip = o->clip > 0 && st.prev_grad_norm > o->clip
+                             ? (float)(o->clip / st.prev_grad_norm) : 1.0f;
+            AdamStep as;
+            adam_step_init(&as, &acfg, (int)(step - st.skipped), clip / (float)S);
+            for (int s = 0; s < n_groups && !rc; s++)
+                rc = be->ops->update(be, &as, slices[s].begin, slices[s].end, e);
+            st.prev_grad_norm = norm;
+            if (dynamic && ++st.scale_good >= window) {
+                st.loss_scale = S * 2;
+                st.scale_good = 0;
+            }
+        }
         st.step = step;
         st.epoch = ld.epoch;
         st.index = ld.index;
@@ -181,8 +212,8 @@ int trainer_run(const TrainOptions *o, TrainResult *r, Err *e)
         r->last_loss = loss;
         r->last_step = step;
         if (log)
-            fprintf(log, "%lld\t%.6f\t%.6g\t%.6f\t%.1f\n", (long long)step, loss, acfg.lr, norm,
-                    tps);
+            fprintf(log, "%lld\t%.6f\t%.6g\t%.6f\t%.1f\t%g\n", (long long)step, loss, acfg.lr,
+                    norm, tps, S);
         progress(o, step, r->first_step - 1, loss, tps, clock_monotonic_s() - t_start,
                  step == o->steps);
         bool save = o->save_dir && (step == o->steps || (o->save_every > 0 &&
@@ -193,6 +224,7 @@ int trainer_run(const TrainOptions *o, TrainResult *r, Err *e)
                 rc = ckpt_save(o->save_dir, c, &l, params, m, v, &st, e);
         }
     }
+    r->loss_scale = st.loss_scale;
     double elapsed = clock_monotonic_s() - t_start;
     r->tokens_per_s = elapsed > 0 ? tokens / elapsed : 0;
     if (log && fclose(log) && !rc)

@@ -9,6 +9,12 @@
  * min(1, clip / ||g_{t-1}||), the global norm of the previous step (1 at the first step), so the
  * scale is known before backward starts and a sub-group can be updated as soon as its gradients
  * exist (DESIGN.md); the norm of step t is logged and kept for step t + 1 (and in checkpoints).
+ * Loss scaling (what fp16 needs: its gradients underflow unscaled): backward starts from
+ * S * d(loss); the gradients' norm and AdamW see them divided by S. With S other than 1 the scale
+ * is dynamic: a step whose gradients are not finite is skipped (no update, AdamW's step count
+ * does not advance, the learning-rate schedule does) and S halves; after `loss_scale_window`
+ * steps without an overflow S doubles. S starts at `loss_scale`, 0 meaning 65536 for fp16 and
+ * 1 (off) otherwise. Unscaled, non-finite gradients are an error.
  * `steps` is the step count to reach: resuming from step k runs steps k+1..steps and produces
  * exactly the losses an uninterrupted run does. */
 #ifndef FUYOU_TRAINER_H
@@ -36,8 +42,10 @@ typedef struct TrainOptions {
     int save_every;          /* steps between checkpoints (and one at the end) */
     const char *resume_dir;  /* NULL: start from scratch */
     const char *init_from;   /* a model.safetensors to start from, or NULL */
-    const char *log_path;    /* TSV: step loss lr grad_norm tokens_per_s */
+    const char *log_path;    /* TSV: step loss lr grad_norm tokens/s scale */
     int threads;
+    float loss_scale;        /* the initial loss scale; 0: 65536 for fp16, else 1 (off) */
+    int loss_scale_window;   /* steps without overflow before the scale doubles (0: 1000) */
     FILE *progress;          /* where progress goes (NULL: nowhere) */
 } TrainOptions;
 
@@ -45,6 +53,8 @@ typedef struct TrainResult {
     int64_t first_step, last_step;
     float first_loss, last_loss;
     double tokens_per_s;     /* over the steps run */
+    int64_t skipped;         /* steps whose update a loss-scale overflow skipped, this run */
+    double loss_scale;       /* at the end */
     float *losses;           /* per step run (caller frees), for tests */
     int n_losses;
 } TrainResult;
