@@ -346,6 +346,55 @@ START_TEST(pointwise_kernels)
 }
 END_TEST
 
+/* The linear layers' GEMMs with their epilogues (bias; bias + GELU keeping the GELU's input;
+ * the GELU's backward), fused in cuBLASLt or after a plain GEMM: against fp32 references. */
+static void matmul_case(int N, int C, int OC)
+{
+    size_t ni = (size_t)N * C, nw = (size_t)OC * C, no = (size_t)N * OC;
+    act16_t *ib, *wb, *bb, *db, *pb;
+    float *inp = rand16(ni, 1, &ib), *w = rand16(nw, 0.1, &wb), *b = rand16(OC, 0.5, &bb);
+    float *dout = rand16(no, 1, &db), *pre = rand16(ni, 1.5, &pb);
+    float *out = malloc(no * 4), *act = malloc(no * 4), *dinp = calloc(ni, 4);
+    float *dw = calloc(nw, 4), *dx = malloc(ni * 4);
+    matmul_forward_ref(out, inp, w, b, N, C, OC, NULL);
+    gelu_forward_ref(act, out, (int)no);
+    matmul_backward_ref(dinp, dw, NULL, dout, inp, w, N, C, OC, NULL);
+    gelu_backward_ref(dx, pre, dinp, (int)ni);
+    void *gi = dev_copy(ib, ni * 2), *gw = dev_copy(wb, nw * 2), *gb = dev_copy(bb, OC * 2);
+    void *gd = dev_copy(db, no * 2), *gp = dev_copy(pb, ni * 2), *lt = gk_lt_create();
+    act16_t *gout = gk_alloc(no * 2), *gact = gk_alloc(no * 2), *gpre = gk_alloc(no * 2);
+    act16_t *gdx = gk_alloc(ni * 2);
+    gk_memset(gout, 0xff, no * 2), gk_memset(gact, 0xff, no * 2), gk_memset(gpre, 0xff, no * 2);
+    gk_memset(gdx, 0xff, ni * 2);
+    int f1 = gk_matmul_forward(gout, NULL, gi, gw, gb, N, C, OC, lt, ty, NULL);
+    int f2 = gk_matmul_forward(gact, gpre, gi, gw, gb, N, C, OC, lt, ty, NULL);
+    int f3 = gk_matmul_backward_gelu(gdx, gd, gw, gp, N, C, OC, lt, ty, NULL);
+    gk_sync();
+    char what[96];
+    snprintf(what, sizeof what, "matmul + bias (%d x %d x %d, %s)", N, OC, C,
+             f1 ? "cuBLASLt" : "separate");
+    CHECK_REL(what, download16(gout, no), out, no, 1e-2);
+    snprintf(what, sizeof what, "matmul + bias + gelu: input (%s)", f2 ? "cuBLASLt" : "separate");
+    CHECK_REL(what, download16(gpre, no), out, no, 1e-2);
+    snprintf(what, sizeof what, "matmul + bias + gelu: gelu (%s)", f2 ? "cuBLASLt" : "separate");
+    CHECK_REL(what, download16(gact, no), act, no, 1e-2);
+    snprintf(what, sizeof what, "matmul backward + gelu' (%s)", f3 ? "cuBLASLt" : "separate");
+    CHECK_REL(what, download16(gdx, ni), dx, ni, 1e-2);
+    gk_lt_destroy(lt);
+    gk_free(gi), gk_free(gw), gk_free(gb), gk_free(gd), gk_free(gp), gk_free(gout);
+    gk_free(gact), gk_free(gpre), gk_free(gdx);
+    free(inp), free(w), free(b), free(dout), free(pre), free(out), free(act), free(dinp);
+    free(dw), free(dx), free(ib), free(wb), free(bb), free(db), free(pb);
+}
+
+START_TEST(matmul_kernels)
+{
+    set_type(_i);
+    matmul_case(64, 64, 96);  /* aligned: the epilogues run in cuBLASLt */
+    matmul_case(37, 100, 36); /* rows of 100 and 36: not 16-byte multiples */
+}
+END_TEST
+
 START_TEST(adamw_bit_exact)
 {
     set_type(_i);
@@ -514,6 +563,7 @@ int main(void)
     tcase_add_loop_test(tk, layernorm_kernels, 0, 2);
     tcase_add_loop_test(tk, attention_kernels, 0, 2);
     tcase_add_loop_test(tk, pointwise_kernels, 0, 2);
+    tcase_add_loop_test(tk, matmul_kernels, 0, 2);
     tcase_add_loop_test(tk, adamw_bit_exact, 0, 2);
     tcase_add_loop_test(tk, small_model_matches_cpu, 0, 2);
     tcase_add_loop_test(tm, gpt2_124m_matches_cpu, 0, 2);

@@ -74,6 +74,9 @@ if [ "${MODE:-all}" = bench-gpu ]; then
     ./build-dev/bench/bench_cuda --steps 5 --batch "${BATCH:-8}" 2>&1 | tee "$OUT/bench_cuda.txt"
     ./build-dev/bench/bench_cuda --steps 5 --batch "${BATCH:-8}" --dtype fp16 2>&1 |
         grep "tokens/s" | tee "$OUT/bench_cuda_fp16.txt"
+    echo "without the cuBLASLt epilogues (FUYOU_CUBLASLT=0):"
+    FUYOU_CUBLASLT=0 ./build-dev/bench/bench_cuda --steps 5 --batch "${BATCH:-8}" 2>&1 |
+        grep "tokens/s" | tee "$OUT/bench_cuda_nolt.txt"
     [ "${TORCH:-1}" = 0 ] && exit 0
     step "pytorch"
     PY=$(command -v python3)

@@ -13,8 +13,9 @@ extern "C" {
 
 /* ---- attention ----------------------------------------------------------------------------
  * Where flash_attention_supported (head sizes 32, 64, 128 on sm_80+), the fused kernels of
- * flash_attention.cu run; other shapes take this path, tiled by query chunks of ATT_QC rows: for each chunk the scores against the keys it may see
- * (causal: keys 0 .. q0 + qn - 1) are one batched tensor-core GEMM over every (batch, head),
+ * flash_attention.cu run; other shapes take this path, tiled by query chunks of ATT_QC rows:
+ * for each chunk the scores against the keys it may see (causal: keys 0 .. q0 + qn - 1) are
+ * one batched tensor-core GEMM over every (batch, head),
  * then a row softmax, then P @ V, so memory is O(ATT_QC x T) per head: linear in T, never T x T.
  * Backward recomputes P from the saved log-sum-exp chunk by chunk; dK and dV accumulate in fp32
  * across chunks and are rounded to 16 bits once at the end. */

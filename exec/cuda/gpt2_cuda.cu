@@ -20,7 +20,7 @@ enum {
     A_LN2, A_LN2_MEAN, A_LN2_RSTD, A_FCH, A_FCH_GELU, A_FCPROJ, A_RESIDUAL3, A_LNF,
     A_LNF_MEAN, A_LNF_RSTD, A_LOGITS, A_LOSSES,
     /* backward scratch */
-    G_DRESIDUAL, G_DRES_BF, G_DC, G_DLN, G_DQKV, G_DF1, G_DF2, G_DELTA, A_COUNT
+    G_DRESIDUAL, G_DRES_BF, G_DC, G_DLN, G_DQKV, G_DF2, G_DELTA, A_COUNT
 };
 
 /* Element sizes: fp32 statistics and fp32 residual gradient, 16-bit otherwise. */
@@ -39,6 +39,7 @@ static size_t elem(int a)
 struct Gpt2Cuda {
     Backend base;
     cublasHandle_t blas;
+    void *lt;                       /* cuBLASLt: the GEMMs with fused epilogues */
     cudaStream_t compute, h2d, d2h; /* one stream per role, as the pipeline will use them */
     cudaEvent_t computed, uploaded; /* compute's work so far done; the batch on the device */
     float *master, *grads, *m, *v; /* (P) fp32 */
@@ -77,7 +78,7 @@ static void sizes(const ModelConfig *c, int B, int T, size_t n[A_COUNT])
     n[A_LOGITS] = N * V;
     n[G_DRESIDUAL] = n[G_DRES_BF] = n[G_DC] = n[G_DLN] = N * C;
     n[G_DQKV] = N * 3 * C;
-    n[G_DF1] = n[G_DF2] = N * F;
+    n[G_DF2] = N * F;
     n[G_DELTA] = B * NH * T;
 }
 
@@ -98,6 +99,7 @@ static void cuda_destroy(Backend *b)
     gk_free(g->lm_pad), gk_free(g->dlm_pad), gk_free(g->sq_scratch);
     if (g->blas)
         cublasDestroy(g->blas);
+    gk_lt_destroy(g->lt);
     if (g->compute)
         cudaStreamDestroy(g->compute);
     if (g->h2d)
@@ -145,6 +147,7 @@ static int cuda_create(Backend **out, const ModelConfig *c, int B, int T, WorkPo
     CUDA_CHECK(cudaEventCreateWithFlags(&g->uploaded, cudaEventDisableTiming));
     CUBLAS_CHECK(cublasCreate(&g->blas));
     CUBLAS_CHECK(cublasSetStream(g->blas, g->compute));
+    g->lt = gk_lt_create();
     sizes(c, B, T, g->count);
     size_t total = 0;
     for (int a = 0; a < A_COUNT; a++)
@@ -244,23 +247,24 @@ static void gemm(Gpt2Cuda *g, cublasOperation_t ta, cublasOperation_t tb, int m,
                               CUBLAS_GEMM_DEFAULT));
 }
 
-/* out (N, OC) = inp (N, C) @ w (OC, C)^T + bias */
-static void matmul_forward(Gpt2Cuda *g, a16 *out, const a16 *inp, const a16 *w,
+/* out (N, OC) = inp (N, C) @ w (OC, C)^T + bias, and with pre: pre = that, out = gelu(pre);
+ * the bias and GELU in cuBLASLt's epilogue (gk_matmul_forward). */
+static void matmul_forward(Gpt2Cuda *g, a16 *out, a16 *pre, const a16 *inp, const a16 *w,
                            const a16 *bias, int N, int C, int OC)
 {
-    gemm(g, CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C, w, C, inp, C, 0.0f, out, g->ab, OC);
-    if (bias)
-        gk_add_bias((act16_t *)out, (const act16_t *)bias, N, OC, g->t, g->compute);
+    gk_matmul_forward(out, pre, inp, w, bias, N, C, OC, g->lt, g->t, g->compute);
 }
 
-/* dinp (N, C) = dout (N, OC) @ w; dw (OC, C) += dout^T @ inp; dbias += colsum(dout). dinp is
- * 16-bit when it feeds another GEMM or attention, fp32 when it feeds a layernorm's backward (whose
- * weight gradient sums it over every token: one rounding fewer on the longest path). */
+/* dinp (N, C) = dout (N, OC) @ w (unless dinp is NULL); dw (OC, C) += dout^T @ inp; dbias +=
+ * colsum(dout). dinp is 16-bit when it feeds another GEMM or attention, fp32 when it feeds a
+ * layernorm's backward (whose weight gradient sums it over every token: one rounding fewer on
+ * the longest path). */
 static void matmul_backward(Gpt2Cuda *g, void *dinp, cudaDataType dinp_type, float *dw,
                             float *dbias, const a16 *dout, const a16 *inp, const a16 *w, int N,
                             int C, int OC)
 {
-    gemm(g, CUBLAS_OP_N, CUBLAS_OP_N, C, N, OC, w, C, dout, OC, 0.0f, dinp, dinp_type, C);
+    if (dinp)
+        gemm(g, CUBLAS_OP_N, CUBLAS_OP_N, C, N, OC, w, C, dout, OC, 0.0f, dinp, dinp_type, C);
     gemm(g, CUBLAS_OP_N, CUBLAS_OP_T, C, OC, N, inp, C, dout, OC, 1.0f, dw, CUDA_R_32F, C);
     if (dbias)
         gk_bias_backward(dbias, (const act16_t *)dout, N, OC, g->t, g->compute);
@@ -307,18 +311,19 @@ static void forward(Gpt2Cuda *g, bool backward)
         a16 *fch = A<a16>(g, A_FCH, l), *fchg = A<a16>(g, A_FCH_GELU, l);
         a16 *fcproj = A<a16>(g, A_FCPROJ, l), *res3 = A<a16>(g, A_RESIDUAL3, l);
         gk_layernorm_forward(BF(ln1), A<float>(g, A_LN1_MEAN, l), A<float>(g, A_LN1_RSTD, l),
-                             CBF(residual), CBF(at(g, P, w.ln1w)), CBF(at(g, P, w.ln1b)), N, C, g->t,
-                             s);
-        matmul_forward(g, qkv, ln1, at(g, P, w.qkvw), at(g, P, w.qkvb), N, C, 3 * C);
+                             CBF(residual), CBF(at(g, P, w.ln1w)), CBF(at(g, P, w.ln1b)), N, C,
+                             g->t, s);
+        matmul_forward(g, qkv, NULL, ln1, at(g, P, w.qkvw), at(g, P, w.qkvb), N, C, 3 * C);
         gk_attention_forward(BF(atty), A<float>(g, A_LSE, l), CBF(qkv), B, T, C, NH, g->att_ws,
                              g->blas, g->t, s);
-        matmul_forward(g, attproj, atty, at(g, P, w.projw), at(g, P, w.projb), N, C, C);
+        matmul_forward(g, attproj, NULL, atty, at(g, P, w.projw), at(g, P, w.projb), N, C, C);
         gk_residual_forward(BF(res2), CBF(residual), CBF(attproj), (size_t)N * C, g->t, s);
         gk_layernorm_forward(BF(ln2), A<float>(g, A_LN2_MEAN, l), A<float>(g, A_LN2_RSTD, l),
-                             CBF(res2), CBF(at(g, P, w.ln2w)), CBF(at(g, P, w.ln2b)), N, C, g->t, s);
-        matmul_forward(g, fch, ln2, at(g, P, w.fcw), NULL, N, C, F);
-        gk_bias_gelu_forward(BF(fch), BF(fchg), CBF(at(g, P, w.fcb)), N, F, g->t, s);
-        matmul_forward(g, fcproj, fchg, at(g, P, w.fcprojw), at(g, P, w.fcprojb), N, F, C);
+                             CBF(res2), CBF(at(g, P, w.ln2w)), CBF(at(g, P, w.ln2b)), N, C,
+                             g->t, s);
+        matmul_forward(g, fchg, fch, ln2, at(g, P, w.fcw), at(g, P, w.fcb), N, C, F);
+        matmul_forward(g, fcproj, NULL, fchg, at(g, P, w.fcprojw), at(g, P, w.fcprojb), N, F,
+                       C);
         gk_residual_forward(BF(res3), CBF(res2), CBF(fcproj), (size_t)N * C, g->t, s);
         residual = res3;
     }
@@ -326,7 +331,9 @@ static void forward(Gpt2Cuda *g, bool backward)
                          A<float>(g, A_LNF_RSTD), CBF(residual),
                          CBF(at(g, g->params, ev.lnfw)), CBF(at(g, g->params, ev.lnfb)), N, C, g->t,
                          s);
-    matmul_forward(g, A<a16>(g, A_LOGITS), A<a16>(g, A_LNF), g->lm_pad, NULL, N, C, g->Vp);
+    /* the LM head (no bias) on cuBLAS directly */
+    gemm(g, CUBLAS_OP_T, CUBLAS_OP_N, g->Vp, N, C, g->lm_pad, C, A<a16>(g, A_LNF), C, 0.0f,
+         A<a16>(g, A_LOGITS), g->ab, g->Vp);
     gk_softmax_crossentropy(A<float>(g, A_LOSSES), BF(A<a16>(g, A_LOGITS)), g->targets, N, V,
                             g->Vp, backward, g->base.loss_scale, g->t, s);
 }
@@ -343,7 +350,7 @@ static void backward(Gpt2Cuda *g)
     gpt2_view_edges(c, g->master, &ev);
     float *dres = A<float>(g, G_DRESIDUAL);
     a16 *dres_bf = A<a16>(g, G_DRES_BF), *dc = A<a16>(g, G_DC), *dqkv = A<a16>(g, G_DQKV);
-    a16 *df1 = A<a16>(g, G_DF1), *df2 = A<a16>(g, G_DF2);
+    a16 *df2 = A<a16>(g, G_DF2);
     /* logits hold d loss / d logits now */
     float *dln = A<float>(g, G_DLN);
     CUDA_CHECK(cudaMemsetAsync(g->dlm_pad, 0, (size_t)g->Vp * C * 4, s));
@@ -363,14 +370,17 @@ static void backward(Gpt2Cuda *g)
         a16 *res_in = l == 0 ? A<a16>(g, A_ENCODED) : A<a16>(g, A_RESIDUAL3, l - 1);
         /* through the MLP: the residual's gradient is fcproj's output gradient */
         gk_from_f32(BF(dres_bf), dres, NC, g->t, s);
-        matmul_backward(g, df1, g->ab, at(g, G, w.fcprojw), at(g, G, w.fcprojb), dres_bf,
+        /* fc's output gradient: through fcproj and the GELU in one GEMM */
+        gk_matmul_backward_gelu(BF(df2), CBF(dres_bf), CBF(at(g, P, w.fcprojw)),
+                                CBF(A<a16>(g, A_FCH, l)), N, F, C, g->lt, g->t, s);
+        matmul_backward(g, NULL, g->ab, at(g, G, w.fcprojw), at(g, G, w.fcprojb), dres_bf,
                         A<a16>(g, A_FCH_GELU, l), at(g, P, w.fcprojw), N, F, C);
-        gk_gelu_backward(BF(df2), CBF(A<a16>(g, A_FCH, l)), CBF(df1), (size_t)N * F, g->t, s);
         matmul_backward(g, dln, CUDA_R_32F, at(g, G, w.fcw), at(g, G, w.fcb), df2,
                         A<a16>(g, A_LN2, l), at(g, P, w.fcw), N, C, F);
         gk_layernorm_backward(dres, at(g, G, w.ln2w), at(g, G, w.ln2b), dln,
                               CBF(A<a16>(g, A_RESIDUAL2, l)), CBF(at(g, P, w.ln2w)),
-                              A<float>(g, A_LN2_MEAN, l), A<float>(g, A_LN2_RSTD, l), N, C, g->t, s);
+                              A<float>(g, A_LN2_MEAN, l), A<float>(g, A_LN2_RSTD, l), N, C,
+                              g->t, s);
         /* through attention */
         gk_from_f32(BF(dres_bf), dres, NC, g->t, s);
         matmul_backward(g, dc, g->ab, at(g, G, w.projw), at(g, G, w.projb), dres_bf,
@@ -444,7 +454,8 @@ static int cuda_update(Backend *b, const AdamStep *s, size_t begin, size_t end, 
              s->grad_scale, g->t, g->compute);
     Gpt2EdgeView ev;
     gpt2_view_edges(&b->cfg, g->master, &ev);
-    size_t lm = (size_t)(ev.lm_head - g->master), lm_end = lm + (size_t)b->cfg.vocab * b->cfg.d_model;
+    size_t lm = (size_t)(ev.lm_head - g->master);
+    size_t lm_end = lm + (size_t)b->cfg.vocab * b->cfg.d_model;
     if (begin < lm_end && end > lm)
         refresh_lm_pad(g);
     return 0;

@@ -1,10 +1,10 @@
 /* gpt2_kernels: the CUDA kernels of the GPT-2 step, with C launchers on device pointers, checked
  * against exec/cpu/gpt2_ops (the references) by tests/test_cuda_gpt2.c. Weights and activations
  * are 16-bit floats (act16_t here), bf16 or fp16 as each launcher's GkType says; statistics,
- * losses and parameter gradients are fp32; all arithmetic accumulates in fp32. Attention is fused (flash_attention.h) for head sizes 32,
- * 64 and 128 and works in query chunks on cuBLAS otherwise; neither keeps a T x T buffer (the
- * row log-sum-exp is kept for backward), so its memory grows linearly with T. Every
- * launcher runs on `stream` and checks the launch. */
+ * losses and parameter gradients are fp32; all arithmetic accumulates in fp32. Attention is
+ * fused (flash_attention.h) for head sizes 32, 64 and 128 and works in query chunks on cuBLAS
+ * otherwise; neither keeps a T x T buffer (the row log-sum-exp is kept for backward), so its
+ * memory grows linearly with T. Every launcher runs on `stream` and checks the launch. */
 #ifndef FUYOU_GPT2_KERNELS_H
 #define FUYOU_GPT2_KERNELS_H
 
@@ -57,6 +57,21 @@ void gk_gelu_backward(act16_t *dinp, const act16_t *inp, const act16_t *dout, si
                       GkType t, cudaStream_t_c s);
 void gk_residual_forward(act16_t *out, const act16_t *a, const act16_t *b, size_t n,
                          GkType t, cudaStream_t_c s);
+/* A cuBLASLt context (handle, workspace, a cuBLAS handle for the fallback) for the two GEMMs
+ * below; one per backend or test. */
+void *gk_lt_create(void);
+void gk_lt_destroy(void *lt);
+/* out (N, OC) = inp (N, C) @ w (OC, C)^T (+ bias unless NULL). With pre not NULL, pre gets that
+ * and out its GELU. The bias add and GELU run in cuBLASLt's epilogue where it has one for the
+ * shape (returns 1), else after a plain GEMM in the kernels above (returns 0). */
+int gk_matmul_forward(act16_t *out, act16_t *pre, const act16_t *inp, const act16_t *w,
+                      const act16_t *bias, int N, int C, int OC, void *lt, GkType t,
+                      cudaStream_t_c s);
+/* dinp (N, C) = (dout (N, OC) @ w (OC, C)) * gelu'(pre (N, C)): the GELU's backward in the
+ * GEMM's epilogue (returns 1), else after it (returns 0). */
+int gk_matmul_backward_gelu(act16_t *dinp, const act16_t *dout, const act16_t *w,
+                            const act16_t *pre, int N, int C, int OC, void *lt, GkType t,
+                            cudaStream_t_c s);
 /* Causal attention: out (B,T,C) from qkv (B,T,3C); lse (B,NH,T) kept for backward. ws is of
  * gk_attention_workspace_bytes, linear in T; blas is a cublasHandle_t (the chunked path's). */
 size_t gk_attention_workspace_bytes(int B, int T, int C, int NH);
