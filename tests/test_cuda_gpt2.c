@@ -355,7 +355,7 @@ static void matmul_case(int N, int C, int OC)
     float *inp = rand16(ni, 1, &ib), *w = rand16(nw, 0.1, &wb), *b = rand16(OC, 0.5, &bb);
     float *dout = rand16(no, 1, &db), *pre = rand16(ni, 1.5, &pb);
     float *out = malloc(no * 4), *act = malloc(no * 4), *dinp = calloc(ni, 4);
-    float *dw = calloc(nw, 4), *dx = malloc(ni * 4);
+    float *dw = calloc(nw, 4), *dx = calloc(ni, 4); /* the references accumulate */
     matmul_forward_ref(out, inp, w, b, N, C, OC, NULL);
     gelu_forward_ref(act, out, (int)no);
     matmul_backward_ref(dinp, dw, NULL, dout, inp, w, N, C, OC, NULL);
