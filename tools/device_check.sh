@@ -7,6 +7,7 @@
 #   device run: bash tools/device_check.sh        (carry: [".deps"])
 #   GPU checks only: MODE=gpu bash tools/device_check.sh
 #   CUDA speed against PyTorch: MODE=bench-gpu bash tools/device_check.sh
+#   hardware counters of the attention kernels: MODE=profile bash tools/device_check.sh
 #   here, to fetch the packages once: tools/device_check.sh --fetch-deps
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -68,6 +69,21 @@ if [ "${MODE:-all}" = gpu ]; then
     exit $(( test_rc || san_rc ))
 fi
 
+if [ "${MODE:-all}" = profile ]; then
+    # Nsight Compute on one launch of each attention kernel at GPT-2 1.5B's layer shape (the
+    # card's clocks left as they are): what bounds them.
+    ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+    for k in flash_fwd_kernel flash_bwd_kernel; do
+        step "ncu $k"
+        "$ncu" --clock-control none -k "regex:$k" -c 1 --section SpeedOfLight \
+            --section Occupancy --section WarpStateStats --section LaunchStats \
+            ./build-dev/bench/bench_kernels --model gpt2-1.5b > "$OUT/ncu_$k.txt" 2>&1
+        grep -E "Duration|Throughput|Registers|Achieved Occupancy|Theoretical Occupancy|Block Limit|Warp Cycles Per Issued|Stall|smsp__pcsamp|Shared Memory Configuration Size|Dynamic Shared" \
+            "$OUT/ncu_$k.txt" | head -40
+    done
+    exit 0
+fi
+
 if [ "${MODE:-all}" = bench-gpu ]; then
     # The CUDA backend's speed against PyTorch on the same GPU, same models and batch.
     step "bench_cuda"
@@ -107,8 +123,10 @@ rm -rf "$scratch"
 ./build-dev/bench/bench_kernels --model gpt2-1.5b > "$OUT/bench_kernels_1.5b.txt" 2>&1
 PY=$(command -v python3)
 [ -x /opt/torch/.venv/bin/python ] && PY=/opt/torch/.venv/bin/python
-timeout 300 "$PY" bench/torch_gpt2.py --steps 5 --batch 8 2>&1 | grep -v Warning \
-    > "$OUT/bench_torch.txt"
+# PyTorch takes minutes (torch.compile); TORCH=0 leaves it to a MODE=bench-gpu call
+: > "$OUT/bench_torch.txt"
+[ "${TORCH:-1}" = 0 ] || timeout 300 "$PY" bench/torch_gpt2.py --steps 5 --batch 8 2>&1 |
+    grep -v Warning > "$OUT/bench_torch.txt"
 # The CPU reference trainer: the default run, and GPT-2 124M for a few steps.
 ./build-dev/exec/fuyou-run --steps 50 > "$OUT/run_tiny.txt" 2>&1
 ./build-dev/exec/fuyou-run --model gpt2-124m --batch 4 --seq 64 --steps 3 --warmup 1 \
