@@ -20,18 +20,6 @@ extern "C" {
 }
 
 enum { FA_TILE = 64, FA_THREADS = 128, FA_PAD = 8 };
-
-/* Blocks per SM the compiler is asked to fit (registers capped to 65536 / (128 * n)): at head
- * size 64 the forward fits 4 without spilling (25% occupancy instead of 18.75% at its natural
- * 143 registers), the backward 3 with a small spill; at 128 both keep their natural count. */
-template <int D> constexpr int fwd_min_blocks()
-{
-    return D <= 64 ? 4 : 1;
-}
-template <int D> constexpr int bwd_min_blocks()
-{
-    return D <= 64 ? 3 : 1;
-}
 #define FA_LOG2E 1.4426950408889634f
 #define FA_LN2 0.6931471805599453f
 
@@ -163,7 +151,7 @@ __device__ __forceinline__ float quad_sum(float v)
  * buffered: tile j + 1 loads while tile j is used. The heaviest query tiles (most keys) are
  * scheduled first. */
 template <typename A, int D>
-__global__ void __launch_bounds__(FA_THREADS, fwd_min_blocks<D>())
+__global__ void __launch_bounds__(FA_THREADS)
     flash_fwd_kernel(A *out, float *lse, const A *qkv, int T, int C, int NH,
                      float scale_log2)
 {
@@ -287,7 +275,7 @@ __global__ void __launch_bounds__(FA_THREADS, fwd_min_blocks<D>())
  * that each warp can form 16 query rows of dQ = dS K, which are added to the fp32 dQ in global
  * memory (other key tiles add to the same rows). */
 template <typename A, int D>
-__global__ void __launch_bounds__(FA_THREADS, bwd_min_blocks<D>())
+__global__ void __launch_bounds__(FA_THREADS)
     flash_bwd_kernel(A *dqkv, float *dq, const A *dout, const A *qkv,
                      const float *lse, const float *delta, int T, int C, int NH,
                      float scale_log2, float scale)
