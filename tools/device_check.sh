@@ -107,6 +107,11 @@ meson test -C build-dev --print-errorlogs > "$OUT/test.log" 2>&1
 test_rc=$?
 grep -E "^ *[0-9]+/[0-9]+ " "$OUT/test.log" | tee -a "$OUT/summary.txt"
 grep -E "^GPU:|SKIP" build-dev/meson-logs/testlog.txt | tee -a "$OUT/summary.txt"
+step "compute-sanitizer"
+sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+CK_FORK=no CK_RUN_CASE=kernels "$sanitizer" --tool memcheck --error-exitcode 1 \
+    ./build-dev/tests/test_cuda_gpt2 > "$OUT/sanitizer.log" 2>&1
+san_rc=$?
 
 step "benchmarks"
 ./build-dev/bench/bench_adam --mparams "${ADAM_MPARAMS:-256}" > "$OUT/bench_adam.txt" 2>&1
@@ -131,12 +136,18 @@ PY=$(command -v python3)
 ./build-dev/exec/fuyou-run --steps 50 > "$OUT/run_tiny.txt" 2>&1
 ./build-dev/exec/fuyou-run --model gpt2-124m --batch 4 --seq 64 --steps 3 --warmup 1 \
     > "$OUT/run_124m.txt" 2>&1
+# The same command line on the CUDA backend, bf16 and fp16 (loss scaling).
+./build-dev/exec/fuyou-run --backend cuda --steps 200 > "$OUT/run_tiny_cuda.txt" 2>&1
+./build-dev/exec/fuyou-run --backend cuda --dtype fp16 --steps 200 \
+    > "$OUT/run_tiny_cuda_fp16.txt" 2>&1
 
 echo
 cat "$OUT/machine.txt"
 echo "tests rc=$test_rc"
 grep -E "^(Ok|Fail|Skipped):" "$OUT/test.log"
+grep -E "ERROR SUMMARY" "$OUT/sanitizer.log"
+echo "compute-sanitizer rc=$san_rc"
 cat "$OUT/bench_adam.txt" "$OUT/bench_store.txt" "$OUT/bench_ooc_adam.txt"
 cat "$OUT/bench_kernels.txt" "$OUT/bench_kernels_1.5b.txt" "$OUT/bench_cuda.txt"
 cat "$OUT/bench_cuda_fp16.txt" "$OUT/bench_torch.txt"
-for f in run_tiny run_124m; do tail -n 1 "$OUT/$f.txt"; done
+for f in run_tiny run_124m run_tiny_cuda run_tiny_cuda_fp16; do tail -n 1 "$OUT/$f.txt"; done
