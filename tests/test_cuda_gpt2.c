@@ -287,7 +287,7 @@ static void cast_residual_case(size_t n)
     gk_residual_forward(gsum, ga, gb, n, ty, NULL);
     gk_sync();
     char what[64];
-    snprintf(what, sizeof what, "f32 -> bf16 (n %zu)", n);
+    snprintf(what, sizeof what, "f32 -> 16-bit (n %zu)", n);
     CHECK_REL(what, download16(gcast, n), cast, n, 1e-7);
     snprintf(what, sizeof what, "residual (n %zu)", n);
     CHECK_REL(what, download16(gsum, n), sum, n, 1e-7);
