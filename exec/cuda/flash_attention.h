@@ -1,9 +1,10 @@
 /* flash_attention: fused causal attention for the CUDA backend (FlashAttention-2's algorithm on
  * mma.sync tensor cores, bf16 or fp16, sm_80 and later). Forward: one block per 64 query rows
  * of one (batch row, head), keys streamed through shared memory in tiles of 64 with an online
- * softmax, so no score matrix is ever written; the row log-sum-exp is kept for backward. Backward: one
- * block per 64 keys, query tiles streamed, P recomputed from the log-sum-exp; dK and dV stay in
- * registers, dQ is accumulated in fp32 in the workspace and rounded once. Memory is linear in T.
+ * softmax, so no score matrix is ever written; the row log-sum-exp is kept for backward.
+ * Backward: one block per 64 keys, query tiles streamed, P recomputed from the log-sum-exp;
+ * dK and dV stay in registers, dQ is accumulated in fp32 in the workspace and rounded once.
+ * Memory is linear in T.
  * gpt2_kernels' gk_attention_* call this where it applies (head size 32, 64 or 128 and enough
  * shared memory) and keep the chunked cuBLAS attention otherwise; both are checked against the
  * CPU reference (tests/test_cuda_gpt2.c). Layouts as gpt2_kernels.h: qkv (B,T,3C), out (B,T,C),

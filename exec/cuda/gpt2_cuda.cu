@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cuda_check.h"
+#include "kernel_util.cuh"
 
 extern "C" {
 #include "gpt2_cuda.h"
@@ -44,7 +45,6 @@ struct Gpt2Cuda {
     cudaEvent_t computed, uploaded; /* compute's work so far done; the batch on the device */
     float *master, *grads, *m, *v; /* (P) fp32 */
     GkType t;                      /* the 16-bit format of params and activations */
-    cudaDataType ab;               /* the same for cuBLAS */
     a16 *params;                   /* (P) 16-bit, what the kernels read */
     void *act_mem;
     char *act[A_COUNT];
@@ -139,7 +139,6 @@ static int cuda_create(Backend **out, const ModelConfig *c, int B, int T, WorkPo
     g->base.n_params = P;
     g->base.loss_scale = 1.0f;
     g->t = c->dtype == DTYPE_FP16 ? GK_FP16 : GK_BF16;
-    g->ab = g->t == GK_FP16 ? CUDA_R_16F : CUDA_R_16BF;
     CUDA_CHECK(cudaStreamCreateWithFlags(&g->compute, cudaStreamNonBlocking));
     CUDA_CHECK(cudaStreamCreateWithFlags(&g->h2d, cudaStreamNonBlocking));
     CUDA_CHECK(cudaStreamCreateWithFlags(&g->d2h, cudaStreamNonBlocking));
@@ -242,8 +241,8 @@ static void gemm(Gpt2Cuda *g, cublasOperation_t ta, cublasOperation_t tb, int m,
                  cudaDataType ctype, int ldc)
 {
     const float alpha = 1.0f;
-    CUBLAS_CHECK(cublasGemmEx(g->blas, ta, tb, m, n, k, &alpha, a, g->ab, lda, b,
-                              g->ab, ldb, &beta, c, ctype, ldc, CUBLAS_COMPUTE_32F,
+    CUBLAS_CHECK(cublasGemmEx(g->blas, ta, tb, m, n, k, &alpha, a, gk_cuda_type(g->t), lda, b,
+                              gk_cuda_type(g->t), ldb, &beta, c, ctype, ldc, CUBLAS_COMPUTE_32F,
                               CUBLAS_GEMM_DEFAULT));
 }
 
@@ -255,19 +254,24 @@ static void matmul_forward(Gpt2Cuda *g, a16 *out, a16 *pre, const a16 *inp, cons
     gk_matmul_forward(out, pre, inp, w, bias, N, C, OC, g->lt, g->t, g->compute);
 }
 
-/* dinp (N, C) = dout (N, OC) @ w (unless dinp is NULL); dw (OC, C) += dout^T @ inp; dbias +=
- * colsum(dout). dinp is 16-bit when it feeds another GEMM or attention, fp32 when it feeds a
- * layernorm's backward (whose weight gradient sums it over every token: one rounding fewer on
- * the longest path). */
+/* dw (OC, C) += dout^T @ inp; dbias += colsum(dout) (dbias may be NULL). */
+static void matmul_backward_weights(Gpt2Cuda *g, float *dw, float *dbias, const a16 *dout,
+                                    const a16 *inp, int N, int C, int OC)
+{
+    gemm(g, CUBLAS_OP_N, CUBLAS_OP_T, C, OC, N, inp, C, dout, OC, 1.0f, dw, CUDA_R_32F, C);
+    if (dbias)
+        gk_bias_backward(dbias, (const act16_t *)dout, N, OC, g->t, g->compute);
+}
+
+/* dinp (N, C) = dout (N, OC) @ w, then the weights' gradients. dinp is 16-bit when it feeds
+ * another GEMM or attention, fp32 when it feeds a layernorm's backward (whose weight gradient
+ * sums it over every token: one rounding fewer on the longest path). */
 static void matmul_backward(Gpt2Cuda *g, void *dinp, cudaDataType dinp_type, float *dw,
                             float *dbias, const a16 *dout, const a16 *inp, const a16 *w, int N,
                             int C, int OC)
 {
-    if (dinp)
-        gemm(g, CUBLAS_OP_N, CUBLAS_OP_N, C, N, OC, w, C, dout, OC, 0.0f, dinp, dinp_type, C);
-    gemm(g, CUBLAS_OP_N, CUBLAS_OP_T, C, OC, N, inp, C, dout, OC, 1.0f, dw, CUDA_R_32F, C);
-    if (dbias)
-        gk_bias_backward(dbias, (const act16_t *)dout, N, OC, g->t, g->compute);
+    gemm(g, CUBLAS_OP_N, CUBLAS_OP_N, C, N, OC, w, C, dout, OC, 0.0f, dinp, dinp_type, C);
+    matmul_backward_weights(g, dw, dbias, dout, inp, N, C, OC);
 }
 
 #define BF(p) ((act16_t *)(p))
@@ -333,7 +337,7 @@ static void forward(Gpt2Cuda *g, bool backward)
                          s);
     /* the LM head (no bias) on cuBLAS directly */
     gemm(g, CUBLAS_OP_T, CUBLAS_OP_N, g->Vp, N, C, g->lm_pad, C, A<a16>(g, A_LNF), C, 0.0f,
-         A<a16>(g, A_LOGITS), g->ab, g->Vp);
+         A<a16>(g, A_LOGITS), gk_cuda_type(g->t), g->Vp);
     gk_softmax_crossentropy(A<float>(g, A_LOSSES), BF(A<a16>(g, A_LOGITS)), g->targets, N, V,
                             g->Vp, backward, g->base.loss_scale, g->t, s);
 }
@@ -373,8 +377,8 @@ static void backward(Gpt2Cuda *g)
         /* fc's output gradient: through fcproj and the GELU in one GEMM */
         gk_matmul_backward_gelu(BF(df2), CBF(dres_bf), CBF(at(g, P, w.fcprojw)),
                                 CBF(A<a16>(g, A_FCH, l)), N, F, C, g->lt, g->t, s);
-        matmul_backward(g, NULL, g->ab, at(g, G, w.fcprojw), at(g, G, w.fcprojb), dres_bf,
-                        A<a16>(g, A_FCH_GELU, l), at(g, P, w.fcprojw), N, F, C);
+        matmul_backward_weights(g, at(g, G, w.fcprojw), at(g, G, w.fcprojb), dres_bf,
+                                A<a16>(g, A_FCH_GELU, l), N, F, C);
         matmul_backward(g, dln, CUDA_R_32F, at(g, G, w.fcw), at(g, G, w.fcb), df2,
                         A<a16>(g, A_LN2, l), at(g, P, w.fcw), N, C, F);
         gk_layernorm_backward(dres, at(g, G, w.ln2w), at(g, G, w.ln2b), dln,
@@ -383,8 +387,8 @@ static void backward(Gpt2Cuda *g)
                               g->t, s);
         /* through attention */
         gk_from_f32(BF(dres_bf), dres, NC, g->t, s);
-        matmul_backward(g, dc, g->ab, at(g, G, w.projw), at(g, G, w.projb), dres_bf,
-                        A<a16>(g, A_ATTY, l), at(g, P, w.projw), N, C, C);
+        matmul_backward(g, dc, gk_cuda_type(g->t), at(g, G, w.projw), at(g, G, w.projb),
+                        dres_bf, A<a16>(g, A_ATTY, l), at(g, P, w.projw), N, C, C);
         gk_attention_backward(BF(dqkv), A<float>(g, G_DELTA), CBF(dc), CBF(A<a16>(g, A_ATTY, l)),
                               CBF(A<a16>(g, A_QKV, l)), A<float>(g, A_LSE, l), B, T, C, NH,
                               g->att_ws, g->blas, g->t, s);

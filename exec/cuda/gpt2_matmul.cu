@@ -13,11 +13,25 @@
 #include "cuda_check.h"
 #include "kernel_util.cuh"
 
+/* cuBLASLt's choice for one GEMM shape (found false: it has none, take the fallback). Every
+ * pointer is 16-byte aligned here, so the shape decides the choice. */
+typedef struct LtChoice {
+    bool ta, bias, aux, found;
+    int m, n, k;
+    cudaDataType t;
+    cublasLtEpilogue_t epi;
+    cublasLtMatmulAlgo_t algo;
+} LtChoice;
+
+enum { LT_CHOICES = 64 };
+
 typedef struct GkLt {
     cublasLtHandle_t lt;
     cublasHandle_t blas; /* the fallback's */
     void *ws;
     size_t ws_bytes;
+    LtChoice choice[LT_CHOICES]; /* asked once per shape: the heuristic is not free per call */
+    int n_choices;
 } GkLt;
 
 enum { LT_WORKSPACE_BYTES = 32 << 20 }; /* what cuBLAS recommends for Hopper */
@@ -55,7 +69,6 @@ static bool lt_gemm(GkLt *k, cudaStream_t s, bool ta, int m, int n, int kk, cuda
 {
     cublasLtMatmulDesc_t op;
     cublasLtMatrixLayout_t la, lb, ld;
-    cublasLtMatmulPreference_t pref;
     CUBLAS_CHECK(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = CUBLAS_OP_N;
     CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &opa,
@@ -82,20 +95,38 @@ static bool lt_gemm(GkLt *k, cudaStream_t s, bool ta, int m, int n, int kk, cuda
     CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&la, t, ta ? kk : m, ta ? m : kk, ta ? kk : m));
     CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&lb, t, kk, n, kk));
     CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&ld, t, m, n, m));
-    CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
-    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
-        pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &k->ws_bytes, sizeof k->ws_bytes));
-    cublasLtMatmulHeuristicResult_t h;
-    int found = 0;
-    cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(k->lt, op, la, lb, ld, ld, pref, 1, &h,
-                                                       &found);
-    bool ok = st == CUBLAS_STATUS_SUCCESS && found > 0;
+    LtChoice key = {.ta = ta, .bias = bias != NULL, .aux = aux != NULL, .found = false,
+                    .m = m, .n = n, .k = kk, .t = t, .epi = epi, .algo = {}};
+    LtChoice *c = NULL;
+    for (int i = 0; i < k->n_choices && !c; i++) {
+        LtChoice *x = &k->choice[i];
+        if (x->ta == ta && x->bias == key.bias && x->aux == key.aux && x->m == m &&
+            x->n == n && x->k == kk && x->t == t && x->epi == epi)
+            c = x;
+    }
+    if (!c) {
+        cublasLtMatmulPreference_t pref;
+        CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+        CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+            pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &k->ws_bytes, sizeof k->ws_bytes));
+        cublasLtMatmulHeuristicResult_t h;
+        int found = 0;
+        cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(k->lt, op, la, lb, ld, ld, pref, 1,
+                                                           &h, &found);
+        cublasLtMatmulPreferenceDestroy(pref);
+        key.found = st == CUBLAS_STATUS_SUCCESS && found > 0;
+        if (key.found)
+            key.algo = h.algo;
+        /* a full table only means asking again next time */
+        c = k->n_choices < LT_CHOICES ? &k->choice[k->n_choices++] : &key;
+        *c = key;
+    }
+    bool ok = c->found;
     if (ok) {
         const float alpha = 1.0f, beta = 0.0f;
         CUBLAS_CHECK(cublasLtMatmul(k->lt, op, &alpha, A, la, B, lb, &beta, D, ld, D, ld,
-                                    &h.algo, k->ws, k->ws_bytes, s));
+                                    &c->algo, k->ws, k->ws_bytes, s));
     }
-    cublasLtMatmulPreferenceDestroy(pref);
     cublasLtMatrixLayoutDestroy(la);
     cublasLtMatrixLayoutDestroy(lb);
     cublasLtMatrixLayoutDestroy(ld);
@@ -133,7 +164,7 @@ extern "C" int gk_matmul_forward(act16_t *out, act16_t *pre, const act16_t *inp,
                                  void *lt, GkType t, cudaStream_t_c s)
 {
     GkLt *k = (GkLt *)lt;
-    cudaDataType ct = t == GK_FP16 ? CUDA_R_16F : CUDA_R_16BF;
+    cudaDataType ct = gk_cuda_type(t);
     /* column-major: out^T (OC x N) = w (C x OC)^T inp^T (C x N) */
     bool fused = false;
     if (lt_enabled() && aligned16(out, pre, inp, w, bias) && OC % 8 == 0 && C % 8 == 0) {
@@ -168,7 +199,7 @@ extern "C" int gk_matmul_backward_gelu(act16_t *dinp, const act16_t *dout, const
                                        GkType t, cudaStream_t_c s)
 {
     GkLt *k = (GkLt *)lt;
-    cudaDataType ct = t == GK_FP16 ? CUDA_R_16F : CUDA_R_16BF;
+    cudaDataType ct = gk_cuda_type(t);
     /* column-major: dinp^T (C x N) = w (C x OC) dout^T (OC x N), times gelu'(pre^T) */
     if (lt_enabled() && aligned16(dinp, dout, w, pre, NULL) && OC % 8 == 0 && C % 8 == 0 &&
         lt_gemm(k, S(s), false, C, N, OC, ct, w, dout, dinp, CUBLASLT_EPILOGUE_DGELU, NULL, pre))

@@ -64,7 +64,12 @@ template <typename T> __device__ __forceinline__ float ld(const T *p)
     return to_f(*p);
 }
 
-/* The cuBLAS data type of T */
+/* The cuBLAS data type of a GkType, and of T */
+static inline cudaDataType gk_cuda_type(GkType t)
+{
+    return t == GK_FP16 ? CUDA_R_16F : CUDA_R_16BF;
+}
+
 template <typename T> static inline cudaDataType cuda_type();
 template <> inline cudaDataType cuda_type<bf16>()
 {
