@@ -59,6 +59,17 @@ static const int op_saves[GRAPH_OPS_PER_BLOCK][3] = {
     {X_IN, -1}, {0, -1}, {1, 2, -1}, {-1}, {-1}, {4, -1}, {5, -1}, {6, -1}, {7, -1}, {-1},
 };
 
+const int *sched_op_saves(int op)
+{
+    assert(op >= 0 && op < GRAPH_OPS_PER_BLOCK);
+    return op_saves[op];
+}
+
+int sched_fwd_act_slot(const Plan *p, int block)
+{
+    return block % p->act_buffers;
+}
+
 static void need(int tensor, bool avail[], bool rerun[])
 {
     if (avail[tensor])
@@ -124,10 +135,14 @@ typedef struct Builder {
     int *w_acq, n_w_acq, *w_rel, n_w_rel;
     int *w_acq_of_use; /* acquisition index of a use, or -1 */
     int *w_h2d;        /* per acquisition: its H2D task (for the pinned-buffer pool) */
+    int *w_buf;        /* per use: the GPU weight buffer holding its block's weights, or -1 */
     int *a_acq, n_a_acq; /* activation fetches: acquiring uses in order */
+    int *a_slot;       /* per use: its fetch index (backward uses that fetch), or -1 */
     int next_load_use;   /* next use whose loads are still to be emitted */
     int *fetch_h2d[2];   /* per use: H2D of its fetched checkpoint / inner acts, or -1 */
+    int *fetch_k_h2d[2]; /* per fetch index: the same (the pinned in-staging ring) */
     int *act_d2h;        /* per forward use: D2H of its inner acts (GPU staging pool), or -1 */
+    int *ckpt_d2h;       /* per forward use: D2H of its checkpoint, or -1 */
     int *load_h2d;       /* per use: H2D task of its weights, or -1 */
     /* per iteration x block, and per iteration: update tasks */
     int *upd_block, *upd_edge;
@@ -137,12 +152,11 @@ typedef struct Builder {
     int *bwd_d2h_seq;  /* gradient D2H tasks in backward order (grad buffer pool) */
     int n_bwd_d2h;
     int *adam;         /* per sub-group, this iteration */
-    int *state_write;  /* per sub-group: SSDW of states, for the state-buffer pool */
-    int n_state_reads; /* state reads this iteration, in order */
-    int *state_read_group;
+    int n_updates;     /* sub-group updates so far, all iterations (the state-buffer ring) */
+    int *upd_release;  /* per update: the two tasks after which its state buffer is free */
     int bwd_first;     /* first backward task of the last micro-batch (gates state reads) */
     int bwd_last;      /* last backward task of the last micro-batch (zero-infinity's step) */
-    int act_ssdw[2];   /* the last two SSD writes of inner activations (pinned staging) */
+    int act_ssdw[2];   /* the last two SSD writes of activations (pinned staging) */
     int n_act_ssdw;
 } Builder;
 
@@ -175,7 +189,8 @@ static int add_task(Builder *b, Resource res, TaskKind kind, Phase ph, int layer
     }
     Task *t = &s->tasks[s->n_tasks];
     *t = (Task){.res = res, .kind = kind, .phase = ph, .iter = b->iter, .layer = layer,
-                .op = op, .priority = priority};
+                .op = op, .priority = priority, .micro = b->micro, .group = -1,
+                .slot = {-1, -1, -1, -1, -1}};
     int n = snprintf(t->id, sizeof t->id, "%s", b->prefix);
     va_list ap;
     va_start(ap, fmt);
@@ -243,6 +258,18 @@ static int copy_task(Builder *b, Resource res, Phase ph, int layer, double bytes
     if (t >= 0)
         b->s->tasks[t].bytes = bytes;
     return t;
+}
+
+/* What copy task t moves; group -1 for block cargo. */
+static void set_move(Builder *b, int t, Cargo cargo, Tier from, Tier to, int group)
+{
+    if (t < 0)
+        return;
+    Task *x = &b->s->tasks[t];
+    x->cargo = cargo;
+    x->from = from;
+    x->to = to;
+    x->group = group;
 }
 
 /* Priorities among ready tasks of one link: weights first, then activations and gradients,
@@ -327,11 +354,24 @@ static int prepare_uses(Builder *b)
     b->fetch_h2d[0] = malloc((size_t)n * sizeof(int));
     b->fetch_h2d[1] = malloc((size_t)n * sizeof(int));
     b->act_d2h = malloc((size_t)n * sizeof(int));
+    b->ckpt_d2h = malloc((size_t)n * sizeof(int));
     b->load_h2d = malloc((size_t)n * sizeof(int));
+    b->w_buf = malloc((size_t)n * sizeof(int));
+    b->a_slot = malloc((size_t)n * sizeof(int));
+    b->fetch_k_h2d[0] = malloc((size_t)n * sizeof(int));
+    b->fetch_k_h2d[1] = malloc((size_t)n * sizeof(int));
+    int *hold = malloc((size_t)b->L * sizeof(int)), *rel_buf = malloc((size_t)n * sizeof(int));
     if (!b->use_last || !b->swap_out[0] || !b->swap_out[1] || !b->w_acq || !b->w_rel ||
         !b->w_acq_of_use || !b->w_h2d || !b->a_acq || !b->fetch_h2d[0] || !b->fetch_h2d[1] ||
-        !b->act_d2h || !b->load_h2d)
+        !b->act_d2h || !b->ckpt_d2h || !b->load_h2d || !b->w_buf || !b->a_slot ||
+        !b->fetch_k_h2d[0] || !b->fetch_k_h2d[1] || !hold || !rel_buf) {
+        free(hold);
+        free(rel_buf);
         return -ENOMEM;
+    }
+    /* The GPU weight buffer of every use: acquisition j takes the buffer that release
+     * j - weight_buffers freed (what the loads' dependencies say); a resident block's backward
+     * finds its weights where its forward loaded them. */
     for (int u = 0; u < n; u++) {
         int it, m, blk;
         bool bwd;
@@ -339,13 +379,25 @@ static int prepare_uses(Builder *b)
         b->use_last[u] = b->swap_out[0][u] = b->swap_out[1][u] = -1;
         b->w_acq_of_use[u] = -1;
         b->fetch_h2d[0][u] = b->fetch_h2d[1][u] = b->act_d2h[u] = b->load_h2d[u] = -1;
+        b->ckpt_d2h[u] = b->w_buf[u] = b->a_slot[u] = -1;
+        b->fetch_k_h2d[0][u] = b->fetch_k_h2d[1][u] = -1;
         if (use_loads_weights(b, bwd, blk)) {
-            b->w_acq_of_use[u] = b->n_w_acq;
+            int j = b->n_w_acq;
+            b->w_acq_of_use[u] = j;
             b->w_acq[b->n_w_acq++] = u;
+            int wb = b->p->weight_buffers;
+            assert(j < wb || j - wb < b->n_w_rel);
+            hold[blk] = j < wb ? j : rel_buf[j - wb];
         }
-        if (use_releases_weights(b, bwd, blk))
+        if (b->p->weights != TIER_GPU)
+            b->w_buf[u] = hold[blk];
+        if (use_releases_weights(b, bwd, blk)) {
+            rel_buf[b->n_w_rel] = hold[blk];
             b->w_rel[b->n_w_rel++] = u;
+        }
     }
+    free(hold);
+    free(rel_buf);
     return 0;
 }
 
@@ -370,16 +422,24 @@ static void emit_loads(Builder *b, int u)
     if (j >= 0) {
         double bytes = (double)model_block_params(&b->g->cfg) *
                        (double)dtype_bytes(b->g->cfg.dtype);
-        int ssdr = -1;
+        int ssdr = -1, pinned = p->weights == TIER_SSD ? j % p->pinned_buffers : -1;
         if (p->weights == TIER_SSD) {
             ssdr = copy_task(b, RES_SSD_READ, ph, blk, bytes, PRIO_WEIGHTS, "SSDR.b%d.w%s", blk,
                              sfx);
+            set_move(b, ssdr, CARGO_WEIGHTS, TIER_SSD, TIER_CPU, -1);
+            if (ssdr >= 0)
+                b->s->tasks[ssdr].slot.pinned = pinned;
             if (j >= p->pinned_buffers)
                 dep(b, ssdr, b->w_h2d[j - p->pinned_buffers]);
             if (gate >= 0)
                 defer(b, ssdr, REF_USE_END, gate, 0);
         }
         int h2d = copy_task(b, RES_H2D, ph, blk, bytes, PRIO_WEIGHTS, "H2D.b%d.w%s", blk, sfx);
+        set_move(b, h2d, CARGO_WEIGHTS, p->weights, TIER_GPU, -1);
+        if (h2d >= 0) {
+            b->s->tasks[h2d].slot.pinned = pinned;
+            b->s->tasks[h2d].slot.gpu_weights = b->w_buf[u];
+        }
         dep(b, h2d, ssdr);
         if (j >= p->weight_buffers)
             defer(b, h2d, REF_USE_END, b->w_rel[j - p->weight_buffers], 0);
@@ -397,6 +457,7 @@ static void emit_loads(Builder *b, int u)
         int fu = use_index(b, it, m, false, blk);
         int k = b->n_a_acq;
         b->a_acq[b->n_a_acq++] = u;
+        b->a_slot[u] = k;
         for (int part = 0; part < 2; part++) {
             double *tier = part == 0 ? c : in;
             const char *what = part == 0 ? "ckpt" : "act";
@@ -406,12 +467,26 @@ static void emit_loads(Builder *b, int u)
             if (tier[TIER_SSD] > 0) {
                 ssdr = copy_task(b, RES_SSD_READ, ph, blk, tier[TIER_SSD], PRIO_ACT_IN,
                                  "SSDR.b%d.%s", blk, what);
+                set_move(b, ssdr, part == 0 ? CARGO_CKPT : CARGO_ACTS, TIER_SSD, TIER_CPU, -1);
+                if (ssdr >= 0)
+                    b->s->tasks[ssdr].slot.pinned = k % 2;
+                /* two pinned in-slots: wait until fetch k - 2 has gone up */
+                if (k >= 2) {
+                    dep(b, ssdr, b->fetch_k_h2d[0][k - 2]);
+                    dep(b, ssdr, b->fetch_k_h2d[1][k - 2]);
+                }
                 defer(b, ssdr, REF_SWAP_OUT, fu, part);
                 if (gate >= 0)
                     defer(b, ssdr, REF_USE_END, gate, 0);
             }
             int h2d = copy_task(b, RES_H2D, ph, blk, tier[TIER_CPU] + tier[TIER_SSD],
                                 PRIO_ACT_IN, "H2D.b%d.%s", blk, what);
+            set_move(b, h2d, part == 0 ? CARGO_CKPT : CARGO_ACTS, TIER_CPU, TIER_GPU, -1);
+            if (h2d >= 0) {
+                b->s->tasks[h2d].slot.gpu_acts = k % p->act_buffers;
+                b->s->tasks[h2d].slot.pinned = tier[TIER_SSD] > 0 ? k % 2 : -1;
+            }
+            b->fetch_k_h2d[part][k] = h2d;
             dep(b, h2d, ssdr);
             defer(b, h2d, REF_SWAP_OUT, fu, part);
             if (k >= p->act_buffers)
@@ -442,6 +517,32 @@ static double block_weight_bytes(const Builder *b)
     return (double)model_block_params(&b->g->cfg) * (double)dtype_bytes(b->g->cfg.dtype);
 }
 
+/* The ten forward ops of block blk (use u). */
+static void emit_forward_ops(Builder *b, int u, int blk)
+{
+    const Plan *p = b->p;
+    int base = 1 + blk * GRAPH_OPS_PER_BLOCK, A = p->act_buffers;
+    for (int i = 0; i < GRAPH_OPS_PER_BLOCK; i++) {
+        int t = gpu_task(b, TASK_FWD, PHASE_FORWARD, &b->g->ops[base + i], base + i);
+        if (t >= 0) {
+            b->s->tasks[t].slot.gpu_weights = b->w_buf[u];
+            b->s->tasks[t].slot.gpu_acts = sched_fwd_act_slot(p, blk);
+        }
+        if (i > 0)
+            continue;
+        dep(b, t, b->load_h2d[u]);
+        if (p->weights == TIER_GPU && b->iter > 0)
+            defer(b, t, REF_BLOCK_UPDATE, b->iter - 1, blk);
+        /* The out-slots of activations on their way to the CPU (act_buffers blocks): this
+         * block's slot must have been drained by block blk - A's copies, and the slot its
+         * output (the next block's checkpoint) goes to by block blk + 1 - A's. */
+        if (blk >= A)
+            dep(b, t, b->act_d2h[u - A]);
+        if (blk + 1 >= A)
+            dep(b, t, b->ckpt_d2h[u + 1 - A]);
+    }
+}
+
 static void emit_forward_block(Builder *b, int u, int blk)
 {
     const Plan *p = b->p;
@@ -450,46 +551,37 @@ static void emit_forward_block(Builder *b, int u, int blk)
     act_bytes(b, blk, c, in);
 
     /* The checkpoint (this block's input) is ready once the previous GPU task ends. */
-    if (c[TIER_CPU] + c[TIER_SSD] > 0) {
-        int d2h = copy_task(b, RES_D2H, PHASE_FORWARD, blk, c[TIER_CPU] + c[TIER_SSD],
-                            PRIO_ACT_OUT, "D2H.b%d.ckpt", blk);
-        dep(b, d2h, b->last_gpu);
-        b->swap_out[0][u] = d2h;
-        if (c[TIER_SSD] > 0) {
-            int w = copy_task(b, RES_SSD_WRITE, PHASE_FORWARD, blk, c[TIER_SSD], PRIO_ACT_OUT,
-                              "SSDW.b%d.ckpt", blk);
-            dep(b, w, d2h);
-            b->swap_out[0][u] = w;
-        }
-    }
-
-    int base = 1 + blk * GRAPH_OPS_PER_BLOCK;
-    for (int i = 0; i < GRAPH_OPS_PER_BLOCK; i++) {
-        int t = gpu_task(b, TASK_FWD, PHASE_FORWARD, &b->g->ops[base + i], base + i);
-        if (i > 0)
+    int slot = sched_fwd_act_slot(p, blk);
+    for (int part = 0; part < 2; part++) {
+        /* The checkpoint (this block's input) is ready once the previous GPU task ends, the
+         * inner activations once this block's forward has: emitted before and after it. */
+        double *tier = part == 0 ? c : in;
+        if (part == 1)
+            emit_forward_ops(b, u, blk);
+        if (tier[TIER_CPU] + tier[TIER_SSD] == 0)
             continue;
-        dep(b, t, b->load_h2d[u]);
-        if (p->weights == TIER_GPU && b->iter > 0)
-            defer(b, t, REF_BLOCK_UPDATE, b->iter - 1, blk);
-        /* GPU staging of activations on their way out: act_buffers blocks. */
-        if (blk >= p->act_buffers)
-            dep(b, t, b->act_d2h[u - p->act_buffers]);
-    }
-
-    if (in[TIER_CPU] + in[TIER_SSD] > 0) {
-        int d2h = copy_task(b, RES_D2H, PHASE_FORWARD, blk, in[TIER_CPU] + in[TIER_SSD],
-                            PRIO_ACT_OUT, "D2H.b%d.act", blk);
+        int d2h = copy_task(b, RES_D2H, PHASE_FORWARD, blk, tier[TIER_CPU] + tier[TIER_SSD],
+                            PRIO_ACT_OUT, "D2H.b%d.%s", blk, part == 0 ? "ckpt" : "act");
+        set_move(b, d2h, part == 0 ? CARGO_CKPT : CARGO_ACTS, TIER_GPU, TIER_CPU, -1);
         dep(b, d2h, b->last_gpu);
-        b->act_d2h[u] = b->swap_out[1][u] = d2h;
-        if (in[TIER_SSD] > 0) {
+        (part == 0 ? b->ckpt_d2h : b->act_d2h)[u] = b->swap_out[part][u] = d2h;
+        if (d2h >= 0)
+            b->s->tasks[d2h].slot.gpu_acts = slot;
+        if (tier[TIER_SSD] > 0) {
             /* Two pinned CPU buffers stage SSD-bound activations. */
-            if (b->n_act_ssdw >= 2)
-                dep(b, d2h, b->act_ssdw[b->n_act_ssdw % 2]);
-            int w = copy_task(b, RES_SSD_WRITE, PHASE_FORWARD, blk, in[TIER_SSD], PRIO_ACT_OUT,
-                              "SSDW.b%d.act", blk);
+            int ring = b->n_act_ssdw++ % 2;
+            if (b->n_act_ssdw > 2)
+                dep(b, d2h, b->act_ssdw[ring]);
+            int w = copy_task(b, RES_SSD_WRITE, PHASE_FORWARD, blk, tier[TIER_SSD],
+                              PRIO_ACT_OUT, "SSDW.b%d.%s", blk, part == 0 ? "ckpt" : "act");
+            set_move(b, w, part == 0 ? CARGO_CKPT : CARGO_ACTS, TIER_CPU, TIER_SSD, -1);
             dep(b, w, d2h);
-            b->act_ssdw[b->n_act_ssdw++ % 2] = w;
-            b->swap_out[1][u] = w;
+            if (d2h >= 0)
+                b->s->tasks[d2h].slot.pinned = ring;
+            if (w >= 0)
+                b->s->tasks[w].slot.pinned = ring;
+            b->act_ssdw[ring] = w;
+            b->swap_out[part][u] = w;
         }
     }
     b->use_last[u] = b->last_gpu;
@@ -504,9 +596,16 @@ static void emit_backward_block(Builder *b, int u, int blk, bool last_micro)
     bool rerun[GRAPH_OPS_PER_BLOCK];
     sched_recompute_set(p, blk, rerun);
     int base = 1 + blk * GRAPH_OPS_PER_BLOCK, first = -1;
+    TaskSlots slots = {.gpu_weights = b->w_buf[u], .gpu_grads = b->n_bwd_d2h % p->grad_buffers,
+                       .gpu_acts = b->a_slot[u] >= 0 ? b->a_slot[u] % p->act_buffers : -1,
+                       .pinned = -1, .host_grads = -1};
+    if (p->optim == TIER_GPU)
+        slots.gpu_grads = -1;
     for (int i = 0; i < GRAPH_OPS_PER_BLOCK; i++)
         if (rerun[i]) {
             int t = gpu_task(b, TASK_RECOMPUTE, PHASE_BACKWARD, &b->g->ops[base + i], base + i);
+            if (t >= 0)
+                b->s->tasks[t].slot = slots;
             if (first < 0)
                 first = t;
         }
@@ -515,6 +614,8 @@ static void emit_backward_block(Builder *b, int u, int blk, bool last_micro)
         if (op->bwd_flops == 0 && op->bwd_io_bytes == 0)
             continue; /* a residual passes its gradient through */
         int t = gpu_task(b, TASK_BWD, PHASE_BACKWARD, op, base + i);
+        if (t >= 0)
+            b->s->tasks[t].slot = slots;
         if (first < 0)
             first = t;
     }
@@ -532,6 +633,11 @@ static void emit_backward_block(Builder *b, int u, int blk, bool last_micro)
     dep(b, d2h, b->last_gpu);
     int s = plan_subgroup_of_block(p, blk), gfirst, gcount;
     plan_subgroup_blocks(p, s, &gfirst, &gcount);
+    set_move(b, d2h, CARGO_GRADS, TIER_GPU, TIER_CPU, s);
+    if (d2h >= 0) {
+        b->s->tasks[d2h].slot.gpu_grads = slots.gpu_grads;
+        b->s->tasks[d2h].slot.host_grads = s % p->host_grad_groups;
+    }
     /* Fuyou bounds the gradients waiting on the CPU to host_grad_groups sub-groups. */
     if (p->policy == POLICY_FUYOU && p->micro_batches == 1 && blk == gfirst + gcount - 1 &&
         s >= p->host_grad_groups)
@@ -557,19 +663,34 @@ static void emit_update(Builder *b, int s)
     double wsz = (double)dtype_bytes(c->dtype);
     int gate = p->policy == POLICY_FUYOU ? b->bwd_first : b->bwd_last;
 
+    /* The pinned state buffer of the k-th update of the run, when it needs one: its states
+     * (optimizer on SSD) and the new weights on their way to SSD or the GPU. */
+    int k = b->n_updates++;
+    bool pinned = p->optim == TIER_SSD || p->weights != TIER_CPU;
+    int slot = pinned ? k % p->state_buffers : -1;
+    const int *freed = pinned && k >= p->state_buffers
+                           ? &b->upd_release[2 * (k - p->state_buffers)] : NULL;
     int rd = -1;
     if (p->optim == TIER_SSD) {
         rd = copy_task(b, RES_SSD_READ, PHASE_OPTIMIZER, first, 12.0 * (double)params,
                        PRIO_OPTIM, "SSDR.g%d.state", s);
-        int k = b->n_state_reads++;
-        b->state_read_group[k] = s;
-        if (k >= p->state_buffers)
-            dep(b, rd, b->state_write[b->state_read_group[k - p->state_buffers]]);
+        set_move(b, rd, CARGO_STATES, TIER_SSD, TIER_CPU, s);
         dep(b, rd, gate);
     }
     int a = add_task(b, RES_CPU_ADAM, TASK_ADAM, PHASE_OPTIMIZER, first, -1, 0, "ADAM.g%d", s);
-    if (a >= 0)
-        b->s->tasks[a].params = params;
+    if (a >= 0) {
+        Task *t = &b->s->tasks[a];
+        t->params = params;
+        t->group = s;
+        t->slot.pinned = slot;
+        t->slot.host_grads = s % p->host_grad_groups;
+    }
+    if (rd >= 0)
+        b->s->tasks[rd].slot.pinned = slot;
+    if (freed) {
+        dep(b, rd >= 0 ? rd : a, freed[0]);
+        dep(b, rd >= 0 ? rd : a, freed[1]);
+    }
     dep(b, a, rd);
     dep(b, a, gate);
     for (int blk = first; blk < first + count; blk++)
@@ -577,22 +698,31 @@ static void emit_update(Builder *b, int s)
     if (tail)
         dep(b, a, b->embed_grad_d2h);
     b->adam[s] = a;
+    int sw = -1;
     if (p->optim == TIER_SSD) {
-        int w = copy_task(b, RES_SSD_WRITE, PHASE_OPTIMIZER, first, 12.0 * (double)params,
-                          PRIO_OPTIM, "SSDW.g%d.state", s);
-        dep(b, w, a);
-        b->state_write[s] = w;
+        sw = copy_task(b, RES_SSD_WRITE, PHASE_OPTIMIZER, first, 12.0 * (double)params,
+                       PRIO_OPTIM, "SSDW.g%d.state", s);
+        set_move(b, sw, CARGO_STATES, TIER_CPU, TIER_SSD, s);
+        if (sw >= 0)
+            b->s->tasks[sw].slot.pinned = slot;
+        dep(b, sw, a);
     }
     int upd = a;
     if (p->weights == TIER_SSD) {
         upd = copy_task(b, RES_SSD_WRITE, PHASE_OPTIMIZER, first, wsz * (double)params,
                         PRIO_OPTIM, "SSDW.g%d.w", s);
+        set_move(b, upd, CARGO_UPDATE, TIER_CPU, TIER_SSD, s);
         dep(b, upd, a);
     } else if (p->weights == TIER_GPU) {
         upd = copy_task(b, RES_H2D, PHASE_OPTIMIZER, first, wsz * (double)params, PRIO_OPTIM,
                         "H2D.g%d.w", s);
+        set_move(b, upd, CARGO_UPDATE, TIER_CPU, TIER_GPU, s);
         dep(b, upd, a);
     }
+    if (upd != a && upd >= 0)
+        b->s->tasks[upd].slot.pinned = slot;
+    b->upd_release[2 * k] = sw >= 0 ? sw : a;
+    b->upd_release[2 * k + 1] = upd;
     for (int blk = first; blk < first + count; blk++)
         b->upd_block[b->iter * b->L + blk] = upd;
     if (tail)
@@ -636,6 +766,9 @@ static void emit_micro_batch(Builder *b, int m)
             rd = copy_task(b, RES_SSD_READ, PHASE_FORWARD, -1, bytes, PRIO_WEIGHTS,
                            "SSDR.embed.w");
         edge_h2d = copy_task(b, RES_H2D, PHASE_FORWARD, -1, bytes, PRIO_WEIGHTS, "H2D.embed.w");
+        /* the edges' weights have one GPU buffer and, from SSD, one pinned buffer of their own */
+        set_move(b, rd, CARGO_WEIGHTS, TIER_SSD, TIER_CPU, -1);
+        set_move(b, edge_h2d, CARGO_WEIGHTS, p->weights, TIER_GPU, -1);
         dep(b, edge_h2d, rd);
         if (b->iter > 0)
             defer(b, rd >= 0 ? rd : edge_h2d, REF_EDGE_UPDATE, b->iter - 1, 0);
@@ -667,6 +800,13 @@ static void emit_micro_batch(Builder *b, int m)
     b->embed_grad_d2h = copy_task(b, RES_D2H, PHASE_BACKWARD, -1, edge_bytes, PRIO_GRAD,
                                   "D2H.embed.grad");
     dep(b, b->embed_grad_d2h, b->last_gpu);
+    int tail = b->n_groups - 1;
+    set_move(b, b->embed_grad_d2h, CARGO_GRADS, TIER_GPU, TIER_CPU, tail);
+    if (b->embed_grad_d2h >= 0)
+        b->s->tasks[b->embed_grad_d2h].slot.host_grads = tail % p->host_grad_groups;
+    /* like the tail's blocks, its buffer must have been read by the update before */
+    if (p->policy == POLICY_FUYOU && p->micro_batches == 1 && tail >= p->host_grad_groups)
+        dep(b, b->embed_grad_d2h, b->adam[tail - p->host_grad_groups]);
     if (p->policy == POLICY_FUYOU && last_micro)
         emit_update(b, b->n_groups - 1);
 }
@@ -741,14 +881,18 @@ static void builder_free(Builder *b)
     free(b->fetch_h2d[0]);
     free(b->fetch_h2d[1]);
     free(b->act_d2h);
+    free(b->ckpt_d2h);
+    free(b->w_buf);
+    free(b->a_slot);
+    free(b->fetch_k_h2d[0]);
+    free(b->fetch_k_h2d[1]);
+    free(b->upd_release);
     free(b->load_h2d);
     free(b->upd_block);
     free(b->upd_edge);
     free(b->grad_d2h);
     free(b->bwd_d2h_seq);
     free(b->adam);
-    free(b->state_write);
-    free(b->state_read_group);
 }
 
 static int fill_minus_one(int **p, size_t n)
@@ -785,14 +929,13 @@ int sched_build(Schedule *s, const Graph *g, const Plan *p, int iters, Err *e)
         rc = fill_minus_one(&b.upd_block, (size_t)iters * L) ||
              fill_minus_one(&b.upd_edge, (size_t)iters) || fill_minus_one(&b.grad_d2h, L) ||
              fill_minus_one(&b.bwd_d2h_seq, (size_t)b.n_uses) || fill_minus_one(&b.adam, G) ||
-             fill_minus_one(&b.state_write, G) || fill_minus_one(&b.state_read_group, G)
+             fill_minus_one(&b.upd_release, 2 * (size_t)iters * G)
                  ? -ENOMEM : 0;
     for (int it = 0; !rc && it < iters; it++) {
         b.iter = it;
         b.bwd_first = b.bwd_last = -1;
-        b.n_state_reads = 0;
         for (size_t i = 0; i < G; i++)
-            b.adam[i] = b.state_write[i] = -1;
+            b.adam[i] = -1;
         for (int m = 0; m < b.M; m++)
             emit_micro_batch(&b, m);
         snprintf(b.prefix, sizeof b.prefix, "%s", "");

@@ -8,6 +8,22 @@
  * limits are dependencies too: a load waits until the buffer it fills is released.
  * The schedule describes work, not time: costmodel/ gives durations, sim/ runs them.
  *
+ * What the executor needs beyond that is in each task too: what a copy moves (its cargo, from
+ * which tier to which, for which block or sub-group) and which buffer of each pool the task
+ * uses (TaskSlots). Every pool is a ring whose reuse the dependencies make safe, so an executor
+ * that follows the DAG never overwrites a buffer still in use:
+ * - GPU weight buffers (weight_buffers of one block): a load takes the buffer the
+ *   (j - weight_buffers)-th release freed; a block's forward and backward compute read it.
+ * - pinned weight buffers (pinned_buffers, SSD weights): load j uses j mod pinned_buffers.
+ * - GPU activation rings (act_buffers each, separate for forward and backward): forward block b
+ *   computes its swapped tensors into out-slot b mod act_buffers (its input, the checkpoint,
+ *   is written there by the block before it); backward fetch k fills in-slot k mod act_buffers.
+ * - pinned activation staging for SSD: two out-slots (D2H -> SSDW) and two in-slots (SSDR -> H2D).
+ * - GPU gradient buffers: the k-th block of backward uses k mod grad_buffers.
+ * - CPU gradient buffers: sub-group s uses s mod host_grad_groups.
+ * - pinned state buffers (state_buffers): the k-th update of the run uses k mod state_buffers
+ *   for its states (optimizer on SSD) and the new weights it sends to SSD or the GPU.
+ *
  * Policies (DESIGN.md, "One iteration"):
  * - fuyou: weights prefetched per block; activations swapped GPU->CPU->SSD in forward and
  *   prefetched back in backward; the out-of-core CPU Adam per sub-group runs during backward
@@ -47,6 +63,26 @@ typedef enum TaskKind {
 
 enum { SCHED_ID_MAX = 40 };
 
+/* What a copy moves. */
+typedef enum Cargo {
+    CARGO_NONE,    /* compute and Adam tasks */
+    CARGO_WEIGHTS, /* a block's 16-bit weights (layer -1: the embedding and head's) */
+    CARGO_CKPT,    /* a block's checkpoint: its input */
+    CARGO_ACTS,    /* a block's intra-block activations kept off the GPU */
+    CARGO_GRADS,   /* a block's gradients (layer -1: the embedding and head's) */
+    CARGO_STATES,  /* a sub-group's fp32 master weights, Adam m and v */
+    CARGO_UPDATE,  /* a sub-group's new 16-bit weights, from the optimizer to their home */
+} Cargo;
+
+/* The buffer of each pool a task uses, -1 where it uses none (the rings are described above). */
+typedef struct TaskSlots {
+    int gpu_weights; /* weight loads fill it; the block's compute reads it */
+    int gpu_acts;    /* forward: the block's out-slot; backward: its in-slot */
+    int gpu_grads;   /* the block's backward fills it; D2H .grad drains it */
+    int pinned;      /* weights, activations to or from SSD, states and updates */
+    int host_grads;  /* the sub-group's CPU gradient buffer */
+} TaskSlots;
+
 typedef struct Task {
     char id[SCHED_ID_MAX];
     Resource res;
@@ -59,6 +95,11 @@ typedef struct Task {
     double flops;   /* compute (model convention, see graph.h) */
     int64_t params; /* Adam */
     int priority;   /* among ready tasks of one resource, lower first */
+    int micro;      /* micro-batch */
+    Cargo cargo;    /* copies: what moves, from tier `from` to tier `to` */
+    Tier from, to;
+    int group;      /* sub-group of Adam, state, update and gradient tasks, else -1 */
+    TaskSlots slot;
     int dep_first;  /* dependencies: deps[dep_first .. dep_first + n_deps) */
     int n_deps;
 } Task;
@@ -90,6 +131,13 @@ const char *resource_name(Resource r);
 int resource_parse(const char *s, Resource *out);
 const char *phase_name(Phase p);
 int phase_parse(const char *s, Phase *out);
+
+/* The tensors op i (0..9) of a block keeps for backward, -1 terminated: op outputs by op index,
+ * SCHED_BLOCK_INPUT for the block's input (the checkpoint, kept by op 0). */
+enum { SCHED_BLOCK_INPUT = GRAPH_OPS_PER_BLOCK };
+const int *sched_op_saves(int op);
+/* The forward out-slot of block b's activations (its input included). */
+int sched_fwd_act_slot(const Plan *p, int block);
 
 /* Which forward ops of a block backward must run again under p: rerun[i] for op i. Follows the
  * block's dataflow from each recomputed activation back to tensors that are kept. */

@@ -103,14 +103,9 @@ int predict_write_trace(const Prediction *pr, const char *path, bool chrome, Err
     TraceRow *rows = malloc(((size_t)s->n_tasks + 1) * sizeof *rows);
     if (!rows)
         return err_set(e, -ENOMEM, "out of memory for a trace of %d tasks", s->n_tasks);
-    for (int t = 0; t < s->n_tasks; t++) {
-        const Task *task = &s->tasks[t];
-        rows[t] = (TraceRow){.iter = task->iter, .task_id = task->id,
-                             .resource = resource_name(task->res),
-                             .phase = phase_name(task->phase), .layer = task->layer,
-                             .start_s = pr->res.start[t], .end_s = pr->res.end[t],
-                             .bytes = task->bytes, .flops = task->flops};
-    }
+    for (int t = 0; t < s->n_tasks; t++)
+        trace_row_from_task(&rows[t], &s->tasks[t], s->tasks[t].iter, pr->res.start[t],
+                            pr->res.end[t]);
     FILE *f = fopen(path, "w");
     int rc;
     if (!f) {

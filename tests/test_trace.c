@@ -1,4 +1,6 @@
-/* Check suite for traces/trace: the TSV schema byte for byte, and the Chrome export's lanes. */
+/* Check suite for traces/trace: the TSV schema byte for byte, the Chrome export's lanes, the
+ * task -> row mapping, and the TSV reader (round trip and its one-line errors). */
+#include <errno.h>
 #include <stdbool.h>
 
 #include "testutil.h"
@@ -47,12 +49,169 @@ START_TEST(chrome)
 }
 END_TEST
 
+START_TEST(row_from_task)
+{
+    Task t = {.id = "B.b3.fc1", .res = RES_SSD_READ, .kind = TASK_BWD, .phase = PHASE_BACKWARD,
+              .iter = 0, .layer = 3, .op = 7, .bytes = 4096, .flops = 2.5e9};
+    TraceRow r;
+    trace_row_from_task(&r, &t, 5, 1.5, 2.25);
+    ck_assert_int_eq(r.iter, 5); /* the iteration passed, not the template's t.iter */
+    ck_assert_str_eq(r.task_id, "B.b3.fc1");
+    ck_assert_ptr_eq(r.task_id, t.id);
+    ck_assert_str_eq(r.resource, "ssd_read");
+    ck_assert_str_eq(r.phase, "backward");
+    ck_assert_int_eq(r.layer, 3);
+    ck_assert_double_eq(r.start_s, 1.5);
+    ck_assert_double_eq(r.end_s, 2.25);
+    ck_assert_double_eq(r.bytes, 4096);
+    ck_assert_double_eq(r.flops, 2.5e9);
+
+    t = (Task){.id = "ADAM.g0", .res = RES_CPU_ADAM, .phase = PHASE_OPTIMIZER, .layer = -1};
+    trace_row_from_task(&r, &t, 0, 0, 0);
+    ck_assert_str_eq(r.resource, "cpu_adam");
+    ck_assert_str_eq(r.phase, "optimizer");
+    ck_assert_int_eq(r.layer, -1);
+}
+END_TEST
+
+START_TEST(read_round_trip)
+{
+    char path[64];
+    tu_temp_file(path, sizeof path, ".tsv", "");
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    Err e = {{0}};
+    ck_assert_int_eq(trace_write_tsv(f, path, rows, 3, &e), 0);
+    ck_assert_int_eq(fclose(f), 0);
+
+    TraceTable t;
+    int rc = trace_read_tsv(path, &t, &e);
+    ck_assert_msg(rc == 0, "%s", e.msg);
+    ck_assert_int_eq(t.n, 3);
+    for (int i = 0; i < 3; i++) {
+        const TraceRow *a = &rows[i], *b = &t.rows[i];
+        ck_assert_int_eq(b->iter, a->iter);
+        ck_assert_str_eq(b->task_id, a->task_id);
+        ck_assert_str_eq(b->resource, a->resource);
+        ck_assert_str_eq(b->phase, a->phase);
+        ck_assert_int_eq(b->layer, a->layer);
+        /* %.9f and %.0f print these exactly: strtod gives back the same doubles */
+        ck_assert_double_eq(b->start_s, a->start_s);
+        ck_assert_double_eq(b->end_s, a->end_s);
+        ck_assert_double_eq(b->bytes, a->bytes);
+        ck_assert_double_eq(b->flops, a->flops);
+    }
+    trace_table_free(&t);
+    ck_assert_ptr_null(t.rows);
+    ck_assert_int_eq(t.n, 0);
+    trace_table_free(&t); /* twice is safe */
+    unlink(path);
+}
+END_TEST
+
+/* More than getline's first buffer and any fixed line buffer: the reader has no line limit. */
+START_TEST(read_long_line)
+{
+    enum { ID_LEN = 20000 };
+    static char id[ID_LEN + 1], text[ID_LEN + 256];
+    memset(id, 'x', ID_LEN);
+    snprintf(text, sizeof text, TRACE_TSV_HEADER "\n3\t%s\tgpu\tforward\t1\t0\t1\t0\t0\n", id);
+    char path[64];
+    tu_temp_file(path, sizeof path, ".tsv", text);
+    TraceTable t;
+    Err e = {{0}};
+    int rc = trace_read_tsv(path, &t, &e);
+    ck_assert_msg(rc == 0, "%s", e.msg);
+    ck_assert_int_eq(t.n, 1);
+    ck_assert_int_eq(t.rows[0].iter, 3);
+    ck_assert_str_eq(t.rows[0].task_id, id);
+    ck_assert_str_eq(t.rows[0].resource, "gpu");
+    trace_table_free(&t);
+    unlink(path);
+}
+END_TEST
+
+START_TEST(read_header_only)
+{
+    char path[64];
+    tu_temp_file(path, sizeof path, ".tsv", TRACE_TSV_HEADER "\n");
+    TraceTable t;
+    Err e = {{0}};
+    ck_assert_int_eq(trace_read_tsv(path, &t, &e), 0);
+    ck_assert_int_eq(t.n, 0);
+    trace_table_free(&t);
+    unlink(path);
+}
+END_TEST
+
+/* Reads text, expects -EINVAL with "PATH:LINE: what" in the message and an empty table. */
+static void expect_bad(const char *text, int line, const char *what)
+{
+    char path[64], where[128];
+    tu_temp_file(path, sizeof path, ".tsv", text);
+    TraceTable t;
+    Err e = {{0}};
+    ck_assert_int_eq(trace_read_tsv(path, &t, &e), -EINVAL);
+    snprintf(where, sizeof where, "%s:%d: ", path, line);
+    tu_assert_contains(e.msg, where);
+    tu_assert_contains(e.msg, what);
+    ck_assert_ptr_null(strchr(e.msg, '\n'));
+    ck_assert_ptr_null(t.rows);
+    ck_assert_ptr_null(t.strings);
+    ck_assert_int_eq(t.n, 0);
+    trace_table_free(&t);
+    unlink(path);
+}
+
+#define GOOD_ROW "0\tF.b0.qkv\tgpu\tforward\t0\t0.5\t1.25\t0\t6e12\n"
+
+START_TEST(read_errors)
+{
+    expect_bad("iter\ttask_id\tresource\n" GOOD_ROW, 1, "not a trace TSV");
+    expect_bad("", 1, "empty file");
+    expect_bad(TRACE_TSV_HEADER "\n" GOOD_ROW "0\tF.b0.qkv\tgpu\tforward\t0\t0.5\t1.25\n", 3,
+               "expected 9 tab-separated fields, got 7");
+    expect_bad(TRACE_TSV_HEADER "\n" GOOD_ROW GOOD_ROW "0\tF\tgpu\tforward\t0\t0\t1\t0\t0\textra\n",
+               4, "expected 9 tab-separated fields, got 10");
+    expect_bad(TRACE_TSV_HEADER "\n0\tF.b0.qkv\tgpu\tforward\t0\tsoon\t1.25\t0\t0\n", 2,
+               "start_s is not a finite number: \"soon\"");
+    expect_bad(TRACE_TSV_HEADER "\n" GOOD_ROW "0\tF\tgpu\tforward\t0\t0\t1\t0\tinf\n", 3,
+               "flops is not a finite number");
+    expect_bad(TRACE_TSV_HEADER "\n" GOOD_ROW "0\tF\tgpu\tforward\t0\t0\t1\t12abc\t0\n", 3,
+               "bytes is not a finite number");
+    expect_bad(TRACE_TSV_HEADER "\n1.5\tF\tgpu\tforward\t0\t0\t1\t0\t0\n", 2,
+               "iter is not an integer");
+    expect_bad(TRACE_TSV_HEADER "\n1\tF\tgpu\tforward\t\t0\t1\t0\t0\n", 2,
+               "layer is not an integer");
+    expect_bad(TRACE_TSV_HEADER "\n" GOOD_ROW "1\tF\tgpu\tforward\t0\t2\t1\t0\t0\n", 3,
+               "end_s 1.000000000 is before start_s 2.000000000");
+}
+END_TEST
+
+START_TEST(read_missing_file)
+{
+    const char *path = "/tmp/fuyou-test-no-such-dir/t.tsv";
+    TraceTable t;
+    Err e = {{0}};
+    ck_assert_int_eq(trace_read_tsv(path, &t, &e), -ENOENT);
+    tu_assert_contains(e.msg, path);
+    tu_assert_contains(e.msg, strerror(ENOENT));
+    trace_table_free(&t);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("trace");
     TCase *tc = tcase_create("trace");
     tcase_add_test(tc, tsv);
     tcase_add_test(tc, chrome);
+    tcase_add_test(tc, row_from_task);
+    tcase_add_test(tc, read_round_trip);
+    tcase_add_test(tc, read_long_line);
+    tcase_add_test(tc, read_header_only);
+    tcase_add_test(tc, read_errors);
+    tcase_add_test(tc, read_missing_file);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

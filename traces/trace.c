@@ -1,8 +1,21 @@
-/* trace: TSV and Chrome/Perfetto JSON writers; see trace.h. */
+/* trace: the task -> row mapping, TSV and Chrome/Perfetto JSON writers, and the TSV reader; see
+ * trace.h. */
 #include "trace.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
+
+void trace_row_from_task(TraceRow *row, const Task *t, int iter, double start_s, double end_s)
+{
+    *row = (TraceRow){.iter = iter, .task_id = t->id, .resource = resource_name(t->res),
+                      .phase = phase_name(t->phase), .layer = t->layer, .start_s = start_s,
+                      .end_s = end_s, .bytes = t->bytes, .flops = t->flops};
+}
 
 static int finish(FILE *f, const char *path, Err *e)
 {
@@ -80,4 +93,188 @@ int trace_write_chrome(FILE *f, const char *path, const TraceRow *rows, int n, E
     }
     fprintf(f, "]}\n");
     return finish(f, path, e);
+}
+
+/* ---- reading TSV ---------------------------------------------------------------------------- */
+
+enum { TSV_FIELDS = 9 };
+
+typedef struct TsvReader {
+    const char *path;
+    long line; /* 1-based number of the line being read */
+    Err *e;
+    TraceTable *t;
+    size_t rows_cap;
+    size_t strings_len, strings_cap;
+} TsvReader;
+
+__attribute__((format(printf, 2, 3))) static int bad_line(const TsvReader *r, const char *fmt,
+                                                          ...)
+{
+    char what[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    return err_set(r->e, -EINVAL, "%s:%ld: %s", r->path, r->line, what);
+}
+
+/* Strict: the whole field, no surrounding blanks (strtol and strtod would skip leading ones). */
+static int parse_int(const char *s, int *out)
+{
+    if (!*s || isspace((unsigned char)*s))
+        return -EINVAL;
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (*end || errno == ERANGE || v < INT_MIN || v > INT_MAX)
+        return -EINVAL;
+    *out = (int)v;
+    return 0;
+}
+
+/* Overflow gives an infinity, which is refused; underflow to a denormal or 0 is accepted. */
+static int parse_number(const char *s, double *out)
+{
+    if (!*s || isspace((unsigned char)*s))
+        return -EINVAL;
+    char *end;
+    double v = strtod(s, &end);
+    if (*end || !isfinite(v))
+        return -EINVAL;
+    *out = v;
+    return 0;
+}
+
+static int append_string(TsvReader *r, const char *s)
+{
+    size_t len = strlen(s) + 1;
+    if (len > r->strings_cap - r->strings_len) {
+        size_t cap = r->strings_cap ? r->strings_cap : 4096;
+        while (cap - r->strings_len < len)
+            cap *= 2;
+        char *p = realloc(r->t->strings, cap);
+        if (!p)
+            return err_set(r->e, -ENOMEM, "%s:%ld: out of memory", r->path, r->line);
+        r->t->strings = p;
+        r->strings_cap = cap;
+    }
+    memcpy(r->t->strings + r->strings_len, s, len);
+    r->strings_len += len;
+    return 0;
+}
+
+/* Parses one data line (its newline removed; split in place). The row's strings go to the end
+ * of t->strings in the order task_id, resource, phase; the pointers are set once all lines are
+ * read, because strings moves as it grows. */
+static int read_row(TsvReader *r, char *line)
+{
+    char *f[TSV_FIELDS];
+    int n = 0;
+    for (char *p = line;;) {
+        char *tab = strchr(p, '\t');
+        if (n < TSV_FIELDS)
+            f[n] = p;
+        n++;
+        if (!tab)
+            break;
+        *tab = '\0';
+        p = tab + 1;
+    }
+    if (n != TSV_FIELDS)
+        return bad_line(r, "expected %d tab-separated fields, got %d", TSV_FIELDS, n);
+    TraceRow row = {0};
+    if (parse_int(f[0], &row.iter))
+        return bad_line(r, "iter is not an integer: \"%.40s\"", f[0]);
+    if (parse_int(f[4], &row.layer))
+        return bad_line(r, "layer is not an integer: \"%.40s\"", f[4]);
+    static const char *const num_names[] = {"start_s", "end_s", "bytes", "flops"};
+    double *num[] = {&row.start_s, &row.end_s, &row.bytes, &row.flops};
+    for (int i = 0; i < 4; i++)
+        if (parse_number(f[5 + i], num[i]))
+            return bad_line(r, "%s is not a finite number: \"%.40s\"", num_names[i], f[5 + i]);
+    if (row.end_s < row.start_s)
+        return bad_line(r, "end_s %.9f is before start_s %.9f", row.end_s, row.start_s);
+
+    TraceTable *t = r->t;
+    if (t->n == INT_MAX)
+        return err_set(r->e, -EFBIG, "%s:%ld: more than %d rows", r->path, r->line, INT_MAX);
+    if ((size_t)t->n == r->rows_cap) {
+        size_t cap = r->rows_cap ? 2 * r->rows_cap : 256;
+        TraceRow *p = realloc(t->rows, cap * sizeof *p);
+        if (!p)
+            return err_set(r->e, -ENOMEM, "%s:%ld: out of memory", r->path, r->line);
+        t->rows = p;
+        r->rows_cap = cap;
+    }
+    int rc = append_string(r, f[1]);
+    if (!rc)
+        rc = append_string(r, f[2]);
+    if (!rc)
+        rc = append_string(r, f[3]);
+    if (rc)
+        return rc;
+    t->rows[t->n++] = row;
+    return 0;
+}
+
+int trace_read_tsv(const char *path, TraceTable *t, Err *e)
+{
+    memset(t, 0, sizeof *t);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return err_set(e, -errno, "%s: cannot read: %s", path, strerror(errno));
+    TsvReader r = {.path = path, .e = e, .t = t};
+    char *line = NULL;
+    size_t line_cap = 0;
+    ssize_t len;
+    int rc = 0;
+    while (!rc && (errno = 0, len = getline(&line, &line_cap, f)) >= 0) {
+        r.line++;
+        if (len > 0 && line[len - 1] == '\n')
+            line[--len] = '\0';
+        if (strlen(line) != (size_t)len)
+            rc = bad_line(&r, "contains a NUL byte");
+        else if (r.line == 1)
+            rc = strcmp(line, TRACE_TSV_HEADER)
+                     ? bad_line(&r, "not a trace TSV: the header must be iter, task_id, "
+                                    "resource, phase, layer, start_s, end_s, bytes, flops, "
+                                    "separated by tabs")
+                     : 0;
+        else
+            rc = read_row(&r, line);
+    }
+    if (!rc) {
+        int err = errno;
+        if (err == ENOMEM)
+            rc = err_set(e, -ENOMEM, "%s:%ld: out of memory", path, r.line + 1);
+        else if (ferror(f))
+            rc = err_set(e, -EIO, "%s: read failed: %s", path, strerror(err));
+        else if (r.line == 0)
+            rc = err_set(e, -EINVAL, "%s:1: empty file, expected the trace TSV header", path);
+    }
+    free(line);
+    fclose(f);
+    if (rc) {
+        trace_table_free(t);
+        return rc;
+    }
+    const char *s = t->strings;
+    for (int i = 0; i < t->n; i++) {
+        TraceRow *row = &t->rows[i];
+        row->task_id = s;
+        s += strlen(s) + 1;
+        row->resource = s;
+        s += strlen(s) + 1;
+        row->phase = s;
+        s += strlen(s) + 1;
+    }
+    return 0;
+}
+
+void trace_table_free(TraceTable *t)
+{
+    free(t->rows);
+    free(t->strings);
+    memset(t, 0, sizeof *t);
 }

@@ -4,13 +4,15 @@
  *   iter  task_id  resource  phase  layer  start_s  end_s  bytes  flops
  * task_id is the schedule's stable id, so a predicted and a measured trace align task by task.
  * The Chrome/Perfetto export puts each resource in its own lane (Perfetto does not draw
- * overlapping events in one lane). This module formats; it neither simulates nor measures. */
+ * overlapping events in one lane). This module formats and reads traces; it neither simulates
+ * nor measures. */
 #ifndef FUYOU_TRACE_H
 #define FUYOU_TRACE_H
 
 #include <stdio.h>
 
 #include "fuyou_err.h"
+#include "schedule.h"
 
 typedef struct TraceRow {
     int iter;
@@ -27,5 +29,30 @@ typedef struct TraceRow {
 /* Write n rows. Return 0 or -EIO (e names path, which is used for messages only). */
 int trace_write_tsv(FILE *f, const char *path, const TraceRow *rows, int n, Err *e);
 int trace_write_chrome(FILE *f, const char *path, const TraceRow *rows, int n, Err *e);
+
+/* Fills *row for task t run as iteration iter over [start_s, end_s]: the one mapping from a
+ * schedule task to a trace row, shared by the simulator and the executor. iter is explicit
+ * because the executor runs iteration r from a template task whose t->iter differs. row borrows:
+ * task_id points into t->id (valid while t is), resource and phase are static strings. */
+void trace_row_from_task(TraceRow *row, const Task *t, int iter, double start_s, double end_s);
+
+/* A trace read back from TSV. The table owns rows and strings; each row's task_id, resource and
+ * phase point into strings. */
+typedef struct TraceTable {
+    TraceRow *rows;
+    int n;
+    char *strings; /* owned storage for task_id/resource/phase */
+} TraceTable;
+
+/* Reads the TSV at path into t (the caller's, overwritten; free it with trace_table_free). The
+ * header line must equal TRACE_TSV_HEADER; every other line needs exactly 9 tab-separated
+ * fields, integer iter and layer, finite start_s, end_s, bytes and flops, and end_s >= start_s.
+ * Lines may be of any length. Returns 0; -EINVAL with e = "PATH:LINE: what is wrong"; -errno
+ * (-ENOENT for a missing file) with e naming path and the system's message; -ENOMEM. On failure
+ * t is left empty. */
+int trace_read_tsv(const char *path, TraceTable *t, Err *e);
+
+/* Frees what t owns and zeroes it; safe on a zeroed or failed table, and twice. */
+void trace_table_free(TraceTable *t);
 
 #endif
