@@ -964,6 +964,33 @@ void sched_free(Schedule *s)
     s->n_tasks = s->n_deps = 0;
 }
 
+int sched_successors(const Schedule *s, int **first_out, int **succ_out)
+{
+    int n = s->n_tasks;
+    int *first = calloc((size_t)n + 1, sizeof(int)), *fill = calloc((size_t)n + 1, sizeof(int));
+    int *succ = malloc(((size_t)s->n_deps + 1) * sizeof(int));
+    *first_out = first;
+    *succ_out = succ;
+    if (!first || !fill || !succ) {
+        free(fill);
+        return -ENOMEM;
+    }
+    for (int t = 0; t < n; t++) {
+        const int *d = sched_deps(s, t);
+        for (int i = 0; i < s->tasks[t].n_deps; i++)
+            first[d[i] + 1]++;
+    }
+    for (int t = 0; t < n; t++)
+        first[t + 1] += first[t];
+    for (int t = 0; t < n; t++) {
+        const int *d = sched_deps(s, t);
+        for (int i = 0; i < s->tasks[t].n_deps; i++)
+            succ[first[d[i]] + fill[d[i]]++] = t;
+    }
+    free(fill);
+    return 0;
+}
+
 int sched_find(const Schedule *s, int iter, const char *id)
 {
     for (int i = 0; i < s->n_tasks; i++)

@@ -124,6 +124,10 @@ static inline const int *sched_deps(const Schedule *s, int task)
     return s->deps + s->tasks[task].dep_first;
 }
 
+/* Successor lists: the tasks that depend on task t are succ[first[t] .. first[t + 1]). The
+ * caller frees both. 0 or -ENOMEM. */
+int sched_successors(const Schedule *s, int **first, int **succ);
+
 /* Index of the task with this id in iteration iter, or -1. Linear: for tests and tools. */
 int sched_find(const Schedule *s, int iter, const char *id);
 

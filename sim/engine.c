@@ -2,77 +2,13 @@
  * engine.h. */
 #include "engine.h"
 
+#include "heap.h"
+
 #include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- a binary min-heap of fixed-size items ordered by a three-part key -------------------- */
-
-typedef struct HeapItem {
-    double k1;  /* time (events) or priority (ready queues) */
-    double k2;  /* priority (events) or ready time */
-    int64_t k3; /* sequence (events) or task index */
-    int a, b;   /* payload: resource and version (events), task (ready queues) */
-} HeapItem;
-
-typedef struct Heap {
-    HeapItem *items;
-    int n, cap;
-} Heap;
-
-static bool less(const HeapItem *x, const HeapItem *y)
-{
-    if (x->k1 != y->k1)
-        return x->k1 < y->k1;
-    if (x->k2 != y->k2)
-        return x->k2 < y->k2;
-    return x->k3 < y->k3;
-}
-
-static int heap_push(Heap *h, HeapItem it)
-{
-    if (h->n == h->cap) {
-        int cap = h->cap ? 2 * h->cap : 64;
-        HeapItem *p = realloc(h->items, (size_t)cap * sizeof *p);
-        if (!p)
-            return -ENOMEM;
-        h->items = p;
-        h->cap = cap;
-    }
-    int i = h->n++;
-    while (i > 0) {
-        int parent = (i - 1) / 2;
-        if (!less(&it, &h->items[parent]))
-            break;
-        h->items[i] = h->items[parent];
-        i = parent;
-    }
-    h->items[i] = it;
-    return 0;
-}
-
-static HeapItem heap_pop(Heap *h)
-{
-    assert(h->n > 0);
-    HeapItem top = h->items[0], last = h->items[--h->n];
-    int i = 0;
-    for (;;) {
-        int c = 2 * i + 1;
-        if (c >= h->n)
-            break;
-        if (c + 1 < h->n && less(&h->items[c + 1], &h->items[c]))
-            c++;
-        if (!less(&h->items[c], &last))
-            break;
-        h->items[i] = h->items[c];
-        i = c;
-    }
-    if (h->n > 0)
-        h->items[i] = last;
-    return top;
-}
 
 /* ---- the simulation ---------------------------------------------------------------------- */
 
@@ -104,37 +40,18 @@ typedef struct Sim {
 static int build_successors(Sim *sim)
 {
     const Schedule *s = sim->s;
-    int n = s->n_tasks;
-    sim->indeg = calloc((size_t)n + 1, sizeof(int));
-    sim->succ_first = calloc((size_t)n + 1, sizeof(int));
-    sim->succ = malloc(((size_t)s->n_deps + 1) * sizeof(int));
-    if (!sim->indeg || !sim->succ_first || !sim->succ)
+    sim->indeg = calloc((size_t)s->n_tasks + 1, sizeof(int));
+    if (!sim->indeg)
         return -ENOMEM;
-    for (int t = 0; t < n; t++) {
+    for (int t = 0; t < s->n_tasks; t++)
         sim->indeg[t] = s->tasks[t].n_deps;
-        const int *d = sched_deps(s, t);
-        for (int i = 0; i < s->tasks[t].n_deps; i++)
-            sim->succ_first[d[i] + 1]++;
-    }
-    for (int t = 0; t < n; t++)
-        sim->succ_first[t + 1] += sim->succ_first[t];
-    int *fill = calloc((size_t)n + 1, sizeof(int));
-    if (!fill)
-        return -ENOMEM;
-    for (int t = 0; t < n; t++) {
-        const int *d = sched_deps(s, t);
-        for (int i = 0; i < s->tasks[t].n_deps; i++)
-            sim->succ[sim->succ_first[d[i]] + fill[d[i]]++] = t;
-    }
-    free(fill);
-    return 0;
+    return sched_successors(s, &sim->succ_first, &sim->succ);
 }
 
 static int make_ready(Sim *sim, int t)
 {
     const Task *task = &sim->s->tasks[t];
-    return heap_push(&sim->srv[task->res].ready,
-                     (HeapItem){.k1 = task->priority, .k2 = sim->now, .k3 = t, .a = t});
+    return heap_push(&sim->srv[task->res].ready, heap_ready_item(task, t, sim->now));
 }
 
 /* Brings every running task's remaining work up to now. */

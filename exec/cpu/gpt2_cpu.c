@@ -7,8 +7,10 @@
 #include <string.h>
 
 #include "backend.h"
+#include "gpt2_block.h"
 #include "gpt2_layout.h"
 #include "gpt2_ops.h"
+#include "graph.h"
 
 enum {
     A_ENCODED, A_LN1, A_LN1_MEAN, A_LN1_RSTD, A_QKV, A_ATTY, A_PREATT, A_ATT, A_ATTPROJ,
@@ -150,13 +152,31 @@ static float *lay(const Acts *a, const size_t s[A_COUNT], int which, int l, int 
     return a->p[which] + (size_t)l * (s[which] / (size_t)L);
 }
 
+/* Layer l's activations (or their gradients) as a block sees them. */
+static void block_acts(const Gpt2Cpu *g, const Acts *a, int l, Gpt2BlockActs *x)
+{
+    const size_t *s = g->act_size;
+    int L = g->base.cfg.n_layer;
+    *x = (Gpt2BlockActs){
+        .in = l == 0 ? a->p[A_ENCODED] : lay(a, s, A_RESIDUAL3, l - 1, L),
+        .ln1 = lay(a, s, A_LN1, l, L), .ln1_mean = lay(a, s, A_LN1_MEAN, l, L),
+        .ln1_rstd = lay(a, s, A_LN1_RSTD, l, L), .qkv = lay(a, s, A_QKV, l, L),
+        .atty = lay(a, s, A_ATTY, l, L), .att = lay(a, s, A_ATT, l, L),
+        .preatt = lay(a, s, A_PREATT, l, L), .attproj = lay(a, s, A_ATTPROJ, l, L),
+        .res1 = lay(a, s, A_RESIDUAL2, l, L), .ln2 = lay(a, s, A_LN2, l, L),
+        .ln2_mean = lay(a, s, A_LN2_MEAN, l, L), .ln2_rstd = lay(a, s, A_LN2_RSTD, l, L),
+        .fch = lay(a, s, A_FCH, l, L), .fch_gelu = lay(a, s, A_FCH_GELU, l, L),
+        .fcproj = lay(a, s, A_FCPROJ, l, L), .out = lay(a, s, A_RESIDUAL3, l, L),
+    };
+}
+
 static void forward(Gpt2Cpu *g, const int *inputs)
 {
     const ModelConfig *c = &g->base.cfg;
-    int B = g->base.B, T = g->base.T, C = c->d_model, F = c->d_ff, NH = c->n_head;
-    int L = c->n_layer, V = c->vocab, N = B * T;
-    const size_t *s = g->act_size;
+    int B = g->base.B, T = g->base.T, C = c->d_model, L = c->n_layer, V = c->vocab, N = B * T;
     Acts *a = &g->acts;
+    Gpt2Dims d;
+    gpt2_dims(&d, c, B, T);
     Gpt2EdgeView ev;
     gpt2_view_edges(c, g->params, &ev);
     encoder_forward_ref(a->p[A_ENCODED], inputs, ev.wte, ev.wpe, B, T, C);
@@ -164,25 +184,11 @@ static void forward(Gpt2Cpu *g, const int *inputs)
     for (int l = 0; l < L; l++) {
         Gpt2BlockView w;
         gpt2_view_block(c, g->params, l, &w);
-        float *ln1 = lay(a, s, A_LN1, l, L), *qkv = lay(a, s, A_QKV, l, L);
-        float *atty = lay(a, s, A_ATTY, l, L), *attproj = lay(a, s, A_ATTPROJ, l, L);
-        float *res2 = lay(a, s, A_RESIDUAL2, l, L), *ln2 = lay(a, s, A_LN2, l, L);
-        float *fch = lay(a, s, A_FCH, l, L), *fchg = lay(a, s, A_FCH_GELU, l, L);
-        float *fcproj = lay(a, s, A_FCPROJ, l, L), *res3 = lay(a, s, A_RESIDUAL3, l, L);
-        layernorm_forward_ref(ln1, lay(a, s, A_LN1_MEAN, l, L), lay(a, s, A_LN1_RSTD, l, L),
-                              residual, w.ln1w, w.ln1b, N, C);
-        matmul_forward_ref(qkv, ln1, w.qkvw, w.qkvb, N, C, 3 * C, g->wp);
-        attention_forward_ref(atty, lay(a, s, A_PREATT, l, L), lay(a, s, A_ATT, l, L), qkv, B, T,
-                              C, NH);
-        matmul_forward_ref(attproj, atty, w.projw, w.projb, N, C, C, g->wp);
-        residual_forward_ref(res2, residual, attproj, N * C);
-        layernorm_forward_ref(ln2, lay(a, s, A_LN2_MEAN, l, L), lay(a, s, A_LN2_RSTD, l, L),
-                              res2, w.ln2w, w.ln2b, N, C);
-        matmul_forward_ref(fch, ln2, w.fcw, w.fcb, N, C, F, g->wp);
-        gelu_forward_ref(fchg, fch, N * F);
-        matmul_forward_ref(fcproj, fchg, w.fcprojw, w.fcprojb, N, F, C, g->wp);
-        residual_forward_ref(res3, res2, fcproj, N * C);
-        residual = res3;
+        Gpt2BlockActs x;
+        block_acts(g, a, l, &x);
+        for (int op = 0; op < GRAPH_OPS_PER_BLOCK; op++)
+            gpt2_block_forward_op(op, &d, &w, &x, g->wp);
+        residual = x.out;
     }
     layernorm_forward_ref(a->p[A_LNF], a->p[A_LNF_MEAN], a->p[A_LNF_RSTD], residual, ev.lnfw,
                           ev.lnfb, N, C);
@@ -193,10 +199,11 @@ static void forward(Gpt2Cpu *g, const int *inputs)
 static void backward(Gpt2Cpu *g, const int *inputs, const int *targets)
 {
     const ModelConfig *c = &g->base.cfg;
-    int B = g->base.B, T = g->base.T, C = c->d_model, F = c->d_ff, NH = c->n_head;
-    int L = c->n_layer, V = c->vocab, N = B * T;
+    int B = g->base.B, T = g->base.T, C = c->d_model, L = c->n_layer, V = c->vocab, N = B * T;
     const size_t *s = g->act_size;
     Acts *a = &g->acts, *d = &g->dacts;
+    Gpt2Dims dims;
+    gpt2_dims(&dims, c, B, T);
     memset(g->grads, 0, g->base.n_params * sizeof(float));
     memset(g->dact_mem, 0, g->act_total * sizeof(float));
     Gpt2EdgeView ev, dev;
@@ -216,31 +223,16 @@ static void backward(Gpt2Cpu *g, const int *inputs, const int *targets)
         Gpt2BlockView w, dw;
         gpt2_view_block(c, g->params, l, &w);
         gpt2_view_block(c, g->grads, l, &dw);
-        float *res_in = l == 0 ? a->p[A_ENCODED] : lay(a, s, A_RESIDUAL3, l - 1, L);
-        float *dres_in = l == 0 ? d->p[A_ENCODED] : lay(d, s, A_RESIDUAL3, l - 1, L);
-        float *dres3 = lay(d, s, A_RESIDUAL3, l, L), *dres2 = lay(d, s, A_RESIDUAL2, l, L);
-        float *dfcproj = lay(d, s, A_FCPROJ, l, L), *dfchg = lay(d, s, A_FCH_GELU, l, L);
-        float *dfch = lay(d, s, A_FCH, l, L), *dln2 = lay(d, s, A_LN2, l, L);
-        float *dattproj = lay(d, s, A_ATTPROJ, l, L), *datty = lay(d, s, A_ATTY, l, L);
-        float *dqkv = lay(d, s, A_QKV, l, L), *dln1 = lay(d, s, A_LN1, l, L);
-        residual_backward_ref(dres2, dfcproj, dres3, N * C);
-        matmul_backward_ref(dfchg, dw.fcprojw, dw.fcprojb, dfcproj, lay(a, s, A_FCH_GELU, l, L),
-                            w.fcprojw, N, F, C, g->wp);
-        gelu_backward_ref(dfch, lay(a, s, A_FCH, l, L), dfchg, N * F);
-        matmul_backward_ref(dln2, dw.fcw, dw.fcb, dfch, lay(a, s, A_LN2, l, L), w.fcw, N, C, F,
-                            g->wp);
-        layernorm_backward_ref(dres2, dw.ln2w, dw.ln2b, dln2, lay(a, s, A_RESIDUAL2, l, L),
-                               w.ln2w, lay(a, s, A_LN2_MEAN, l, L), lay(a, s, A_LN2_RSTD, l, L),
-                               N, C);
-        residual_backward_ref(dres_in, dattproj, dres2, N * C);
-        matmul_backward_ref(datty, dw.projw, dw.projb, dattproj, lay(a, s, A_ATTY, l, L),
-                            w.projw, N, C, C, g->wp);
-        attention_backward_ref(dqkv, lay(d, s, A_PREATT, l, L), lay(d, s, A_ATT, l, L), datty,
-                               lay(a, s, A_QKV, l, L), lay(a, s, A_ATT, l, L), B, T, C, NH);
-        matmul_backward_ref(dln1, dw.qkvw, dw.qkvb, dqkv, lay(a, s, A_LN1, l, L), w.qkvw, N, C,
-                            3 * C, g->wp);
-        layernorm_backward_ref(dres_in, dw.ln1w, dw.ln1b, dln1, res_in, w.ln1w,
-                               lay(a, s, A_LN1_MEAN, l, L), lay(a, s, A_LN1_RSTD, l, L), N, C);
+        Gpt2BlockActs x, dx;
+        block_acts(g, a, l, &x);
+        block_acts(g, d, l, &dx);
+        Gpt2BlockGrads gr = {.din = dx.in, .ln1 = dx.ln1, .qkv = dx.qkv, .atty = dx.atty,
+                             .preatt = dx.preatt, .att = dx.att, .attproj = dx.attproj,
+                             .res1 = dx.res1, .ln2 = dx.ln2, .fch = dx.fch,
+                             .fch_gelu = dx.fch_gelu, .fcproj = dx.fcproj, .dout = dx.out};
+        for (int op = GRAPH_OPS_PER_BLOCK - 1; op >= 0; op--)
+            if (gpt2_block_op_has_backward(op))
+                gpt2_block_backward_op(op, &dims, &w, &dw, &x, &gr, g->wp);
     }
     encoder_backward_ref(dev.wte, dev.wpe, d->p[A_ENCODED], inputs, B, T, C);
 }
