@@ -17,22 +17,13 @@
 #include "hw.h"
 #include "model.h"
 #include "plan.h"
+#include "plan_args.h"
 #include "planner.h"
 #include "predict.h"
 #include "sweep.h"
 #include "units.h"
 
 enum { MAX_SETS = 64 };
-
-/* Plan knobs settable from the command line; -1 (or NULL) keeps the policy's default. */
-/* The plan's count options, in the order of their O_MICRO.. option codes. */
-enum PlanCount { PC_MICRO, PC_SUBGROUP, PC_TAIL, PC_PREFETCH, PC_WBUF, PC_PBUF, PC_ABUF,
-                 PC_GBUF, PC_SBUF, PC_N };
-
-typedef struct PlanArgs {
-    const char *weights, *optim, *checkpoints, *act;
-    int count[PC_N]; /* -1: not given */
-} PlanArgs;
 
 typedef struct SimArgs {
     const char *hw, *model, *policy, *trace, *chrome, *swap, *sweep_out;
@@ -101,19 +92,6 @@ static void usage(FILE *out)
 "Exit status: 0 success, 1 runtime failure or a plan over capacity, 2 usage or input error.\n");
 }
 
-static int parse_count(const char *opt, const char *s, int min, int *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (end == s || *end || errno || v < min || v > INT_MAX) {
-        fprintf(stderr, "fuyou-sim: %s expects a whole number >= %d, got '%s'\n", opt, min, s);
-        return -EINVAL;
-    }
-    *out = (int)v;
-    return 0;
-}
-
 /* Returns 0 to go on, 1 when --help/--version was served, -EINVAL on a usage error. */
 static int parse_args(int argc, char **argv, SimArgs *a)
 {
@@ -145,8 +123,7 @@ static int parse_args(int argc, char **argv, SimArgs *a)
     *a = (SimArgs){.hw = "4090.ini", .model = "gpt3-175b", .policy = "fuyou", .swap = "auto",
                    .batch = 8,
                    .seq = 1024, .iters = 3};
-    for (int i = 0; i < PC_N; i++)
-        a->plan.count[i] = -1;
+    plan_args_init(&a->plan);
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":hV", opts, NULL)) != -1) {
@@ -158,7 +135,7 @@ static int parse_args(int argc, char **argv, SimArgs *a)
             snprintf(name, sizeof name, "--%s", o->name);
             int *dst = c == O_BATCH ? &a->batch : c == O_SEQ ? &a->seq
                      : c == O_ITERS ? &a->iters : &a->plan.count[c - O_MICRO];
-            if (parse_count(name, optarg, c == O_PREFETCH ? 0 : 1, dst))
+            if (plan_args_count("fuyou-sim", name, optarg, c == O_PREFETCH ? 0 : 1, dst))
                 return -EINVAL;
             continue;
         }
@@ -210,15 +187,6 @@ static int parse_args(int argc, char **argv, SimArgs *a)
     return 0;
 }
 
-static int parse_tier(const char *opt, const char *s, Tier *out)
-{
-    if (tier_parse(s, out)) {
-        fprintf(stderr, "fuyou-sim: %s expects gpu, cpu or ssd, got '%s'\n", opt, s);
-        return -EINVAL;
-    }
-    return 0;
-}
-
 typedef enum SwapMode { SWAP_AUTO, SWAP_NONE, SWAP_ALL, SWAP_BYTES, SWAP_SWEEP } SwapMode;
 
 /* What make_plan decided, for the report and the sweep. */
@@ -247,59 +215,6 @@ static int parse_swap(const char *s, PlanInfo *info)
     return -EINVAL;
 }
 
-static bool has_overrides(const PlanArgs *pa)
-{
-    for (int i = 0; i < PC_N; i++)
-        if (pa->count[i] >= 0)
-            return true;
-    return pa->weights || pa->optim || pa->checkpoints || pa->act;
-}
-
-/* The command line's explicit choices over a plan. */
-static int apply_overrides(const PlanArgs *pa, Plan *p)
-{
-    if ((pa->weights && parse_tier("--weights", pa->weights, &p->weights)) ||
-        (pa->optim && parse_tier("--optim", pa->optim, &p->optim)))
-        return -EINVAL;
-    if (pa->checkpoints) {
-        Tier t;
-        if (parse_tier("--checkpoints", pa->checkpoints, &t))
-            return -EINVAL;
-        for (int b = 0; b < p->n_layer; b++)
-            plan_set_act(p, b, 0, (ActPlace)t);
-    }
-    if (pa->act) {
-        Tier t;
-        ActPlace inner;
-        if (!strcmp(pa->act, "recompute"))
-            inner = ACT_RECOMPUTE;
-        else if (!tier_parse(pa->act, &t))
-            inner = (ActPlace)t;
-        else {
-            fprintf(stderr, "fuyou-sim: --act expects recompute, gpu, cpu or ssd, got '%s'\n",
-                    pa->act);
-            return -EINVAL;
-        }
-        for (int b = 0; b < p->n_layer; b++)
-            for (int i = 1; i < GRAPH_OPS_PER_BLOCK; i++)
-                plan_set_act(p, b, i, inner);
-    }
-    int *const fields[PC_N] = {
-        [PC_MICRO] = &p->micro_batches, [PC_SUBGROUP] = &p->subgroup_blocks,
-        [PC_TAIL] = &p->tail_blocks, [PC_PREFETCH] = &p->prefetch_depth,
-        [PC_WBUF] = &p->weight_buffers, [PC_PBUF] = &p->pinned_buffers,
-        [PC_ABUF] = &p->act_buffers, [PC_GBUF] = &p->grad_buffers,
-        [PC_SBUF] = &p->state_buffers,
-    };
-    for (int i = 0; i < PC_N; i++)
-        if (pa->count[i] >= 0)
-            *fields[i] = pa->count[i];
-    if (pa->count[PC_PREFETCH] >= 0 && pa->count[PC_WBUF] < 0 &&
-        p->weight_buffers < p->prefetch_depth + 1)
-        p->weight_buffers = p->prefetch_depth + 1;
-    return 0;
-}
-
 /* The plan: the planner's (--swap auto, no overrides), or the policy's default placement by
  * capacity with the command line's choices over it and the swap amount the mode asks for. */
 static int make_plan(const SimArgs *a, const Graph *g, const Hardware *hw, Plan *p,
@@ -314,7 +229,7 @@ static int make_plan(const SimArgs *a, const Graph *g, const Hardware *hw, Plan 
     if (parse_swap(a->swap, info))
         return -EINVAL;
     int rc;
-    if (info->swap == SWAP_AUTO && !has_overrides(&a->plan)) {
+    if (info->swap == SWAP_AUTO && !plan_args_given(&a->plan)) {
         PredictScoreCtx sc = {g, hw, 0};
         rc = planner_choose(hw, g, policy, predict_score, &sc, &info->choice, e);
         if (rc)
@@ -339,7 +254,7 @@ static int make_plan(const SimArgs *a, const Graph *g, const Hardware *hw, Plan 
         for (int b = 0; b < p->n_layer; b++)
             for (int i = 1; i < GRAPH_OPS_PER_BLOCK; i++)
                 plan_set_act(p, b, i, ACT_RECOMPUTE);
-    rc = apply_overrides(&a->plan, p);
+    rc = plan_args_apply(&a->plan, p, "fuyou-sim");
     if (rc)
         return rc;
     if (!a->plan.act && info->swap != SWAP_NONE &&

@@ -78,8 +78,12 @@ void gpt2_view_edges(const ModelConfig *c, float *buf, Gpt2EdgeView *v)
 
 void gpt2_view_block(const ModelConfig *c, float *buf, int b, Gpt2BlockView *v)
 {
+    gpt2_view_block_at(c, buf + model_embed_params(c) + (size_t)b * model_block_params(c), v);
+}
+
+void gpt2_view_block_at(const ModelConfig *c, float *p, Gpt2BlockView *v)
+{
     size_t C = (size_t)c->d_model, F = (size_t)c->d_ff;
-    float *p = buf + model_embed_params(c) + (size_t)b * model_block_params(c);
     v->ln1w = p, p += C;
     v->ln1b = p, p += C;
     v->qkvw = p, p += 3 * C * C;

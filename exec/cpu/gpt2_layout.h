@@ -55,5 +55,7 @@ typedef struct Gpt2EdgeView {
 
 void gpt2_view_edges(const ModelConfig *c, float *buf, Gpt2EdgeView *v);
 void gpt2_view_block(const ModelConfig *c, float *buf, int b, Gpt2BlockView *v);
+/* The same over one block's parameters alone, starting at block. */
+void gpt2_view_block_at(const ModelConfig *c, float *block, Gpt2BlockView *v);
 
 #endif

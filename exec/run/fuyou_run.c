@@ -1,6 +1,6 @@
-/* fuyou-run: the real trainer, on the CPU reference backend (fp32) or the CUDA backend (bf16 or
- * fp16 with dynamic loss scaling); the out-of-core pipeline plugs into the same loop
- * (exec/train/backend.h).
+/* fuyou-run: the real trainer: in memory on the CPU reference backend (fp32) or the CUDA backend
+ * (bf16 or fp16 with dynamic loss scaling), or with --offload out of core, by running the
+ * schedule's task DAG on the pipeline (exec/pipeline/pipeline.h) under memory budgets.
  * Exit codes: 0 success, 1 runtime failure, 2 usage or input error. */
 #include <errno.h>
 #include <getopt.h>
@@ -10,7 +10,12 @@
 #include <string.h>
 
 #include "config.h"
+#include "footprint.h"
+#include "hw.h"
+#include "pipeline.h"
+#include "plan_args.h"
 #include "trainer.h"
+#include "units.h"
 
 static const char *default_data = "/usr/share/common-licenses/GPL-3";
 
@@ -48,6 +53,22 @@ static void usage(FILE *out)
 "  --init-from FILE      start from a model.safetensors (e.g. GPT-2 from the Hugging Face hub)\n"
 "  --log FILE            TSV: step loss lr grad_norm tokens_per_s loss_scale\n"
 "  --threads N           CPU threads (default: all)\n"
+"out of core (--offload): run the schedule's task DAG with weights, optimizer states and\n"
+"activations placed across device, CPU memory and SSD (cpu backend: the fp32 reference on\n"
+"the CPU, every copy and SSD transfer performed as on a GPU):\n"
+"  --offload             train out of core on the pipeline\n"
+"  --hw NAME|PATH        hardware ini the placement is judged on (default h200.ini)\n"
+"  --gpu-mem BYTES       device budget, e.g. 24GiB; never exceeded (default: the ini's)\n"
+"  --cpu-mem BYTES       host budget for pinned buffers and CPU-resident state\n"
+"  --ssd-dir DIR         where the SSD tier lives, repeatable (striped); default a\n"
+"                        temporary directory, removed at the end\n"
+"  --trace FILE          the measured timeline, TSV (the simulator's schema and task ids)\n"
+"  --chrome FILE         the same as Chrome/Perfetto JSON\n"
+"  --segment N           iterations per DAG run (default 8); checkpoints end a segment\n"
+"  plan options, as fuyou-sim's: --weights --optim --checkpoints (cpu, ssd; gpu for\n"
+"  checkpoints), --act (recompute, gpu, cpu, ssd), --prefetch, --weight-buffers,\n"
+"  --pinned-buffers, --act-buffers, --grad-buffers, --state-buffers (and --subgroup,\n"
+"  --tail above)\n"
 "  -h, --help, -V, --version\n"
 "\n"
 "Exit status: 0 success, 1 runtime failure, 2 usage or input error.\n", default_data);
@@ -66,11 +87,83 @@ static int num(const char *opt, const char *s, double lo, double hi, double *out
     return 0;
 }
 
+/* --offload: the plan for the budgets, then the pipeline. */
+static int run_offload(TrainOptions *o, const PlanArgs *pa, PipeConfig *pc, const char *hw_name)
+{
+    if (o->backend != &backend_cpu) {
+        fprintf(stderr, "fuyou-run: --offload runs on the cpu device in this build; the CUDA "
+                "compute lane is not written yet\n");
+        return 2;
+    }
+    Err e = {""};
+    char sets[2][64];
+    const char *set[2];
+    int n_sets = 0;
+    if (pc->gpu_budget)
+        snprintf(sets[n_sets], sizeof sets[0], "gpu.mem_GiB=%.9g", pc->gpu_budget / 0x1p30),
+            set[n_sets] = sets[n_sets], n_sets++;
+    if (pc->cpu_budget)
+        snprintf(sets[n_sets], sizeof sets[0], "memory.cpu_mem_GiB=%.9g",
+                 pc->cpu_budget / 0x1p30), set[n_sets] = sets[n_sets], n_sets++;
+    ModelConfig gc = o->model;
+    gc.dtype = pc->device->weight_type; /* the graph's bytes are what the device moves */
+    Hardware hw;
+    Graph g = {0};
+    Plan p = {0};
+    int status = 2;
+    if (hw_load(hw_name, set, n_sets, &hw, &e)) {
+        fprintf(stderr, "fuyou-run: %s\n", e.msg);
+        return 2;
+    }
+    if (graph_init(&g, &gc, o->batch, o->seq, &e) || plan_init(&p, &g, POLICY_FUYOU, &e))
+        goto out;
+    /* placement by capacity (footprint.h), kept off the device, then the command line */
+    footprint_auto_place(&p, &g, &hw);
+    if (p.weights == TIER_GPU)
+        p.weights = TIER_CPU;
+    if (p.optim == TIER_GPU)
+        p.optim = TIER_CPU;
+    p.subgroup_blocks = o->subgroup_blocks;
+    p.tail_blocks = o->tail_blocks;
+    if (plan_args_apply(pa, &p, "fuyou-run"))
+        goto out;
+    if (plan_validate(&p, &e))
+        goto out;
+    char summary[512];
+    printf("fuyou-run: %s (%lld parameters) on %s, batch %d x %d, out of core on the %s "
+           "device\nplan: %s\n", o->model.name, (long long)model_param_count(&o->model),
+           o->data_path, o->batch, o->seq, pc->device->name,
+           plan_summary(&p, &g, summary, sizeof summary));
+    TrainResult r;
+    PipeReport rep;
+    int rc = pipe_train(o, &p, pc, &r, &rep, &e);
+    free(r.losses);
+    if (rc) {
+        status = rc == -EINVAL || rc == -ENOENT || rc == -ENOSPC || rc == -EACCES ||
+                 rc == -EROFS || rc == -ENOTDIR ? 2 : 1;
+        goto out;
+    }
+    printf("fuyou-run: steps %lld..%lld, loss %.4f -> %.4f, %.0f tokens/s\n",
+           (long long)r.first_step, (long long)r.last_step, r.first_loss, r.last_loss,
+           r.tokens_per_s);
+    pipe_report_print(stdout, &rep);
+    status = 0;
+out:
+    if (status && e.msg[0])
+        fprintf(stderr, "fuyou-run: %s\n", e.msg);
+    plan_free(&p);
+    graph_free(&g);
+    hw_free(&hw);
+    return status;
+}
+
 int main(int argc, char **argv)
 {
     enum { O_BACKEND = 256, O_MODEL, O_DATA, O_FORMAT, O_STEPS, O_BATCH, O_SEQ, O_LR, O_WARMUP,
            O_MINLR, O_WD, O_B1, O_B2, O_EPS, O_CLIP, O_SEED, O_SUBGROUP, O_TAIL, O_SAVE,
-           O_SAVE_EVERY, O_RESUME, O_INIT, O_LOG, O_THREADS, O_DTYPE, O_LSCALE, O_LWINDOW };
+           O_SAVE_EVERY, O_RESUME, O_INIT, O_LOG, O_THREADS, O_DTYPE, O_LSCALE, O_LWINDOW,
+           O_OFFLOAD, O_HW, O_GPUMEM, O_CPUMEM, O_SSDDIR, O_TRACE, O_CHROME, O_SEGMENT,
+           O_PLAN };
     static const struct option opts[] = {
         {"backend", 1, 0, O_BACKEND}, {"model", 1, 0, O_MODEL}, {"data", 1, 0, O_DATA},
         {"data-format", 1, 0, O_FORMAT}, {"steps", 1, 0, O_STEPS}, {"batch", 1, 0, O_BATCH},
@@ -81,9 +174,23 @@ int main(int argc, char **argv)
         {"save", 1, 0, O_SAVE}, {"save-every", 1, 0, O_SAVE_EVERY}, {"resume", 1, 0, O_RESUME},
         {"init-from", 1, 0, O_INIT}, {"log", 1, 0, O_LOG}, {"threads", 1, 0, O_THREADS},
         {"dtype", 1, 0, O_DTYPE}, {"loss-scale", 1, 0, O_LSCALE},
-        {"loss-scale-window", 1, 0, O_LWINDOW},
+        {"loss-scale-window", 1, 0, O_LWINDOW}, {"offload", 0, 0, O_OFFLOAD},
+        {"hw", 1, 0, O_HW}, {"gpu-mem", 1, 0, O_GPUMEM}, {"cpu-mem", 1, 0, O_CPUMEM},
+        {"ssd-dir", 1, 0, O_SSDDIR}, {"trace", 1, 0, O_TRACE}, {"chrome", 1, 0, O_CHROME},
+        {"segment", 1, 0, O_SEGMENT},
+        /* the plan options beside --subgroup and --tail (plan_args.h) */
+        {"weights", 1, 0, O_PLAN}, {"optim", 1, 0, O_PLAN}, {"checkpoints", 1, 0, O_PLAN},
+        {"act", 1, 0, O_PLAN}, {"micro-batches", 1, 0, O_PLAN}, {"prefetch", 1, 0, O_PLAN},
+        {"weight-buffers", 1, 0, O_PLAN}, {"pinned-buffers", 1, 0, O_PLAN},
+        {"act-buffers", 1, 0, O_PLAN}, {"grad-buffers", 1, 0, O_PLAN},
+        {"state-buffers", 1, 0, O_PLAN},
         {"help", 0, 0, 'h'}, {"version", 0, 0, 'V'}, {0, 0, 0, 0},
     };
+    bool offload = false;
+    const char *hw_name = "h200.ini";
+    PipeConfig pc = {.device = &device_cpu};
+    PlanArgs pa;
+    plan_args_init(&pa);
     const char *backend = "cpu", *model = "gpt2-tiny", *format = "auto", *dtype = NULL;
     TrainOptions o = {.data_path = default_data, .batch = 8, .seq = 64, .steps = 200,
                       .lr = 3e-3f, .min_lr_ratio = 0.1f, .weight_decay = 0.1f, .beta1 = 0.9f,
@@ -92,9 +199,35 @@ int main(int argc, char **argv)
     int c;
     double x;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":hV", opts, NULL)) != -1) {
+    int li;
+    while ((c = getopt_long(argc, argv, ":hV", opts, &li)) != -1) {
         int bad = 0;
         switch (c) {
+        case O_OFFLOAD: offload = true; break;
+        case O_HW: hw_name = optarg; break;
+        case O_GPUMEM:
+        case O_CPUMEM: {
+            double bytes;
+            if (units_parse_bytes(optarg, &bytes) || bytes < 1) {
+                fprintf(stderr, "fuyou-run: %s expects a size such as 24GiB, got '%s'\n",
+                        c == O_GPUMEM ? "--gpu-mem" : "--cpu-mem", optarg);
+                return 2;
+            }
+            *(c == O_GPUMEM ? &pc.gpu_budget : &pc.cpu_budget) = (size_t)bytes;
+            break;
+        }
+        case O_SSDDIR:
+            if (pc.n_ssd_dirs == STORE_MAX_DEVICES) {
+                fprintf(stderr, "fuyou-run: at most %d --ssd-dir\n", STORE_MAX_DEVICES);
+                return 2;
+            }
+            pc.ssd_dirs[pc.n_ssd_dirs++] = optarg;
+            break;
+        case O_TRACE: pc.trace_path = optarg; break;
+        case O_CHROME: pc.chrome_path = optarg; break;
+        case O_SEGMENT: bad = num("--segment", optarg, 1, 1e6, &x); pc.segment_iters = (int)x;
+            break;
+        case O_PLAN: bad = plan_args_take(&pa, opts[li].name, optarg, "fuyou-run") < 0; break;
         case O_BACKEND: backend = optarg; break;
         case O_MODEL: model = optarg; break;
         case O_DATA: o.data_path = optarg; break;
@@ -114,8 +247,9 @@ int main(int argc, char **argv)
         case O_CLIP: bad = num("--clip", optarg, 0, 1e9, &x); o.clip = (float)x; break;
         case O_SEED: bad = num("--seed", optarg, 0, 4e9, &x); o.seed = (uint64_t)x; break;
         case O_SUBGROUP: bad = num("--subgroup", optarg, 1, 1e6, &x);
-            o.subgroup_blocks = (int)x; break;
-        case O_TAIL: bad = num("--tail", optarg, 1, 1e6, &x); o.tail_blocks = (int)x; break;
+            o.subgroup_blocks = pa.count[PC_SUBGROUP] = (int)x; break;
+        case O_TAIL: bad = num("--tail", optarg, 1, 1e6, &x);
+            o.tail_blocks = pa.count[PC_TAIL] = (int)x; break;
         case O_SAVE: o.save_dir = optarg; break;
         case O_SAVE_EVERY: bad = num("--save-every", optarg, 1, 1e12, &x);
             o.save_every = (int)x; break;
@@ -185,6 +319,16 @@ int main(int argc, char **argv)
                 o.model.max_seq);
         return 2;
     }
+    bool placed = pa.weights || pa.optim || pa.checkpoints || pa.act;
+    for (int i = 0; i < PC_N; i++)
+        placed |= i != PC_SUBGROUP && i != PC_TAIL && pa.count[i] >= 0;
+    if (!offload && (placed || pc.gpu_budget || pc.cpu_budget || pc.n_ssd_dirs ||
+                     pc.trace_path || pc.chrome_path || pc.segment_iters)) {
+        fprintf(stderr, "fuyou-run: placement, budgets, --ssd-dir and traces need --offload\n");
+        return 2;
+    }
+    if (offload)
+        return run_offload(&o, &pa, &pc, hw_name);
     printf("fuyou-run: %s (%lld parameters) on %s, batch %d x %d, %s backend (%s)\n",
            o.model.name, (long long)model_param_count(&o.model), o.data_path, o.batch, o.seq,
            o.backend->name, o.backend == &backend_cpu ? "fp32" : dtype_name(o.model.dtype));

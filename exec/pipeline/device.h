@@ -1,0 +1,63 @@
+/* device: the compute side of the out-of-core pipeline (the schedule's "gpu" resource), behind
+ * one small ops table, so the same executor runs on the CPU fp32 reference (device_cpu.c, which
+ * makes the whole out-of-core path testable without a GPU) and on a GPU.
+ *
+ * The executor (pipeline.h) owns where every block tensor and weight buffer lives and passes
+ * them in a ComputeCall per schedule task; the device owns what never leaves it: activation
+ * gradients, the residual stream's gradient, the edge activations (final layernorm, logits,
+ * losses) and its scratch. Block tensors are indexed by the block's op outputs 0..9 and
+ * SCHED_BLOCK_INPUT (schedule.h); each carries what backward needs of it (a layernorm output its
+ * mean and rstd, attention's output its softmax or log-sum-exp). */
+#ifndef FUYOU_DEVICE_H
+#define FUYOU_DEVICE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "fuyou_err.h"
+#include "model.h"
+#include "schedule.h"
+#include "workpool.h"
+
+enum { BT_COUNT = GRAPH_OPS_PER_BLOCK + 1 };
+
+typedef struct Device Device;
+
+/* One compute task, with every buffer it touches. */
+typedef struct ComputeCall {
+    const Task *task;          /* kind (forward, recompute, backward), layer, graph op */
+    int op;                    /* op within the block (0..9), or within the edges: embed 0;
+                                  head lnf 0, lm_head 1, loss 2 */
+    void *w;                   /* the block's (or the edges') weights */
+    void *dw;                  /* their gradients (backward) */
+    void *t[BT_COUNT];         /* the block's tensors where this task finds or puts them; for
+                                  the embedding t[SCHED_BLOCK_INPUT] is block 0's input, for the
+                                  head t[9] is the last block's output */
+    bool first_bwd;            /* the block's (or head's) first backward task: zero dw first */
+    const int *inputs, *targets; /* host memory: the iteration's tokens (embed, head) */
+} ComputeCall;
+
+typedef struct DeviceOps {
+    const char *name;
+    DType weight_type, grad_type; /* of weights and gradients as they move */
+    /* Bytes of each block tensor for micro-batches of B x T, and of what the device itself
+     * allocates (counted against the GPU budget). */
+    void (*tensor_bytes)(const ModelConfig *c, int B, int T, size_t bytes[BT_COUNT]);
+    size_t (*own_bytes)(const ModelConfig *c, int B, int T);
+    int (*create)(Device **out, const ModelConfig *c, int B, int T, WorkPool *wp, Err *e);
+    void (*destroy)(Device *d);
+    /* Device memory for the executor's buffers; NULL with e. */
+    void *(*alloc)(Device *d, size_t bytes, Err *e);
+    void (*release)(Device *d, void *p);
+    /* Runs one compute task to completion (called on the compute lane's thread). */
+    int (*compute)(Device *d, const ComputeCall *c, Err *e);
+    /* The mean loss of the last F.head.loss. */
+    float (*loss)(Device *d);
+    /* Copies between host and device memory to completion (called on a copy lane's thread;
+     * to_device says the direction). */
+    int (*copy)(Device *d, bool to_device, void *dst, const void *src, size_t bytes, Err *e);
+} DeviceOps;
+
+extern const DeviceOps device_cpu;
+
+#endif

@@ -1,0 +1,259 @@
+/* device_cpu: the pipeline's compute on the fp32 CPU reference (gpt2_block.h, gpt2_ops.h).
+ * "Device" memory is host memory and copies are memcpy: the executor still moves every tensor
+ * the schedule moves, so placement, swapping, recomputation and the out-of-core optimizer are
+ * exercised exactly, and the results are bit-identical to the in-memory CPU backend's. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "device.h"
+#include "gpt2_block.h"
+#include "gpt2_ops.h"
+
+struct Device {
+    ModelConfig cfg;
+    Gpt2Dims d;
+    WorkPool *wp;
+    float *mem;                 /* everything below, one allocation */
+    Gpt2BlockGrads g;           /* din and dout are set per block */
+    float *preatt;              /* forward scratch (B,NH,T,T) */
+    float *dres[2];             /* the residual stream's gradient, ping-pong over blocks */
+    float *lnf, *lnf_mean, *lnf_rstd, *logits, *probs, *losses, *dlosses, *dlogits, *dlnf;
+    float loss;
+};
+
+enum { F_N_C, F_N, F_N_3C, F_N_F, F_ATT, F_N_V };
+
+static void sizes(const ModelConfig *c, int B, int T, size_t s[6])
+{
+    size_t N = (size_t)B * T, C = (size_t)c->d_model;
+    s[F_N_C] = N * C;
+    s[F_N] = N;
+    s[F_N_3C] = 3 * N * C;
+    s[F_N_F] = N * (size_t)c->d_ff;
+    s[F_ATT] = (size_t)B * c->n_head * T * T;
+    s[F_N_V] = N * (size_t)c->vocab;
+}
+
+static void cpu_tensor_bytes(const ModelConfig *c, int B, int T, size_t bytes[BT_COUNT])
+{
+    size_t s[6];
+    sizes(c, B, T, s);
+    const size_t floats[BT_COUNT] = {
+        s[F_N_C] + 2 * s[F_N], s[F_N_3C], s[F_N_C] + s[F_ATT], s[F_N_C], s[F_N_C],
+        s[F_N_C] + 2 * s[F_N], s[F_N_F], s[F_N_F], s[F_N_C], s[F_N_C], s[F_N_C]};
+    for (int i = 0; i < BT_COUNT; i++)
+        bytes[i] = floats[i] * sizeof(float);
+}
+
+/* Activation gradients (one block's), residual gradients, scratch and the edges. */
+static size_t own_floats(const ModelConfig *c, int B, int T)
+{
+    size_t s[6];
+    sizes(c, B, T, s);
+    size_t grads = 6 * s[F_N_C] + s[F_N_3C] + 2 * s[F_ATT] + 2 * s[F_N_F];
+    return grads + s[F_ATT] + 2 * s[F_N_C] + (2 * s[F_N_C] + 2 * s[F_N] + 3 * s[F_N_V] +
+                                             2 * s[F_N]);
+}
+
+static size_t cpu_own_bytes(const ModelConfig *c, int B, int T)
+{
+    return own_floats(c, B, T) * sizeof(float);
+}
+
+static void cpu_destroy(Device *d)
+{
+    if (d) {
+        free(d->mem);
+        free(d);
+    }
+}
+
+static int cpu_create(Device **out, const ModelConfig *c, int B, int T, WorkPool *wp, Err *e)
+{
+    Device *d = calloc(1, sizeof *d);
+    if (!d)
+        return err_set(e, -ENOMEM, "out of memory");
+    d->cfg = *c;
+    gpt2_dims(&d->d, c, B, T);
+    d->wp = wp;
+    d->mem = calloc(own_floats(c, B, T), sizeof(float));
+    if (!d->mem) {
+        cpu_destroy(d);
+        return err_set(e, -ENOMEM, "out of memory for the compute lane's buffers");
+    }
+    size_t s[6];
+    sizes(c, B, T, s);
+    float *p = d->mem;
+#define CARVE(dst, n) (dst = p, p += (n))
+    CARVE(d->g.ln1, s[F_N_C]);
+    CARVE(d->g.qkv, s[F_N_3C]);
+    CARVE(d->g.atty, s[F_N_C]);
+    CARVE(d->g.preatt, s[F_ATT]);
+    CARVE(d->g.att, s[F_ATT]);
+    CARVE(d->g.attproj, s[F_N_C]);
+    CARVE(d->g.res1, s[F_N_C]);
+    CARVE(d->g.ln2, s[F_N_C]);
+    CARVE(d->g.fch, s[F_N_F]);
+    CARVE(d->g.fch_gelu, s[F_N_F]);
+    CARVE(d->g.fcproj, s[F_N_C]);
+    CARVE(d->preatt, s[F_ATT]);
+    CARVE(d->dres[0], s[F_N_C]);
+    CARVE(d->dres[1], s[F_N_C]);
+    CARVE(d->lnf, s[F_N_C]);
+    CARVE(d->dlnf, s[F_N_C]);
+    CARVE(d->lnf_mean, s[F_N]);
+    CARVE(d->lnf_rstd, s[F_N]);
+    CARVE(d->logits, s[F_N_V]);
+    CARVE(d->probs, s[F_N_V]);
+    CARVE(d->dlogits, s[F_N_V]);
+    CARVE(d->losses, s[F_N]);
+    CARVE(d->dlosses, s[F_N]);
+#undef CARVE
+    *out = d;
+    return 0;
+}
+
+static void *cpu_alloc(Device *d, size_t bytes, Err *e)
+{
+    (void)d;
+    void *p = NULL;
+    if (posix_memalign(&p, 4096, bytes ? bytes : 1)) {
+        err_set(e, -ENOMEM, "out of memory for %zu bytes of compute-lane buffers", bytes);
+        return NULL;
+    }
+    memset(p, 0, bytes);
+    return p;
+}
+
+static void cpu_release(Device *d, void *p)
+{
+    (void)d;
+    free(p);
+}
+
+/* The block tensors of a call as gpt2_block wants them. */
+static void block_acts(const Device *d, const ComputeCall *c, Gpt2BlockActs *a)
+{
+    size_t N = (size_t)d->d.B * d->d.T, C = (size_t)d->d.C;
+    float *const *t = (float *const *)c->t;
+    *a = (Gpt2BlockActs){
+        .in = t[SCHED_BLOCK_INPUT], .ln1 = t[0], .qkv = t[1], .atty = t[2], .preatt = d->preatt,
+        .attproj = t[3], .res1 = t[4], .ln2 = t[5], .fch = t[6], .fch_gelu = t[7],
+        .fcproj = t[8], .out = t[9]};
+    if (a->ln1)
+        a->ln1_mean = a->ln1 + N * C, a->ln1_rstd = a->ln1 + N * C + N;
+    if (a->atty)
+        a->att = a->atty + N * C;
+    if (a->ln2)
+        a->ln2_mean = a->ln2 + N * C, a->ln2_rstd = a->ln2 + N * C + N;
+}
+
+static int block_call(Device *d, const ComputeCall *c)
+{
+    const ModelConfig *cfg = &d->cfg;
+    Gpt2BlockView w, dw;
+    gpt2_view_block_at(cfg, c->w, &w);
+    Gpt2BlockActs a;
+    block_acts(d, c, &a);
+    if (c->task->kind != TASK_BWD) {
+        gpt2_block_forward_op(c->op, &d->d, &w, &a, d->wp);
+        return 0;
+    }
+    int b = c->task->layer;
+    size_t N = (size_t)d->d.B * d->d.T, C = (size_t)d->d.C;
+    Gpt2BlockGrads g = d->g;
+    g.dout = d->dres[b % 2];
+    g.din = d->dres[(b + 1) % 2];
+    if (c->first_bwd) {
+        /* gradients accumulate into zeroed buffers, as in the in-memory backend */
+        size_t own = (size_t)(d->preatt - d->g.ln1);
+        memset(d->g.ln1, 0, own * sizeof(float));
+        memset(g.din, 0, N * C * sizeof(float));
+        memset(c->dw, 0, (size_t)model_block_params(cfg) * sizeof(float));
+    }
+    gpt2_view_block_at(cfg, c->dw, &dw);
+    gpt2_block_backward_op(c->op, &d->d, &w, &dw, &a, &g, d->wp);
+    return 0;
+}
+
+static int edge_call(Device *d, const ComputeCall *c)
+{
+    const ModelConfig *cfg = &d->cfg;
+    int B = d->d.B, T = d->d.T, C = d->d.C, V = cfg->vocab, N = B * T, L = cfg->n_layer;
+    Gpt2EdgeView w, dw;
+    gpt2_view_edges(cfg, c->w, &w);
+    gpt2_view_edges(cfg, c->dw ? c->dw : c->w, &dw);
+    bool bwd = c->task->kind == TASK_BWD;
+    if (c->task->layer < 0) {
+        if (!bwd)
+            encoder_forward_ref(c->t[SCHED_BLOCK_INPUT], c->inputs, w.wte, w.wpe, B, T, C);
+        else
+            encoder_backward_ref(dw.wte, dw.wpe, d->dres[1 % 2], c->inputs, B, T, C);
+        return 0;
+    }
+    float *res = c->t[9];
+    switch (c->op + (bwd ? 3 : 0)) {
+    case 0:
+        layernorm_forward_ref(d->lnf, d->lnf_mean, d->lnf_rstd, res, w.lnfw, w.lnfb, N, C);
+        break;
+    case 1: matmul_forward_ref(d->logits, d->lnf, w.lm_head, NULL, N, C, V, d->wp); break;
+    case 2: {
+        softmax_forward_ref(d->probs, d->logits, B, T, V);
+        crossentropy_forward_ref(d->losses, d->probs, c->targets, B, T, V);
+        double sum = 0;
+        for (int i = 0; i < N; i++)
+            sum += d->losses[i];
+        d->loss = (float)(sum / N);
+        break;
+    }
+    case 4: /* lm_head: the first backward task of the iteration */
+        if (c->first_bwd)
+            memset(c->dw, 0, (size_t)model_embed_params(cfg) * sizeof(float));
+        memset(d->dlogits, 0, (size_t)N * V * sizeof(float));
+        memset(d->dlnf, 0, (size_t)N * C * sizeof(float));
+        for (int i = 0; i < N; i++)
+            d->dlosses[i] = 1.0f / (float)N;
+        crossentropy_softmax_backward_ref(d->dlogits, d->dlosses, d->probs, c->targets, B, T, V);
+        matmul_backward_ref(d->dlnf, dw.lm_head, NULL, d->dlogits, d->lnf, w.lm_head, N, C, V,
+                            d->wp);
+        break;
+    case 3: {
+        float *dres = d->dres[(L - 1 + 2) % 2];
+        memset(dres, 0, (size_t)N * C * sizeof(float));
+        layernorm_backward_ref(dres, dw.lnfw, dw.lnfb, d->dlnf, res, w.lnfw, d->lnf_mean,
+                               d->lnf_rstd, N, C);
+        break;
+    }
+    default: return -EINVAL;
+    }
+    return 0;
+}
+
+static int cpu_compute(Device *d, const ComputeCall *c, Err *e)
+{
+    int layer = c->task->layer;
+    int rc = layer >= 0 && layer < d->cfg.n_layer ? block_call(d, c) : edge_call(d, c);
+    if (rc)
+        return err_set(e, rc, "%s: no such operation on the CPU device", c->task->id);
+    return 0;
+}
+
+static float cpu_loss(Device *d)
+{
+    return d->loss;
+}
+
+static int cpu_copy(Device *d, bool to_device, void *dst, const void *src, size_t bytes, Err *e)
+{
+    (void)d, (void)to_device, (void)e;
+    memcpy(dst, src, bytes);
+    return 0;
+}
+
+const DeviceOps device_cpu = {
+    .name = "cpu", .weight_type = DTYPE_FP32, .grad_type = DTYPE_FP32,
+    .tensor_bytes = cpu_tensor_bytes, .own_bytes = cpu_own_bytes, .create = cpu_create,
+    .destroy = cpu_destroy, .alloc = cpu_alloc, .release = cpu_release,
+    .compute = cpu_compute, .loss = cpu_loss, .copy = cpu_copy,
+};

@@ -1,0 +1,86 @@
+/* lane: one worker thread, one job at a time; see lane.h. */
+#include "lane.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "clock.h"
+
+static void *lane_main(void *arg)
+{
+    Lane *l = arg;
+    pthread_mutex_lock(&l->mu);
+    for (;;) {
+        while (!l->posted && !l->quit)
+            pthread_cond_wait(&l->cv, &l->mu);
+        if (!l->posted)
+            break;
+        void *job = l->job;
+        pthread_mutex_unlock(&l->mu);
+        Err e = {""};
+        double t0 = clock_monotonic_s();
+        int rc = l->fn(l->ctx, job, &e);
+        double t1 = clock_monotonic_s();
+        pthread_mutex_lock(&l->mu);
+        l->rc = rc;
+        l->err = e;
+        l->start_s = t0;
+        l->end_s = t1;
+        l->posted = false;
+        atomic_store_explicit(&l->done, true, memory_order_release);
+        pthread_cond_broadcast(&l->cv);
+    }
+    pthread_mutex_unlock(&l->mu);
+    return NULL;
+}
+
+int lane_init(Lane *l, LaneFn fn, void *ctx, Err *e)
+{
+    memset(l, 0, sizeof *l);
+    l->fn = fn;
+    l->ctx = ctx;
+    pthread_mutex_init(&l->mu, NULL);
+    pthread_cond_init(&l->cv, NULL);
+    int rc = pthread_create(&l->thread, NULL, lane_main, l);
+    if (rc)
+        return err_set(e, -rc, "cannot start a pipeline thread: %s", strerror(rc));
+    l->started = true;
+    return 0;
+}
+
+void lane_free(Lane *l)
+{
+    if (!l->started)
+        return;
+    pthread_mutex_lock(&l->mu);
+    while (l->posted)
+        pthread_cond_wait(&l->cv, &l->mu);
+    l->quit = true;
+    pthread_cond_broadcast(&l->cv);
+    pthread_mutex_unlock(&l->mu);
+    pthread_join(l->thread, NULL);
+    pthread_mutex_destroy(&l->mu);
+    pthread_cond_destroy(&l->cv);
+    l->started = false;
+}
+
+void lane_post(Lane *l, void *job)
+{
+    pthread_mutex_lock(&l->mu);
+    l->job = job;
+    l->posted = true;
+    atomic_store_explicit(&l->done, false, memory_order_relaxed);
+    pthread_cond_broadcast(&l->cv);
+    pthread_mutex_unlock(&l->mu);
+}
+
+bool lane_poll(Lane *l)
+{
+    if (!atomic_load_explicit(&l->done, memory_order_acquire))
+        return false;
+    atomic_store_explicit(&l->done, false, memory_order_relaxed);
+    /* the worker wrote rc, err and the times before `done`, under the mutex */
+    pthread_mutex_lock(&l->mu);
+    pthread_mutex_unlock(&l->mu);
+    return true;
+}

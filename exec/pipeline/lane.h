@@ -1,0 +1,41 @@
+/* lane: a worker thread that runs one job at a time for the dispatcher (pipeline.h).
+ *
+ * The dispatcher posts a job when the lane is idle and polls for its end without blocking; the
+ * lane records when the job ran on the monotonic clock (clock.h) and what it returned. The
+ * compute, copy and optimizer lanes are thread lanes; the SSD lanes are the store's ring,
+ * driven by the dispatcher itself. Not a queue: one job in flight. */
+#ifndef FUYOU_LANE_H
+#define FUYOU_LANE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "fuyou_err.h"
+
+typedef int (*LaneFn)(void *ctx, void *job, Err *e);
+
+typedef struct Lane {
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool started, quit, posted;
+    atomic_bool done;
+    LaneFn fn;
+    void *ctx, *job;
+    int rc;
+    Err err;
+    double start_s, end_s;
+} Lane;
+
+/* Starts the thread. 0 or -errno with e. */
+int lane_init(Lane *l, LaneFn fn, void *ctx, Err *e);
+/* Finishes the job in flight, if any, and stops the thread; safe on a zeroed lane. */
+void lane_free(Lane *l);
+/* Runs fn(ctx, job, e) on the lane's thread (the lane must be idle). */
+void lane_post(Lane *l, void *job);
+/* True once the posted job has ended: then rc, err, start_s and end_s describe it and the
+ * lane is idle again. */
+bool lane_poll(Lane *l);
+
+#endif

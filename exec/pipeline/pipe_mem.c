@@ -1,0 +1,515 @@
+/* pipe_mem: placement, budgets and buffers of the out-of-core pipeline; see pipe_mem.h. */
+#include "pipe_mem.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "adam.h"
+#include "units.h"
+
+static size_t align_up(size_t n, size_t a)
+{
+    return (n + a - 1) / a * a;
+}
+
+static size_t page(size_t n)
+{
+    return align_up(n ? n : 1, 4096);
+}
+
+bool pipe_mem_in_part(int x, int part)
+{
+    return (x == SCHED_BLOCK_INPUT) == (part == 0);
+}
+
+/* ---- placement and sizes ------------------------------------------------------------------ */
+
+static int place(PipeMem *m, Err *e)
+{
+    const Plan *p = m->p;
+    int L = m->L;
+    m->home = malloc((size_t)L * BT_COUNT);
+    m->cpu_off = malloc((size_t)L * BT_COUNT * sizeof(int64_t));
+    m->ssd_off = malloc((size_t)L * BT_COUNT * sizeof(int64_t));
+    m->cpu_bytes = calloc((size_t)L, sizeof(size_t));
+    m->ssd_inner_bytes = calloc((size_t)L, sizeof(size_t));
+    m->grp_begin = calloc((size_t)m->G, sizeof(size_t));
+    m->grp_end = calloc((size_t)m->G, sizeof(size_t));
+    if (!m->home || !m->cpu_off || !m->ssd_off || !m->cpu_bytes || !m->ssd_inner_bytes ||
+        !m->grp_begin || !m->grp_end)
+        return err_set(e, -ENOMEM, "out of memory");
+    bool swapped[BT_COUNT] = {false};
+    size_t ckpt_ssd_max = 0, inner_ssd_max = 0;
+    for (int b = 0; b < L; b++) {
+        signed char *h = &m->home[b * BT_COUNT];
+        for (int x = 0; x < BT_COUNT; x++) {
+            h[x] = HOME_NONE;
+            m->cpu_off[b * BT_COUNT + x] = m->ssd_off[b * BT_COUNT + x] = PIPE_NO_OFFSET;
+        }
+        for (int i = 0; i < GRAPH_OPS_PER_BLOCK; i++)
+            for (const int *x = sched_op_saves(i); *x >= 0; x++) {
+                ActPlace a = plan_act(p, b, i);
+                h[*x] = a == ACT_RECOMPUTE ? HOME_NONE : (signed char)a;
+            }
+        for (int x = 0; x < BT_COUNT; x++) {
+            if (h[x] == HOME_CPU) {
+                m->cpu_off[b * BT_COUNT + x] = (int64_t)m->cpu_bytes[b];
+                m->cpu_bytes[b] += align_up(m->tbytes[x], 256);
+            } else if (h[x] == HOME_SSD && x != SCHED_BLOCK_INPUT) {
+                m->ssd_off[b * BT_COUNT + x] = (int64_t)m->ssd_inner_bytes[b];
+                m->ssd_inner_bytes[b] += align_up(m->tbytes[x], 256);
+            } else if (h[x] == HOME_SSD && m->tbytes[x] > ckpt_ssd_max) {
+                ckpt_ssd_max = m->tbytes[x];
+            }
+            if (h[x] == HOME_CPU || h[x] == HOME_SSD)
+                swapped[x] = true;
+        }
+        if (m->ssd_inner_bytes[b] > inner_ssd_max)
+            inner_ssd_max = m->ssd_inner_bytes[b];
+    }
+    for (int x = 0; x < BT_COUNT; x++) {
+        m->slot_off[x] = swapped[x] ? (int64_t)m->slot_bytes : PIPE_NO_OFFSET;
+        if (swapped[x])
+            m->slot_bytes += align_up(m->tbytes[x], 256);
+    }
+    m->stage_out_bytes = ckpt_ssd_max > inner_ssd_max ? ckpt_ssd_max : inner_ssd_max;
+    m->stage_in_inner = align_up(ckpt_ssd_max, 4096);
+    m->stage_in_bytes = m->stage_in_inner + inner_ssd_max;
+    /* sub-groups as slices of the flat layout (gpt2_layout.h): the tail starts at 0 */
+    for (int s = 0; s < m->G; s++) {
+        int first, count;
+        plan_subgroup_blocks(p, s, &first, &count);
+        m->grp_begin[s] = s == m->G - 1 ? 0 : m->edge_params + (size_t)first * m->block_params;
+        m->grp_end[s] = m->edge_params + (size_t)(first + count) * m->block_params;
+        if (m->grp_end[s] - m->grp_begin[s] > m->max_group)
+            m->max_group = m->grp_end[s] - m->grp_begin[s];
+    }
+    return 0;
+}
+
+static size_t update_base(const PipeMem *m, int s)
+{
+    return m->p->optim == TIER_SSD ? page(12 * (m->grp_end[s] - m->grp_begin[s])) : 0;
+}
+
+int pipe_mem_update_pieces(const PipeMem *m, int s, size_t *first, size_t *count, size_t *off)
+{
+    size_t begin = m->grp_begin[s], end = m->grp_end[s], at = update_base(m, s);
+    int n = 0;
+    if (begin == 0) {
+        first[n] = 0, count[n] = m->edge_params, off[n] = at;
+        at += page(m->edge_params * m->wsz);
+        n++;
+    }
+    for (size_t b0 = begin ? begin : m->edge_params; b0 < end && n < PIPE_MAX_PIECES;
+         b0 += m->block_params, n++) {
+        first[n] = b0 - begin, count[n] = m->block_params, off[n] = at;
+        at += page(m->block_params * m->wsz);
+    }
+    return n;
+}
+
+/* Bytes per state slot: the states read from SSD, then room for the new weights on their way
+ * out, block by block (schedule.h: the state-buffer ring). */
+static size_t state_slot_bytes(const PipeMem *m)
+{
+    size_t most = 0;
+    for (int s = 0; s < m->G; s++) {
+        size_t n = update_base(m, s);
+        if (m->p->weights != TIER_CPU) {
+            int first_blk, count;
+            plan_subgroup_blocks(m->p, s, &first_blk, &count);
+            n += (size_t)count * page(m->block_params * m->wsz) +
+                 (s == m->G - 1 ? page(m->edge_params * m->wsz) : 0);
+        }
+        if (n > most)
+            most = n;
+    }
+    return most;
+}
+
+static bool uses_state_slots(const PipeMem *m)
+{
+    return m->p->optim == TIER_SSD || m->p->weights != TIER_CPU;
+}
+
+static double device_need(const PipeMem *m)
+{
+    const Plan *p = m->p;
+    double n = (double)m->ops->own_bytes(m->c, m->B, m->T);
+    n += p->weight_buffers * (double)(m->block_params * m->wsz) + (double)(m->edge_params * m->wsz);
+    n += p->grad_buffers * (double)(m->block_params * m->gsz) + (double)(m->edge_params * m->gsz);
+    n += 2.0 * p->act_buffers * (double)m->slot_bytes;
+    for (int b = 0; b < m->L; b++)
+        for (int x = 0; x < BT_COUNT; x++)
+            if (m->home[b * BT_COUNT + x] == HOME_GPU)
+                n += (double)m->tbytes[x];
+    for (int x = 0; x < BT_COUNT; x++)
+        n += (double)m->tbytes[x];
+    return n + (double)m->tbytes[9];
+}
+
+static double host_need(const PipeMem *m)
+{
+    const Plan *p = m->p;
+    size_t P = m->edge_params + (size_t)m->L * m->block_params;
+    double n = 0;
+    if (p->weights == TIER_CPU)
+        n += (double)page(P * m->wsz);
+    else
+        n += p->pinned_buffers * (double)page(m->block_params * m->wsz) +
+             (double)page(m->edge_params * m->wsz);
+    if (p->optim == TIER_CPU)
+        n += 3.0 * (double)page(P * 4);
+    if (uses_state_slots(m))
+        n += p->state_buffers * (double)page(state_slot_bytes(m));
+    n += p->host_grad_groups * (double)page(m->max_group * m->gsz);
+    for (int b = 0; b < m->L; b++)
+        if (m->cpu_bytes[b])
+            n += (double)page(m->cpu_bytes[b]);
+    if (m->stage_out_bytes)
+        n += 2.0 * (double)(page(m->stage_out_bytes) + page(m->stage_in_bytes));
+    return n;
+}
+
+/* ---- allocation ------------------------------------------------------------------------------ */
+
+static void *dev_alloc(PipeMem *m, size_t bytes, MemTag tag, Err *e)
+{
+    void *q = m->ops->alloc(m->dev, bytes, e);
+    if (q)
+        m->dev_bytes[tag] += (double)bytes;
+    return q;
+}
+
+static int alloc_device(PipeMem *m, Err *e)
+{
+    const Plan *p = m->p;
+    bool ok = true;
+    for (int i = 0; i < p->weight_buffers && ok; i++)
+        ok = (m->wbuf[i] = dev_alloc(m, m->block_params * m->wsz, MEM_WEIGHTS, e));
+    ok = ok && (m->wedge = dev_alloc(m, m->edge_params * m->wsz, MEM_WEIGHTS, e));
+    for (int i = 0; i < p->grad_buffers && ok; i++)
+        ok = (m->gbuf[i] = dev_alloc(m, m->block_params * m->gsz, MEM_GRADS, e));
+    ok = ok && (m->gedge = dev_alloc(m, m->edge_params * m->gsz, MEM_GRADS, e));
+    for (int i = 0; i < p->act_buffers && ok && m->slot_bytes; i++)
+        ok = (m->act_out[i] = dev_alloc(m, m->slot_bytes, MEM_ACTIVATIONS, e)) &&
+             (m->act_in[i] = dev_alloc(m, m->slot_bytes, MEM_ACTIVATIONS, e));
+    size_t all = 0;
+    for (int x = 0; x < BT_COUNT; x++)
+        all += align_up(m->tbytes[x], 256);
+    ok = ok && (m->scratch = dev_alloc(m, all, MEM_ACTIVATIONS, e)) &&
+         (m->final_res = dev_alloc(m, m->tbytes[9], MEM_ACTIVATIONS, e));
+    m->kept = calloc((size_t)m->L * BT_COUNT, sizeof *m->kept);
+    if (ok && !m->kept)
+        return err_set(e, -ENOMEM, "out of memory");
+    for (int i = 0; i < m->L * BT_COUNT && ok; i++)
+        if (m->home[i] == HOME_GPU)
+            ok = (m->kept[i] = dev_alloc(m, m->tbytes[i % BT_COUNT], MEM_ACTIVATIONS, e));
+    m->dev_bytes[MEM_ACTIVATIONS] += (double)m->ops->own_bytes(m->c, m->B, m->T);
+    return ok ? 0 : -ENOMEM;
+}
+
+static uint8_t *host_alloc(PipeMem *m, size_t bytes, MemTag tag, Err *e)
+{
+    return hostpool_alloc(&m->pool, bytes ? bytes : 1, tag, e);
+}
+
+static int alloc_host(PipeMem *m, Err *e)
+{
+    const Plan *p = m->p;
+    size_t P = m->edge_params + (size_t)m->L * m->block_params;
+    bool ok = true;
+    if (p->weights == TIER_CPU) {
+        ok = (m->w_home = host_alloc(m, P * m->wsz, MEM_WEIGHTS, e));
+    } else {
+        for (int i = 0; i < p->pinned_buffers && ok; i++)
+            ok = (m->pinned_w[i] = host_alloc(m, m->block_params * m->wsz, MEM_STAGING, e));
+        ok = ok && (m->edge_stage = host_alloc(m, m->edge_params * m->wsz, MEM_STAGING, e));
+    }
+    if (ok && p->optim == TIER_CPU)
+        ok = (m->master = (float *)host_alloc(m, P * 4, MEM_MASTER, e)) &&
+             (m->m = (float *)host_alloc(m, P * 4, MEM_ADAM_M, e)) &&
+             (m->v = (float *)host_alloc(m, P * 4, MEM_ADAM_V, e));
+    for (int i = 0; ok && uses_state_slots(m) && i < p->state_buffers; i++)
+        ok = (m->state_slot[i] = host_alloc(m, state_slot_bytes(m), MEM_STAGING, e));
+    for (int i = 0; ok && i < p->host_grad_groups; i++)
+        ok = (m->host_grads[i] = host_alloc(m, m->max_group * m->gsz, MEM_GRADS, e));
+    m->act_cpu = calloc((size_t)m->L, sizeof *m->act_cpu);
+    if (ok && !m->act_cpu)
+        return err_set(e, -ENOMEM, "out of memory");
+    for (int b = 0; ok && b < m->L; b++)
+        if (m->cpu_bytes[b])
+            ok = (m->act_cpu[b] = host_alloc(m, m->cpu_bytes[b], MEM_ACTIVATIONS, e));
+    for (int i = 0; ok && m->stage_out_bytes && i < 2; i++)
+        ok = (m->stage_out[i] = host_alloc(m, m->stage_out_bytes, MEM_STAGING, e)) &&
+             (m->stage_in[i] = host_alloc(m, m->stage_in_bytes, MEM_STAGING, e));
+    return ok ? 0 : -ENOMEM;
+}
+
+static bool needs_store(const PipeMem *m)
+{
+    if (m->p->weights == TIER_SSD || m->p->optim == TIER_SSD)
+        return true;
+    for (int i = 0; i < m->L * BT_COUNT; i++)
+        if (m->home[i] == HOME_SSD)
+            return true;
+    return false;
+}
+
+static int open_store(PipeMem *m, const PipeConfig *pc, WorkPool *wp, Err *e)
+{
+    StoreConfig sc = {.n_dirs = pc->n_ssd_dirs, .create = true};
+    for (int i = 0; i < pc->n_ssd_dirs; i++)
+        sc.dirs[i] = pc->ssd_dirs[i];
+    if (!pc->n_ssd_dirs) {
+        const char *tmp = getenv("TMPDIR");
+        snprintf(m->tmp_dir, sizeof m->tmp_dir, "%s/fuyou-ssd-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+        if (!mkdtemp(m->tmp_dir)) {
+            int rc = -errno;
+            m->tmp_dir[0] = 0;
+            return err_set(e, rc, "cannot make a directory for the SSD tier in %s: %s; give "
+                           "one with --ssd-dir", tmp && *tmp ? tmp : "/tmp", strerror(-rc));
+        }
+        sc.dirs[0] = m->tmp_dir;
+        sc.n_dirs = 1;
+    }
+    int rc = store_open(&m->st, &sc, e);
+    if (rc == -EINVAL) {
+        /* a file system without O_DIRECT (tmpfs): the same I/O through the page cache */
+        store_close(&m->st);
+        sc.buffered = true;
+        rc = store_open(&m->st, &sc, e);
+    }
+    if (rc)
+        return rc;
+    m->store_opened = true;
+    const Plan *p = m->p;
+    int L = m->L;
+    m->w_ssd = calloc((size_t)L, sizeof *m->w_ssd);
+    m->ckpt_ssd = calloc((size_t)L, sizeof *m->ckpt_ssd);
+    m->inner_ssd = calloc((size_t)L, sizeof *m->inner_ssd);
+    if (!m->w_ssd || !m->ckpt_ssd || !m->inner_ssd)
+        return err_set(e, -ENOMEM, "out of memory");
+    if (p->weights == TIER_SSD) {
+        for (int b = 0; b < L && !rc; b++)
+            rc = store_alloc(&m->st, m->block_params * m->wsz, &m->w_ssd[b], e);
+        if (!rc)
+            rc = store_alloc(&m->st, m->edge_params * m->wsz, &m->w_ssd_edge, e);
+        m->ssd_bytes[MEM_WEIGHTS] = (double)((m->edge_params + L * m->block_params) * m->wsz);
+    }
+    if (!rc && p->optim == TIER_SSD) {
+        size_t *n = malloc((size_t)m->G * sizeof *n);
+        if (!n)
+            return err_set(e, -ENOMEM, "out of memory");
+        for (int s = 0; s < m->G; s++)
+            n[s] = m->grp_end[s] - m->grp_begin[s];
+        rc = ooc_adam_init(&m->oa, &m->st, &m->pool, wp, adam_isa_best(), n, m->G, 0, e);
+        free(n);
+        double P = (double)(m->edge_params + L * m->block_params);
+        m->ssd_bytes[MEM_MASTER] = m->ssd_bytes[MEM_ADAM_M] = m->ssd_bytes[MEM_ADAM_V] = 4 * P;
+    }
+    for (int b = 0; b < L && !rc; b++) {
+        if (m->home[b * BT_COUNT + SCHED_BLOCK_INPUT] == HOME_SSD) {
+            rc = store_alloc(&m->st, m->tbytes[SCHED_BLOCK_INPUT], &m->ckpt_ssd[b], e);
+            m->ssd_bytes[MEM_ACTIVATIONS] += (double)m->tbytes[SCHED_BLOCK_INPUT];
+        }
+        if (!rc && m->ssd_inner_bytes[b]) {
+            rc = store_alloc(&m->st, m->ssd_inner_bytes[b], &m->inner_ssd[b], e);
+            m->ssd_bytes[MEM_ACTIVATIONS] += (double)m->ssd_inner_bytes[b];
+        }
+    }
+    return rc;
+}
+
+int pipe_mem_init(PipeMem *m, const ModelConfig *c, const Plan *p, int B, int T,
+                  const PipeConfig *pc, WorkPool *wp, Err *e)
+{
+    memset(m, 0, sizeof *m);
+    *m = (PipeMem){.c = c, .p = p, .ops = pc->device, .L = c->n_layer,
+                   .G = plan_subgroup_count(p), .B = B, .T = T,
+                   .block_params = (size_t)model_block_params(c),
+                   .edge_params = (size_t)model_embed_params(c),
+                   .wsz = dtype_bytes(pc->device->weight_type),
+                   .gsz = dtype_bytes(pc->device->grad_type)};
+    const struct { int n; const char *what; } rings[] = {
+        {p->weight_buffers, "weight buffers"}, {p->grad_buffers, "gradient buffers"},
+        {p->act_buffers, "activation buffers"}, {p->pinned_buffers, "pinned buffers"},
+        {p->state_buffers, "state buffers"}, {p->host_grad_groups, "host gradient groups"}};
+    for (size_t i = 0; i < sizeof rings / sizeof rings[0]; i++)
+        if (rings[i].n > PIPE_MAX_RING)
+            return err_set(e, -EINVAL, "the pipeline takes at most %d %s (got %d)",
+                           PIPE_MAX_RING, rings[i].what, rings[i].n);
+    pc->device->tensor_bytes(c, B, T, m->tbytes);
+    int rc = place(m, e);
+    if (rc)
+        return rc;
+    char need_s[24], have_s[24];
+    double dneed = device_need(m), hneed = host_need(m);
+    if (pc->gpu_budget && dneed > (double)pc->gpu_budget)
+        return err_set(e, -ENOSPC, "--gpu-mem %s is too small for this plan: it needs %s (%s "
+                       "more); raise it, or keep fewer activations or buffers on the GPU",
+                       units_bytes(have_s, sizeof have_s, (double)pc->gpu_budget),
+                       units_bytes(need_s, sizeof need_s, dneed),
+                       units_bytes(have_s, sizeof have_s, dneed - (double)pc->gpu_budget));
+    if (pc->cpu_budget && hneed > (double)pc->cpu_budget)
+        return err_set(e, -ENOSPC, "--cpu-mem %s is too small for this plan: it needs %s (%s "
+                       "more); raise it, or put weights, optimizer states or activations on "
+                       "SSD", units_bytes(have_s, sizeof have_s, (double)pc->cpu_budget),
+                       units_bytes(need_s, sizeof need_s, hneed),
+                       units_bytes(have_s, sizeof have_s, hneed - (double)pc->cpu_budget));
+    rc = hostpool_init(&m->pool, pc->cpu_budget ? pc->cpu_budget : (size_t)hneed + (1 << 20), e);
+    if (!rc)
+        rc = pc->device->create(&m->dev, c, B, T, wp, e);
+    if (!rc)
+        rc = alloc_device(m, e);
+    if (!rc)
+        rc = alloc_host(m, e);
+    if (!rc && needs_store(m))
+        rc = open_store(m, pc, wp, e);
+    return rc;
+}
+
+void pipe_mem_free(PipeMem *m)
+{
+    if (m->dev) {
+        void *bufs[] = {m->wedge, m->gedge, m->scratch, m->final_res};
+        for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+            if (bufs[i])
+                m->ops->release(m->dev, bufs[i]);
+        for (int i = 0; i < PIPE_MAX_RING; i++) {
+            void *ring[] = {m->wbuf[i], m->gbuf[i], m->act_out[i], m->act_in[i]};
+            for (size_t k = 0; k < 4; k++)
+                if (ring[k])
+                    m->ops->release(m->dev, ring[k]);
+        }
+        for (int i = 0; m->kept && i < m->L * BT_COUNT; i++)
+            if (m->kept[i])
+                m->ops->release(m->dev, m->kept[i]);
+        m->ops->destroy(m->dev);
+    }
+    if (m->store_opened) {
+        store_close(&m->st);
+        for (int i = 0; i < m->st.cfg.n_dirs; i++)
+            unlink(m->st.paths[i]);
+    }
+    if (m->tmp_dir[0])
+        rmdir(m->tmp_dir);
+    hostpool_free(&m->pool);
+    free(m->kept), free(m->act_cpu), free(m->w_ssd), free(m->ckpt_ssd), free(m->inner_ssd);
+    free(m->home), free(m->cpu_off), free(m->ssd_off), free(m->cpu_bytes);
+    free(m->ssd_inner_bytes), free(m->grp_begin), free(m->grp_end);
+    memset(m, 0, sizeof *m);
+}
+
+/* ---- locations ------------------------------------------------------------------------------ */
+
+void *pipe_mem_tensor(const PipeMem *m, int b, int x, bool backward, int slot)
+{
+    if (x == 9 && !backward)
+        return b + 1 < m->L ? pipe_mem_tensor(m, b + 1, SCHED_BLOCK_INPUT, false,
+                                              sched_fwd_act_slot(m->p, b + 1))
+                            : m->final_res;
+    int h = m->home[b * BT_COUNT + x];
+    if (h == HOME_GPU)
+        return m->kept[b * BT_COUNT + x];
+    if (h == HOME_CPU || h == HOME_SSD)
+        return (uint8_t *)(backward ? m->act_in : m->act_out)[slot] + m->slot_off[x];
+    size_t off = 0;
+    for (int i = 0; i < x; i++)
+        off += align_up(m->tbytes[i], 256);
+    return (uint8_t *)m->scratch + off;
+}
+
+/* ---- whole state in and out ----------------------------------------------------------------- */
+
+static void to_weights(const PipeMem *m, void *dst, const float *src, size_t n)
+{
+    if (m->wsz == 4) {
+        memcpy(dst, src, n * 4);
+        return;
+    }
+    uint16_t *d = dst;
+    for (size_t i = 0; i < n; i++)
+        d[i] = m->ops->weight_type == DTYPE_FP16 ? adam_f32_to_f16(src[i])
+                                                 : adam_f32_to_bf16(src[i]);
+}
+
+static int store_sync(Store *st, const StoreTensor *t, void *buf, size_t len, bool write,
+                      Err *e)
+{
+    int id = write ? store_write(st, t, 0, buf, len, e) : store_read(st, t, 0, buf, len, e);
+    return id < 0 ? id : store_wait(st, id, e);
+}
+
+int pipe_mem_put_state(PipeMem *m, const float *params, const float *mo, const float *vo,
+                       Err *e)
+{
+    const Plan *p = m->p;
+    size_t P = m->edge_params + (size_t)m->L * m->block_params;
+    int rc = 0;
+    if (p->weights == TIER_CPU) {
+        to_weights(m, m->w_home, params, P);
+    } else {
+        to_weights(m, m->edge_stage, params, m->edge_params);
+        rc = store_sync(&m->st, &m->w_ssd_edge, m->edge_stage, m->edge_params * m->wsz, true, e);
+        for (int b = 0; b < m->L && !rc; b++) {
+            to_weights(m, m->pinned_w[0], params + m->edge_params + b * m->block_params,
+                       m->block_params);
+            rc = store_sync(&m->st, &m->w_ssd[b], m->pinned_w[0], m->block_params * m->wsz,
+                            true, e);
+        }
+    }
+    if (rc)
+        return rc;
+    if (p->optim == TIER_CPU) {
+        memcpy(m->master, params, P * 4);
+        mo ? (void)memcpy(m->m, mo, P * 4) : (void)memset(m->m, 0, P * 4);
+        vo ? (void)memcpy(m->v, vo, P * 4) : (void)memset(m->v, 0, P * 4);
+        return 0;
+    }
+    float *buf = (float *)m->state_slot[0];
+    for (int s = 0; s < m->G && !rc; s++) {
+        size_t b0 = m->grp_begin[s], n = m->grp_end[s] - b0;
+        memcpy(buf, params + b0, n * 4);
+        mo ? (void)memcpy(buf + n, mo + b0, n * 4) : (void)memset(buf + n, 0, n * 4);
+        vo ? (void)memcpy(buf + 2 * n, vo + b0, n * 4) : (void)memset(buf + 2 * n, 0, n * 4);
+        rc = ooc_adam_write_group(&m->oa, s, buf, e);
+    }
+    return rc;
+}
+
+int pipe_mem_get_state(PipeMem *m, float *params, float *mo, float *vo, Err *e)
+{
+    size_t P = m->edge_params + (size_t)m->L * m->block_params;
+    if (m->p->optim == TIER_CPU) {
+        memcpy(params, m->master, P * 4);
+        memcpy(mo, m->m, P * 4);
+        memcpy(vo, m->v, P * 4);
+        return 0;
+    }
+    float *buf = (float *)m->state_slot[0];
+    for (int s = 0; s < m->G; s++) {
+        size_t b0 = m->grp_begin[s], n = m->grp_end[s] - b0;
+        int rc = ooc_adam_read_group(&m->oa, s, buf, e);
+        if (rc)
+            return rc;
+        memcpy(params + b0, buf, n * 4);
+        memcpy(mo + b0, buf + n, n * 4);
+        memcpy(vo + b0, buf + 2 * n, n * 4);
+    }
+    return 0;
+}
+
+void pipe_mem_measured(const PipeMem *m, Footprint *f)
+{
+    memset(f, 0, sizeof *f);
+    for (int t = 0; t < MEM_TAG_COUNT; t++) {
+        f->bytes[t][TIER_GPU] = m->dev_bytes[t];
+        f->bytes[t][TIER_CPU] = (double)m->pool.peak_tag[t];
+        f->bytes[t][TIER_SSD] = m->ssd_bytes[t];
+    }
+}

@@ -1,0 +1,91 @@
+/* pipe_mem: where the pipeline keeps every tensor (pipeline.h): the placement of each block
+ * tensor under the plan, the sizes of every buffer and ring (checked against the budgets before
+ * anything is allocated), their allocation, and where a task finds a tensor. Internal to the
+ * pipeline. */
+#ifndef FUYOU_PIPE_MEM_H
+#define FUYOU_PIPE_MEM_H
+
+#include <stdint.h>
+
+#include "device.h"
+#include "gpt2_layout.h"
+#include "hostpool.h"
+#include "ooc_adam.h"
+#include "pipeline.h"
+#include "store.h"
+
+enum { PIPE_MAX_RING = 64, PIPE_NO_OFFSET = -1 };
+
+/* Where a block tensor lives between forward and backward. */
+typedef enum Home { HOME_NONE = -1, HOME_GPU = ACT_GPU, HOME_CPU = ACT_CPU, HOME_SSD = ACT_SSD }
+    Home;
+
+typedef struct PipeMem {
+    const ModelConfig *c;
+    const Plan *p;
+    const DeviceOps *ops;
+    Device *dev;
+    int L, G, B, T;
+    size_t block_params, edge_params, wsz, gsz;
+    size_t tbytes[BT_COUNT];
+    /* placement and layouts */
+    signed char *home;          /* [L][BT_COUNT] */
+    int64_t slot_off[BT_COUNT]; /* device out/in slots: tensors swapped in any block */
+    size_t slot_bytes;
+    int64_t *cpu_off, *ssd_off; /* [L][BT_COUNT]: in the block's CPU home / SSD inner part */
+    size_t *cpu_bytes, *ssd_inner_bytes;
+    size_t stage_out_bytes, stage_in_bytes, stage_in_inner; /* inner part's offset in in-slots */
+    size_t *grp_begin, *grp_end; /* sub-group slices of the flat layout */
+    size_t max_group;
+    /* device memory */
+    void *wbuf[PIPE_MAX_RING], *wedge, *gbuf[PIPE_MAX_RING], *gedge;
+    void *act_out[PIPE_MAX_RING], *act_in[PIPE_MAX_RING], **kept, *scratch, *final_res;
+    double dev_bytes[MEM_TAG_COUNT];
+    /* host memory */
+    HostPool pool;
+    uint8_t *w_home;            /* weights on the CPU, flat layout */
+    uint8_t *pinned_w[PIPE_MAX_RING], *edge_stage;
+    float *master, *m, *v;      /* states on the CPU, flat layout */
+    uint8_t *state_slot[PIPE_MAX_RING];
+    uint8_t *host_grads[PIPE_MAX_RING];
+    uint8_t **act_cpu;          /* per block */
+    uint8_t *stage_out[2], *stage_in[2];
+    /* SSD */
+    Store st;
+    bool store_opened;
+    char tmp_dir[256];          /* made for this run when no --ssd-dir was given */
+    OocAdam oa;                 /* the sub-groups' states, when on SSD */
+    StoreTensor *w_ssd, w_ssd_edge, *ckpt_ssd, *inner_ssd;
+    double ssd_bytes[MEM_TAG_COUNT];
+} PipeMem;
+
+/* Places, sizes, checks the budgets and allocates everything for plan p. The caller owns m
+ * and frees it with pipe_mem_free (safe after a failure). 0 or -errno with e naming the budget
+ * and the shortfall, the directory, or the allocation. */
+int pipe_mem_init(PipeMem *m, const ModelConfig *c, const Plan *p, int B, int T,
+                  const PipeConfig *pc, WorkPool *wp, Err *e);
+void pipe_mem_free(PipeMem *m);
+
+/* The device address of block b's tensor x as forward (backward false) or backward sees it;
+ * slot is the task's gpu_acts. */
+void *pipe_mem_tensor(const PipeMem *m, int b, int x, bool backward, int slot);
+/* Where sub-group s's new weights go in a state slot on their way to SSD: each block's (and,
+ * in the tail, the edges') at a 4 KiB-aligned offset, as the store wants. Returns the number of
+ * pieces (at most PIPE_MAX_PIECES): piece k covers parameters [first[k], first[k] + count[k])
+ * of the group's slice and starts at byte off[k] of the slot. */
+enum { PIPE_MAX_PIECES = 4096 };
+int pipe_mem_update_pieces(const PipeMem *m, int s, size_t *first, size_t *count, size_t *off);
+
+/* Whether tensor x of block b moves with the checkpoint (part 0) or the inner part (1). */
+bool pipe_mem_in_part(int x, int part);
+
+/* Writes the whole state from flat fp32 arrays (weights are the master's value in the
+ * device's weight type; m, v may be NULL for zeros), and reads it back. */
+int pipe_mem_put_state(PipeMem *m, const float *params, const float *mo, const float *vo,
+                       Err *e);
+int pipe_mem_get_state(PipeMem *m, float *params, float *mo, float *vo, Err *e);
+
+/* The footprint table of what was allocated, at its peak. */
+void pipe_mem_measured(const PipeMem *m, Footprint *f);
+
+#endif

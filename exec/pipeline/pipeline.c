@@ -1,0 +1,788 @@
+/* pipeline: the dispatcher, the lanes' jobs and the training loop of the out-of-core executor;
+ * see pipeline.h. The placement and buffers are pipe_mem's. */
+#include "pipeline.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "checkpoint.h"
+#include "clock.h"
+#include "heap.h"
+#include "lane.h"
+#include "pipe_mem.h"
+#include "trace.h"
+#include "units.h"
+
+enum { LANE_GPU, LANE_H2D, LANE_D2H, LANE_ADAM, N_THREAD_LANES, MAX_COPIES = BT_COUNT + 2 };
+enum { MAX_IO = 64 };
+
+typedef struct CopyJob {
+    bool to_device;
+    int n;
+    struct { void *dst; const void *src; size_t bytes; } c[MAX_COPIES];
+} CopyJob;
+
+typedef struct AdamJob {
+    int group, iter;
+    AdamStep step;
+    float *master, *m, *v;
+    const void *grad;
+    size_t n;
+    /* the new weights, in pieces (pipe_mem_update_pieces) */
+    int n_out;
+    size_t first[PIPE_MAX_PIECES], count[PIPE_MAX_PIECES];
+    uint8_t *out[PIPE_MAX_PIECES];
+    double sq; /* out: the sub-group's squared gradient norm */
+} AdamJob;
+
+typedef struct IoJob {
+    int n, req[MAX_IO];
+} IoJob;
+
+typedef struct Pipe {
+    const TrainOptions *o;
+    PipeMem mem;
+    Gpt2Layout layout;
+    WorkPool wp_adam, wp_compute;
+    Lane lanes[N_THREAD_LANES];
+    AdamIsa isa;
+    /* the segment being run */
+    Schedule s;
+    int *succ_first, *succ, *waiting;
+    Heap ready[RES_COUNT];
+    int running[RES_COUNT];     /* task index, or -1 */
+    double started[RES_COUNT];  /* SSD lanes: when their task was issued */
+    ComputeCall call;
+    CopyJob copy[2];            /* h2d, d2h */
+    AdamJob adam;
+    IoJob io[2];                /* ssd_read, ssd_write */
+    int iter0;                  /* run iteration of the segment's iteration 0 */
+    int *inputs, *targets;      /* per segment iteration, (B,T) each */
+    double *sq;                 /* per segment iteration x sub-group */
+    int *sq_count;
+    float *losses;
+    int64_t step0;              /* the optimizer step of run iteration 0, minus one */
+    double prev_norm;           /* the clip policy's norm, of the step before */
+    double *norms;              /* per segment iteration */
+    /* the measured trace */
+    TraceRow *rows;
+    int n_rows, cap_rows;
+    double t0;
+    double busy[RES_COUNT];
+} Pipe;
+
+/* ---- lane jobs -------------------------------------------------------------------------- */
+
+static int run_compute(void *ctx, void *job, Err *e)
+{
+    Pipe *pp = ctx;
+    return pp->mem.ops->compute(pp->mem.dev, job, e);
+}
+
+static int run_copy(void *ctx, void *job, Err *e)
+{
+    Pipe *pp = ctx;
+    CopyJob *j = job;
+    for (int i = 0; i < j->n; i++) {
+        int rc = pp->mem.ops->copy(pp->mem.dev, j->to_device, j->c[i].dst, j->c[i].src,
+                                   j->c[i].bytes, e);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+static int run_adam(void *ctx, void *job, Err *e)
+{
+    Pipe *pp = ctx;
+    AdamJob *j = job;
+    const PipeMem *m = &pp->mem;
+    double sq = 0;
+    if (m->ops->grad_type == DTYPE_FP32) {
+        const float *g = j->grad;
+        for (size_t i = 0; i < j->n; i++)
+            sq += (double)g[i] * g[i];
+    } else {
+        const uint16_t *g = j->grad;
+        for (size_t i = 0; i < j->n; i++) {
+            double x = adam_bf16_to_f32(g[i]);
+            sq += x * x;
+        }
+    }
+    j->sq = sq;
+    if (!isfinite(sq))
+        return err_set(e, -EDOM, "step %lld: the gradients of sub-group %d are not finite; "
+                       "lower --lr or check the data", (long long)(pp->step0 + 1 + j->iter),
+                       j->group);
+    /* elementwise: the pieces compute exactly what one pass over the slice would */
+    bool narrow = m->wsz == 2;
+    for (int k = 0; k < j->n_out; k++) {
+        size_t f = j->first[k];
+        AdamSlice x = {.master = j->master + f, .m = j->m + f, .v = j->v + f,
+                       .grad = (const uint8_t *)j->grad + f * m->gsz,
+                       .grad_type = m->ops->grad_type,
+                       .out = narrow ? (uint16_t *)j->out[k] : NULL,
+                       .out_type = m->ops->weight_type, .n = j->count[k]};
+        adam_update(pp->isa, &j->step, &x, &pp->wp_adam);
+        if (!narrow)
+            memcpy(j->out[k], j->master + f, j->count[k] * 4);
+    }
+    return 0;
+}
+
+/* ---- what each task does ------------------------------------------------------------------ */
+
+static void add_copy(CopyJob *j, void *dst, const void *src, size_t bytes)
+{
+    j->c[j->n].dst = dst;
+    j->c[j->n].src = src;
+    j->c[j->n].bytes = bytes;
+    j->n++;
+}
+
+/* Host bytes of block b's tensor x off the device: its CPU home, or an SSD staging slot. */
+static uint8_t *act_host(const PipeMem *m, int b, int x, bool in, int pinned)
+{
+    int h = m->home[b * BT_COUNT + x];
+    if (h == HOME_CPU)
+        return m->act_cpu[b] + m->cpu_off[b * BT_COUNT + x];
+    if (x == SCHED_BLOCK_INPUT)
+        return (in ? m->stage_in : m->stage_out)[pinned];
+    return (in ? m->stage_in[pinned] + m->stage_in_inner : m->stage_out[pinned]) +
+           m->ssd_off[b * BT_COUNT + x];
+}
+
+static void prepare_copy(Pipe *pp, const Task *t, CopyJob *j)
+{
+    const PipeMem *m = &pp->mem;
+    int b = t->layer;
+    *j = (CopyJob){.to_device = t->res == RES_H2D};
+    if (t->cargo == CARGO_WEIGHTS) {
+        bool edge = b < 0;
+        size_t n = (edge ? m->edge_params : m->block_params) * m->wsz;
+        const uint8_t *src = m->p->weights == TIER_CPU
+                                 ? m->w_home + (edge ? 0 : m->edge_params + b * m->block_params) *
+                                                   m->wsz
+                                 : edge ? m->edge_stage : m->pinned_w[t->slot.pinned];
+        add_copy(j, edge ? m->wedge : m->wbuf[t->slot.gpu_weights], src, n);
+    } else if (t->cargo == CARGO_CKPT || t->cargo == CARGO_ACTS) {
+        int part = t->cargo == CARGO_CKPT ? 0 : 1;
+        bool in = t->res == RES_H2D;
+        for (int x = 0; x < BT_COUNT; x++) {
+            int h = m->home[b * BT_COUNT + x];
+            if (!pipe_mem_in_part(x, part) || (h != HOME_CPU && h != HOME_SSD))
+                continue;
+            uint8_t *host = act_host(m, b, x, in, t->slot.pinned);
+            uint8_t *dev = (uint8_t *)(in ? m->act_in : m->act_out)[t->slot.gpu_acts] +
+                           m->slot_off[x];
+            if (in)
+                add_copy(j, dev, host, m->tbytes[x]);
+            else
+                add_copy(j, host, dev, m->tbytes[x]);
+        }
+    } else if (t->cargo == CARGO_GRADS) {
+        size_t begin = m->grp_begin[t->group];
+        size_t off = b < 0 ? 0 : m->edge_params + b * m->block_params - begin;
+        add_copy(j, m->host_grads[t->slot.host_grads] + off * m->gsz,
+                 b < 0 ? m->gedge : m->gbuf[t->slot.gpu_grads],
+                 (b < 0 ? m->edge_params : m->block_params) * m->gsz);
+    }
+}
+
+static int io(Pipe *pp, IoJob *j, bool write, const StoreTensor *t, uint64_t off, void *buf,
+              size_t len, Err *e)
+{
+    if (!len)
+        return 0;
+    int id = write ? store_write(&pp->mem.st, t, off, buf, len, e)
+                   : store_read(&pp->mem.st, t, off, buf, len, e);
+    if (id < 0)
+        return id;
+    j->req[j->n++] = id;
+    return 0;
+}
+
+static int issue_io(Pipe *pp, const Task *t, IoJob *j, Err *e)
+{
+    PipeMem *m = &pp->mem;
+    bool w = t->res == RES_SSD_WRITE;
+    int b = t->layer, rc = 0;
+    j->n = 0;
+    switch (t->cargo) {
+    case CARGO_WEIGHTS:
+        return b < 0 ? io(pp, j, w, &m->w_ssd_edge, 0, m->edge_stage, m->edge_params * m->wsz, e)
+                     : io(pp, j, w, &m->w_ssd[b], 0, m->pinned_w[t->slot.pinned],
+                          m->block_params * m->wsz, e);
+    case CARGO_CKPT:
+        return io(pp, j, w, &m->ckpt_ssd[b], 0,
+                  (w ? m->stage_out : m->stage_in)[t->slot.pinned],
+                  m->tbytes[SCHED_BLOCK_INPUT], e);
+    case CARGO_ACTS:
+        return io(pp, j, w, &m->inner_ssd[b], 0,
+                  w ? m->stage_out[t->slot.pinned] : m->stage_in[t->slot.pinned] +
+                                                         m->stage_in_inner,
+                  m->ssd_inner_bytes[b], e);
+    case CARGO_STATES: {
+        float *buf = (float *)m->state_slot[t->slot.pinned];
+        int id = w ? ooc_adam_write_start(&m->oa, t->group, buf, e)
+                   : ooc_adam_read_start(&m->oa, t->group, buf, e);
+        if (id < 0)
+            return id;
+        j->req[j->n++] = id;
+        return 0;
+    }
+    case CARGO_UPDATE: {
+        /* the group's new weights, block by block (and the edges for the tail) */
+        size_t first[PIPE_MAX_PIECES], count[PIPE_MAX_PIECES], off[PIPE_MAX_PIECES];
+        size_t begin = m->grp_begin[t->group];
+        int n = pipe_mem_update_pieces(m, t->group, first, count, off);
+        if (n > MAX_IO)
+            return err_set(e, -EINVAL, "%s: sub-groups of at most %d blocks on SSD", t->id,
+                           MAX_IO - 1);
+        for (int k = 0; k < n && !rc; k++) {
+            size_t at = begin + first[k];
+            const StoreTensor *dst = at < m->edge_params
+                                         ? &m->w_ssd_edge
+                                         : &m->w_ssd[(at - m->edge_params) / m->block_params];
+            rc = io(pp, j, true, dst, 0, m->state_slot[t->slot.pinned] + off[k],
+                    count[k] * m->wsz, e);
+        }
+        return rc;
+    }
+    default:
+        return err_set(e, -EINVAL, "%s: nothing to move", t->id);
+    }
+}
+
+static void prepare_compute(Pipe *pp, int ti, ComputeCall *c)
+{
+    const PipeMem *m = &pp->mem;
+    const Task *t = &pp->s.tasks[ti];
+    int b = t->layer, L = m->L, si = t->iter;
+    size_t N = (size_t)m->B * m->T;
+    *c = (ComputeCall){.task = t, .inputs = pp->inputs + si * N, .targets = pp->targets + si * N};
+    if (b < 0 || b >= L) {
+        c->op = b < 0 ? 0 : t->op - (1 + GRAPH_OPS_PER_BLOCK * L);
+        c->w = m->wedge;
+        c->dw = m->gedge;
+        c->first_bwd = b >= L && c->op == 1 && t->kind == TASK_BWD;
+        if (b < 0)
+            c->t[SCHED_BLOCK_INPUT] = pipe_mem_tensor(m, 0, SCHED_BLOCK_INPUT, false,
+                                                      sched_fwd_act_slot(m->p, 0));
+        else
+            c->t[9] = m->final_res;
+        return;
+    }
+    c->op = t->op - 1 - GRAPH_OPS_PER_BLOCK * b;
+    c->w = m->wbuf[t->slot.gpu_weights];
+    bool bwd = t->kind != TASK_FWD;
+    if (t->kind == TASK_BWD) {
+        c->dw = m->gbuf[t->slot.gpu_grads];
+        c->first_bwd = c->op == 8;
+    }
+    for (int x = 0; x < BT_COUNT; x++)
+        c->t[x] = bwd && x == 9 ? NULL : pipe_mem_tensor(m, b, x, bwd, t->slot.gpu_acts);
+}
+
+static void prepare_adam(Pipe *pp, const Task *t, AdamJob *j)
+{
+    const PipeMem *m = &pp->mem;
+    const TrainOptions *o = pp->o;
+    int s = t->group, si = t->iter;
+    size_t begin = m->grp_begin[s], n = m->grp_end[s] - begin;
+    /* the previous step's norm clips this one (trainer.h); its sub-groups are all done */
+    double prev = si == 0 ? pp->prev_norm : pp->norms[si - 1];
+    float clip = o->clip > 0 && prev > o->clip ? (float)(o->clip / prev) : 1.0f;
+    int64_t step = pp->step0 + 1 + pp->iter0 + si;
+    AdamConfig acfg = {.lr = trainer_lr(o, step), .beta1 = o->beta1, .beta2 = o->beta2,
+                       .eps = o->eps, .weight_decay = o->weight_decay};
+    *j = (AdamJob){.group = s, .iter = pp->iter0 + si, .n = n,
+                   .grad = m->host_grads[t->slot.host_grads]};
+    adam_step_init(&j->step, &acfg, (int)step, clip);
+    if (m->p->optim == TIER_CPU) {
+        j->master = m->master + begin;
+        j->m = m->m + begin;
+        j->v = m->v + begin;
+    } else {
+        float *buf = (float *)m->state_slot[t->slot.pinned];
+        j->master = buf, j->m = buf + n, j->v = buf + 2 * n;
+    }
+    if (m->p->weights == TIER_CPU) {
+        j->n_out = 1;
+        j->first[0] = 0, j->count[0] = n, j->out[0] = m->w_home + begin * m->wsz;
+        return;
+    }
+    size_t off[PIPE_MAX_PIECES];
+    j->n_out = pipe_mem_update_pieces(m, s, j->first, j->count, off);
+    for (int k = 0; k < j->n_out; k++)
+        j->out[k] = m->state_slot[t->slot.pinned] + off[k];
+}
+
+/* ---- the dispatcher -------------------------------------------------------------------------- */
+
+static int thread_lane(Resource r)
+{
+    return r == RES_GPU ? LANE_GPU : r == RES_H2D ? LANE_H2D : r == RES_D2H ? LANE_D2H
+                                                                          : LANE_ADAM;
+}
+
+static bool is_io(Resource r)
+{
+    return r == RES_SSD_READ || r == RES_SSD_WRITE;
+}
+
+static int start_task(Pipe *pp, int ti, Err *e)
+{
+    const Task *t = &pp->s.tasks[ti];
+    switch (t->res) {
+    case RES_GPU:
+        prepare_compute(pp, ti, &pp->call);
+        lane_post(&pp->lanes[LANE_GPU], &pp->call);
+        return 0;
+    case RES_H2D:
+    case RES_D2H: {
+        CopyJob *j = &pp->copy[t->res == RES_D2H];
+        prepare_copy(pp, t, j);
+        lane_post(&pp->lanes[thread_lane(t->res)], j);
+        return 0;
+    }
+    case RES_CPU_ADAM:
+        prepare_adam(pp, t, &pp->adam);
+        lane_post(&pp->lanes[LANE_ADAM], &pp->adam);
+        return 0;
+    case RES_SSD_READ:
+    case RES_SSD_WRITE: {
+        pp->started[t->res] = clock_monotonic_s();
+        Err e2 = {""};
+        int rc = issue_io(pp, t, &pp->io[t->res == RES_SSD_WRITE], &e2);
+        if (rc)
+            err_set(e, rc, "%s: %s", t->id, e2.msg);
+        return rc;
+    }
+    default:
+        return err_set(e, -EINVAL, "%s: no lane for resource %s", t->id, resource_name(t->res));
+    }
+}
+
+/* Whether the task on resource r has ended; then its times and result. */
+static bool poll_task(Pipe *pp, Resource r, double *t0, double *t1, int *rc, Err *e)
+{
+    if (is_io(r)) {
+        IoJob *j = &pp->io[r == RES_SSD_WRITE];
+        for (int i = 0; i < j->n; i++)
+            if (!store_done(&pp->mem.st, j->req[i]))
+                return false;
+        *rc = 0;
+        for (int i = 0; i < j->n; i++) {
+            Err e2;
+            int r2 = store_wait(&pp->mem.st, j->req[i], &e2);
+            if (r2 && !*rc) {
+                *rc = r2;
+                *e = e2;
+            }
+        }
+        *t0 = pp->started[r];
+        *t1 = clock_monotonic_s();
+        return true;
+    }
+    Lane *l = &pp->lanes[thread_lane(r)];
+    if (!lane_poll(l))
+        return false;
+    *t0 = l->start_s;
+    *t1 = l->end_s;
+    *rc = l->rc;
+    if (l->rc)
+        *e = l->err;
+    return true;
+}
+
+static int record(Pipe *pp, int ti, double t0, double t1)
+{
+    if (pp->n_rows == pp->cap_rows) {
+        int cap = pp->cap_rows ? 2 * pp->cap_rows : 4096;
+        TraceRow *r = realloc(pp->rows, (size_t)cap * sizeof *r);
+        if (!r)
+            return -ENOMEM;
+        pp->rows = r;
+        pp->cap_rows = cap;
+    }
+    const Task *t = &pp->s.tasks[ti];
+    trace_row_from_task(&pp->rows[pp->n_rows++], t, pp->iter0 + t->iter, t0 - pp->t0,
+                        t1 - pp->t0);
+    pp->busy[t->res] += t1 - t0;
+    return 0;
+}
+
+/* A task ended: its results, then its successors. */
+static int finish_task(Pipe *pp, int ti, double now)
+{
+    const Task *t = &pp->s.tasks[ti];
+    int si = t->iter, G = pp->mem.G;
+    if (t->res == RES_GPU && t->kind == TASK_FWD && t->layer == pp->mem.L && t->op ==
+        pp->mem.c->n_layer * GRAPH_OPS_PER_BLOCK + 3)
+        pp->losses[si] = pp->mem.ops->loss(pp->mem.dev);
+    if (t->res == RES_CPU_ADAM) {
+        pp->sq[si * G + t->group] = pp->adam.sq;
+        if (++pp->sq_count[si] == G) {
+            /* every sub-group is in: the norm, summed in update order as the trainer does */
+            double sum = 0;
+            for (int s = 0; s < G; s++)
+                sum += pp->sq[si * G + s];
+            pp->norms[si] = sqrt(sum);
+        }
+    }
+    for (int k = pp->succ_first[ti]; k < pp->succ_first[ti + 1]; k++) {
+        int nx = pp->succ[k];
+        if (--pp->waiting[nx] == 0 &&
+            heap_push(&pp->ready[pp->s.tasks[nx].res], heap_ready_item(&pp->s.tasks[nx], nx,
+                                                                     now)))
+            return -ENOMEM;
+    }
+    return 0;
+}
+
+static void idle_wait(void)
+{
+    struct timespec ts = {0, 20000};
+    nanosleep(&ts, NULL);
+}
+
+/* Runs the segment's DAG to its end. On a failure, stops releasing tasks, lets the ones in
+ * flight finish, and returns the first error, naming its task. */
+static int run_dag(Pipe *pp, Err *e)
+{
+    const Schedule *s = &pp->s;
+    int rc = sched_successors(s, &pp->succ_first, &pp->succ);
+    pp->waiting = malloc(((size_t)s->n_tasks + 1) * sizeof(int));
+    if (rc || !pp->waiting)
+        return err_set(e, -ENOMEM, "out of memory for the pipeline's DAG");
+    double now = clock_monotonic_s();
+    for (int t = 0; t < s->n_tasks && !rc; t++) {
+        pp->waiting[t] = s->tasks[t].n_deps;
+        if (!pp->waiting[t])
+            rc = heap_push(&pp->ready[s->tasks[t].res], heap_ready_item(&s->tasks[t], t, now));
+    }
+    for (int r = 0; r < RES_COUNT; r++)
+        pp->running[r] = -1;
+    int done = 0, in_flight = 0;
+    while (!rc ? done < s->n_tasks : in_flight > 0) {
+        bool progress = false;
+        for (int r = 0; r < RES_COUNT && !rc; r++) {
+            if (pp->running[r] >= 0 || !pp->ready[r].n)
+                continue;
+            int ti = heap_pop(&pp->ready[r]).a;
+            rc = start_task(pp, ti, e);
+            if (!rc) {
+                pp->running[r] = ti;
+                in_flight++;
+                progress = true;
+            }
+        }
+        if (pp->mem.store_opened) {
+            Err e2;
+            int r2 = store_poll(&pp->mem.st, &e2);
+            if (r2 && !rc) {
+                rc = r2;
+                *e = e2;
+            }
+        }
+        for (int r = 0; r < RES_COUNT; r++) {
+            int ti = pp->running[r], trc;
+            double t0, t1;
+            Err e2 = {""};
+            if (ti < 0 || !poll_task(pp, r, &t0, &t1, &trc, &e2))
+                continue;
+            pp->running[r] = -1;
+            in_flight--;
+            done++;
+            progress = true;
+            if (trc && !rc) {
+                rc = err_set(e, trc, "%s (iteration %d): %s", s->tasks[ti].id,
+                             pp->iter0 + s->tasks[ti].iter, e2.msg);
+                continue;
+            }
+            if (!rc && (record(pp, ti, t0, t1) || finish_task(pp, ti, t1)))
+                rc = err_set(e, -ENOMEM, "out of memory for the measured trace");
+        }
+        if (!progress)
+            idle_wait();
+    }
+    for (int r = 0; r < RES_COUNT; r++)
+        heap_free(&pp->ready[r]);
+    free(pp->succ_first), free(pp->succ), free(pp->waiting);
+    pp->succ_first = pp->succ = pp->waiting = NULL;
+    return rc;
+}
+
+/* ---- training ---------------------------------------------------------------------------------- */
+
+static int check_plan(const TrainOptions *o, const Plan *p, const PipeConfig *pc, Err *e)
+{
+    if (p->weights == TIER_GPU || p->optim == TIER_GPU)
+        return err_set(e, -EINVAL, "the out-of-core pipeline keeps weights and optimizer states "
+                       "off the GPU (the plan has weights on %s, states on %s): use --weights "
+                       "and --optim cpu or ssd, or train without --offload",
+                       tier_name(p->weights), tier_name(p->optim));
+    if (p->micro_batches != 1)
+        return err_set(e, -EINVAL, "the out-of-core pipeline runs one micro-batch per step "
+                       "(got --micro-batches %d); raise --batch instead", p->micro_batches);
+    if (p->n_layer != o->model.n_layer || p->micro_batch != o->batch || p->seq != o->seq)
+        return err_set(e, -EINVAL, "plan (%d blocks, batch %d x %d) does not match the run "
+                       "(%d, %d x %d)", p->n_layer, p->micro_batch, p->seq, o->model.n_layer,
+                       o->batch, o->seq);
+    if (o->model.dtype == DTYPE_FP16 && pc->device->weight_type != DTYPE_FP32)
+        return err_set(e, -EINVAL, "fp16 needs loss scaling, which the out-of-core pipeline "
+                       "does not do yet (an overflow seen in one sub-group after others were "
+                       "updated has no per-sub-group policy); use bf16");
+    return 0;
+}
+
+static void pipe_free(Pipe *pp)
+{
+    for (int i = 0; i < N_THREAD_LANES; i++)
+        lane_free(&pp->lanes[i]);
+    pipe_mem_free(&pp->mem);
+    workpool_free(&pp->wp_adam);
+    workpool_free(&pp->wp_compute);
+    gpt2_layout_free(&pp->layout);
+    sched_free(&pp->s);
+    free(pp->inputs), free(pp->targets), free(pp->sq), free(pp->sq_count), free(pp->losses);
+    free(pp->norms), free(pp->rows);
+}
+
+static int write_traces(Pipe *pp, const PipeConfig *pc, Err *e)
+{
+    const char *paths[2] = {pc->trace_path, pc->chrome_path};
+    for (int k = 0; k < 2; k++) {
+        if (!paths[k])
+            continue;
+        FILE *f = fopen(paths[k], "w");
+        if (!f)
+            return err_set(e, -errno, "%s: cannot write: %s", paths[k], strerror(errno));
+        int rc = k ? trace_write_chrome(f, paths[k], pp->rows, pp->n_rows, e)
+                   : trace_write_tsv(f, paths[k], pp->rows, pp->n_rows, e);
+        if (fclose(f) && !rc)
+            rc = err_set(e, -EIO, "%s: write failed", paths[k]);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* One segment: iterations [iter0, iter0 + n) of this run, one DAG. */
+static int run_segment(Pipe *pp, const Graph *g, const Plan *p, Loader *ld, int n, Err *e)
+{
+    size_t N = (size_t)pp->o->batch * pp->o->seq;
+    for (int i = 0; i < n; i++)
+        loader_next(ld, pp->inputs + i * N, pp->targets + i * N);
+    memset(pp->sq_count, 0, (size_t)n * sizeof *pp->sq_count);
+    sched_free(&pp->s);
+    int rc = sched_build(&pp->s, g, p, n, e);
+    return rc ? rc : run_dag(pp, e);
+}
+
+int pipe_train(const TrainOptions *o, const Plan *plan, const PipeConfig *pc, TrainResult *r,
+               PipeReport *rep, Err *e)
+{
+    memset(r, 0, sizeof *r);
+    const ModelConfig *c = &o->model;
+    int seg = pc->segment_iters > 0 ? pc->segment_iters : 8;
+    Pipe pp = {.o = o, .isa = adam_isa_best()};
+    TokenData data = {0};
+    Loader ld = {0};
+    Graph g = {0};
+    float *params = NULL, *m = NULL, *v = NULL;
+    FILE *log = NULL;
+    int rc = check_plan(o, plan, pc, e);
+    if (!rc)
+        rc = data_load(&data, o->data_path, o->data_format, e);
+    if (!rc && data.max_token >= c->vocab)
+        rc = err_set(e, -EINVAL, "%s: token %d is outside %s's vocabulary of %d", o->data_path,
+                     data.max_token, c->name, c->vocab);
+    ModelConfig gc = *c;
+    gc.dtype = pc->device->weight_type; /* the graph's bytes are what the device moves */
+    if (!rc)
+        rc = graph_init(&g, &gc, o->batch, o->seq, e);
+    if (!rc && gpt2_layout_init(&pp.layout, c))
+        rc = err_set(e, -ENOMEM, "out of memory");
+    /* the compute lane and the optimizer lane each have a worker pool (one job at a time) */
+    if (!rc)
+        rc = workpool_init(&pp.wp_adam, o->threads, e);
+    if (!rc)
+        rc = workpool_init(&pp.wp_compute, o->threads, e);
+    if (!rc)
+        rc = pipe_mem_init(&pp.mem, c, plan, o->batch, o->seq, pc, &pp.wp_compute, e);
+    size_t P = pp.layout.total, N = (size_t)o->batch * o->seq;
+    if (!rc) {
+        params = calloc(P, sizeof *params);
+        m = calloc(P, sizeof *m);
+        v = calloc(P, sizeof *v);
+        pp.inputs = calloc((size_t)seg * N, sizeof(int));
+        pp.targets = calloc((size_t)seg * N, sizeof(int));
+        pp.sq = calloc((size_t)seg * pp.mem.G, sizeof(double));
+        pp.sq_count = calloc((size_t)seg, sizeof(int));
+        pp.losses = calloc((size_t)seg, sizeof(float));
+        pp.norms = calloc((size_t)seg, sizeof(double));
+        r->losses = calloc((size_t)(o->steps > 0 ? o->steps : 1), sizeof *r->losses);
+        if (!params || !m || !v || !pp.inputs || !pp.targets || !pp.sq || !pp.sq_count ||
+            !pp.losses || !pp.norms || !r->losses)
+            rc = err_set(e, -ENOMEM, "out of memory for %zu parameters", P);
+    }
+    TrainState st = {.seed = o->seed};
+    if (!rc && o->resume_dir)
+        rc = ckpt_load(o->resume_dir, c, &pp.layout, params, m, v, &st, e);
+    else if (!rc && o->init_from)
+        rc = ckpt_load_model(o->init_from, c, &pp.layout, params, e);
+    else if (!rc)
+        trainer_init_params(c, &pp.layout, params, o->seed);
+    if (!rc && st.step >= o->steps)
+        rc = err_set(e, -EINVAL, "%s is at step %lld already; ask for more --steps",
+                     o->resume_dir, (long long)st.step);
+    if (!rc && st.skipped)
+        rc = err_set(e, -EINVAL, "%s skipped updates on loss-scale overflow; the out-of-core "
+                     "pipeline does not scale losses: resume it without --offload",
+                     o->resume_dir);
+    if (!rc)
+        rc = pipe_mem_put_state(&pp.mem, params, o->resume_dir ? m : NULL,
+                                o->resume_dir ? v : NULL, e);
+    if (!rc)
+        rc = loader_init(&ld, &data, o->batch, o->seq, st.seed, e);
+    if (!rc && o->resume_dir)
+        loader_seek(&ld, st.epoch, st.index);
+    if (!rc && o->log_path) {
+        bool fresh = !o->resume_dir || access(o->log_path, F_OK) != 0;
+        log = fopen(o->log_path, fresh ? "w" : "a");
+        if (!log)
+            rc = err_set(e, -errno, "%s: cannot write: %s", o->log_path, strerror(errno));
+        else if (fresh)
+            fprintf(log, "step\tloss\tlr\tgrad_norm\ttokens_per_s\tloss_scale\n");
+    }
+    for (int i = 0; i < N_THREAD_LANES && !rc; i++)
+        rc = lane_init(&pp.lanes[i], i == LANE_GPU ? run_compute : i == LANE_ADAM ? run_adam
+                                                                                 : run_copy,
+                       &pp, e);
+    pp.step0 = st.step;
+    pp.prev_norm = st.prev_grad_norm;
+    r->first_step = st.step + 1;
+    pp.t0 = clock_monotonic_s();
+    double steady = 0;
+    int n_steady = 0;
+    for (int64_t step = st.step + 1; !rc && step <= o->steps;) {
+        /* a segment ends where a checkpoint is due, so it is written at rest */
+        int64_t left = o->steps - step + 1, n = left < seg ? left : seg;
+        if (o->save_dir && o->save_every > 0) {
+            int64_t to_save = o->save_every - (step - 1) % o->save_every;
+            if (to_save < n)
+                n = to_save;
+        }
+        pp.iter0 = (int)(step - 1 - pp.step0);
+        int rows0 = pp.n_rows;
+        double t_seg = clock_monotonic_s();
+        rc = run_segment(&pp, &g, plan, &ld, (int)n, e);
+        if (rc)
+            break;
+        double dt = (clock_monotonic_s() - t_seg) / (double)n;
+        /* the steady state: iterations after each segment's first, by their trace rows */
+        double *it_end = calloc((size_t)n, sizeof(double)), *it_start = calloc((size_t)n,
+                                                                                sizeof(double));
+        if (it_end && it_start) {
+            for (int k = 0; k < (int)n; k++)
+                it_start[k] = 1e300;
+            for (int k = rows0; k < pp.n_rows; k++) {
+                int i = pp.rows[k].iter - pp.iter0;
+                if (pp.rows[k].start_s < it_start[i])
+                    it_start[i] = pp.rows[k].start_s;
+                if (pp.rows[k].end_s > it_end[i])
+                    it_end[i] = pp.rows[k].end_s;
+            }
+            for (int k = 1; k < (int)n; k++) {
+                steady += it_end[k] - it_end[k - 1];
+                n_steady++;
+            }
+        }
+        free(it_end), free(it_start);
+        for (int i = 0; i < (int)n; i++, step++) {
+            float loss = pp.losses[i];
+            if (!isfinite(loss)) {
+                rc = err_set(e, -EDOM, "step %lld: the loss is %f; lower --lr or check the data",
+                             (long long)step, loss);
+                break;
+            }
+            if (r->n_losses == 0)
+                r->first_loss = loss;
+            r->losses[r->n_losses++] = loss;
+            r->last_loss = loss;
+            r->last_step = step;
+            if (log)
+                fprintf(log, "%lld\t%.6f\t%.6g\t%.6f\t%.1f\t%g\n", (long long)step, loss,
+                        trainer_lr(o, step), pp.norms[i], (double)N / dt, 1.0);
+            if (o->progress)
+                fprintf(o->progress, "step %lld/%lld | loss %.4f | %.0f tok/s | %.3f s/step\n",
+                        (long long)step, (long long)o->steps, loss, (double)N / dt, dt);
+        }
+        if (rc)
+            break;
+        st.step = step - 1;
+        st.epoch = ld.epoch;
+        st.index = ld.index;
+        st.prev_grad_norm = pp.prev_norm = pp.norms[n - 1];
+        bool save = o->save_dir && (st.step == o->steps ||
+                                    (o->save_every > 0 && st.step % o->save_every == 0));
+        if (save) {
+            rc = pipe_mem_get_state(&pp.mem, params, m, v, e);
+            if (!rc)
+                rc = ckpt_save(o->save_dir, c, &pp.layout, params, m, v, &st, e);
+        }
+    }
+    double elapsed = clock_monotonic_s() - pp.t0;
+    r->tokens_per_s = elapsed > 0 ? (double)r->n_losses * (double)N / elapsed : 0;
+    r->loss_scale = 1;
+    if (!rc)
+        rc = write_traces(&pp, pc, e);
+    if (rep) {
+        memset(rep, 0, sizeof *rep);
+        pipe_mem_measured(&pp.mem, &rep->measured);
+        footprint_compute(&rep->predicted, &g, plan);
+        memcpy(rep->busy_s, pp.busy, sizeof pp.busy);
+        rep->elapsed_s = elapsed;
+        rep->iterations = r->n_losses;
+        rep->steady_iter_s = n_steady ? steady / n_steady : 0;
+    }
+    if (log && fclose(log) && !rc)
+        rc = err_set(e, -EIO, "%s: write failed", o->log_path);
+    free(params), free(m), free(v);
+    loader_free(&ld);
+    data_free(&data);
+    graph_free(&g);
+    pipe_free(&pp);
+    return rc;
+}
+
+void pipe_report_print(FILE *out, const PipeReport *rep)
+{
+    static const char *tier[TIER_COUNT] = {"gpu", "cpu", "ssd"};
+    fprintf(out, "memory (measured peak / predicted by the footprint):\n%-12s", "");
+    for (int t = 0; t < TIER_COUNT; t++)
+        fprintf(out, " %25s", tier[t]);
+    fprintf(out, "\n");
+    for (int k = 0; k < MEM_TAG_COUNT; k++) {
+        fprintf(out, "%-12s", mem_tag_name(k));
+        for (int t = 0; t < TIER_COUNT; t++) {
+            char a[24], b[24], cell[64];
+            snprintf(cell, sizeof cell, "%s / %s",
+                     units_bytes(a, sizeof a, rep->measured.bytes[k][t]),
+                     units_bytes(b, sizeof b, rep->predicted.bytes[k][t]));
+            fprintf(out, " %25s", cell);
+        }
+        fprintf(out, "\n");
+    }
+    fprintf(out, "lanes busy over %d iterations in %.3f s (steady iteration %.4f s):",
+            rep->iterations, rep->elapsed_s, rep->steady_iter_s);
+    for (int r = 0; r < RES_COUNT; r++)
+        fprintf(out, " %s %.3f s", resource_name(r), rep->busy_s[r]);
+    fprintf(out, "\n");
+}

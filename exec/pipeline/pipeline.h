@@ -1,0 +1,60 @@
+/* pipeline: the out-of-core executor. It trains by running model/schedule's task DAG for real:
+ * every task of the schedule on its lane (compute on the device, H2D and D2H copies, SSD reads
+ * and writes through the io_uring store, the CPU Adam), released by a dispatcher when its
+ * dependencies are done, in the order the simulator's engine uses among ready tasks
+ * (heap.h: priority, ready time, index), with no barrier the DAG does not state. State lives
+ * where the plan says (weights and optimizer states in CPU memory or on SSD, each activation
+ * kept on the device, swapped to CPU memory or SSD, or recomputed), in buffers whose reuse the
+ * schedule's dependencies make safe (schedule.h, TaskSlots), under a device budget and a host
+ * budget that are checked, for every allocation, before anything is allocated.
+ *
+ * The optimizer is Fuyou's: each sub-group's AdamW runs on the CPU as soon as its gradients
+ * are there, during backward; the gradient norm of step t is summed over the sub-groups and
+ * clips step t + 1 (trainer.h's policy), so the losses and weights equal the in-memory
+ * trainer's bit for bit on the CPU device. A run is cut into segments of iterations, one DAG
+ * each (the schedule of that many iterations); a segment ends with everything at rest, which
+ * is where checkpoints are written. Every task's start and end go to the measured trace, with
+ * the schedule's task ids, in the simulator's schema (traces/). */
+#ifndef FUYOU_PIPELINE_H
+#define FUYOU_PIPELINE_H
+
+#include <stdio.h>
+
+#include "device.h"
+#include "footprint.h"
+#include "plan.h"
+#include "store.h"
+#include "trainer.h"
+
+typedef struct PipeConfig {
+    const DeviceOps *device;
+    size_t gpu_budget;             /* bytes the device may hold; 0: no limit */
+    size_t cpu_budget;             /* bytes of host memory (pinned); 0: what the plan needs */
+    const char *ssd_dirs[STORE_MAX_DEVICES];
+    int n_ssd_dirs;                /* 0: a temporary directory under /tmp (or $TMPDIR) */
+    const char *trace_path;        /* measured trace, TSV (NULL: none) */
+    const char *chrome_path;       /* the same as Chrome/Perfetto JSON */
+    int segment_iters;             /* iterations per DAG (0: 8) */
+} PipeConfig;
+
+/* What a run used, for the report: bytes per footprint row and tier, measured at their peak
+ * (the plan's prediction beside them), and the lanes' busy time. */
+typedef struct PipeReport {
+    Footprint measured, predicted;
+    double busy_s[RES_COUNT];
+    double elapsed_s;          /* the segments' wall time */
+    int iterations;
+    double steady_iter_s;      /* mean over iterations after each segment's first */
+} PipeReport;
+
+/* Trains o->model for o->steps like trainer_run (same options, data order, learning rate,
+ * clipping, checkpoints and results), out of core under plan. The plan must match the model,
+ * o->batch (the micro-batch) and o->seq; fp16 loss scaling and micro-batches > 1 are refused.
+ * 0 or -errno with e naming the task and the call that failed; rep may be NULL. */
+int pipe_train(const TrainOptions *o, const Plan *plan, const PipeConfig *pc, TrainResult *r,
+               PipeReport *rep, Err *e);
+
+/* Prints rep: the footprint table, measured against predicted, and the lanes' busy time. */
+void pipe_report_print(FILE *out, const PipeReport *rep);
+
+#endif

@@ -1,0 +1,112 @@
+/* plan_args: the plan options of both command lines; see plan_args.h. */
+#include "plan_args.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const plan_args_names[4 + PC_N] = {
+    "weights", "optim", "checkpoints", "act", "micro-batches", "subgroup", "tail", "prefetch",
+    "weight-buffers", "pinned-buffers", "act-buffers", "grad-buffers", "state-buffers"};
+
+void plan_args_init(PlanArgs *a)
+{
+    memset(a, 0, sizeof *a);
+    for (int i = 0; i < PC_N; i++)
+        a->count[i] = -1;
+}
+
+int plan_args_count(const char *prog, const char *opt, const char *s, int min, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end || errno || v < min || v > INT_MAX) {
+        fprintf(stderr, "%s: %s expects a whole number >= %d, got '%s'\n", prog, opt, min, s);
+        return -EINVAL;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+int plan_args_take(PlanArgs *a, const char *name, const char *value, const char *prog)
+{
+    const char **place[4] = {&a->weights, &a->optim, &a->checkpoints, &a->act};
+    for (int i = 0; i < 4 + PC_N; i++) {
+        if (strcmp(name, plan_args_names[i]))
+            continue;
+        if (i < 4) {
+            *place[i] = value;
+            return 1;
+        }
+        char opt[32];
+        snprintf(opt, sizeof opt, "--%s", name);
+        int c = i - 4;
+        return plan_args_count(prog, opt, value, c == PC_PREFETCH ? 0 : 1, &a->count[c]) ? -EINVAL
+                                                                                        : 1;
+    }
+    return 0;
+}
+
+bool plan_args_given(const PlanArgs *pa)
+{
+    for (int i = 0; i < PC_N; i++)
+        if (pa->count[i] >= 0)
+            return true;
+    return pa->weights || pa->optim || pa->checkpoints || pa->act;
+}
+
+static int parse_tier(const char *prog, const char *opt, const char *s, Tier *out)
+{
+    if (tier_parse(s, out)) {
+        fprintf(stderr, "%s: %s expects gpu, cpu or ssd, got '%s'\n", prog, opt, s);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+int plan_args_apply(const PlanArgs *pa, Plan *p, const char *prog)
+{
+    if ((pa->weights && parse_tier(prog, "--weights", pa->weights, &p->weights)) ||
+        (pa->optim && parse_tier(prog, "--optim", pa->optim, &p->optim)))
+        return -EINVAL;
+    if (pa->checkpoints) {
+        Tier t;
+        if (parse_tier(prog, "--checkpoints", pa->checkpoints, &t))
+            return -EINVAL;
+        for (int b = 0; b < p->n_layer; b++)
+            plan_set_act(p, b, 0, (ActPlace)t);
+    }
+    if (pa->act) {
+        Tier t;
+        ActPlace inner;
+        if (!strcmp(pa->act, "recompute"))
+            inner = ACT_RECOMPUTE;
+        else if (!tier_parse(pa->act, &t))
+            inner = (ActPlace)t;
+        else {
+            fprintf(stderr, "%s: --act expects recompute, gpu, cpu or ssd, got '%s'\n", prog,
+                    pa->act);
+            return -EINVAL;
+        }
+        for (int b = 0; b < p->n_layer; b++)
+            for (int i = 1; i < GRAPH_OPS_PER_BLOCK; i++)
+                plan_set_act(p, b, i, inner);
+    }
+    int *const fields[PC_N] = {
+        [PC_MICRO] = &p->micro_batches, [PC_SUBGROUP] = &p->subgroup_blocks,
+        [PC_TAIL] = &p->tail_blocks, [PC_PREFETCH] = &p->prefetch_depth,
+        [PC_WBUF] = &p->weight_buffers, [PC_PBUF] = &p->pinned_buffers,
+        [PC_ABUF] = &p->act_buffers, [PC_GBUF] = &p->grad_buffers,
+        [PC_SBUF] = &p->state_buffers,
+    };
+    for (int i = 0; i < PC_N; i++)
+        if (pa->count[i] >= 0)
+            *fields[i] = pa->count[i];
+    if (pa->count[PC_PREFETCH] >= 0 && pa->count[PC_WBUF] < 0 &&
+        p->weight_buffers < p->prefetch_depth + 1)
+        p->weight_buffers = p->prefetch_depth + 1;
+    return 0;
+}
