@@ -1,0 +1,283 @@
+/* Check suite for exec/pipeline on the CPU device: placement does not change the math (losses,
+ * gradient norms and the saved weights and Adam states equal the in-memory trainer's bit for
+ * bit, for every placement and ring size tried, across segment boundaries and a resume), the
+ * measured trace holds exactly the schedule's tasks and respects every dependency, the host
+ * budget holds, and bad budgets, directories and plans give one clear error each. */
+#include <errno.h>
+#include <math.h>
+#include <sys/stat.h>
+
+#include "checkpoint.h"
+#include "graph.h"
+#include "pipeline.h"
+#include "testutil.h"
+#include "trace.h"
+
+static const char *text = "/usr/share/common-licenses/GPL-3";
+
+static TrainOptions opts(int64_t steps)
+{
+    TrainOptions o = {.backend = &backend_cpu, .data_path = text, .batch = 2, .seq = 32,
+                      .steps = steps, .lr = 2e-3f, .min_lr_ratio = 0.1f, .weight_decay = 0.1f,
+                      .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .clip = 1.0f, .warmup = 2,
+                      .seed = 11, .subgroup_blocks = 1, .tail_blocks = 1, .threads = 2};
+    o.model = *model_preset_find("gpt2-tiny");
+    return o;
+}
+
+/* A plan over o's model with every state in CPU memory and every activation swapped to it. */
+static void base_plan(Plan *p, Graph *g, const TrainOptions *o)
+{
+    Err e;
+    ModelConfig c = o->model;
+    c.dtype = DTYPE_FP32;
+    ck_assert_int_eq(graph_init(g, &c, o->batch, o->seq, &e), 0);
+    ck_assert_int_eq(plan_init(p, g, POLICY_FUYOU, &e), 0);
+    p->weights = p->optim = TIER_CPU;
+    plan_set_all_act(p, ACT_CPU, ACT_CPU);
+}
+
+typedef struct Variant {
+    const char *name;
+    Tier weights, optim;
+    ActPlace ckpt, inner;
+    int subgroup, tail, ring, segment;
+} Variant;
+
+static const Variant variants[] = {
+    {"all in CPU memory", TIER_CPU, TIER_CPU, ACT_CPU, ACT_CPU, 1, 1, 2, 0},
+    {"weights and states on SSD", TIER_SSD, TIER_SSD, ACT_CPU, ACT_GPU, 1, 1, 2, 0},
+    {"activations to SSD", TIER_CPU, TIER_CPU, ACT_SSD, ACT_SSD, 1, 1, 2, 0},
+    {"full recomputation", TIER_SSD, TIER_CPU, ACT_GPU, ACT_RECOMPUTE, 1, 1, 2, 0},
+    {"sub-groups of 2, tail 2, all on SSD", TIER_SSD, TIER_SSD, ACT_SSD, ACT_SSD, 2, 2, 2, 0},
+    {"rings of one, segments of 2", TIER_SSD, TIER_SSD, ACT_CPU, ACT_SSD, 1, 1, 1, 2},
+};
+
+static void read_ckpt(const char *dir, const TrainOptions *o, float **p, float **m, float **v)
+{
+    Gpt2Layout l;
+    ck_assert_int_eq(gpt2_layout_init(&l, &o->model), 0);
+    *p = calloc(l.total, 4), *m = calloc(l.total, 4), *v = calloc(l.total, 4);
+    TrainState st;
+    Err e;
+    ck_assert_msg(ckpt_load(dir, &o->model, &l, *p, *m, *v, &st, &e) == 0, "%s", e.msg);
+    gpt2_layout_free(&l);
+}
+
+static size_t n_params(const TrainOptions *o)
+{
+    return (size_t)model_param_count(&o->model);
+}
+
+START_TEST(placement_does_not_change_the_math)
+{
+    const Variant *x = &variants[_i];
+    char ref_dir[] = "/tmp/fuyou-pipe-ref-XXXXXX", dir[] = "/tmp/fuyou-pipe-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(ref_dir));
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    Err e;
+    TrainOptions o = opts(5);
+    o.subgroup_blocks = x->subgroup;
+    o.tail_blocks = x->tail;
+    o.save_dir = ref_dir;
+    TrainResult ref, got;
+    ck_assert_msg(trainer_run(&o, &ref, &e) == 0, "%s", e.msg);
+    Plan p;
+    Graph g;
+    base_plan(&p, &g, &o);
+    p.weights = x->weights;
+    p.optim = x->optim;
+    plan_set_all_act(&p, x->ckpt, x->inner);
+    p.subgroup_blocks = x->subgroup;
+    p.tail_blocks = x->tail;
+    if (x->ring == 1) {
+        p.prefetch_depth = 0;
+        p.weight_buffers = p.pinned_buffers = p.act_buffers = p.grad_buffers = 1;
+        p.state_buffers = p.host_grad_groups = 1;
+    }
+    o.save_dir = dir;
+    PipeConfig pc = {.device = &device_cpu, .segment_iters = x->segment};
+    PipeReport rep;
+    ck_assert_msg(pipe_train(&o, &p, &pc, &got, &rep, &e) == 0, "%s: %s", x->name, e.msg);
+    ck_assert_int_eq(got.n_losses, 5);
+    for (int i = 0; i < 5; i++)
+        ck_assert_msg(got.losses[i] == ref.losses[i], "%s, step %d: %.9g vs %.9g", x->name,
+                      i + 1, got.losses[i], ref.losses[i]);
+    float *p1, *m1, *v1, *p2, *m2, *v2;
+    read_ckpt(ref_dir, &o, &p1, &m1, &v1);
+    read_ckpt(dir, &o, &p2, &m2, &v2);
+    size_t n = n_params(&o) * 4;
+    ck_assert_msg(!memcmp(p1, p2, n), "%s: weights differ", x->name);
+    ck_assert_msg(!memcmp(m1, m2, n) && !memcmp(v1, v2, n), "%s: Adam states differ", x->name);
+    printf("%-40s bit-identical over 5 steps; last loss %.6f\n", x->name, got.last_loss);
+    free(p1), free(m1), free(v1), free(p2), free(m2), free(v2);
+    free(ref.losses), free(got.losses);
+    plan_free(&p);
+    graph_free(&g);
+    tu_rm_tree(ref_dir);
+    tu_rm_tree(dir);
+}
+END_TEST
+
+START_TEST(resume_is_exact)
+{
+    char dir[] = "/tmp/fuyou-pipe-res-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    Err e;
+    TrainOptions o = opts(6);
+    o.warmup = 4; /* the first run's steps are all in warmup, where --steps does not matter */
+    TrainResult full, first, rest;
+    Plan p;
+    Graph g;
+    base_plan(&p, &g, &o);
+    p.weights = p.optim = TIER_SSD;
+    PipeConfig pc = {.device = &device_cpu};
+    ck_assert_msg(pipe_train(&o, &p, &pc, &full, NULL, &e) == 0, "%s", e.msg);
+    o.steps = 3;
+    o.save_dir = dir;
+    ck_assert_msg(pipe_train(&o, &p, &pc, &first, NULL, &e) == 0, "%s", e.msg);
+    o.steps = 6;
+    o.save_dir = NULL;
+    o.resume_dir = dir;
+    ck_assert_msg(pipe_train(&o, &p, &pc, &rest, NULL, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(rest.first_step, 4);
+    for (int i = 0; i < 3; i++)
+        ck_assert_msg(rest.losses[i] == full.losses[3 + i], "step %d", i + 4);
+    free(full.losses), free(first.losses), free(rest.losses);
+    plan_free(&p);
+    graph_free(&g);
+    tu_rm_tree(dir);
+}
+END_TEST
+
+START_TEST(trace_is_the_schedule)
+{
+    char path[] = "/tmp/fuyou-pipe-trace-XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    Err e;
+    TrainOptions o = opts(3);
+    Plan p;
+    Graph g;
+    base_plan(&p, &g, &o);
+    p.weights = TIER_SSD;
+    p.optim = TIER_SSD;
+    plan_set_all_act(&p, ACT_SSD, ACT_RECOMPUTE);
+    plan_set_act(&p, 1, 6, ACT_CPU);
+    PipeConfig pc = {.device = &device_cpu, .trace_path = path};
+    TrainResult r;
+    ck_assert_msg(pipe_train(&o, &p, &pc, &r, NULL, &e) == 0, "%s", e.msg);
+    free(r.losses);
+    TraceTable t;
+    ck_assert_msg(trace_read_tsv(path, &t, &e) == 0, "%s", e.msg);
+    Schedule s;
+    ck_assert_int_eq(sched_build(&s, &g, &p, 3, &e), 0);
+    ck_assert_int_eq(t.n, s.n_tasks);
+    /* one row per task, by (iter, id); then every dependency ends before its task starts */
+    int *row_of = malloc((size_t)s.n_tasks * sizeof(int));
+    for (int i = 0; i < s.n_tasks; i++)
+        row_of[i] = -1;
+    for (int k = 0; k < t.n; k++) {
+        int ti = sched_find(&s, t.rows[k].iter, t.rows[k].task_id);
+        ck_assert_msg(ti >= 0, "row %d: %s of iteration %d is not in the schedule", k,
+                      t.rows[k].task_id, t.rows[k].iter);
+        ck_assert_msg(row_of[ti] < 0, "%s appears twice", t.rows[k].task_id);
+        ck_assert_str_eq(t.rows[k].resource, resource_name(s.tasks[ti].res));
+        row_of[ti] = k;
+    }
+    int edges = 0;
+    for (int ti = 0; ti < s.n_tasks; ti++) {
+        const int *d = sched_deps(&s, ti);
+        for (int j = 0; j < s.tasks[ti].n_deps; j++, edges++)
+            ck_assert_msg(t.rows[row_of[d[j]]].end_s <= t.rows[row_of[ti]].start_s,
+                          "%s started before %s ended", s.tasks[ti].id, s.tasks[d[j]].id);
+    }
+    printf("trace: %d tasks, %d dependencies respected\n", t.n, edges);
+    free(row_of);
+    sched_free(&s);
+    trace_table_free(&t);
+    plan_free(&p);
+    graph_free(&g);
+    unlink(path);
+}
+END_TEST
+
+START_TEST(budgets_hold)
+{
+    Err e;
+    TrainOptions o = opts(3);
+    Plan p;
+    Graph g;
+    base_plan(&p, &g, &o);
+    p.weights = p.optim = TIER_SSD;
+    PipeConfig pc = {.device = &device_cpu};
+    TrainResult free_run, tight;
+    PipeReport rep;
+    ck_assert_msg(pipe_train(&o, &p, &pc, &free_run, &rep, &e) == 0, "%s", e.msg);
+    double need = footprint_tier_total(&rep.measured, TIER_CPU);
+    /* just enough: the peak stays under it and the math is the same */
+    pc.cpu_budget = (size_t)need + 4096;
+    ck_assert_msg(pipe_train(&o, &p, &pc, &tight, &rep, &e) == 0, "%s", e.msg);
+    ck_assert_double_le(footprint_tier_total(&rep.measured, TIER_CPU), (double)pc.cpu_budget);
+    for (int i = 0; i < 3; i++)
+        ck_assert(tight.losses[i] == free_run.losses[i]);
+    free(free_run.losses), free(tight.losses);
+    /* too little: refused before anything is allocated, naming the budget and the shortfall */
+    pc.cpu_budget = (size_t)(need / 2);
+    ck_assert_int_eq(pipe_train(&o, &p, &pc, &tight, NULL, &e), -ENOSPC);
+    tu_assert_contains(e.msg, "--cpu-mem");
+    tu_assert_contains(e.msg, "more");
+    free(tight.losses);
+    pc.cpu_budget = 0;
+    pc.gpu_budget = 1 << 20;
+    ck_assert_int_eq(pipe_train(&o, &p, &pc, &tight, NULL, &e), -ENOSPC);
+    tu_assert_contains(e.msg, "--gpu-mem");
+    free(tight.losses);
+    plan_free(&p);
+    graph_free(&g);
+}
+END_TEST
+
+START_TEST(bad_input)
+{
+    Err e;
+    TrainOptions o = opts(2);
+    Plan p;
+    Graph g;
+    base_plan(&p, &g, &o);
+    TrainResult r;
+    p.weights = TIER_SSD;
+    PipeConfig pc = {.device = &device_cpu, .ssd_dirs = {"/nonexistent/fuyou"}, .n_ssd_dirs = 1};
+    ck_assert_int_eq(pipe_train(&o, &p, &pc, &r, NULL, &e), -ENOENT);
+    tu_assert_contains(e.msg, "/nonexistent/fuyou");
+    free(r.losses);
+    pc.n_ssd_dirs = 0;
+    p.micro_batches = 2;
+    ck_assert_int_eq(pipe_train(&o, &p, &pc, &r, NULL, &e), -EINVAL);
+    tu_assert_contains(e.msg, "micro-batch");
+    free(r.losses);
+    p.micro_batches = 1;
+    p.optim = TIER_GPU;
+    ck_assert_int_eq(pipe_train(&o, &p, &pc, &r, NULL, &e), -EINVAL);
+    tu_assert_contains(e.msg, "--optim");
+    free(r.losses);
+    plan_free(&p);
+    graph_free(&g);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("pipeline");
+    TCase *tc = tcase_create("cpu device");
+    tcase_set_timeout(tc, 300);
+    tcase_add_loop_test(tc, placement_does_not_change_the_math, 0,
+                        (int)(sizeof variants / sizeof variants[0]));
+    tcase_add_test(tc, resume_is_exact);
+    tcase_add_test(tc, trace_is_the_schedule);
+    tcase_add_test(tc, budgets_hold);
+    tcase_add_test(tc, bad_input);
+    suite_add_tcase(s, tc);
+    return tu_run(s);
+}
