@@ -66,14 +66,38 @@ const ParamTensor *gpt2_layout_find(const Gpt2Layout *l, const char *name)
     return NULL;
 }
 
-void gpt2_view_edges(const ModelConfig *c, float *buf, Gpt2EdgeView *v)
+void gpt2_edge_offsets(const ModelConfig *c, Gpt2EdgeOffsets *o)
 {
     size_t C = (size_t)c->d_model, V = (size_t)c->vocab;
-    v->wte = buf;
-    v->wpe = buf + V * C;
-    v->lnfw = v->wpe + (size_t)c->max_seq * C;
-    v->lnfb = v->lnfw + C;
-    v->lm_head = c->tied ? v->wte : v->lnfb + C;
+    o->wte = 0;
+    o->wpe = V * C;
+    o->lnfw = o->wpe + (size_t)c->max_seq * C;
+    o->lnfb = o->lnfw + C;
+    o->lm_head = c->tied ? o->wte : o->lnfb + C;
+}
+
+void gpt2_block_offsets(const ModelConfig *c, Gpt2BlockOffsets *o)
+{
+    size_t C = (size_t)c->d_model, F = (size_t)c->d_ff, at = 0;
+    o->ln1w = at, at += C;
+    o->ln1b = at, at += C;
+    o->qkvw = at, at += 3 * C * C;
+    o->qkvb = at, at += 3 * C;
+    o->projw = at, at += C * C;
+    o->projb = at, at += C;
+    o->ln2w = at, at += C;
+    o->ln2b = at, at += C;
+    o->fcw = at, at += F * C;
+    o->fcb = at, at += F;
+    o->fcprojw = at, at += C * F;
+    o->fcprojb = at;
+}
+
+void gpt2_view_edges(const ModelConfig *c, float *buf, Gpt2EdgeView *v)
+{
+    Gpt2EdgeOffsets o;
+    gpt2_edge_offsets(c, &o);
+    *v = (Gpt2EdgeView){buf + o.wte, buf + o.wpe, buf + o.lnfw, buf + o.lnfb, buf + o.lm_head};
 }
 
 void gpt2_view_block(const ModelConfig *c, float *buf, int b, Gpt2BlockView *v)
@@ -83,17 +107,9 @@ void gpt2_view_block(const ModelConfig *c, float *buf, int b, Gpt2BlockView *v)
 
 void gpt2_view_block_at(const ModelConfig *c, float *p, Gpt2BlockView *v)
 {
-    size_t C = (size_t)c->d_model, F = (size_t)c->d_ff;
-    v->ln1w = p, p += C;
-    v->ln1b = p, p += C;
-    v->qkvw = p, p += 3 * C * C;
-    v->qkvb = p, p += 3 * C;
-    v->projw = p, p += C * C;
-    v->projb = p, p += C;
-    v->ln2w = p, p += C;
-    v->ln2b = p, p += C;
-    v->fcw = p, p += F * C;
-    v->fcb = p, p += F;
-    v->fcprojw = p, p += C * F;
-    v->fcprojb = p;
+    Gpt2BlockOffsets o;
+    gpt2_block_offsets(c, &o);
+    *v = (Gpt2BlockView){p + o.ln1w, p + o.ln1b, p + o.qkvw, p + o.qkvb, p + o.projw,
+                         p + o.projb, p + o.ln2w, p + o.ln2b, p + o.fcw, p + o.fcb,
+                         p + o.fcprojw, p + o.fcprojb};
 }

@@ -54,6 +54,16 @@ typedef struct Gpt2EdgeView {
 } Gpt2EdgeView;
 
 void gpt2_view_edges(const ModelConfig *c, float *buf, Gpt2EdgeView *v);
+
+/* The same views as element offsets, for buffers of other types (16-bit weights on a GPU). */
+typedef struct Gpt2BlockOffsets {
+    size_t ln1w, ln1b, qkvw, qkvb, projw, projb, ln2w, ln2b, fcw, fcb, fcprojw, fcprojb;
+} Gpt2BlockOffsets;
+typedef struct Gpt2EdgeOffsets {
+    size_t wte, wpe, lnfw, lnfb, lm_head;
+} Gpt2EdgeOffsets;
+void gpt2_block_offsets(const ModelConfig *c, Gpt2BlockOffsets *o);
+void gpt2_edge_offsets(const ModelConfig *c, Gpt2EdgeOffsets *o);
 void gpt2_view_block(const ModelConfig *c, float *buf, int b, Gpt2BlockView *v);
 /* The same over one block's parameters alone, starting at block. */
 void gpt2_view_block_at(const ModelConfig *c, float *block, Gpt2BlockView *v);

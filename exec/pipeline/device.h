@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "config.h"
 #include "fuyou_err.h"
 #include "model.h"
 #include "schedule.h"
@@ -56,8 +57,19 @@ typedef struct DeviceOps {
     /* Copies between host and device memory to completion (called on a copy lane's thread;
      * to_device says the direction). */
     int (*copy)(Device *d, bool to_device, void *dst, const void *src, size_t bytes, Err *e);
+    /* Page-locks host memory for DMA (the host pool's hook, hostpool.h; NULL: not needed). */
+    int (*pin)(void *ctx, void *ptr, size_t bytes, Err *e);
+    void (*unpin)(void *ctx, void *ptr);
+    /* Device memory free now, before anything is allocated (0: unknown). */
+    size_t (*free_bytes)(void);
 } DeviceOps;
 
 extern const DeviceOps device_cpu;
+#if FUYOU_HAVE_CUDA
+extern const DeviceOps device_cuda;
+#endif
+
+/* The device of a backend name ("cpu", "cuda" when built with it), or NULL. */
+const DeviceOps *device_find(const char *name);
 
 #endif

@@ -349,6 +349,16 @@ int pipe_mem_init(PipeMem *m, const ModelConfig *c, const Plan *p, int B, int T,
         return rc;
     char need_s[24], have_s[24];
     double dneed = device_need(m), hneed = host_need(m);
+    size_t dev_free = pc->device->free_bytes ? pc->device->free_bytes() : 0;
+    if (pc->gpu_budget && dev_free && pc->gpu_budget > dev_free)
+        return err_set(e, -EINVAL, "--gpu-mem %s is more than the device has free (%s); "
+                       "lower it", units_bytes(have_s, sizeof have_s, (double)pc->gpu_budget),
+                       units_bytes(need_s, sizeof need_s, (double)dev_free));
+    if (!pc->gpu_budget && dev_free && dneed > (double)dev_free)
+        return err_set(e, -ENOSPC, "this plan needs %s on the device, which has %s free; keep "
+                       "fewer activations or buffers there",
+                       units_bytes(need_s, sizeof need_s, dneed),
+                       units_bytes(have_s, sizeof have_s, (double)dev_free));
     if (pc->gpu_budget && dneed > (double)pc->gpu_budget)
         return err_set(e, -ENOSPC, "--gpu-mem %s is too small for this plan: it needs %s (%s "
                        "more); raise it, or keep fewer activations or buffers on the GPU",
@@ -362,6 +372,8 @@ int pipe_mem_init(PipeMem *m, const ModelConfig *c, const Plan *p, int B, int T,
                        units_bytes(need_s, sizeof need_s, hneed),
                        units_bytes(have_s, sizeof have_s, hneed - (double)pc->cpu_budget));
     rc = hostpool_init(&m->pool, pc->cpu_budget ? pc->cpu_budget : (size_t)hneed + (1 << 20), e);
+    if (!rc && pc->device->pin)
+        hostpool_set_pin(&m->pool, pc->device->pin, pc->device->unpin, NULL);
     if (!rc)
         rc = pc->device->create(&m->dev, c, B, T, wp, e);
     if (!rc)

@@ -90,9 +90,15 @@ static int num(const char *opt, const char *s, double lo, double hi, double *out
 /* --offload: the plan for the budgets, then the pipeline. */
 static int run_offload(TrainOptions *o, const PlanArgs *pa, PipeConfig *pc, const char *hw_name)
 {
-    if (o->backend != &backend_cpu) {
-        fprintf(stderr, "fuyou-run: --offload runs on the cpu device in this build; the CUDA "
-                "compute lane is not written yet\n");
+    pc->device = device_find(o->backend->name);
+    if (!pc->device) {
+        fprintf(stderr, "fuyou-run: --offload has no %s device in this build\n",
+                o->backend->name);
+        return 2;
+    }
+    if (pc->device->weight_type != DTYPE_FP32 && o->model.dtype != DTYPE_BF16) {
+        fprintf(stderr, "fuyou-run: --offload trains in bf16 on the GPU; fp16 needs loss "
+                "scaling per sub-group, which the pipeline does not do yet\n");
         return 2;
     }
     Err e = {""};
@@ -188,7 +194,7 @@ int main(int argc, char **argv)
     };
     bool offload = false;
     const char *hw_name = "h200.ini";
-    PipeConfig pc = {.device = &device_cpu};
+    PipeConfig pc = {0};
     PlanArgs pa;
     plan_args_init(&pa);
     const char *backend = "cpu", *model = "gpt2-tiny", *format = "auto", *dtype = NULL;

@@ -1,0 +1,18 @@
+/* device: the compute devices this build has; see device.h. */
+#include "device.h"
+
+#include <string.h>
+
+const DeviceOps *device_find(const char *name)
+{
+    static const DeviceOps *const all[] = {
+        &device_cpu,
+#if FUYOU_HAVE_CUDA
+        &device_cuda,
+#endif
+    };
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        if (!strcmp(all[i]->name, name))
+            return all[i];
+    return NULL;
+}

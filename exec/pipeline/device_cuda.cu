@@ -1,0 +1,406 @@
+/* device_cuda: the pipeline's compute on the GPU, with the CUDA backend's kernels
+ * (gpt2_kernels.h: bf16 activations and weights, fp32 statistics, cuBLAS / cuBLASLt GEMMs with
+ * bias and GELU epilogues, fused flash attention). Each schedule task is one op of the layer
+ * graph; B.fc2 runs the GELU's backward in its GEMM's epilogue, so B.gelu has nothing left to
+ * do. Weight gradients accumulate in fp32 (one block's, and the edges') and leave the device in
+ * bf16, converted by the block's last backward task (B.ln1, B.embed). The residual stream's
+ * gradient is one fp32 buffer the blocks update in place, as in the in-memory backend. Each lane
+ * thread has its own stream: compute, and one per copy direction; a call returns when its work
+ * on that stream is done. CUDA failures exit with file:line (cuda_check.h). */
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_check.h"
+
+extern "C" {
+#include "device.h"
+#include "gpt2_kernels.h"
+#include "gpt2_layout.h"
+}
+
+typedef act16_t a16;
+
+struct Device {
+    ModelConfig cfg;
+    int B, T, C, F, NH, V, Vp, N;
+    GkType t;
+    cudaStream_t compute, up, down;
+    cublasHandle_t blas;
+    void *lt;
+    Gpt2BlockOffsets bo;
+    Gpt2EdgeOffsets eo;
+    /* own memory */
+    void *att_ws;
+    a16 *lm_pad, *logits, *lnf, *dres_bf, *dc, *dqkv, *df2;
+    float *dlm_pad, *lnf_mean, *lnf_rstd, *losses, *dres, *dln, *delta, *acc, *edge_acc;
+    int *tokens;                /* inputs then targets, (B,T) each */
+    float *losses_host;         /* pinned */
+    float loss;
+};
+
+static size_t rnd(size_t n)
+{
+    return (n + 255) / 256 * 256;
+}
+
+static int padded_vocab(const ModelConfig *c)
+{
+    return (c->vocab + 63) / 64 * 64;
+}
+
+static void cuda_tensor_bytes(const ModelConfig *c, int B, int T, size_t bytes[BT_COUNT])
+{
+    size_t N = (size_t)B * T, C = (size_t)c->d_model, F = (size_t)c->d_ff;
+    size_t stats = 2 * N * 4, lse = (size_t)B * c->n_head * T * 4;
+    const size_t b[BT_COUNT] = {N * C * 2 + stats, 3 * N * C * 2, N * C * 2 + lse, N * C * 2,
+                                N * C * 2, N * C * 2 + stats, N * F * 2, N * F * 2, N * C * 2,
+                                N * C * 2, N * C * 2};
+    memcpy(bytes, b, sizeof b);
+}
+
+/* What the device allocates for itself: its sizes in one table. */
+enum { O_WS, O_LMPAD, O_LOGITS, O_LNF, O_DRESBF, O_DC, O_DQKV, O_DF2, O_DLMPAD, O_LNFSTAT,
+       O_LOSSES, O_DRES, O_DLN, O_DELTA, O_ACC, O_EDGEACC, O_TOKENS, O_COUNT };
+
+static void own_sizes(const ModelConfig *c, int B, int T, size_t s[O_COUNT])
+{
+    size_t N = (size_t)B * T, C = (size_t)c->d_model, F = (size_t)c->d_ff;
+    size_t Vp = (size_t)padded_vocab(c);
+    s[O_WS] = gk_attention_workspace_bytes(B, T, c->d_model, c->n_head);
+    s[O_LMPAD] = Vp * C * 2;
+    s[O_LOGITS] = N * Vp * 2;
+    s[O_LNF] = s[O_DRESBF] = s[O_DC] = N * C * 2;
+    s[O_DQKV] = 3 * N * C * 2;
+    s[O_DF2] = N * F * 2;
+    s[O_DLMPAD] = Vp * C * 4;
+    s[O_LNFSTAT] = 2 * N * 4;
+    s[O_LOSSES] = N * 4;
+    s[O_DRES] = s[O_DLN] = N * C * 4;
+    s[O_DELTA] = (size_t)B * c->n_head * T * 4;
+    s[O_ACC] = (size_t)model_block_params(c) * 4;
+    s[O_EDGEACC] = (size_t)model_embed_params(c) * 4;
+    s[O_TOKENS] = 2 * N * sizeof(int);
+}
+
+static size_t cuda_own_bytes(const ModelConfig *c, int B, int T)
+{
+    size_t s[O_COUNT], n = 0;
+    own_sizes(c, B, T, s);
+    for (int i = 0; i < O_COUNT; i++)
+        n += rnd(s[i]);
+    return n;
+}
+
+static void cuda_destroy(Device *d)
+{
+    if (!d)
+        return;
+    void *own[] = {d->att_ws, d->lm_pad, d->logits, d->lnf, d->dres_bf, d->dc, d->dqkv, d->df2,
+                   d->dlm_pad, d->lnf_mean, d->losses, d->dres, d->dln, d->delta, d->acc,
+                   d->edge_acc, d->tokens};
+    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
+        if (own[i])
+            cudaFree(own[i]);
+    if (d->losses_host)
+        cudaFreeHost(d->losses_host);
+    if (d->blas)
+        cublasDestroy(d->blas);
+    gk_lt_destroy(d->lt);
+    cudaStream_t st[] = {d->compute, d->up, d->down};
+    for (int i = 0; i < 3; i++)
+        if (st[i])
+            cudaStreamDestroy(st[i]);
+    free(d);
+}
+
+static int cuda_create(Device **out, const ModelConfig *c, int B, int T, WorkPool *wp, Err *e)
+{
+    (void)wp;
+    *out = NULL;
+    int devices = 0;
+    if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0)
+        return err_set(e, -ENODEV, "no CUDA device: use --backend cpu");
+    if (c->dtype != DTYPE_BF16)
+        return err_set(e, -EINVAL, "the out-of-core pipeline on the GPU trains in bf16, not %s",
+                       dtype_name(c->dtype));
+    Device *d = (Device *)calloc(1, sizeof *d);
+    if (!d)
+        return err_set(e, -ENOMEM, "out of memory");
+    d->cfg = *c;
+    d->B = B, d->T = T, d->C = c->d_model, d->F = c->d_ff, d->NH = c->n_head;
+    d->V = c->vocab, d->Vp = padded_vocab(c), d->N = B * T;
+    d->t = GK_BF16;
+    gpt2_block_offsets(c, &d->bo);
+    gpt2_edge_offsets(c, &d->eo);
+    CUDA_CHECK(cudaStreamCreateWithFlags(&d->compute, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&d->up, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&d->down, cudaStreamNonBlocking));
+    CUBLAS_CHECK(cublasCreate(&d->blas));
+    CUBLAS_CHECK(cublasSetStream(d->blas, d->compute));
+    d->lt = gk_lt_create();
+    size_t s[O_COUNT];
+    own_sizes(c, B, T, s);
+    void **dst[O_COUNT] = {
+        &d->att_ws, (void **)&d->lm_pad, (void **)&d->logits, (void **)&d->lnf,
+        (void **)&d->dres_bf, (void **)&d->dc, (void **)&d->dqkv, (void **)&d->df2,
+        (void **)&d->dlm_pad, (void **)&d->lnf_mean, (void **)&d->losses, (void **)&d->dres,
+        (void **)&d->dln, (void **)&d->delta, (void **)&d->acc, (void **)&d->edge_acc,
+        (void **)&d->tokens};
+    for (int i = 0; i < O_COUNT; i++)
+        if (cudaMalloc(dst[i], rnd(s[i])) != cudaSuccess) {
+            cuda_destroy(d);
+            return err_set(e, -ENOMEM, "the GPU has no room for the compute lane's %zu bytes "
+                           "of buffers; lower --batch or --seq", cuda_own_bytes(c, B, T));
+        }
+    d->lnf_rstd = d->lnf_mean + d->N;
+    CUDA_CHECK(cudaMemset(d->lm_pad, 0, s[O_LMPAD]));
+    CUDA_CHECK(cudaMallocHost((void **)&d->losses_host, (size_t)d->N * 4));
+    *out = d;
+    return 0;
+}
+
+static void *cuda_alloc(Device *d, size_t bytes, Err *e)
+{
+    (void)d;
+    void *p = NULL;
+    if (cudaMalloc(&p, bytes ? bytes : 16) != cudaSuccess) {
+        cudaGetLastError();
+        err_set(e, -ENOMEM, "the GPU refused %zu bytes of buffers", bytes);
+        return NULL;
+    }
+    return p;
+}
+
+static void cuda_release(Device *d, void *p)
+{
+    (void)d;
+    cudaFree(p);
+}
+
+#define W(base, field) ((const a16 *)(base) + d->bo.field)
+#define DW(base, field) ((float *)(base) + d->bo.field)
+
+static void gemm_nn(Device *d, int m, int n, int k, const a16 *a, int lda, const a16 *b, int ldb,
+                    float beta, void *c, cudaDataType ctype, int ldc, cublasOperation_t ta,
+                    cublasOperation_t tb)
+{
+    const float alpha = 1.0f;
+    CUBLAS_CHECK(cublasGemmEx(d->blas, ta, tb, m, n, k, &alpha, a, CUDA_R_16BF, lda, b,
+                              CUDA_R_16BF, ldb, &beta, c, ctype, ldc, CUBLAS_COMPUTE_32F,
+                              CUBLAS_GEMM_DEFAULT));
+}
+
+/* dinp (N, C) = dout (N, OC) @ w; dw (OC, C) += dout^T @ inp; dbias += colsum(dout). */
+static void matmul_backward(Device *d, void *dinp, cudaDataType dinp_type, float *dw,
+                            float *dbias, const a16 *dout, const a16 *inp, const a16 *w, int N,
+                            int C, int OC)
+{
+    if (dinp)
+        gemm_nn(d, C, N, OC, w, C, dout, OC, 0.0f, dinp, dinp_type, C, CUBLAS_OP_N,
+                CUBLAS_OP_N);
+    gemm_nn(d, C, OC, N, inp, C, dout, OC, 1.0f, dw, CUDA_R_32F, C, CUBLAS_OP_N, CUBLAS_OP_T);
+    if (dbias)
+        gk_bias_backward(dbias, dout, N, OC, d->t, (cudaStream_t_c)d->compute);
+}
+
+static void block_forward(Device *d, const ComputeCall *c, int op)
+{
+    cudaStream_t_c s = (cudaStream_t_c)d->compute;
+    int N = d->N, C = d->C, F = d->F;
+    size_t NC = (size_t)N * C;
+    a16 **t = (a16 **)c->t;
+    const a16 *w = (const a16 *)c->w;
+    float *st0 = t[0] ? (float *)(t[0] + NC) : NULL, *st5 = t[5] ? (float *)(t[5] + NC) : NULL;
+    switch (op) {
+    case 0: gk_layernorm_forward(t[0], st0, st0 + N, t[SCHED_BLOCK_INPUT], W(w, ln1w),
+                                 W(w, ln1b), N, C, d->t, s); break;
+    case 1: gk_matmul_forward(t[1], NULL, t[0], W(w, qkvw), W(w, qkvb), N, C, 3 * C, d->lt, d->t,
+                              s); break;
+    case 2: gk_attention_forward(t[2], (float *)(t[2] + NC), t[1], d->B, d->T, C, d->NH,
+                                 d->att_ws, d->blas, d->t, s); break;
+    case 3: gk_matmul_forward(t[3], NULL, t[2], W(w, projw), W(w, projb), N, C, C, d->lt, d->t,
+                              s); break;
+    case 4: gk_residual_forward(t[4], t[SCHED_BLOCK_INPUT], t[3], NC, d->t, s); break;
+    case 5: gk_layernorm_forward(t[5], st5, st5 + N, t[4], W(w, ln2w), W(w, ln2b), N, C, d->t,
+                                 s); break;
+    case 6: gk_matmul_forward(t[6], NULL, t[5], W(w, fcw), W(w, fcb), N, C, F, d->lt, d->t, s);
+        break;
+    case 7: gk_gelu_forward(t[7], t[6], (size_t)N * F, d->t, s); break;
+    case 8: gk_matmul_forward(t[8], NULL, t[7], W(w, fcprojw), W(w, fcprojb), N, F, C, d->lt,
+                              d->t, s); break;
+    case 9: gk_residual_forward(t[9], t[4], t[8], NC, d->t, s); break;
+    }
+}
+
+static void block_backward(Device *d, const ComputeCall *c, int op)
+{
+    cudaStream_t_c s = (cudaStream_t_c)d->compute;
+    int N = d->N, C = d->C, F = d->F;
+    size_t NC = (size_t)N * C, P = (size_t)model_block_params(&d->cfg);
+    a16 **t = (a16 **)c->t;
+    const a16 *w = (const a16 *)c->w;
+    float *g = d->acc;
+    if (c->first_bwd)
+        CUDA_CHECK(cudaMemsetAsync(g, 0, P * 4, d->compute));
+    switch (op) {
+    case 8: /* through fcproj and the GELU in one GEMM: d(fch) from the residual's gradient */
+        gk_from_f32(d->dres_bf, d->dres, NC, d->t, s);
+        gk_matmul_backward_gelu(d->df2, d->dres_bf, W(w, fcprojw), t[6], N, F, C, d->lt, d->t, s);
+        matmul_backward(d, NULL, CUDA_R_32F, DW(g, fcprojw), DW(g, fcprojb), d->dres_bf, t[7],
+                        NULL, N, F, C);
+        break;
+    case 7: break; /* done in fc2's epilogue */
+    case 6: matmul_backward(d, d->dln, CUDA_R_32F, DW(g, fcw), DW(g, fcb), d->df2, t[5],
+                            W(w, fcw), N, C, F); break;
+    case 5: {
+        float *st = (float *)(t[5] + NC);
+        gk_layernorm_backward(d->dres, DW(g, ln2w), DW(g, ln2b), d->dln, t[4], W(w, ln2w), st,
+                              st + N, N, C, d->t, s);
+        break;
+    }
+    case 3:
+        gk_from_f32(d->dres_bf, d->dres, NC, d->t, s);
+        matmul_backward(d, d->dc, CUDA_R_16BF, DW(g, projw), DW(g, projb), d->dres_bf, t[2],
+                        W(w, projw), N, C, C);
+        break;
+    case 2: gk_attention_backward(d->dqkv, d->delta, d->dc, t[2], t[1], (float *)(t[2] + NC),
+                                  d->B, d->T, C, d->NH, d->att_ws, d->blas, d->t, s); break;
+    case 1: matmul_backward(d, d->dln, CUDA_R_32F, DW(g, qkvw), DW(g, qkvb), d->dqkv, t[0],
+                            W(w, qkvw), N, C, 3 * C); break;
+    case 0: {
+        float *st = (float *)(t[0] + NC);
+        gk_layernorm_backward(d->dres, DW(g, ln1w), DW(g, ln1b), d->dln, t[SCHED_BLOCK_INPUT],
+                              W(w, ln1w), st, st + N, N, C, d->t, s);
+        /* the block's gradients leave in bf16 */
+        gk_from_f32((a16 *)c->dw, g, P, d->t, s);
+        break;
+    }
+    }
+}
+
+static void edge_call(Device *d, const ComputeCall *c)
+{
+    cudaStream_t_c s = (cudaStream_t_c)d->compute;
+    int N = d->N, C = d->C, V = d->V;
+    const a16 *w = (const a16 *)c->w;
+    const Gpt2EdgeOffsets *o = &d->eo;
+    bool bwd = c->task->kind == TASK_BWD;
+    int *inputs = d->tokens, *targets = d->tokens + N;
+    if (c->task->layer < 0) {
+        if (!bwd) {
+            CUDA_CHECK(cudaMemcpyAsync(d->tokens, c->inputs, (size_t)N * sizeof(int),
+                                       cudaMemcpyHostToDevice, d->compute));
+            CUDA_CHECK(cudaMemcpyAsync(targets, c->targets, (size_t)N * sizeof(int),
+                                       cudaMemcpyHostToDevice, d->compute));
+            gk_encoder_forward((a16 *)c->t[SCHED_BLOCK_INPUT], inputs, w + o->wte, w + o->wpe,
+                               d->B, d->T, C, d->t, s);
+        } else {
+            gk_encoder_backward(d->edge_acc + o->wte, d->edge_acc + o->wpe, d->dres, inputs,
+                                d->B, d->T, C, s);
+            gk_from_f32((a16 *)c->dw, d->edge_acc, (size_t)model_embed_params(&d->cfg), d->t,
+                        s);
+        }
+        return;
+    }
+    const a16 *res = (const a16 *)c->t[9];
+    switch (c->op + (bwd ? 3 : 0)) {
+    case 0: gk_layernorm_forward(d->lnf, d->lnf_mean, d->lnf_rstd, res, w + o->lnfw,
+                                 w + o->lnfb, N, C, d->t, s); break;
+    case 1:
+        gk_copy16(d->lm_pad, w + o->lm_head, (size_t)V * C, s);
+        gemm_nn(d, d->Vp, N, C, d->lm_pad, C, d->lnf, C, 0.0f, d->logits, CUDA_R_16BF, d->Vp,
+                CUBLAS_OP_T, CUBLAS_OP_N);
+        break;
+    case 2: {
+        /* the logits become d(mean loss)/d(logits), what backward needs */
+        gk_softmax_crossentropy(d->losses, d->logits, targets, N, V, d->Vp, 1, 1.0f, d->t, s);
+        CUDA_CHECK(cudaMemcpyAsync(d->losses_host, d->losses, (size_t)N * 4,
+                                   cudaMemcpyDeviceToHost, d->compute));
+        CUDA_CHECK(cudaStreamSynchronize(d->compute));
+        double sum = 0;
+        for (int i = 0; i < N; i++)
+            sum += d->losses_host[i];
+        d->loss = (float)(sum / N);
+        break;
+    }
+    case 4: /* lm_head: the first backward task of the iteration */
+        CUDA_CHECK(cudaMemsetAsync(d->edge_acc, 0, (size_t)model_embed_params(&d->cfg) * 4,
+                                   d->compute));
+        CUDA_CHECK(cudaMemsetAsync(d->dlm_pad, 0, (size_t)d->Vp * C * 4, d->compute));
+        matmul_backward(d, d->dln, CUDA_R_32F, d->dlm_pad, NULL, d->logits, d->lnf, d->lm_pad, N,
+                        C, d->Vp);
+        gk_add_f32(d->edge_acc + o->lm_head, d->dlm_pad, (size_t)V * C, s);
+        break;
+    case 3:
+        CUDA_CHECK(cudaMemsetAsync(d->dres, 0, (size_t)N * C * 4, d->compute));
+        gk_layernorm_backward(d->dres, d->edge_acc + o->lnfw, d->edge_acc + o->lnfb, d->dln, res,
+                              w + o->lnfw, d->lnf_mean, d->lnf_rstd, N, C, d->t, s);
+        break;
+    }
+}
+
+static int cuda_compute(Device *d, const ComputeCall *c, Err *e)
+{
+    (void)e;
+    int layer = c->task->layer;
+    if (layer >= 0 && layer < d->cfg.n_layer)
+        (c->task->kind == TASK_BWD ? block_backward : block_forward)(d, c, c->op);
+    else
+        edge_call(d, c);
+    CUDA_CHECK(cudaStreamSynchronize(d->compute));
+    return 0;
+}
+
+static float cuda_loss(Device *d)
+{
+    return d->loss;
+}
+
+static int cuda_copy(Device *d, bool to_device, void *dst, const void *src, size_t bytes,
+                     Err *e)
+{
+    (void)e;
+    cudaStream_t s = to_device ? d->up : d->down;
+    CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, to_device ? cudaMemcpyHostToDevice
+                                                          : cudaMemcpyDeviceToHost, s));
+    CUDA_CHECK(cudaStreamSynchronize(s));
+    return 0;
+}
+
+static int cuda_pin(void *ctx, void *ptr, size_t bytes, Err *e)
+{
+    (void)ctx;
+    cudaError_t st = cudaHostRegister(ptr, bytes, cudaHostRegisterDefault);
+    if (st != cudaSuccess) {
+        cudaGetLastError();
+        return err_set(e, -ENOMEM, "cannot page-lock %zu bytes of host memory for the GPU: %s",
+                       bytes, cudaGetErrorString(st));
+    }
+    return 0;
+}
+
+static void cuda_unpin(void *ctx, void *ptr)
+{
+    (void)ctx;
+    cudaHostUnregister(ptr);
+}
+
+static size_t cuda_free_bytes(void)
+{
+    size_t f = 0, t = 0;
+    if (cudaMemGetInfo(&f, &t) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return f;
+}
+
+extern "C" const DeviceOps device_cuda = {
+    "cuda", DTYPE_BF16, DTYPE_BF16, cuda_tensor_bytes, cuda_own_bytes, cuda_create,
+    cuda_destroy, cuda_alloc, cuda_release, cuda_compute, cuda_loss, cuda_copy, cuda_pin,
+    cuda_unpin, cuda_free_bytes,
+};
