@@ -447,7 +447,7 @@ static void compare_backends(const ModelConfig *c, int B, int T, float loss_scal
     /* GPT-2's initialisation, perturbed so LN gains and biases are not all alike, on the
      * 16-bit grid so both backends start from the same numbers */
     float *p = malloc(P * 4);
-    trainer_init_params(c, &l, p, 99);
+    trainer_init_params(c, &l, p, 99, NULL);
     for (size_t k = 0; k < P; k++)
         p[k] = round16(p[k] + (float)gsl_ran_gaussian(rng, 0.01));
     int N = B * T, *inp = malloc(N * sizeof(int)), *tgt = malloc(N * sizeof(int));

@@ -8,6 +8,8 @@
 #   GPU checks only: MODE=gpu bash tools/device_check.sh
 #   CUDA speed against PyTorch: MODE=bench-gpu bash tools/device_check.sh
 #   hardware counters of the attention kernels: MODE=profile bash tools/device_check.sh
+#   the out-of-core pipeline: MODE=offload bash tools/device_check.sh (CHECK=0 skips the
+#   correctness part; RUNS="name|model|batch|iters|plan flags;..." replaces the speed runs)
 #   here, to fetch the packages once: tools/device_check.sh --fetch-deps
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -67,6 +69,69 @@ if [ "${MODE:-all}" = gpu ]; then
     grep -E "ERROR SUMMARY|Checks" "$OUT/sanitizer.log"
     echo "compute-sanitizer rc=$san_rc"
     exit $(( test_rc || san_rc ))
+fi
+
+if [ "${MODE:-all}" = offload ]; then
+    # The out-of-core pipeline on the GPU: first the CUDA lane against the in-memory CUDA
+    # backend (same data, seed, steps), then runs under a 24 GiB device budget (the paper's
+    # RTX 4090), each beside fuyou-sim's prediction for the same plan on the h200 preset.
+    run=./build-dev/exec/fuyou-run sim=./build-dev/sim/fuyou-sim
+    ssd=${SSD_DIR:-$PWD/offload-ssd}
+    mkdir -p "$ssd"
+    if [ "${CHECK:-1}" = 1 ]; then
+        step "pipeline suite and GPU suites"
+        meson test -C build-dev --suite gpu --print-errorlogs > "$OUT/test_gpu.log" 2>&1
+        echo "gpu suites rc=$?"
+        meson test -C build-dev pipeline --print-errorlogs > "$OUT/test_pipeline.log" 2>&1
+        echo "pipeline suite rc=$?"
+        step "CUDA lane against the in-memory CUDA backend (gpt2-124m, batch 4 x 256, 10 steps)"
+        common="--model gpt2-124m --batch 4 --seq 256 --steps 10 --warmup 2"
+        $run --backend cuda $common --log "$OUT/ref.tsv" > "$OUT/ref.txt" 2>&1 ||
+            tail -3 "$OUT/ref.txt"
+        i=0
+        for plan in "--weights cpu --optim cpu --checkpoints gpu --act gpu" \
+                    "--weights ssd --optim ssd --checkpoints cpu --act recompute" \
+                    "--weights cpu --optim ssd --checkpoints ssd --act cpu --subgroup 3 --tail 2"; do
+            i=$((i + 1))
+            $run --backend cuda --offload $common $plan --ssd-dir "$ssd" --log "$OUT/off$i.tsv" \
+                > "$OUT/off$i.txt" 2>&1 || tail -3 "$OUT/off$i.txt"
+            echo "plan $i: $plan"
+            paste "$OUT/ref.tsv" "$OUT/off$i.tsv" | awk -F'\t' 'NR > 1 {
+                d = $2 - $8; if (d < 0) d = -d; r = d / $2; if (r > m) m = r
+                printf "  step %2d loss %.5f / %.5f  norm %.4f / %.4f\n", $1, $2, $8, $4, $10 }
+                END { printf "  worst relative loss difference %.2e\n", m }'
+        done
+    fi
+    RUNS=${RUNS:-"cpu-states b8|gpt3-2.7b|8|4|--weights cpu --optim cpu --checkpoints gpu --act recompute;cpu-states b32|gpt3-2.7b|32|3|--weights cpu --optim cpu --checkpoints cpu --act recompute;ssd-states|gpt3-1.3b|8|3|--weights ssd --optim ssd --checkpoints gpu --act recompute"}
+    printf '%s\n' "$RUNS" | tr ';' '\n' > "$OUT/runs.txt"
+    n=0
+    while IFS='|' read -r name model batch iters plan; do
+        [ -n "$name" ] || continue
+        n=$((n + 1))
+        step "run $n: $name: $model batch $batch x 1024, $plan, --gpu-mem 24GiB"
+        $sim --hw h200.ini --set gpu.mem_GiB=24 --model "$model" --batch "$batch" --seq 1024 \
+            $plan --trace "$OUT/pred$n.tsv" > "$OUT/sim$n.txt" 2>&1
+        grep -E "^iteration|bottleneck|memory peak" "$OUT/sim$n.txt"
+        timeout 540 $run --backend cuda --offload --model "$model" --batch "$batch" --seq 1024 \
+            --steps "$iters" --segment "$iters" --warmup 1 --gpu-mem 24GiB $plan \
+            --ssd-dir "$ssd" --trace "$OUT/meas$n.tsv" --log "$OUT/log$n.tsv" \
+            > "$OUT/run$n.txt" 2>&1
+        echo "rc=$?"
+        grep -E "^step|loss|lanes busy|^[a-z_]+ +[0-9.]+ [KMGT]?i?B" "$OUT/run$n.txt" | tail -14
+        pred=$(awk '/^iteration/ {print $2}' "$OUT/sim$n.txt")
+        awk -v pred="$pred" -v name="$name" '/lanes busy over/ {
+            for (i = 1; i <= NF; i++) if ($i == "iteration") steady = $(i + 1)
+            split($0, parts, "):"); k = split(parts[2], f, " "); iters = $4; most = 0
+            for (i = 1; i < k; i += 3) { b = f[i + 1] / iters; if (b > most) { most = b; who = f[i] } }
+            printf "TABLE %s: measured %.3f s/iter, predicted %.3f, measured/predicted %.2f, " \
+                   "busiest lane %s %.3f s/iter, iteration/busiest %.2f\n", name, steady, pred,
+                   steady / pred, who, most, steady / most }' "$OUT/run$n.txt" | tee -a "$OUT/table.txt"
+        rm -rf "${ssd:?}"/*
+    done < "$OUT/runs.txt"
+    rm -rf "$ssd"
+    echo
+    cat "$OUT/table.txt" 2>/dev/null
+    exit 0
 fi
 
 if [ "${MODE:-all}" = profile ]; then

@@ -638,7 +638,7 @@ int pipe_train(const TrainOptions *o, const Plan *plan, const PipeConfig *pc, Tr
     else if (!rc && o->init_from)
         rc = ckpt_load_model(o->init_from, c, &pp.layout, params, e);
     else if (!rc)
-        trainer_init_params(c, &pp.layout, params, o->seed);
+        trainer_init_params(c, &pp.layout, params, o->seed, &pp.wp_adam);
     if (!rc && st.step >= o->steps)
         rc = err_set(e, -EINVAL, "%s is at step %lld already; ask for more --steps",
                      o->resume_dir, (long long)st.step);

@@ -26,24 +26,55 @@ float trainer_lr(const TrainOptions *o, int64_t step)
     return (float)(min_lr + 0.5 * (o->lr - min_lr) * (1 + cos(M_PI * progress)));
 }
 
-void trainer_init_params(const ModelConfig *c, const Gpt2Layout *l, float *p, uint64_t seed)
+/* Chunks of the flat parameter array, each drawn from its own seeded generator, so the values
+ * do not depend on how many threads draw them. */
+enum { INIT_CHUNK = 1 << 20 };
+
+typedef struct InitJob {
+    const ModelConfig *c;
+    const Gpt2Layout *l;
+    float *p;
+    uint64_t seed;
+} InitJob;
+
+static void init_chunks(void *ctx, size_t begin, size_t end)
 {
+    const InitJob *j = ctx;
+    double resid = 0.02 / sqrt(2.0 * j->c->n_layer);
     gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
-    gsl_rng_set(r, (unsigned long)seed);
-    double resid = 0.02 / sqrt(2.0 * c->n_layer);
-    for (int i = 0; i < l->n; i++) {
-        const ParamTensor *t = &l->t[i];
-        const char *n = t->name;
-        size_t len = strlen(n);
-        bool bias = len > 5 && !strcmp(n + len - 5, ".bias");
-        bool ln = strstr(n, "ln_") != NULL;
-        bool proj = strstr(n, "c_proj.weight") != NULL;
-        for (size_t k = 0; k < t->numel; k++)
-            p[t->offset + k] = ln ? (bias ? 0.0f : 1.0f)
-                               : bias ? 0.0f
-                                      : (float)gsl_ran_gaussian(r, proj ? resid : 0.02);
+    int t = 0;
+    for (size_t k = begin; k < end; k++) {
+        gsl_rng_set(r, (unsigned long)(j->seed * 1000003u + k));
+        size_t lo = k * INIT_CHUNK, hi = lo + INIT_CHUNK < j->l->total ? lo + INIT_CHUNK
+                                                                      : j->l->total;
+        for (size_t i = lo; i < hi; i++) {
+            while (j->l->t[t].offset + j->l->t[t].numel <= i)
+                t++;
+            const char *n = j->l->t[t].name;
+            size_t len = strlen(n);
+            bool bias = len > 5 && !strcmp(n + len - 5, ".bias");
+            bool ln = strstr(n, "ln_") != NULL;
+            bool proj = strstr(n, "c_proj.weight") != NULL;
+            if (ln || bias) {
+                j->p[i] = ln && !bias ? 1.0f : 0.0f;
+                continue;
+            }
+            j->p[i] = (float)gsl_ran_gaussian_ziggurat(r, proj ? resid : 0.02);
+        }
+        t = 0;
     }
     gsl_rng_free(r);
+}
+
+void trainer_init_params(const ModelConfig *c, const Gpt2Layout *l, float *p, uint64_t seed,
+                         WorkPool *wp)
+{
+    InitJob j = {c, l, p, seed};
+    size_t chunks = (l->total + INIT_CHUNK - 1) / INIT_CHUNK;
+    if (wp)
+        workpool_run(wp, init_chunks, &j, chunks, 1);
+    else
+        init_chunks(&j, 0, chunks);
 }
 
 typedef struct Slice {
@@ -125,7 +156,7 @@ int trainer_run(const TrainOptions *o, TrainResult *r, Err *e)
     else if (!rc && o->init_from)
         rc = ckpt_load_model(o->init_from, c, &l, params, e);
     else if (!rc)
-        trainer_init_params(c, &l, params, o->seed);
+        trainer_init_params(c, &l, params, o->seed, &wp);
     if (!rc && st.step >= o->steps)
         rc = err_set(e, -EINVAL, "%s is at step %lld already; ask for more --steps", o->resume_dir,
                      (long long)st.step);

@@ -60,10 +60,11 @@ typedef struct TrainResult {
 } TrainResult;
 
 /* GPT-2's initialisation of params (layout l): N(0, 0.02) weights, residual projections scaled
- * by 1/sqrt(2L), zero biases, unit LayerNorm gains; seeded. */
+ * by 1/sqrt(2L), zero biases, unit LayerNorm gains; seeded, drawn in fixed chunks of the flat
+ * array each with its own generator, so the values do not depend on wp (NULL: this thread). */
 struct Gpt2Layout;
 void trainer_init_params(const ModelConfig *c, const struct Gpt2Layout *l, float *params,
-                         uint64_t seed);
+                         uint64_t seed, WorkPool *wp);
 
 /* The learning rate at step (1-based). */
 float trainer_lr(const TrainOptions *o, int64_t step);
