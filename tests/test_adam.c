@@ -200,6 +200,43 @@ START_TEST(bf16_rounding)
 }
 END_TEST
 
+START_TEST(sum_sq_does_not_depend_on_threads)
+{
+    size_t n = 3 * ADAM_SQ_CHUNK + 123;
+    float *g = malloc(n * sizeof *g);
+    uint16_t *h = malloc(n * sizeof *h);
+    for (size_t i = 0; i < n; i++) {
+        g[i] = (float)((double)((i * 2654435761u) % 1000) / 977.0 - 0.5);
+        h[i] = adam_f32_to_bf16(g[i]);
+    }
+    WorkPool wp;
+    Err e;
+    ck_assert_int_eq(workpool_init(&wp, 3, &e), 0);
+    double one = adam_sum_sq(g, DTYPE_FP32, n, NULL), many = adam_sum_sq(g, DTYPE_FP32, n, &wp);
+    ck_assert_msg(one == many, "%.17g vs %.17g", one, many);
+    /* the chunks' sums, in order */
+    double want = 0;
+    for (size_t k = 0; k < n; k += ADAM_SQ_CHUNK) {
+        double c = 0;
+        for (size_t i = k; i < n && i < k + ADAM_SQ_CHUNK; i++)
+            c += (double)g[i] * g[i];
+        want += c;
+    }
+    ck_assert(one == want);
+    double b16 = adam_sum_sq(h, DTYPE_BF16, n, &wp), b16_want = 0;
+    for (size_t k = 0; k < n; k += ADAM_SQ_CHUNK) {
+        double c = 0;
+        for (size_t i = k; i < n && i < k + ADAM_SQ_CHUNK; i++)
+            c += (double)adam_bf16_to_f32(h[i]) * adam_bf16_to_f32(h[i]);
+        b16_want += c;
+    }
+    ck_assert(b16 == b16_want);
+    ck_assert(adam_sum_sq(g, DTYPE_FP32, 0, &wp) == 0);
+    workpool_free(&wp);
+    free(g), free(h);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("adam");
@@ -209,6 +246,7 @@ int main(void)
     tcase_add_test(tc, simd_matches_reference);
     tcase_add_test(tc, threads_match_reference);
     tcase_add_test(tc, bf16_rounding);
+    tcase_add_test(tc, sum_sq_does_not_depend_on_threads);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

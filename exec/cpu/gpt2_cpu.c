@@ -266,11 +266,8 @@ static int cpu_step(Backend *b, const int *inputs, const int *targets, bool do_b
 
 static double cpu_grad_sq(Backend *b, size_t begin, size_t end)
 {
-    const float *gr = ((Gpt2Cpu *)b)->grads;
-    double s = 0;
-    for (size_t i = begin; i < end; i++)
-        s += (double)gr[i] * gr[i];
-    return s;
+    Gpt2Cpu *g = (Gpt2Cpu *)b;
+    return adam_sum_sq(g->grads + begin, DTYPE_FP32, end - begin, g->wp);
 }
 
 static int cpu_update(Backend *b, const AdamStep *s, size_t begin, size_t end, Err *e)

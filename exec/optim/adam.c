@@ -3,6 +3,7 @@
 
 #include <assert.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "adam_simd.h"
@@ -126,4 +127,59 @@ void adam_update(AdamIsa isa, const AdamStep *s, const AdamSlice *x, WorkPool *p
         run_job(&j, 0, x->n);
     else
         workpool_run(pool, run_job, &j, x->n, 64); /* whole cache lines per thread */
+}
+
+typedef struct SumSq {
+    const void *grad;
+    DType type;
+    size_t n;
+    double *chunk; /* chunk k's sum goes to chunk[k - base] */
+    size_t base;
+} SumSq;
+
+static void sum_sq_chunks(void *ctx, size_t begin, size_t end)
+{
+    const SumSq *j = ctx;
+    for (size_t k = begin; k < end; k++) {
+        size_t lo = k * ADAM_SQ_CHUNK, hi = lo + ADAM_SQ_CHUNK < j->n ? lo + ADAM_SQ_CHUNK : j->n;
+        double s = 0;
+        if (j->type == DTYPE_BF16) {
+            const uint16_t *g = j->grad;
+            for (size_t i = lo; i < hi; i++) {
+                uint32_t bits = (uint32_t)g[i] << 16;
+                float x;
+                memcpy(&x, &bits, sizeof x);
+                s += (double)x * x;
+            }
+        } else {
+            const float *g = j->grad;
+            for (size_t i = lo; i < hi; i++)
+                s += (double)g[i] * g[i];
+        }
+        j->chunk[k - j->base] = s;
+    }
+}
+
+double adam_sum_sq(const void *grad, DType type, size_t n, WorkPool *pool)
+{
+    size_t chunks = (n + ADAM_SQ_CHUNK - 1) / ADAM_SQ_CHUNK;
+    double *chunk = chunks > 1 && pool ? malloc(chunks * sizeof *chunk) : NULL;
+    double s = 0;
+    if (chunk) {
+        SumSq j = {grad, type, n, chunk, 0};
+        workpool_run(pool, sum_sq_chunks, &j, chunks, 1);
+        for (size_t k = 0; k < chunks; k++)
+            s += chunk[k];
+        free(chunk);
+        return s;
+    }
+    /* one thread (or no memory for the partial sums): the same chunks, in order */
+    double one;
+    SumSq j = {grad, type, n, &one, 0};
+    for (size_t k = 0; k < chunks; k++) {
+        j.base = k;
+        sum_sq_chunks(&j, k, k + 1);
+        s += one;
+    }
+    return s;
 }

@@ -63,6 +63,12 @@ void adam_update_range(AdamIsa isa, const AdamStep *s, const AdamSlice *x, size_
 /* The whole slice with isa, split over the pool's threads (pool may be NULL: this thread). */
 void adam_update(AdamIsa isa, const AdamStep *s, const AdamSlice *x, WorkPool *pool);
 
+/* Sum of squares of grad[0..n) (fp32 or bf16) in double: fixed chunks of ADAM_SQ_CHUNK values,
+ * each summed in order, then the chunks' sums in order, so the value is the same on any number
+ * of threads (pool may be NULL). For gradient norms. */
+enum { ADAM_SQ_CHUNK = 1 << 16 };
+double adam_sum_sq(const void *grad, DType type, size_t n, WorkPool *pool);
+
 /* Round-to-nearest-even narrowing, as every implementation does it, and widening back. */
 uint16_t adam_f32_to_bf16(float f);
 float adam_bf16_to_f32(uint16_t h);

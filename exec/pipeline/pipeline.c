@@ -101,18 +101,8 @@ static int run_adam(void *ctx, void *job, Err *e)
     Pipe *pp = ctx;
     AdamJob *j = job;
     const PipeMem *m = &pp->mem;
-    double sq = 0;
-    if (m->ops->grad_type == DTYPE_FP32) {
-        const float *g = j->grad;
-        for (size_t i = 0; i < j->n; i++)
-            sq += (double)g[i] * g[i];
-    } else {
-        const uint16_t *g = j->grad;
-        for (size_t i = 0; i < j->n; i++) {
-            double x = adam_bf16_to_f32(g[i]);
-            sq += x * x;
-        }
-    }
+    /* the same sum as the in-memory backends' (adam_sum_sq), so the norms agree bit for bit */
+    double sq = adam_sum_sq(j->grad, m->ops->grad_type, j->n, &pp->wp_adam);
     j->sq = sq;
     if (!isfinite(sq))
         return err_set(e, -EDOM, "step %lld: the gradients of sub-group %d are not finite; "
