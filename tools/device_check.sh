@@ -9,7 +9,8 @@
 #   CUDA speed against PyTorch: MODE=bench-gpu bash tools/device_check.sh
 #   hardware counters of the attention kernels: MODE=profile bash tools/device_check.sh
 #   the out-of-core pipeline: MODE=offload bash tools/device_check.sh (CHECK=0 skips the
-#   correctness part; RUNS="name|model|batch|iters|plan flags;..." replaces the speed runs)
+#   correctness part; RUNS="name|model|batch|iters|plan flags|fuyou-run flags;..." replaces
+#   the speed runs)
 #   here, to fetch the packages once: tools/device_check.sh --fetch-deps
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -105,7 +106,7 @@ if [ "${MODE:-all}" = offload ]; then
     RUNS=${RUNS:-"cpu-states b8|gpt3-2.7b|8|4|--weights cpu --optim cpu --checkpoints gpu --act recompute;cpu-states b32|gpt3-2.7b|32|3|--weights cpu --optim cpu --checkpoints cpu --act recompute;ssd-states|gpt3-1.3b|8|3|--weights ssd --optim ssd --checkpoints gpu --act recompute"}
     printf '%s\n' "$RUNS" | tr ';' '\n' > "$OUT/runs.txt"
     n=0
-    while IFS='|' read -r name model batch iters plan; do
+    while IFS='|' read -r name model batch iters plan extra; do
         [ -n "$name" ] || continue
         n=$((n + 1))
         step "run $n: $name: $model batch $batch x 1024, $plan, --gpu-mem 24GiB"
@@ -114,10 +115,11 @@ if [ "${MODE:-all}" = offload ]; then
         grep -E "^iteration|bottleneck|memory peak" "$OUT/sim$n.txt"
         timeout 540 $run --backend cuda --offload --model "$model" --batch "$batch" --seq 1024 \
             --steps "$iters" --segment "$iters" --warmup 1 --gpu-mem 24GiB $plan \
-            --ssd-dir "$ssd" --trace "$OUT/meas$n.tsv" --log "$OUT/log$n.tsv" \
+            --ssd-dir "$ssd" --trace "$OUT/meas$n.tsv" --log "$OUT/log$n.tsv" $extra \
             > "$OUT/run$n.txt" 2>&1
         echo "rc=$?"
-        grep -E "^step|loss|lanes busy|^[a-z_]+ +[0-9.]+ [KMGT]?i?B" "$OUT/run$n.txt" | tail -14
+        grep -E "^step|loss|lanes busy|^[a-z_]+ +[0-9.]+ [KMGT]?i?B|fuyou-run:" "$OUT/run$n.txt" |
+            tail -16
         pred=$(awk '/^iteration/ {print $2}' "$OUT/sim$n.txt")
         awk -v pred="$pred" -v name="$name" '/lanes busy over/ {
             for (i = 1; i <= NF; i++) if ($i == "iteration") steady = $(i + 1)

@@ -478,7 +478,8 @@ int pipe_mem_put_state(PipeMem *m, const float *params, const float *mo, const f
     if (rc)
         return rc;
     if (p->optim == TIER_CPU) {
-        memcpy(m->master, params, P * 4);
+        if (params != m->master)
+            memcpy(m->master, params, P * 4);
         mo ? (void)memcpy(m->m, mo, P * 4) : (void)memset(m->m, 0, P * 4);
         vo ? (void)memcpy(m->v, vo, P * 4) : (void)memset(m->v, 0, P * 4);
         return 0;

@@ -80,7 +80,8 @@ int pipe_mem_update_pieces(const PipeMem *m, int s, size_t *first, size_t *count
 bool pipe_mem_in_part(int x, int part);
 
 /* Writes the whole state from flat fp32 arrays (weights are the master's value in the
- * device's weight type; m, v may be NULL for zeros), and reads it back. */
+ * device's weight type; m, v may be NULL for zeros; params may be m->master itself), and reads
+ * it back. */
 int pipe_mem_put_state(PipeMem *m, const float *params, const float *mo, const float *vo,
                        Err *e);
 int pipe_mem_get_state(PipeMem *m, float *params, float *mo, float *vo, Err *e);

@@ -563,6 +563,14 @@ static int write_traces(Pipe *pp, const PipeConfig *pc, Err *e)
     return 0;
 }
 
+static int alloc_arrays(size_t P, float **params, float **m, float **v)
+{
+    *params = calloc(P, sizeof **params);
+    *m = calloc(P, sizeof **m);
+    *v = calloc(P, sizeof **v);
+    return *params && *m && *v ? 0 : -ENOMEM;
+}
+
 /* One segment: iterations [iter0, iter0 + n) of this run, one DAG. */
 static int run_segment(Pipe *pp, const Graph *g, const Plan *p, Loader *ld, int n, Err *e)
 {
@@ -608,9 +616,6 @@ int pipe_train(const TrainOptions *o, const Plan *plan, const PipeConfig *pc, Tr
         rc = pipe_mem_init(&pp.mem, c, plan, o->batch, o->seq, pc, &pp.wp_compute, e);
     size_t P = pp.layout.total, N = (size_t)o->batch * o->seq;
     if (!rc) {
-        params = calloc(P, sizeof *params);
-        m = calloc(P, sizeof *m);
-        v = calloc(P, sizeof *v);
         pp.inputs = calloc((size_t)seg * N, sizeof(int));
         pp.targets = calloc((size_t)seg * N, sizeof(int));
         pp.sq = calloc((size_t)seg * pp.mem.G, sizeof(double));
@@ -618,17 +623,23 @@ int pipe_train(const TrainOptions *o, const Plan *plan, const PipeConfig *pc, Tr
         pp.losses = calloc((size_t)seg, sizeof(float));
         pp.norms = calloc((size_t)seg, sizeof(double));
         r->losses = calloc((size_t)(o->steps > 0 ? o->steps : 1), sizeof *r->losses);
-        if (!params || !m || !v || !pp.inputs || !pp.targets || !pp.sq || !pp.sq_count ||
+        if (!pp.inputs || !pp.targets || !pp.sq || !pp.sq_count ||
             !pp.losses || !pp.norms || !r->losses)
             rc = err_set(e, -ENOMEM, "out of memory for %zu parameters", P);
     }
+    /* Whole-model fp32 arrays only where a file is read or written: a fresh run with the states
+     * in CPU memory initialises the master weights where they live (GPT-3 6.7B's 27 GB each). */
     TrainState st = {.seed = o->seed};
+    bool in_place = !o->resume_dir && !o->init_from && plan->optim == TIER_CPU;
+    if (!rc && (!in_place || o->save_dir) && alloc_arrays(P, &params, &m, &v))
+        rc = err_set(e, -ENOMEM, "out of memory for %zu parameters", P);
     if (!rc && o->resume_dir)
         rc = ckpt_load(o->resume_dir, c, &pp.layout, params, m, v, &st, e);
     else if (!rc && o->init_from)
         rc = ckpt_load_model(o->init_from, c, &pp.layout, params, e);
     else if (!rc)
-        trainer_init_params(c, &pp.layout, params, o->seed, &pp.wp_adam);
+        trainer_init_params(c, &pp.layout, in_place ? pp.mem.master : params, o->seed,
+                            &pp.wp_adam);
     if (!rc && st.step >= o->steps)
         rc = err_set(e, -EINVAL, "%s is at step %lld already; ask for more --steps",
                      o->resume_dir, (long long)st.step);
@@ -637,7 +648,8 @@ int pipe_train(const TrainOptions *o, const Plan *plan, const PipeConfig *pc, Tr
                      "pipeline does not scale losses: resume it without --offload",
                      o->resume_dir);
     if (!rc)
-        rc = pipe_mem_put_state(&pp.mem, params, o->resume_dir ? m : NULL,
+        rc = pipe_mem_put_state(&pp.mem, in_place ? pp.mem.master : params,
+                                o->resume_dir ? m : NULL,
                                 o->resume_dir ? v : NULL, e);
     if (!rc)
         rc = loader_init(&ld, &data, o->batch, o->seq, st.seed, e);
