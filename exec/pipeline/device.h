@@ -40,6 +40,7 @@ typedef struct ComputeCall {
 
 typedef struct DeviceOps {
     const char *name;
+    bool on_host;                 /* computes with the host's cores (the CPU reference) */
     DType weight_type, grad_type; /* of weights and gradients as they move */
     /* Bytes of each block tensor for micro-batches of B x T, and of what the device itself
      * allocates (counted against the GPU budget). */

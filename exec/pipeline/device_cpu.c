@@ -252,7 +252,7 @@ static int cpu_copy(Device *d, bool to_device, void *dst, const void *src, size_
 }
 
 const DeviceOps device_cpu = {
-    .name = "cpu", .weight_type = DTYPE_FP32, .grad_type = DTYPE_FP32,
+    .name = "cpu", .on_host = true, .weight_type = DTYPE_FP32, .grad_type = DTYPE_FP32,
     .tensor_bytes = cpu_tensor_bytes, .own_bytes = cpu_own_bytes, .create = cpu_create,
     .destroy = cpu_destroy, .alloc = cpu_alloc, .release = cpu_release,
     .compute = cpu_compute, .loss = cpu_loss, .copy = cpu_copy,

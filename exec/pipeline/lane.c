@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <time.h>
 
 #include "clock.h"
 
@@ -29,16 +30,51 @@ static void *lane_main(void *arg)
         l->posted = false;
         atomic_store_explicit(&l->done, true, memory_order_release);
         pthread_cond_broadcast(&l->cv);
+        if (l->bell) {
+            pthread_mutex_lock(&l->bell->mu);
+            l->bell->rings++;
+            pthread_cond_broadcast(&l->bell->cv);
+            pthread_mutex_unlock(&l->bell->mu);
+        }
     }
     pthread_mutex_unlock(&l->mu);
     return NULL;
 }
 
-int lane_init(Lane *l, LaneFn fn, void *ctx, Err *e)
+void lane_bell_init(LaneBell *b)
+{
+    pthread_mutex_init(&b->mu, NULL);
+    pthread_cond_init(&b->cv, NULL);
+    b->rings = 0;
+}
+
+void lane_bell_free(LaneBell *b)
+{
+    pthread_mutex_destroy(&b->mu);
+    pthread_cond_destroy(&b->cv);
+}
+
+void lane_bell_wait(LaneBell *b, unsigned *seen, double timeout_s)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    long ns = ts.tv_nsec + (long)(timeout_s * 1e9);
+    ts.tv_sec += ns / 1000000000L;
+    ts.tv_nsec = ns % 1000000000L;
+    pthread_mutex_lock(&b->mu);
+    while (b->rings == *seen)
+        if (pthread_cond_timedwait(&b->cv, &b->mu, &ts))
+            break;
+    *seen = b->rings;
+    pthread_mutex_unlock(&b->mu);
+}
+
+int lane_init(Lane *l, LaneFn fn, void *ctx, LaneBell *bell, Err *e)
 {
     memset(l, 0, sizeof *l);
     l->fn = fn;
     l->ctx = ctx;
+    l->bell = bell;
     pthread_mutex_init(&l->mu, NULL);
     pthread_cond_init(&l->cv, NULL);
     int rc = pthread_create(&l->thread, NULL, lane_main, l);

@@ -15,6 +15,19 @@
 
 typedef int (*LaneFn)(void *ctx, void *job, Err *e);
 
+/* What the lanes ring when a job ends, so the dispatcher sleeps until there is something to do
+ * instead of polling on a timer. */
+typedef struct LaneBell {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    unsigned rings;
+} LaneBell;
+
+void lane_bell_init(LaneBell *b);
+void lane_bell_free(LaneBell *b);
+/* Waits until the bell has rung since *seen (then updates it) or timeout_s has passed. */
+void lane_bell_wait(LaneBell *b, unsigned *seen, double timeout_s);
+
 typedef struct Lane {
     pthread_t thread;
     pthread_mutex_t mu;
@@ -22,14 +35,15 @@ typedef struct Lane {
     bool started, quit, posted;
     atomic_bool done;
     LaneFn fn;
+    LaneBell *bell;
     void *ctx, *job;
     int rc;
     Err err;
     double start_s, end_s;
 } Lane;
 
-/* Starts the thread. 0 or -errno with e. */
-int lane_init(Lane *l, LaneFn fn, void *ctx, Err *e);
+/* Starts the thread; bell (may be NULL) rings at the end of every job. 0 or -errno with e. */
+int lane_init(Lane *l, LaneFn fn, void *ctx, LaneBell *bell, Err *e);
 /* Finishes the job in flight, if any, and stops the thread; safe on a zeroed lane. */
 void lane_free(Lane *l);
 /* Runs fn(ctx, job, e) on the lane's thread (the lane must be idle). */

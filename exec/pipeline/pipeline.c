@@ -49,6 +49,8 @@ typedef struct Pipe {
     Gpt2Layout layout;
     WorkPool wp_adam, wp_compute;
     Lane lanes[N_THREAD_LANES];
+    LaneBell bell;
+    unsigned rings_seen;
     AdamIsa isa;
     /* the segment being run */
     Schedule s;
@@ -435,10 +437,12 @@ static int finish_task(Pipe *pp, int ti, double now)
     return 0;
 }
 
-static void idle_wait(void)
+/* Nothing to start or finish: sleep until a lane ends a job, or briefly while SSD requests
+ * are in flight (the store is polled, not rung). */
+static void idle_wait(Pipe *pp)
 {
-    struct timespec ts = {0, 20000};
-    nanosleep(&ts, NULL);
+    bool io = pp->running[RES_SSD_READ] >= 0 || pp->running[RES_SSD_WRITE] >= 0;
+    lane_bell_wait(&pp->bell, &pp->rings_seen, io ? 20e-6 : 10e-3);
 }
 
 /* Runs the segment's DAG to its end. On a failure, stops releasing tasks, lets the ones in
@@ -499,7 +503,7 @@ static int run_dag(Pipe *pp, Err *e)
                 rc = err_set(e, -ENOMEM, "out of memory for the measured trace");
         }
         if (!progress)
-            idle_wait();
+            idle_wait(pp);
     }
     for (int r = 0; r < RES_COUNT; r++)
         heap_free(&pp->ready[r]);
@@ -535,6 +539,7 @@ static void pipe_free(Pipe *pp)
 {
     for (int i = 0; i < N_THREAD_LANES; i++)
         lane_free(&pp->lanes[i]);
+    lane_bell_free(&pp->bell);
     pipe_mem_free(&pp->mem);
     workpool_free(&pp->wp_adam);
     workpool_free(&pp->wp_compute);
@@ -595,6 +600,7 @@ int pipe_train(const TrainOptions *o, const Plan *plan, const PipeConfig *pc, Tr
     Graph g = {0};
     float *params = NULL, *m = NULL, *v = NULL;
     FILE *log = NULL;
+    lane_bell_init(&pp.bell);
     int rc = check_plan(o, plan, pc, e);
     if (!rc)
         rc = data_load(&data, o->data_path, o->data_format, e);
@@ -608,10 +614,16 @@ int pipe_train(const TrainOptions *o, const Plan *plan, const PipeConfig *pc, Tr
     if (!rc && gpt2_layout_init(&pp.layout, c))
         rc = err_set(e, -ENOMEM, "out of memory");
     /* the compute lane and the optimizer lane each have a worker pool (one job at a time) */
+    /* On a GPU the compute lane needs no CPU pool, and the optimizer's leaves two cores to the
+     * dispatcher and the lane threads: with every core in Adam, the GPU lane waited for the
+     * scheduler for milliseconds between kernels (seen on the H200 machine). */
+    bool on_gpu = !pc->device->on_host;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int adam_threads = o->threads ? o->threads : on_gpu && cores > 3 ? (int)cores - 2 : 0;
     if (!rc)
-        rc = workpool_init(&pp.wp_adam, o->threads, e);
+        rc = workpool_init(&pp.wp_adam, adam_threads, e);
     if (!rc)
-        rc = workpool_init(&pp.wp_compute, o->threads, e);
+        rc = workpool_init(&pp.wp_compute, on_gpu ? 1 : o->threads, e);
     if (!rc)
         rc = pipe_mem_init(&pp.mem, c, plan, o->batch, o->seq, pc, &pp.wp_compute, e);
     size_t P = pp.layout.total, N = (size_t)o->batch * o->seq;
@@ -666,7 +678,7 @@ int pipe_train(const TrainOptions *o, const Plan *plan, const PipeConfig *pc, Tr
     for (int i = 0; i < N_THREAD_LANES && !rc; i++)
         rc = lane_init(&pp.lanes[i], i == LANE_GPU ? run_compute : i == LANE_ADAM ? run_adam
                                                                                  : run_copy,
-                       &pp, e);
+                       &pp, &pp.bell, e);
     pp.step0 = st.step;
     pp.prev_norm = st.prev_grad_norm;
     r->first_step = st.step + 1;
