@@ -48,6 +48,39 @@ START_TEST(run_usage_errors)
 }
 END_TEST
 
+/* fuyou-run --offload: a short run reports its memory and lanes; placement without --offload,
+ * budgets too small, a missing --ssd-dir and an unsupported plan are one line and status 2 */
+START_TEST(run_offload)
+{
+    const char *small = "--offload --steps 2 --batch 2 --seq 16";
+    char args[256];
+    snprintf(args, sizeof args, "%s --weights ssd --optim ssd --act cpu", small);
+    ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 0);
+    tu_assert_contains(out, "weights on ssd, optimizer states on ssd");
+    tu_assert_contains(out, "memory (measured peak / predicted by the footprint)");
+    tu_assert_contains(out, "lanes busy over 2 iterations");
+    ck_assert_int_eq(run_bin("FUYOU_RUN", "--weights ssd", out, sizeof out), 2);
+    tu_assert_contains(out, "need --offload");
+    snprintf(args, sizeof args, "%s --gpu-mem 1MiB", small);
+    ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 2);
+    tu_assert_contains(out, "--gpu-mem 1.00 MiB is too small for this plan: it needs 4.36 MiB "
+                            "(3.36 MiB more)");
+    snprintf(args, sizeof args, "%s --cpu-mem 64KiB", small);
+    ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 2);
+    tu_assert_contains(out, "--cpu-mem");
+    snprintf(args, sizeof args, "%s --weights ssd --ssd-dir /nonexistent/fuyou-dir", small);
+    ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 2);
+    tu_assert_contains(out, "/nonexistent/fuyou-dir");
+    snprintf(args, sizeof args, "%s --micro-batches 2", small);
+    ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 2);
+    tu_assert_contains(out, "one micro-batch per step");
+    ck_assert_int_eq(run_bin("FUYOU_RUN", "--offload --gpu-mem lots", out, sizeof out), 2);
+    tu_assert_contains(out, "--gpu-mem expects a size such as 24GiB, got 'lots'");
+    ck_assert_int_eq(run_bin("FUYOU_RUN", "--offload --act sideways", out, sizeof out), 2);
+    tu_assert_contains(out, "--act expects recompute, gpu, cpu or ssd");
+}
+END_TEST
+
 START_TEST(help)
 {
     ck_assert_int_eq(run_sim("--help", out, sizeof out), 0);
@@ -205,6 +238,7 @@ int main(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, help);
     tcase_add_test(tc, run_usage_errors);
+    tcase_add_test(tc, run_offload);
     tcase_add_test(tc, usage_errors);
     tcase_add_test(tc, bad_hw_file);
     tcase_add_test(tc, describe);

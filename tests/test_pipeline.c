@@ -254,7 +254,9 @@ START_TEST(bad_input)
     free(r.losses);
     pc.n_ssd_dirs = 0;
     p.micro_batches = 2;
-    ck_assert_int_eq(pipe_train(&o, &p, &pc, &r, NULL, &e), -EINVAL);
+    PipeReport rep;
+    ck_assert_int_eq(pipe_train(&o, &p, &pc, &r, &rep, &e), -EINVAL);
+    ck_assert_int_eq(rep.iterations, 0);
     tu_assert_contains(e.msg, "micro-batch");
     free(r.losses);
     p.micro_batches = 1;

@@ -107,7 +107,7 @@ if [ "${MODE:-all}" = offload ]; then
     printf '%s\n' "$RUNS" | tr ';' '\n' > "$OUT/runs.txt"
     n=0
     while IFS='|' read -r name model batch iters plan extra; do
-        [ -n "$name" ] || continue
+        [ -n "${name// }" ] || continue
         n=$((n + 1))
         step "run $n: $name: $model batch $batch x 1024, $plan, --gpu-mem 24GiB"
         $sim --hw h200.ini --set gpu.mem_GiB=24 --model "$model" --batch "$batch" --seq 1024 \

@@ -347,7 +347,7 @@ int pipe_mem_init(PipeMem *m, const ModelConfig *c, const Plan *p, int B, int T,
     int rc = place(m, e);
     if (rc)
         return rc;
-    char need_s[24], have_s[24];
+    char need_s[24], have_s[24], more_s[24];
     double dneed = device_need(m), hneed = host_need(m);
     size_t dev_free = pc->device->free_bytes ? pc->device->free_bytes() : 0;
     if (pc->gpu_budget && dev_free && pc->gpu_budget > dev_free)
@@ -364,13 +364,13 @@ int pipe_mem_init(PipeMem *m, const ModelConfig *c, const Plan *p, int B, int T,
                        "more); raise it, or keep fewer activations or buffers on the GPU",
                        units_bytes(have_s, sizeof have_s, (double)pc->gpu_budget),
                        units_bytes(need_s, sizeof need_s, dneed),
-                       units_bytes(have_s, sizeof have_s, dneed - (double)pc->gpu_budget));
+                       units_bytes(more_s, sizeof more_s, dneed - (double)pc->gpu_budget));
     if (pc->cpu_budget && hneed > (double)pc->cpu_budget)
         return err_set(e, -ENOSPC, "--cpu-mem %s is too small for this plan: it needs %s (%s "
                        "more); raise it, or put weights, optimizer states or activations on "
                        "SSD", units_bytes(have_s, sizeof have_s, (double)pc->cpu_budget),
                        units_bytes(need_s, sizeof need_s, hneed),
-                       units_bytes(have_s, sizeof have_s, hneed - (double)pc->cpu_budget));
+                       units_bytes(more_s, sizeof more_s, hneed - (double)pc->cpu_budget));
     rc = hostpool_init(&m->pool, pc->cpu_budget ? pc->cpu_budget : (size_t)hneed + (1 << 20), e);
     if (!rc && pc->device->pin)
         hostpool_set_pin(&m->pool, pc->device->pin, pc->device->unpin, NULL);

@@ -757,8 +757,9 @@ int pipe_train(const TrainOptions *o, const Plan *plan, const PipeConfig *pc, Tr
     r->loss_scale = 1;
     if (!rc)
         rc = write_traces(&pp, pc, e);
-    if (rep) {
+    if (rep)
         memset(rep, 0, sizeof *rep);
+    if (rep && g.ops) {
         pipe_mem_measured(&pp.mem, &rep->measured);
         footprint_compute(&rep->predicted, &g, plan);
         memcpy(rep->busy_s, pp.busy, sizeof pp.busy);

@@ -102,15 +102,21 @@ static int run_offload(TrainOptions *o, const PlanArgs *pa, PipeConfig *pc, cons
         return 2;
     }
     Err e = {""};
-    char sets[2][64];
-    const char *set[2];
+    /* a budget is what the plan may use: the ini's capacity, with nothing reserved */
+    char sets[4][64];
+    const char *set[4];
     int n_sets = 0;
-    if (pc->gpu_budget)
-        snprintf(sets[n_sets], sizeof sets[0], "gpu.mem_GiB=%.9g", pc->gpu_budget / 0x1p30),
-            set[n_sets] = sets[n_sets], n_sets++;
-    if (pc->cpu_budget)
-        snprintf(sets[n_sets], sizeof sets[0], "memory.cpu_mem_GiB=%.9g",
-                 pc->cpu_budget / 0x1p30), set[n_sets] = sets[n_sets], n_sets++;
+    if (pc->gpu_budget) {
+        snprintf(sets[n_sets++], sizeof sets[0], "gpu.mem_GiB=%.9g", pc->gpu_budget / 0x1p30);
+        snprintf(sets[n_sets++], sizeof sets[0], "memory.gpu_reserved_GiB=0");
+    }
+    if (pc->cpu_budget) {
+        snprintf(sets[n_sets++], sizeof sets[0], "memory.cpu_mem_GiB=%.9g",
+                 pc->cpu_budget / 0x1p30);
+        snprintf(sets[n_sets++], sizeof sets[0], "memory.cpu_reserved_GiB=0");
+    }
+    for (int i = 0; i < n_sets; i++)
+        set[i] = sets[i];
     ModelConfig gc = o->model;
     gc.dtype = pc->device->weight_type; /* the graph's bytes are what the device moves */
     Hardware hw;
