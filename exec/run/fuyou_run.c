@@ -14,6 +14,8 @@
 #include "hw.h"
 #include "pipeline.h"
 #include "plan_args.h"
+#include "planner.h"
+#include "predict.h"
 #include "trainer.h"
 #include "units.h"
 
@@ -68,7 +70,8 @@ static void usage(FILE *out)
 "  plan options, as fuyou-sim's: --weights --optim --checkpoints (cpu, ssd; gpu for\n"
 "  checkpoints), --act (recompute, gpu, cpu, ssd), --prefetch, --weight-buffers,\n"
 "  --pinned-buffers, --act-buffers, --grad-buffers, --state-buffers (and --subgroup,\n"
-"  --tail above)\n"
+"  --tail above); without any, the planner's plan for --hw and the budgets, the one\n"
+"  fuyou-sim predicts\n"
 "  -h, --help, -V, --version\n"
 "\n"
 "Exit status: 0 success, 1 runtime failure, 2 usage or input error.\n", default_data);
@@ -127,16 +130,39 @@ static int run_offload(TrainOptions *o, const PlanArgs *pa, PipeConfig *pc, cons
         fprintf(stderr, "fuyou-run: %s\n", e.msg);
         return 2;
     }
-    if (graph_init(&g, &gc, o->batch, o->seq, &e) || plan_init(&p, &g, POLICY_FUYOU, &e))
+    if (graph_init(&g, &gc, o->batch, o->seq, &e))
         goto out;
-    /* placement by capacity (footprint.h), kept off the device, then the command line */
-    footprint_auto_place(&p, &g, &hw);
-    if (p.weights == TIER_GPU)
-        p.weights = TIER_CPU;
-    if (p.optim == TIER_GPU)
-        p.optim = TIER_CPU;
-    p.subgroup_blocks = o->subgroup_blocks;
-    p.tail_blocks = o->tail_blocks;
+    if (!plan_args_given(pa)) {
+        /* the planner's plan, as fuyou-sim picks it for the same ini and budgets */
+        PredictScoreCtx sc = {&g, &hw, 0};
+        PlanChoice ch;
+        if (planner_choose(&hw, &g, POLICY_FUYOU, predict_score, &sc, &ch, &e) ||
+            plan_copy(&p, &ch.plan, &e)) {
+            plan_free(&ch.plan);
+            goto out;
+        }
+        plan_free(&ch.plan);
+        if (ch.overflow)
+            printf("fuyou-run: the planner found no configuration that fits %s; the most "
+                   "frugal one follows\n", hw_name);
+    } else {
+        /* placement by capacity (footprint.h), then the command line's choices over it */
+        if (plan_init(&p, &g, POLICY_FUYOU, &e))
+            goto out;
+        footprint_auto_place(&p, &g, &hw);
+        p.subgroup_blocks = o->subgroup_blocks;
+        p.tail_blocks = o->tail_blocks;
+    }
+    if (p.weights == TIER_GPU || p.optim == TIER_GPU) {
+        printf("fuyou-run: everything fits on the GPU (training without --offload is faster); "
+               "--offload keeps %s in CPU memory\n",
+               p.weights == TIER_GPU && p.optim == TIER_GPU ? "weights and optimizer states"
+               : p.weights == TIER_GPU ? "the weights" : "the optimizer states");
+        if (p.weights == TIER_GPU)
+            p.weights = TIER_CPU;
+        if (p.optim == TIER_GPU)
+            p.optim = TIER_CPU;
+    }
     if (plan_args_apply(pa, &p, "fuyou-run"))
         goto out;
     if (plan_validate(&p, &e))
