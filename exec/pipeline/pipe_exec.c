@@ -1,0 +1,448 @@
+/* pipe_exec: the dispatcher and the lanes' jobs; see pipe_exec.h. */
+#include "pipe_exec.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+
+/* ---- lane jobs -------------------------------------------------------------------------- */
+
+static int run_compute(void *ctx, void *job, Err *e)
+{
+    Pipe *pp = ctx;
+    return pp->mem.ops->compute(pp->mem.dev, job, e);
+}
+
+static int run_copy(void *ctx, void *job, Err *e)
+{
+    Pipe *pp = ctx;
+    CopyJob *j = job;
+    for (int i = 0; i < j->n; i++) {
+        int rc = pp->mem.ops->copy(pp->mem.dev, j->to_device, j->c[i].dst, j->c[i].src,
+                                   j->c[i].bytes, e);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+static int run_adam(void *ctx, void *job, Err *e)
+{
+    Pipe *pp = ctx;
+    AdamJob *j = job;
+    const PipeMem *m = &pp->mem;
+    /* the same sum as the in-memory backends' (adam_sum_sq), so the norms agree bit for bit */
+    double sq = adam_sum_sq(j->grad, m->ops->grad_type, j->n, &pp->wp_adam);
+    j->sq = sq;
+    if (!isfinite(sq))
+        return err_set(e, -EDOM, "step %lld: the gradients of sub-group %d are not finite; "
+                       "lower --lr or check the data", (long long)(pp->step0 + 1 + j->iter),
+                       j->group);
+    /* elementwise: the pieces compute exactly what one pass over the slice would */
+    bool narrow = m->wsz == 2;
+    for (int k = 0; k < j->n_out; k++) {
+        size_t f = j->first[k];
+        AdamSlice x = {.master = j->master + f, .m = j->m + f, .v = j->v + f,
+                       .grad = (const uint8_t *)j->grad + f * m->gsz,
+                       .grad_type = m->ops->grad_type,
+                       .out = narrow ? (uint16_t *)j->out[k] : NULL,
+                       .out_type = m->ops->weight_type, .n = j->count[k]};
+        adam_update(pp->isa, &j->step, &x, &pp->wp_adam);
+        if (!narrow)
+            memcpy(j->out[k], j->master + f, j->count[k] * 4);
+    }
+    return 0;
+}
+
+/* ---- what each task does ------------------------------------------------------------------ */
+
+static void add_copy(CopyJob *j, void *dst, const void *src, size_t bytes)
+{
+    j->c[j->n].dst = dst;
+    j->c[j->n].src = src;
+    j->c[j->n].bytes = bytes;
+    j->n++;
+}
+
+/* Host bytes of block b's tensor x off the device: its CPU home, or an SSD staging slot. */
+static uint8_t *act_host(const PipeMem *m, int b, int x, bool in, int pinned)
+{
+    int h = m->home[b * BT_COUNT + x];
+    if (h == HOME_CPU)
+        return m->act_cpu[b] + m->cpu_off[b * BT_COUNT + x];
+    if (x == SCHED_BLOCK_INPUT)
+        return (in ? m->stage_in : m->stage_out)[pinned];
+    return (in ? m->stage_in[pinned] + m->stage_in_inner : m->stage_out[pinned]) +
+           m->ssd_off[b * BT_COUNT + x];
+}
+
+static void prepare_copy(Pipe *pp, const Task *t, CopyJob *j)
+{
+    const PipeMem *m = &pp->mem;
+    int b = t->layer;
+    *j = (CopyJob){.to_device = t->res == RES_H2D};
+    if (t->cargo == CARGO_WEIGHTS) {
+        bool edge = b < 0;
+        size_t n = (edge ? m->edge_params : m->block_params) * m->wsz;
+        const uint8_t *src = m->p->weights == TIER_CPU
+                                 ? m->w_home + (edge ? 0 : m->edge_params + b * m->block_params) *
+                                                   m->wsz
+                                 : edge ? m->edge_stage : m->pinned_w[t->slot.pinned];
+        add_copy(j, edge ? m->wedge : m->wbuf[t->slot.gpu_weights], src, n);
+    } else if (t->cargo == CARGO_CKPT || t->cargo == CARGO_ACTS) {
+        int part = t->cargo == CARGO_CKPT ? 0 : 1;
+        bool in = t->res == RES_H2D;
+        for (int x = 0; x < BT_COUNT; x++) {
+            int h = m->home[b * BT_COUNT + x];
+            if (!pipe_mem_in_part(x, part) || (h != HOME_CPU && h != HOME_SSD))
+                continue;
+            uint8_t *host = act_host(m, b, x, in, t->slot.pinned);
+            uint8_t *dev = (uint8_t *)(in ? m->act_in : m->act_out)[t->slot.gpu_acts] +
+                           m->slot_off[x];
+            if (in)
+                add_copy(j, dev, host, m->tbytes[x]);
+            else
+                add_copy(j, host, dev, m->tbytes[x]);
+        }
+    } else if (t->cargo == CARGO_GRADS) {
+        size_t begin = m->grp_begin[t->group];
+        size_t off = b < 0 ? 0 : m->edge_params + b * m->block_params - begin;
+        add_copy(j, m->host_grads[t->slot.host_grads] + off * m->gsz,
+                 b < 0 ? m->gedge : m->gbuf[t->slot.gpu_grads],
+                 (b < 0 ? m->edge_params : m->block_params) * m->gsz);
+    }
+}
+
+static int io(Pipe *pp, IoJob *j, bool write, const StoreTensor *t, uint64_t off, void *buf,
+              size_t len, Err *e)
+{
+    if (!len)
+        return 0;
+    int id = write ? store_write(&pp->mem.st, t, off, buf, len, e)
+                   : store_read(&pp->mem.st, t, off, buf, len, e);
+    if (id < 0)
+        return id;
+    j->req[j->n++] = id;
+    return 0;
+}
+
+static int issue_io(Pipe *pp, const Task *t, IoJob *j, Err *e)
+{
+    PipeMem *m = &pp->mem;
+    bool w = t->res == RES_SSD_WRITE;
+    int b = t->layer, rc = 0;
+    j->n = 0;
+    switch (t->cargo) {
+    case CARGO_WEIGHTS:
+        return b < 0 ? io(pp, j, w, &m->w_ssd_edge, 0, m->edge_stage, m->edge_params * m->wsz, e)
+                     : io(pp, j, w, &m->w_ssd[b], 0, m->pinned_w[t->slot.pinned],
+                          m->block_params * m->wsz, e);
+    case CARGO_CKPT:
+        return io(pp, j, w, &m->ckpt_ssd[b], 0,
+                  (w ? m->stage_out : m->stage_in)[t->slot.pinned],
+                  m->tbytes[SCHED_BLOCK_INPUT], e);
+    case CARGO_ACTS:
+        return io(pp, j, w, &m->inner_ssd[b], 0,
+                  w ? m->stage_out[t->slot.pinned] : m->stage_in[t->slot.pinned] +
+                                                         m->stage_in_inner,
+                  m->ssd_inner_bytes[b], e);
+    case CARGO_STATES: {
+        float *buf = (float *)m->state_slot[t->slot.pinned];
+        int id = w ? ooc_adam_write_start(&m->oa, t->group, buf, e)
+                   : ooc_adam_read_start(&m->oa, t->group, buf, e);
+        if (id < 0)
+            return id;
+        j->req[j->n++] = id;
+        return 0;
+    }
+    case CARGO_UPDATE: {
+        /* the group's new weights, block by block (and the edges for the tail) */
+        size_t first[PIPE_MAX_PIECES], count[PIPE_MAX_PIECES], off[PIPE_MAX_PIECES];
+        size_t begin = m->grp_begin[t->group];
+        int n = pipe_mem_update_pieces(m, t->group, first, count, off);
+        if (n > MAX_IO)
+            return err_set(e, -EINVAL, "%s: sub-groups of at most %d blocks on SSD", t->id,
+                           MAX_IO - 1);
+        for (int k = 0; k < n && !rc; k++) {
+            size_t at = begin + first[k];
+            const StoreTensor *dst = at < m->edge_params
+                                         ? &m->w_ssd_edge
+                                         : &m->w_ssd[(at - m->edge_params) / m->block_params];
+            rc = io(pp, j, true, dst, 0, m->state_slot[t->slot.pinned] + off[k],
+                    count[k] * m->wsz, e);
+        }
+        return rc;
+    }
+    default:
+        return err_set(e, -EINVAL, "%s: nothing to move", t->id);
+    }
+}
+
+static void prepare_compute(Pipe *pp, int ti, ComputeCall *c)
+{
+    const PipeMem *m = &pp->mem;
+    const Task *t = &pp->s.tasks[ti];
+    int b = t->layer, L = m->L, si = t->iter;
+    size_t N = (size_t)m->B * m->T;
+    *c = (ComputeCall){.task = t, .inputs = pp->inputs + si * N, .targets = pp->targets + si * N};
+    if (b < 0 || b >= L) {
+        c->op = b < 0 ? 0 : t->op - (1 + GRAPH_OPS_PER_BLOCK * L);
+        c->w = m->wedge;
+        c->dw = m->gedge;
+        c->first_bwd = b >= L && c->op == 1 && t->kind == TASK_BWD;
+        if (b < 0)
+            c->t[SCHED_BLOCK_INPUT] = pipe_mem_tensor(m, 0, SCHED_BLOCK_INPUT, false,
+                                                      sched_fwd_act_slot(m->p, 0));
+        else
+            c->t[9] = m->final_res;
+        return;
+    }
+    c->op = t->op - 1 - GRAPH_OPS_PER_BLOCK * b;
+    c->w = m->wbuf[t->slot.gpu_weights];
+    bool bwd = t->kind != TASK_FWD;
+    if (t->kind == TASK_BWD) {
+        c->dw = m->gbuf[t->slot.gpu_grads];
+        c->first_bwd = c->op == 8;
+    }
+    for (int x = 0; x < BT_COUNT; x++)
+        c->t[x] = bwd && x == 9 ? NULL : pipe_mem_tensor(m, b, x, bwd, t->slot.gpu_acts);
+}
+
+static void prepare_adam(Pipe *pp, const Task *t, AdamJob *j)
+{
+    const PipeMem *m = &pp->mem;
+    const TrainOptions *o = pp->o;
+    int s = t->group, si = t->iter;
+    size_t begin = m->grp_begin[s], n = m->grp_end[s] - begin;
+    /* the previous step's norm clips this one (trainer.h); its sub-groups are all done */
+    double prev = si == 0 ? pp->prev_norm : pp->norms[si - 1];
+    float clip = o->clip > 0 && prev > o->clip ? (float)(o->clip / prev) : 1.0f;
+    int64_t step = pp->step0 + 1 + pp->iter0 + si;
+    AdamConfig acfg = {.lr = trainer_lr(o, step), .beta1 = o->beta1, .beta2 = o->beta2,
+                       .eps = o->eps, .weight_decay = o->weight_decay};
+    *j = (AdamJob){.group = s, .iter = pp->iter0 + si, .n = n,
+                   .grad = m->host_grads[t->slot.host_grads]};
+    adam_step_init(&j->step, &acfg, (int)step, clip);
+    if (m->p->optim == TIER_CPU) {
+        j->master = m->master + begin;
+        j->m = m->m + begin;
+        j->v = m->v + begin;
+    } else {
+        float *buf = (float *)m->state_slot[t->slot.pinned];
+        j->master = buf, j->m = buf + n, j->v = buf + 2 * n;
+    }
+    if (m->p->weights == TIER_CPU) {
+        j->n_out = 1;
+        j->first[0] = 0, j->count[0] = n, j->out[0] = m->w_home + begin * m->wsz;
+        return;
+    }
+    size_t off[PIPE_MAX_PIECES];
+    j->n_out = pipe_mem_update_pieces(m, s, j->first, j->count, off);
+    for (int k = 0; k < j->n_out; k++)
+        j->out[k] = m->state_slot[t->slot.pinned] + off[k];
+}
+
+/* ---- the dispatcher -------------------------------------------------------------------------- */
+
+static int thread_lane(Resource r)
+{
+    return r == RES_GPU ? LANE_GPU : r == RES_H2D ? LANE_H2D : r == RES_D2H ? LANE_D2H
+                                                                          : LANE_ADAM;
+}
+
+static bool is_io(Resource r)
+{
+    return r == RES_SSD_READ || r == RES_SSD_WRITE;
+}
+
+static int start_task(Pipe *pp, int ti, Err *e)
+{
+    const Task *t = &pp->s.tasks[ti];
+    switch (t->res) {
+    case RES_GPU:
+        prepare_compute(pp, ti, &pp->call);
+        lane_post(&pp->lanes[LANE_GPU], &pp->call);
+        return 0;
+    case RES_H2D:
+    case RES_D2H: {
+        CopyJob *j = &pp->copy[t->res == RES_D2H];
+        prepare_copy(pp, t, j);
+        lane_post(&pp->lanes[thread_lane(t->res)], j);
+        return 0;
+    }
+    case RES_CPU_ADAM:
+        prepare_adam(pp, t, &pp->adam);
+        lane_post(&pp->lanes[LANE_ADAM], &pp->adam);
+        return 0;
+    case RES_SSD_READ:
+    case RES_SSD_WRITE: {
+        pp->started[t->res] = clock_monotonic_s();
+        Err e2 = {""};
+        int rc = issue_io(pp, t, &pp->io[t->res == RES_SSD_WRITE], &e2);
+        if (rc)
+            err_set(e, rc, "%s: %s", t->id, e2.msg);
+        return rc;
+    }
+    default:
+        return err_set(e, -EINVAL, "%s: no lane for resource %s", t->id, resource_name(t->res));
+    }
+}
+
+/* Whether the task on resource r has ended; then its times and result. */
+static bool poll_task(Pipe *pp, Resource r, double *t0, double *t1, int *rc, Err *e)
+{
+    if (is_io(r)) {
+        IoJob *j = &pp->io[r == RES_SSD_WRITE];
+        for (int i = 0; i < j->n; i++)
+            if (!store_done(&pp->mem.st, j->req[i]))
+                return false;
+        *rc = 0;
+        for (int i = 0; i < j->n; i++) {
+            Err e2;
+            int r2 = store_wait(&pp->mem.st, j->req[i], &e2);
+            if (r2 && !*rc) {
+                *rc = r2;
+                *e = e2;
+            }
+        }
+        *t0 = pp->started[r];
+        *t1 = clock_monotonic_s();
+        return true;
+    }
+    Lane *l = &pp->lanes[thread_lane(r)];
+    if (!lane_poll(l))
+        return false;
+    *t0 = l->start_s;
+    *t1 = l->end_s;
+    *rc = l->rc;
+    if (l->rc)
+        *e = l->err;
+    return true;
+}
+
+static int record(Pipe *pp, int ti, double t0, double t1)
+{
+    if (pp->n_rows == pp->cap_rows) {
+        int cap = pp->cap_rows ? 2 * pp->cap_rows : 4096;
+        TraceRow *r = realloc(pp->rows, (size_t)cap * sizeof *r);
+        if (!r)
+            return -ENOMEM;
+        pp->rows = r;
+        pp->cap_rows = cap;
+    }
+    const Task *t = &pp->s.tasks[ti];
+    trace_row_from_task(&pp->rows[pp->n_rows++], t, pp->iter0 + t->iter, t0 - pp->t0,
+                        t1 - pp->t0);
+    pp->busy[t->res] += t1 - t0;
+    return 0;
+}
+
+/* A task ended: its results, then its successors. */
+static int finish_task(Pipe *pp, int ti, double now)
+{
+    const Task *t = &pp->s.tasks[ti];
+    int si = t->iter, G = pp->mem.G;
+    if (t->res == RES_GPU && t->kind == TASK_FWD && t->layer == pp->mem.L && t->op ==
+        pp->mem.c->n_layer * GRAPH_OPS_PER_BLOCK + 3)
+        pp->losses[si] = pp->mem.ops->loss(pp->mem.dev);
+    if (t->res == RES_CPU_ADAM) {
+        pp->sq[si * G + t->group] = pp->adam.sq;
+        if (++pp->sq_count[si] == G) {
+            /* every sub-group is in: the norm, summed in update order as the trainer does */
+            double sum = 0;
+            for (int s = 0; s < G; s++)
+                sum += pp->sq[si * G + s];
+            pp->norms[si] = sqrt(sum);
+        }
+    }
+    for (int k = pp->succ_first[ti]; k < pp->succ_first[ti + 1]; k++) {
+        int nx = pp->succ[k];
+        if (--pp->waiting[nx] == 0 &&
+            heap_push(&pp->ready[pp->s.tasks[nx].res], heap_ready_item(&pp->s.tasks[nx], nx,
+                                                                     now)))
+            return -ENOMEM;
+    }
+    return 0;
+}
+
+/* Nothing to start or finish: sleep until a lane ends a job, or briefly while SSD requests
+ * are in flight (the store is polled, not rung). */
+static void idle_wait(Pipe *pp)
+{
+    bool io = pp->running[RES_SSD_READ] >= 0 || pp->running[RES_SSD_WRITE] >= 0;
+    lane_bell_wait(&pp->bell, &pp->rings_seen, io ? 20e-6 : 10e-3);
+}
+
+/* Runs the segment's DAG to its end. On a failure, stops releasing tasks, lets the ones in
+ * flight finish, and returns the first error, naming its task. */
+int pipe_run_dag(Pipe *pp, Err *e)
+{
+    const Schedule *s = &pp->s;
+    int rc = sched_successors(s, &pp->succ_first, &pp->succ);
+    pp->waiting = malloc(((size_t)s->n_tasks + 1) * sizeof(int));
+    if (rc || !pp->waiting)
+        return err_set(e, -ENOMEM, "out of memory for the pipeline's DAG");
+    double now = clock_monotonic_s();
+    for (int t = 0; t < s->n_tasks && !rc; t++) {
+        pp->waiting[t] = s->tasks[t].n_deps;
+        if (!pp->waiting[t])
+            rc = heap_push(&pp->ready[s->tasks[t].res], heap_ready_item(&s->tasks[t], t, now));
+    }
+    for (int r = 0; r < RES_COUNT; r++)
+        pp->running[r] = -1;
+    int done = 0, in_flight = 0;
+    while (!rc ? done < s->n_tasks : in_flight > 0) {
+        bool progress = false;
+        for (int r = 0; r < RES_COUNT && !rc; r++) {
+            if (pp->running[r] >= 0 || !pp->ready[r].n)
+                continue;
+            int ti = heap_pop(&pp->ready[r]).a;
+            rc = start_task(pp, ti, e);
+            if (!rc) {
+                pp->running[r] = ti;
+                in_flight++;
+                progress = true;
+            }
+        }
+        if (pp->mem.store_opened) {
+            Err e2;
+            int r2 = store_poll(&pp->mem.st, &e2);
+            if (r2 && !rc) {
+                rc = r2;
+                *e = e2;
+            }
+        }
+        for (int r = 0; r < RES_COUNT; r++) {
+            int ti = pp->running[r], trc;
+            double t0, t1;
+            Err e2 = {""};
+            if (ti < 0 || !poll_task(pp, r, &t0, &t1, &trc, &e2))
+                continue;
+            pp->running[r] = -1;
+            in_flight--;
+            done++;
+            progress = true;
+            if (trc && !rc) {
+                rc = err_set(e, trc, "%s (iteration %d): %s", s->tasks[ti].id,
+                             pp->iter0 + s->tasks[ti].iter, e2.msg);
+                continue;
+            }
+            if (!rc && (record(pp, ti, t0, t1) || finish_task(pp, ti, t1)))
+                rc = err_set(e, -ENOMEM, "out of memory for the measured trace");
+        }
+        if (!progress)
+            idle_wait(pp);
+    }
+    for (int r = 0; r < RES_COUNT; r++)
+        heap_free(&pp->ready[r]);
+    free(pp->succ_first), free(pp->succ), free(pp->waiting);
+    pp->succ_first = pp->succ = pp->waiting = NULL;
+    return rc;
+}
+
+const LaneFn pipe_lane_fns[N_THREAD_LANES] = {
+    [LANE_GPU] = run_compute, [LANE_H2D] = run_copy, [LANE_D2H] = run_copy,
+    [LANE_ADAM] = run_adam};

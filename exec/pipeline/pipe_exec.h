@@ -1,0 +1,80 @@
+/* pipe_exec: the dispatcher and the lanes' jobs of the out-of-core pipeline (pipeline.h): what
+ * each schedule task does on its lane, and the loop that releases tasks as their dependencies
+ * end. Internal to the pipeline; the training loop around it is pipeline.c. */
+#ifndef FUYOU_PIPE_EXEC_H
+#define FUYOU_PIPE_EXEC_H
+
+#include "heap.h"
+#include "lane.h"
+#include "pipe_mem.h"
+#include "trace.h"
+
+enum { LANE_GPU, LANE_H2D, LANE_D2H, LANE_ADAM, N_THREAD_LANES, MAX_COPIES = BT_COUNT + 2 };
+enum { MAX_IO = 64 };
+
+typedef struct CopyJob {
+    bool to_device;
+    int n;
+    struct { void *dst; const void *src; size_t bytes; } c[MAX_COPIES];
+} CopyJob;
+
+typedef struct AdamJob {
+    int group, iter;
+    AdamStep step;
+    float *master, *m, *v;
+    const void *grad;
+    size_t n;
+    /* the new weights, in pieces (pipe_mem_update_pieces) */
+    int n_out;
+    size_t first[PIPE_MAX_PIECES], count[PIPE_MAX_PIECES];
+    uint8_t *out[PIPE_MAX_PIECES];
+    double sq; /* out: the sub-group's squared gradient norm */
+} AdamJob;
+
+typedef struct IoJob {
+    int n, req[MAX_IO];
+} IoJob;
+
+typedef struct Pipe {
+    const TrainOptions *o;
+    PipeMem mem;
+    Gpt2Layout layout;
+    WorkPool wp_adam, wp_compute;
+    Lane lanes[N_THREAD_LANES];
+    LaneBell bell;
+    unsigned rings_seen;
+    AdamIsa isa;
+    /* the segment being run */
+    Schedule s;
+    int *succ_first, *succ, *waiting;
+    Heap ready[RES_COUNT];
+    int running[RES_COUNT];     /* task index, or -1 */
+    double started[RES_COUNT];  /* SSD lanes: when their task was issued */
+    ComputeCall call;
+    CopyJob copy[2];            /* h2d, d2h */
+    AdamJob adam;
+    IoJob io[2];                /* ssd_read, ssd_write */
+    int iter0;                  /* run iteration of the segment's iteration 0 */
+    int *inputs, *targets;      /* per segment iteration, (B,T) each */
+    double *sq;                 /* per segment iteration x sub-group */
+    int *sq_count;
+    float *losses;
+    int64_t step0;              /* the optimizer step of run iteration 0, minus one */
+    double prev_norm;           /* the clip policy's norm, of the step before */
+    double *norms;              /* per segment iteration */
+    /* the measured trace */
+    TraceRow *rows;
+    int n_rows, cap_rows;
+    double t0;
+    double busy[RES_COUNT];
+} Pipe;
+
+/* The lanes' job functions (lane.h), in LANE_* order. */
+extern const LaneFn pipe_lane_fns[N_THREAD_LANES];
+
+/* Runs the DAG in pp->s to its end. On a failure, stops releasing tasks, lets the ones in
+ * flight finish, and returns the first error (-errno with e naming the task). Every task's
+ * start and end are appended to pp->rows. */
+int pipe_run_dag(Pipe *pp, Err *e);
+
+#endif
