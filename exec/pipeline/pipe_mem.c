@@ -78,12 +78,9 @@ static int place(PipeMem *m, Err *e)
     m->stage_out_bytes = ckpt_ssd_max > inner_ssd_max ? ckpt_ssd_max : inner_ssd_max;
     m->stage_in_inner = align_up(ckpt_ssd_max, 4096);
     m->stage_in_bytes = m->stage_in_inner + inner_ssd_max;
-    /* sub-groups as slices of the flat layout (gpt2_layout.h): the tail starts at 0 */
+    /* sub-groups as slices of the flat layout */
     for (int s = 0; s < m->G; s++) {
-        int first, count;
-        plan_subgroup_blocks(p, s, &first, &count);
-        m->grp_begin[s] = s == m->G - 1 ? 0 : m->edge_params + (size_t)first * m->block_params;
-        m->grp_end[s] = m->edge_params + (size_t)(first + count) * m->block_params;
+        gpt2_subgroup_slice(m->c, p, s, &m->grp_begin[s], &m->grp_end[s]);
         if (m->grp_end[s] - m->grp_begin[s] > m->max_group)
             m->max_group = m->grp_end[s] - m->grp_begin[s];
     }

@@ -87,14 +87,9 @@ static int subgroup_slices(const TrainOptions *o, Slice *out)
     const ModelConfig *c = &o->model;
     Plan p = {.n_layer = c->n_layer, .subgroup_blocks = o->subgroup_blocks,
               .tail_blocks = o->tail_blocks};
-    size_t edge = (size_t)model_embed_params(c), block = (size_t)model_block_params(c);
     int n = plan_subgroup_count(&p);
-    for (int s = 0; s < n; s++) {
-        int first, count;
-        plan_subgroup_blocks(&p, s, &first, &count);
-        out[s] = (Slice){s == n - 1 ? 0 : edge + (size_t)first * block,
-                         edge + (size_t)(first + count) * block};
-    }
+    for (int s = 0; s < n; s++)
+        gpt2_subgroup_slice(c, &p, s, &out[s].begin, &out[s].end);
     return n;
 }
 

@@ -1,6 +1,8 @@
 /* gpt2_layout: the flat parameter layout and its Hugging Face names; see gpt2_layout.h. */
 #include "gpt2_layout.h"
 
+#include "plan.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,4 +114,13 @@ void gpt2_view_block_at(const ModelConfig *c, float *p, Gpt2BlockView *v)
     *v = (Gpt2BlockView){p + o.ln1w, p + o.ln1b, p + o.qkvw, p + o.qkvb, p + o.projw,
                          p + o.projb, p + o.ln2w, p + o.ln2b, p + o.fcw, p + o.fcb,
                          p + o.fcprojw, p + o.fcprojb};
+}
+
+void gpt2_subgroup_slice(const ModelConfig *c, const Plan *p, int g, size_t *begin, size_t *end)
+{
+    size_t edge = (size_t)model_embed_params(c), block = (size_t)model_block_params(c);
+    int first, count;
+    plan_subgroup_blocks(p, g, &first, &count);
+    *begin = g == plan_subgroup_count(p) - 1 ? 0 : edge + (size_t)first * block;
+    *end = edge + (size_t)(first + count) * block;
 }

@@ -1,5 +1,7 @@
 /* gpt2_layout: where each GPT-2 parameter tensor lives in one flat fp32 buffer, and its Hugging
- * Face name and shape.
+ * Face name and shape. Part of the shared description: the schedule's sub-groups are slices of
+ * this layout, and every backend (the CPU reference, CUDA, the out-of-core pipeline) and the
+ * checkpoints address parameters through it.
  *
  * The layout is block-major: the edge parameters first (wte, wpe, ln_f, an untied lm_head), then
  * each block's twelve tensors contiguously. So an optimizer sub-group of blocks is one
@@ -35,6 +37,12 @@ int gpt2_layout_init(Gpt2Layout *l, const ModelConfig *c);
 void gpt2_layout_free(Gpt2Layout *l);
 /* The tensor with this Hugging Face name (with or without the "transformer." prefix), or NULL. */
 const ParamTensor *gpt2_layout_find(const Gpt2Layout *l, const char *name);
+
+/* Optimizer sub-group g of plan p (plan.h) as the slice [begin, end) of the flat layout: blocks
+ * are contiguous, and the tail's slice starts at 0 with the edge parameters. */
+struct Plan;
+void gpt2_subgroup_slice(const ModelConfig *c, const struct Plan *p, int g, size_t *begin,
+                         size_t *end);
 
 /* Views of one block's tensors in a parameter (or gradient) buffer laid out as above. */
 typedef struct Gpt2BlockView {
