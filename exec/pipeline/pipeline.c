@@ -104,10 +104,7 @@ int pipe_train(const TrainOptions *o, const Plan *plan, const PipeConfig *pc, Tr
     lane_bell_init(&pp.bell);
     int rc = check_plan(o, plan, pc, e);
     if (!rc)
-        rc = data_load(&data, o->data_path, o->data_format, e);
-    if (!rc && data.max_token >= c->vocab)
-        rc = err_set(e, -EINVAL, "%s: token %d is outside %s's vocabulary of %d", o->data_path,
-                     data.max_token, c->name, c->vocab);
+        rc = trainer_load_data(o, &data, e);
     ModelConfig gc = *c;
     gc.dtype = pc->device->weight_type; /* the graph's bytes are what the device moves */
     if (!rc)
@@ -168,14 +165,8 @@ int pipe_train(const TrainOptions *o, const Plan *plan, const PipeConfig *pc, Tr
         rc = loader_init(&ld, &data, o->batch, o->seq, st.seed, e);
     if (!rc && o->resume_dir)
         loader_seek(&ld, st.epoch, st.index);
-    if (!rc && o->log_path) {
-        bool fresh = !o->resume_dir || access(o->log_path, F_OK) != 0;
-        log = fopen(o->log_path, fresh ? "w" : "a");
-        if (!log)
-            rc = err_set(e, -errno, "%s: cannot write: %s", o->log_path, strerror(errno));
-        else if (fresh)
-            fprintf(log, "step\tloss\tlr\tgrad_norm\ttokens_per_s\tloss_scale\n");
-    }
+    if (!rc)
+        rc = trainer_open_log(o, &log, e);
     for (int i = 0; i < N_THREAD_LANES && !rc; i++)
         rc = lane_init(&pp.lanes[i], pipe_lane_fns[i], &pp, &pp.bell, e);
     pp.step0 = st.step;
@@ -230,12 +221,10 @@ int pipe_train(const TrainOptions *o, const Plan *plan, const PipeConfig *pc, Tr
             r->losses[r->n_losses++] = loss;
             r->last_loss = loss;
             r->last_step = step;
-            if (log)
-                fprintf(log, "%lld\t%.6f\t%.6g\t%.6f\t%.1f\t%g\n", (long long)step, loss,
-                        trainer_lr(o, step), pp.norms[i], (double)N / dt, 1.0);
-            if (o->progress)
-                fprintf(o->progress, "step %lld/%lld | loss %.4f | %.0f tok/s | %.3f s/step\n",
-                        (long long)step, (long long)o->steps, loss, (double)N / dt, dt);
+            trainer_log_row(log, step, loss, trainer_lr(o, step), pp.norms[i], (double)N / dt,
+                            1.0);
+            trainer_progress(o, step, r->first_step - 1, loss, (double)N / dt,
+                             clock_monotonic_s() - pp.t0, step == o->steps);
         }
         if (rc)
             break;

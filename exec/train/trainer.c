@@ -93,8 +93,40 @@ static int subgroup_slices(const TrainOptions *o, Slice *out)
     return n;
 }
 
-static void progress(const TrainOptions *o, int64_t step, int64_t first, float loss, double tps,
-                     double elapsed, bool last)
+int trainer_load_data(const TrainOptions *o, TokenData *data, Err *e)
+{
+    int rc = data_load(data, o->data_path, o->data_format, e);
+    if (!rc && data->max_token >= o->model.vocab)
+        rc = err_set(e, -EINVAL, "%s: token %d is outside %s's vocabulary of %d; pick a model "
+                     "with a larger vocabulary or other data", o->data_path, data->max_token,
+                     o->model.name, o->model.vocab);
+    return rc;
+}
+
+int trainer_open_log(const TrainOptions *o, FILE **log, Err *e)
+{
+    *log = NULL;
+    if (!o->log_path)
+        return 0;
+    bool fresh = !o->resume_dir || access(o->log_path, F_OK) != 0;
+    *log = fopen(o->log_path, fresh ? "w" : "a");
+    if (!*log)
+        return err_set(e, -errno, "%s: cannot write: %s", o->log_path, strerror(errno));
+    if (fresh)
+        fprintf(*log, "step\tloss\tlr\tgrad_norm\ttokens_per_s\tloss_scale\n");
+    return 0;
+}
+
+void trainer_log_row(FILE *log, int64_t step, float loss, float lr, double grad_norm,
+                     double tokens_per_s, double loss_scale)
+{
+    if (log)
+        fprintf(log, "%lld\t%.6f\t%.6g\t%.6f\t%.1f\t%g\n", (long long)step, loss, lr, grad_norm,
+                tokens_per_s, loss_scale);
+}
+
+void trainer_progress(const TrainOptions *o, int64_t step, int64_t first, float loss, double tps,
+                      double elapsed, bool last)
 {
     if (!o->progress)
         return;
@@ -122,11 +154,7 @@ int trainer_run(const TrainOptions *o, TrainResult *r, Err *e)
     int *inputs = NULL, *targets = NULL;
     FILE *log = NULL;
     Slice *slices = NULL;
-    int rc = data_load(&data, o->data_path, o->data_format, e);
-    if (!rc && data.max_token >= c->vocab)
-        rc = err_set(e, -EINVAL, "%s: token %d is outside %s's vocabulary of %d; pick a model "
-                     "with a larger vocabulary or other data", o->data_path, data.max_token,
-                     c->name, c->vocab);
+    int rc = trainer_load_data(o, &data, e);
     if (!rc)
         rc = workpool_init(&wp, o->threads, e);
     if (!rc)
@@ -161,14 +189,8 @@ int trainer_run(const TrainOptions *o, TrainResult *r, Err *e)
         rc = loader_init(&ld, &data, o->batch, o->seq, st.seed, e);
     if (!rc && o->resume_dir)
         loader_seek(&ld, st.epoch, st.index);
-    if (!rc && o->log_path) {
-        bool fresh = !o->resume_dir || access(o->log_path, F_OK) != 0;
-        log = fopen(o->log_path, fresh ? "w" : "a");
-        if (!log)
-            rc = err_set(e, -errno, "%s: cannot write: %s", o->log_path, strerror(errno));
-        else if (fresh)
-            fprintf(log, "step\tloss\tlr\tgrad_norm\ttokens_per_s\tloss_scale\n");
-    }
+    if (!rc)
+        rc = trainer_open_log(o, &log, e);
     int n_groups = rc ? 0 : subgroup_slices(o, slices);
     /* the loss scale: from the checkpoint when it has one, else from the options */
     double scale0 = o->loss_scale > 0 ? o->loss_scale : c->dtype == DTYPE_FP16 ? 65536.0 : 1.0;
@@ -237,11 +259,9 @@ int trainer_run(const TrainOptions *o, TrainResult *r, Err *e)
         r->losses[r->n_losses++] = loss;
         r->last_loss = loss;
         r->last_step = step;
-        if (log)
-            fprintf(log, "%lld\t%.6f\t%.6g\t%.6f\t%.1f\t%g\n", (long long)step, loss, acfg.lr,
-                    norm, tps, S);
-        progress(o, step, r->first_step - 1, loss, tps, clock_monotonic_s() - t_start,
-                 step == o->steps);
+        trainer_log_row(log, step, loss, acfg.lr, norm, tps, S);
+        trainer_progress(o, step, r->first_step - 1, loss, tps, clock_monotonic_s() - t_start,
+                         step == o->steps);
         bool save = o->save_dir && (step == o->steps || (o->save_every > 0 &&
                                                          step % o->save_every == 0));
         if (!rc && save) {

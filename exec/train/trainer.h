@@ -66,6 +66,17 @@ struct Gpt2Layout;
 void trainer_init_params(const ModelConfig *c, const struct Gpt2Layout *l, float *params,
                          uint64_t seed, WorkPool *wp);
 
+/* Pieces of the loop that the out-of-core pipeline (exec/pipeline) shares: the data, checked
+ * against the vocabulary (0 or -errno with e); the --log file, opened to append on a resume and
+ * given its header when new (0 or -errno; *log stays NULL without o->log_path); one log row;
+ * the progress line (every step on a terminal, about 20 lines otherwise). */
+int trainer_load_data(const TrainOptions *o, TokenData *data, Err *e);
+int trainer_open_log(const TrainOptions *o, FILE **log, Err *e);
+void trainer_log_row(FILE *log, int64_t step, float loss, float lr, double grad_norm,
+                     double tokens_per_s, double loss_scale);
+void trainer_progress(const TrainOptions *o, int64_t step, int64_t first, float loss,
+                      double tokens_per_s, double elapsed_s, bool last);
+
 /* The learning rate at step (1-based). */
 float trainer_lr(const TrainOptions *o, int64_t step);
 
