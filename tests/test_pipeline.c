@@ -165,7 +165,8 @@ START_TEST(trace_is_the_schedule)
     p.optim = TIER_SSD;
     plan_set_all_act(&p, ACT_SSD, ACT_RECOMPUTE);
     plan_set_act(&p, 1, 6, ACT_CPU);
-    PipeConfig pc = {.device = &device_cpu, .trace_path = path};
+    /* two segments: the trace outlives the first one's schedule */
+    PipeConfig pc = {.device = &device_cpu, .trace_path = path, .segment_iters = 2};
     TrainResult r;
     ck_assert_msg(pipe_train(&o, &p, &pc, &r, NULL, &e) == 0, "%s", e.msg);
     free(r.losses);

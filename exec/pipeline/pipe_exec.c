@@ -328,12 +328,17 @@ static int record(Pipe *pp, int ti, double t0, double t1)
     if (pp->n_rows == pp->cap_rows) {
         int cap = pp->cap_rows ? 2 * pp->cap_rows : 4096;
         TraceRow *r = realloc(pp->rows, (size_t)cap * sizeof *r);
-        if (!r)
+        if (r)
+            pp->rows = r;
+        char(*ids)[SCHED_ID_MAX] = realloc(pp->ids, (size_t)cap * sizeof *ids);
+        if (ids)
+            pp->ids = ids;
+        if (!r || !ids)
             return -ENOMEM;
-        pp->rows = r;
         pp->cap_rows = cap;
     }
     const Task *t = &pp->s.tasks[ti];
+    memcpy(pp->ids[pp->n_rows], t->id, SCHED_ID_MAX);
     trace_row_from_task(&pp->rows[pp->n_rows++], t, pp->iter0 + t->iter, t0 - pp->t0,
                         t1 - pp->t0);
     pp->busy[t->res] += t1 - t0;
@@ -446,3 +451,9 @@ int pipe_run_dag(Pipe *pp, Err *e)
 const LaneFn pipe_lane_fns[N_THREAD_LANES] = {
     [LANE_GPU] = run_compute, [LANE_H2D] = run_copy, [LANE_D2H] = run_copy,
     [LANE_ADAM] = run_adam};
+
+void pipe_trace_fix_ids(Pipe *pp)
+{
+    for (int k = 0; k < pp->n_rows; k++)
+        pp->rows[k].task_id = pp->ids[k];
+}

@@ -62,8 +62,9 @@ typedef struct Pipe {
     int64_t step0;              /* the optimizer step of run iteration 0, minus one */
     double prev_norm;           /* the clip policy's norm, of the step before */
     double *norms;              /* per segment iteration */
-    /* the measured trace */
+    /* the measured trace (task ids copied: a segment's schedule is freed before the next) */
     TraceRow *rows;
+    char (*ids)[SCHED_ID_MAX];
     int n_rows, cap_rows;
     double t0;
     double busy[RES_COUNT];
@@ -76,5 +77,7 @@ extern const LaneFn pipe_lane_fns[N_THREAD_LANES];
  * flight finish, and returns the first error (-errno with e naming the task). Every task's
  * start and end are appended to pp->rows. */
 int pipe_run_dag(Pipe *pp, Err *e);
+/* Points every trace row at its copied task id (after the last append, before writing). */
+void pipe_trace_fix_ids(Pipe *pp);
 
 #endif

@@ -47,12 +47,13 @@ static void pipe_free(Pipe *pp)
     gpt2_layout_free(&pp->layout);
     sched_free(&pp->s);
     free(pp->inputs), free(pp->targets), free(pp->sq), free(pp->sq_count), free(pp->losses);
-    free(pp->norms), free(pp->rows);
+    free(pp->norms), free(pp->rows), free(pp->ids);
 }
 
 static int write_traces(Pipe *pp, const PipeConfig *pc, Err *e)
 {
     const char *paths[2] = {pc->trace_path, pc->chrome_path};
+    pipe_trace_fix_ids(pp);
     for (int k = 0; k < 2; k++) {
         if (!paths[k])
             continue;
@@ -111,10 +112,10 @@ int pipe_train(const TrainOptions *o, const Plan *plan, const PipeConfig *pc, Tr
         rc = graph_init(&g, &gc, o->batch, o->seq, e);
     if (!rc && gpt2_layout_init(&pp.layout, c))
         rc = err_set(e, -ENOMEM, "out of memory");
-    /* the compute lane and the optimizer lane each have a worker pool (one job at a time) */
-    /* On a GPU the compute lane needs no CPU pool, and the optimizer's leaves two cores to the
-     * dispatcher and the lane threads: with every core in Adam, the GPU lane waited for the
-     * scheduler for milliseconds between kernels (seen on the H200 machine). */
+    /* The compute and optimizer lanes each have a worker pool (a pool runs one job at a time).
+     * On a GPU the compute lane needs no CPU threads, and the optimizer's pool leaves two cores
+     * to the dispatcher and the lane threads: with every core in Adam, the GPU lane waited for
+     * the scheduler for milliseconds between kernels (seen on the H200 machine). */
     bool on_gpu = !pc->device->on_host;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     int adam_threads = o->threads ? o->threads : on_gpu && cores > 3 ? (int)cores - 2 : 0;
