@@ -642,6 +642,9 @@ static void emit_backward_block(Builder *b, int u, int blk, bool last_micro)
     if (p->policy == POLICY_FUYOU && p->micro_batches == 1 && blk == gfirst + gcount - 1 &&
         s >= p->host_grad_groups)
         dep(b, d2h, b->adam[s - p->host_grad_groups]);
+    /* micro-batches add their gradients on the CPU, one after the other */
+    if (b->micro > 0)
+        dep(b, d2h, b->grad_d2h[blk]);
     b->grad_d2h[blk] = d2h;
     b->bwd_d2h_seq[b->n_bwd_d2h++] = d2h;
     bool tail = s == b->n_groups - 1;
@@ -797,9 +800,11 @@ static void emit_micro_batch(Builder *b, int m)
     if (p->optim == TIER_GPU)
         return; /* the GPU optimizer needs no gradient copies */
     double edge_bytes = (double)model_embed_params(&g->cfg) * (double)dtype_bytes(g->cfg.dtype);
+    int prev_edge = m > 0 ? b->embed_grad_d2h : -1;
     b->embed_grad_d2h = copy_task(b, RES_D2H, PHASE_BACKWARD, -1, edge_bytes, PRIO_GRAD,
                                   "D2H.embed.grad");
     dep(b, b->embed_grad_d2h, b->last_gpu);
+    dep(b, b->embed_grad_d2h, prev_edge);
     int tail = b->n_groups - 1;
     set_move(b, b->embed_grad_d2h, CARGO_GRADS, TIER_GPU, TIER_CPU, tail);
     if (b->embed_grad_d2h >= 0)

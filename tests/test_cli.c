@@ -71,9 +71,9 @@ START_TEST(run_offload)
     snprintf(args, sizeof args, "%s --weights ssd --ssd-dir /nonexistent/fuyou-dir", small);
     ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 2);
     tu_assert_contains(out, "/nonexistent/fuyou-dir");
-    snprintf(args, sizeof args, "%s --micro-batches 2", small);
-    ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 2);
-    tu_assert_contains(out, "one micro-batch per step");
+    snprintf(args, sizeof args, "%s --micro-batches 2 --act ssd", small);
+    ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 0);
+    tu_assert_contains(out, "2 micro-batches of 2 x 16 tokens");
     ck_assert_int_eq(run_bin("FUYOU_RUN", "--offload --gpu-mem lots", out, sizeof out), 2);
     tu_assert_contains(out, "--gpu-mem expects a size such as 24GiB, got 'lots'");
     ck_assert_int_eq(run_bin("FUYOU_RUN", "--offload --act sideways", out, sizeof out), 2);

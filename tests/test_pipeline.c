@@ -41,16 +41,18 @@ typedef struct Variant {
     const char *name;
     Tier weights, optim;
     ActPlace ckpt, inner;
-    int subgroup, tail, ring, segment;
+    int subgroup, tail, ring, segment, micro;
 } Variant;
 
 static const Variant variants[] = {
-    {"all in CPU memory", TIER_CPU, TIER_CPU, ACT_CPU, ACT_CPU, 1, 1, 2, 0},
-    {"weights and states on SSD", TIER_SSD, TIER_SSD, ACT_CPU, ACT_GPU, 1, 1, 2, 0},
-    {"activations to SSD", TIER_CPU, TIER_CPU, ACT_SSD, ACT_SSD, 1, 1, 2, 0},
-    {"full recomputation", TIER_SSD, TIER_CPU, ACT_GPU, ACT_RECOMPUTE, 1, 1, 2, 0},
-    {"sub-groups of 2, tail 2, all on SSD", TIER_SSD, TIER_SSD, ACT_SSD, ACT_SSD, 2, 2, 2, 0},
-    {"rings of one, segments of 2", TIER_SSD, TIER_SSD, ACT_CPU, ACT_SSD, 1, 1, 1, 2},
+    {"all in CPU memory", TIER_CPU, TIER_CPU, ACT_CPU, ACT_CPU, 1, 1, 2, 0, 1},
+    {"weights and states on SSD", TIER_SSD, TIER_SSD, ACT_CPU, ACT_GPU, 1, 1, 2, 0, 1},
+    {"activations to SSD", TIER_CPU, TIER_CPU, ACT_SSD, ACT_SSD, 1, 1, 2, 0, 1},
+    {"full recomputation", TIER_SSD, TIER_CPU, ACT_GPU, ACT_RECOMPUTE, 1, 1, 2, 0, 1},
+    {"sub-groups of 2, tail 2, all on SSD", TIER_SSD, TIER_SSD, ACT_SSD, ACT_SSD, 2, 2, 2, 0, 1},
+    {"rings of one, segments of 2", TIER_SSD, TIER_SSD, ACT_CPU, ACT_SSD, 1, 1, 1, 2, 1},
+    {"2 micro-batches, states on SSD", TIER_CPU, TIER_SSD, ACT_SSD, ACT_CPU, 2, 1, 2, 0, 2},
+    {"3 micro-batches, rings of one", TIER_SSD, TIER_CPU, ACT_CPU, ACT_RECOMPUTE, 1, 2, 1, 2, 3},
 };
 
 static void read_ckpt(const char *dir, const TrainOptions *o, float **p, float **m, float **v)
@@ -77,6 +79,7 @@ START_TEST(placement_does_not_change_the_math)
     ck_assert_ptr_nonnull(mkdtemp(dir));
     Err e;
     TrainOptions o = opts(5);
+    o.micro_batches = x->micro;
     o.subgroup_blocks = x->subgroup;
     o.tail_blocks = x->tail;
     o.save_dir = ref_dir;
@@ -90,6 +93,7 @@ START_TEST(placement_does_not_change_the_math)
     plan_set_all_act(&p, x->ckpt, x->inner);
     p.subgroup_blocks = x->subgroup;
     p.tail_blocks = x->tail;
+    p.micro_batches = x->micro > 1 ? x->micro : 1;
     if (x->ring == 1) {
         p.prefetch_depth = 0;
         p.weight_buffers = p.pinned_buffers = p.act_buffers = p.grad_buffers = 1;
@@ -254,11 +258,11 @@ START_TEST(bad_input)
     tu_assert_contains(e.msg, "/nonexistent/fuyou");
     free(r.losses);
     pc.n_ssd_dirs = 0;
-    p.micro_batches = 2;
+    p.micro_batches = 2; /* but the run has one */
     PipeReport rep;
     ck_assert_int_eq(pipe_train(&o, &p, &pc, &r, &rep, &e), -EINVAL);
     ck_assert_int_eq(rep.iterations, 0);
-    tu_assert_contains(e.msg, "micro-batch");
+    tu_assert_contains(e.msg, "micro-batches");
     free(r.losses);
     p.micro_batches = 1;
     p.optim = TIER_GPU;

@@ -41,6 +41,23 @@ START_TEST(loss_falls)
 }
 END_TEST
 
+/* Two micro-batches of two sequences are one batch of four, up to the order of the sums */
+START_TEST(micro_batches_accumulate)
+{
+    TrainOptions o = opts(3);
+    TrainResult one, two;
+    Err e;
+    ck_assert_msg(trainer_run(&o, &one, &e) == 0, "%s", e.msg);
+    o.batch = 2;
+    o.micro_batches = 2;
+    ck_assert_msg(trainer_run(&o, &two, &e) == 0, "%s", e.msg);
+    for (int i = 0; i < 3; i++)
+        ck_assert_msg(fabs(two.losses[i] - one.losses[i]) <= 1e-5 * one.losses[i],
+                      "step %d: %.9g vs %.9g", i + 1, two.losses[i], one.losses[i]);
+    free(one.losses), free(two.losses);
+}
+END_TEST
+
 START_TEST(resume_is_exact)
 {
     char dir_a[] = "/tmp/fuyou-ckA-XXXXXX", dir_b[] = "/tmp/fuyou-ckB-XXXXXX";
@@ -217,7 +234,7 @@ static int scripted_update(Backend *b, const AdamStep *as, size_t begin, size_t 
 
 static const BackendOps scripted_ops = {
     "scripted", scripted_create, scripted_destroy, scripted_state, scripted_write,
-    scripted_grads, scripted_step, scripted_grad_sq, scripted_update,
+    scripted_grads, NULL, scripted_step, scripted_grad_sq, scripted_update,
 };
 
 START_TEST(loss_scale_policy)
@@ -485,6 +502,7 @@ int main(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, loss_falls);
     tcase_add_test(tc, resume_is_exact);
+    tcase_add_test(tc, micro_batches_accumulate);
     tcase_add_test(tc, subgroups_equal_whole_step);
     tcase_add_test(tc, loss_scale_is_exact);
     tcase_add_test(tc, loss_scale_policy);

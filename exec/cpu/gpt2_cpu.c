@@ -146,6 +146,13 @@ static int cpu_read_grads(Backend *b, float *grads, Err *e)
     return 0;
 }
 
+static int cpu_write_grads(Backend *b, const float *grads, Err *e)
+{
+    (void)e;
+    memcpy(((Gpt2Cpu *)b)->grads, grads, b->n_params * sizeof(float));
+    return 0;
+}
+
 /* Layer l's slice of a per-layer activation. */
 static float *lay(const Acts *a, const size_t s[A_COUNT], int which, int l, int L)
 {
@@ -283,6 +290,6 @@ static int cpu_update(Backend *b, const AdamStep *s, size_t begin, size_t end, E
 const BackendOps backend_cpu = {
     .name = "cpu", .create = cpu_create, .destroy = cpu_destroy,
     .read_state = cpu_read_state, .write_state = cpu_write_state,
-    .read_grads = cpu_read_grads, .step = cpu_step, .grad_sq = cpu_grad_sq,
+    .read_grads = cpu_read_grads, .write_grads = cpu_write_grads, .step = cpu_step, .grad_sq = cpu_grad_sq,
     .update = cpu_update,
 };

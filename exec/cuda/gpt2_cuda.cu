@@ -234,6 +234,15 @@ static int cuda_read_grads(Backend *b, float *grads, Err *e)
     return 0;
 }
 
+static int cuda_write_grads(Backend *b, const float *grads, Err *e)
+{
+    (void)e;
+    Gpt2Cuda *g = (Gpt2Cuda *)b;
+    CUDA_CHECK(cudaStreamSynchronize(g->compute));
+    gk_upload(g->grads, grads, b->n_params * 4);
+    return 0;
+}
+
 /* C (m x n, column-major) = op(A) (m x k) op(B) (k x n) + beta C, 16-bit inputs, fp32
  * compute. */
 static void gemm(Gpt2Cuda *g, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
@@ -467,5 +476,5 @@ static int cuda_update(Backend *b, const AdamStep *s, size_t begin, size_t end, 
 
 extern "C" const BackendOps backend_cuda = {
     "cuda", cuda_create, cuda_destroy, cuda_read_state, cuda_write_state, cuda_read_grads,
-    cuda_step, cuda_grad_sq, cuda_update,
+    cuda_write_grads, cuda_step, cuda_grad_sq, cuda_update,
 };

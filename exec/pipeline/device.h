@@ -35,7 +35,8 @@ typedef struct ComputeCall {
                                   the embedding t[SCHED_BLOCK_INPUT] is block 0's input, for the
                                   head t[9] is the last block's output */
     bool first_bwd;            /* the block's (or head's) first backward task: zero dw first */
-    const int *inputs, *targets; /* host memory: the iteration's tokens (embed, head) */
+    const int *inputs, *targets; /* host memory: the micro-batch's tokens (embed, head) */
+    float grad_scale;          /* the loss's gradient is grad_scale * d(mean loss): 1 / M */
 } ComputeCall;
 
 typedef struct DeviceOps {

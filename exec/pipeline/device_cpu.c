@@ -213,7 +213,7 @@ static int edge_call(Device *d, const ComputeCall *c)
         memset(d->dlogits, 0, (size_t)N * V * sizeof(float));
         memset(d->dlnf, 0, (size_t)N * C * sizeof(float));
         for (int i = 0; i < N; i++)
-            d->dlosses[i] = 1.0f / (float)N;
+            d->dlosses[i] = c->grad_scale / (float)N;
         crossentropy_softmax_backward_ref(d->dlogits, d->dlosses, d->probs, c->targets, B, T, V);
         matmul_backward_ref(d->dlnf, dw.lm_head, NULL, d->dlogits, d->lnf, w.lm_head, N, C, V,
                             d->wp);

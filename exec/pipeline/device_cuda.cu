@@ -316,8 +316,9 @@ static void edge_call(Device *d, const ComputeCall *c)
                 CUBLAS_OP_T, CUBLAS_OP_N);
         break;
     case 2: {
-        /* the logits become d(mean loss)/d(logits), what backward needs */
-        gk_softmax_crossentropy(d->losses, d->logits, targets, N, V, d->Vp, 1, 1.0f, d->t, s);
+        /* the logits become d(grad_scale * mean loss)/d(logits), what backward needs */
+        gk_softmax_crossentropy(d->losses, d->logits, targets, N, V, d->Vp, 1, c->grad_scale,
+                                d->t, s);
         CUDA_CHECK(cudaMemcpyAsync(d->losses_host, d->losses, (size_t)N * 4,
                                    cudaMemcpyDeviceToHost, d->compute));
         CUDA_CHECK(cudaStreamSynchronize(d->compute));

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "adam.h"
 #include "clock.h"
 
 /* ---- lane jobs -------------------------------------------------------------------------- */
@@ -26,6 +27,21 @@ static int run_copy(void *ctx, void *job, Err *e)
         if (rc)
             return rc;
     }
+    if (j->sum) {
+        /* the same additions, in the same order, as the in-memory trainer's (trainer.h) */
+        float *sum = j->sum;
+        if (j->first)
+            memset(sum, 0, j->n_add * sizeof *sum);
+        if (pp->mem.ops->grad_type == DTYPE_FP32) {
+            const float *g = j->bounce;
+            for (size_t i = 0; i < j->n_add; i++)
+                sum[i] += g[i];
+        } else {
+            const uint16_t *g = j->bounce;
+            for (size_t i = 0; i < j->n_add; i++)
+                sum[i] += adam_bf16_to_f32(g[i]);
+        }
+    }
     return 0;
 }
 
@@ -35,7 +51,8 @@ static int run_adam(void *ctx, void *job, Err *e)
     AdamJob *j = job;
     const PipeMem *m = &pp->mem;
     /* the same sum as the in-memory backends' (adam_sum_sq), so the norms agree bit for bit */
-    double sq = adam_sum_sq(j->grad, m->ops->grad_type, j->n, &pp->wp_adam);
+    DType gtype = m->grad_sum ? DTYPE_FP32 : m->ops->grad_type;
+    double sq = adam_sum_sq(j->grad, gtype, j->n, &pp->wp_adam);
     j->sq = sq;
     if (!isfinite(sq))
         return err_set(e, -EDOM, "step %lld: the gradients of sub-group %d are not finite; "
@@ -46,8 +63,8 @@ static int run_adam(void *ctx, void *job, Err *e)
     for (int k = 0; k < j->n_out; k++) {
         size_t f = j->first[k];
         AdamSlice x = {.master = j->master + f, .m = j->m + f, .v = j->v + f,
-                       .grad = (const uint8_t *)j->grad + f * m->gsz,
-                       .grad_type = m->ops->grad_type,
+                       .grad = (const uint8_t *)j->grad + f * dtype_bytes(gtype),
+                       .grad_type = gtype,
                        .out = narrow ? (uint16_t *)j->out[k] : NULL,
                        .out_type = m->ops->weight_type, .n = j->count[k]};
         adam_update(pp->isa, &j->step, &x, &pp->wp_adam);
@@ -108,11 +125,20 @@ static void prepare_copy(Pipe *pp, const Task *t, CopyJob *j)
                 add_copy(j, host, dev, m->tbytes[x]);
         }
     } else if (t->cargo == CARGO_GRADS) {
-        size_t begin = m->grp_begin[t->group];
-        size_t off = b < 0 ? 0 : m->edge_params + b * m->block_params - begin;
-        add_copy(j, m->host_grads[t->slot.host_grads] + off * m->gsz,
-                 b < 0 ? m->gedge : m->gbuf[t->slot.gpu_grads],
-                 (b < 0 ? m->edge_params : m->block_params) * m->gsz);
+        const void *src = b < 0 ? m->gedge : m->gbuf[t->slot.gpu_grads];
+        size_t n = b < 0 ? m->edge_params : m->block_params;
+        size_t at = b < 0 ? 0 : m->edge_params + b * m->block_params;
+        if (m->grad_sum) {
+            /* micro-batches: through the bounce buffer into the step's sum */
+            add_copy(j, m->grad_bounce, src, n * m->gsz);
+            j->sum = m->grad_sum + at;
+            j->bounce = m->grad_bounce;
+            j->n_add = n;
+            j->first = t->micro == 0;
+        } else {
+            add_copy(j, m->host_grads[t->slot.host_grads] + (at - m->grp_begin[t->group]) *
+                            m->gsz, src, n * m->gsz);
+        }
     }
 }
 
@@ -187,7 +213,9 @@ static void prepare_compute(Pipe *pp, int ti, ComputeCall *c)
     const Task *t = &pp->s.tasks[ti];
     int b = t->layer, L = m->L, si = t->iter;
     size_t N = (size_t)m->B * m->T;
-    *c = (ComputeCall){.task = t, .inputs = pp->inputs + si * N, .targets = pp->targets + si * N};
+    size_t k = (size_t)si * pp->M + t->micro;
+    *c = (ComputeCall){.task = t, .inputs = pp->inputs + k * N, .targets = pp->targets + k * N,
+                       .grad_scale = (float)(1.0 / pp->M)};
     if (b < 0 || b >= L) {
         c->op = b < 0 ? 0 : t->op - (1 + GRAPH_OPS_PER_BLOCK * L);
         c->w = m->wedge;
@@ -224,7 +252,8 @@ static void prepare_adam(Pipe *pp, const Task *t, AdamJob *j)
     AdamConfig acfg = {.lr = trainer_lr(o, step), .beta1 = o->beta1, .beta2 = o->beta2,
                        .eps = o->eps, .weight_decay = o->weight_decay};
     *j = (AdamJob){.group = s, .iter = pp->iter0 + si, .n = n,
-                   .grad = m->host_grads[t->slot.host_grads]};
+                   .grad = m->grad_sum ? (const void *)(m->grad_sum + begin)
+                                       : m->host_grads[t->slot.host_grads]};
     adam_step_init(&j->step, &acfg, (int)step, clip);
     if (m->p->optim == TIER_CPU) {
         j->master = m->master + begin;
@@ -352,7 +381,7 @@ static int finish_task(Pipe *pp, int ti, double now)
     int si = t->iter, G = pp->mem.G;
     if (t->res == RES_GPU && t->kind == TASK_FWD && t->layer == pp->mem.L && t->op ==
         pp->mem.c->n_layer * GRAPH_OPS_PER_BLOCK + 3)
-        pp->losses[si] = pp->mem.ops->loss(pp->mem.dev);
+        pp->losses[si * pp->M + t->micro] = pp->mem.ops->loss(pp->mem.dev);
     if (t->res == RES_CPU_ADAM) {
         pp->sq[si * G + t->group] = pp->adam.sq;
         if (++pp->sq_count[si] == G) {

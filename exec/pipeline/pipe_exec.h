@@ -16,6 +16,12 @@ typedef struct CopyJob {
     bool to_device;
     int n;
     struct { void *dst; const void *src; size_t bytes; } c[MAX_COPIES];
+    /* micro-batches > 1: then sum[i] += bounce[i] over n_add gradients of grad_type (sum
+     * starting from 0 at the first micro-batch) */
+    float *sum;
+    const void *bounce;
+    size_t n_add;
+    bool first;
 } CopyJob;
 
 typedef struct AdamJob {
@@ -55,10 +61,11 @@ typedef struct Pipe {
     AdamJob adam;
     IoJob io[2];                /* ssd_read, ssd_write */
     int iter0;                  /* run iteration of the segment's iteration 0 */
-    int *inputs, *targets;      /* per segment iteration, (B,T) each */
+    int M;                      /* micro-batches per iteration */
+    int *inputs, *targets;      /* per segment iteration x micro-batch, (B,T) each */
     double *sq;                 /* per segment iteration x sub-group */
     int *sq_count;
-    float *losses;
+    float *losses;              /* per segment iteration x micro-batch */
     int64_t step0;              /* the optimizer step of run iteration 0, minus one */
     double prev_norm;           /* the clip policy's norm, of the step before */
     double *norms;              /* per segment iteration */

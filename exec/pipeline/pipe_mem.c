@@ -163,7 +163,11 @@ static double host_need(const PipeMem *m)
         n += 3.0 * (double)page(P * 4);
     if (uses_state_slots(m))
         n += p->state_buffers * (double)page(state_slot_bytes(m));
-    n += p->host_grad_groups * (double)page(m->max_group * m->gsz);
+    size_t biggest = m->block_params > m->edge_params ? m->block_params : m->edge_params;
+    if (p->micro_batches > 1)
+        n += (double)page(P * 4) + (double)page(biggest * m->gsz);
+    else
+        n += p->host_grad_groups * (double)page(m->max_group * m->gsz);
     for (int b = 0; b < m->L; b++)
         if (m->cpu_bytes[b])
             n += (double)page(m->cpu_bytes[b]);
@@ -233,7 +237,11 @@ static int alloc_host(PipeMem *m, Err *e)
              (m->v = (float *)host_alloc(m, P * 4, MEM_ADAM_V, e));
     for (int i = 0; ok && uses_state_slots(m) && i < p->state_buffers; i++)
         ok = (m->state_slot[i] = host_alloc(m, state_slot_bytes(m), MEM_STAGING, e));
-    for (int i = 0; ok && i < p->host_grad_groups; i++)
+    size_t biggest = m->block_params > m->edge_params ? m->block_params : m->edge_params;
+    if (p->micro_batches > 1)
+        ok = ok && (m->grad_sum = (float *)host_alloc(m, P * 4, MEM_GRADS, e)) &&
+             (m->grad_bounce = host_alloc(m, biggest * m->gsz, MEM_STAGING, e));
+    for (int i = 0; ok && p->micro_batches == 1 && i < p->host_grad_groups; i++)
         ok = (m->host_grads[i] = host_alloc(m, m->max_group * m->gsz, MEM_GRADS, e));
     m->act_cpu = calloc((size_t)m->L, sizeof *m->act_cpu);
     if (ok && !m->act_cpu)

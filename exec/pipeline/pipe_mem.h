@@ -48,6 +48,8 @@ typedef struct PipeMem {
     float *master, *m, *v;      /* states on the CPU, flat layout */
     uint8_t *state_slot[PIPE_MAX_RING];
     uint8_t *host_grads[PIPE_MAX_RING];
+    float *grad_sum;            /* micro-batches > 1: the whole model's gradients, fp32 */
+    uint8_t *grad_bounce;       /* ... and where one block's land before they are added */
     uint8_t **act_cpu;          /* per block */
     uint8_t *stage_out[2], *stage_in[2];
     /* SSD */

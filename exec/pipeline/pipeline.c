@@ -22,9 +22,9 @@ static int check_plan(const TrainOptions *o, const Plan *p, const PipeConfig *pc
                        "off the GPU (the plan has weights on %s, states on %s): use --weights "
                        "and --optim cpu or ssd, or train without --offload",
                        tier_name(p->weights), tier_name(p->optim));
-    if (p->micro_batches != 1)
-        return err_set(e, -EINVAL, "the out-of-core pipeline runs one micro-batch per step "
-                       "(got --micro-batches %d); raise --batch instead", p->micro_batches);
+    if (p->micro_batches != (o->micro_batches > 1 ? o->micro_batches : 1))
+        return err_set(e, -EINVAL, "the plan's %d micro-batches per step are not the run's %d",
+                       p->micro_batches, o->micro_batches > 1 ? o->micro_batches : 1);
     if (p->n_layer != o->model.n_layer || p->micro_batch != o->batch || p->seq != o->seq)
         return err_set(e, -EINVAL, "plan (%d blocks, batch %d x %d) does not match the run "
                        "(%d, %d x %d)", p->n_layer, p->micro_batch, p->seq, o->model.n_layer,
@@ -82,7 +82,7 @@ static int alloc_arrays(size_t P, float **params, float **m, float **v)
 static int run_segment(Pipe *pp, const Graph *g, const Plan *p, Loader *ld, int n, Err *e)
 {
     size_t N = (size_t)pp->o->batch * pp->o->seq;
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n * pp->M; i++)
         loader_next(ld, pp->inputs + i * N, pp->targets + i * N);
     memset(pp->sq_count, 0, (size_t)n * sizeof *pp->sq_count);
     sched_free(&pp->s);
@@ -96,7 +96,7 @@ int pipe_train(const TrainOptions *o, const Plan *plan, const PipeConfig *pc, Tr
     memset(r, 0, sizeof *r);
     const ModelConfig *c = &o->model;
     int seg = pc->segment_iters > 0 ? pc->segment_iters : 8;
-    Pipe pp = {.o = o, .isa = adam_isa_best()};
+    Pipe pp = {.o = o, .isa = adam_isa_best(), .M = plan->micro_batches};
     TokenData data = {0};
     Loader ld = {0};
     Graph g = {0};
@@ -127,11 +127,11 @@ int pipe_train(const TrainOptions *o, const Plan *plan, const PipeConfig *pc, Tr
         rc = pipe_mem_init(&pp.mem, c, plan, o->batch, o->seq, pc, &pp.wp_compute, e);
     size_t P = pp.layout.total, N = (size_t)o->batch * o->seq;
     if (!rc) {
-        pp.inputs = calloc((size_t)seg * N, sizeof(int));
-        pp.targets = calloc((size_t)seg * N, sizeof(int));
+        pp.inputs = calloc((size_t)seg * pp.M * N, sizeof(int));
+        pp.targets = calloc((size_t)seg * pp.M * N, sizeof(int));
         pp.sq = calloc((size_t)seg * pp.mem.G, sizeof(double));
         pp.sq_count = calloc((size_t)seg, sizeof(int));
-        pp.losses = calloc((size_t)seg, sizeof(float));
+        pp.losses = calloc((size_t)seg * pp.M, sizeof(float));
         pp.norms = calloc((size_t)seg, sizeof(double));
         r->losses = calloc((size_t)(o->steps > 0 ? o->steps : 1), sizeof *r->losses);
         if (!pp.inputs || !pp.targets || !pp.sq || !pp.sq_count ||
@@ -211,7 +211,11 @@ int pipe_train(const TrainOptions *o, const Plan *plan, const PipeConfig *pc, Tr
         }
         free(it_end), free(it_start);
         for (int i = 0; i < (int)n; i++, step++) {
-            float loss = pp.losses[i];
+            /* the micro-batches' mean, as the in-memory trainer takes it */
+            double lsum = 0;
+            for (int k = 0; k < pp.M; k++)
+                lsum += pp.losses[i * pp.M + k];
+            float loss = pp.M == 1 ? pp.losses[i] : (float)(lsum / pp.M);
             if (!isfinite(loss)) {
                 rc = err_set(e, -EDOM, "step %lld: the loss is %f; lower --lr or check the data",
                              (long long)step, loss);
@@ -222,9 +226,9 @@ int pipe_train(const TrainOptions *o, const Plan *plan, const PipeConfig *pc, Tr
             r->losses[r->n_losses++] = loss;
             r->last_loss = loss;
             r->last_step = step;
-            trainer_log_row(log, step, loss, trainer_lr(o, step), pp.norms[i], (double)N / dt,
-                            1.0);
-            trainer_progress(o, step, r->first_step - 1, loss, (double)N / dt,
+            double tps = (double)pp.M * N / dt;
+            trainer_log_row(log, step, loss, trainer_lr(o, step), pp.norms[i], tps, 1.0);
+            trainer_progress(o, step, r->first_step - 1, loss, tps,
                              clock_monotonic_s() - pp.t0, step == o->steps);
         }
         if (rc)
@@ -242,7 +246,7 @@ int pipe_train(const TrainOptions *o, const Plan *plan, const PipeConfig *pc, Tr
         }
     }
     double elapsed = clock_monotonic_s() - pp.t0;
-    r->tokens_per_s = elapsed > 0 ? (double)r->n_losses * (double)N / elapsed : 0;
+    r->tokens_per_s = elapsed > 0 ? (double)r->n_losses * pp.M * (double)N / elapsed : 0;
     r->loss_scale = 1;
     if (!rc)
         rc = write_traces(&pp, pc, e);

@@ -48,8 +48,11 @@ typedef struct PipeReport {
 } PipeReport;
 
 /* Trains o->model for o->steps like trainer_run (same options, data order, learning rate,
- * clipping, checkpoints and results), out of core under plan. The plan must match the model,
- * o->batch (the micro-batch) and o->seq; fp16 loss scaling and micro-batches > 1 are refused.
+ * clipping, micro-batches, checkpoints and results), out of core under plan. The plan must
+ * match the model, o->batch (the micro-batch), o->micro_batches and o->seq; fp16 (loss scaling)
+ * is refused. With micro-batches, the CPU keeps the step's gradient sum for the whole model in
+ * fp32 (each block's gradients are added to it as they arrive) and the updates wait for the
+ * last micro-batch.
  * 0 or -errno with e naming the task and the call that failed; rep may be NULL. */
 int pipe_train(const TrainOptions *o, const Plan *plan, const PipeConfig *pc, TrainResult *r,
                PipeReport *rep, Err *e);

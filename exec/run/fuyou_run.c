@@ -37,7 +37,8 @@ static void usage(FILE *out)
 "  --data FILE           tokens: llm.c .bin, nanoGPT uint16 .bin, or text (bytes)\n"
 "  --data-format F       auto (default), llmc, u16, text\n"
 "  --steps N             the step count to reach (default 200); with --resume, runs the rest\n"
-"  --batch B             sequences per step (default 8)\n"
+"  --batch B             sequences per micro-batch (default 8)\n"
+"  --micro-batches M     micro-batches per step, gradients accumulated (default 1)\n"
 "  --seq T               tokens per sequence (default 64)\n"
 "  --lr X                peak learning rate (default 3e-3)\n"
 "  --warmup N            linear warmup steps (default 20), then cosine decay\n"
@@ -359,7 +360,9 @@ int main(int argc, char **argv)
     }
     bool placed = pa.weights || pa.optim || pa.checkpoints || pa.act;
     for (int i = 0; i < PC_N; i++)
-        placed |= i != PC_SUBGROUP && i != PC_TAIL && pa.count[i] >= 0;
+        placed |= i != PC_SUBGROUP && i != PC_TAIL && i != PC_MICRO && pa.count[i] >= 0;
+    if (pa.count[PC_MICRO] > 0)
+        o.micro_batches = pa.count[PC_MICRO];
     if (!offload && (placed || pc.gpu_budget || pc.cpu_budget || pc.n_ssd_dirs ||
                      pc.trace_path || pc.chrome_path || pc.segment_iters)) {
         fprintf(stderr, "fuyou-run: placement, budgets, --ssd-dir and traces need --offload\n");

@@ -38,6 +38,8 @@ struct BackendOps {
     int (*read_state)(Backend *b, float *params, float *m, float *v, Err *e);
     int (*write_state)(Backend *b, const float *params, const float *m, const float *v, Err *e);
     int (*read_grads)(Backend *b, float *grads, Err *e);
+    /* Replace the gradients (the sum over a step's micro-batches, trainer.h). */
+    int (*write_grads)(Backend *b, const float *grads, Err *e);
     /* Forward over inputs (B,T); with targets, *loss is the mean cross-entropy. With backward,
      * gradients of loss_scale * loss are then computed from zero. */
     int (*step)(Backend *b, const int *inputs, const int *targets, bool backward, float *loss,

@@ -141,6 +141,34 @@ void trainer_progress(const TrainOptions *o, int64_t step, int64_t first, float 
     fflush(o->progress);
 }
 
+/* One step of M micro-batches (trainer.h): the gradients' sum in acc (part is scratch), then
+ * written back to the backend; the loss, the micro-batches' mean. */
+static int accumulate(Backend *be, Loader *ld, int M, double S, int *inputs, int *targets,
+                      float *acc, float *part, float *loss, Err *e)
+{
+    if (!be->ops->write_grads)
+        return err_set(e, -EINVAL, "the %s backend cannot accumulate micro-batches",
+                       be->ops->name);
+    size_t P = be->n_params;
+    memset(acc, 0, P * sizeof *acc);
+    double sum = 0;
+    be->loss_scale = (float)(S / M);
+    for (int k = 0; k < M; k++) {
+        float l = 0;
+        loader_next(ld, inputs, targets);
+        int rc = be->ops->step(be, inputs, targets, true, &l, e);
+        if (!rc)
+            rc = be->ops->read_grads(be, part, e);
+        if (rc)
+            return rc;
+        for (size_t i = 0; i < P; i++)
+            acc[i] += part[i];
+        sum += l;
+    }
+    *loss = (float)(sum / M);
+    return be->ops->write_grads(be, acc, e);
+}
+
 int trainer_run(const TrainOptions *o, TrainResult *r, Err *e)
 {
     memset(r, 0, sizeof *r);
@@ -150,8 +178,9 @@ int trainer_run(const TrainOptions *o, TrainResult *r, Err *e)
     Backend *be = NULL;
     Gpt2Layout l = {0};
     Loader ld = {0};
-    float *params = NULL, *m = NULL, *v = NULL;
+    float *params = NULL, *m = NULL, *v = NULL, *acc = NULL, *part = NULL;
     int *inputs = NULL, *targets = NULL;
+    int M = o->micro_batches > 1 ? o->micro_batches : 1;
     FILE *log = NULL;
     Slice *slices = NULL;
     int rc = trainer_load_data(o, &data, e);
@@ -169,6 +198,12 @@ int trainer_run(const TrainOptions *o, TrainResult *r, Err *e)
         inputs = calloc((size_t)o->batch * o->seq, sizeof *inputs);
         targets = calloc((size_t)o->batch * o->seq, sizeof *targets);
         slices = calloc((size_t)c->n_layer + 2, sizeof *slices);
+        if (M > 1) {
+            acc = malloc(P * sizeof *acc);
+            part = malloc(P * sizeof *part);
+            if (!acc || !part)
+                rc = err_set(e, -ENOMEM, "out of memory for %zu parameters' gradients", P);
+        }
         r->losses = calloc((size_t)(o->steps > 0 ? o->steps : 1), sizeof *r->losses);
         if (!params || !m || !v || !inputs || !targets || !slices || !r->losses)
             rc = err_set(e, -ENOMEM, "out of memory for %zu parameters", P);
@@ -204,10 +239,14 @@ int trainer_run(const TrainOptions *o, TrainResult *r, Err *e)
     double t_start = clock_monotonic_s(), tokens = 0;
     for (int64_t step = st.step + 1; !rc && step <= o->steps; step++) {
         double t0 = clock_monotonic_s();
-        loader_next(&ld, inputs, targets);
         float loss = 0;
-        be->loss_scale = (float)st.loss_scale;
-        rc = be->ops->step(be, inputs, targets, true, &loss, e);
+        if (M == 1) {
+            loader_next(&ld, inputs, targets);
+            be->loss_scale = (float)st.loss_scale;
+            rc = be->ops->step(be, inputs, targets, true, &loss, e);
+        } else {
+            rc = accumulate(be, &ld, M, st.loss_scale, inputs, targets, acc, part, &loss, e);
+        }
         if (rc)
             break;
         double sq = 0;
@@ -249,8 +288,8 @@ int trainer_run(const TrainOptions *o, TrainResult *r, Err *e)
         st.step = step;
         st.epoch = ld.epoch;
         st.index = ld.index;
-        double dt = clock_monotonic_s() - t0, tps = (double)o->batch * o->seq / dt;
-        tokens += (double)o->batch * o->seq;
+        double dt = clock_monotonic_s() - t0, tps = (double)M * o->batch * o->seq / dt;
+        tokens += (double)M * o->batch * o->seq;
         if (!isfinite(loss) && !rc)
             rc = err_set(e, -EDOM, "step %lld: the loss is %f; lower --lr or check the data",
                          (long long)step, loss);
@@ -276,6 +315,7 @@ int trainer_run(const TrainOptions *o, TrainResult *r, Err *e)
     if (log && fclose(log) && !rc)
         rc = err_set(e, -EIO, "%s: write failed", o->log_path);
     free(slices), free(inputs), free(targets), free(params), free(m), free(v);
+    free(acc), free(part);
     loader_free(&ld);
     gpt2_layout_free(&l);
     if (be)

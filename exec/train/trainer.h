@@ -15,6 +15,10 @@
  * does not advance, the learning-rate schedule does) and S halves; after `loss_scale_window`
  * steps without an overflow S doubles. S starts at `loss_scale`, 0 meaning 65536 for fp16 and
  * 1 (off) otherwise. Unscaled, non-finite gradients are an error.
+ * Micro-batches: a step of M micro-batches of `batch` sequences runs forward and backward on
+ * each with the loss scaled by 1/M, adds their gradients in order into a sum that starts at 0,
+ * and updates once from the sum; its loss is the mean of the micro-batches' losses (the
+ * out-of-core pipeline accumulates the same way, so the two agree bit for bit).
  * `steps` is the step count to reach: resuming from step k runs steps k+1..steps and produces
  * exactly the losses an uninterrupted run does. */
 #ifndef FUYOU_TRAINER_H
@@ -33,6 +37,7 @@ typedef struct TrainOptions {
     const char *data_path;
     DataFormat data_format;
     int batch, seq;
+    int micro_batches;       /* per step, gradients accumulated (0: 1) */
     int64_t steps;
     float lr, min_lr_ratio, weight_decay, beta1, beta2, eps, clip;
     int warmup;
