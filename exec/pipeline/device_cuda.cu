@@ -6,7 +6,10 @@
  * bf16, converted by the block's last backward task (B.ln1, B.embed). The residual stream's
  * gradient is one fp32 buffer the blocks update in place, as in the in-memory backend. Each lane
  * thread has its own stream: compute, and one per copy direction; a call returns when its work
- * on that stream is done. CUDA failures exit with file:line (cuda_check.h). */
+ * on that stream is done. A failure found when a task's work completes (a fault while kernels
+ * ran, a copy that failed) is returned, so the dispatcher drains the other lanes and the user
+ * gets one line naming the task; a launch the runtime refuses outright still exits with
+ * file:line inside the kernels' launchers (cuda_check.h). */
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <errno.h>
@@ -39,6 +42,7 @@ struct Device {
     float *dlm_pad, *lnf_mean, *lnf_rstd, *losses, *dres, *dln, *delta, *acc, *edge_acc;
     int *tokens;                /* inputs then targets, (B,T) each */
     float *losses_host;         /* pinned */
+    bool loss_pending;
     float loss;
 };
 
@@ -321,11 +325,7 @@ static void edge_call(Device *d, const ComputeCall *c)
                                 d->t, s);
         CUDA_CHECK(cudaMemcpyAsync(d->losses_host, d->losses, (size_t)N * 4,
                                    cudaMemcpyDeviceToHost, d->compute));
-        CUDA_CHECK(cudaStreamSynchronize(d->compute));
-        double sum = 0;
-        for (int i = 0; i < N; i++)
-            sum += d->losses_host[i];
-        d->loss = (float)(sum / N);
+        d->loss_pending = true; /* summed once the stream is done (cuda_compute) */
         break;
     }
     case 4: /* lm_head: the first backward task of the iteration */
@@ -344,16 +344,33 @@ static void edge_call(Device *d, const ComputeCall *c)
     }
 }
 
+/* The outcome of a stream's work: 0, or -EIO with the runtime's words. */
+static int finished(cudaStream_t s, const char *what, Err *e)
+{
+    cudaError_t st = cudaStreamSynchronize(s);
+    if (st == cudaSuccess)
+        st = cudaGetLastError();
+    if (st != cudaSuccess)
+        return err_set(e, -EIO, "%s: %s", what, cudaGetErrorString(st));
+    return 0;
+}
+
 static int cuda_compute(Device *d, const ComputeCall *c, Err *e)
 {
-    (void)e;
     int layer = c->task->layer;
     if (layer >= 0 && layer < d->cfg.n_layer)
         (c->task->kind == TASK_BWD ? block_backward : block_forward)(d, c, c->op);
     else
         edge_call(d, c);
-    CUDA_CHECK(cudaStreamSynchronize(d->compute));
-    return 0;
+    int rc = finished(d->compute, "CUDA kernels", e);
+    if (!rc && d->loss_pending) {
+        double sum = 0;
+        for (int i = 0; i < d->N; i++)
+            sum += d->losses_host[i];
+        d->loss = (float)(sum / d->N);
+    }
+    d->loss_pending = false;
+    return rc;
 }
 
 static float cuda_loss(Device *d)
@@ -364,12 +381,13 @@ static float cuda_loss(Device *d)
 static int cuda_copy(Device *d, bool to_device, void *dst, const void *src, size_t bytes,
                      Err *e)
 {
-    (void)e;
     cudaStream_t s = to_device ? d->up : d->down;
-    CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, to_device ? cudaMemcpyHostToDevice
-                                                          : cudaMemcpyDeviceToHost, s));
-    CUDA_CHECK(cudaStreamSynchronize(s));
-    return 0;
+    cudaError_t st = cudaMemcpyAsync(dst, src, bytes, to_device ? cudaMemcpyHostToDevice
+                                                                : cudaMemcpyDeviceToHost, s);
+    if (st != cudaSuccess)
+        return err_set(e, -EIO, "cudaMemcpyAsync of %zu bytes: %s", bytes,
+                       cudaGetErrorString(st));
+    return finished(s, "the copy", e);
 }
 
 static int cuda_pin(void *ctx, void *ptr, size_t bytes, Err *e)
