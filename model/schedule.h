@@ -24,7 +24,7 @@
  * - pinned state buffers (state_buffers): the k-th update of the run uses k mod state_buffers
  *   for its states (optimizer on SSD) and the new weights it sends to SSD or the GPU.
  *
- * Policies (DESIGN.md, "One iteration"):
+ * Policies (ARCHITECTURE.md, "The schedule"):
  * - fuyou: weights prefetched per block; activations swapped GPU->CPU->SSD in forward and
  *   prefetched back in backward; the out-of-core CPU Adam per sub-group runs during backward
  *   (read states of g+1, Adam g, write g-1 and the new weights); the tail sub-group (with the

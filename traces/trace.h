@@ -1,4 +1,4 @@
-/* trace: one schema for predicted and measured timelines (DESIGN.md, "Traces").
+/* trace: one schema for predicted and measured timelines (ARCHITECTURE.md, "Traces").
  *
  * Tab-separated, a header line, one task per line:
  *   iter  task_id  resource  phase  layer  start_s  end_s  bytes  flops

@@ -380,7 +380,7 @@ static int finish_task(Pipe *pp, int ti, double now)
     const Task *t = &pp->s.tasks[ti];
     int si = t->iter, G = pp->mem.G;
     if (t->res == RES_GPU && t->kind == TASK_FWD && t->layer == pp->mem.L && t->op ==
-        pp->mem.c->n_layer * GRAPH_OPS_PER_BLOCK + 3)
+        pp->mem.L * GRAPH_OPS_PER_BLOCK + 3)
         pp->losses[si * pp->M + t->micro] = pp->mem.ops->loss(pp->mem.dev);
     if (t->res == RES_CPU_ADAM) {
         pp->sq[si * G + t->group] = pp->adam.sq;

@@ -8,7 +8,7 @@
  * `steps`. Gradient clipping policy: every gradient of step t is scaled by
  * min(1, clip / ||g_{t-1}||), the global norm of the previous step (1 at the first step), so the
  * scale is known before backward starts and a sub-group can be updated as soon as its gradients
- * exist (DESIGN.md); the norm of step t is logged and kept for step t + 1 (and in checkpoints).
+ * exist (ARCHITECTURE.md); the norm of step t is logged and kept for step t + 1 (and in checkpoints).
  * Loss scaling (what fp16 needs: its gradients underflow unscaled): backward starts from
  * S * d(loss); the gradients' norm and AdamW see them divided by S. With S other than 1 the scale
  * is dynamic: a step whose gradients are not finite is skipped (no update, AdamW's step count
