@@ -107,6 +107,48 @@ START_TEST(run_offload_plans_as_sim)
 }
 END_TEST
 
+/* fuyou-trace compare: fuyou-sim's prediction and fuyou-run's measurement of the same plan
+ * have the same tasks; --max-error and a bad file */
+START_TEST(trace_compare_cli)
+{
+    char pred[] = "/tmp/fuyou-pred-XXXXXX", meas[] = "/tmp/fuyou-meas-XXXXXX", args[1024];
+    close(mkstemp(pred));
+    close(mkstemp(meas));
+    const char *plan = "--batch 2 --seq 32 --weights ssd --optim ssd --checkpoints cpu "
+                       "--act recompute";
+    snprintf(args, sizeof args, "--hw h200.ini --model %s %s --iters 3 --trace %s",
+             getenv("TINY_INI"), plan, pred);
+    ck_assert_int_eq(run_sim(args, out, sizeof out), 0);
+    snprintf(args, sizeof args, "--offload --model %s %s --steps 3 --segment 3 --trace %s",
+             getenv("TINY_INI"), plan, meas);
+    ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 0);
+    snprintf(args, sizeof args, "compare %s %s", pred, meas);
+    ck_assert_int_eq(run_bin("FUYOU_TRACE", args, out, sizeof out), 0);
+    tu_assert_contains(out, "iterations compared: 3 (steady state from iteration 1)");
+    tu_assert_contains(out, "0 only predicted, 0 only measured");
+    tu_assert_contains(out, "bottleneck: predicted");
+    snprintf(args, sizeof args, "compare %s %s --max-error 0", pred, meas);
+    ck_assert_int_eq(run_bin("FUYOU_TRACE", args, out, sizeof out), 1);
+    tu_assert_contains(out, "is above --max-error");
+    FILE *f = fopen(meas, "w");
+    fputs("iter\ttask_id\n", f);
+    fclose(f);
+    snprintf(args, sizeof args, "compare %s %s", pred, meas);
+    ck_assert_int_eq(run_bin("FUYOU_TRACE", args, out, sizeof out), 2);
+    char where[64];
+    snprintf(where, sizeof where, "%s:1:", meas);
+    tu_assert_contains(out, where);
+    ck_assert_int_eq(run_bin("FUYOU_TRACE", "compare only-one.tsv", out, sizeof out), 2);
+    tu_assert_contains(out, "compare needs PRED.tsv and MEAS.tsv");
+    snprintf(args, sizeof args, "export --chrome %s -o %s.json", pred, pred);
+    ck_assert_int_eq(run_bin("FUYOU_TRACE", args, out, sizeof out), 0);
+    snprintf(args, sizeof args, "%s.json", pred);
+    unlink(args);
+    unlink(pred);
+    unlink(meas);
+}
+END_TEST
+
 START_TEST(help)
 {
     ck_assert_int_eq(run_sim("--help", out, sizeof out), 0);
@@ -266,6 +308,7 @@ int main(void)
     tcase_add_test(tc, run_usage_errors);
     tcase_add_test(tc, run_offload);
     tcase_add_test(tc, run_offload_plans_as_sim);
+    tcase_add_test(tc, trace_compare_cli);
     tcase_add_test(tc, usage_errors);
     tcase_add_test(tc, bad_hw_file);
     tcase_add_test(tc, describe);

@@ -4,6 +4,7 @@
 #include <stdbool.h>
 
 #include "testutil.h"
+#include "compare.h"
 #include "trace.h"
 
 static const TraceRow rows[] = {
@@ -200,6 +201,64 @@ START_TEST(read_missing_file)
 }
 END_TEST
 
+/* compare: two small traces whose figures are known */
+static TraceRow pred_rows[6], meas_rows[6];
+
+static TraceTable table(TraceRow *r, int n)
+{
+    return (TraceTable){.rows = r, .n = n};
+}
+
+START_TEST(compare_known)
+{
+    /* predicted: per iteration a gpu task [i, i + 1] and an h2d task [i, i + 0.5] */
+    int np = 0, nm = 0;
+    for (int i = 0; i < 3; i++) {
+        pred_rows[np++] = (TraceRow){i, "F.b0.qkv", "gpu", "forward", 0, i, i + 1.0, 0, 1};
+        pred_rows[np++] = (TraceRow){i, "H2D.b0.w", "h2d", "forward", 0, i, i + 0.5, 1, 0};
+    }
+    /* measured: the gpu tasks 20% longer and the iterations 1.2 s apart; iteration 2's H2D
+     * missing, an extra task in iteration 1 */
+    for (int i = 0; i < 3; i++) {
+        meas_rows[nm++] = (TraceRow){i, "F.b0.qkv", "gpu", "forward", 0, 1.2 * i, 1.2 * i + 1.2,
+                                     0, 1};
+        if (i < 2)
+            meas_rows[nm++] = (TraceRow){i, "H2D.b0.w", "h2d", "forward", 0, 1.2 * i,
+                                         1.2 * i + 0.5, 1, 0};
+    }
+    meas_rows[nm++] = (TraceRow){1, "D2H.b0.grad", "d2h", "backward", 0, 1.5, 1.6, 1, 0};
+    TraceTable p = table(pred_rows, np), m = table(meas_rows, nm);
+    TraceCompare c;
+    Err e;
+    ck_assert_int_eq(trace_compare(&p, &m, &c, &e), 0);
+    ck_assert_int_eq(c.iters, 3);
+    ck_assert_int_eq(c.steady_from, 1);
+    ck_assert_int_eq(c.matched, 5);
+    ck_assert_int_eq(c.only_pred, 1);
+    ck_assert_int_eq(c.only_meas, 1);
+    tu_assert_contains(c.example_only_pred, "H2D.b0.w (iteration 2)");
+    tu_assert_contains(c.example_only_meas, "D2H.b0.grad (iteration 1)");
+    ck_assert_double_eq_tol(c.pred_iter_s, 1.0, 1e-12);
+    ck_assert_double_eq_tol(c.meas_iter_s, 1.2, 1e-12);
+    ck_assert_double_eq_tol(c.iter_error, 0.2, 1e-12);
+    ck_assert_double_eq_tol(c.pred_busy_s[RES_GPU], 1.0, 1e-12);
+    ck_assert_double_eq_tol(c.meas_busy_s[RES_GPU], 1.2, 1e-12);
+    ck_assert_double_eq_tol(c.meas_busy_s[RES_H2D], 0.25, 1e-12); /* 0.5 over two iterations */
+    ck_assert_int_eq(c.meas_bottleneck, RES_GPU);
+    /* steady matched tasks: two gpu (+20%) and one h2d (0%) */
+    ck_assert_int_eq(c.timed, 3);
+    ck_assert_double_eq_tol(c.dur_err_median, 0.2, 1e-9);
+    ck_assert_double_eq_tol(c.dur_err_p90, 0.2, 1e-9);
+    ck_assert_int_eq(c.n_worst, 3);
+    ck_assert_str_eq(c.worst[0].id, "F.b0.qkv");
+    /* nothing in common */
+    TraceRow other = {5, "X", "gpu", "forward", 0, 0, 1, 0, 0};
+    TraceTable o = table(&other, 1);
+    ck_assert_int_eq(trace_compare(&p, &o, &c, &e), -EINVAL);
+    tu_assert_contains(e.msg, "share no task");
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("trace");
@@ -212,6 +271,7 @@ int main(void)
     tcase_add_test(tc, read_header_only);
     tcase_add_test(tc, read_errors);
     tcase_add_test(tc, read_missing_file);
+    tcase_add_test(tc, compare_known);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }
