@@ -1,6 +1,8 @@
 /* fuyou-plot: gnuplot figures from fuyou's TSV files.
  *   fuyou-plot timeline TRACE.tsv -o timeline.png [--iter N] [--title T]
  *   fuyou-plot sweep SWEEP.tsv -o sweep.png [--title T]
+ *   fuyou-plot compare JOINED.tsv -o compare.png [--iter N] [--title T]
+ *   fuyou-plot scatter JOINED.tsv -o scatter.png [--iter N] [--title T]
  * Exit codes: 0 success, 1 gnuplot failed or is missing, 2 usage error. */
 #include <errno.h>
 #include <getopt.h>
@@ -17,9 +19,12 @@ static void usage(FILE *out)
     fprintf(out,
 "usage: fuyou-plot timeline TRACE.tsv -o OUT [--iter N] [--title T]\n"
 "       fuyou-plot sweep SWEEP.tsv -o OUT [--title T]\n"
+"       fuyou-plot compare|scatter JOINED.tsv -o OUT [--iter N] [--title T]\n"
 "Draws a trace (fuyou-sim --trace, or a measured one) as one lane per resource, tasks coloured\n"
-"by phase; or a swap sweep (fuyou-sim --swap sweep --sweep-out) as closed-form and simulated\n"
-"time against the activations kept. OUT ends in .png, .svg or .pdf. Needs gnuplot.\n"
+"by phase; a swap sweep (fuyou-sim --swap sweep --sweep-out) as closed-form and simulated\n"
+"time against the activations kept; from fuyou-trace compare --tsv, the predicted timeline\n"
+"over the measured one (compare) or measured against predicted task durations (scatter).\n"
+"OUT ends in .png, .svg or .pdf. Needs gnuplot.\n"
 "Exit status: 0 success, 1 gnuplot failed or is missing, 2 usage error.\n");
 }
 
@@ -46,16 +51,21 @@ int main(int argc, char **argv)
         }
     }
     if (argc - optind != 2 || !r.output) {
-        fprintf(stderr, "fuyou-plot: give a kind (timeline or sweep), an input and -o OUT; see "
-                "fuyou-plot --help\n");
+        fprintf(stderr, "fuyou-plot: give a kind (timeline, sweep, compare, scatter), an input "
+                "and -o OUT; see fuyou-plot --help\n");
         return 2;
     }
     if (!strcmp(argv[optind], "timeline"))
         r.kind = PLOT_TIMELINE;
     else if (!strcmp(argv[optind], "sweep"))
         r.kind = PLOT_SWEEP;
+    else if (!strcmp(argv[optind], "compare"))
+        r.kind = PLOT_COMPARE;
+    else if (!strcmp(argv[optind], "scatter"))
+        r.kind = PLOT_SCATTER;
     else {
-        fprintf(stderr, "fuyou-plot: unknown kind '%s': timeline or sweep\n", argv[optind]);
+        fprintf(stderr, "fuyou-plot: unknown kind '%s': timeline, sweep, compare or scatter\n",
+                argv[optind]);
         return 2;
     }
     r.input = argv[optind + 1];

@@ -1,6 +1,8 @@
 /* plot: gnuplot figures of fuyou's tables: the timeline of a trace (predicted or measured; one
- * lane per resource, tasks coloured by phase) and a swap sweep (closed-form and simulated time
- * against the amount kept, the planner's choice marked). It writes a gnuplot script that reads
+ * lane per resource, tasks coloured by phase), a swap sweep (closed-form and simulated time
+ * against the amount kept, the planner's choice marked), and from a joined predicted/measured
+ * table (fuyou-trace compare --tsv) the two timelines one over the other, two rows per lane, and
+ * the scatter of measured against predicted task durations with the y = x line. It writes a gnuplot script that reads
  * the TSV files directly and runs gnuplot (a run-time dependency) on it. */
 #ifndef FUYOU_PLOT_H
 #define FUYOU_PLOT_H
@@ -9,14 +11,15 @@
 
 #include "fuyou_err.h"
 
-typedef enum PlotKind { PLOT_TIMELINE, PLOT_SWEEP } PlotKind;
+typedef enum PlotKind { PLOT_TIMELINE, PLOT_SWEEP, PLOT_COMPARE, PLOT_SCATTER } PlotKind;
 
 typedef struct PlotRequest {
     PlotKind kind;
-    const char *input;  /* TSV: a trace (traces/ schema) or a --sweep-out table */
+    const char *input;  /* TSV: a trace (traces/ schema), a --sweep-out table, or a joined
+                           table (compare, scatter) */
     const char *output; /* .png, .svg or .pdf: the terminal follows the extension */
     const char *title;  /* may be NULL */
-    int iter;           /* timeline: the iteration to draw, -1 for all */
+    int iter;           /* timeline, compare, scatter: the iteration to draw, -1 for all */
 } PlotRequest;
 
 /* Writes the gnuplot script for r to f. 0 or -EINVAL (unknown output extension). */

@@ -39,6 +39,17 @@ START_TEST(scripts)
     tu_assert_contains(s, "pngcairo");
     tu_assert_contains(s, "'it''s.tsv'"); /* quotes doubled */
     tu_assert_contains(s, "($1 / 2**30):4"); /* sim_time_s is column 4 */
+    PlotRequest c = {.kind = PLOT_COMPARE, .input = "j.tsv", .output = "o.png", .iter = 1};
+    s = script(&c, &rc);
+    ck_assert_int_eq(rc, 0);
+    tu_assert_contains(s, "($4 + $5) / 2"); /* predicted start and end */
+    tu_assert_contains(s, "($6 + $7) / 2"); /* measured */
+    tu_assert_contains(s, "title 'measured'");
+    PlotRequest sc = {.kind = PLOT_SCATTER, .input = "j.tsv", .output = "o.pdf", .iter = -1};
+    s = script(&sc, &rc);
+    ck_assert_int_eq(rc, 0);
+    tu_assert_contains(s, "set logscale xy");
+    tu_assert_contains(s, "x with lines lw 2 title 'y = x'");
     PlotRequest bad = {.kind = PLOT_SWEEP, .input = "x", .output = "o.jpg"};
     script(&bad, &rc);
     ck_assert_int_eq(rc, -EINVAL);
