@@ -272,6 +272,46 @@ int hw_load(const char *name_or_path, const char *const *overrides, int n_overri
     return rc;
 }
 
+int hw_write(FILE *f, const Hardware *hw, HwNoteFn note, void *ctx)
+{
+    const char *section = NULL;
+    for (int i = 0; i < N_KEYS; i++) {
+        const HwKey *k = &keys[i];
+        if (!section || strcmp(section, k->section)) {
+            fprintf(f, "%s[%s]\n", section ? "\n" : "", k->section);
+            section = k->section;
+        }
+        const char *field = (const char *)hw + k->offset;
+        char value[512];
+        switch (k->kind) {
+        case K_NAME:
+            if (!*field)
+                continue; /* optional, unset */
+            snprintf(value, sizeof value, "%s", field);
+            break;
+        case K_COUNT:
+            snprintf(value, sizeof value, "%d", *(const int *)field);
+            break;
+        case K_CURVE: {
+            const HwCurve *c = (const HwCurve *)field;
+            size_t n = 0;
+            value[0] = 0;
+            for (int j = 0; j < c->n && n < sizeof value; j++)
+                n += (size_t)snprintf(value + n, sizeof value - n, "%s%.6g:%.4g", j ? " " : "",
+                                      c->dim[j], c->eff[j]);
+            break;
+        }
+        default:
+            if (!k->required && *(const double *)field == 0)
+                continue; /* optional, unset */
+            snprintf(value, sizeof value, "%.6g", *(const double *)field);
+        }
+        const char *why = note ? note(ctx, k->section, k->key) : NULL;
+        fprintf(f, "%s = %s%s%s\n", k->key, value, why ? "   ; " : "", why ? why : "");
+    }
+    return ferror(f) ? -EIO : 0;
+}
+
 void hw_free(Hardware *hw)
 {
     if (hw->gemm.interp)

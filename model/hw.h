@@ -9,6 +9,7 @@
 #define FUYOU_HW_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "fuyou_err.h"
 
@@ -71,6 +72,12 @@ typedef struct Hardware {
 int hw_load(const char *name_or_path, const char *const *overrides, int n_overrides,
             Hardware *hw, Err *e);
 void hw_free(Hardware *hw);
+
+/* Writes hw as an ini that hw_load reads back to the same values: every key of every section,
+ * each followed by `; ` and what note(ctx, section, key) says when it says something (where
+ * the number came from). 0 or -EIO. */
+typedef const char *(*HwNoteFn)(void *ctx, const char *section, const char *key);
+int hw_write(FILE *f, const Hardware *hw, HwNoteFn note, void *ctx);
 
 /* Names of the shipped presets ("4090.ini", ...), NULL past the end. */
 const char *hw_preset_name(int i);

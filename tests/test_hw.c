@@ -230,6 +230,48 @@ START_TEST(gemm_curve)
 }
 END_TEST
 
+static const char *note_cores(void *ctx, const char *section, const char *key)
+{
+    (void)ctx;
+    return !strcmp(section, "cpu") && !strcmp(key, "cores") ? "[meas] counted" : NULL;
+}
+
+/* hw_write writes what hw_load reads back, every preset */
+START_TEST(write_round_trips)
+{
+    for (int i = 0; hw_preset_name(i); i++) {
+        Hardware a, b;
+        Err e;
+        ck_assert_int_eq(hw_load(hw_preset_name(i), NULL, 0, &a, &e), 0);
+        char path[] = "/tmp/fuyou-hw-XXXXXX.ini";
+        int fd = mkstemps(path, 4);
+        ck_assert_int_ge(fd, 0);
+        FILE *f = fdopen(fd, "w");
+        ck_assert_int_eq(hw_write(f, &a, note_cores, NULL), 0);
+        fclose(f);
+        ck_assert_msg(hw_load(path, NULL, 0, &b, &e) == 0, "%s: %s", hw_preset_name(i), e.msg);
+        ck_assert_double_eq_tol(b.gpu_bf16_TFLOPS, a.gpu_bf16_TFLOPS, 1e-5 * a.gpu_bf16_TFLOPS);
+        ck_assert_double_eq_tol(b.adam_Gparams_per_s, a.adam_Gparams_per_s, 1e-6);
+        ck_assert_double_eq_tol(b.ssd_duplex, a.ssd_duplex, 1e-9);
+        ck_assert_double_eq_tol(b.h2d_bidir_GBps, a.h2d_bidir_GBps, 1e-5);
+        ck_assert_int_eq(b.cpu_cores, a.cpu_cores);
+        ck_assert_int_eq(b.gemm.n, a.gemm.n);
+        for (int k = 0; k < a.gemm.n; k++)
+            ck_assert_double_eq_tol(b.gemm.eff[k], a.gemm.eff[k], 1e-4);
+        ck_assert_str_eq(b.gpu_name, a.gpu_name);
+        char text[8192];
+        f = fopen(path, "r");
+        size_t n = fread(text, 1, sizeof text - 1, f);
+        text[n] = 0;
+        fclose(f);
+        tu_assert_contains(text, "; [meas] counted");
+        unlink(path);
+        hw_free(&a);
+        hw_free(&b);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("hw");
@@ -242,6 +284,7 @@ int main(void)
     tcase_add_test(tc, bad_files);
     tcase_add_test(tc, long_line);
     tcase_add_test(tc, gemm_curve);
+    tcase_add_test(tc, write_round_trips);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }
