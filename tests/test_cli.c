@@ -149,6 +149,30 @@ START_TEST(trace_compare_cli)
 }
 END_TEST
 
+/* fuyou-profile --quick writes an ini fuyou-sim reads; a bad directory is one line, status 2 */
+START_TEST(profile_cli)
+{
+    char dir[] = "/tmp/fuyou-prof-XXXXXX", args[512], ini[64];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(ini, sizeof ini, "%s/me.ini", dir);
+    snprintf(args, sizeof args, "--quick --no-gpu --ssd-dir %s --gib 0.0625 --out %s", dir, ini);
+    ck_assert_int_eq(run_bin("FUYOU_PROFILE", args, out, sizeof out), 0);
+    tu_assert_contains(out, "wrote");
+    snprintf(args, sizeof args, "--hw %s --model gpt2-124m --batch 2 --seq 256", ini);
+    ck_assert_int_eq(run_sim(args, out, sizeof out), 0);
+    tu_assert_contains(out, "iteration");
+    FILE *f = fopen(ini, "r");
+    size_t n = fread(out, 1, sizeof out - 1, f);
+    out[n] = 0;
+    fclose(f);
+    tu_assert_contains(out, "adam_Gparams_per_s = ");
+    tu_assert_contains(out, "[meas ");
+    ck_assert_int_eq(run_bin("FUYOU_PROFILE", "--ssd-dir /nonexistent/x", out, sizeof out), 2);
+    tu_assert_contains(out, "--ssd-dir /nonexistent/x: not a directory");
+    tu_rm_tree(dir);
+}
+END_TEST
+
 START_TEST(help)
 {
     ck_assert_int_eq(run_sim("--help", out, sizeof out), 0);
@@ -309,6 +333,7 @@ int main(void)
     tcase_add_test(tc, run_offload);
     tcase_add_test(tc, run_offload_plans_as_sim);
     tcase_add_test(tc, trace_compare_cli);
+    tcase_add_test(tc, profile_cli);
     tcase_add_test(tc, usage_errors);
     tcase_add_test(tc, bad_hw_file);
     tcase_add_test(tc, describe);

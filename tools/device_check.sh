@@ -11,6 +11,7 @@
 #   the out-of-core pipeline: MODE=offload bash tools/device_check.sh (CHECK=0 skips the
 #   correctness part; RUNS="name|model|batch|iters|plan flags|fuyou-run flags;..." replaces
 #   the speed runs)
+#   this machine measured into a hardware ini: MODE=hwprofile bash tools/device_check.sh
 #   here, to fetch the packages once: tools/device_check.sh --fetch-deps
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -70,6 +71,17 @@ if [ "${MODE:-all}" = gpu ]; then
     grep -E "ERROR SUMMARY|Checks" "$OUT/sanitizer.log"
     echo "compute-sanitizer rc=$san_rc"
     exit $(( test_rc || san_rc ))
+fi
+
+if [ "${MODE:-all}" = hwprofile ]; then
+    # fuyou-profile on the GPU machine: the ini fuyou-sim should predict it with.
+    step "fuyou-profile"
+    mkdir -p "$scratch"
+    ./build-dev/exec/profile/fuyou-profile ${QUICK:+--quick} --ssd-dir "$scratch" \
+        --out "$OUT/profiled.ini" 2>&1 | tee "$OUT/profile.txt"
+    rm -rf "$scratch"
+    cat "$OUT/profiled.ini"
+    exit 0
 fi
 
 if [ "${MODE:-all}" = offload ]; then

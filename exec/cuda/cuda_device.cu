@@ -2,6 +2,7 @@
 #include <cuda_runtime.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 extern "C" {
@@ -48,5 +49,82 @@ extern "C" int cudadev_probe(CudaDeviceInfo *info, Err *e)
     st = cudaMemGetInfo(&info->free_bytes, &info->mem_bytes);
     if (st != cudaSuccess)
         return err_set(e, -ENODEV, "cudaMemGetInfo: %s", cudaGetErrorString(st));
+    return 0;
+}
+
+static int by_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *x, int n)
+{
+    qsort(x, (size_t)n, sizeof *x, by_double);
+    return n % 2 ? x[n / 2] : (x[n / 2 - 1] + x[n / 2]) / 2;
+}
+
+extern "C" int cudadev_copy_bench(size_t bytes, int reps, double out[4], Err *e)
+{
+    enum { MAX_REPS = 64 };
+    if (reps < 1 || reps > MAX_REPS)
+        return err_set(e, -EINVAL, "1 to %d repetitions", MAX_REPS);
+    void *host[2] = {NULL, NULL}, *dev[2] = {NULL, NULL};
+    cudaStream_t s[2] = {NULL, NULL};
+    cudaEvent_t ev[4] = {NULL, NULL, NULL, NULL};
+    cudaError_t st = cudaSuccess;
+    for (int i = 0; i < 2 && st == cudaSuccess; i++) {
+        st = cudaMallocHost(&host[i], bytes);
+        if (st == cudaSuccess)
+            st = cudaMalloc(&dev[i], bytes);
+        if (st == cudaSuccess)
+            st = cudaStreamCreateWithFlags(&s[i], cudaStreamNonBlocking);
+    }
+    for (int i = 0; i < 4 && st == cudaSuccess; i++)
+        st = cudaEventCreate(&ev[i]);
+    double x[4][MAX_REPS];
+    for (int r = 0; r < reps && st == cudaSuccess; r++) {
+        /* alone: one direction on one stream */
+        for (int d = 0; d < 2 && st == cudaSuccess; d++) {
+            cudaEventRecord(ev[0], s[d]);
+            st = d ? cudaMemcpyAsync(host[1], dev[1], bytes, cudaMemcpyDeviceToHost, s[d])
+                   : cudaMemcpyAsync(dev[0], host[0], bytes, cudaMemcpyHostToDevice, s[d]);
+            cudaEventRecord(ev[1], s[d]);
+            if (st == cudaSuccess)
+                st = cudaEventSynchronize(ev[1]);
+            float ms = 0;
+            cudaEventElapsedTime(&ms, ev[0], ev[1]);
+            x[d][r] = (double)bytes / (ms * 1e-3) / 1e9;
+        }
+        /* together: both directions at once, each timed on its own stream */
+        cudaEventRecord(ev[0], s[0]);
+        cudaEventRecord(ev[2], s[1]);
+        st = cudaMemcpyAsync(dev[0], host[0], bytes, cudaMemcpyHostToDevice, s[0]);
+        if (st == cudaSuccess)
+            st = cudaMemcpyAsync(host[1], dev[1], bytes, cudaMemcpyDeviceToHost, s[1]);
+        cudaEventRecord(ev[1], s[0]);
+        cudaEventRecord(ev[3], s[1]);
+        if (st == cudaSuccess)
+            st = cudaDeviceSynchronize();
+        float up = 0, down = 0;
+        cudaEventElapsedTime(&up, ev[0], ev[1]);
+        cudaEventElapsedTime(&down, ev[2], ev[3]);
+        x[2][r] = (double)bytes / (up * 1e-3) / 1e9;
+        x[3][r] = (double)bytes / (down * 1e-3) / 1e9;
+    }
+    for (int k = 0; k < 4 && st == cudaSuccess; k++)
+        out[k] = median(x[k], reps);
+    for (int i = 0; i < 4; i++)
+        if (ev[i])
+            cudaEventDestroy(ev[i]);
+    for (int i = 0; i < 2; i++) {
+        if (s[i])
+            cudaStreamDestroy(s[i]);
+        cudaFreeHost(host[i]);
+        cudaFree(dev[i]);
+    }
+    if (st != cudaSuccess)
+        return err_set(e, -EIO, "copying %zu bytes between host and GPU: %s", bytes,
+                       cudaGetErrorString(st));
     return 0;
 }

@@ -1,0 +1,325 @@
+/* fuyou-profile: measures this machine and writes a hardware ini (hw.h) that fuyou-sim and the
+ * planner read. Every measured value carries a comment saying how, when and with what spread
+ * it was measured; what is not measured here (the dense peak of the GPU, latencies, reserves)
+ * comes from a base description (--base, a preset or a file) and says so.
+ * Exit codes: 0 success, 1 a measurement failed, 2 usage or input error. */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "hw.h"
+#include "profile.h"
+#include "units.h"
+#if FUYOU_HAVE_CUDA
+#include "cuda_device.h"
+#include "gpt2_kernels.h"
+#endif
+
+enum { MAX_NOTES = 48, MAX_DIRS = 16 };
+
+typedef struct Notes {
+    struct { const char *section, *key; char text[200]; } n[MAX_NOTES];
+    int count;
+    const char *base;
+} Notes;
+
+static void note(Notes *ns, const char *section, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void note(Notes *ns, const char *section, const char *key, const char *fmt, ...)
+{
+    if (ns->count == MAX_NOTES)
+        return;
+    ns->n[ns->count].section = section;
+    ns->n[ns->count].key = key;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ns->n[ns->count].text, sizeof ns->n[0].text, fmt, ap);
+    va_end(ap);
+    ns->count++;
+}
+
+static const char *lookup(void *ctx, const char *section, const char *key)
+{
+    Notes *ns = ctx;
+    for (int i = ns->count - 1; i >= 0; i--)
+        if (!strcmp(ns->n[i].section, section) && !strcmp(ns->n[i].key, key))
+            return ns->n[i].text;
+    static char from[300];
+    snprintf(from, sizeof from, "[base %s] not measured here", ns->base);
+    return from;
+}
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+"usage: fuyou-profile [--quick] [--out FILE] [--base NAME|PATH] [--ssd-dir DIR]... [--gib N]\n"
+"                     [--no-gpu] [--threads N]\n"
+"Measures this machine and writes a hardware ini for fuyou-sim --hw: the CPU Adam task's rate\n"
+"by thread count and host memory bandwidth, the io_uring store's read, write and read + write\n"
+"GB/s over every --ssd-dir, host memory, and with a GPU its memory, pinned PCIe copies alone and\n"
+"both ways, and the bf16 GEMM efficiency curve. Other keys come from --base.\n"
+"\n"
+"  --quick             seconds instead of minutes: smaller sizes, fewer repetitions\n"
+"  --out FILE          write the ini there (default: standard output)\n"
+"  --base NAME|PATH    the description unmeasured keys come from (default h200.ini)\n"
+"  --ssd-dir DIR       a store directory, repeatable (default: the current directory)\n"
+"  --gib N             GiB written and read per SSD test (default 8, --quick 1)\n"
+"  --no-gpu            skip the GPU even when one is present\n"
+"  --threads N         the Adam task's threads (default: the cores the pipeline gives it)\n"
+"  -h, --help, -V, --version\n"
+"\n"
+"Exit status: 0 success, 1 a measurement failed, 2 usage or input error.\n");
+}
+
+static void cpu_name(char *out, size_t n)
+{
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[512];
+    snprintf(out, n, "CPU");
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "model name", 10) && strchr(line, ':')) {
+            snprintf(out, n, "%s", strchr(line, ':') + 2);
+            out[strcspn(out, "\n")] = 0;
+            break;
+        }
+    if (f)
+        fclose(f);
+}
+
+static double mem_total_GiB(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[256];
+    double kib = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "MemTotal: %lf kB", &kib) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kib / (1024.0 * 1024.0);
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"quick", 0, 0, 'q'}, {"out", 1, 0, 'o'}, {"base", 1, 0, 'b'}, {"ssd-dir", 1, 0, 'd'},
+        {"gib", 1, 0, 'g'}, {"no-gpu", 0, 0, 'n'}, {"threads", 1, 0, 't'},
+        {"help", 0, 0, 'h'}, {"version", 0, 0, 'V'}, {0, 0, 0, 0},
+    };
+    bool quick = false, gpu = true;
+    const char *out_path = NULL, *base = "h200.ini", *dirs[MAX_DIRS];
+    int n_dirs = 0, threads = 0;
+    double gib = 0;
+    int c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":hV", opts, NULL)) != -1) {
+        char *end;
+        switch (c) {
+        case 'q': quick = true; break;
+        case 'o': out_path = optarg; break;
+        case 'b': base = optarg; break;
+        case 'd':
+            if (n_dirs == MAX_DIRS) {
+                fprintf(stderr, "fuyou-profile: at most %d --ssd-dir\n", MAX_DIRS);
+                return 2;
+            }
+            dirs[n_dirs++] = optarg;
+            break;
+        case 'g':
+            gib = strtod(optarg, &end);
+            if (end == optarg || *end || !(gib > 0 && gib <= 4096)) {
+                fprintf(stderr, "fuyou-profile: --gib expects a size in GiB in (0, 4096], got "
+                        "'%s'\n", optarg);
+                return 2;
+            }
+            break;
+        case 'n': gpu = false; break;
+        case 't':
+            threads = (int)strtol(optarg, &end, 10);
+            if (end == optarg || *end || threads < 1 || threads > 4096) {
+                fprintf(stderr, "fuyou-profile: --threads expects 1 to 4096, got '%s'\n",
+                        optarg);
+                return 2;
+            }
+            break;
+        case 'h': usage(stdout); return 0;
+        case 'V': printf("fuyou-profile %s\n", FUYOU_VERSION); return 0;
+        case ':':
+            fprintf(stderr, "fuyou-profile: %s needs a value; see --help\n", argv[optind - 1]);
+            return 2;
+        default:
+            fprintf(stderr, "fuyou-profile: unknown option '%s'; see --help\n",
+                    argv[optind - 1]);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "fuyou-profile: unexpected argument '%s'\n", argv[optind]);
+        return 2;
+    }
+    if (!n_dirs)
+        dirs[n_dirs++] = ".";
+    for (int i = 0; i < n_dirs; i++) {
+        struct stat sb;
+        if (stat(dirs[i], &sb) || !S_ISDIR(sb.st_mode)) {
+            fprintf(stderr, "fuyou-profile: --ssd-dir %s: not a directory\n", dirs[i]);
+            return 2;
+        }
+    }
+    Err e = {""};
+    Hardware hw;
+    if (hw_load(base, NULL, 0, &hw, &e)) {
+        fprintf(stderr, "fuyou-profile: %s\n", e.msg);
+        return 2;
+    }
+    Notes ns = {.base = base};
+    char day[32];
+    time_t now = time(NULL);
+    strftime(day, sizeof day, "%Y-%m-%d", gmtime(&now));
+    int reps = quick ? 3 : 7, status = 1;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+
+    /* CPU: the Adam task by thread count; the ini keeps the pipeline's thread count */
+    cpu_name(hw.cpu_name, sizeof hw.cpu_name);
+    hw.cpu_cores = (int)cores;
+    note(&ns, "cpu", "cores", "[meas %s] online CPUs", day);
+    note(&ns, "cpu", "name", "[meas %s] /proc/cpuinfo", day);
+    bool have_gpu = false;
+#if FUYOU_HAVE_CUDA
+    CudaDeviceInfo gi;
+    Err ge;
+    have_gpu = gpu && cudadev_probe(&gi, &ge) == 0;
+    if (gpu && !have_gpu)
+        fprintf(stderr, "fuyou-profile: no GPU measured: %s\n", ge.msg);
+#else
+    (void)gpu;
+#endif
+    int used = threads ? threads : have_gpu && cores > 3 ? (int)cores - 2 : (int)cores;
+    size_t params = quick ? (size_t)16 << 20 : (size_t)128 << 20;
+    fprintf(stderr, "fuyou-profile: Adam task over %zu M parameters by thread count\n",
+            params >> 20);
+    Stat adam = {0};
+    for (int t = 1; t <= cores; t = t * 2 <= cores || t == cores ? t * 2 : (int)cores) {
+        Stat s;
+        if (profile_adam(t, params, reps, &s, &e))
+            goto fail;
+        fprintf(stderr, "  %3d threads: %.3f G params/s (%.3f..%.3f, %d runs)\n", t, s.median,
+                s.min, s.max, s.n);
+        if (t == cores)
+            break;
+    }
+    if (profile_adam(used, params, reps, &adam, &e))
+        goto fail;
+    hw.adam_Gparams_per_s = adam.median;
+    note(&ns, "cpu", "adam_Gparams_per_s", "[meas %s] norm + AdamW over %zu M params, bf16 grads "
+         "and weights, %d threads: median of %d, %.3f..%.3f", day, params >> 20, used, adam.n,
+         adam.min, adam.max);
+    Stat mem;
+    size_t mbytes = quick ? (size_t)256 << 20 : (size_t)2 << 30;
+    if (profile_memory((int)cores, mbytes, reps, &mem, &e))
+        goto fail;
+    hw.cpu_mem_GBps = mem.median;
+    note(&ns, "cpu", "mem_GBps", "[meas %s] parallel memcpy of %s, read + written: median of "
+         "%d, %.1f..%.1f", day, quick ? "256 MiB" : "2 GiB", mem.n, mem.min, mem.max);
+    hw.cpu_mem_GiB = mem_total_GiB();
+    note(&ns, "memory", "cpu_mem_GiB", "[meas %s] MemTotal", day);
+
+    /* SSD through the store */
+    size_t sbytes = (size_t)((gib > 0 ? gib : quick ? 1 : 8) * (double)(1u << 30));
+    fprintf(stderr, "fuyou-profile: the store over %d director%s, %.1f GiB per test\n", n_dirs,
+            n_dirs == 1 ? "y" : "ies", sbytes / 1073741824.0);
+    SsdProfile sp;
+    if (profile_ssd(dirs, n_dirs, sbytes, quick ? 1 : 3, &sp, &e))
+        goto fail;
+    hw.ssd_count = n_dirs;
+    hw.ssd_read_GBps = sp.read_GBps.median / n_dirs;
+    hw.ssd_write_GBps = sp.write_GBps.median / n_dirs;
+    double duplex = sp.duplex_read_GBps.median / sp.read_GBps.median +
+                    sp.duplex_write_GBps.median / sp.write_GBps.median;
+    hw.ssd_duplex = duplex < 1 ? 1 : duplex > 2 ? 2 : duplex;
+    hw.ssd_capacity_GB = sp.free_GB > 0 ? sp.free_GB : hw.ssd_capacity_GB;
+    const char *how = sp.direct ? "O_DIRECT" : "buffered (no O_DIRECT here)";
+    note(&ns, "ssd", "count", "[meas %s] store directories", day);
+    note(&ns, "ssd", "read_GBps", "[meas %s] store, %s, 4 MiB pieces QD 32, per directory: "
+         "median %.2f of %d, %.2f..%.2f GB/s in all", day, how, sp.read_GBps.median,
+         sp.read_GBps.n, sp.read_GBps.min, sp.read_GBps.max);
+    note(&ns, "ssd", "write_GBps", "[meas %s] the same, writing: %.2f..%.2f GB/s in all", day,
+         sp.write_GBps.min, sp.write_GBps.max);
+    note(&ns, "ssd", "duplex_factor", "[meas %s] read %.2f + write %.2f GB/s together over "
+         "alone (1: they share, 2: independent)", day, sp.duplex_read_GBps.median,
+         sp.duplex_write_GBps.median);
+    note(&ns, "ssd", "capacity_GB", "[meas %s] free space, least of the directories", day);
+
+#if FUYOU_HAVE_CUDA
+    if (have_gpu) {
+        snprintf(hw.gpu_name, sizeof hw.gpu_name, "%.63s", gi.name);
+        hw.gpu_mem_GiB = (double)gi.mem_bytes / 1073741824.0;
+        note(&ns, "gpu", "name", "[meas %s] CUDA runtime", day);
+        note(&ns, "gpu", "mem_GiB", "[meas %s] device memory in all", day);
+        double pcie[4];
+        size_t pbytes = quick ? (size_t)256 << 20 : (size_t)1 << 30;
+        if (cudadev_copy_bench(pbytes, reps, pcie, &e))
+            goto fail;
+        hw.h2d_GBps = pcie[0], hw.d2h_GBps = pcie[1];
+        hw.h2d_bidir_GBps = pcie[2], hw.d2h_bidir_GBps = pcie[3];
+        const char *keys[4] = {"h2d_GBps", "d2h_GBps", "h2d_bidir_GBps", "d2h_bidir_GBps"};
+        for (int k = 0; k < 4; k++)
+            note(&ns, "pcie", keys[k], "[meas %s] pinned %s copies, %s, median of %d", day,
+                 quick ? "256 MiB" : "1 GiB", k < 2 ? "alone" : "both directions at once",
+                 reps);
+        /* the GEMM efficiency curve: squares from 256 to 8192 against the base's dense peak */
+        char curve[HW_CURVE_MAX * 24] = "";
+        int n = 0;
+        for (int d = 256; d <= 8192 && n < HW_CURVE_MAX; d *= 2, n++) {
+            double tf = gk_gemm_tflops(d, d, d, quick ? 5 : 20);
+            hw.gemm.dim[n] = d;
+            hw.gemm.eff[n] = tf / hw.gpu_bf16_TFLOPS;
+            fprintf(stderr, "  GEMM %d^3: %.1f TFLOP/s\n", d, tf);
+            size_t len = strlen(curve);
+            snprintf(curve + len, sizeof curve - len, "%s%d %.0f", n ? ", " : "", d, tf);
+        }
+        hw.gemm.n = n;
+        note(&ns, "gpu", "gemm_efficiency", "[meas %s] cuBLAS bf16 squares, median of %d, "
+             "over bf16_TFLOPS: %s TFLOP/s", day, quick ? 5 : 20, curve);
+    }
+#endif
+
+    FILE *f = out_path ? fopen(out_path, "w") : stdout;
+    if (!f) {
+        fprintf(stderr, "fuyou-profile: %s: cannot write: %s\n", out_path, strerror(errno));
+        status = 2;
+        goto out;
+    }
+    fprintf(f, "# fuyou-profile %s on %s, %s%s\n", FUYOU_VERSION, hw.cpu_name, day,
+            quick ? " (--quick)" : "");
+    hw_write(f, &hw, lookup, &ns);
+    if (out_path && fclose(f)) {
+        fprintf(stderr, "fuyou-profile: %s: write failed\n", out_path);
+        goto out;
+    }
+    /* what it wrote must load */
+    if (out_path) {
+        Hardware check;
+        if (hw_load(out_path, NULL, 0, &check, &e)) {
+            fprintf(stderr, "fuyou-profile: the ini written does not load: %s\n", e.msg);
+            goto out;
+        }
+        hw_free(&check);
+        fprintf(stderr, "fuyou-profile: wrote %s\n", out_path);
+    }
+    status = 0;
+    goto out;
+fail:
+    fprintf(stderr, "fuyou-profile: %s\n", e.msg);
+out:
+    hw_free(&hw);
+    return status;
+}

@@ -1,0 +1,237 @@
+/* profile: this machine's CPU, memory and store, measured; see profile.h. */
+#include "profile.h"
+
+#include <errno.h>
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "adam.h"
+#include "clock.h"
+#include "store.h"
+#include "workpool.h"
+
+void profile_stat(double *x, int n, Stat *s)
+{
+    gsl_sort(x, 1, (size_t)n);
+    *s = (Stat){.median = gsl_stats_median_from_sorted_data(x, 1, (size_t)n), .min = x[0],
+                .max = x[n - 1], .n = n};
+}
+
+enum { MAX_REPS = 64 };
+
+int profile_adam(int threads, size_t params, int reps, Stat *gparams, Err *e)
+{
+    if (reps < 1 || reps > MAX_REPS)
+        return err_set(e, -EINVAL, "1 to %d repetitions", MAX_REPS);
+    WorkPool wp = {0};
+    int rc = workpool_init(&wp, threads, e);
+    float *state = malloc(params * 3 * sizeof(float));
+    uint16_t *grad = malloc(params * 2), *out = malloc(params * 2);
+    if (!rc && (!state || !grad || !out))
+        rc = err_set(e, -ENOMEM, "out of memory for %zu parameters", params);
+    double x[MAX_REPS];
+    for (size_t i = 0; !rc && i < params; i++) {
+        state[i] = 0.01f * (float)(i % 97);
+        state[params + i] = state[2 * params + i] = 0;
+        grad[i] = adam_f32_to_bf16(1e-3f * (float)(i % 89) - 0.04f);
+    }
+    AdamConfig cfg = {.lr = 1e-4f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
+                      .weight_decay = 0.1f};
+    AdamIsa isa = adam_isa_best();
+    for (int r = 0; !rc && r < reps; r++) {
+        AdamStep st;
+        adam_step_init(&st, &cfg, r + 1, 1.0f);
+        AdamSlice s = {.master = state, .m = state + params, .v = state + 2 * params,
+                       .grad = grad, .grad_type = DTYPE_BF16, .out = out,
+                       .out_type = DTYPE_BF16, .n = params};
+        double t0 = clock_monotonic_s();
+        /* what the pipeline's Adam task does: the norm's share, then the update */
+        volatile double sq = adam_sum_sq(grad, DTYPE_BF16, params, &wp);
+        (void)sq;
+        adam_update(isa, &st, &s, &wp);
+        x[r] = (double)params / (clock_monotonic_s() - t0) / 1e9;
+    }
+    if (!rc)
+        profile_stat(x, reps, gparams);
+    free(state), free(grad), free(out);
+    workpool_free(&wp);
+    return rc;
+}
+
+typedef struct CopyJob {
+    uint8_t *dst;
+    const uint8_t *src;
+} CopyJob;
+
+static void copy_range(void *ctx, size_t begin, size_t end)
+{
+    CopyJob *j = ctx;
+    memcpy(j->dst + begin, j->src + begin, end - begin);
+}
+
+int profile_memory(int threads, size_t bytes, int reps, Stat *GBps, Err *e)
+{
+    if (reps < 1 || reps > MAX_REPS)
+        return err_set(e, -EINVAL, "1 to %d repetitions", MAX_REPS);
+    WorkPool wp = {0};
+    int rc = workpool_init(&wp, threads, e);
+    uint8_t *a = malloc(bytes), *b = malloc(bytes);
+    if (!rc && (!a || !b))
+        rc = err_set(e, -ENOMEM, "out of memory for 2 x %zu bytes", bytes);
+    double x[MAX_REPS];
+    if (!rc) {
+        memset(a, 1, bytes);
+        memset(b, 2, bytes); /* both touched: no page faults in the timing */
+    }
+    for (int r = 0; !rc && r < reps; r++) {
+        CopyJob j = {r % 2 ? a : b, r % 2 ? b : a};
+        double t0 = clock_monotonic_s();
+        workpool_run(&wp, copy_range, &j, bytes, 4096);
+        x[r] = 2.0 * (double)bytes / (clock_monotonic_s() - t0) / 1e9;
+    }
+    if (!rc)
+        profile_stat(x, reps, GBps);
+    free(a), free(b);
+    workpool_free(&wp);
+    return rc;
+}
+
+/* Moves a whole tensor through buf (len bytes a request), one request after another: each is
+ * cut into chunk-sized pieces that the store keeps queue_depth deep. Returns GB/s, or a
+ * negative errno. */
+static double stream(Store *st, const StoreTensor *t, uint8_t *buf, size_t len, bool write,
+                     Err *e)
+{
+    double t0 = clock_monotonic_s();
+    for (uint64_t off = 0; off < t->bytes; off += len) {
+        size_t n = t->bytes - off < len ? (size_t)(t->bytes - off) : len;
+        int id = write ? store_write(st, t, off, buf, n, e) : store_read(st, t, off, buf, n, e);
+        if (id < 0)
+            return id;
+        int rc = store_wait(st, id, e);
+        if (rc)
+            return rc;
+    }
+    return (double)t->bytes / (clock_monotonic_s() - t0) / 1e9;
+}
+
+/* One tensor read while another is written, both with one request at a time in flight. */
+static int duplex(Store *st, const StoreTensor *rt, const StoreTensor *wt, uint8_t *rbuf,
+                  uint8_t *wbuf, size_t len, double *r_GBps, double *w_GBps, Err *e)
+{
+    uint64_t roff = 0, woff = 0;
+    int rid = -1, wid = -1, rc = 0;
+    double t0 = clock_monotonic_s(), r_end = 0, w_end = 0;
+    while (!rc && (roff < rt->bytes || woff < wt->bytes || rid >= 0 || wid >= 0)) {
+        if (rid < 0 && roff < rt->bytes) {
+            size_t n = rt->bytes - roff < len ? (size_t)(rt->bytes - roff) : len;
+            rid = store_read(st, rt, roff, rbuf, n, e);
+            roff += n;
+            if (rid < 0)
+                return rid;
+        }
+        if (wid < 0 && woff < wt->bytes) {
+            size_t n = wt->bytes - woff < len ? (size_t)(wt->bytes - woff) : len;
+            wid = store_write(st, wt, woff, wbuf, n, e);
+            woff += n;
+            if (wid < 0)
+                return wid;
+        }
+        rc = store_poll(st, e);
+        if (!rc && rid >= 0 && store_done(st, rid)) {
+            rc = store_wait(st, rid, e);
+            rid = -1;
+            if (roff >= rt->bytes)
+                r_end = clock_monotonic_s();
+        }
+        if (!rc && wid >= 0 && store_done(st, wid)) {
+            rc = store_wait(st, wid, e);
+            wid = -1;
+            if (woff >= wt->bytes)
+                w_end = clock_monotonic_s();
+        }
+    }
+    if (!rc) {
+        /* each direction's rate over the time both ran: the overlap is what duplex means */
+        double both = (r_end < w_end ? r_end : w_end) - t0;
+        double r_bytes = (double)rt->bytes, w_bytes = (double)wt->bytes;
+        if (r_end < w_end)
+            w_bytes *= both / (w_end - t0);
+        else
+            r_bytes *= both / (r_end - t0);
+        *r_GBps = r_bytes / both / 1e9;
+        *w_GBps = w_bytes / both / 1e9;
+    }
+    return rc;
+}
+
+int profile_ssd(const char *const *dirs, int n_dirs, size_t bytes, int reps, SsdProfile *p,
+                Err *e)
+{
+    memset(p, 0, sizeof *p);
+    if (reps < 1 || reps > MAX_REPS || n_dirs < 1 || n_dirs > STORE_MAX_DEVICES)
+        return err_set(e, -EINVAL, "1 to %d repetitions and 1 to %d directories", MAX_REPS,
+                       STORE_MAX_DEVICES);
+    p->free_GB = -1;
+    for (int i = 0; i < n_dirs; i++) {
+        struct statvfs v;
+        if (statvfs(dirs[i], &v))
+            return err_set(e, -errno, "%s: %s", dirs[i], strerror(errno));
+        double gb = (double)v.f_bavail * (double)v.f_frsize / 1e9;
+        if (p->free_GB < 0 || gb < p->free_GB)
+            p->free_GB = gb;
+    }
+    StoreConfig cfg = {.n_dirs = n_dirs, .create = true};
+    for (int i = 0; i < n_dirs; i++)
+        cfg.dirs[i] = dirs[i];
+    Store st;
+    int rc = store_open(&st, &cfg, e);
+    p->direct = true;
+    if (rc == -EINVAL) {
+        store_close(&st);
+        cfg.buffered = true;
+        p->direct = false;
+        rc = store_open(&st, &cfg, e);
+    }
+    size_t len = bytes < ((size_t)256 << 20) ? bytes : (size_t)256 << 20;
+    uint8_t *buf[2] = {NULL, NULL};
+    if (!rc && (posix_memalign((void **)&buf[0], STORE_ALIGN, len) ||
+                posix_memalign((void **)&buf[1], STORE_ALIGN, len)))
+        rc = err_set(e, -ENOMEM, "out of memory for the I/O buffers");
+    StoreTensor t[2];
+    for (int k = 0; k < 2 && !rc; k++)
+        rc = store_alloc(&st, bytes, &t[k], e);
+    for (int k = 0; k < 2 && !rc; k++)
+        memset(buf[k], 0x5a + k, len);
+    double w[MAX_REPS], r[MAX_REPS], dr[MAX_REPS], dw[MAX_REPS];
+    for (int i = 0; !rc && i < reps; i++) {
+        double x = stream(&st, &t[0], buf[0], len, true, e);
+        double y = x < 0 ? x : stream(&st, &t[0], buf[0], len, false, e);
+        if (x < 0 || y < 0) {
+            rc = (int)(x < 0 ? x : y);
+            break;
+        }
+        w[i] = x, r[i] = y;
+        if (i == 0) /* the second tensor must hold data before it is read */
+            rc = stream(&st, &t[1], buf[1], len, true, e) < 0 ? -EIO : 0;
+        if (!rc)
+            rc = duplex(&st, &t[i % 2], &t[(i + 1) % 2], buf[0], buf[1], len, &dr[i], &dw[i],
+                        e);
+    }
+    if (!rc) {
+        profile_stat(w, reps, &p->write_GBps);
+        profile_stat(r, reps, &p->read_GBps);
+        profile_stat(dr, reps, &p->duplex_read_GBps);
+        profile_stat(dw, reps, &p->duplex_write_GBps);
+    }
+    free(buf[0]), free(buf[1]);
+    store_close(&st);
+    for (int i = 0; i < n_dirs; i++)
+        if (st.paths[i][0])
+            unlink(st.paths[i]);
+    return rc;
+}

@@ -1,0 +1,41 @@
+/* profile: measurements of this machine for fuyou-profile, each repeated and summarised
+ * (median, least and greatest, sample count, via GSL), on the code paths the executor uses:
+ * the pipeline's Adam task (gradient norm + AdamW, bf16 gradients and weights) by thread
+ * count, host memory bandwidth, and the io_uring store's sequential read, write, and read and
+ * write together over every store directory. The GPU's are in cuda_device.h. */
+#ifndef FUYOU_PROFILE_H
+#define FUYOU_PROFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "fuyou_err.h"
+
+typedef struct Stat {
+    double median, min, max;
+    int n;
+} Stat;
+
+/* Summarises x[0..n) (reordered). */
+void profile_stat(double *x, int n, Stat *s);
+
+/* The Adam task on threads threads over params parameters, reps times: G params/s. 0 or
+ * -errno with e. */
+int profile_adam(int threads, size_t params, int reps, Stat *gparams, Err *e);
+
+/* Copying bytes between two host buffers on threads threads, reps times: GB/s of memory
+ * traffic (bytes read plus bytes written). */
+int profile_memory(int threads, size_t bytes, int reps, Stat *GBps, Err *e);
+
+/* The store over dirs (O_DIRECT where the file system has it): bytes written, then read back,
+ * then one tensor read while another is written; GB/s of each over all directories together. */
+typedef struct SsdProfile {
+    Stat write_GBps, read_GBps;
+    Stat duplex_read_GBps, duplex_write_GBps; /* each direction while the other runs */
+    double free_GB;                           /* the least free space among dirs */
+    bool direct;                              /* O_DIRECT was available */
+} SsdProfile;
+int profile_ssd(const char *const *dirs, int n_dirs, size_t bytes, int reps, SsdProfile *p,
+                Err *e);
+
+#endif
