@@ -144,8 +144,8 @@ static double device_need(const PipeMem *m)
         for (int x = 0; x < BT_COUNT; x++)
             if (m->home[b * BT_COUNT + x] == HOME_GPU)
                 n += (double)m->tbytes[x];
-    for (int x = 0; x < BT_COUNT; x++)
-        n += (double)m->tbytes[x];
+    for (int x = 0; x < BT_COUNT; x++) /* the scratch set, as alloc_device carves it */
+        n += (double)align_up(m->tbytes[x], 256);
     return n + (double)m->tbytes[9];
 }
 
