@@ -37,9 +37,15 @@ static int run_copy(void *ctx, void *job, Err *e)
             for (size_t i = 0; i < j->n_add; i++)
                 sum[i] += g[i];
         } else {
+            /* bf16 widens exactly: its bits are a float's top half (a loop that vectorises;
+             * a call per element took the D2H lane 0.5 s per GPT-2 124M step) */
             const uint16_t *g = j->bounce;
-            for (size_t i = 0; i < j->n_add; i++)
-                sum[i] += adam_bf16_to_f32(g[i]);
+            for (size_t i = 0; i < j->n_add; i++) {
+                uint32_t bits = (uint32_t)g[i] << 16;
+                float x;
+                memcpy(&x, &bits, sizeof x);
+                sum[i] += x;
+            }
         }
     }
     return 0;
