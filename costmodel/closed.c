@@ -189,7 +189,20 @@ void cost_closed_form(const Hardware *hw, const Graph *g, const Plan *p, ClosedF
     int n_groups = plan_subgroup_count(p), tfirst, tcount;
     plan_subgroup_blocks(p, n_groups - 1, &tfirst, &tcount);
     double tail_params = tcount * (double)model_block_params(c) + (double)model_embed_params(c);
-    double state_w = p->optim == TIER_SSD ? 12 : 0, new_w = p->weights == TIER_SSD ? w : 0;
+    double new_w = p->weights == TIER_SSD ? w : 0;
+    /* states read and written over SSD: those of sub-groups whose states live there */
+    double ssd_state_params = 0, ssd_tail_params = 0;
+    for (int s = 0; s < n_groups; s++) {
+        int first, count;
+        plan_subgroup_blocks(p, s, &first, &count);
+        double n = count * (double)model_block_params(c) +
+                   (s == n_groups - 1 ? (double)model_embed_params(c) : 0);
+        if (plan_optim_tier(p, s) == TIER_SSD) {
+            ssd_state_params += n;
+            if (s == n_groups - 1)
+                ssd_tail_params = n;
+        }
+    }
     double bwd_other[RES_COUNT];
     memcpy(bwd_other, B, sizeof bwd_other); /* a non-last micro-batch's backward */
     double tail_chain = 0;
@@ -198,8 +211,9 @@ void cost_closed_form(const Hardware *hw, const Graph *g, const Plan *p, ClosedF
     } else if (p->policy == POLICY_FUYOU) {
         double po = P - tail_params;
         B[RES_CPU_ADAM] += adam_s(hw, p, po);
-        B[RES_SSD_READ] += link_s(hw, RES_SSD_READ, state_w * po);
-        B[RES_SSD_WRITE] += link_s(hw, RES_SSD_WRITE, (state_w + new_w) * po);
+        B[RES_SSD_READ] += link_s(hw, RES_SSD_READ, 12 * (ssd_state_params - ssd_tail_params));
+        B[RES_SSD_WRITE] += link_s(hw, RES_SSD_WRITE,
+                                   12 * (ssd_state_params - ssd_tail_params) + new_w * po);
         /* The tail is a chain: Adam, then the new weights out (to SSD, or to the GPU) before
          * the next forward can load them. */
         T[RES_CPU_ADAM] += adam_s(hw, p, tail_params);
@@ -209,8 +223,8 @@ void cost_closed_form(const Hardware *hw, const Graph *g, const Plan *p, ClosedF
         tail_chain = T[RES_CPU_ADAM] + T[RES_SSD_WRITE] + T[RES_H2D];
     } else {
         T[RES_CPU_ADAM] += adam_s(hw, p, P);
-        T[RES_SSD_READ] += link_s(hw, RES_SSD_READ, state_w * P);
-        T[RES_SSD_WRITE] += link_s(hw, RES_SSD_WRITE, (state_w + new_w) * P);
+        T[RES_SSD_READ] += link_s(hw, RES_SSD_READ, 12 * ssd_state_params);
+        T[RES_SSD_WRITE] += link_s(hw, RES_SSD_WRITE, 12 * ssd_state_params + new_w * P);
         if (p->weights == TIER_GPU)
             T[RES_H2D] += link_s(hw, RES_H2D, w * P);
     }

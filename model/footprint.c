@@ -88,11 +88,20 @@ void footprint_compute(Footprint *f, const Graph *g, const Plan *p)
     if (p->weights == TIER_SSD)
         f->bytes[MEM_STAGING][TIER_CPU] += p->pinned_buffers * block_w;
 
-    f->bytes[MEM_MASTER][p->optim] += 4 * P;
-    f->bytes[MEM_ADAM_M][p->optim] += 4 * P;
-    f->bytes[MEM_ADAM_V][p->optim] += 4 * P;
+    bool any_ssd = false;
+    for (int s = 0; s < plan_subgroup_count(p); s++) {
+        int first, count;
+        plan_subgroup_blocks(p, s, &first, &count);
+        double n = count * (double)model_block_params(c) +
+                   (s == plan_subgroup_count(p) - 1 ? (double)model_embed_params(c) : 0);
+        Tier t = plan_optim_tier(p, s);
+        any_ssd |= t == TIER_SSD;
+        f->bytes[MEM_MASTER][t] += 4 * n;
+        f->bytes[MEM_ADAM_M][t] += 4 * n;
+        f->bytes[MEM_ADAM_V][t] += 4 * n;
+    }
     double group = max_subgroup_params(g, p);
-    if (p->optim == TIER_SSD)
+    if (any_ssd)
         f->bytes[MEM_STAGING][TIER_CPU] += p->state_buffers * group * 12;
 
     if (p->optim == TIER_GPU) {

@@ -113,6 +113,12 @@ int plan_validate(const Plan *p, Err *e)
     if (p->weight_buffers < p->prefetch_depth + 1)
         return err_set(e, -EINVAL, "plan: %d weight buffers cannot hold a prefetch depth of %d "
                        "(needs depth + 1)", p->weight_buffers, p->prefetch_depth);
+    if (p->optim_cpu_groups < 0 || p->optim_cpu_groups > plan_subgroup_count(p))
+        return err_set(e, -EINVAL, "plan: %d sub-groups' states in CPU memory, of %d",
+                       p->optim_cpu_groups, plan_subgroup_count(p));
+    if (p->optim_cpu_groups && p->optim != TIER_SSD)
+        return err_set(e, -EINVAL, "plan: keeping some sub-groups' states in CPU memory needs "
+                       "the rest on SSD (optim ssd)");
     if (p->tail_blocks > p->n_layer)
         return err_set(e, -EINVAL, "plan: tail of %d blocks exceeds the model's %d",
                        p->tail_blocks, p->n_layer);
@@ -147,6 +153,13 @@ void plan_subgroup_blocks(const Plan *p, int g, int *first, int *count)
     *count = end - start;
 }
 
+Tier plan_optim_tier(const Plan *p, int g)
+{
+    if (p->optim == TIER_SSD && g >= plan_subgroup_count(p) - p->optim_cpu_groups)
+        return TIER_CPU;
+    return p->optim;
+}
+
 int plan_subgroup_of_block(const Plan *p, int block)
 {
     assert(block >= 0 && block < p->n_layer);
@@ -161,15 +174,19 @@ char *plan_summary(const Plan *p, const Graph *g, char *buf, size_t n)
     for (int b = 0; b < p->n_layer; b++)
         for (int i = 0; i < GRAPH_OPS_PER_BLOCK; i++)
             bytes[plan_act(p, b, i)] += (double)graph_block_op(g, b, i)->act_bytes;
-    char kb[4][24];
+    char kb[4][24], cpu_groups[64] = "";
     for (int a = 0; a < 4; a++)
         units_bytes(kb[a], sizeof kb[a], bytes[a]);
+    if (p->optim_cpu_groups)
+        snprintf(cpu_groups, sizeof cpu_groups, " (the last %d sub-group%s in cpu memory)",
+                 p->optim_cpu_groups, p->optim_cpu_groups == 1 ? "'s" : "s'");
     snprintf(buf, n,
-             "policy %s; weights on %s, optimizer states on %s; activations kept on gpu %s, "
+             "policy %s; weights on %s, optimizer states on %s%s; activations kept on gpu %s, "
              "swapped to cpu %s, to ssd %s, recomputed %s; sub-groups of %d block%s (tail %d + "
              "embedding); prefetch depth %d; buffers: weights %d, pinned %d, activations %d, "
              "gradients %d, states %d; %d micro-batch%s of %d x %d tokens",
-             policy_name(p->policy), tier_name(p->weights), tier_name(p->optim), kb[ACT_GPU],
+             policy_name(p->policy), tier_name(p->weights), tier_name(p->optim), cpu_groups,
+             kb[ACT_GPU],
              kb[ACT_CPU], kb[ACT_SSD], kb[ACT_RECOMPUTE], p->subgroup_blocks,
              p->subgroup_blocks == 1 ? "" : "s", p->tail_blocks, p->prefetch_depth,
              p->weight_buffers, p->pinned_buffers, p->act_buffers, p->grad_buffers,

@@ -37,6 +37,8 @@ typedef struct Plan {
     int grad_buffers;    /* GPU buffers of one block's gradients */
     int state_buffers;   /* pinned CPU buffers of one sub-group's optimizer states */
     int host_grad_groups; /* sub-groups of gradients the CPU holds before their update */
+    int optim_cpu_groups; /* with optim on SSD: the last this many sub-groups in update order
+                             (the tail first) keep their states in CPU memory */
 } Plan;
 
 const char *tier_name(Tier t);
@@ -74,5 +76,9 @@ int plan_subgroup_count(const Plan *p);
 /* Blocks [first, first + count) of sub-group g. */
 void plan_subgroup_blocks(const Plan *p, int g, int *first, int *count);
 int plan_subgroup_of_block(const Plan *p, int block);
+/* Where sub-group g's fp32 master weights and Adam states live: p->optim, except the last
+ * optim_cpu_groups sub-groups' when p->optim is SSD (CPU memory). Those sub-groups are the
+ * lowest slices of the parameter layout, so the CPU-resident states are one prefix of it. */
+Tier plan_optim_tier(const Plan *p, int g);
 
 #endif

@@ -9,7 +9,13 @@
 
 const char *const plan_args_names[4 + PC_N] = {
     "weights", "optim", "checkpoints", "act", "micro-batches", "subgroup", "tail", "prefetch",
-    "weight-buffers", "pinned-buffers", "act-buffers", "grad-buffers", "state-buffers"};
+    "weight-buffers", "pinned-buffers", "act-buffers", "grad-buffers", "state-buffers",
+    "optim-cpu-groups"};
+
+int plan_args_min(int count)
+{
+    return count == PC_PREFETCH || count == PC_OCPU ? 0 : 1;
+}
 
 void plan_args_init(PlanArgs *a)
 {
@@ -44,8 +50,7 @@ int plan_args_take(PlanArgs *a, const char *name, const char *value, const char 
         char opt[32];
         snprintf(opt, sizeof opt, "--%s", name);
         int c = i - 4;
-        return plan_args_count(prog, opt, value, c == PC_PREFETCH ? 0 : 1, &a->count[c]) ? -EINVAL
-                                                                                        : 1;
+        return plan_args_count(prog, opt, value, plan_args_min(c), &a->count[c]) ? -EINVAL : 1;
     }
     return 0;
 }
@@ -100,7 +105,7 @@ int plan_args_apply(const PlanArgs *pa, Plan *p, const char *prog)
         [PC_TAIL] = &p->tail_blocks, [PC_PREFETCH] = &p->prefetch_depth,
         [PC_WBUF] = &p->weight_buffers, [PC_PBUF] = &p->pinned_buffers,
         [PC_ABUF] = &p->act_buffers, [PC_GBUF] = &p->grad_buffers,
-        [PC_SBUF] = &p->state_buffers,
+        [PC_SBUF] = &p->state_buffers, [PC_OCPU] = &p->optim_cpu_groups,
     };
     for (int i = 0; i < PC_N; i++)
         if (pa->count[i] >= 0)

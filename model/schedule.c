@@ -590,12 +590,13 @@ static void emit_update(Builder *b, int s)
     /* The pinned state buffer of the k-th update of the run, when it needs one: its states
      * (optimizer on SSD) and the new weights on their way to SSD or the GPU. */
     int k = b->n_updates++;
-    bool pinned = p->optim == TIER_SSD || p->weights != TIER_CPU;
+    bool on_ssd = plan_optim_tier(p, s) == TIER_SSD;
+    bool pinned = on_ssd || p->weights != TIER_CPU;
     int slot = pinned ? k % p->state_buffers : -1;
     const int *freed = pinned && k >= p->state_buffers
                            ? &b->upd_release[2 * (k - p->state_buffers)] : NULL;
     int rd = -1;
-    if (p->optim == TIER_SSD) {
+    if (on_ssd) {
         rd = copy_task(b, RES_SSD_READ, PHASE_OPTIMIZER, first, 12.0 * (double)params,
                        PRIO_OPTIM, "SSDR.g%d.state", s);
         set_move(b, rd, CARGO_STATES, TIER_SSD, TIER_CPU, s);
@@ -623,7 +624,7 @@ static void emit_update(Builder *b, int s)
         dep(b, a, b->embed_grad_d2h);
     b->adam[s] = a;
     int sw = -1;
-    if (p->optim == TIER_SSD) {
+    if (on_ssd) {
         sw = copy_task(b, RES_SSD_WRITE, PHASE_OPTIMIZER, first, 12.0 * (double)params,
                        PRIO_OPTIM, "SSDW.g%d.state", s);
         set_move(b, sw, CARGO_STATES, TIER_CPU, TIER_SSD, s);

@@ -86,6 +86,8 @@ static void usage(FILE *out)
 "  --act-buffers N         GPU buffers for a block's swapped activations (default 2)\n"
 "  --grad-buffers N        GPU buffers of one block's gradients (default 2)\n"
 "  --state-buffers N       pinned CPU buffers of one sub-group's states (default 3, z-i 2)\n"
+"  --optim-cpu-groups N    with --optim ssd, keep the last N sub-groups' states (the tail\n"
+"                          first) in CPU memory (default 0)\n"
 "  -h, --help              this text\n"
 "  -V, --version           the version\n"
 "\n"
@@ -98,8 +100,8 @@ static int parse_args(int argc, char **argv, SimArgs *a)
     enum { O_HW = 256, O_SET, O_MODEL, O_POLICY, O_TRACE, O_CHROME, O_DESCRIBE, O_SWAP,
            O_SWEEP_OUT, O_WEIGHTS,
            O_OPTIM, O_CKPT, O_ACT, O_BATCH, O_SEQ, O_ITERS, O_MICRO, O_SUBGROUP, O_TAIL,
-           O_PREFETCH, O_WBUF, O_PBUF, O_ABUF, O_GBUF, O_SBUF };
-    _Static_assert(O_SBUF - O_MICRO == PC_N - 1, "count options follow enum PlanCount");
+           O_PREFETCH, O_WBUF, O_PBUF, O_ABUF, O_GBUF, O_SBUF, O_OCPU };
+    _Static_assert(O_OCPU - O_MICRO == PC_N - 1, "count options follow enum PlanCount");
     static const struct option opts[] = {
         {"hw", required_argument, 0, O_HW}, {"set", required_argument, 0, O_SET},
         {"model", required_argument, 0, O_MODEL}, {"policy", required_argument, 0, O_POLICY},
@@ -118,6 +120,7 @@ static int parse_args(int argc, char **argv, SimArgs *a)
         {"act-buffers", required_argument, 0, O_ABUF},
         {"grad-buffers", required_argument, 0, O_GBUF},
         {"state-buffers", required_argument, 0, O_SBUF},
+        {"optim-cpu-groups", required_argument, 0, O_OCPU},
         {"help", no_argument, 0, 'h'}, {"version", no_argument, 0, 'V'}, {0, 0, 0, 0},
     };
     *a = (SimArgs){.hw = "4090.ini", .model = "gpt3-175b", .policy = "fuyou", .swap = "auto",
@@ -127,7 +130,7 @@ static int parse_args(int argc, char **argv, SimArgs *a)
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":hV", opts, NULL)) != -1) {
-        if (c >= O_BATCH && c <= O_SBUF) {
+        if (c >= O_BATCH && c <= O_OCPU) {
             const struct option *o = opts;
             while (o->val != c)
                 o++;
@@ -135,7 +138,8 @@ static int parse_args(int argc, char **argv, SimArgs *a)
             snprintf(name, sizeof name, "--%s", o->name);
             int *dst = c == O_BATCH ? &a->batch : c == O_SEQ ? &a->seq
                      : c == O_ITERS ? &a->iters : &a->plan.count[c - O_MICRO];
-            if (plan_args_count("fuyou-sim", name, optarg, c == O_PREFETCH ? 0 : 1, dst))
+            int min = c >= O_MICRO ? plan_args_min(c - O_MICRO) : 1;
+            if (plan_args_count("fuyou-sim", name, optarg, min, dst))
                 return -EINVAL;
             continue;
         }

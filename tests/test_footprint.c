@@ -1,4 +1,5 @@
 /* Check suite for model/footprint: hand-computed tables and the automatic placement. */
+#include <errno.h>
 #include "footprint.h"
 #include "testutil.h"
 
@@ -67,6 +68,20 @@ START_TEST(out_of_core)
     double recomputed = (double)t.block_act_bytes - ckpt_op;
     ck_assert_double_eq(f.bytes[MEM_ACTIVATIONS][TIER_GPU],
                         recomputed + 2 * ckpt_op + t.edge_act_bytes + 2.0 * 32 * 256 * 2);
+    /* the last sub-group in update order (the tail) keeps its states in CPU memory */
+    p.optim_cpu_groups = 1;
+    ck_assert_int_eq(plan_validate(&p, &e), 0);
+    ck_assert_int_eq(plan_optim_tier(&p, plan_subgroup_count(&p) - 1), TIER_CPU);
+    ck_assert_int_eq(plan_optim_tier(&p, 0), TIER_SSD);
+    footprint_compute(&f, &g, &p);
+    ck_assert_double_eq(f.bytes[MEM_MASTER][TIER_CPU], 4 * group);
+    ck_assert_double_eq(f.bytes[MEM_ADAM_V][TIER_SSD], 4 * (P - group));
+    p.optim_cpu_groups = plan_subgroup_count(&p) + 1;
+    ck_assert_int_eq(plan_validate(&p, &e), -EINVAL);
+    p.optim = TIER_CPU;
+    p.optim_cpu_groups = 1;
+    ck_assert_int_eq(plan_validate(&p, &e), -EINVAL);
+    tu_assert_contains(e.msg, "on SSD");
     plan_free(&p);
     graph_free(&g);
 }

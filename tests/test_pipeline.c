@@ -41,18 +41,20 @@ typedef struct Variant {
     const char *name;
     Tier weights, optim;
     ActPlace ckpt, inner;
-    int subgroup, tail, ring, segment, micro;
+    int subgroup, tail, ring, segment, micro, cpu_groups;
 } Variant;
 
 static const Variant variants[] = {
-    {"all in CPU memory", TIER_CPU, TIER_CPU, ACT_CPU, ACT_CPU, 1, 1, 2, 0, 1},
-    {"weights and states on SSD", TIER_SSD, TIER_SSD, ACT_CPU, ACT_GPU, 1, 1, 2, 0, 1},
-    {"activations to SSD", TIER_CPU, TIER_CPU, ACT_SSD, ACT_SSD, 1, 1, 2, 0, 1},
-    {"full recomputation", TIER_SSD, TIER_CPU, ACT_GPU, ACT_RECOMPUTE, 1, 1, 2, 0, 1},
-    {"sub-groups of 2, tail 2, all on SSD", TIER_SSD, TIER_SSD, ACT_SSD, ACT_SSD, 2, 2, 2, 0, 1},
-    {"rings of one, segments of 2", TIER_SSD, TIER_SSD, ACT_CPU, ACT_SSD, 1, 1, 1, 2, 1},
-    {"2 micro-batches, states on SSD", TIER_CPU, TIER_SSD, ACT_SSD, ACT_CPU, 2, 1, 2, 0, 2},
-    {"3 micro-batches, rings of one", TIER_SSD, TIER_CPU, ACT_CPU, ACT_RECOMPUTE, 1, 2, 1, 2, 3},
+    {"all in CPU memory", TIER_CPU, TIER_CPU, ACT_CPU, ACT_CPU, 1, 1, 2, 0, 1, 0},
+    {"weights and states on SSD", TIER_SSD, TIER_SSD, ACT_CPU, ACT_GPU, 1, 1, 2, 0, 1, 0},
+    {"activations to SSD", TIER_CPU, TIER_CPU, ACT_SSD, ACT_SSD, 1, 1, 2, 0, 1, 0},
+    {"full recomputation", TIER_SSD, TIER_CPU, ACT_GPU, ACT_RECOMPUTE, 1, 1, 2, 0, 1, 0},
+    {"sub-groups of 2, tail 2, all on SSD", TIER_SSD, TIER_SSD, ACT_SSD, ACT_SSD, 2, 2, 2, 0, 1, 0},
+    {"rings of one, segments of 2", TIER_SSD, TIER_SSD, ACT_CPU, ACT_SSD, 1, 1, 1, 2, 1, 0},
+    {"2 micro-batches, states on SSD", TIER_CPU, TIER_SSD, ACT_SSD, ACT_CPU, 2, 1, 2, 0, 2, 0},
+    {"3 micro-batches, rings of one", TIER_SSD, TIER_CPU, ACT_CPU, ACT_RECOMPUTE, 1, 2, 1, 2, 3, 0},
+    {"states split: 2 sub-groups in CPU memory", TIER_SSD, TIER_SSD, ACT_CPU, ACT_SSD, 1, 1, 2,
+     0, 1, 2},
 };
 
 static void read_ckpt(const char *dir, const TrainOptions *o, float **p, float **m, float **v)
@@ -94,6 +96,7 @@ START_TEST(placement_does_not_change_the_math)
     p.subgroup_blocks = x->subgroup;
     p.tail_blocks = x->tail;
     p.micro_batches = x->micro > 1 ? x->micro : 1;
+    p.optim_cpu_groups = x->cpu_groups;
     if (x->ring == 1) {
         p.prefetch_depth = 0;
         p.weight_buffers = p.pinned_buffers = p.act_buffers = p.grad_buffers = 1;

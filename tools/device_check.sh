@@ -115,7 +115,9 @@ if [ "${MODE:-all}" = offload ]; then
                 END { printf "  worst relative loss difference %.2e\n", m }'
         done
     fi
-    RUNS=${RUNS:-"cpu-states b8|gpt3-2.7b|8|4|--weights cpu --optim cpu --checkpoints gpu --act recompute;cpu-states b32|gpt3-2.7b|32|3|--weights cpu --optim cpu --checkpoints cpu --act recompute;ssd-states|gpt3-1.3b|8|3|--weights ssd --optim ssd --checkpoints gpu --act recompute"}
+    # issue 11's table: states in CPU memory at batch 8 and 32, on SSD, and 6.7B with half of
+    # them in CPU memory (--optim-cpu-groups), all under the 4090's 24 GiB
+    RUNS=${RUNS:-"2.7b states-cpu b8|gpt3-2.7b|8|4|--weights cpu --optim cpu --checkpoints gpu --act recompute|--lr 3e-4 --warmup 2;2.7b states-cpu b32|gpt3-2.7b|32|3|--weights cpu --optim cpu --checkpoints cpu --act recompute|--lr 3e-4 --warmup 2;2.7b states-ssd b8|gpt3-2.7b|8|2|--weights ssd --optim ssd --checkpoints gpu --act recompute|--lr 3e-4 --warmup 1;6.7b states-split b8|gpt3-6.7b|8|2|--weights ssd --optim ssd --optim-cpu-groups 16 --checkpoints gpu --act recompute|--lr 1e-4 --warmup 1 --cpu-mem 100GiB"}
     printf '%s\n' "$RUNS" | tr ';' '\n' > "$OUT/runs.txt"
     n=0
     while IFS='|' read -r name model batch iters plan extra; do

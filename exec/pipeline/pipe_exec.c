@@ -183,8 +183,8 @@ static int issue_io(Pipe *pp, const Task *t, IoJob *j, Err *e)
                   m->ssd_inner_bytes[b], e);
     case CARGO_STATES: {
         float *buf = (float *)m->state_slot[t->slot.pinned];
-        int id = w ? ooc_adam_write_start(&m->oa, t->group, buf, e)
-                   : ooc_adam_read_start(&m->oa, t->group, buf, e);
+        int g = m->ooc_index[t->group];
+        int id = w ? ooc_adam_write_start(&m->oa, g, buf, e) : ooc_adam_read_start(&m->oa, g, buf, e);
         if (id < 0)
             return id;
         j->req[j->n++] = id;
@@ -261,7 +261,7 @@ static void prepare_adam(Pipe *pp, const Task *t, AdamJob *j)
                    .grad = m->grad_sum ? (const void *)(m->grad_sum + begin)
                                        : m->host_grads[t->slot.host_grads]};
     adam_step_init(&j->step, &acfg, (int)step, clip);
-    if (m->p->optim == TIER_CPU) {
+    if (m->ooc_index[s] < 0) {
         j->master = m->master + begin;
         j->m = m->m + begin;
         j->v = m->v + begin;

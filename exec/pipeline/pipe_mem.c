@@ -38,8 +38,9 @@ static int place(PipeMem *m, Err *e)
     m->ssd_inner_bytes = calloc((size_t)L, sizeof(size_t));
     m->grp_begin = calloc((size_t)m->G, sizeof(size_t));
     m->grp_end = calloc((size_t)m->G, sizeof(size_t));
+    m->ooc_index = calloc((size_t)m->G, sizeof(int));
     if (!m->home || !m->cpu_off || !m->ssd_off || !m->cpu_bytes || !m->ssd_inner_bytes ||
-        !m->grp_begin || !m->grp_end)
+        !m->grp_begin || !m->grp_end || !m->ooc_index)
         return err_set(e, -ENOMEM, "out of memory");
     bool swapped[BT_COUNT] = {false};
     size_t ckpt_ssd_max = 0, inner_ssd_max = 0;
@@ -79,8 +80,13 @@ static int place(PipeMem *m, Err *e)
     m->stage_in_inner = align_up(ckpt_ssd_max, 4096);
     m->stage_in_bytes = m->stage_in_inner + inner_ssd_max;
     /* sub-groups as slices of the flat layout */
+    int n_ssd = 0;
     for (int s = 0; s < m->G; s++) {
         gpt2_subgroup_slice(m->c, p, s, &m->grp_begin[s], &m->grp_end[s]);
+        bool cpu = plan_optim_tier(p, s) == TIER_CPU;
+        m->ooc_index[s] = cpu ? -1 : n_ssd++;
+        if (cpu && m->grp_end[s] > m->cpu_state_params)
+            m->cpu_state_params = m->grp_end[s];
         if (m->grp_end[s] - m->grp_begin[s] > m->max_group)
             m->max_group = m->grp_end[s] - m->grp_begin[s];
     }
@@ -89,7 +95,15 @@ static int place(PipeMem *m, Err *e)
 
 static size_t update_base(const PipeMem *m, int s)
 {
-    return m->p->optim == TIER_SSD ? page(12 * (m->grp_end[s] - m->grp_begin[s])) : 0;
+    return m->ooc_index[s] >= 0 ? page(12 * (m->grp_end[s] - m->grp_begin[s])) : 0;
+}
+
+static bool states_on_ssd(const PipeMem *m)
+{
+    for (int s = 0; s < m->G; s++)
+        if (m->ooc_index[s] >= 0)
+            return true;
+    return false;
 }
 
 int pipe_mem_update_pieces(const PipeMem *m, int s, size_t *first, size_t *count, size_t *off)
@@ -130,7 +144,7 @@ static size_t state_slot_bytes(const PipeMem *m)
 
 static bool uses_state_slots(const PipeMem *m)
 {
-    return m->p->optim == TIER_SSD || m->p->weights != TIER_CPU;
+    return states_on_ssd(m) || m->p->weights != TIER_CPU;
 }
 
 static double device_need(const PipeMem *m)
@@ -159,8 +173,8 @@ static double host_need(const PipeMem *m)
     else
         n += p->pinned_buffers * (double)page(m->block_params * m->wsz) +
              (double)page(m->edge_params * m->wsz);
-    if (p->optim == TIER_CPU)
-        n += 3.0 * (double)page(P * 4);
+    if (m->cpu_state_params)
+        n += 3.0 * (double)page(m->cpu_state_params * 4);
     if (uses_state_slots(m))
         n += p->state_buffers * (double)page(state_slot_bytes(m));
     size_t biggest = m->block_params > m->edge_params ? m->block_params : m->edge_params;
@@ -231,10 +245,11 @@ static int alloc_host(PipeMem *m, Err *e)
             ok = (m->pinned_w[i] = host_alloc(m, m->block_params * m->wsz, MEM_STAGING, e));
         ok = ok && (m->edge_stage = host_alloc(m, m->edge_params * m->wsz, MEM_STAGING, e));
     }
-    if (ok && p->optim == TIER_CPU)
-        ok = (m->master = (float *)host_alloc(m, P * 4, MEM_MASTER, e)) &&
-             (m->m = (float *)host_alloc(m, P * 4, MEM_ADAM_M, e)) &&
-             (m->v = (float *)host_alloc(m, P * 4, MEM_ADAM_V, e));
+    size_t X = m->cpu_state_params;
+    if (ok && X)
+        ok = (m->master = (float *)host_alloc(m, X * 4, MEM_MASTER, e)) &&
+             (m->m = (float *)host_alloc(m, X * 4, MEM_ADAM_M, e)) &&
+             (m->v = (float *)host_alloc(m, X * 4, MEM_ADAM_V, e));
     for (int i = 0; ok && uses_state_slots(m) && i < p->state_buffers; i++)
         ok = (m->state_slot[i] = host_alloc(m, state_slot_bytes(m), MEM_STAGING, e));
     size_t biggest = m->block_params > m->edge_params ? m->block_params : m->edge_params;
@@ -257,7 +272,7 @@ static int alloc_host(PipeMem *m, Err *e)
 
 static bool needs_store(const PipeMem *m)
 {
-    if (m->p->weights == TIER_SSD || m->p->optim == TIER_SSD)
+    if (m->p->weights == TIER_SSD || states_on_ssd(m))
         return true;
     for (int i = 0; i < m->L * BT_COUNT; i++)
         if (m->home[i] == HOME_SSD)
@@ -306,16 +321,22 @@ static int open_store(PipeMem *m, const PipeConfig *pc, WorkPool *wp, Err *e)
             rc = store_alloc(&m->st, m->edge_params * m->wsz, &m->w_ssd_edge, e);
         m->ssd_bytes[MEM_WEIGHTS] = (double)((m->edge_params + L * m->block_params) * m->wsz);
     }
-    if (!rc && p->optim == TIER_SSD) {
+    if (!rc && states_on_ssd(m)) {
+        /* the sub-groups whose states are on SSD, in oa by their ooc_index */
         size_t *n = malloc((size_t)m->G * sizeof *n);
         if (!n)
             return err_set(e, -ENOMEM, "out of memory");
+        int k = 0;
+        double on_ssd = 0;
         for (int s = 0; s < m->G; s++)
-            n[s] = m->grp_end[s] - m->grp_begin[s];
-        rc = ooc_adam_init(&m->oa, &m->st, &m->pool, wp, adam_isa_best(), n, m->G, 0, e);
+            if (m->ooc_index[s] >= 0) {
+                n[k++] = m->grp_end[s] - m->grp_begin[s];
+                on_ssd += (double)n[k - 1];
+            }
+        rc = ooc_adam_init(&m->oa, &m->st, &m->pool, wp, adam_isa_best(), n, k, 0, e);
         free(n);
-        double P = (double)(m->edge_params + L * m->block_params);
-        m->ssd_bytes[MEM_MASTER] = m->ssd_bytes[MEM_ADAM_M] = m->ssd_bytes[MEM_ADAM_V] = 4 * P;
+        m->ssd_bytes[MEM_MASTER] = m->ssd_bytes[MEM_ADAM_M] = m->ssd_bytes[MEM_ADAM_V] =
+            4 * on_ssd;
     }
     for (int b = 0; b < L && !rc; b++) {
         if (m->home[b * BT_COUNT + SCHED_BLOCK_INPUT] == HOME_SSD) {
@@ -418,7 +439,7 @@ void pipe_mem_free(PipeMem *m)
     hostpool_free(&m->pool);
     free(m->kept), free(m->act_cpu), free(m->w_ssd), free(m->ckpt_ssd), free(m->inner_ssd);
     free(m->home), free(m->cpu_off), free(m->ssd_off), free(m->cpu_bytes);
-    free(m->ssd_inner_bytes), free(m->grp_begin), free(m->grp_end);
+    free(m->ssd_inner_bytes), free(m->grp_begin), free(m->grp_end), free(m->ooc_index);
     memset(m, 0, sizeof *m);
 }
 
@@ -482,37 +503,41 @@ int pipe_mem_put_state(PipeMem *m, const float *params, const float *mo, const f
     }
     if (rc)
         return rc;
-    if (p->optim == TIER_CPU) {
+    (void)P;
+    size_t X = m->cpu_state_params;
+    if (X) {
         if (params != m->master)
-            memcpy(m->master, params, P * 4);
-        mo ? (void)memcpy(m->m, mo, P * 4) : (void)memset(m->m, 0, P * 4);
-        vo ? (void)memcpy(m->v, vo, P * 4) : (void)memset(m->v, 0, P * 4);
-        return 0;
+            memcpy(m->master, params, X * 4);
+        mo ? (void)memcpy(m->m, mo, X * 4) : (void)memset(m->m, 0, X * 4);
+        vo ? (void)memcpy(m->v, vo, X * 4) : (void)memset(m->v, 0, X * 4);
     }
     float *buf = (float *)m->state_slot[0];
     for (int s = 0; s < m->G && !rc; s++) {
+        if (m->ooc_index[s] < 0)
+            continue;
         size_t b0 = m->grp_begin[s], n = m->grp_end[s] - b0;
         memcpy(buf, params + b0, n * 4);
         mo ? (void)memcpy(buf + n, mo + b0, n * 4) : (void)memset(buf + n, 0, n * 4);
         vo ? (void)memcpy(buf + 2 * n, vo + b0, n * 4) : (void)memset(buf + 2 * n, 0, n * 4);
-        rc = ooc_adam_write_group(&m->oa, s, buf, e);
+        rc = ooc_adam_write_group(&m->oa, m->ooc_index[s], buf, e);
     }
     return rc;
 }
 
 int pipe_mem_get_state(PipeMem *m, float *params, float *mo, float *vo, Err *e)
 {
-    size_t P = m->edge_params + (size_t)m->L * m->block_params;
-    if (m->p->optim == TIER_CPU) {
-        memcpy(params, m->master, P * 4);
-        memcpy(mo, m->m, P * 4);
-        memcpy(vo, m->v, P * 4);
-        return 0;
+    size_t X = m->cpu_state_params;
+    if (X) {
+        memcpy(params, m->master, X * 4);
+        memcpy(mo, m->m, X * 4);
+        memcpy(vo, m->v, X * 4);
     }
     float *buf = (float *)m->state_slot[0];
     for (int s = 0; s < m->G; s++) {
+        if (m->ooc_index[s] < 0)
+            continue;
         size_t b0 = m->grp_begin[s], n = m->grp_end[s] - b0;
-        int rc = ooc_adam_read_group(&m->oa, s, buf, e);
+        int rc = ooc_adam_read_group(&m->oa, m->ooc_index[s], buf, e);
         if (rc)
             return rc;
         memcpy(params + b0, buf, n * 4);

@@ -37,6 +37,8 @@ typedef struct PipeMem {
     size_t stage_out_bytes, stage_in_bytes, stage_in_inner; /* inner part's offset in in-slots */
     size_t *grp_begin, *grp_end; /* sub-group slices of the flat layout */
     size_t max_group;
+    size_t cpu_state_params;    /* the CPU-resident states' prefix of the layout: [0, this) */
+    int *ooc_index;             /* per sub-group: its index in oa when its states are on SSD */
     /* device memory */
     void *wbuf[PIPE_MAX_RING], *wedge, *gbuf[PIPE_MAX_RING], *gedge;
     void *act_out[PIPE_MAX_RING], *act_in[PIPE_MAX_RING], **kept, *scratch, *final_res;
@@ -45,7 +47,7 @@ typedef struct PipeMem {
     HostPool pool;
     uint8_t *w_home;            /* weights on the CPU, flat layout */
     uint8_t *pinned_w[PIPE_MAX_RING], *edge_stage;
-    float *master, *m, *v;      /* states on the CPU, flat layout */
+    float *master, *m, *v;      /* states in CPU memory, flat layout [0, cpu_state_params) */
     uint8_t *state_slot[PIPE_MAX_RING];
     uint8_t *host_grads[PIPE_MAX_RING];
     float *grad_sum;            /* micro-batches > 1: the whole model's gradients, fp32 */

@@ -162,6 +162,10 @@ int pipe_train(const TrainOptions *o, const Plan *plan, const PipeConfig *pc, Tr
         rc = pipe_mem_put_state(&pp.mem, in_place ? pp.mem.master : params,
                                 o->resume_dir ? m : NULL,
                                 o->resume_dir ? v : NULL, e);
+    if (!o->save_dir) { /* the state lives where the plan says now; the arrays go */
+        free(params), free(m), free(v);
+        params = m = v = NULL;
+    }
     if (!rc)
         rc = loader_init(&ld, &data, o->batch, o->seq, st.seed, e);
     if (!rc && o->resume_dir)

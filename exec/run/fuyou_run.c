@@ -70,7 +70,8 @@ static void usage(FILE *out)
 "  --segment N           iterations per DAG run (default 8); checkpoints end a segment\n"
 "  plan options, as fuyou-sim's: --weights --optim --checkpoints (cpu, ssd; gpu for\n"
 "  checkpoints), --act (recompute, gpu, cpu, ssd), --prefetch, --weight-buffers,\n"
-"  --pinned-buffers, --act-buffers, --grad-buffers, --state-buffers (and --subgroup,\n"
+"  --pinned-buffers, --act-buffers, --grad-buffers, --state-buffers, --optim-cpu-groups\n"
+"  (states of the last N sub-groups in CPU memory, the rest on SSD; and --subgroup,\n"
 "  --tail above); without any, the planner's plan for --hw and the budgets, the one\n"
 "  fuyou-sim predicts\n"
 "  -h, --help, -V, --version\n"
@@ -222,7 +223,7 @@ int main(int argc, char **argv)
         {"act", 1, 0, O_PLAN}, {"micro-batches", 1, 0, O_PLAN}, {"prefetch", 1, 0, O_PLAN},
         {"weight-buffers", 1, 0, O_PLAN}, {"pinned-buffers", 1, 0, O_PLAN},
         {"act-buffers", 1, 0, O_PLAN}, {"grad-buffers", 1, 0, O_PLAN},
-        {"state-buffers", 1, 0, O_PLAN},
+        {"state-buffers", 1, 0, O_PLAN}, {"optim-cpu-groups", 1, 0, O_PLAN},
         {"help", 0, 0, 'h'}, {"version", 0, 0, 'V'}, {0, 0, 0, 0},
     };
     bool offload = false;
