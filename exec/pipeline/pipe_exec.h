@@ -20,6 +20,7 @@ typedef struct CopyJob {
      * starting from 0 at the first micro-batch) */
     float *sum;
     const void *bounce;
+    DType bounce_type;
     size_t n_add;
     bool first;
 } CopyJob;
@@ -46,6 +47,7 @@ typedef struct Pipe {
     PipeMem mem;
     Gpt2Layout layout;
     WorkPool wp_adam, wp_compute;
+    WorkPool wp_sum;            /* the D2H lane's, for adding micro-batch gradients */
     Lane lanes[N_THREAD_LANES];
     LaneBell bell;
     unsigned rings_seen;
