@@ -58,6 +58,19 @@ START_TEST(micro_batches_accumulate)
 }
 END_TEST
 
+/* A tail longer than the model would update nothing: refused */
+START_TEST(tail_beyond_the_model)
+{
+    TrainOptions o = opts(2);
+    o.tail_blocks = o.model.n_layer + 1;
+    TrainResult r;
+    Err e;
+    ck_assert_int_eq(trainer_run(&o, &r, &e), -EINVAL);
+    tu_assert_contains(e.msg, "--tail");
+    free(r.losses);
+}
+END_TEST
+
 START_TEST(resume_is_exact)
 {
     char dir_a[] = "/tmp/fuyou-ckA-XXXXXX", dir_b[] = "/tmp/fuyou-ckB-XXXXXX";
@@ -503,6 +516,7 @@ int main(void)
     tcase_add_test(tc, loss_falls);
     tcase_add_test(tc, resume_is_exact);
     tcase_add_test(tc, micro_batches_accumulate);
+    tcase_add_test(tc, tail_beyond_the_model);
     tcase_add_test(tc, subgroups_equal_whole_step);
     tcase_add_test(tc, loss_scale_is_exact);
     tcase_add_test(tc, loss_scale_policy);

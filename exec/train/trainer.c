@@ -183,7 +183,14 @@ int trainer_run(const TrainOptions *o, TrainResult *r, Err *e)
     int M = o->micro_batches > 1 ? o->micro_batches : 1;
     FILE *log = NULL;
     Slice *slices = NULL;
-    int rc = trainer_load_data(o, &data, e);
+    int rc = 0;
+    /* sub-groups that do not cover the model would leave parameters never updated */
+    if (o->subgroup_blocks < 1 || o->tail_blocks < 1 || o->tail_blocks > c->n_layer)
+        rc = err_set(e, -EINVAL, "--tail %d and --subgroup %d: the tail needs 1 to %d blocks "
+                     "(%s's) and sub-groups at least 1", o->tail_blocks, o->subgroup_blocks,
+                     c->n_layer, c->name);
+    if (!rc)
+        rc = trainer_load_data(o, &data, e);
     if (!rc)
         rc = workpool_init(&wp, o->threads, e);
     if (!rc)
