@@ -35,6 +35,18 @@ static void quoted(FILE *f, const char *s)
     fputc('\'', f);
 }
 
+/* The resource lanes of a timeline, from the top: gpu, h2d, d2h, ssd_read, ssd_write, cpu_adam;
+ * other resources at 0. */
+static void lanes(FILE *f)
+{
+    fprintf(f, "lane(s) = s eq 'gpu' ? 6 : s eq 'h2d' ? 5 : s eq 'd2h' ? 4 : "
+               "s eq 'ssd_read' ? 3 : s eq 'ssd_write' ? 2 : s eq 'cpu_adam' ? 1 : 0\n"
+               "set ytics ('gpu' 6, 'h2d' 5, 'd2h' 4, 'ssd_read' 3, 'ssd_write' 2, "
+               "'cpu_adam' 1, 'other' 0)\n"
+               "set yrange [-0.6:6.6]\nset xlabel 'seconds'\n"
+               "set style fill solid 0.8 noborder\n");
+}
+
 int plot_write_script(FILE *f, const PlotRequest *r, Err *e)
 {
     const char *term = terminal(r->output);
@@ -48,18 +60,12 @@ int plot_write_script(FILE *f, const PlotRequest *r, Err *e)
         quoted(f, r->title);
         fputc('\n', f);
     }
+    fprintf(f, "keep(i) = %d < 0 || i == %d\n", r->iter, r->iter);
+    if (r->kind == PLOT_TIMELINE || r->kind == PLOT_COMPARE)
+        lanes(f);
     if (r->kind == PLOT_TIMELINE) {
-        /* Lanes from the top: gpu, h2d, d2h, ssd_read, ssd_write, cpu_adam; others at 0. */
-        fprintf(f,
-                "lane(s) = s eq 'gpu' ? 6 : s eq 'h2d' ? 5 : s eq 'd2h' ? 4 : "
-                "s eq 'ssd_read' ? 3 : s eq 'ssd_write' ? 2 : s eq 'cpu_adam' ? 1 : 0\n"
-                "phase(s) = s eq 'forward' ? 1 : s eq 'backward' ? 2 : 3\n"
-                "keep(i) = %d < 0 || i == %d\n"
-                "set ytics ('gpu' 6, 'h2d' 5, 'd2h' 4, 'ssd_read' 3, 'ssd_write' 2, "
-                "'cpu_adam' 1, 'other' 0)\n"
-                "set yrange [-0.6:6.6]\nset xlabel 'seconds'\n"
-                "set style fill solid 0.8 noborder\n"
-                "plot for [p=1:3] ", r->iter, r->iter);
+        fprintf(f, "phase(s) = s eq 'forward' ? 1 : s eq 'backward' ? 2 : 3\n"
+                   "plot for [p=1:3] ");
         quoted(f, r->input);
         fprintf(f, " skip 1 using (keep($1) ? ($6 + $7) / 2 : NaN):(keep($1) && "
                 "phase(strcol(4)) == p ? lane(strcol(3)) : NaN):(($7 - $6) / 2):(0.35) "
@@ -68,14 +74,7 @@ int plot_write_script(FILE *f, const PlotRequest *r, Err *e)
     } else if (r->kind == PLOT_COMPARE) {
         /* Joined table: 1 iter, 3 resource, 4-5 predicted start/end, 6-7 measured start/end.
          * Each lane has the predicted row above the measured one. */
-        fprintf(f,
-                "lane(s) = s eq 'gpu' ? 6 : s eq 'h2d' ? 5 : s eq 'd2h' ? 4 : "
-                "s eq 'ssd_read' ? 3 : s eq 'ssd_write' ? 2 : s eq 'cpu_adam' ? 1 : 0\n"
-                "keep(i) = %d < 0 || i == %d\n"
-                "set ytics ('gpu' 6, 'h2d' 5, 'd2h' 4, 'ssd_read' 3, 'ssd_write' 2, "
-                "'cpu_adam' 1, 'other' 0)\n"
-                "set yrange [-0.6:6.6]\nset xlabel 'seconds'\n"
-                "set style fill solid 0.8 noborder\nplot ", r->iter, r->iter);
+        fprintf(f, "plot ");
         quoted(f, r->input);
         fprintf(f, " skip 1 using (keep($1) ? ($4 + $5) / 2 : NaN):(lane(strcol(3)) + 0.2):"
                    "(($5 - $4) / 2):(0.17) with boxxyerror title 'predicted', ");
@@ -83,10 +82,8 @@ int plot_write_script(FILE *f, const PlotRequest *r, Err *e)
         fprintf(f, " skip 1 using (keep($1) ? ($6 + $7) / 2 : NaN):(lane(strcol(3)) - 0.2):"
                    "(($7 - $6) / 2):(0.17) with boxxyerror title 'measured'\n");
     } else if (r->kind == PLOT_SCATTER) {
-        fprintf(f, "keep(i) = %d < 0 || i == %d\n"
-                   "set logscale xy\nset xlabel 'predicted task duration (s)'\n"
-                   "set ylabel 'measured task duration (s)'\nset size ratio -1\n"
-                   "plot ", r->iter, r->iter);
+        fprintf(f, "set logscale xy\nset xlabel 'predicted task duration (s)'\n"
+                   "set ylabel 'measured task duration (s)'\nset size ratio -1\nplot ");
         quoted(f, r->input);
         fprintf(f, " skip 1 using (keep($1) && $5 > $4 ? $5 - $4 : NaN):($7 > $6 ? $7 - $6 : "
                    "NaN) with points pt 7 ps 0.5 title 'tasks', x with lines lw 2 "

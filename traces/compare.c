@@ -6,20 +6,26 @@
 #include <stdlib.h>
 #include <string.h>
 
+static int cmp_key(const TraceRow *x, const TraceRow *y)
+{
+    if (x->iter != y->iter)
+        return (x->iter > y->iter) - (x->iter < y->iter);
+    return strcmp(x->task_id, y->task_id);
+}
+
+static int cmp_row(const void *a, const void *b, void *table)
+{
+    const TraceTable *t = table;
+    return cmp_key(&t->rows[*(const int *)a], &t->rows[*(const int *)b]);
+}
+
 /* Rows in (iter, task_id) order, by index. */
 typedef struct Sorted {
     const TraceTable *t;
     int *idx;
 } Sorted;
 
-static int cmp_row(const void *a, const void *b, void *table)
-{
-    const TraceTable *t = table;
-    const TraceRow *x = &t->rows[*(const int *)a], *y = &t->rows[*(const int *)b];
-    if (x->iter != y->iter)
-        return (x->iter > y->iter) - (x->iter < y->iter);
-    return strcmp(x->task_id, y->task_id);
-}
+
 
 static int sort_rows(const TraceTable *t, Sorted *s)
 {
@@ -33,12 +39,6 @@ static int sort_rows(const TraceTable *t, Sorted *s)
     return 0;
 }
 
-static int cmp_key(const TraceRow *x, const TraceRow *y)
-{
-    if (x->iter != y->iter)
-        return (x->iter > y->iter) - (x->iter < y->iter);
-    return strcmp(x->task_id, y->task_id);
-}
 
 static int max_iter(const TraceTable *t)
 {

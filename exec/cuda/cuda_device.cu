@@ -52,19 +52,7 @@ extern "C" int cudadev_probe(CudaDeviceInfo *info, Err *e)
     return 0;
 }
 
-static int by_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *x, int n)
-{
-    qsort(x, (size_t)n, sizeof *x, by_double);
-    return n % 2 ? x[n / 2] : (x[n / 2 - 1] + x[n / 2]) / 2;
-}
-
-extern "C" int cudadev_copy_bench(size_t bytes, int reps, double out[4], Err *e)
+extern "C" int cudadev_copy_bench(size_t bytes, int reps, double *GBps, Err *e)
 {
     enum { MAX_REPS = 64 };
     if (reps < 1 || reps > MAX_REPS)
@@ -82,7 +70,7 @@ extern "C" int cudadev_copy_bench(size_t bytes, int reps, double out[4], Err *e)
     }
     for (int i = 0; i < 4 && st == cudaSuccess; i++)
         st = cudaEventCreate(&ev[i]);
-    double x[4][MAX_REPS];
+    double *x[4] = {GBps, GBps + reps, GBps + 2 * reps, GBps + 3 * reps};
     for (int r = 0; r < reps && st == cudaSuccess; r++) {
         /* alone: one direction on one stream */
         for (int d = 0; d < 2 && st == cudaSuccess; d++) {
@@ -112,8 +100,6 @@ extern "C" int cudadev_copy_bench(size_t bytes, int reps, double out[4], Err *e)
         x[2][r] = (double)bytes / (up * 1e-3) / 1e9;
         x[3][r] = (double)bytes / (down * 1e-3) / 1e9;
     }
-    for (int k = 0; k < 4 && st == cudaSuccess; k++)
-        out[k] = median(x[k], reps);
     for (int i = 0; i < 4; i++)
         if (ev[i])
             cudaEventDestroy(ev[i]);

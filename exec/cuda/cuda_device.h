@@ -20,9 +20,9 @@ typedef struct CudaDeviceInfo {
  * driver, no device, or the binary lacks code for it), with e saying why in the runtime's words. */
 int cudadev_probe(CudaDeviceInfo *info, Err *e);
 
-/* Pinned host <-> device copies of bytes, reps times each, median GB/s: out[0] host to device
- * alone, out[1] device to host alone, out[2] and out[3] the same while the other direction
- * runs (two streams). 0 or -errno with e. */
-int cudadev_copy_bench(size_t bytes, int reps, double out[4], Err *e);
+/* Pinned host <-> device copies of bytes, reps times each, GB/s of every run (the caller
+ * summarises them): GBps[k * reps + r] for k = 0 host to device alone, 1 device to host alone,
+ * 2 and 3 the same while the other direction runs (two streams). 0 or -errno with e. */
+int cudadev_copy_bench(size_t bytes, int reps, double *GBps, Err *e);
 
 #endif

@@ -127,19 +127,23 @@ int pipe_mem_update_pieces(const PipeMem *m, int s, size_t *first, size_t *count
  * out, block by block (schedule.h: the state-buffer ring). */
 static size_t state_slot_bytes(const PipeMem *m)
 {
+    size_t first[PIPE_MAX_PIECES], count[PIPE_MAX_PIECES], off[PIPE_MAX_PIECES];
     size_t most = 0;
     for (int s = 0; s < m->G; s++) {
         size_t n = update_base(m, s);
-        if (m->p->weights != TIER_CPU) {
-            int first_blk, count;
-            plan_subgroup_blocks(m->p, s, &first_blk, &count);
-            n += (size_t)count * page(m->block_params * m->wsz) +
-                 (s == m->G - 1 ? page(m->edge_params * m->wsz) : 0);
-        }
+        int k = m->p->weights != TIER_CPU ? pipe_mem_update_pieces(m, s, first, count, off) : 0;
+        if (k)
+            n = off[k - 1] + page(count[k - 1] * m->wsz);
         if (n > most)
             most = n;
     }
     return most;
+}
+
+/* Parameters of the largest layer group: a block or the edges. */
+static size_t largest_layer(const PipeMem *m)
+{
+    return m->block_params > m->edge_params ? m->block_params : m->edge_params;
 }
 
 static bool uses_state_slots(const PipeMem *m)
@@ -177,7 +181,7 @@ static double host_need(const PipeMem *m)
         n += 3.0 * (double)page(m->cpu_state_params * 4);
     if (uses_state_slots(m))
         n += p->state_buffers * (double)page(state_slot_bytes(m));
-    size_t biggest = m->block_params > m->edge_params ? m->block_params : m->edge_params;
+    size_t biggest = largest_layer(m);
     if (p->micro_batches > 1)
         n += (double)page(P * 4) + (double)page(biggest * m->gsz);
     else
@@ -252,7 +256,7 @@ static int alloc_host(PipeMem *m, Err *e)
              (m->v = (float *)host_alloc(m, X * 4, MEM_ADAM_V, e));
     for (int i = 0; ok && uses_state_slots(m) && i < p->state_buffers; i++)
         ok = (m->state_slot[i] = host_alloc(m, state_slot_bytes(m), MEM_STAGING, e));
-    size_t biggest = m->block_params > m->edge_params ? m->block_params : m->edge_params;
+    size_t biggest = largest_layer(m);
     if (p->micro_batches > 1)
         ok = ok && (m->grad_sum = (float *)host_alloc(m, P * 4, MEM_GRADS, e)) &&
              (m->grad_bounce = host_alloc(m, biggest * m->gsz, MEM_STAGING, e));

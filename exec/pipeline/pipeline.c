@@ -198,16 +198,11 @@ int pipe_train(const TrainOptions *o, const Plan *plan, const PipeConfig *pc, Tr
         if (rc)
             break;
         double dt = (clock_monotonic_s() - t_seg) / (double)n;
-        /* the steady state: iterations after each segment's first, by their trace rows */
-        double *it_end = calloc((size_t)n, sizeof(double)), *it_start = calloc((size_t)n,
-                                                                                sizeof(double));
-        if (it_end && it_start) {
-            for (int k = 0; k < (int)n; k++)
-                it_start[k] = 1e300;
+        /* the steady state: the gaps between this segment's iterations' last task ends */
+        double *it_end = calloc((size_t)n, sizeof(double));
+        if (it_end) {
             for (int k = rows0; k < pp.n_rows; k++) {
                 int i = pp.rows[k].iter - pp.iter0;
-                if (pp.rows[k].start_s < it_start[i])
-                    it_start[i] = pp.rows[k].start_s;
                 if (pp.rows[k].end_s > it_end[i])
                     it_end[i] = pp.rows[k].end_s;
             }
@@ -216,7 +211,7 @@ int pipe_train(const TrainOptions *o, const Plan *plan, const PipeConfig *pc, Tr
                 n_steady++;
             }
         }
-        free(it_end), free(it_start);
+        free(it_end);
         for (int i = 0; i < (int)n; i++, step++) {
             /* the micro-batches' mean, as the in-memory trainer takes it */
             double lsum = 0;

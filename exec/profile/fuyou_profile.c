@@ -264,17 +264,20 @@ int main(int argc, char **argv)
         hw.gpu_mem_GiB = (double)gi.mem_bytes / 1073741824.0;
         note(&ns, "gpu", "name", "[meas %s] CUDA runtime", day);
         note(&ns, "gpu", "mem_GiB", "[meas %s] device memory in all", day);
-        double pcie[4];
+        double runs[4 * 8]; /* reps is at most 7 */
         size_t pbytes = quick ? (size_t)256 << 20 : (size_t)1 << 30;
-        if (cudadev_copy_bench(pbytes, reps, pcie, &e))
+        if (cudadev_copy_bench(pbytes, reps, runs, &e))
             goto fail;
-        hw.h2d_GBps = pcie[0], hw.d2h_GBps = pcie[1];
-        hw.h2d_bidir_GBps = pcie[2], hw.d2h_bidir_GBps = pcie[3];
+        double *field[4] = {&hw.h2d_GBps, &hw.d2h_GBps, &hw.h2d_bidir_GBps, &hw.d2h_bidir_GBps};
         const char *keys[4] = {"h2d_GBps", "d2h_GBps", "h2d_bidir_GBps", "d2h_bidir_GBps"};
-        for (int k = 0; k < 4; k++)
-            note(&ns, "pcie", keys[k], "[meas %s] pinned %s copies, %s, median of %d", day,
-                 quick ? "256 MiB" : "1 GiB", k < 2 ? "alone" : "both directions at once",
-                 reps);
+        for (int k = 0; k < 4; k++) {
+            Stat st;
+            profile_stat(runs + k * reps, reps, &st);
+            *field[k] = st.median;
+            note(&ns, "pcie", keys[k], "[meas %s] pinned %s copies, %s: median of %d, "
+                 "%.1f..%.1f", day, quick ? "256 MiB" : "1 GiB",
+                 k < 2 ? "alone" : "both directions at once", st.n, st.min, st.max);
+        }
         /* the GEMM efficiency curve: squares from 256 to 8192 against the base's dense peak */
         char curve[HW_CURVE_MAX * 24] = "";
         int n = 0;

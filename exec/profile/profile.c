@@ -100,6 +100,16 @@ int profile_memory(int threads, size_t bytes, int reps, Stat *GBps, Err *e)
     return rc;
 }
 
+/* Queues the request for the next len bytes of t at *off and advances it: the id, or -errno. */
+static int next(Store *st, const StoreTensor *t, uint64_t *off, uint8_t *buf, size_t len,
+                bool write, Err *e)
+{
+    size_t n = t->bytes - *off < len ? (size_t)(t->bytes - *off) : len;
+    int id = write ? store_write(st, t, *off, buf, n, e) : store_read(st, t, *off, buf, n, e);
+    *off += n;
+    return id;
+}
+
 /* Moves a whole tensor through buf (len bytes a request), one request after another: each is
  * cut into chunk-sized pieces that the store keeps queue_depth deep. Returns GB/s, or a
  * negative errno. */
@@ -107,12 +117,9 @@ static double stream(Store *st, const StoreTensor *t, uint8_t *buf, size_t len, 
                      Err *e)
 {
     double t0 = clock_monotonic_s();
-    for (uint64_t off = 0; off < t->bytes; off += len) {
-        size_t n = t->bytes - off < len ? (size_t)(t->bytes - off) : len;
-        int id = write ? store_write(st, t, off, buf, n, e) : store_read(st, t, off, buf, n, e);
-        if (id < 0)
-            return id;
-        int rc = store_wait(st, id, e);
+    for (uint64_t off = 0; off < t->bytes;) {
+        int id = next(st, t, &off, buf, len, write, e);
+        int rc = id < 0 ? id : store_wait(st, id, e);
         if (rc)
             return rc;
     }
@@ -127,20 +134,10 @@ static int duplex(Store *st, const StoreTensor *rt, const StoreTensor *wt, uint8
     int rid = -1, wid = -1, rc = 0;
     double t0 = clock_monotonic_s(), r_end = 0, w_end = 0;
     while (!rc && (roff < rt->bytes || woff < wt->bytes || rid >= 0 || wid >= 0)) {
-        if (rid < 0 && roff < rt->bytes) {
-            size_t n = rt->bytes - roff < len ? (size_t)(rt->bytes - roff) : len;
-            rid = store_read(st, rt, roff, rbuf, n, e);
-            roff += n;
-            if (rid < 0)
-                return rid;
-        }
-        if (wid < 0 && woff < wt->bytes) {
-            size_t n = wt->bytes - woff < len ? (size_t)(wt->bytes - woff) : len;
-            wid = store_write(st, wt, woff, wbuf, n, e);
-            woff += n;
-            if (wid < 0)
-                return wid;
-        }
+        if (rid < 0 && roff < rt->bytes && (rid = next(st, rt, &roff, rbuf, len, false, e)) < 0)
+            return rid;
+        if (wid < 0 && woff < wt->bytes && (wid = next(st, wt, &woff, wbuf, len, true, e)) < 0)
+            return wid;
         rc = store_poll(st, e);
         if (!rc && rid >= 0 && store_done(st, rid)) {
             rc = store_wait(st, rid, e);
@@ -216,8 +213,10 @@ int profile_ssd(const char *const *dirs, int n_dirs, size_t bytes, int reps, Ssd
             break;
         }
         w[i] = x, r[i] = y;
-        if (i == 0) /* the second tensor must hold data before it is read */
-            rc = stream(&st, &t[1], buf[1], len, true, e) < 0 ? -EIO : 0;
+        if (i == 0) { /* the second tensor must hold data before it is read */
+            double z = stream(&st, &t[1], buf[1], len, true, e);
+            rc = z < 0 ? (int)z : 0;
+        }
         if (!rc)
             rc = duplex(&st, &t[i % 2], &t[(i + 1) % 2], buf[0], buf[1], len, &dr[i], &dw[i],
                         e);

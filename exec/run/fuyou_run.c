@@ -101,11 +101,6 @@ static int run_offload(TrainOptions *o, const PlanArgs *pa, PipeConfig *pc, cons
                 o->backend->name);
         return 2;
     }
-    if (pc->device->weight_type != DTYPE_FP32 && o->model.dtype != DTYPE_BF16) {
-        fprintf(stderr, "fuyou-run: --offload trains in bf16 on the GPU; fp16 needs loss "
-                "scaling per sub-group, which the pipeline does not do yet\n");
-        return 2;
-    }
     Err e = {""};
     /* a budget is what the plan may use: the ini's capacity, with nothing reserved */
     char sets[4][64];
