@@ -3,7 +3,7 @@
 # .deps/ (that machine has no package registry), build with its meson and nvcc, run the whole
 # test suite (GPU suites included), then the benchmarks: I/O and optimizer, the CUDA backend
 # against PyTorch (eager and torch.compile), per-kernel times, the CPU trainer. Full logs go to
-# $OUT; a short table is printed last.
+# $OUT (packed into fuyou-logs.tgz at the end); a short table is printed last.
 #   device run: bash tools/device_check.sh        (carry: [".deps"])
 #   GPU checks only: MODE=gpu bash tools/device_check.sh
 #   CUDA speed against PyTorch: MODE=bench-gpu bash tools/device_check.sh
@@ -38,18 +38,30 @@ step() { echo "== $*" | tee -a "$OUT/summary.txt"; }
     nproc; free -g | sed -n 2p; df -h "$PWD" | tail -1; uname -r
 } > "$OUT/machine.txt" 2>&1
 
-step "build"
+# Everything the call wrote under $OUT, in one archive (the device returns a few files only).
+pack() {
+    (cd "$OUT" && tar czf /tmp/fuyou-logs.tgz --exclude=table.txt . &&
+        find . -mindepth 1 ! -name table.txt -delete && mv /tmp/fuyou-logs.tgz .)
+}
+trap pack EXIT
+
+# The speed runs need two programs, not the whole tree (minutes of nvcc on the device's clock).
+targets=""
+[ "${MODE:-all}" = offload ] && [ "${CHECK:-1}" = 0 ] && targets="exec/fuyou-run sim/fuyou-sim traces/fuyou-trace"
+[ "${MODE:-all}" = hwprofile ] && targets="exec/profile/fuyou-profile"
+
+step "build ${targets:-everything}"
 reconf=""
 [ -d build-dev/meson-info ] && reconf=--reconfigure
 meson setup $reconf build-dev -Dgpu_arch=90 -Dwerror=true > "$OUT/setup.log" 2>&1 &&
-    ninja -C build-dev > "$OUT/build.log" 2>&1
+    ninja -C build-dev $targets > "$OUT/build.log" 2>&1
 build_rc=$?
 if [ $build_rc -ne 0 ]; then
     # This machine's compiler is newer than CI's: keep its warnings, but still test and measure.
     step "build with -Dwerror=true failed; warnings below, retrying without -Werror"
     grep -E "error:|warning:" "$OUT/build.log" | sort -u | head -20 | tee -a "$OUT/summary.txt"
     meson configure build-dev -Dwerror=false >> "$OUT/setup.log" 2>&1 &&
-        ninja -C build-dev > "$OUT/build2.log" 2>&1
+        ninja -C build-dev $targets > "$OUT/build2.log" 2>&1
     build_rc=$?
 fi
 step "build rc=$build_rc"
@@ -87,7 +99,8 @@ fi
 if [ "${MODE:-all}" = offload ]; then
     # The out-of-core pipeline on the GPU: first the CUDA lane against the in-memory CUDA
     # backend (same data, seed, steps), then runs under a 24 GiB device budget (the paper's
-    # RTX 4090), each beside fuyou-sim's prediction for the same plan on the h200 preset.
+    # RTX 4090), each beside fuyou-sim's prediction for the same plan on the h200 preset (or
+    # HW=ini, e.g. what MODE=hwprofile measured), and fuyou-trace's comparison of the traces.
     run=./build-dev/exec/fuyou-run sim=./build-dev/sim/fuyou-sim
     ssd=${SSD_DIR:-$PWD/offload-ssd}
     mkdir -p "$ssd"
@@ -124,8 +137,8 @@ if [ "${MODE:-all}" = offload ]; then
         [ -n "${name// }" ] || continue
         n=$((n + 1))
         step "run $n: $name: $model batch $batch x 1024, $plan, --gpu-mem 24GiB"
-        $sim --hw h200.ini --set gpu.mem_GiB=24 --model "$model" --batch "$batch" --seq 1024 \
-            $plan --trace "$OUT/pred$n.tsv" > "$OUT/sim$n.txt" 2>&1
+        $sim --hw "${HW:-h200.ini}" --set gpu.mem_GiB=24 --model "$model" --batch "$batch" \
+            --seq 1024 --iters "$iters" $plan --trace "$OUT/pred$n.tsv" > "$OUT/sim$n.txt" 2>&1
         grep -E "^iteration|bottleneck|memory peak" "$OUT/sim$n.txt"
         timeout 540 $run --backend cuda --offload --model "$model" --batch "$batch" --seq 1024 \
             --steps "$iters" --segment "$iters" --warmup 1 --gpu-mem 24GiB $plan \
@@ -142,6 +155,8 @@ if [ "${MODE:-all}" = offload ]; then
             printf "TABLE %s: measured %.3f s/iter, predicted %.3f, measured/predicted %.2f, " \
                    "busiest lane %s %.3f s/iter, iteration/busiest %.2f\n", name, steady, pred,
                    steady / pred, who, most, steady / most }' "$OUT/run$n.txt" | tee -a "$OUT/table.txt"
+        ./build-dev/traces/fuyou-trace compare "$OUT/pred$n.tsv" "$OUT/meas$n.tsv" \
+            > "$OUT/cmp$n.txt" 2>&1
         rm -rf "${ssd:?}"/*
     done < "$OUT/runs.txt"
     rm -rf "$ssd"

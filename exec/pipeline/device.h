@@ -39,6 +39,22 @@ typedef struct ComputeCall {
     float grad_scale;          /* the loss's gradient is grad_scale * d(mean loss): 1 / M */
 } ComputeCall;
 
+/* When a call's work ran on the device, where the device times it itself (CUDA events): the
+ * duration is the device's, placed so that it ends when the calling thread saw it end (on the
+ * monotonic clock, clock.h), which leaves out the host's time to issue the work. set is false
+ * where the device has no timer of its own (the CPU reference: the lane's clock is exact). */
+typedef struct DeviceSpan {
+    bool set;
+    double start_s, end_s;
+} DeviceSpan;
+
+/* One host <-> device copy. */
+typedef struct DeviceCopy {
+    void *dst;
+    const void *src;
+    size_t bytes;
+} DeviceCopy;
+
 typedef struct DeviceOps {
     const char *name;
     bool on_host;                 /* computes with the host's cores (the CPU reference) */
@@ -52,13 +68,14 @@ typedef struct DeviceOps {
     /* Device memory for the executor's buffers; NULL with e. */
     void *(*alloc)(Device *d, size_t bytes, Err *e);
     void (*release)(Device *d, void *p);
-    /* Runs one compute task to completion (called on the compute lane's thread). */
-    int (*compute)(Device *d, const ComputeCall *c, Err *e);
+    /* Runs one compute task to completion (called on the compute lane's thread); span (not
+     * NULL) says when it ran. */
+    int (*compute)(Device *d, const ComputeCall *c, DeviceSpan *span, Err *e);
     /* The mean loss of the last F.head.loss. */
     float (*loss)(Device *d);
-    /* Copies between host and device memory to completion (called on a copy lane's thread;
-     * to_device says the direction). */
-    int (*copy)(Device *d, bool to_device, void *dst, const void *src, size_t bytes, Err *e);
+    /* Runs n copies between host and device memory, in order, to completion (called on a copy
+     * lane's thread; to_device says the direction); span (not NULL) says when they ran. */
+    int (*copy)(Device *d, bool to_device, int n, const DeviceCopy *c, DeviceSpan *span, Err *e);
     /* Page-locks host memory for DMA (the host pool's hook, hostpool.h; NULL: not needed). */
     int (*pin)(void *ctx, void *ptr, size_t bytes, Err *e);
     void (*unpin)(void *ctx, void *ptr);

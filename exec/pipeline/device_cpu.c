@@ -230,8 +230,9 @@ static int edge_call(Device *d, const ComputeCall *c)
     return 0;
 }
 
-static int cpu_compute(Device *d, const ComputeCall *c, Err *e)
+static int cpu_compute(Device *d, const ComputeCall *c, DeviceSpan *span, Err *e)
 {
+    span->set = false;
     int layer = c->task->layer;
     int rc = layer >= 0 && layer < d->cfg.n_layer ? block_call(d, c) : edge_call(d, c);
     if (rc)
@@ -244,10 +245,13 @@ static float cpu_loss(Device *d)
     return d->loss;
 }
 
-static int cpu_copy(Device *d, bool to_device, void *dst, const void *src, size_t bytes, Err *e)
+static int cpu_copy(Device *d, bool to_device, int n, const DeviceCopy *c, DeviceSpan *span,
+                    Err *e)
 {
     (void)d, (void)to_device, (void)e;
-    memcpy(dst, src, bytes);
+    span->set = false;
+    for (int i = 0; i < n; i++)
+        memcpy(c[i].dst, c[i].src, c[i].bytes);
     return 0;
 }
 

@@ -6,7 +6,7 @@
  * bf16, converted by the block's last backward task (B.ln1, B.embed). The residual stream's
  * gradient is one fp32 buffer the blocks update in place, as in the in-memory backend. Each lane
  * thread has its own stream: compute, and one per copy direction; a call returns when its work
- * on that stream is done. A failure found when a task's work completes (a fault while kernels
+ * on that stream is done, timed by CUDA events around it (the trace's GPU times). A failure found when a task's work completes (a fault while kernels
  * ran, a copy that failed) is returned, so the dispatcher drains the other lanes and the user
  * gets one line naming the task; a launch the runtime refuses outright still exits with
  * file:line inside the kernels' launchers (cuda_check.h). */
@@ -20,6 +20,7 @@
 #include "cuda_check.h"
 
 extern "C" {
+#include "clock.h"
 #include "device.h"
 #include "gpt2_kernels.h"
 #include "gpt2_layout.h"
@@ -27,11 +28,14 @@ extern "C" {
 
 typedef act16_t a16;
 
+enum { STREAM_COMPUTE, STREAM_UP, STREAM_DOWN };
+
 struct Device {
     ModelConfig cfg;
     int B, T, C, F, NH, V, Vp, N;
     GkType t;
     cudaStream_t compute, up, down;
+    cudaEvent_t began[3], ended[3]; /* per stream, in STREAM_* order: times each call's work */
     cublasHandle_t blas;
     void *lt;
     Gpt2BlockOffsets bo;
@@ -114,6 +118,12 @@ static void cuda_destroy(Device *d)
     if (d->blas)
         cublasDestroy(d->blas);
     gk_lt_destroy(d->lt);
+    for (int i = 0; i < 3; i++) {
+        if (d->began[i])
+            cudaEventDestroy(d->began[i]);
+        if (d->ended[i])
+            cudaEventDestroy(d->ended[i]);
+    }
     cudaStream_t st[] = {d->compute, d->up, d->down};
     for (int i = 0; i < 3; i++)
         if (st[i])
@@ -143,6 +153,10 @@ static int cuda_create(Device **out, const ModelConfig *c, int B, int T, WorkPoo
     CUDA_CHECK(cudaStreamCreateWithFlags(&d->compute, cudaStreamNonBlocking));
     CUDA_CHECK(cudaStreamCreateWithFlags(&d->up, cudaStreamNonBlocking));
     CUDA_CHECK(cudaStreamCreateWithFlags(&d->down, cudaStreamNonBlocking));
+    for (int i = 0; i < 3; i++) {
+        CUDA_CHECK(cudaEventCreate(&d->began[i]));
+        CUDA_CHECK(cudaEventCreate(&d->ended[i]));
+    }
     CUBLAS_CHECK(cublasCreate(&d->blas));
     CUBLAS_CHECK(cublasSetStream(d->blas, d->compute));
     d->lt = gk_lt_create();
@@ -344,25 +358,54 @@ static void edge_call(Device *d, const ComputeCall *c)
     }
 }
 
-/* The outcome of a stream's work: 0, or -EIO with the runtime's words. */
-static int finished(cudaStream_t s, const char *what, Err *e)
+static cudaStream_t stream_of(const Device *d, int k)
 {
-    cudaError_t st = cudaStreamSynchronize(s);
+    return k == STREAM_COMPUTE ? d->compute : k == STREAM_UP ? d->up : d->down;
+}
+
+/* Marks the start of a call's work on stream k. */
+static int begin(Device *d, int k, Err *e)
+{
+    cudaError_t st = cudaEventRecord(d->began[k], stream_of(d, k));
+    if (st != cudaSuccess)
+        return err_set(e, -EIO, "cudaEventRecord: %s", cudaGetErrorString(st));
+    return 0;
+}
+
+/* Waits for the call's work on stream k: 0, or -EIO with the runtime's words. The span is the
+ * events' duration ending when the wait returned (one call in flight per stream, so nothing
+ * queued behind the work delays the end that the host sees). */
+static int finished(Device *d, int k, const char *what, DeviceSpan *span, Err *e)
+{
+    span->set = false;
+    cudaError_t st = cudaEventRecord(d->ended[k], stream_of(d, k));
+    if (st == cudaSuccess)
+        st = cudaEventSynchronize(d->ended[k]);
+    double now = clock_monotonic_s();
     if (st == cudaSuccess)
         st = cudaGetLastError();
     if (st != cudaSuccess)
         return err_set(e, -EIO, "%s: %s", what, cudaGetErrorString(st));
+    float ms = 0;
+    if (cudaEventElapsedTime(&ms, d->began[k], d->ended[k]) == cudaSuccess) {
+        *span = (DeviceSpan){true, now - ms * 1e-3, now};
+    } else {
+        cudaGetLastError();
+    }
     return 0;
 }
 
-static int cuda_compute(Device *d, const ComputeCall *c, Err *e)
+static int cuda_compute(Device *d, const ComputeCall *c, DeviceSpan *span, Err *e)
 {
     int layer = c->task->layer;
+    int rc = begin(d, STREAM_COMPUTE, e);
+    if (rc)
+        return rc;
     if (layer >= 0 && layer < d->cfg.n_layer)
         (c->task->kind == TASK_BWD ? block_backward : block_forward)(d, c, c->op);
     else
         edge_call(d, c);
-    int rc = finished(d->compute, "CUDA kernels", e);
+    rc = finished(d, STREAM_COMPUTE, "CUDA kernels", span, e);
     if (!rc && d->loss_pending) {
         double sum = 0;
         for (int i = 0; i < d->N; i++)
@@ -378,16 +421,29 @@ static float cuda_loss(Device *d)
     return d->loss;
 }
 
-static int cuda_copy(Device *d, bool to_device, void *dst, const void *src, size_t bytes,
+static int cuda_copy(Device *d, bool to_device, int n, const DeviceCopy *c, DeviceSpan *span,
                      Err *e)
 {
-    cudaStream_t s = to_device ? d->up : d->down;
-    cudaError_t st = cudaMemcpyAsync(dst, src, bytes, to_device ? cudaMemcpyHostToDevice
-                                                                : cudaMemcpyDeviceToHost, s);
-    if (st != cudaSuccess)
-        return err_set(e, -EIO, "cudaMemcpyAsync of %zu bytes: %s", bytes,
-                       cudaGetErrorString(st));
-    return finished(s, "the copy", e);
+    int k = to_device ? STREAM_UP : STREAM_DOWN;
+    int rc = begin(d, k, e);
+    for (int i = 0; i < n && !rc; i++) {
+        cudaError_t st = cudaMemcpyAsync(c[i].dst, c[i].src, c[i].bytes,
+                                         to_device ? cudaMemcpyHostToDevice
+                                                   : cudaMemcpyDeviceToHost, stream_of(d, k));
+        if (st != cudaSuccess)
+            rc = err_set(e, -EIO, "cudaMemcpyAsync of %zu bytes: %s", c[i].bytes,
+                         cudaGetErrorString(st));
+    }
+    /* wait even after a refused copy: the ones before it may still be running */
+    DeviceSpan done;
+    Err e2;
+    int rc2 = finished(d, k, "the copy", &done, &e2);
+    if (rc)
+        return rc;
+    if (rc2)
+        *e = e2;
+    *span = done;
+    return rc2;
 }
 
 static int cuda_pin(void *ctx, void *ptr, size_t bytes, Err *e)

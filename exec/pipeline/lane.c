@@ -7,16 +7,53 @@
 
 #include "clock.h"
 
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+/* Spins until the flag reads true or LANE_SPIN_S has passed; whether it did. */
+static bool spin_until_set(atomic_bool *flag)
+{
+    double until = clock_monotonic_s() + LANE_SPIN_S;
+    for (unsigned i = 1;; i++) {
+        if (atomic_load_explicit(flag, memory_order_acquire))
+            return true;
+        cpu_relax();
+        if (!(i & 63) && clock_monotonic_s() > until)
+            return false;
+    }
+}
+
+/* Spins until the bell has rung since seen or LANE_SPIN_S has passed. */
+static void spin_until_rung(LaneBell *b, unsigned seen)
+{
+    double until = clock_monotonic_s() + LANE_SPIN_S;
+    for (unsigned i = 1; atomic_load_explicit(&b->rings, memory_order_acquire) == seen; i++) {
+        cpu_relax();
+        if (!(i & 63) && clock_monotonic_s() > until)
+            return;
+    }
+}
+
 static void *lane_main(void *arg)
 {
     Lane *l = arg;
     pthread_mutex_lock(&l->mu);
     for (;;) {
+        if (!l->posted && !l->quit) {
+            pthread_mutex_unlock(&l->mu);
+            spin_until_set(&l->pending);
+            pthread_mutex_lock(&l->mu);
+        }
         while (!l->posted && !l->quit)
             pthread_cond_wait(&l->cv, &l->mu);
         if (!l->posted)
             break;
         void *job = l->job;
+        atomic_store_explicit(&l->pending, false, memory_order_relaxed);
         pthread_mutex_unlock(&l->mu);
         Err e = {""};
         double t0 = clock_monotonic_s();
@@ -32,7 +69,7 @@ static void *lane_main(void *arg)
         pthread_cond_broadcast(&l->cv);
         if (l->bell) {
             pthread_mutex_lock(&l->bell->mu);
-            l->bell->rings++;
+            atomic_fetch_add_explicit(&l->bell->rings, 1, memory_order_release);
             pthread_cond_broadcast(&l->bell->cv);
             pthread_mutex_unlock(&l->bell->mu);
         }
@@ -45,7 +82,7 @@ void lane_bell_init(LaneBell *b)
 {
     pthread_mutex_init(&b->mu, NULL);
     pthread_cond_init(&b->cv, NULL);
-    b->rings = 0;
+    atomic_init(&b->rings, 0);
 }
 
 void lane_bell_free(LaneBell *b)
@@ -56,22 +93,25 @@ void lane_bell_free(LaneBell *b)
 
 void lane_bell_wait(LaneBell *b, unsigned *seen, double timeout_s)
 {
+    spin_until_rung(b, *seen);
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     long ns = ts.tv_nsec + (long)(timeout_s * 1e9);
     ts.tv_sec += ns / 1000000000L;
     ts.tv_nsec = ns % 1000000000L;
     pthread_mutex_lock(&b->mu);
-    while (b->rings == *seen)
+    while (atomic_load_explicit(&b->rings, memory_order_relaxed) == *seen)
         if (pthread_cond_timedwait(&b->cv, &b->mu, &ts))
             break;
-    *seen = b->rings;
+    *seen = atomic_load_explicit(&b->rings, memory_order_relaxed);
     pthread_mutex_unlock(&b->mu);
 }
 
 int lane_init(Lane *l, LaneFn fn, void *ctx, LaneBell *bell, Err *e)
 {
     memset(l, 0, sizeof *l);
+    atomic_init(&l->pending, false);
+    atomic_init(&l->done, false);
     l->fn = fn;
     l->ctx = ctx;
     l->bell = bell;
@@ -106,6 +146,7 @@ void lane_post(Lane *l, void *job)
     l->job = job;
     l->posted = true;
     atomic_store_explicit(&l->done, false, memory_order_relaxed);
+    atomic_store_explicit(&l->pending, true, memory_order_release);
     pthread_cond_broadcast(&l->cv);
     pthread_mutex_unlock(&l->mu);
 }

@@ -3,7 +3,11 @@
  * The dispatcher posts a job when the lane is idle and polls for its end without blocking; the
  * lane records when the job ran on the monotonic clock (clock.h) and what it returned. The
  * compute, copy and optimizer lanes are thread lanes; the SSD lanes are the store's ring,
- * driven by the dispatcher itself. Not a queue: one job in flight. */
+ * driven by the dispatcher itself. Not a queue: one job in flight.
+ *
+ * Waiting spins for a short while (LANE_SPIN_S) before it sleeps, on both sides: a GPU task
+ * lasts tens of microseconds to milliseconds, and two condition-variable wake-ups per task
+ * (lane, then dispatcher) would add about as much again to every one of them. */
 #ifndef FUYOU_LANE_H
 #define FUYOU_LANE_H
 
@@ -13,6 +17,8 @@
 
 #include "fuyou_err.h"
 
+#define LANE_SPIN_S 50e-6
+
 typedef int (*LaneFn)(void *ctx, void *job, Err *e);
 
 /* What the lanes ring when a job ends, so the dispatcher sleeps until there is something to do
@@ -20,7 +26,7 @@ typedef int (*LaneFn)(void *ctx, void *job, Err *e);
 typedef struct LaneBell {
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    unsigned rings;
+    atomic_uint rings;
 } LaneBell;
 
 void lane_bell_init(LaneBell *b);
@@ -33,6 +39,7 @@ typedef struct Lane {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     bool started, quit, posted;
+    atomic_bool pending;        /* posted, readable without the mutex (the idle thread spins on it) */
     atomic_bool done;
     LaneFn fn;
     LaneBell *bell;

@@ -14,7 +14,7 @@
 static int run_compute(void *ctx, void *job, Err *e)
 {
     Pipe *pp = ctx;
-    return pp->mem.ops->compute(pp->mem.dev, job, e);
+    return pp->mem.ops->compute(pp->mem.dev, job, &pp->call_span, e);
 }
 
 /* sum += bounce over [begin, end): the same additions, element by element, as the in-memory
@@ -46,14 +46,13 @@ static int run_copy(void *ctx, void *job, Err *e)
 {
     Pipe *pp = ctx;
     CopyJob *j = job;
-    for (int i = 0; i < j->n; i++) {
-        int rc = pp->mem.ops->copy(pp->mem.dev, j->to_device, j->c[i].dst, j->c[i].src,
-                                   j->c[i].bytes, e);
-        if (rc)
-            return rc;
-    }
-    if (j->sum)
+    int rc = pp->mem.ops->copy(pp->mem.dev, j->to_device, j->n, j->c, &j->span, e);
+    if (rc)
+        return rc;
+    if (j->sum) {
         workpool_run(&pp->wp_sum, add_range, j, j->n_add, 64);
+        j->span.end_s = clock_monotonic_s(); /* the sum is the task's too */
+    }
     return 0;
 }
 
@@ -359,6 +358,14 @@ static bool poll_task(Pipe *pp, Resource r, double *t0, double *t1, int *rc, Err
         return false;
     *t0 = l->start_s;
     *t1 = l->end_s;
+    /* the device's own timing where it has one, kept inside the lane's interval so that the
+     * trace still orders every task after its dependencies */
+    const DeviceSpan *sp = r == RES_GPU ? &pp->call_span
+                         : r == RES_H2D || r == RES_D2H ? &pp->copy[r == RES_D2H].span : NULL;
+    if (sp && sp->set && !l->rc) {
+        *t0 = fmax(*t0, fmin(sp->start_s, *t1));
+        *t1 = fmax(*t0, fmin(sp->end_s, *t1));
+    }
     *rc = l->rc;
     if (l->rc)
         *e = l->err;

@@ -15,7 +15,8 @@ enum { MAX_IO = 64 };
 typedef struct CopyJob {
     bool to_device;
     int n;
-    struct { void *dst; const void *src; size_t bytes; } c[MAX_COPIES];
+    DeviceCopy c[MAX_COPIES];
+    DeviceSpan span;            /* out: when the copies (and the sum) ran */
     /* micro-batches > 1: then sum[i] += bounce[i] over n_add gradients of grad_type (sum
      * starting from 0 at the first micro-batch) */
     float *sum;
@@ -59,6 +60,7 @@ typedef struct Pipe {
     int running[RES_COUNT];     /* task index, or -1 */
     double started[RES_COUNT];  /* SSD lanes: when their task was issued */
     ComputeCall call;
+    DeviceSpan call_span;       /* out: when the compute task ran */
     CopyJob copy[2];            /* h2d, d2h */
     AdamJob adam;
     IoJob io[2];                /* ssd_read, ssd_write */
