@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# tools/regress.sh: the simulator held against measured traces. For every run that
+# tools/device_check.sh MODE=offload made (its runs.txt, meas<n>.tsv and log<n>.tsv in each
+# DIR, unpacked from fuyou-logs.tgz), predicts the same model, batch and plan with fuyou-sim on
+# --hw INI (e.g. what MODE=hwprofile measured) and compares the traces with fuyou-trace; prints
+# one row per run and the median and worst |error| of the steady-state iteration time.
+#   tools/regress.sh [--build DIR] [--out DIR] --hw INI RUNDIR...
+set -euo pipefail
+build=build out=${TMPDIR:-/tmp}/fuyou-regress hw=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --build) build=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --hw) hw=$2; shift 2 ;;
+    -h|--help) sed -n 2,7p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) break ;;
+    esac
+done
+[ -n "$hw" ] && [ $# -gt 0 ] || { echo "usage: tools/regress.sh [--build DIR] [--out DIR] --hw INI RUNDIR..." >&2; exit 2; }
+sim=$build/sim/fuyou-sim trace=$build/traces/fuyou-trace
+mkdir -p "$out"
+rows="$out/rows.tsv"
+printf 'run\tmeasured_s\tpredicted_s\terror\tbottleneck_pred\tbottleneck_meas\n' > "$rows"
+k=0
+for dir in "$@"; do
+    n=0
+    while IFS='|' read -r name model batch iters plan extra; do
+        [ -n "${name// }" ] || continue
+        n=$((n + 1))
+        [ -s "$dir/meas$n.tsv" ] || { echo "$dir: run $n ($name) has no measured trace, skipped" >&2; continue; }
+        k=$((k + 1))
+        # the plan as measured, on the ini given, with the run's GPU budget
+        if ! "$sim" --hw "$hw" --set gpu.mem_GiB=24 --model "$model" --batch "$batch" --seq 1024 \
+            --iters "$iters" $plan --trace "$out/pred$k.tsv" > "$out/sim$k.txt" 2>&1; then
+            echo "$name: fuyou-sim failed: $(tail -1 "$out/sim$k.txt")" >&2; continue
+        fi
+        "$trace" compare "$out/pred$k.tsv" "$dir/meas$n.tsv" --tsv "$out/joined$k.tsv" \
+            > "$out/cmp$k.txt" 2>&1 || true
+        awk -v name="$name" -F'\n' '
+            /^iteration:/ { split($0, f, " "); pred = f[3]; meas = f[6]; err = f[9] }
+            /^bottleneck:/ { split($0, f, " "); bp = f[3]; bm = f[5] }
+            END { printf "%s\t%s\t%s\t%s\t%s\t%s\n", name, meas, pred, err, bp, bm }' \
+            "$out/cmp$k.txt" | tr -d ',' >> "$rows"
+    done < "$dir/runs.txt"
+done
+column -t -s $'\t' "$rows"
+# median and worst |error| (sort, not gawk's asort: Debian's awk is mawk)
+errs=$(awk -F'\t' 'NR > 1 { e = $4; sub(/%/, "", e); print (e < 0 ? -e : e) "\t" $1 }' "$rows" | sort -g)
+n=$(printf '%s\n' "$errs" | grep -c . || true)
+[ "$n" -gt 0 ] || { echo "no run compared" >&2; exit 1; }
+printf '%s\n' "$errs" | awk -F'\t' -v n="$n" '{ a[NR] = $1; who = $2 }
+    END { m = n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+          printf "%d runs: iteration time |error| median %.1f%%, worst %.1f%% (%s)\n", n, m, a[n], who }'
