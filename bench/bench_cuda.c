@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "bench_util.h"
+#include "cuda_device.h"
 #include "gpt2_cuda.h"
 #include "gpt2_kernels.h"
 
@@ -67,6 +68,12 @@ static void run(const char *name, DType dtype, int B, int T, int steps)
 
 int main(int argc, char **argv)
 {
+    CudaDeviceInfo info;
+    Err probe_e;
+    if (cudadev_probe(&info, &probe_e)) { /* no GPU: skipped, as the GPU suites are */
+        printf("SKIP: %s\n", probe_e.msg);
+        return 77;
+    }
     int steps = atoi(bench_arg(argc, argv, "--steps", "5"));
     int B = atoi(bench_arg(argc, argv, "--batch", "8"));
     char models[256];

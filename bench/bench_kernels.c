@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "bench_util.h"
+#include "cuda_device.h"
 #include "gpt2_kernels.h"
 #include "model.h"
 
@@ -28,6 +29,12 @@ static double last_s; /* the median of the last TIME */
 
 int main(int argc, char **argv)
 {
+    CudaDeviceInfo info;
+    Err probe_e;
+    if (cudadev_probe(&info, &probe_e)) { /* no GPU: skipped, as the GPU suites are */
+        printf("SKIP: %s\n", probe_e.msg);
+        return 77;
+    }
     int B = atoi(bench_arg(argc, argv, "--batch", "8")), T = atoi(bench_arg(argc, argv, "--seq",
                                                                              "1024"));
     const ModelConfig *c = model_preset_find(bench_arg(argc, argv, "--model", "gpt2-124m"));

@@ -68,11 +68,16 @@ int graph_init(Graph *g, const ModelConfig *cfg, int batch, int seq, Err *e)
     int rc = model_validate(cfg, e);
     if (rc)
         return rc;
-    if (batch < 1)
-        return err_set(e, -EINVAL, "batch must be at least 1 (got %d)", batch);
+    if (batch < 1 || batch > GRAPH_MAX_BATCH)
+        return err_set(e, -EINVAL, "micro-batch size (--batch) must be 1 to %d (got %d)",
+                       GRAPH_MAX_BATCH, batch);
     if (seq < 1 || seq > cfg->max_seq)
         return err_set(e, -EINVAL, "sequence length must be 1 to %d, the model's max_seq "
                        "(got %d)", cfg->max_seq, seq);
+    if ((int64_t)batch * seq > GRAPH_MAX_TOKENS)
+        return err_set(e, -EINVAL, "a micro-batch of %d x %d = %lld tokens is over the limit of "
+                       "%lld; lower --batch or --seq", batch, seq, (long long)batch * seq,
+                       (long long)GRAPH_MAX_TOKENS);
     g->cfg = *cfg;
     g->batch = batch;
     g->seq = seq;
@@ -100,6 +105,17 @@ int graph_init(Graph *g, const ModelConfig *cfg, int batch, int seq, Err *e)
                  .bwd_flops = 0, .fwd_io_bytes = 2 * T * V * dsz, .bwd_io_bytes = 0,
                  .act_bytes = T * V * dsz + T * 4, .out_bytes = T * 4};
     assert(op - g->ops == g->n_ops);
+    /* Each op's sizes are exact (tokens and model sizes are limited); their sum over the blocks
+     * is checked in double, before graph_totals adds it up in int64. */
+    double act = 0;
+    for (int i = 0; i < g->n_ops; i++)
+        act += (double)g->ops[i].act_bytes;
+    if (act > (double)GRAPH_MAX_ACT_BYTES) {
+        graph_free(g);
+        return err_set(e, -EINVAL, "%s with a micro-batch of %d x %d tokens keeps %.3g PiB of "
+                       "activations when nothing is recomputed, over the limit of 1 PiB; lower "
+                       "--batch or --seq", cfg->name, batch, seq, act / 0x1p50);
+    }
     return 0;
 }
 

@@ -48,6 +48,14 @@ typedef struct Op {
 
 enum { GRAPH_OPS_PER_BLOCK = 10 };
 
+/* Limits of one micro-batch (README, "Limits"), on top of the model's (model.h): at most
+ * GRAPH_MAX_BATCH sequences and GRAPH_MAX_TOKENS tokens, which keep every op's sizes exact in
+ * int64, and at most GRAPH_MAX_ACT_BYTES of activations kept when nothing is recomputed (1 PiB),
+ * which keeps every total (graph_totals, the footprint) exact too. */
+enum { GRAPH_MAX_BATCH = 1 << 20 };
+#define GRAPH_MAX_TOKENS ((int64_t)1 << 32)
+#define GRAPH_MAX_ACT_BYTES ((int64_t)1 << 50)
+
 typedef struct Graph {
     ModelConfig cfg;
     int batch;      /* micro-batch size */
@@ -58,8 +66,8 @@ typedef struct Graph {
 } Graph;
 
 /* Builds the graph of cfg for a micro-batch of batch sequences of seq tokens. The caller owns g
- * and frees it with graph_free (safe on a failed init). Returns 0, -EINVAL for a bad size (e says
- * which), -ENOMEM. */
+ * and frees it with graph_free (safe on a failed init). Returns 0, -EINVAL for a bad size or one
+ * beyond the limits above (e says which, naming --batch and --seq), -ENOMEM. */
 int graph_init(Graph *g, const ModelConfig *cfg, int batch, int seq, Err *e);
 void graph_free(Graph *g);
 

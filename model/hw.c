@@ -16,52 +16,76 @@
 #include "presets.h"
 
 typedef enum KeyKind {
-    K_NAME,     /* free text */
-    K_POSITIVE, /* double > 0 */
-    K_NONNEG,   /* double >= 0 */
-    K_FRACTION, /* double in (0, 1] */
-    K_DUPLEX,   /* double in [1, 2] */
-    K_COUNT,    /* integer >= 1 */
-    K_CURVE,    /* dim:eff pairs */
+    K_NAME,   /* free text */
+    K_NUMBER, /* double in the key's range */
+    K_COUNT,  /* integer in the key's range */
+    K_CURVE,  /* dim:eff pairs */
 } KeyKind;
 
+/* Every number has a plausible range, inclusive, checked where it is read so the message names
+ * the file:line or the --set argument. The ranges are wide (from a slow VM's disk to hardware
+ * well beyond today's) but keep every duration the cost model derives finite and short enough
+ * to print: a latency of 1e305 us or a peak of 1e-300 TFLOPS is a typo, not a machine. */
 typedef struct HwKey {
     const char *section, *key;
     KeyKind kind;
     size_t offset;
     bool required;
+    double lo, hi;
+    bool above_lo;     /* lo itself excluded (sizes: greater than 0) */
+    const char *range; /* says the range in words instead of the numbers */
 } HwKey;
 
-#define KEY(sec, k, kind, field, req) {sec, k, kind, offsetof(Hardware, field), req}
+/* The ranges, in the keys' units. */
+#define GBPS 1e-3, 1e4          /* link and disk bandwidths: 1 MB/s to 10 TB/s */
+#define TFLOPS 1e-3, 1e5        /* 1 GFLOP/s to 100 PFLOP/s */
+#define MEM_GIB 0, 1048576      /* above 0, up to 1 PiB (tiny budgets are fine: they overflow) */
+#define US_LINK 0, 1e4          /* launch and PCIe latencies: up to 10 ms */
+
+/* NUM and COUNT take the range as lo, hi, above_lo (the macros above expand to lo, hi) */
+#define RANGED(sec, k, kind, field, req, lo, hi, above) \
+    {sec, k, kind, offsetof(Hardware, field), req, lo, hi, above, NULL}
+#define NUM(sec, k, field, req, ...) RANGED(sec, k, K_NUMBER, field, req, __VA_ARGS__)
+#define COUNT(sec, k, field, req, ...) RANGED(sec, k, K_COUNT, field, req, __VA_ARGS__)
+#define NAME(sec, k, field) {sec, k, K_NAME, offsetof(Hardware, field), false, 0, 0, false, NULL}
 static const HwKey keys[] = {
-    KEY("gpu", "name", K_NAME, gpu_name, false),
-    KEY("gpu", "mem_GiB", K_POSITIVE, gpu_mem_GiB, true),
-    KEY("gpu", "bf16_TFLOPS", K_POSITIVE, gpu_bf16_TFLOPS, true),
-    KEY("gpu", "fp32_TFLOPS", K_POSITIVE, gpu_fp32_TFLOPS, true),
-    KEY("gpu", "mem_GBps", K_POSITIVE, gpu_mem_GBps, true),
-    KEY("gpu", "launch_us", K_NONNEG, gpu_launch_us, true),
-    KEY("gpu", "attn_efficiency", K_FRACTION, gpu_attn_efficiency, true),
-    KEY("gpu", "gemm_efficiency", K_CURVE, gemm, true),
-    KEY("pcie", "h2d_GBps", K_POSITIVE, h2d_GBps, true),
-    KEY("pcie", "d2h_GBps", K_POSITIVE, d2h_GBps, true),
-    KEY("pcie", "h2d_bidir_GBps", K_POSITIVE, h2d_bidir_GBps, false),
-    KEY("pcie", "d2h_bidir_GBps", K_POSITIVE, d2h_bidir_GBps, false),
-    KEY("pcie", "latency_us", K_NONNEG, pcie_latency_us, true),
-    KEY("cpu", "name", K_NAME, cpu_name, false),
-    KEY("cpu", "cores", K_COUNT, cpu_cores, true),
-    KEY("cpu", "mem_GBps", K_POSITIVE, cpu_mem_GBps, true),
-    KEY("cpu", "adam_Gparams_per_s", K_POSITIVE, adam_Gparams_per_s, true),
-    KEY("ssd", "name", K_NAME, ssd_name, false),
-    KEY("ssd", "count", K_COUNT, ssd_count, true),
-    KEY("ssd", "read_GBps", K_POSITIVE, ssd_read_GBps, true),
-    KEY("ssd", "write_GBps", K_POSITIVE, ssd_write_GBps, true),
-    KEY("ssd", "duplex_factor", K_DUPLEX, ssd_duplex, true),
-    KEY("ssd", "latency_us", K_NONNEG, ssd_latency_us, true),
-    KEY("ssd", "capacity_GB", K_POSITIVE, ssd_capacity_GB, true),
-    KEY("memory", "cpu_mem_GiB", K_POSITIVE, cpu_mem_GiB, true),
-    KEY("memory", "cpu_reserved_GiB", K_NONNEG, cpu_reserved_GiB, false),
-    KEY("memory", "gpu_reserved_GiB", K_NONNEG, gpu_reserved_GiB, false),
+    NAME("gpu", "name", gpu_name),
+    NUM("gpu", "mem_GiB", gpu_mem_GiB, true, MEM_GIB, true),
+    NUM("gpu", "bf16_TFLOPS", gpu_bf16_TFLOPS, true, TFLOPS, false),
+    NUM("gpu", "fp32_TFLOPS", gpu_fp32_TFLOPS, true, TFLOPS, false),
+    NUM("gpu", "mem_GBps", gpu_mem_GBps, true, 1e-3, 1e6, false),
+    NUM("gpu", "launch_us", gpu_launch_us, true, US_LINK, false),
+    NUM("gpu", "attn_efficiency", gpu_attn_efficiency, true, 1e-3, 1, false),
+    {"gpu", "gemm_efficiency", K_CURVE, offsetof(Hardware, gemm), true, 0, 0, false, NULL},
+    NUM("pcie", "h2d_GBps", h2d_GBps, true, GBPS, false),
+    NUM("pcie", "d2h_GBps", d2h_GBps, true, GBPS, false),
+    NUM("pcie", "h2d_bidir_GBps", h2d_bidir_GBps, false, GBPS, false),
+    NUM("pcie", "d2h_bidir_GBps", d2h_bidir_GBps, false, GBPS, false),
+    NUM("pcie", "latency_us", pcie_latency_us, true, US_LINK, false),
+    NAME("cpu", "name", cpu_name),
+    COUNT("cpu", "cores", cpu_cores, true, 1, 65536, false),
+    NUM("cpu", "mem_GBps", cpu_mem_GBps, true, 1e-3, 1e5, false),
+    NUM("cpu", "adam_Gparams_per_s", adam_Gparams_per_s, true, 1e-4, 1e4, false),
+    NAME("ssd", "name", ssd_name),
+    COUNT("ssd", "count", ssd_count, true, 1, 1024, false),
+    NUM("ssd", "read_GBps", ssd_read_GBps, true, GBPS, false),
+    NUM("ssd", "write_GBps", ssd_write_GBps, true, GBPS, false),
+    {"ssd", "duplex_factor", K_NUMBER, offsetof(Hardware, ssd_duplex), true, 1, 2, false,
+     "between 1 (reads and writes share the bandwidth) and 2 (full duplex)"},
+    NUM("ssd", "latency_us", ssd_latency_us, true, 0, 1e5, false),
+    NUM("ssd", "capacity_GB", ssd_capacity_GB, true, 0, 1e7, true),
+    NUM("memory", "cpu_mem_GiB", cpu_mem_GiB, true, MEM_GIB, true),
+    NUM("memory", "cpu_reserved_GiB", cpu_reserved_GiB, false, MEM_GIB, false),
+    NUM("memory", "gpu_reserved_GiB", gpu_reserved_GiB, false, MEM_GIB, false),
 };
+#undef RANGED
+#undef NUM
+#undef COUNT
+#undef NAME
+#undef GBPS
+#undef TFLOPS
+#undef MEM_GIB
+#undef US_LINK
 enum { N_KEYS = sizeof keys / sizeof keys[0] };
 
 static const char *const sections[] = {"gpu", "pcie", "cpu", "ssd", "memory"};
@@ -92,9 +116,11 @@ static int parse_curve(const char *value, HwCurve *c, Err *e)
                            "'1024:0.6 4096:0.9', got '%s'", value);
         if (n == HW_CURVE_MAX)
             return err_set(e, -EINVAL, "gemm_efficiency: at most %d points", HW_CURVE_MAX);
-        if (!(dim >= 1) || !(eff > 0 && eff <= 1.2))
-            return err_set(e, -EINVAL, "gemm_efficiency: point %d (%g:%g) needs dim >= 1 and "
-                           "0 < efficiency <= 1.2", n + 1, dim, eff);
+        /* small GEMMs are measured near 0.2% of peak (h200.ini); far below that, every GEMM
+         * would last for ages */
+        if (!(dim >= 1 && dim <= 1e9) || !(eff >= 1e-4 && eff <= 1.2))
+            return err_set(e, -EINVAL, "gemm_efficiency: point %d (%g:%g) needs 1 <= dim <= %g "
+                           "and %g <= efficiency <= 1.2", n + 1, dim, eff, 1e9, 1e-4);
         if (n > 0 && dim <= c->dim[n - 1])
             return err_set(e, -EINVAL, "gemm_efficiency: dims must increase (%g after %g)",
                            dim, c->dim[n - 1]);
@@ -124,26 +150,22 @@ static int set_value(Hardware *hw, const HwKey *k, const char *value, Err *e)
         return parse_curve(value, field, e);
     if (k->kind == K_COUNT) {
         long v;
-        if (inifile_int(value, &v) || v < 1 || v > 1 << 20)
-            return err_set(e, -EINVAL, "%s: expected a whole number >= 1, got '%s'", k->key,
-                           value);
+        if (inifile_int(value, &v) || v < k->lo || v > k->hi)
+            return err_set(e, -EINVAL, "%s: expected a whole number from %.10g to %.10g, got '%s'",
+                           k->key, k->lo, k->hi, value);
         *(int *)field = (int)v;
         return 0;
     }
     double v;
     if (inifile_double(value, &v))
         return err_set(e, -EINVAL, "%s: expected a number, got '%s'", k->key, value);
-    static const struct { bool ok_zero; double lo, hi; const char *what; } range[] = {
-        [K_POSITIVE] = {false, 0, INFINITY, "greater than 0"},
-        [K_NONNEG] = {true, 0, INFINITY, "0 or more"},
-        [K_FRACTION] = {false, 0, 1, "in (0, 1]"},
-        [K_DUPLEX] = {true, 1, 2, "between 1 (reads and writes share the bandwidth) and 2 "
-                                  "(full duplex)"},
-    };
-    bool ok = range[k->kind].ok_zero ? v >= range[k->kind].lo : v > range[k->kind].lo;
-    if (!ok || v > range[k->kind].hi)
-        return err_set(e, -EINVAL, "%s must be %s (got %s)", k->key, range[k->kind].what,
-                       value);
+    if (!(k->above_lo ? v > k->lo : v >= k->lo) || v > k->hi) {
+        if (k->range)
+            return err_set(e, -EINVAL, "%s must be %s (got %s)", k->key, k->range, value);
+        return err_set(e, -EINVAL, k->above_lo ? "%s must be greater than %.10g and at most "
+                       "%.10g (got %s)" : "%s must be from %.10g to %.10g (got %s)", k->key, k->lo,
+                       k->hi, value);
+    }
     *(double *)field = v;
     return 0;
 }
@@ -272,6 +294,27 @@ int hw_load(const char *name_or_path, const char *const *overrides, int n_overri
     return rc;
 }
 
+/* A note as comment lines of at most about 100 columns, broken between words, so that a long
+ * note never makes a line the reader refuses. */
+static void write_comment(FILE *f, const char *text)
+{
+    enum { WIDTH = 96 };
+    while (*text) {
+        size_t n = strlen(text);
+        if (n > WIDTH) {
+            n = WIDTH;
+            while (n > 0 && text[n] != ' ')
+                n--;
+            if (n == 0)
+                n = WIDTH;
+        }
+        fprintf(f, "; %.*s\n", (int)n, text);
+        text += n;
+        while (*text == ' ')
+            text++;
+    }
+}
+
 int hw_write(FILE *f, const Hardware *hw, HwNoteFn note, void *ctx)
 {
     const char *section = NULL;
@@ -307,7 +350,9 @@ int hw_write(FILE *f, const Hardware *hw, HwNoteFn note, void *ctx)
             snprintf(value, sizeof value, "%.6g", *(const double *)field);
         }
         const char *why = note ? note(ctx, k->section, k->key) : NULL;
-        fprintf(f, "%s = %s%s%s\n", k->key, value, why ? "   ; " : "", why ? why : "");
+        if (why)
+            write_comment(f, why);
+        fprintf(f, "%s = %s\n", k->key, value);
     }
     return ferror(f) ? -EIO : 0;
 }

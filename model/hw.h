@@ -4,6 +4,9 @@
  * FLOP/s, us = microseconds). Bare names such as "4090.ini" or "4090" resolve to the presets
  * compiled into the binary (model/presets/); anything with a '/' or an existing file is read from
  * disk. `section.key=value` overrides apply after the file, before validation, for what-if sweeps.
+ * Every number has a plausible range (the key table in hw.c: bandwidths 0.001 to 10000 GBps,
+ * latencies up to 10 ms, ...); a value outside it is refused, naming the key and the range. Only
+ * regular files are read (regfile.h).
  * This module describes hardware; turning it into task durations is costmodel/'s job. */
 #ifndef FUYOU_HW_H
 #define FUYOU_HW_H

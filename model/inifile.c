@@ -5,12 +5,15 @@
 #include <ctype.h>
 #include <errno.h>
 #include <ini.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
+
+#include "regfile.h"
+#include "units.h"
 
 /* One parse: the line source (a FILE or a string), the current line number, the first error. */
 typedef struct IniRun {
@@ -42,25 +45,36 @@ static int run_fail(IniRun *run, int code, const char *msg)
     return run->rc;
 }
 
-/* Reads the next whole line from the run's source into run->line; returns its length or -1. */
-static ssize_t next_line(IniRun *run)
+/* Reads the next line (with its newline) from the run's source into run->line, at most max + 1
+ * bytes: returns its length, which is max + 1 when the line is longer than max (the caller
+ * refuses it; a file with no newline in sight, such as a sparse file of zeros, is never read
+ * whole), or -1 at the end. The length counts NUL bytes, which the caller looks for. */
+static ssize_t next_line(IniRun *run, size_t max)
 {
-    if (run->fp)
-        return getline(&run->line, &run->line_cap, run->fp);
-    if (!run->text || !*run->text)
-        return -1;
-    size_t n = strcspn(run->text, "\n");
-    size_t len = n + (run->text[n] == '\n');
-    if (len + 1 > run->line_cap) {
-        char *p = realloc(run->line, len + 1);
+    if (run->line_cap < max + 2) {
+        char *p = realloc(run->line, max + 2);
         if (!p)
             return -1;
         run->line = p;
-        run->line_cap = len + 1;
+        run->line_cap = max + 2;
     }
-    memcpy(run->line, run->text, len);
+    size_t len = 0;
+    if (run->fp) {
+        int c = 0;
+        while (len <= max && c != '\n' && (c = getc(run->fp)) != EOF)
+            run->line[len++] = (char)c;
+        if (len == 0)
+            return -1;
+    } else {
+        if (!run->text || !*run->text)
+            return -1;
+        size_t n = strcspn(run->text, "\n");
+        size_t whole = n + (run->text[n] == '\n');
+        len = whole <= max ? whole : max + 1;
+        memcpy(run->line, run->text, len);
+        run->text += whole;
+    }
     run->line[len] = '\0';
-    run->text += len;
     return (ssize_t)len;
 }
 
@@ -94,7 +108,7 @@ static char *reader(char *str, int num, void *stream)
     IniRun *run = stream;
     if (run->rc)
         return NULL;
-    ssize_t len = next_line(run);
+    ssize_t len = next_line(run, (size_t)num - 1);
     if (len < 0)
         return NULL;
     run->loc.line++;
@@ -102,6 +116,12 @@ static char *reader(char *str, int num, void *stream)
         char msg[128];
         snprintf(msg, sizeof msg, "line longer than %d characters; shorten it", num - 2);
         run_fail(run, -EINVAL, msg);
+        return NULL;
+    }
+    /* inih sees a C string: a NUL byte would end the value there, silently */
+    if (memchr(run->line, '\0', (size_t)len)) {
+        run_fail(run, -EINVAL, "NUL byte in the line (is this a binary file?); an ini file "
+                 "is text");
         return NULL;
     }
     memcpy(str, run->line, (size_t)len + 1);
@@ -142,16 +162,12 @@ static int parse(IniRun *run)
 
 int inifile_parse_file(const char *path, const IniSchema *schema, void *user, Err *e)
 {
-    FILE *fp = fopen(path, "r");
-    if (!fp)
-        return err_set(e, -errno, "%s: cannot read: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fileno(fp), &st) == 0 && S_ISDIR(st.st_mode)) {
-        fclose(fp);
-        return err_set(e, -EISDIR, "%s: is a directory; give an ini file", path);
-    }
+    FILE *fp;
+    int rc = regfile_fopen(path, &fp, e);
+    if (rc)
+        return rc;
     IniRun run = {.fp = fp, .loc = {path, 0}, .schema = schema, .user = user, .e = e};
-    int rc = parse(&run);
+    rc = parse(&run);
     if (rc == 0 && ferror(fp))
         rc = err_set(e, -EIO, "%s: read error", path);
     fclose(fp);
@@ -220,16 +236,22 @@ int inifile_double(const char *value, double *out)
 
 int inifile_int(const char *value, long *out)
 {
-    char *end;
-    errno = 0;
-    long v = strtol(value, &end, 10);
-    if (end == value || errno == ERANGE)
+    /* the command lines' parser (units_parse_int), with the blanks around the value allowed */
+    char buf[64];
+    const char *b = value;
+    while (isspace((unsigned char)*b))
+        b++;
+    size_t n = strlen(b);
+    while (n > 0 && isspace((unsigned char)b[n - 1]))
+        n--;
+    if (n >= sizeof buf)
         return -EINVAL;
-    while (isspace((unsigned char)*end))
-        end++;
-    if (*end)
+    memcpy(buf, b, n);
+    buf[n] = '\0';
+    int64_t v;
+    if (units_parse_int(buf, LONG_MIN, LONG_MAX, &v))
         return -EINVAL;
-    *out = v;
+    *out = (long)v;
     return 0;
 }
 

@@ -2,9 +2,11 @@
  *
  * inih does the parsing; this module adds what our users need from it: the exact line of every
  * key (inih's handler gets none in Debian's build, so our line reader counts them), rejection of
- * unknown sections even when empty, over-long lines reported rather than silently split, strict
- * number parsing, and `section.key=value` overrides from the command line that go through the same
- * key handler as the file. It is not a schema: callers decide which sections and keys exist. */
+ * unknown sections even when empty, over-long lines reported rather than silently split (and
+ * never read whole), NUL bytes refused rather than ending a value early, only regular files
+ * read (regfile.h: a FIFO or /dev/zero is refused before it is read), strict number parsing,
+ * and `section.key=value` overrides from the command line that go through the same key handler
+ * as the file. It is not a schema: callers decide which sections and keys exist. */
 #ifndef FUYOU_INIFILE_H
 #define FUYOU_INIFILE_H
 
@@ -31,8 +33,9 @@ typedef struct IniSchema {
     const char *sections_hint; /* e.g. "[gpu] [pcie] [cpu] [ssd] [memory]", for messages */
 } IniSchema;
 
-/* Parses the file at path. Returns 0, -errno if it cannot be read, -EINVAL on the first bad
- * line; e gets "path:line: problem". */
+/* Parses the file at path. Returns 0, -errno if it cannot be read (-EISDIR for a directory,
+ * -EINVAL for anything else that is not a regular file), -EINVAL on the first bad line; e gets
+ * "path:line: problem". */
 int inifile_parse_file(const char *path, const IniSchema *schema, void *user, Err *e);
 
 /* Same for ini text held in memory (presets compiled into the binary); name is used in messages. */
@@ -43,8 +46,9 @@ int inifile_parse_text(const char *name, const char *text, const IniSchema *sche
  * naming the override. */
 int inifile_apply_override(const char *arg, const IniSchema *schema, void *user, Err *e);
 
-/* Strict number parsing: the whole value must be one finite number (surrounding blanks allowed).
- * Return 0 or -EINVAL. */
+/* Strict number parsing: the whole value must be one finite number (surrounding blanks allowed);
+ * a whole number as units_parse_int reads one (the command lines' parser). Return 0 or
+ * -EINVAL. */
 int inifile_double(const char *value, double *out);
 int inifile_int(const char *value, long *out);
 /* true/false, yes/no, on/off, 1/0. */

@@ -104,6 +104,10 @@ int64_t model_param_count(const ModelConfig *c)
     return c->n_layer * model_block_params(c) + model_embed_params(c);
 }
 
+/* Each size's limit, in model_keys order from MKEY_LAYERS. */
+static const int size_max[] = {MODEL_MAX_LAYERS, MODEL_MAX_HIDDEN, MODEL_MAX_HIDDEN,
+                               MODEL_MAX_FFN, MODEL_MAX_VOCAB, MODEL_MAX_SEQ};
+
 int model_validate(const ModelConfig *c, Err *e)
 {
     const struct { const char *key; int v; } pos[] = {
@@ -111,9 +115,9 @@ int model_validate(const ModelConfig *c, Err *e)
         {"ffn", c->d_ff}, {"vocab", c->vocab}, {"max_seq", c->max_seq},
     };
     for (size_t i = 0; i < sizeof pos / sizeof pos[0]; i++)
-        if (pos[i].v <= 0)
-            return err_set(e, -EINVAL, "model %s: %s must be a positive integer (got %d)",
-                           c->name, pos[i].key, pos[i].v);
+        if (pos[i].v <= 0 || pos[i].v > size_max[i])
+            return err_set(e, -EINVAL, "model %s: %s must be a positive integer of at most %d "
+                           "(got %d)", c->name, pos[i].key, size_max[i], pos[i].v);
     if (c->d_model % c->n_head)
         return err_set(e, -EINVAL, "model %s: heads (%d) must divide hidden (%d)", c->name,
                        c->n_head, c->d_model);
@@ -166,8 +170,10 @@ static int model_key(void *user, const IniLoc *loc, const char *section, const c
         return dtype_parse(value, &m->c.dtype) ? err_set(e, -EINVAL, "dtype: expected bf16, "
                                                          "fp16 or fp32, got '%s'", value) : 0;
     long v;
-    if (inifile_int(value, &v) || v <= 0 || v > (1L << 30))
-        return err_set(e, -EINVAL, "%s: expected a positive integer, got '%s'", key, value);
+    int max = size_max[k - MKEY_LAYERS];
+    if (inifile_int(value, &v) || v <= 0 || v > max)
+        return err_set(e, -EINVAL, "%s: expected a positive integer of at most %d, got '%s'",
+                       key, max, value);
     int *fields[] = {[MKEY_LAYERS] = &m->c.n_layer, [MKEY_HIDDEN] = &m->c.d_model,
                      [MKEY_HEADS] = &m->c.n_head, [MKEY_FFN] = &m->c.d_ff,
                      [MKEY_VOCAB] = &m->c.vocab, [MKEY_MAX_SEQ] = &m->c.max_seq};

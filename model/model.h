@@ -20,6 +20,17 @@ const char *dtype_name(DType t);
 /* "fp32", "bf16", "fp16" (also "float32", "bfloat16", "float16"); 0 or -EINVAL. */
 int dtype_parse(const char *s, DType *out);
 
+/* The largest sizes fuyou describes (README, "Limits"). Within them every size, parameter count
+ * and byte count of a model and its graph is exact in int64 arithmetic, far from overflow. */
+enum {
+    MODEL_MAX_LAYERS = 1024,    /* deeper than any model trained so far; the planner's search
+                                   grows as its square */
+    MODEL_MAX_HIDDEN = 1 << 17, /* 131072; heads at most as many */
+    MODEL_MAX_FFN = 1 << 20,    /* 1048576 */
+    MODEL_MAX_VOCAB = 1 << 24,  /* 16777216 */
+    MODEL_MAX_SEQ = 1 << 24,    /* max_seq, and so the sequence length */
+};
+
 typedef struct ModelConfig {
     char name[64];
     int n_layer;
@@ -41,7 +52,8 @@ const ModelConfig *model_preset_find(const char *name);
  * Returns 0, or a negative errno with e naming the name/file:line and what to do. */
 int model_load(const char *name_or_path, ModelConfig *out, Err *e);
 
-/* Checks shape consistency (positive sizes, heads dividing the hidden size). 0 or -EINVAL. */
+/* Checks shape consistency (sizes from 1 to their MODEL_MAX_ limit, heads dividing the hidden
+ * size). 0 or -EINVAL. */
 int model_validate(const ModelConfig *c, Err *e);
 
 int64_t model_head_dim(const ModelConfig *c);

@@ -5,6 +5,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,18 +99,25 @@ void plan_set_all_act(Plan *p, ActPlace ckpt, ActPlace inner)
 
 int plan_validate(const Plan *p, Err *e)
 {
-    const struct { const char *name; int v, min; } counts[] = {
-        {"micro-batch", p->micro_batch, 1}, {"micro-batches", p->micro_batches, 1},
-        {"sequence length", p->seq, 1}, {"sub-group blocks", p->subgroup_blocks, 1},
-        {"tail blocks", p->tail_blocks, 1}, {"prefetch depth", p->prefetch_depth, 0},
-        {"weight buffers", p->weight_buffers, 1}, {"pinned buffers", p->pinned_buffers, 1},
-        {"activation buffers", p->act_buffers, 1}, {"gradient buffers", p->grad_buffers, 1},
-        {"state buffers", p->state_buffers, 1}, {"host gradient groups", p->host_grad_groups, 1},
+    enum { MAX = PLAN_MAX_COUNT };
+    const struct { const char *name; int v, min, max; } counts[] = {
+        {"micro-batch", p->micro_batch, 1, INT_MAX}, {"micro-batches", p->micro_batches, 1, MAX},
+        {"sequence length", p->seq, 1, INT_MAX}, {"sub-group blocks", p->subgroup_blocks, 1, MAX},
+        {"tail blocks", p->tail_blocks, 1, MAX}, {"prefetch depth", p->prefetch_depth, 0, MAX - 1},
+        {"weight buffers", p->weight_buffers, 1, MAX},
+        {"pinned buffers", p->pinned_buffers, 1, MAX},
+        {"activation buffers", p->act_buffers, 1, MAX},
+        {"gradient buffers", p->grad_buffers, 1, MAX}, {"state buffers", p->state_buffers, 1, MAX},
+        {"host gradient groups", p->host_grad_groups, 1, MAX},
     };
-    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
         if (counts[i].v < counts[i].min)
             return err_set(e, -EINVAL, "plan: %s must be at least %d (got %d)", counts[i].name,
                            counts[i].min, counts[i].v);
+        if (counts[i].v > counts[i].max)
+            return err_set(e, -EINVAL, "plan: %s must be %d to %d (got %d)", counts[i].name,
+                           counts[i].min, counts[i].max, counts[i].v);
+    }
     if (p->weight_buffers < p->prefetch_depth + 1)
         return err_set(e, -EINVAL, "plan: %d weight buffers cannot hold a prefetch depth of %d "
                        "(needs depth + 1)", p->weight_buffers, p->prefetch_depth);

@@ -19,6 +19,10 @@ typedef enum Policy { POLICY_FUYOU, POLICY_ZERO_INFINITY } Policy;
  * input, the checkpoint: it is never recomputed. */
 typedef enum ActPlace { ACT_GPU, ACT_CPU, ACT_SSD, ACT_RECOMPUTE } ActPlace;
 
+/* The largest count a plan holds (micro-batches, sub-group and tail blocks, prefetch depth + 1,
+ * every buffer count): far beyond any use, and far from overflowing the int arithmetic on them. */
+enum { PLAN_MAX_COUNT = 1 << 20 };
+
 typedef struct Plan {
     Policy policy;
     int micro_batch;     /* sequences per micro-batch */
@@ -65,8 +69,8 @@ void plan_set_all_act(Plan *p, ActPlace ckpt, ActPlace inner);
  * decision, sub-groups, prefetch and buffers. Writes into buf and returns it. */
 char *plan_summary(const Plan *p, const Graph *g, char *buf, size_t n);
 
-/* Checks counts and combinations (e.g. a recomputed checkpoint, buffers below prefetch depth).
- * 0 or -EINVAL with e naming the field. */
+/* Checks counts (each within its least value and PLAN_MAX_COUNT) and combinations (e.g. a
+ * recomputed checkpoint, buffers below prefetch depth). 0 or -EINVAL with e naming the field. */
 int plan_validate(const Plan *p, Err *e);
 
 /* Optimizer sub-groups, in update order: group 0 holds the last blocks, the last group (the

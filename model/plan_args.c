@@ -2,10 +2,10 @@
 #include "plan_args.h"
 
 #include <errno.h>
-#include <limits.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
+
+#include "units.h"
 
 const char *const plan_args_names[4 + PC_N] = {
     "weights", "optim", "checkpoints", "act", "micro-batches", "subgroup", "tail", "prefetch",
@@ -24,15 +24,29 @@ void plan_args_init(PlanArgs *a)
         a->count[i] = -1;
 }
 
-int plan_args_count(const char *prog, const char *opt, const char *s, int min, int *out)
+int plan_args_max(int count)
 {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (end == s || *end || errno || v < min || v > INT_MAX) {
-        fprintf(stderr, "%s: %s expects a whole number >= %d, got '%s'\n", prog, opt, min, s);
+    /* weight buffers default to the depth + 1, which stays within PLAN_MAX_COUNT */
+    return count == PC_PREFETCH ? PLAN_MAX_COUNT - 1 : PLAN_MAX_COUNT;
+}
+
+int plan_args_int(const char *prog, const char *opt, const char *s, int64_t lo, int64_t hi,
+                  int64_t *out)
+{
+    if (units_parse_int(s, lo, hi, out)) {
+        fprintf(stderr, "%s: %s expects a whole number from %lld to %lld, got '%s'\n", prog, opt,
+                (long long)lo, (long long)hi, s);
         return -EINVAL;
     }
+    return 0;
+}
+
+int plan_args_count(const char *prog, const char *opt, const char *s, int min, int max,
+                    int *out)
+{
+    int64_t v;
+    if (plan_args_int(prog, opt, s, min, max, &v))
+        return -EINVAL;
     *out = (int)v;
     return 0;
 }
@@ -50,7 +64,8 @@ int plan_args_take(PlanArgs *a, const char *name, const char *value, const char 
         char opt[32];
         snprintf(opt, sizeof opt, "--%s", name);
         int c = i - 4;
-        return plan_args_count(prog, opt, value, plan_args_min(c), &a->count[c]) ? -EINVAL : 1;
+        return plan_args_count(prog, opt, value, plan_args_min(c), plan_args_max(c),
+                               &a->count[c]) ? -EINVAL : 1;
     }
     return 0;
 }

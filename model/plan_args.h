@@ -7,6 +7,7 @@
 #define FUYOU_PLAN_ARGS_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "plan.h"
 
@@ -14,9 +15,10 @@
 enum PlanCount { PC_MICRO, PC_SUBGROUP, PC_TAIL, PC_PREFETCH, PC_WBUF, PC_PBUF, PC_ABUF,
                  PC_GBUF, PC_SBUF, PC_OCPU, PC_N };
 
-/* The least value of each count option (the prefetch depth and CPU-resident sub-groups may be
- * 0). */
+/* The least and the largest value of each count option (the prefetch depth and CPU-resident
+ * sub-groups may be 0; every count is at most PLAN_MAX_COUNT, the prefetch depth one less). */
 int plan_args_min(int count);
+int plan_args_max(int count);
 
 typedef struct PlanArgs {
     const char *weights, *optim, *checkpoints, *act;
@@ -30,8 +32,14 @@ void plan_args_init(PlanArgs *a);
 /* Takes option `name` (without "--") with its value: 1 if it is a plan option, 0 if not,
  * -EINVAL for a bad value (printed, prefixed with prog). */
 int plan_args_take(PlanArgs *a, const char *name, const char *value, const char *prog);
-/* A whole number >= min for option opt (for the counts); 0 or -EINVAL, printed. */
-int plan_args_count(const char *prog, const char *opt, const char *s, int min, int *out);
+/* The whole-number options of both command lines (counts, sizes, steps): s parsed by
+ * units_parse_int within [lo, hi]; 0, or -EINVAL with one line printed on stderr,
+ * "prog: opt expects a whole number from lo to hi, got 's'", the same in both programs. */
+int plan_args_int(const char *prog, const char *opt, const char *s, int64_t lo, int64_t hi,
+                  int64_t *out);
+/* The same into an int, for the counts (hi at most INT_MAX). */
+int plan_args_count(const char *prog, const char *opt, const char *s, int min, int max,
+                    int *out);
 bool plan_args_given(const PlanArgs *a);
 /* Sets what a names over p (a prefetch depth beyond the weight buffers raises them unless
  * they were given). 0 or -EINVAL, printed. */

@@ -16,6 +16,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "units.h"
+
 /* ---- the builder -------------------------------------------------------------------------- */
 
 typedef enum RefKind {
@@ -832,6 +834,26 @@ static int fill_minus_one(int **p, size_t n)
     return 0;
 }
 
+/* The most tasks one block's use per micro-batch emits (forward 10, recompute up to 8,
+ * backward 10, weight loads and activation swaps both ways, the gradient copy), those of the
+ * embedding and head per micro-batch, and of one sub-group's update per iteration (state reads
+ * and writes, Adam, the new weights' copies); tests/test_sched.c holds every plan below it. */
+enum { TASKS_PER_BLOCK = 40, TASKS_PER_EDGE = 24, TASKS_PER_GROUP = 8, TASKS_PER_ITER = 8 };
+
+double sched_estimate_tasks(int n_layer, int micro_batches, int iters)
+{
+    /* doubles: the product of unchecked counts must not overflow before it is compared */
+    double L = n_layer, groups = n_layer + 1.0; /* sub-groups of one block, and the tail */
+    double per_micro = TASKS_PER_BLOCK * L + TASKS_PER_EDGE;
+    return (double)iters * ((double)micro_batches * per_micro + TASKS_PER_GROUP * groups +
+                            TASKS_PER_ITER);
+}
+
+double sched_estimate_bytes(int n_layer, int micro_batches, int iters)
+{
+    return sched_estimate_tasks(n_layer, micro_batches, iters) * SCHED_BYTES_PER_TASK;
+}
+
 int sched_build(Schedule *s, const Graph *g, const Plan *p, int iters, Err *e)
 {
     memset(s, 0, sizeof *s);
@@ -844,6 +866,16 @@ int sched_build(Schedule *s, const Graph *g, const Plan *p, int iters, Err *e)
                        g->cfg.n_layer, g->batch, g->seq);
     if (iters < 1)
         return err_set(e, -EINVAL, "iterations must be at least 1 (got %d)", iters);
+    double need = sched_estimate_bytes(p->n_layer, p->micro_batches, iters);
+    if (need > SCHED_MAX_BYTES) {
+        char b1[24], b2[24];
+        return err_set(e, -EINVAL, "%d iteration%s of %d micro-batch%s of %d blocks would need "
+                       "about %s to schedule and simulate; the limit is %s: fewer iterations, "
+                       "micro-batches or layers", iters, iters == 1 ? "" : "s", p->micro_batches,
+                       p->micro_batches == 1 ? "" : "es", p->n_layer,
+                       units_bytes(b1, sizeof b1, need), units_bytes(b2, sizeof b2,
+                                                                     SCHED_MAX_BYTES));
+    }
     Builder b = {.g = g, .p = p, .s = s, .L = g->cfg.n_layer, .M = p->micro_batches,
                  .last_gpu = -1, .bwd_first = -1, .bwd_last = -1, .embed_grad_d2h = -1};
     s->iters = iters;

@@ -113,9 +113,20 @@ typedef struct Schedule {
     int n_layer;
 } Schedule;
 
+/* The size limit (README, "Limits"). A schedule's tasks are bounded from above by
+ * sched_estimate_tasks, from the sizes alone, so a caller can refuse before building anything;
+ * building one and simulating it (the tasks, their dependencies, the engine's state and a trace
+ * row each) takes at most SCHED_BYTES_PER_TASK per task, and a schedule that would need more
+ * than SCHED_MAX_BYTES is refused. That also keeps every task index well inside an int. */
+#define SCHED_BYTES_PER_TASK 256.0
+#define SCHED_MAX_BYTES (4.0 * 0x1p30)
+double sched_estimate_tasks(int n_layer, int micro_batches, int iters);
+/* sched_estimate_tasks * SCHED_BYTES_PER_TASK. */
+double sched_estimate_bytes(int n_layer, int micro_batches, int iters);
+
 /* Builds iters iterations of plan p over g (p's sizes must match g's). The caller owns s and
- * frees it with sched_free (safe after a failure). Returns 0, -EINVAL for an invalid plan (e says
- * why), -ENOMEM. */
+ * frees it with sched_free (safe after a failure). Returns 0, -EINVAL for an invalid plan or one
+ * whose schedule would need more than SCHED_MAX_BYTES (e says why and the estimate), -ENOMEM. */
 int sched_build(Schedule *s, const Graph *g, const Plan *p, int iters, Err *e);
 void sched_free(Schedule *s);
 

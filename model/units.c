@@ -1,10 +1,11 @@
-/* units: report formatting; see units.h. */
+/* units: report formatting and number parsing; see units.h. */
 #include "units.h"
 
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <strings.h>
 
 char *units_bytes(char *buf, size_t n, double bytes)
@@ -58,4 +59,35 @@ int units_parse_bytes(const char *s, double *out)
             return 0;
         }
     return -EINVAL;
+}
+
+int units_parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out)
+{
+    /* strtoll and strtod accept leading blanks, hex, inf and nan: only these characters pass */
+    if (!*s || s[strspn(s, "0123456789+-.eE")])
+        return -EINVAL;
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (end == s)
+        return -EINVAL;
+    if (*end) {
+        /* not plain digits: a whole number in exponent form, or nothing */
+        if (!strpbrk(s, "eE"))
+            return -EINVAL;
+        errno = 0;
+        double d = strtod(s, &end);
+        if (end == s || *end || (errno == ERANGE && fabs(d) < 1) || !isfinite(d) ||
+            d != floor(d))
+            return -EINVAL;
+        if (fabs(d) >= 0x1p63)
+            return -ERANGE;
+        v = (long long)d;
+    } else if (errno == ERANGE) {
+        return -ERANGE; /* digits beyond int64 */
+    }
+    if (v < lo || v > hi)
+        return -ERANGE;
+    *out = v;
+    return 0;
 }

@@ -56,10 +56,12 @@ static void usage(FILE *out)
                                                            : ", ")
                                              : "\n");
     fprintf(out,
-"  --batch N               micro-batch size in sequences (default 8)\n"
+"  --batch N               micro-batch size in sequences (default 8, at most 1048576)\n"
 "  --seq N                 sequence length in tokens (default 1024, the paper's)\n"
 "  --policy P              fuyou (default) or zero-infinity\n"
-"  --iters N               iterations to simulate; N >= 2 reports the steady state (default 3)\n"
+"  --iters N               iterations to simulate; N >= 2 reports the steady state (default 3;\n"
+"                          at most what 4 GiB of simulator memory holds, about 3600 for\n"
+"                          gpt3-175b)\n"
 "  --trace FILE            write the predicted timeline as TSV (traces/ schema)\n"
 "  --chrome FILE           write it as Chrome/Perfetto JSON, one lane per resource\n"
 "  --describe              print the layer graph and the memory footprint instead\n"
@@ -90,6 +92,11 @@ static void usage(FILE *out)
 "                          first) in CPU memory (default 0)\n"
 "  -h, --help              this text\n"
 "  -V, --version           the version\n"
+"\n"
+"Limits (README, \"Limits\"): layers <= 1024, hidden and heads <= 131072, ffn <= 1048576,\n"
+"vocab and max_seq <= 16777216; a micro-batch of at most 2^32 tokens whose activations, none\n"
+"recomputed, stay within 1 PiB; every plan count <= 1048576; every hardware key in a plausible\n"
+"range, named when a value falls outside it.\n"
 "\n"
 "Exit status: 0 success, 1 runtime failure or a plan over capacity, 2 usage or input error.\n");
 }
@@ -139,7 +146,10 @@ static int parse_args(int argc, char **argv, SimArgs *a)
             int *dst = c == O_BATCH ? &a->batch : c == O_SEQ ? &a->seq
                      : c == O_ITERS ? &a->iters : &a->plan.count[c - O_MICRO];
             int min = c >= O_MICRO ? plan_args_min(c - O_MICRO) : 1;
-            if (plan_args_count("fuyou-sim", name, optarg, min, dst))
+            /* --iters is limited by the memory its simulation needs (check_size) */
+            int max = c >= O_MICRO ? plan_args_max(c - O_MICRO) : c == O_BATCH ? GRAPH_MAX_BATCH
+                    : c == O_SEQ ? MODEL_MAX_SEQ : INT_MAX;
+            if (plan_args_count("fuyou-sim", name, optarg, min, max, dst))
                 return -EINVAL;
             continue;
         }
@@ -362,6 +372,48 @@ static int print_sweep(FILE *out, const SimArgs *a, const Graph *g, const Hardwa
     return rc;
 }
 
+/* Refuses, before anything is planned or simulated, a run whose schedules would need more than
+ * SCHED_MAX_BYTES (sched_build would refuse it too, but cannot name the option): the planner and
+ * --swap sweep simulate 2 iterations, the prediction --iters. Returns 0 or -EINVAL with e
+ * naming the option to lower and how far. */
+static int check_size(const SimArgs *a, const ModelConfig *c, PlanInfo *info, Err *e)
+{
+    int L = c->n_layer, M = a->plan.count[PC_MICRO] > 0 ? a->plan.count[PC_MICRO] : 1;
+    bool predicts = !a->describe && info->swap != SWAP_SWEEP;
+    int iters = predicts && a->iters > 2 ? a->iters : 2;
+    double need = sched_estimate_bytes(L, M, iters);
+    if (need <= SCHED_MAX_BYTES)
+        return 0;
+    char b1[24], b2[24], what[64];
+    units_bytes(b1, sizeof b1, need);
+    units_bytes(b2, sizeof b2, SCHED_MAX_BYTES);
+    if (sched_estimate_bytes(L, M, 2) <= SCHED_MAX_BYTES) {
+        /* the estimate grows with the iterations: the most that fit */
+        int lo = 2, hi = iters;
+        while (hi - lo > 1) {
+            int mid = lo + (hi - lo) / 2;
+            *(sched_estimate_bytes(L, M, mid) <= SCHED_MAX_BYTES ? &lo : &hi) = mid;
+        }
+        return err_set(e, -EINVAL, "--iters %d would need about %s to simulate (%s: %d blocks x "
+                       "%d micro-batch%s, up to %.0f tasks an iteration); at most %s: --iters %d "
+                       "or fewer", a->iters, b1, c->name, L, M, M == 1 ? "" : "es",
+                       sched_estimate_tasks(L, M, 1), b2, lo);
+    }
+    if (M > 1 && sched_estimate_bytes(L, 1, iters) <= SCHED_MAX_BYTES) {
+        int lo = 1, hi = M;
+        while (hi - lo > 1) {
+            int mid = lo + (hi - lo) / 2;
+            *(sched_estimate_bytes(L, mid, iters) <= SCHED_MAX_BYTES ? &lo : &hi) = mid;
+        }
+        snprintf(what, sizeof what, "%d iteration%s", iters, iters == 1 ? "" : "s");
+        return err_set(e, -EINVAL, "--micro-batches %d would need about %s to simulate (%s of "
+                       "%s: %d blocks); at most %s: --micro-batches %d or fewer", M, b1, what,
+                       c->name, L, b2, lo);
+    }
+    return err_set(e, -EINVAL, "model %s (%d layers) would need about %s to simulate; at most "
+                   "%s: fewer layers", c->name, L, b1, b2);
+}
+
 int main(int argc, char **argv)
 {
     SimArgs a;
@@ -384,6 +436,8 @@ int main(int argc, char **argv)
         status = rc == -ENOMEM ? 1 : 2;
         goto out_hw;
     }
+    if (parse_swap(a.swap, &info) || check_size(&a, &cfg, &info, &e))
+        goto out_hw;
     rc = make_plan(&a, &g, &hw, &p, &info, &e);
     if (rc) {
         status = rc == -ENOMEM ? 1 : 2;
@@ -401,7 +455,7 @@ int main(int argc, char **argv)
     }
     rc = predict_run(&pr, &g, &hw, &p, a.iters, &e);
     if (rc) {
-        status = 1;
+        status = rc == -EINVAL ? 2 : 1; /* a plan or size sched_build refuses */
         goto out_hw;
     }
     predict_report(stdout, &pr, &g, &hw, &p);

@@ -1,6 +1,9 @@
 /* Check suite for the command lines: fuyou-sim's --help, exit codes 0/2, one-line errors that
  * name file:line, and the --describe report; fuyou-run's usage errors. Runs the built binaries
  * (FUYOU_SIM and FUYOU_RUN in the environment). */
+#include <errno.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <sys/wait.h>
 
 #include "testutil.h"
@@ -78,6 +81,46 @@ START_TEST(run_offload)
     tu_assert_contains(out, "--gpu-mem expects a size such as 24GiB, got 'lots'");
     ck_assert_int_eq(run_bin("FUYOU_RUN", "--offload --act sideways", out, sizeof out), 2);
     tu_assert_contains(out, "--act expects recompute, gpu, cpu or ssd");
+}
+END_TEST
+
+/* fuyou-run --save into a directory that holds checkpoints: a fresh run, in memory or
+ * --offload, is refused before it trains (one line, status 2); --overwrite replaces them */
+START_TEST(run_save_refuses_checkpoints)
+{
+    char dir[] = "/tmp/fuyou-cli-save-XXXXXX", args[512], path[256];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    const char *small = "--steps 2 --batch 2 --seq 16";
+    snprintf(args, sizeof args, "%s --save %s", small, dir);
+    ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 0);
+    for (int offload = 0; offload < 2; offload++) {
+        snprintf(args, sizeof args, "%s%s --save %s", offload ? "--offload " : "", small, dir);
+        ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 2);
+        tu_assert_contains(out, "holds a checkpoint (step-00000002)");
+        tu_assert_contains(out, "--resume");
+        tu_assert_contains(out, "--overwrite");
+        ck_assert_msg(!strstr(out, "parameters)"), "started training first: %s", out);
+    }
+    snprintf(args, sizeof args, "%s --overwrite", small);
+    ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 2);
+    tu_assert_contains(out, "--overwrite is for a fresh run's --save directory");
+    /* a run that fails before its first save leaves the old checkpoints */
+    snprintf(args, sizeof args, "--offload --steps 1 --batch 2 --seq 16 --save %s --overwrite "
+             "--cpu-mem 4KiB", dir);
+    ck_assert_int_ne(run_bin("FUYOU_RUN", args, out, sizeof out), 0);
+    snprintf(path, sizeof path, "%s/step-00000002/model.safetensors", dir);
+    ck_assert_msg(access(path, F_OK) == 0, "a failed --overwrite run removed %s", path);
+    snprintf(args, sizeof args, "--offload --steps 1 --batch 2 --seq 16 --save %s --overwrite",
+             dir);
+    ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 0);
+    snprintf(path, sizeof path, "%s/step-00000002", dir);
+    ck_assert_int_ne(access(path, F_OK), 0);
+    snprintf(path, sizeof path, "%s/step-00000001/config.json", dir);
+    ck_assert_int_eq(access(path, F_OK), 0);
+    /* continuing it is what --resume is for */
+    snprintf(args, sizeof args, "--steps 2 --batch 2 --seq 16 --resume %s --save %s", dir, dir);
+    ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 0);
+    tu_rm_tree(dir);
 }
 END_TEST
 
@@ -173,6 +216,130 @@ START_TEST(profile_cli)
 }
 END_TEST
 
+/* fuyou-run --steps beyond its limit: one line about --steps, not an allocation failure */
+START_TEST(run_steps_limit)
+{
+    ck_assert_int_eq(run_bin("FUYOU_RUN", "--steps 1e12", out, sizeof out), 2);
+    tu_assert_contains(out, "--steps");
+    ck_assert_msg(!strstr(out, "out of memory"), "%s", out);
+    ck_assert_int_eq(run_bin("FUYOU_RUN", "--offload --steps 1e12", out, sizeof out), 2);
+    tu_assert_contains(out, "--steps");
+}
+END_TEST
+
+/* Lines of a file (0 when it cannot be read). */
+static int count_lines(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    int n = 0, ch;
+    while (f && (ch = fgetc(f)) != EOF)
+        n += ch == '\n';
+    if (f)
+        fclose(f);
+    return n;
+}
+
+/* Two --log files equal row for row except tokens_per_s (the fifth column). */
+static void assert_same_log(const char *want_path, const char *got_path)
+{
+    FILE *a = fopen(want_path, "r"), *b = fopen(got_path, "r");
+    ck_assert_ptr_nonnull(a);
+    ck_assert_ptr_nonnull(b);
+    char la[256], lb[256];
+    for (int line = 1;; line++) {
+        char *ra = fgets(la, sizeof la, a), *rb = fgets(lb, sizeof lb, b);
+        ck_assert_msg((ra == NULL) == (rb == NULL), "%s:%d: one log ends before the other",
+                      got_path, line);
+        if (!ra)
+            break;
+        char fa[6][32] = {{0}}, fb[6][32] = {{0}};
+        int na = sscanf(la, "%31[^\t]\t%31[^\t]\t%31[^\t]\t%31[^\t]\t%31[^\t]\t%31s", fa[0],
+                        fa[1], fa[2], fa[3], fa[4], fa[5]);
+        int nb = sscanf(lb, "%31[^\t]\t%31[^\t]\t%31[^\t]\t%31[^\t]\t%31[^\t]\t%31s", fb[0],
+                        fb[1], fb[2], fb[3], fb[4], fb[5]);
+        ck_assert_msg(na == 6 && nb == 6, "%s:%d: not a log row: %s", got_path, line, lb);
+        for (int k = 0; k < 6; k++)
+            if (k != 4 || line == 1)
+                ck_assert_msg(!strcmp(fa[k], fb[k]), "%s:%d: %s expected, got %s", got_path,
+                              line, la, lb);
+    }
+    fclose(a), fclose(b);
+}
+
+/* fuyou-run killed with SIGKILL in the middle of training has written the log row of every
+ * step it finished; resumed from its last checkpoint, the log is the uninterrupted run's */
+START_TEST(run_log_survives_kill)
+{
+    const char *bin = getenv("FUYOU_RUN");
+    char dir[] = "/tmp/fuyou-kill-XXXXXX", ckpt[256], log_k[256], log_u[256], args[1024];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(ckpt, sizeof ckpt, "%s/ckpt", dir);
+    snprintf(log_k, sizeof log_k, "%s/killed.tsv", dir);
+    snprintf(log_u, sizeof log_u, "%s/whole.tsv", dir);
+    const char *run = "--steps 40 --batch 1 --seq 16 --threads 1";
+    snprintf(args, sizeof args, "exec '%s' %s --save %s --save-every 3 --log %s >/dev/null",
+             bin, run, ckpt, log_k);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        execl("/bin/sh", "sh", "-c", args, (char *)NULL);
+        _exit(127);
+    }
+    /* kill it once eight rows are in the log, while it is still running */
+    int lines = 0, st;
+    while ((lines = count_lines(log_k)) < 9 && waitpid(pid, &st, WNOHANG) == 0)
+        usleep(1000);
+    bool running = waitpid(pid, &st, WNOHANG) == 0;
+    if (running) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &st, 0);
+    }
+    ck_assert_msg(running && lines < 41, "%d lines in the log were seen only as the run ended: "
+                  "rows are not written as steps end", lines);
+    snprintf(args, sizeof args, "%s --save %s --resume %s --log %s", run, ckpt, ckpt, log_k);
+    ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 0);
+    snprintf(args, sizeof args, "%s --log %s", run, log_u);
+    ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 0);
+    ck_assert_int_eq(count_lines(log_u), 41);
+    assert_same_log(log_u, log_k);
+    tu_rm_tree(dir);
+}
+END_TEST
+
+/* The same with --offload (the pipeline writes the rows): the work after the checkpoint at step
+ * 4 was lost, its rows are replaced; and a log that cannot be written stops the run at once */
+START_TEST(run_offload_log_resume)
+{
+    char dir[] = "/tmp/fuyou-olog-XXXXXX", ckpt[256], log_r[256], log_u[256], args[1024];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(ckpt, sizeof ckpt, "%s/ckpt", dir);
+    snprintf(log_r, sizeof log_r, "%s/resumed.tsv", dir);
+    snprintf(log_u, sizeof log_u, "%s/whole.tsv", dir);
+    /* steps 1-8 are inside the default warmup of 20, so --steps does not change their rate */
+    const char *run = "--offload --batch 2 --seq 16 --weights ssd --optim ssd";
+    snprintf(args, sizeof args, "%s --steps 8 --log %s", run, log_u);
+    ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 0);
+    snprintf(args, sizeof args, "%s --steps 4 --save %s --log %s", run, ckpt, log_r);
+    ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 0);
+    snprintf(args, sizeof args, "%s --steps 6 --resume %s --log %s", run, ckpt, log_r);
+    ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 0);
+    ck_assert_int_eq(count_lines(log_r), 7);
+    snprintf(args, sizeof args, "%s --steps 8 --resume %s --log %s", run, ckpt, log_r);
+    ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 0);
+    assert_same_log(log_u, log_r);
+    if (!access("/dev/full", W_OK)) {
+        snprintf(args, sizeof args, "%s --steps 2 --log /dev/full", run);
+        ck_assert_int_ne(run_bin("FUYOU_RUN", args, out, sizeof out), 0);
+        tu_assert_contains(out, "/dev/full");
+        tu_assert_contains(out, strerror(ENOSPC));
+        ck_assert_int_eq(run_bin("FUYOU_RUN", "--steps 2 --log /dev/full", out, sizeof out), 1);
+        tu_assert_contains(out, "/dev/full");
+        tu_assert_contains(out, strerror(ENOSPC));
+    }
+    tu_rm_tree(dir);
+}
+END_TEST
+
 START_TEST(help)
 {
     ck_assert_int_eq(run_sim("--help", out, sizeof out), 0);
@@ -191,7 +358,7 @@ START_TEST(usage_errors)
     ck_assert_int_eq(run_sim("--batch", out, sizeof out), 2);
     tu_assert_contains(out, "--batch needs a value");
     ck_assert_int_eq(run_sim("--batch 0", out, sizeof out), 2);
-    tu_assert_contains(out, "--batch expects a whole number >= 1");
+    tu_assert_contains(out, "--batch expects a whole number from 1 to 1048576, got '0'");
     ck_assert_int_eq(run_sim("--model gpt9", out, sizeof out), 2);
     tu_assert_contains(out, "unknown model 'gpt9'");
     ck_assert_int_eq(run_sim("--hw 3090.ini", out, sizeof out), 2);
@@ -291,6 +458,156 @@ START_TEST(swap_sweep)
 }
 END_TEST
 
+/* fuyou-sim under a time limit (for inputs that once hung), stdout and stderr together. */
+static int run_sim_timeout(const char *args, char *buf, size_t n)
+{
+    char wrapped[1024];
+    snprintf(wrapped, sizeof wrapped, "%s %s", getenv("FUYOU_SIM"), args);
+    setenv("FUYOU_SIM_TIMEOUT", "timeout", 1);
+    char cmd[1100];
+    snprintf(cmd, sizeof cmd, "-s KILL 30 %s", wrapped);
+    return run_bin("FUYOU_SIM_TIMEOUT", cmd, buf, n);
+}
+
+/* The output is exactly one line. */
+static void assert_one_line(const char *s)
+{
+    ck_assert_msg(strchr(s, '\n') == s + strlen(s) - 1, "not one line: %s", s);
+}
+
+/* Sizes from the command line that overflowed int arithmetic (a heap overflow in the schedule,
+ * a segfault, wrapped sizes printed with status 0, an abort): one line naming the option, 2 */
+START_TEST(sim_size_limits)
+{
+    static const struct { const char *args, *what; } cases[] = {
+        {"--micro-batches 7456541", "--micro-batches expects a whole number from 1 to 1048576"},
+        {"--micro-batches 1048576", "--micro-batches 1048576 would need about"},
+        {"--iters 22369622", "--iters 22369622 would need about"},
+        {"--batch 2147483647 --describe", "--batch expects a whole number from 1 to 1048576"},
+        {"--batch 1048576 --seq 2048 --describe", "1 PiB"},
+        {"--subgroup 2147483647", "--subgroup expects a whole number from 1 to 1048576"},
+        {"--prefetch 2147483647", "--prefetch expects a whole number from 0 to 1048575"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int rc = run_sim_timeout(cases[i].args, out, sizeof out);
+        ck_assert_msg(rc == 2, "%s: status %d: %s", cases[i].args, rc, out);
+        tu_assert_contains(out, cases[i].what);
+        assert_one_line(out);
+    }
+    /* the iteration limit names the most iterations this model may simulate */
+    ck_assert_int_eq(run_sim("--iters 22369622", out, sizeof out), 2);
+    tu_assert_contains(out, "at most 4.00 GiB: --iters ");
+    tu_assert_contains(out, " or fewer");
+}
+END_TEST
+
+/* Model ini sizes beyond the limits: refused at their line (hidden = 2^29 without ffn once
+ * blamed ffn, a key the user never set, with "got -2147483648") */
+START_TEST(sim_model_limits)
+{
+    static const struct { const char *ini, *where, *what; } cases[] = {
+        {"[model]\nlayers = 2\nhidden = 536870912\nheads = 1\nvocab = 10\nmax_seq = 1024\n",
+         ":3:", "hidden: expected a positive integer of at most 131072"},
+        {"[model]\nlayers = 1073741824\nhidden = 64\nheads = 1\nvocab = 10\nmax_seq = 1024\n",
+         ":2:", "layers: expected a positive integer of at most 1024"},
+        {"[model]\nlayers = 2\nhidden = 1073741824\nffn = 1\nheads = 1\nvocab = 10\n"
+         "max_seq = 1024\n", ":3:", "hidden"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char path[64], args[128], where[96];
+        tu_temp_file(path, sizeof path, ".ini", cases[i].ini);
+        snprintf(args, sizeof args, "--model %s", path);
+        int rc = run_sim_timeout(args, out, sizeof out);
+        unlink(path);
+        ck_assert_msg(rc == 2, "case %zu: status %d: %s", i, rc, out);
+        snprintf(where, sizeof where, "%s%s", path, cases[i].where);
+        tu_assert_contains(out, where);
+        tu_assert_contains(out, cases[i].what);
+        ck_assert_msg(!strstr(out, "ffn"), "%s", out);
+        assert_one_line(out);
+    }
+}
+END_TEST
+
+/* Huge but finite hardware values: an abort in the engine, 300-digit iteration times */
+START_TEST(sim_hw_ranges)
+{
+    static const char *sets[] = {"pcie.latency_us=1e305", "gpu.bf16_TFLOPS=1e-300",
+                                 "gpu.launch_us=1e300", "ssd.count=1000000"};
+    for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++) {
+        char args[128], want[128];
+        snprintf(args, sizeof args, "--model gpt3-1.3b --set %s", sets[i]);
+        int rc = run_sim_timeout(args, out, sizeof out);
+        ck_assert_msg(rc == 2, "%s: status %d: %s", sets[i], rc, out);
+        snprintf(want, sizeof want, "fuyou-sim: --set %s: ", sets[i]);
+        tu_assert_contains(out, want);
+        tu_assert_contains(out, " from ");
+        assert_one_line(out);
+    }
+}
+END_TEST
+
+/* Input files that are not regular files (/dev/zero grew memory without bound, a FIFO blocked
+ * in open) and NUL bytes in values (silently cut short) */
+START_TEST(sim_input_files)
+{
+    ck_assert_int_eq(run_sim_timeout("--hw /dev/zero", out, sizeof out), 2);
+    tu_assert_contains(out, "fuyou-sim: /dev/zero: is a character device, not a regular file");
+    assert_one_line(out);
+    ck_assert_int_eq(run_sim_timeout("--model /dev/zero", out, sizeof out), 2);
+    tu_assert_contains(out, "fuyou-sim: /dev/zero: is a character device, not a regular file");
+    char dir[] = "/tmp/fuyou-fifo-XXXXXX", fifo[64], args[128], want[128];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(fifo, sizeof fifo, "%s/hw.ini", dir);
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    snprintf(args, sizeof args, "--hw %s", fifo);
+    int rc = run_sim_timeout(args, out, sizeof out);
+    unlink(fifo);
+    rmdir(dir);
+    ck_assert_msg(rc == 2, "status %d: %s", rc, out);
+    tu_assert_contains(out, "hw.ini: is a FIFO");
+    static const char text[] = "[model]\nlayers = 2\0 4\nhidden = 64\nheads = 4\nvocab = 256\n"
+                               "max_seq = 1024\n";
+    char path[] = "/tmp/fuyou-test-XXXXXX.ini";
+    int fd = mkstemps(path, 4);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, text, sizeof text - 1), (ssize_t)(sizeof text - 1));
+    close(fd);
+    snprintf(args, sizeof args, "--model %s", path);
+    rc = run_sim_timeout(args, out, sizeof out);
+    unlink(path);
+    ck_assert_msg(rc == 2, "status %d: %s", rc, out);
+    snprintf(want, sizeof want, "fuyou-sim: %s:2: ", path);
+    tu_assert_contains(out, want);
+    tu_assert_contains(out, "NUL byte");
+    assert_one_line(out);
+}
+END_TEST
+
+/* Both command lines parse whole numbers the same way (fuyou-run --batch 2.5 trained with a
+ * batch of 2, fuyou-sim refused it): the same message after the program's name */
+START_TEST(cli_whole_numbers)
+{
+    static const char *opts[] = {"--batch 2.5", "--seq 64x", "--micro-batches 1.5",
+                                 "--subgroup 0x10", "--tail 1e400", "--batch nan"};
+    for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) {
+        char sim[512], run[512], args[128];
+        snprintf(args, sizeof args, "%s --steps 1", opts[i]);
+        ck_assert_msg(run_bin("FUYOU_RUN", args, out, sizeof out) == 2, "%s: %s", opts[i], out);
+        snprintf(run, sizeof run, "%.500s", out);
+        ck_assert_msg(run_sim(opts[i], out, sizeof out) == 2, "%s: %s", opts[i], out);
+        snprintf(sim, sizeof sim, "%.500s", out);
+        ck_assert_msg(!strncmp(run, "fuyou-run: ", 11) && !strncmp(sim, "fuyou-sim: ", 11),
+                      "%s | %s", run, sim);
+        ck_assert_str_eq(run + 11, sim + 11);
+        tu_assert_contains(sim, "expects a whole number from ");
+    }
+    /* a whole number in exponent form is one, in both */
+    ck_assert_int_eq(run_sim("--model gpt2-tiny --hw h200 --seq 64 --iters 2e0 --batch 4e0",
+                             out, sizeof out), 0);
+}
+END_TEST
+
 /* The predicted trace of a tiny model equals the golden one (regenerate on purpose only:
  * `meson compile -C build regen-golden`, then review the diff). */
 START_TEST(golden_trace)
@@ -331,6 +648,7 @@ int main(void)
     tcase_add_test(tc, help);
     tcase_add_test(tc, run_usage_errors);
     tcase_add_test(tc, run_offload);
+    tcase_add_test(tc, run_save_refuses_checkpoints);
     tcase_add_test(tc, run_offload_plans_as_sim);
     tcase_add_test(tc, trace_compare_cli);
     tcase_add_test(tc, profile_cli);
@@ -340,6 +658,14 @@ int main(void)
     tcase_add_test(tc, golden_trace);
     tcase_add_test(tc, swap_modes);
     tcase_add_test(tc, swap_sweep);
+    tcase_add_test(tc, sim_size_limits);
+    tcase_add_test(tc, sim_model_limits);
+    tcase_add_test(tc, sim_hw_ranges);
+    tcase_add_test(tc, sim_input_files);
+    tcase_add_test(tc, cli_whole_numbers);
+    tcase_add_test(tc, run_steps_limit);
+    tcase_add_test(tc, run_log_survives_kill);
+    tcase_add_test(tc, run_offload_log_resume);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

@@ -1,7 +1,8 @@
 /* Check suite for exec/cpu/gpt2_ops and the CPU backend: every op's backward against central
  * finite differences of its forward (L = sum(out * R) for random R), and the whole model's
  * gradient against a directional derivative of the loss. fp32 throughout, so the tolerance is
- * |fd - analytic| <= 2e-2 * max(|fd|, |analytic|) + 2e-3 with h = 1e-2 on O(1) inputs. */
+ * |fd - analytic| <= 2e-2 * max(|fd|, |analytic|) + 2e-3 with h = 1e-2 on O(1) inputs; and the
+ * cross-entropy at GPT-2's vocabulary against a float64 reference. */
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
 #include <math.h>
@@ -244,6 +245,40 @@ START_TEST(softmax_crossentropy)
 }
 END_TEST
 
+/* At GPT-2's vocabulary the loss is within about an ulp of a float64 reference: a float sum of
+ * 50257 exponentials comes out short and shifts every loss by a few 1e-6, one-sided. */
+START_TEST(crossentropy_large_vocab)
+{
+    enum { ROWS = 64, V = 50257 };
+    int targets[ROWS];
+    float *logits = randv((size_t)ROWS * V, 2), *probs = zeros((size_t)ROWS * V);
+    float *losses = zeros(ROWS);
+    for (int r = 0; r < ROWS; r++)
+        targets[r] = (int)gsl_rng_uniform_int(rng, V);
+    softmax_forward_ref(probs, logits, 1, ROWS, V);
+    crossentropy_forward_ref(losses, probs, targets, 1, ROWS, V);
+    double worst = 0, bias = 0;
+    for (int r = 0; r < ROWS; r++) {
+        const float *l = logits + (size_t)r * V;
+        double mx = -INFINITY, sum = 0, psum = 0;
+        for (int i = 0; i < V; i++)
+            mx = fmax(mx, l[i]);
+        for (int i = 0; i < V; i++)
+            sum += exp((double)l[i] - mx);
+        for (int i = 0; i < V; i++)
+            psum += probs[(size_t)r * V + i];
+        double ref = log(sum) + mx - l[targets[r]], err = losses[r] - ref;
+        worst = fmax(worst, fabs(err));
+        bias += err / ROWS;
+        ck_assert_msg(fabs(psum - 1) < 1e-5, "row %d: probabilities sum to %.9f", r, psum);
+    }
+    printf("cross-entropy at V %d: worst |loss - float64| %.2e, mean %.2e\n", V, worst, bias);
+    /* one ulp of a loss near ln V = 10.8 is 9.5e-7; the float sum was 3-4e-6 off */
+    ck_assert_double_lt(worst, 1.5e-6);
+    ck_assert_double_lt(fabs(bias), 3e-7);
+}
+END_TEST
+
 /* The whole model: dL/de along a random direction d equals <grad, d>. */
 START_TEST(model_directional_derivative)
 {
@@ -298,6 +333,7 @@ int main(void)
     tcase_add_test(tc, gelu);
     tcase_add_test(tc, encoder);
     tcase_add_test(tc, softmax_crossentropy);
+    tcase_add_test(tc, crossentropy_large_vocab);
     tcase_add_test(tc, model_directional_derivative);
     suite_add_tcase(s, tc);
     int rc = tu_run(s);

@@ -107,6 +107,37 @@ START_TEST(bad_sizes)
 }
 END_TEST
 
+/* Sizes beyond the limits are refused before any size is computed: --batch 2147483647 once
+ * printed wrapped (overflowed) sizes and exited 0. */
+START_TEST(size_limits)
+{
+    Graph g;
+    Err e;
+    const ModelConfig *c = model_preset_find("gpt3-175b");
+    ck_assert_int_eq(graph_init(&g, c, 2147483647, 1024, &e), -EINVAL);
+    tu_assert_contains(e.msg, "micro-batch size (--batch) must be 1 to 1048576");
+    graph_free(&g);
+    /* within each limit, but the micro-batch's activations (none recomputed) exceed 1 PiB */
+    ck_assert_int_eq(graph_init(&g, c, 1 << 20, 2048, &e), -EINVAL);
+    tu_assert_contains(e.msg, "1 PiB");
+    tu_assert_contains(e.msg, "--batch");
+    graph_free(&g);
+    /* tokens per micro-batch beyond 2^32 */
+    ModelConfig wide = *model_preset_find("gpt2-tiny");
+    wide.max_seq = 1 << 24;
+    ck_assert_int_eq(graph_init(&g, &wide, 1 << 20, 1 << 24, &e), -EINVAL);
+    tu_assert_contains(e.msg, "tokens");
+    graph_free(&g);
+    /* just inside: the largest micro-batch of the largest preset that stays under 1 PiB */
+    ck_assert_int_eq(graph_init(&g, c, 4096, 2048, &e), 0);
+    GraphTotals t;
+    graph_totals(&g, &t);
+    ck_assert_int_gt(t.act_all_bytes, 0);
+    ck_assert_int_le(t.act_all_bytes, (int64_t)1 << 50);
+    graph_free(&g);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("graph");
@@ -116,6 +147,7 @@ int main(void)
     tcase_add_test(tc, six_p_tokens);
     tcase_add_test(tc, activation_bytes);
     tcase_add_test(tc, bad_sizes);
+    tcase_add_test(tc, size_limits);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

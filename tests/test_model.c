@@ -118,6 +118,74 @@ START_TEST(model_ini_bad)
 }
 END_TEST
 
+/* Sizes beyond the stated limits are refused at the key's own line: hidden = 2^29 without ffn
+ * once reported "ffn ... got -2147483648" (4h overflowed int), a key the user never set, and
+ * layers = 2^30 or hidden = 2^30 overflowed the graph's sizes. */
+START_TEST(model_ini_limits)
+{
+    expect_bad("[model]\nlayers = 2\nhidden = 536870912\nheads = 1\nvocab = 10\nmax_seq = 16\n",
+               ":3:", "hidden: expected a positive integer of at most 131072");
+    expect_bad("[model]\nlayers = 1073741824\nhidden = 64\nheads = 1\nvocab = 10\n"
+               "max_seq = 16\n", ":2:", "layers: expected a positive integer of at most 1024");
+    expect_bad("[model]\nlayers = 2\nhidden = 1073741824\nffn = 1\nheads = 1\nvocab = 10\n"
+               "max_seq = 16\n", ":3:", "hidden");
+    expect_bad("[model]\nlayers = 2\nhidden = 64\nffn = 2000000\n", ":4:", "at most 1048576");
+    expect_bad("[model]\nvocab = 20000000\n", ":2:", "at most 16777216");
+    expect_bad("[model]\nmax_seq = 20000000\n", ":2:", "at most 16777216");
+    /* the largest of every size loads, and its parameter count is exact in int64 */
+    char path[64];
+    tu_temp_file(path, sizeof path, ".ini",
+                 "[model]\nlayers = 1024\nhidden = 131072\nheads = 1024\nffn = 1048576\n"
+                 "vocab = 16777216\nmax_seq = 16777216\ntied = false\n");
+    ModelConfig c;
+    Err e;
+    int rc = model_load(path, &c, &e);
+    unlink(path);
+    ck_assert_msg(rc == 0, "%s", e.msg);
+    int64_t h = 131072, f = 1048576, V = 16777216, S = 16777216;
+    int64_t block = 4 * h + 3 * h * h + 3 * h + h * h + h + f * h + f + h * f + h;
+    ck_assert_int_eq(model_param_count(&c), 1024 * block + 2 * V * h + S * h + 2 * h);
+    /* model_validate holds every config to the same limits, presets included */
+    ModelConfig big = *model_preset_find("gpt2-124m");
+    big.n_layer = 1025;
+    ck_assert_int_eq(model_validate(&big, &e), -EINVAL);
+    tu_assert_contains(e.msg, "layers");
+    for (int i = 0; i < model_preset_count(); i++)
+        ck_assert_int_eq(model_validate(model_preset_at(i), &e), 0);
+}
+END_TEST
+
+/* A NUL byte in a value is an error at its line, not the end of the value */
+START_TEST(model_ini_nul)
+{
+    static const char text[] = "[model]\nlayers = 2\0 4\nhidden = 64\nheads = 4\nvocab = 256\n"
+                               "max_seq = 32\n";
+    char path[] = "/tmp/fuyou-test-XXXXXX.ini", want[64];
+    int fd = mkstemps(path, 4);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, text, sizeof text - 1), (ssize_t)(sizeof text - 1));
+    close(fd);
+    ModelConfig c;
+    Err e;
+    int rc = model_load(path, &c, &e);
+    unlink(path);
+    ck_assert_int_eq(rc, -EINVAL);
+    snprintf(want, sizeof want, "%s:2: ", path);
+    tu_assert_contains(e.msg, want);
+    tu_assert_contains(e.msg, "NUL byte");
+}
+END_TEST
+
+/* /dev/zero as a model is refused at once (it has a '/', so it is taken for a path) */
+START_TEST(model_ini_not_regular)
+{
+    ModelConfig c;
+    Err e;
+    ck_assert_int_eq(model_load("/dev/zero", &c, &e), -EINVAL);
+    tu_assert_contains(e.msg, "/dev/zero: is a character device, not a regular file");
+}
+END_TEST
+
 START_TEST(model_ini_unreadable)
 {
     ModelConfig c;
@@ -149,6 +217,9 @@ int main(void)
     tcase_add_test(tc, model_ini_loads);
     tcase_add_test(tc, model_ini_bad);
     tcase_add_test(tc, model_ini_unreadable);
+    tcase_add_test(tc, model_ini_limits);
+    tcase_add_test(tc, model_ini_nul);
+    tcase_add_test(tc, model_ini_not_regular);
     tcase_add_test(tc, dtypes);
     suite_add_tcase(s, tc);
     return tu_run(s);

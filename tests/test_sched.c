@@ -272,6 +272,97 @@ START_TEST(bad_plans)
 }
 END_TEST
 
+/* Iteration and micro-batch counts whose schedule would not fit in a few GB are refused with
+ * the estimate before anything is built: 22369622 iterations of 96 blocks overflowed the use
+ * count (int) into a heap overflow, as did 7456541 micro-batches. */
+START_TEST(size_limit)
+{
+    Graph big;
+    Plan bp;
+    Schedule s;
+    Err e;
+    ck_assert_int_eq(graph_init(&big, model_preset_find("gpt3-175b"), 1, 1024, &e), 0);
+    ck_assert_int_eq(plan_init(&bp, &big, POLICY_FUYOU, &e), 0);
+    ck_assert_int_eq(sched_build(&s, &big, &bp, 22369622, &e), -EINVAL);
+    tu_assert_contains(e.msg, "22369622 iterations");
+    tu_assert_contains(e.msg, "the limit is 4.00 GiB");
+    bp.micro_batches = 7456541;
+    ck_assert_int_eq(sched_build(&s, &big, &bp, 3, &e), -EINVAL);
+    tu_assert_contains(e.msg, "micro-batches");
+    bp.micro_batches = 1;
+    /* within the limit, it builds */
+    ck_assert_int_eq(sched_build(&s, &big, &bp, 2, &e), 0);
+    sched_free(&s);
+    plan_free(&bp);
+    graph_free(&big);
+}
+END_TEST
+
+/* Counts beyond PLAN_MAX_COUNT are refused by plan_validate (a sub-group of 2^31 - 1 blocks
+ * overflowed the sub-group count; a prefetch depth of 2^31 - 1 its buffer count) */
+START_TEST(plan_count_limits)
+{
+    setup(POLICY_FUYOU);
+    Err e;
+    p.subgroup_blocks = 2147483647;
+    ck_assert_int_eq(plan_validate(&p, &e), -EINVAL);
+    tu_assert_contains(e.msg, "sub-group blocks must be 1 to 1048576");
+    p.subgroup_blocks = 1;
+    p.prefetch_depth = 2147483646;
+    p.weight_buffers = 2147483647;
+    ck_assert_int_eq(plan_validate(&p, &e), -EINVAL);
+    tu_assert_contains(e.msg, "prefetch depth");
+    p.prefetch_depth = 1;
+    p.weight_buffers = 2;
+    p.micro_batches = 2147483647;
+    ck_assert_int_eq(plan_validate(&p, &e), -EINVAL);
+    tu_assert_contains(e.msg, "micro-batches");
+    teardown();
+}
+END_TEST
+
+/* The estimate bounds every schedule from above, whatever the plan */
+START_TEST(estimate_bounds)
+{
+    static const ModelConfig shapes[] = {
+        {.name = "tiny", .n_layer = 4, .d_model = 64, .n_head = 4, .d_ff = 256, .vocab = 128,
+         .max_seq = 64, .tied = true, .dtype = DTYPE_BF16},
+        {.name = "one", .n_layer = 1, .d_model = 64, .n_head = 4, .d_ff = 256, .vocab = 128,
+         .max_seq = 64, .tied = false, .dtype = DTYPE_BF16},
+        {.name = "deep", .n_layer = 40, .d_model = 64, .n_head = 4, .d_ff = 256, .vocab = 128,
+         .max_seq = 64, .tied = true, .dtype = DTYPE_BF16},
+    };
+    static const ActPlace inner[] = {ACT_RECOMPUTE, ACT_GPU, ACT_CPU, ACT_SSD};
+    static const Tier tiers[] = {TIER_GPU, TIER_CPU, TIER_SSD};
+    for (size_t m = 0; m < sizeof shapes / sizeof shapes[0]; m++)
+        for (int policy = 0; policy < 2; policy++)
+            for (int t = 0; t < 3; t++)
+                for (int a = 0; a < 4; a++)
+                    for (int micro = 1; micro <= 3; micro += 2) {
+                        Graph gg;
+                        Plan pp;
+                        Schedule s;
+                        Err e;
+                        ck_assert_int_eq(graph_init(&gg, &shapes[m], 2, 32, &e), 0);
+                        ck_assert_int_eq(plan_init(&pp, &gg, policy, &e), 0);
+                        pp.weights = pp.optim = tiers[t];
+                        pp.state_buffers = policy == POLICY_ZERO_INFINITY ? 2 : 3;
+                        pp.micro_batches = micro;
+                        plan_set_all_act(&pp, tiers[t] == TIER_GPU ? ACT_GPU : ACT_SSD,
+                                         inner[a]);
+                        int rc = sched_build(&s, &gg, &pp, 2, &e);
+                        ck_assert_msg(rc == 0, "%s", e.msg);
+                        double bound = sched_estimate_tasks(gg.cfg.n_layer, micro, 2);
+                        ck_assert_msg(s.n_tasks <= bound, "%s: %d tasks, estimate %g",
+                                      shapes[m].name, s.n_tasks, bound);
+                        ck_assert_double_le(bound, 4.0 * s.n_tasks + 64); /* not absurdly loose */
+                        sched_free(&s);
+                        plan_free(&pp);
+                        graph_free(&gg);
+                    }
+}
+END_TEST
+
 /* ---- buffer rings: no task overwrites a buffer another still reads ------------------------ */
 
 /* reach[t * n + u]: t waits (transitively) for u. */
@@ -514,6 +605,9 @@ int main(void)
     tcase_add_test(tc, recompute_closure);
     tcase_add_test(tc, subgroups);
     tcase_add_test(tc, bad_plans);
+    tcase_add_test(tc, size_limit);
+    tcase_add_test(tc, plan_count_limits);
+    tcase_add_test(tc, estimate_bounds);
     tcase_add_test(tc, buffer_rings_are_safe);
     tcase_add_test(tc, tasks_name_their_buffers);
     suite_add_tcase(s, tc);

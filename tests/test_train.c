@@ -1,8 +1,10 @@
 /* Check suite for exec/train: the loss falls on the default data, resuming gives exactly the
  * losses of an uninterrupted run, sub-group AdamW equals one whole-model step, safetensors
  * checkpoints round-trip with the Hugging Face names and layouts, the data formats and loader,
- * every bad-file case gives one clear error, and dynamic loss scaling: exact at a power-of-two
- * scale, and its skip / halve / double policy against a scripted backend. */
+ * every bad-file case gives one clear error (a damaged llm.c header or a FIFO too), the --log
+ * file (rows written as steps end, equal to an uninterrupted run's after kills and resumes, a
+ * write error stops the run), and dynamic loss scaling: exact at a power-of-two scale, and its
+ * skip / halve / double policy against a scripted backend. */
 #include <errno.h>
 #include <math.h>
 #include <sys/stat.h>
@@ -217,11 +219,29 @@ static int scripted_grads(Backend *b, float *g, Err *e)
     return 0;
 }
 
+/* Lines in the file at path (0 when it cannot be read). */
+static int count_lines(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    int n = 0, ch;
+    while (f && (ch = fgetc(f)) != EOF)
+        n += ch == '\n';
+    if (f)
+        fclose(f);
+    return n;
+}
+
+/* When set, each scripted step records how many lines this --log file holds as it starts. */
+static const char *scripted_log;
+static int scripted_log_lines[32];
+
 static int scripted_step(Backend *b, const int *inputs, const int *targets, bool backward,
                          float *loss, Err *e)
 {
     (void)inputs, (void)targets, (void)backward, (void)e;
     Scripted *s = (Scripted *)b;
+    if (scripted_log)
+        scripted_log_lines[s->steps] = count_lines(scripted_log);
     s->scales[s->steps++] = b->loss_scale;
     *loss = 3.0f;
     return 0;
@@ -304,6 +324,147 @@ START_TEST(nonfinite_gradients)
     ck_assert(strstr(e.msg, "overflow even at loss scale"));
     ck_assert_int_eq(r.skipped, 19); /* 4 .. 2^-15 skipped, then 2^-16 would be below 2^-16 */
     free(last_scripted), free(r.losses);
+}
+END_TEST
+
+/* --log: each row is in the file when its step ends (a kill -9 loses none), not at exit */
+START_TEST(log_rows_flushed)
+{
+    char path[64];
+    tu_temp_file(path, sizeof path, ".tsv", "");
+    TrainOptions o = opts(6);
+    o.backend = &scripted_ops;
+    o.log_path = path;
+    overflow_above = INFINITY;
+    scripted_log = path;
+    TrainResult r;
+    Err e;
+    ck_assert_msg(trainer_run(&o, &r, &e) == 0, "%s", e.msg);
+    scripted_log = NULL;
+    for (int k = 0; k < 6; k++) /* the header and the k steps before */
+        ck_assert_msg(scripted_log_lines[k] == 1 + k, "step %d began with %d lines in the log",
+                      k + 1, scripted_log_lines[k]);
+    ck_assert_int_eq(count_lines(path), 7);
+    free(last_scripted), free(r.losses);
+    unlink(path);
+}
+END_TEST
+
+/* The CPU backend, except that its step number die_at fails as if the process were killed
+ * there: the rows of the steps before it are in the log, the checkpoints before it on disk. */
+static int die_at, steps_run;
+static BackendOps killed_ops;
+
+static int killed_step(Backend *b, const int *inputs, const int *targets, bool backward,
+                       float *loss, Err *e)
+{
+    if (++steps_run == die_at)
+        return err_set(e, -EINTR, "killed at step %d", die_at);
+    return backend_cpu.step(b, inputs, targets, backward, loss, e);
+}
+
+static int killed_create(Backend **out, const ModelConfig *c, int B, int T, WorkPool *wp,
+                         Err *e)
+{
+    int rc = backend_cpu.create(out, c, B, T, wp, e);
+    if (!rc)
+        (*out)->ops = &killed_ops;
+    return rc;
+}
+
+static int run_until(TrainOptions o, int die, Err *e)
+{
+    killed_ops = backend_cpu;
+    killed_ops.create = killed_create;
+    killed_ops.step = killed_step;
+    o.backend = &killed_ops;
+    die_at = die;
+    steps_run = 0;
+    TrainResult r;
+    int rc = trainer_run(&o, &r, e);
+    free(r.losses);
+    return rc;
+}
+
+/* Two logs equal row for row except the tokens_per_s column (the fifth). */
+static void assert_same_log(const char *want_path, const char *got_path)
+{
+    FILE *a = fopen(want_path, "r"), *b = fopen(got_path, "r");
+    ck_assert_ptr_nonnull(a);
+    ck_assert_ptr_nonnull(b);
+    char la[256], lb[256];
+    for (int line = 1;; line++) {
+        char *ra = fgets(la, sizeof la, a), *rb = fgets(lb, sizeof lb, b);
+        ck_assert_msg((ra == NULL) == (rb == NULL), "line %d: one log ends before the other "
+                      "(%s)", line, ra ? ra : rb);
+        if (!ra)
+            break;
+        char fa[6][32] = {{0}}, fb[6][32] = {{0}};
+        const char *fmt = "%31[^\t]\t%31[^\t]\t%31[^\t]\t%31[^\t]\t%31[^\t]\t%31s";
+        ck_assert_int_eq(sscanf(la, fmt, fa[0], fa[1], fa[2], fa[3], fa[4], fa[5]), 6);
+        ck_assert_msg(sscanf(lb, fmt, fb[0], fb[1], fb[2], fb[3], fb[4], fb[5]) == 6,
+                      "line %d is not a log row: %s", line, lb);
+        for (int k = 0; k < 6; k++)
+            if (k != 4 || line == 1)
+                ck_assert_msg(!strcmp(fa[k], fb[k]), "line %d: %s expected, got %s", line, la,
+                              lb);
+    }
+    fclose(a), fclose(b);
+}
+
+/* A run killed (twice, once in the middle of writing a row) and resumed from its last
+ * checkpoint leaves the log an uninterrupted run writes: one header, every step once. */
+START_TEST(log_resume_equals_uninterrupted)
+{
+    char dir_a[] = "/tmp/fuyou-logA-XXXXXX", dir_b[] = "/tmp/fuyou-logB-XXXXXX";
+    char log_a[300], log_b[300];
+    ck_assert_ptr_nonnull(mkdtemp(dir_a));
+    ck_assert_ptr_nonnull(mkdtemp(dir_b));
+    snprintf(log_a, sizeof log_a, "%s/train.tsv", dir_a);
+    snprintf(log_b, sizeof log_b, "%s/train.tsv", dir_b);
+    Err e;
+    TrainOptions o = opts(10);
+    o.batch = 2, o.seq = 16;
+    o.save_every = 4;
+    o.save_dir = dir_a;
+    o.log_path = log_a;
+    ck_assert_msg(run_until(o, 0, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(count_lines(log_a), 11);
+    /* killed during step 7: rows 1-6 written, the checkpoint at step 4 */
+    o.save_dir = dir_b;
+    o.log_path = log_b;
+    ck_assert_int_eq(run_until(o, 7, &e), -EINTR);
+    ck_assert_int_eq(count_lines(log_b), 7);
+    FILE *f = fopen(log_b, "a"); /* and in the middle of writing row 7 */
+    fputs("7\t2.91", f);
+    fclose(f);
+    /* resumed, killed during step 10 (its second step after step 8's checkpoint) */
+    o.resume_dir = dir_b;
+    ck_assert_int_eq(run_until(o, 6, &e), -EINTR);
+    /* resumed again from step 8, to the end */
+    ck_assert_msg(run_until(o, 0, &e) == 0, "%s", e.msg);
+    assert_same_log(log_a, log_b);
+    tu_rm_tree(dir_a);
+    tu_rm_tree(dir_b);
+}
+END_TEST
+
+/* The first failed write of the log stops the run, naming the file and the reason */
+START_TEST(log_write_error)
+{
+    if (access("/dev/full", W_OK)) {
+        printf("no /dev/full here: skipped\n");
+        return;
+    }
+    TrainOptions o = opts(3);
+    o.log_path = "/dev/full";
+    TrainResult r;
+    Err e;
+    ck_assert_int_eq(trainer_run(&o, &r, &e), -ENOSPC);
+    tu_assert_contains(e.msg, "/dev/full");
+    tu_assert_contains(e.msg, strerror(ENOSPC));
+    ck_assert_int_eq(r.n_losses, 0); /* the header already failed: no step ran */
+    free(r.losses);
 }
 END_TEST
 
@@ -504,6 +665,85 @@ START_TEST(data_formats_and_loader)
 }
 END_TEST
 
+/* An llm.c file whose magic number is damaged is not guessed to be headerless uint16 (its
+ * header would be trained as tokens); nor is a .bin of a size neither format has. An explicit
+ * --data-format still reads the bytes as asked. */
+START_TEST(data_damaged_llmc_header)
+{
+    char dir[] = "/tmp/fuyou-magic-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char path[256];
+    Err e;
+    TokenData d;
+    int32_t header[256] = {20240520 ^ 0x10, 1, 100};
+    uint16_t toks[100];
+    for (int i = 0; i < 100; i++)
+        toks[i] = (uint16_t)(i * 7);
+    const char *names[] = {"train.bin", "train.dat"};
+    for (int k = 0; k < 2; k++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[k]);
+        FILE *f = fopen(path, "wb");
+        fwrite(header, 4, 256, f);
+        fwrite(toks, 2, 100, f);
+        fclose(f);
+        ck_assert_int_eq(data_load(&d, path, DATA_AUTO, &e), -EINVAL);
+        tu_assert_contains(e.msg, path);
+        tu_assert_contains(e.msg, "magic 20240536");
+        tu_assert_contains(e.msg, "--data-format");
+        data_free(&d);
+        ck_assert_int_eq(data_load(&d, path, DATA_U16, &e), 0);
+        ck_assert_int_eq(d.n, 512 + 100);
+        data_free(&d);
+    }
+    /* the version and token count damaged too: the zero rest of the header still tells */
+    header[1] = 7, header[2] = 5;
+    snprintf(path, sizeof path, "%s/train.bin", dir);
+    FILE *f = fopen(path, "wb");
+    fwrite(header, 4, 256, f);
+    fwrite(toks, 2, 100, f);
+    fclose(f);
+    ck_assert_int_eq(data_load(&d, path, DATA_AUTO, &e), -EINVAL);
+    tu_assert_contains(e.msg, "magic 20240536");
+    data_free(&d);
+    /* an odd-sized .bin is neither format */
+    put(path, toks, 199);
+    ck_assert_int_eq(data_load(&d, path, DATA_AUTO, &e), -EINVAL);
+    tu_assert_contains(e.msg, "neither");
+    data_free(&d);
+    /* headerless tokens that merely start with small values are still uint16 */
+    snprintf(path, sizeof path, "%s/val.bin", dir);
+    uint16_t many[2048];
+    for (int i = 0; i < 2048; i++)
+        many[i] = (uint16_t)(1 + i % 300);
+    put(path, many, sizeof many);
+    ck_assert_int_eq(data_load(&d, path, DATA_AUTO, &e), 0);
+    ck_assert_int_eq(d.format, DATA_U16);
+    data_free(&d);
+    tu_rm_tree(dir);
+}
+END_TEST
+
+/* A FIFO or a directory as data: one clear error, at once (a FIFO used to block in fopen) */
+START_TEST(data_not_regular)
+{
+    char dir[] = "/tmp/fuyou-fifo-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char path[256];
+    snprintf(path, sizeof path, "%s/tokens.bin", dir);
+    ck_assert_int_eq(mkfifo(path, 0600), 0);
+    TokenData d;
+    Err e;
+    ck_assert_int_eq(data_load(&d, path, DATA_AUTO, &e), -EINVAL);
+    tu_assert_contains(e.msg, path);
+    tu_assert_contains(e.msg, "not a regular file");
+    data_free(&d);
+    ck_assert_int_eq(data_load(&d, dir, DATA_AUTO, &e), -EINVAL);
+    tu_assert_contains(e.msg, "not a regular file");
+    data_free(&d);
+    tu_rm_tree(dir);
+}
+END_TEST
+
 int main(void)
 {
     if (access(text, R_OK)) {
@@ -524,6 +764,15 @@ int main(void)
     tcase_add_test(tc, checkpoint_round_trip);
     tcase_add_test(tc, bad_checkpoints);
     tcase_add_test(tc, data_formats_and_loader);
+    tcase_add_test(tc, data_damaged_llmc_header);
+    tcase_add_test(tc, log_rows_flushed);
+    tcase_add_test(tc, log_resume_equals_uninterrupted);
+    tcase_add_test(tc, log_write_error);
     suite_add_tcase(s, tc);
+    /* a FIFO as data used to block in fopen forever: a short timeout makes that a failure */
+    TCase *tf = tcase_create("not_regular");
+    tcase_set_timeout(tf, 10);
+    tcase_add_test(tf, data_not_regular);
+    suite_add_tcase(s, tf);
     return tu_run(s);
 }

@@ -45,7 +45,7 @@ for dir in "$@"; do
 done
 column -t -s $'\t' "$rows"
 # median and worst |error| (sort, not gawk's asort: Debian's awk is mawk)
-errs=$(awk -F'\t' 'NR > 1 { e = $4; sub(/%/, "", e); print (e < 0 ? -e : e) "\t" $1 }' "$rows" | sort -g)
+errs=$(awk -F'\t' 'NR > 1 { e = $4; sub(/%/, "", e); e += 0; print (e < 0 ? -e : e) "\t" $1 }' "$rows" | sort -g)
 n=$(printf '%s\n' "$errs" | grep -c . || true)
 [ "$n" -gt 0 ] || { echo "no run compared" >&2; exit 1; }
 printf '%s\n' "$errs" | awk -F'\t' -v n="$n" '{ a[NR] = $1; who = $2 }

@@ -245,6 +245,27 @@ __device__ float block_reduce(float v, bool is_max)
     return is_max ? warp_max(v) : warp_sum(v);
 }
 
+/* The sum over the block in double, every thread gets it. */
+__device__ double block_sum_f64(double v)
+{
+    __shared__ double part[32];
+    int lane = threadIdx.x % 32, warp = threadIdx.x / 32, n = blockDim.x / 32;
+    for (int o = 16; o > 0; o >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, o);
+    __syncthreads(); /* part[] may still be read by a previous call */
+    if (lane == 0)
+        part[warp] = v;
+    __syncthreads();
+    v = lane < n ? part[lane] : 0.0;
+    for (int o = 16; o > 0; o >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+/* The loss as the CPU reference takes it (gpt2_ops.c, softmax_forward_ref): the exponentials
+ * (expf, not the approximate __expf) summed in double, so at GPT-2's vocabulary the loss stays
+ * within about an ulp of a float64 reference; a float sum there comes out short by several
+ * 1e-6 of the loss. The gradient, rounded to 16 bits, takes __expf. */
 template <typename T>
 __global__ void softmax_crossentropy_kernel(float *losses, T *logits, const int *targets, int N,
                                             int V, int row_ld, int backward, float loss_scale)
@@ -255,17 +276,17 @@ __global__ void softmax_crossentropy_kernel(float *losses, T *logits, const int 
     for (int i = threadIdx.x; i < V; i += blockDim.x)
         mx = fmaxf(mx, ld(x + i));
     mx = block_reduce(mx, true);
-    float sum = 0;
+    double sum = 0;
     for (int i = threadIdx.x; i < V; i += blockDim.x)
-        sum += __expf(ld(x + i) - mx);
-    sum = block_reduce(sum, false);
+        sum += expf(ld(x + i) - mx);
+    sum = block_sum_f64(sum);
     int target = targets[row];
     if (threadIdx.x == 0)
-        losses[row] = logf(sum) + mx - ld(x + target);
+        losses[row] = (float)(log(sum) + (double)mx - (double)ld(x + target));
     __syncthreads(); /* everyone has read x[target] before it is overwritten */
     if (!backward)
         return;
-    float inv = 1.0f / sum, scale = loss_scale / N;
+    float inv = (float)(1.0 / sum), scale = loss_scale / N;
     for (int i = threadIdx.x; i < row_ld; i += blockDim.x) {
         float p = i < V ? __expf(ld(x + i) - mx) * inv : 0.0f;
         x[i] = from_f<T>(i < V ? (p - (i == target ? 1.0f : 0.0f)) * scale : 0.0f);

@@ -103,6 +103,7 @@ int pipe_train(const TrainOptions *o, const Plan *plan, const PipeConfig *pc, Tr
     Graph g = {0};
     float *params = NULL, *m = NULL, *v = NULL;
     FILE *log = NULL;
+    bool cleared = false; /* --overwrite: the old checkpoints, before the first save */
     lane_bell_init(&pp.bell);
     int rc = check_plan(o, plan, pc, e);
     if (!rc)
@@ -174,7 +175,7 @@ int pipe_train(const TrainOptions *o, const Plan *plan, const PipeConfig *pc, Tr
     if (!rc && o->resume_dir)
         loader_seek(&ld, st.epoch, st.index);
     if (!rc)
-        rc = trainer_open_log(o, &log, e);
+        rc = trainer_open_log(o, st.step, &log, e);
     for (int i = 0; i < N_THREAD_LANES && !rc; i++)
         rc = lane_init(&pp.lanes[i], pipe_lane_fns[i], &pp, &pp.bell, e);
     pp.step0 = st.step;
@@ -229,7 +230,10 @@ int pipe_train(const TrainOptions *o, const Plan *plan, const PipeConfig *pc, Tr
             r->last_loss = loss;
             r->last_step = step;
             double tps = (double)pp.M * N / dt;
-            trainer_log_row(log, step, loss, trainer_lr(o, step), pp.norms[i], tps, 1.0);
+            rc = trainer_log_row(o, log, step, loss, trainer_lr(o, step), pp.norms[i], tps,
+                                 1.0, e);
+            if (rc)
+                break;
             trainer_progress(o, step, r->first_step - 1, loss, tps,
                              clock_monotonic_s() - pp.t0, step == o->steps);
         }
@@ -243,6 +247,8 @@ int pipe_train(const TrainOptions *o, const Plan *plan, const PipeConfig *pc, Tr
                                     (o->save_every > 0 && st.step % o->save_every == 0));
         if (save) {
             rc = pipe_mem_get_state(&pp.mem, params, m, v, e);
+            if (!rc)
+                rc = trainer_clear_old_checkpoints(o, &cleared, e);
             if (!rc)
                 rc = ckpt_save(o->save_dir, c, &pp.layout, params, m, v, &st, e);
         }
@@ -262,8 +268,7 @@ int pipe_train(const TrainOptions *o, const Plan *plan, const PipeConfig *pc, Tr
         rep->iterations = r->n_losses;
         rep->steady_iter_s = n_steady ? steady / n_steady : 0;
     }
-    if (log && fclose(log) && !rc)
-        rc = err_set(e, -EIO, "%s: write failed", o->log_path);
+    rc = trainer_close_log(o, log, rc, e);
     free(params), free(m), free(v);
     loader_free(&ld);
     data_free(&data);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "checkpoint.h"
 #include "config.h"
 #include "footprint.h"
 #include "hw.h"
@@ -36,7 +37,8 @@ static void usage(FILE *out)
 "  --model NAME|PATH     a preset (default gpt2-tiny) or a model ini\n"
 "  --data FILE           tokens: llm.c .bin, nanoGPT uint16 .bin, or text (bytes)\n"
 "  --data-format F       auto (default), llmc, u16, text\n"
-"  --steps N             the step count to reach (default 200); with --resume, runs the rest\n"
+"  --steps N             the step count to reach (default 200, at most 1e9); with --resume,\n"
+"                        runs the rest\n"
 "  --batch B             sequences per micro-batch (default 8)\n"
 "  --micro-batches M     micro-batches per step, gradients accumulated (default 1)\n"
 "  --seq T               tokens per sequence (default 64)\n"
@@ -52,6 +54,8 @@ static void usage(FILE *out)
 "  --tail N              blocks in the tail sub-group (default 1)\n"
 "  --save DIR            write checkpoints (safetensors, Hugging Face names) to DIR\n"
 "  --save-every K        every K steps as well as at the end\n"
+"  --overwrite           a fresh run may save into a --save DIR that holds checkpoints:\n"
+"                        they are removed first (without it, such a DIR is refused)\n"
 "  --resume DIR          continue from DIR's latest checkpoint, exactly\n"
 "  --init-from FILE      start from a model.safetensors (e.g. GPT-2 from the Hugging Face hub)\n"
 "  --log FILE            TSV: step loss lr grad_norm tokens_per_s loss_scale\n"
@@ -89,6 +93,16 @@ static int num(const char *opt, const char *s, double lo, double hi, double *out
         return -EINVAL;
     }
     *out = v;
+    return 0;
+}
+
+/* A whole-number option: parsed as fuyou-sim parses its own (plan_args_int, the same message). */
+static int whole(const char *opt, const char *s, double lo, double hi, double *out)
+{
+    int64_t v;
+    if (plan_args_int("fuyou-run", opt, s, (int64_t)lo, (int64_t)hi, &v))
+        return -EINVAL;
+    *out = (double)v;
     return 0;
 }
 
@@ -198,7 +212,7 @@ int main(int argc, char **argv)
            O_MINLR, O_WD, O_B1, O_B2, O_EPS, O_CLIP, O_SEED, O_SUBGROUP, O_TAIL, O_SAVE,
            O_SAVE_EVERY, O_RESUME, O_INIT, O_LOG, O_THREADS, O_DTYPE, O_LSCALE, O_LWINDOW,
            O_OFFLOAD, O_HW, O_GPUMEM, O_CPUMEM, O_SSDDIR, O_TRACE, O_CHROME, O_SEGMENT,
-           O_PLAN };
+           O_OVERWRITE, O_PLAN };
     static const struct option opts[] = {
         {"backend", 1, 0, O_BACKEND}, {"model", 1, 0, O_MODEL}, {"data", 1, 0, O_DATA},
         {"data-format", 1, 0, O_FORMAT}, {"steps", 1, 0, O_STEPS}, {"batch", 1, 0, O_BATCH},
@@ -207,6 +221,7 @@ int main(int argc, char **argv)
         {"beta2", 1, 0, O_B2}, {"eps", 1, 0, O_EPS}, {"clip", 1, 0, O_CLIP},
         {"seed", 1, 0, O_SEED}, {"subgroup", 1, 0, O_SUBGROUP}, {"tail", 1, 0, O_TAIL},
         {"save", 1, 0, O_SAVE}, {"save-every", 1, 0, O_SAVE_EVERY}, {"resume", 1, 0, O_RESUME},
+        {"overwrite", 0, 0, O_OVERWRITE},
         {"init-from", 1, 0, O_INIT}, {"log", 1, 0, O_LOG}, {"threads", 1, 0, O_THREADS},
         {"dtype", 1, 0, O_DTYPE}, {"loss-scale", 1, 0, O_LSCALE},
         {"loss-scale-window", 1, 0, O_LWINDOW}, {"offload", 0, 0, O_OFFLOAD},
@@ -221,7 +236,7 @@ int main(int argc, char **argv)
         {"state-buffers", 1, 0, O_PLAN}, {"optim-cpu-groups", 1, 0, O_PLAN},
         {"help", 0, 0, 'h'}, {"version", 0, 0, 'V'}, {0, 0, 0, 0},
     };
-    bool offload = false;
+    bool offload = false, overwrite = false;
     const char *hw_name = "h200.ini";
     PipeConfig pc = {0};
     PlanArgs pa;
@@ -260,18 +275,20 @@ int main(int argc, char **argv)
             break;
         case O_TRACE: pc.trace_path = optarg; break;
         case O_CHROME: pc.chrome_path = optarg; break;
-        case O_SEGMENT: bad = num("--segment", optarg, 1, 1e6, &x); pc.segment_iters = (int)x;
+        case O_SEGMENT: bad = whole("--segment", optarg, 1, 1e6, &x); pc.segment_iters = (int)x;
             break;
         case O_PLAN: bad = plan_args_take(&pa, opts[li].name, optarg, "fuyou-run") < 0; break;
         case O_BACKEND: backend = optarg; break;
         case O_MODEL: model = optarg; break;
         case O_DATA: o.data_path = optarg; break;
         case O_FORMAT: format = optarg; break;
-        case O_STEPS: bad = num("--steps", optarg, 1, 1e12, &x); o.steps = (int64_t)x; break;
-        case O_BATCH: bad = num("--batch", optarg, 1, 1 << 20, &x); o.batch = (int)x; break;
-        case O_SEQ: bad = num("--seq", optarg, 1, 1 << 20, &x); o.seq = (int)x; break;
+        case O_STEPS: bad = whole("--steps", optarg, 1, TRAIN_MAX_STEPS, &x); o.steps = (int64_t)x;
+            break;
+        case O_BATCH: bad = whole("--batch", optarg, 1, GRAPH_MAX_BATCH, &x); o.batch = (int)x;
+            break;
+        case O_SEQ: bad = whole("--seq", optarg, 1, MODEL_MAX_SEQ, &x); o.seq = (int)x; break;
         case O_LR: bad = num("--lr", optarg, 0, 10, &x); o.lr = (float)x; break;
-        case O_WARMUP: bad = num("--warmup", optarg, 0, 1e9, &x); o.warmup = (int)x; break;
+        case O_WARMUP: bad = whole("--warmup", optarg, 0, 1e9, &x); o.warmup = (int)x; break;
         case O_MINLR: bad = num("--min-lr-ratio", optarg, 0, 1, &x); o.min_lr_ratio = (float)x;
             break;
         case O_WD: bad = num("--weight-decay", optarg, 0, 10, &x); o.weight_decay = (float)x;
@@ -280,22 +297,23 @@ int main(int argc, char **argv)
         case O_B2: bad = num("--beta2", optarg, 0, 0.999999, &x); o.beta2 = (float)x; break;
         case O_EPS: bad = num("--eps", optarg, 1e-30, 1, &x); o.eps = (float)x; break;
         case O_CLIP: bad = num("--clip", optarg, 0, 1e9, &x); o.clip = (float)x; break;
-        case O_SEED: bad = num("--seed", optarg, 0, 4e9, &x); o.seed = (uint64_t)x; break;
-        case O_SUBGROUP: bad = num("--subgroup", optarg, 1, 1e6, &x);
+        case O_SEED: bad = whole("--seed", optarg, 0, 4e9, &x); o.seed = (uint64_t)x; break;
+        case O_SUBGROUP: bad = whole("--subgroup", optarg, 1, PLAN_MAX_COUNT, &x);
             o.subgroup_blocks = pa.count[PC_SUBGROUP] = (int)x; break;
-        case O_TAIL: bad = num("--tail", optarg, 1, 1e6, &x);
+        case O_TAIL: bad = whole("--tail", optarg, 1, PLAN_MAX_COUNT, &x);
             o.tail_blocks = pa.count[PC_TAIL] = (int)x; break;
         case O_SAVE: o.save_dir = optarg; break;
-        case O_SAVE_EVERY: bad = num("--save-every", optarg, 1, 1e12, &x);
+        case O_SAVE_EVERY: bad = whole("--save-every", optarg, 1, INT_MAX, &x);
             o.save_every = (int)x; break;
         case O_RESUME: o.resume_dir = optarg; break;
+        case O_OVERWRITE: overwrite = true; break;
         case O_INIT: o.init_from = optarg; break;
         case O_LOG: o.log_path = optarg; break;
-        case O_THREADS: bad = num("--threads", optarg, 0, 4096, &x); o.threads = (int)x; break;
+        case O_THREADS: bad = whole("--threads", optarg, 0, 4096, &x); o.threads = (int)x; break;
         case O_DTYPE: dtype = optarg; break;
         case O_LSCALE: bad = num("--loss-scale", optarg, 1.0 / 65536, 1e30, &x);
             o.loss_scale = (float)x; break;
-        case O_LWINDOW: bad = num("--loss-scale-window", optarg, 1, 1e9, &x);
+        case O_LWINDOW: bad = whole("--loss-scale-window", optarg, 1, 1e9, &x);
             o.loss_scale_window = (int)x; break;
         case 'h': usage(stdout); return 0;
         case 'V': printf("fuyou-run %s\n", FUYOU_VERSION); return 0;
@@ -363,6 +381,21 @@ int main(int argc, char **argv)
                      pc.trace_path || pc.chrome_path || pc.segment_iters)) {
         fprintf(stderr, "fuyou-run: placement, budgets, --ssd-dir and traces need --offload\n");
         return 2;
+    }
+    if (overwrite && (!o.save_dir || o.resume_dir)) {
+        fprintf(stderr, "fuyou-run: --overwrite is for a fresh run's --save directory: it needs "
+                "--save and no --resume\n");
+        return 2;
+    }
+    /* a fresh run must not move another run's latest back or replace its steps: checked once,
+     * here, before either trainer starts */
+    o.overwrite = overwrite;
+    int ck = o.save_dir && !o.resume_dir ? ckpt_prepare_fresh(o.save_dir, false, &e) : 0;
+    if (ck == -EEXIST && overwrite)
+        ck = 0; /* removed before the first save (trainer_clear_old_checkpoints) */
+    if (ck) {
+        fprintf(stderr, "fuyou-run: %s\n", e.msg);
+        return ck == -EEXIST || ck == -ENOTDIR || ck == -EACCES ? 2 : 1;
     }
     if (offload)
         return run_offload(&o, &pa, &pc, hw_name);

@@ -2,15 +2,29 @@
  *
  * DIR/step-00000010/ holds model.safetensors (the Hugging Face GPT-2 names and layouts:
  * "transformer.h.N.attn.c_attn.weight" stored (in, out) as Conv1D does), optimizer.safetensors
- * (AdamW m and v in fuyou's flat layout) and state.json (step, loader position, seed, the
- * previous step's gradient norm, the model's shape). A checkpoint is written under a temporary
- * name, synced and renamed, and only then does DIR/latest (itself replaced by rename) name it:
- * a crash never leaves a half-written checkpoint as the latest. Loading a model accepts the
- * names with or without "transformer." (GPT2Model or GPT2LMHeadModel files) and F32, F16 or
- * BF16 data; anything that does not match the model is one clear error. */
+ * (AdamW m and v in fuyou's flat layout), state.json (step, loader position, seed, the previous
+ * step's gradient norm, the loss scale, the model's shape) and config.json (Hugging Face's
+ * GPT2Config, so GPT2LMHeadModel.from_pretrained(step_dir) loads it). Both safetensors files
+ * carry a CRC-32C per tensor (safetensors.h), checked on every load. A checkpoint is written
+ * under a temporary name, synced and renamed, the directory synced, and only then does
+ * DIR/latest name it (a synced temporary file renamed over it, the directory synced again): a
+ * crash never leaves a half-written checkpoint as the latest.
+ *
+ * Resuming reads the checkpoint DIR/latest names. When latest is missing or empty, or names a
+ * step directory without all three training files, it resumes from the newest step directory
+ * that loads completely (files there, checksums right, state valid), says so on stderr, and
+ * says which newer ones it skipped and why. state.json is checked against the model (layers,
+ * hidden, heads, ffn, vocab, max_seq, tied) and every number against its range.
+ *
+ * Loading a model accepts the names with or without "transformer." (GPT2Model or
+ * GPT2LMHeadModel files) and F32, F16 or BF16 data; a tied model accepts an lm_head.weight only
+ * when it equals the embedding bit for bit. Anything that does not match the model, and any
+ * damaged file, is one clear error naming the file and the tensor or key (-EINVAL, -ENOENT for
+ * a missing file). */
 #ifndef FUYOU_CHECKPOINT_H
 #define FUYOU_CHECKPOINT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "gpt2_layout.h"
@@ -25,6 +39,11 @@ typedef struct TrainState {
     int64_t skipped;        /* steps whose update an overflow skipped */
 } TrainState;
 
+/* The most steps a checkpoint may record: AdamW counts its steps in an int. */
+#define CKPT_STEP_MAX ((int64_t)INT32_MAX - 1)
+
+/* Writes the checkpoint of step s->step into dir (created if needed) and points dir/latest at
+ * it. 0 or -errno with e. */
 int ckpt_save(const char *dir, const ModelConfig *c, const Gpt2Layout *l, const float *params,
               const float *m, const float *v, const TrainState *s, Err *e);
 
@@ -32,8 +51,14 @@ int ckpt_save(const char *dir, const ModelConfig *c, const Gpt2Layout *l, const 
 int ckpt_load_model(const char *path, const ModelConfig *c, const Gpt2Layout *l, float *params,
                     Err *e);
 
-/* Loads the checkpoint DIR/latest names: parameters, m, v and the state. */
+/* Loads the checkpoint DIR/latest names (or the newest complete one, above): parameters, m, v
+ * and the state. */
 int ckpt_load(const char *dir, const ModelConfig *c, const Gpt2Layout *l, float *params,
               float *m, float *v, TrainState *s, Err *e);
+
+/* Before a fresh run (no resume) saves into dir: 0 when dir holds no checkpoint (no latest, no
+ * step directory; a missing dir holds none); else -EEXIST with one line saying what to do, or
+ * with overwrite, removes them (0 or -errno). Other files in dir are left alone. */
+int ckpt_prepare_fresh(const char *dir, bool overwrite, Err *e);
 
 #endif

@@ -4,11 +4,14 @@
 #include <errno.h>
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+
+#include "regfile.h"
 
 enum { LLMC_MAGIC = 20240520, LLMC_HEADER_INTS = 256 };
 
@@ -33,17 +36,34 @@ void data_free(TokenData *d)
     d->n = 0;
 }
 
+/* Whether a header without llm.c's magic is llm.c's all the same (a damaged magic number): the
+ * rest is as llm.c writes it, version 1 with a token count that matches the file's size, or the
+ * 253 reserved ints zero (in headerless tokens, 506 zero tokens in a row at the start). */
+static bool looks_llmc(const int32_t *h, size_t size)
+{
+    if (size < LLMC_HEADER_INTS * sizeof *h)
+        return false;
+    bool zeros = true;
+    for (int i = 3; i < LLMC_HEADER_INTS && zeros; i++)
+        zeros = h[i] == 0;
+    return zeros || (h[1] == 1 && h[2] > 0 &&
+                     size == LLMC_HEADER_INTS * sizeof *h + 2 * (size_t)h[2]);
+}
+
 int data_load(TokenData *d, const char *path, DataFormat format, Err *e)
 {
     memset(d, 0, sizeof *d);
     snprintf(d->path, sizeof d->path, "%s", path);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return err_set(e, -errno, "%s: cannot read: %s", path, strerror(errno));
+    /* a regular file only, checked before it is opened: a FIFO would block in fopen */
+    FILE *f = NULL;
+    int orc = regfile_fopen(path, &f, e);
+    if (orc) /* a directory too is an input error (exit 2), as it was before the check */
+        return orc == -EISDIR ? -EINVAL : orc;
     struct stat st;
-    if (fstat(fileno(f), &st) || !S_ISREG(st.st_mode)) {
+    if (fstat(fileno(f), &st)) {
+        orc = err_set(e, -errno, "%s: cannot read: %s", path, strerror(errno));
         fclose(f);
-        return err_set(e, -EINVAL, "%s: not a regular file", path);
+        return orc;
     }
     size_t size = (size_t)st.st_size;
     uint8_t *raw = malloc(size ? size : 1);
@@ -56,13 +76,31 @@ int data_load(TokenData *d, const char *path, DataFormat format, Err *e)
     int32_t header[LLMC_HEADER_INTS] = {0};
     if (size >= sizeof header)
         memcpy(header, raw, sizeof header);
+    int rc = 0;
     if (format == DATA_AUTO) {
+        /* a guess only where the file can be nothing else: a damaged llm.c header read as
+         * tokens would be trained on without a word */
         const char *dot = strrchr(path, '.');
-        format = header[0] == LLMC_MAGIC ? DATA_LLMC
-                 : dot && !strcmp(dot, ".bin") ? DATA_U16 : DATA_TEXT;
+        bool bin = dot && !strcmp(dot, ".bin");
+        if (header[0] == LLMC_MAGIC)
+            format = DATA_LLMC;
+        else if (looks_llmc(header, size))
+            rc = err_set(e, -EINVAL, "%s: an llm.c token file header with magic %d, not %d "
+                         "(damaged?); repair it, or pass --data-format u16 or text to read the "
+                         "whole file as headerless tokens or bytes", path, header[0], LLMC_MAGIC);
+        else if (bin && size % 2)
+            rc = err_set(e, -EINVAL, "%s: neither an llm.c token file (no magic %d) nor "
+                         "headerless uint16 tokens (%zu bytes is not a whole number of uint16 "
+                         "tokens); check the file, or pass --data-format", path, LLMC_MAGIC,
+                         size);
+        else
+            format = bin ? DATA_U16 : DATA_TEXT;
     }
     d->format = format;
-    int rc = 0;
+    if (rc) {
+        free(raw);
+        return rc;
+    }
     const uint8_t *body = raw;
     size_t count = 0;
     if (format == DATA_LLMC) {

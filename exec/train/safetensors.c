@@ -1,6 +1,7 @@
 /* safetensors: the format's reader and writer; see safetensors.h. */
 #include "safetensors.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <jansson.h>
 #include <stdlib.h>
@@ -9,6 +10,10 @@
 #include <unistd.h>
 
 #include "adam.h"
+#include "crc32c.h"
+
+/* The metadata key of a tensor's checksum: this prefix and the tensor's name. */
+static const char crc_prefix[] = "crc32c:";
 
 static size_t dtype_size(const char *dt)
 {
@@ -82,7 +87,80 @@ static int parse_entry(StFile *s, const char *name, json_t *v, uint64_t data_len
     return 0;
 }
 
-int st_open(StFile *s, const char *path, Err *e)
+static int cmp_offsets(const void *pa, const void *pb)
+{
+    const StTensor *a = pa, *b = pb;
+    if (a->begin != b->begin)
+        return a->begin < b->begin ? -1 : 1;
+    return (a->end > b->end) - (a->end < b->end);
+}
+
+/* The format's rule for the data section: the tensors, ordered by offset, tile it exactly (each
+ * starts where the one before ends, the last ends at the end of the file). Sorts s->t. */
+static int check_tiling(StFile *s, uint64_t data_len, Err *e)
+{
+    qsort(s->t, (size_t)s->n, sizeof *s->t, cmp_offsets);
+    uint64_t at = 0;
+    for (int i = 0; i < s->n; i++) {
+        const StTensor *t = &s->t[i], *prev = i ? &s->t[i - 1] : NULL;
+        if (t->begin < at)
+            return err_set(e, -EINVAL, "%s: tensors %s and %s overlap (data bytes %llu..%llu and "
+                           "%llu..%llu)", s->path, prev->name, t->name,
+                           (unsigned long long)prev->begin, (unsigned long long)prev->end,
+                           (unsigned long long)t->begin, (unsigned long long)t->end);
+        if (t->begin > at)
+            return err_set(e, -EINVAL, "%s: data bytes %llu..%llu, before tensor %s, belong to no "
+                           "tensor: the offsets must be contiguous", s->path,
+                           (unsigned long long)at, (unsigned long long)t->begin, t->name);
+        at = t->end;
+    }
+    if (at != data_len)
+        return err_set(e, -EINVAL, "%s: data bytes %llu..%llu%s%s%s belong to no tensor: the "
+                       "offsets must cover the data section", s->path, (unsigned long long)at,
+                       (unsigned long long)data_len, s->n ? ", after tensor " : "",
+                       s->n ? s->t[s->n - 1].name : "", s->n ? "," : "");
+    return 0;
+}
+
+static StTensor *find_tensor(const StFile *s, const char *name)
+{
+    for (int i = 0; i < s->n; i++)
+        if (!strcmp(s->t[i].name, name))
+            return &s->t[i];
+    return NULL;
+}
+
+/* The checksums in meta (the header's "__metadata__", or NULL) onto their tensors. */
+static int parse_checksums(StFile *s, json_t *meta, Err *e)
+{
+    if (!meta)
+        return 0;
+    if (!json_is_object(meta))
+        return err_set(e, -EINVAL, "%s: __metadata__ is not a JSON object", s->path);
+    const char *key;
+    json_t *v;
+    json_object_foreach(meta, key, v) {
+        if (strncmp(key, crc_prefix, sizeof crc_prefix - 1))
+            continue;
+        const char *hex = json_string_value(v);
+        bool ok = hex && strlen(hex) == 8;
+        for (int i = 0; ok && i < 8; i++)
+            ok = isxdigit((unsigned char)hex[i]);
+        if (!ok)
+            return err_set(e, -EINVAL, "%s: __metadata__ %s: expected a checksum of 8 hex digits",
+                           s->path, key);
+        StTensor *t = find_tensor(s, key + sizeof crc_prefix - 1);
+        if (!t)
+            return err_set(e, -EINVAL, "%s: __metadata__ has a checksum for tensor %s, which the "
+                           "file does not hold", s->path, key + sizeof crc_prefix - 1);
+        t->has_crc = true;
+        t->crc = (uint32_t)strtoul(hex, NULL, 16);
+    }
+    return 0;
+}
+
+/* st_open's work; st_open closes s when it fails. */
+static int open_file(StFile *s, const char *path, Err *e)
 {
     memset(s, 0, sizeof *s);
     snprintf(s->path, sizeof s->path, "%s", path);
@@ -117,6 +195,7 @@ int st_open(StFile *s, const char *path, Err *e)
                        jerr.text, jerr.column);
     }
     s->data_start = 8 + hlen;
+    uint64_t data_len = s->file_size - s->data_start;
     s->t = calloc(json_object_size(root) + 1, sizeof *s->t);
     int rc = s->t ? 0 : err_set(e, -ENOMEM, "out of memory");
     const char *key;
@@ -124,18 +203,36 @@ int st_open(StFile *s, const char *path, Err *e)
     json_object_foreach(root, key, v) {
         if (rc || !strcmp(key, "__metadata__"))
             continue;
-        rc = parse_entry(s, key, v, s->file_size - s->data_start, e);
+        rc = parse_entry(s, key, v, data_len, e);
     }
+    if (!rc)
+        rc = parse_checksums(s, json_object_get(root, "__metadata__"), e);
+    if (!rc)
+        rc = check_tiling(s, data_len, e);
     json_decref(root);
+    return rc;
+}
+
+int st_open(StFile *s, const char *path, Err *e)
+{
+    int rc = open_file(s, path, e);
+    if (rc)
+        st_close(s);
     return rc;
 }
 
 const StTensor *st_find(const StFile *s, const char *name)
 {
-    for (int i = 0; i < s->n; i++)
-        if (!strcmp(s->t[i].name, name))
-            return &s->t[i];
-    return NULL;
+    return find_tensor(s, name);
+}
+
+/* crc: the CRC-32C of t's bytes as read. */
+static int check_crc(const StFile *s, const StTensor *t, uint32_t crc, Err *e)
+{
+    if (t->has_crc && crc != t->crc)
+        return err_set(e, -EINVAL, "%s: tensor %s is damaged: its data's CRC-32C is %08x, the "
+                       "header's %08x", s->path, t->name, crc, t->crc);
+    return 0;
 }
 
 int st_read_f32(StFile *s, const StTensor *t, float *dst, Err *e)
@@ -149,13 +246,15 @@ int st_read_f32(StFile *s, const StTensor *t, float *dst, Err *e)
     if (es == 4) {
         if (fread(dst, 4, n, s->f) != n)
             return err_set(e, -EIO, "%s: tensor %s: short read", s->path, t->name);
-        return 0;
+        return check_crc(s, t, crc32c(0, dst, 4 * n), e);
     }
     uint16_t buf[4096];
+    uint32_t crc = 0;
     for (size_t done = 0; done < n;) {
         size_t k = n - done < 4096 ? n - done : 4096;
         if (fread(buf, 2, k, s->f) != k)
             return err_set(e, -EIO, "%s: tensor %s: short read", s->path, t->name);
+        crc = crc32c(crc, buf, 2 * k);
         for (size_t i = 0; i < k; i++) {
             uint32_t u = (uint32_t)buf[i] << 16;
             float f;
@@ -164,22 +263,32 @@ int st_read_f32(StFile *s, const StTensor *t, float *dst, Err *e)
         }
         done += k;
     }
-    return 0;
+    return check_crc(s, t, crc, e);
 }
 
 int st_writer_begin(StWriter *w, const char *path, Err *e)
 {
     memset(w, 0, sizeof *w);
     snprintf(w->path, sizeof w->path, "%s", path);
+    json_t *meta = json_object();
     w->header = json_object();
-    if (!w->header)
+    /* first in the header, as Hugging Face's writer puts it */
+    int rc = w->header && meta ? json_object_set(w->header, "__metadata__", meta) : -1;
+    json_decref(meta); /* the header holds it */
+    w->meta = meta;
+    if (rc) {
+        json_decref(w->header);
+        w->header = w->meta = NULL;
         return err_set(e, -ENOMEM, "out of memory");
+    }
     return 0;
 }
 
 int st_writer_add(StWriter *w, const char *name, const float *data, int ndim,
                   const int64_t *shape, Err *e)
 {
+    if (strlen(name) >= ST_NAME_MAX)
+        return err_set(e, -EINVAL, "%s: tensor name too long: %.60s...", w->path, name);
     size_t numel = 1;
     json_t *sh = json_array();
     for (int i = 0; i < ndim; i++) {
@@ -194,6 +303,10 @@ int st_writer_add(StWriter *w, const char *name, const float *data, int ndim,
     json_object_set_new(entry, "shape", sh);
     json_object_set_new(entry, "data_offsets", off);
     json_object_set_new(w->header, name, entry);
+    char key[sizeof crc_prefix + ST_NAME_MAX], hex[9];
+    snprintf(key, sizeof key, "%s%s", crc_prefix, name);
+    snprintf(hex, sizeof hex, "%08x", crc32c(0, data, 4 * numel));
+    json_object_set_new(w->meta, key, json_string(hex));
     if (w->n == w->cap) {
         int cap = w->cap ? 2 * w->cap : 64;
         void *p = realloc(w->pending, (size_t)cap * sizeof *w->pending);
@@ -215,18 +328,15 @@ void st_writer_abort(StWriter *w)
         fclose(w->f);
     w->f = NULL;
     json_decref(w->header);
-    w->header = NULL;
+    w->header = w->meta = NULL;
     free(w->pending);
     w->pending = NULL;
 }
 
 int st_writer_finish(StWriter *w, const char *metadata_key, const char *metadata_value, Err *e)
 {
-    if (metadata_key) {
-        json_t *meta = json_object();
-        json_object_set_new(meta, metadata_key, json_string(metadata_value));
-        json_object_set_new(w->header, "__metadata__", meta);
-    }
+    if (metadata_key)
+        json_object_set_new(w->meta, metadata_key, json_string(metadata_value));
     char *text = json_dumps(w->header, JSON_COMPACT | JSON_PRESERVE_ORDER);
     int rc = 0;
     if (!text) {

@@ -2,10 +2,18 @@
  * length, a JSON header of {"name": {"dtype", "shape", "data_offsets"}} plus "__metadata__",
  * then the raw little-endian data). Writing is F32; reading converts F32, F16 and BF16 to fp32.
  * The JSON goes through jansson. Every malformed file is an error naming the file and what is
- * wrong: never a crash, never a silent partial load. */
+ * wrong: never a crash, never a silent partial load.
+ *
+ * Integrity. The tensors' data must tile the data section as the format requires: ordered by
+ * offset, each starting where the one before ends, the last ending at the end of the file (an
+ * overlap, a gap or trailing bytes is an error naming the tensors). The writer stores each
+ * tensor's CRC-32C (crc32c.h, of its bytes as stored) in "__metadata__" as "crc32c:NAME": eight
+ * hex digits; the reader checks it on every read and reports a mismatch naming the file and the
+ * tensor. Files without checksums (Hugging Face's) read as before. */
 #ifndef FUYOU_SAFETENSORS_H
 #define FUYOU_SAFETENSORS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -20,6 +28,8 @@ typedef struct StTensor {
     int ndim;
     int64_t shape[ST_MAX_DIMS];
     uint64_t begin, end;       /* data offsets, relative to the data section */
+    bool has_crc;              /* __metadata__ holds its checksum */
+    uint32_t crc;              /* its CRC-32C (of bytes begin..end), when has_crc */
 } StTensor;
 
 typedef struct StFile {
@@ -31,19 +41,23 @@ typedef struct StFile {
     int n;
 } StFile;
 
-/* Opens and validates the header (offsets inside the file, sizes matching dtype x shape). */
+/* Opens and validates the header (offsets inside the file and tiling the data section, sizes
+ * matching dtype x shape, the checksums' form). 0, or -errno with e and s closed (nothing to free). */
 int st_open(StFile *s, const char *path, Err *e);
 void st_close(StFile *s);
 const StTensor *st_find(const StFile *s, const char *name);
 size_t st_numel(const StTensor *t);
-/* Reads tensor t into dst as fp32 (numel values). */
+/* Reads tensor t into dst as fp32 (numel values), checking its checksum when the file has one.
+ * 0, or -errno with e (-EINVAL: damaged). */
 int st_read_f32(StFile *s, const StTensor *t, float *dst, Err *e);
 
-/* A writer: add F32 tensors in order, then finish. Data is written as it is added. */
+/* A writer: add F32 tensors in order, then finish. Each tensor's checksum is taken when it is
+ * added; the data is written at finish. */
 typedef struct StWriter {
     char path[4096];
     FILE *f;
     void *header;   /* json_t object */
+    void *meta;     /* its "__metadata__" (json_t, owned by header): the checksums */
     uint64_t offset;
     int n, cap;
     struct { const float *data; size_t numel; } *pending;
@@ -53,7 +67,8 @@ int st_writer_begin(StWriter *w, const char *path, Err *e);
 /* Queues a tensor; data must stay valid until st_writer_finish. */
 int st_writer_add(StWriter *w, const char *name, const float *data, int ndim,
                   const int64_t *shape, Err *e);
-/* Writes header and data, fsyncs, closes. */
+/* Writes header (with metadata_key: metadata_value, when the key is not NULL, beside the
+ * checksums) and data, fsyncs, closes. */
 int st_writer_finish(StWriter *w, const char *metadata_key, const char *metadata_value, Err *e);
 void st_writer_abort(StWriter *w);
 

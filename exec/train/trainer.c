@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -103,26 +104,114 @@ int trainer_load_data(const TrainOptions *o, TokenData *data, Err *e)
     return rc;
 }
 
-int trainer_open_log(const TrainOptions *o, FILE **log, Err *e)
+static const char log_header[] = "step\tloss\tlr\tgrad_norm\ttokens_per_s\tloss_scale\n";
+
+/* A failed write of the log as one line: the file and the reason (err 0: EIO). */
+static int log_error(const TrainOptions *o, int err, Err *e)
+{
+    err = err ? err : EIO;
+    return err_set(e, -err, "%s: cannot write the log: %s", o->log_path, strerror(err));
+}
+
+/* A resumed run's log, a regular file open for update at its start: keeps the header and the
+ * rows of steps up to step, cuts the file after them and leaves f there to append. *header:
+ * whether the file still needs its header (it was empty, or the kill cut the header short). */
+static int log_keep_rows(const TrainOptions *o, FILE *f, int64_t step, bool *header, Err *e)
+{
+    const char *path = o->log_path;
+    char line[256];
+    off_t keep = 0;
+    long long last = 0;
+    *header = true;
+    for (int n = 1; fgets(line, sizeof line, f); n++) {
+        size_t len = strlen(line);
+        if (len == 0 || line[len - 1] != '\n') {
+            if (feof(f))
+                break; /* a row (or the header) the kill cut short: dropped */
+            return err_set(e, -EINVAL, "%s:%d: not a fuyou log (a line too long, or a NUL "
+                           "byte); name another --log", path, n);
+        }
+        long long s;
+        if (n == 1 && strcmp(line, log_header))
+            return err_set(e, -EINVAL, "%s:1: not a fuyou log (the first line is not its "
+                           "header); name another --log or remove the file", path);
+        if (n > 1 && (sscanf(line, "%lld\t", &s) != 1 || s <= last))
+            return err_set(e, -EINVAL, "%s:%d: not a row of a fuyou log (rows start with "
+                           "increasing step numbers); name another --log", path, n);
+        if (n > 1 && s > step)
+            break; /* steps after the checkpoint: they run again */
+        if (n > 1)
+            last = s;
+        *header = false;
+        keep = ftello(f);
+    }
+    if (ferror(f))
+        return err_set(e, -EIO, "%s: cannot read the log: %s", path, strerror(errno));
+    /* the seek also ends reading, so the rows that follow may be written */
+    if (fseeko(f, keep, SEEK_SET) || ftruncate(fileno(f), keep))
+        return log_error(o, errno, e);
+    if (!*header && last < step && o->progress)
+        fprintf(o->progress, "note: %s has rows up to step %lld; steps %lld..%lld are not in "
+                "it\n", path, last, last + 1, (long long)step);
+    return 0;
+}
+
+int trainer_clear_old_checkpoints(const TrainOptions *o, bool *done, Err *e)
+{
+    if (*done || !o->overwrite || o->resume_dir)
+        return 0;
+    *done = true;
+    return ckpt_prepare_fresh(o->save_dir, true, e);
+}
+
+int trainer_open_log(const TrainOptions *o, int64_t resumed_step, FILE **log, Err *e)
 {
     *log = NULL;
     if (!o->log_path)
         return 0;
-    bool fresh = !o->resume_dir || access(o->log_path, F_OK) != 0;
-    *log = fopen(o->log_path, fresh ? "w" : "a");
-    if (!*log)
-        return err_set(e, -errno, "%s: cannot write: %s", o->log_path, strerror(errno));
-    if (fresh)
-        fprintf(*log, "step\tloss\tlr\tgrad_norm\ttokens_per_s\tloss_scale\n");
+    FILE *f = NULL;
+    bool header = true;
+    int rc = 0;
+    if (o->resume_dir && !(f = fopen(o->log_path, "r+")) && errno != ENOENT)
+        return err_set(e, -errno, "%s: cannot open the log: %s", o->log_path, strerror(errno));
+    struct stat sb;
+    if (f && !fstat(fileno(f), &sb) && S_ISREG(sb.st_mode))
+        rc = log_keep_rows(o, f, resumed_step, &header, e);
+    if (!rc && !f && !(f = fopen(o->log_path, "w")))
+        rc = err_set(e, -errno, "%s: cannot write: %s", o->log_path, strerror(errno));
+    if (!rc && header && (fputs(log_header, f) == EOF || fflush(f)))
+        rc = log_error(o, errno, e);
+    if (rc) {
+        if (f)
+            fclose(f);
+        return rc;
+    }
+    *log = f;
     return 0;
 }
 
-void trainer_log_row(FILE *log, int64_t step, float loss, float lr, double grad_norm,
-                     double tokens_per_s, double loss_scale)
+int trainer_log_row(const TrainOptions *o, FILE *log, int64_t step, float loss, float lr,
+                    double grad_norm, double tokens_per_s, double loss_scale, Err *e)
 {
-    if (log)
-        fprintf(log, "%lld\t%.6f\t%.6g\t%.6f\t%.1f\t%g\n", (long long)step, loss, lr, grad_norm,
-                tokens_per_s, loss_scale);
+    if (!log)
+        return 0;
+    /* Through to the file now: a kill loses no finished step's row. Before a checkpoint (which
+     * is synced to disk) the row is synced too, so not even a crash of the machine leaves a
+     * checkpointed step without its row; a special file (pipe, terminal) cannot be synced. */
+    bool ckpt = o->save_dir && (step == o->steps || (o->save_every > 0 &&
+                                                     step % o->save_every == 0));
+    if (fprintf(log, "%lld\t%.6f\t%.6g\t%.6f\t%.1f\t%g\n", (long long)step, loss, lr,
+                grad_norm, tokens_per_s, loss_scale) < 0 || fflush(log) ||
+        (ckpt && fsync(fileno(log)) && errno != EINVAL))
+        return log_error(o, errno, e);
+    return 0;
+}
+
+int trainer_close_log(const TrainOptions *o, FILE *log, int rc, Err *e)
+{
+    if (log && fclose(log) && !rc)
+        return log_error(o, errno, e);
+    return rc;
 }
 
 void trainer_progress(const TrainOptions *o, int64_t step, int64_t first, float loss, double tps,
@@ -185,7 +274,10 @@ int trainer_run(const TrainOptions *o, TrainResult *r, Err *e)
     Slice *slices = NULL;
     int rc = 0;
     /* sub-groups that do not cover the model would leave parameters never updated */
-    if (o->subgroup_blocks < 1 || o->tail_blocks < 1 || o->tail_blocks > c->n_layer)
+    if (o->steps < 1 || o->steps > TRAIN_MAX_STEPS)
+        rc = err_set(e, -EINVAL, "--steps %lld: a run reaches step 1 to %d", (long long)o->steps,
+                     TRAIN_MAX_STEPS);
+    else if (o->subgroup_blocks < 1 || o->tail_blocks < 1 || o->tail_blocks > c->n_layer)
         rc = err_set(e, -EINVAL, "--tail %d and --subgroup %d: the tail needs 1 to %d blocks "
                      "(%s's) and sub-groups at least 1", o->tail_blocks, o->subgroup_blocks,
                      c->n_layer, c->name);
@@ -232,7 +324,7 @@ int trainer_run(const TrainOptions *o, TrainResult *r, Err *e)
     if (!rc && o->resume_dir)
         loader_seek(&ld, st.epoch, st.index);
     if (!rc)
-        rc = trainer_open_log(o, &log, e);
+        rc = trainer_open_log(o, st.step, &log, e);
     int n_groups = rc ? 0 : subgroup_slices(o, slices);
     /* the loss scale: from the checkpoint when it has one, else from the options */
     double scale0 = o->loss_scale > 0 ? o->loss_scale : c->dtype == DTYPE_FP16 ? 65536.0 : 1.0;
@@ -240,6 +332,7 @@ int trainer_run(const TrainOptions *o, TrainResult *r, Err *e)
         st.loss_scale = scale0;
     bool dynamic = scale0 != 1.0 || st.loss_scale != 1.0;
     int64_t window = o->loss_scale_window > 0 ? o->loss_scale_window : 1000;
+    bool cleared = false; /* --overwrite: the old checkpoints, before the first save */
     AdamConfig acfg = {.lr = o->lr, .beta1 = o->beta1, .beta2 = o->beta2, .eps = o->eps,
                        .weight_decay = o->weight_decay};
     r->first_step = st.step + 1;
@@ -305,7 +398,13 @@ int trainer_run(const TrainOptions *o, TrainResult *r, Err *e)
         r->losses[r->n_losses++] = loss;
         r->last_loss = loss;
         r->last_step = step;
-        trainer_log_row(log, step, loss, acfg.lr, norm, tps, S);
+        /* the row before the checkpoint: a kill between the two leaves a row the resumed run
+         * replaces, never a checkpointed step without its row (a non-finite loss is logged
+         * too, its error kept) */
+        Err log_e;
+        int log_rc = trainer_log_row(o, log, step, loss, acfg.lr, norm, tps, S, rc ? &log_e : e);
+        if (!rc)
+            rc = log_rc;
         trainer_progress(o, step, r->first_step - 1, loss, tps, clock_monotonic_s() - t_start,
                          step == o->steps);
         bool save = o->save_dir && (step == o->steps || (o->save_every > 0 &&
@@ -313,14 +412,15 @@ int trainer_run(const TrainOptions *o, TrainResult *r, Err *e)
         if (!rc && save) {
             rc = be->ops->read_state(be, params, m, v, e);
             if (!rc)
+                rc = trainer_clear_old_checkpoints(o, &cleared, e);
+            if (!rc)
                 rc = ckpt_save(o->save_dir, c, &l, params, m, v, &st, e);
         }
     }
     r->loss_scale = st.loss_scale;
     double elapsed = clock_monotonic_s() - t_start;
     r->tokens_per_s = elapsed > 0 ? tokens / elapsed : 0;
-    if (log && fclose(log) && !rc)
-        rc = err_set(e, -EIO, "%s: write failed", o->log_path);
+    rc = trainer_close_log(o, log, rc, e);
     free(slices), free(inputs), free(targets), free(params), free(m), free(v);
     free(acc), free(part);
     loader_free(&ld);

@@ -45,6 +45,9 @@ typedef struct TrainOptions {
     int subgroup_blocks, tail_blocks;
     const char *save_dir;    /* NULL: no checkpoints */
     int save_every;          /* steps between checkpoints (and one at the end) */
+    bool overwrite;          /* a fresh run may replace save_dir's checkpoints: they are
+                                removed just before its first save, not before (a run that
+                                fails first leaves them) */
     const char *resume_dir;  /* NULL: start from scratch */
     const char *init_from;   /* a model.safetensors to start from, or NULL */
     const char *log_path;    /* TSV: step loss lr grad_norm tokens/s scale */
@@ -71,14 +74,33 @@ struct Gpt2Layout;
 void trainer_init_params(const ModelConfig *c, const struct Gpt2Layout *l, float *params,
                          uint64_t seed, WorkPool *wp);
 
+/* The most steps a run may ask for: AdamW counts its steps in an int, and the loop keeps
+ * each step's loss (TrainResult). */
+#define TRAIN_MAX_STEPS 1000000000
+
+/* Before each save: on a fresh run with o->overwrite, removes save_dir's earlier checkpoints
+ * the first time (*done then true). 0 or -errno with e. */
+int trainer_clear_old_checkpoints(const TrainOptions *o, bool *done, Err *e);
+
 /* Pieces of the loop that the out-of-core pipeline (exec/pipeline) shares: the data, checked
- * against the vocabulary (0 or -errno with e); the --log file, opened to append on a resume and
- * given its header when new (0 or -errno; *log stays NULL without o->log_path); one log row;
- * the progress line (every step on a terminal, about 20 lines otherwise). */
+ * against the vocabulary (0 or -errno with e); the progress line (every step on a terminal,
+ * about 20 lines otherwise).
+ * The --log file, so that it survives a kill: each row is flushed when its step ends, before
+ * that step's checkpoint is written. A fresh run creates the file with its header. A run
+ * resumed from resumed_step keeps the header and the rows of steps up to resumed_step, drops
+ * what follows them (rows of steps the checkpoint does not have, a half-written row), and
+ * appends, so a killed and resumed run's log equals an uninterrupted run's (tokens_per_s
+ * aside); a missing or empty file gets the header. A file that is not regular (a pipe, a
+ * terminal) is written as it is. trainer_open_log: 0, or -errno with e naming the file (and
+ * its line when it is not a fuyou log); *log stays NULL without o->log_path. trainer_log_row:
+ * one row, written through; 0 or -errno with e naming the file and the reason, at the first
+ * failed write (NULL log: nothing). trainer_close_log closes log (NULL: nothing) and returns
+ * rc when it is an error already, else 0 or -errno with e. */
 int trainer_load_data(const TrainOptions *o, TokenData *data, Err *e);
-int trainer_open_log(const TrainOptions *o, FILE **log, Err *e);
-void trainer_log_row(FILE *log, int64_t step, float loss, float lr, double grad_norm,
-                     double tokens_per_s, double loss_scale);
+int trainer_open_log(const TrainOptions *o, int64_t resumed_step, FILE **log, Err *e);
+int trainer_log_row(const TrainOptions *o, FILE *log, int64_t step, float loss, float lr,
+                    double grad_norm, double tokens_per_s, double loss_scale, Err *e);
+int trainer_close_log(const TrainOptions *o, FILE *log, int rc, Err *e);
 void trainer_progress(const TrainOptions *o, int64_t step, int64_t first, float loss,
                       double tokens_per_s, double elapsed_s, bool last);
 

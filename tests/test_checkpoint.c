@@ -1,0 +1,517 @@
+/* Check suite for checkpoint integrity (exec/train/checkpoint.h, safetensors.h): per-tensor
+ * CRC-32C written and checked (and files without them still read), data offsets that overlap
+ * or leave gaps refused, state.json checked against the model and its ranges, resuming from the
+ * newest complete step directory when latest is missing or names an incomplete one, a fresh
+ * run refused a directory that holds checkpoints, config.json for Hugging Face, an untied head
+ * refused by a tied model, and no leak when a file is cut short (the ASan build checks that). */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <math.h>
+#include <sys/stat.h>
+
+#include "checkpoint.h"
+#include "crc32c.h"
+#include "safetensors.h"
+#include "testutil.h"
+#include "trainer.h"
+
+/* A model, its layout and recognisable parameters and states, saved as step 4 in dir. */
+typedef struct Fixture {
+    char dir[64];
+    ModelConfig c;
+    Gpt2Layout l;
+    float *p, *m, *v;
+    TrainState s;
+} Fixture;
+
+static ModelConfig tiny(bool tied)
+{
+    ModelConfig c = *model_preset_find("gpt2-tiny");
+    c.tied = tied;
+    return c;
+}
+
+static void fixture_init(Fixture *f, ModelConfig c)
+{
+    snprintf(f->dir, sizeof f->dir, "/tmp/fuyou-ckpt-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(f->dir));
+    f->c = c;
+    ck_assert_int_eq(gpt2_layout_init(&f->l, &f->c), 0);
+    size_t P = f->l.total;
+    f->p = malloc(P * 4), f->m = malloc(P * 4), f->v = malloc(P * 4);
+    for (size_t i = 0; i < P; i++)
+        f->p[i] = (float)i * 1e-5f, f->m[i] = -(float)i, f->v[i] = (float)(i % 17);
+    f->s = (TrainState){.step = 4, .epoch = 1, .index = 3, .seed = 5, .prev_grad_norm = 0.5};
+}
+
+static void fixture_save(Fixture *f, int64_t step)
+{
+    Err e;
+    f->s.step = step;
+    ck_assert_msg(ckpt_save(f->dir, &f->c, &f->l, f->p, f->m, f->v, &f->s, &e) == 0, "%s",
+                  e.msg);
+}
+
+/* Loads the checkpoint of f->dir into fresh arrays; the status, with e and the state. */
+static int fixture_load(Fixture *f, TrainState *s, Err *e)
+{
+    size_t P = f->l.total;
+    float *p = calloc(P, 4), *m = calloc(P, 4), *v = calloc(P, 4);
+    int rc = ckpt_load(f->dir, &f->c, &f->l, p, m, v, s, e);
+    if (!rc) {
+        ck_assert_int_eq(memcmp(p, f->p, P * 4), 0);
+        ck_assert_int_eq(memcmp(m, f->m, P * 4), 0);
+        ck_assert_int_eq(memcmp(v, f->v, P * 4), 0);
+    }
+    free(p), free(m), free(v);
+    return rc;
+}
+
+static void fixture_free(Fixture *f)
+{
+    free(f->p), free(f->m), free(f->v);
+    gpt2_layout_free(&f->l);
+    tu_rm_tree(f->dir);
+}
+
+/* path = dir/step-0000000N/file */
+static const char *step_file(char *path, size_t n, const Fixture *f, int step, const char *file)
+{
+    snprintf(path, n, "%s/step-%08d/%s", f->dir, step, file);
+    return path;
+}
+
+/* Flips one bit of tensor name's data in the safetensors file at path. */
+static void flip_bit(const char *path, const char *name)
+{
+    StFile st;
+    Err e;
+    ck_assert_msg(st_open(&st, path, &e) == 0, "%s", e.msg);
+    const StTensor *t = st_find(&st, name);
+    ck_assert_ptr_nonnull(t);
+    off_t at = (off_t)(st.data_start + t->begin + (t->end - t->begin) / 2);
+    st_close(&st);
+    int fd = open(path, O_RDWR);
+    ck_assert_int_ge(fd, 0);
+    uint8_t b;
+    ck_assert_int_eq(pread(fd, &b, 1, at), 1);
+    b ^= 0x10;
+    ck_assert_int_eq(pwrite(fd, &b, 1, at), 1);
+    close(fd);
+}
+
+/* Writes text to a new file at path. */
+static void put_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* Writes a safetensors file: the header text (padded to 8 bytes) and n bytes of data. */
+static void put_st(const char *path, const char *header, const void *data, size_t n)
+{
+    size_t len = strlen(header), padded = (len + 7) / 8 * 8;
+    FILE *f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    uint64_t hl = padded;
+    fwrite(&hl, 8, 1, f);
+    fwrite(header, 1, len, f);
+    for (size_t i = len; i < padded; i++)
+        fputc(' ', f);
+    fwrite(data, 1, n, f);
+    fclose(f);
+}
+
+/* Replaces key in dir/step-N/state.json (or in its "model" object when model) with value. */
+static void set_state(const Fixture *f, int step, bool model, const char *key, json_t *value)
+{
+    char path[256];
+    step_file(path, sizeof path, f, step, "state.json");
+    json_error_t je;
+    json_t *root = json_load_file(path, 0, &je);
+    ck_assert_ptr_nonnull(root);
+    json_object_set_new(model ? json_object_get(root, "model") : root, key, value);
+    ck_assert_int_eq(json_dump_file(root, path, JSON_INDENT(2)), 0);
+    json_decref(root);
+}
+
+static char err_text[4096];
+
+/* Runs fn with stderr going to err_text; returns what fn returns. */
+static int with_stderr(int (*fn)(Fixture *, TrainState *, Err *), Fixture *f, TrainState *s,
+                       Err *e)
+{
+    char path[] = "/tmp/fuyou-stderr-XXXXXX";
+    int fd = mkstemp(path), saved = dup(2);
+    fflush(stderr);
+    dup2(fd, 2);
+    int rc = fn(f, s, e);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    ssize_t n = pread(fd, err_text, sizeof err_text - 1, 0);
+    err_text[n > 0 ? n : 0] = '\0';
+    close(fd);
+    unlink(path);
+    return rc;
+}
+
+/* Every tensor carries a CRC-32C of its bytes in __metadata__; one flipped bit in either file
+ * is one error naming the file and the tensor. */
+START_TEST(checksums_catch_a_flipped_bit)
+{
+    Fixture f;
+    fixture_init(&f, tiny(true));
+    fixture_save(&f, 4);
+    char model[256], optim[256];
+    step_file(model, sizeof model, &f, 4, "model.safetensors");
+    step_file(optim, sizeof optim, &f, 4, "optimizer.safetensors");
+    StFile st;
+    Err e;
+    ck_assert_int_eq(st_open(&st, model, &e), 0);
+    for (int i = 0; i < st.n; i++)
+        ck_assert_msg(st.t[i].has_crc, "%s has no checksum", st.t[i].name);
+    const StTensor *t = st_find(&st, "transformer.wpe.weight");
+    float *raw = malloc(t->end - t->begin);
+    ck_assert_int_eq(st_read_f32(&st, t, raw, &e), 0);
+    ck_assert_uint_eq(t->crc, crc32c(0, raw, t->end - t->begin));
+    free(raw);
+    st_close(&st);
+    TrainState s;
+    ck_assert_int_eq(fixture_load(&f, &s, &e), 0);
+    flip_bit(model, "transformer.h.2.mlp.c_fc.weight");
+    ck_assert_int_eq(fixture_load(&f, &s, &e), -EINVAL);
+    tu_assert_contains(e.msg, model);
+    tu_assert_contains(e.msg, "tensor transformer.h.2.mlp.c_fc.weight is damaged");
+    fixture_save(&f, 4);
+    flip_bit(optim, "adam.v");
+    ck_assert_int_eq(fixture_load(&f, &s, &e), -EINVAL);
+    tu_assert_contains(e.msg, optim);
+    tu_assert_contains(e.msg, "tensor adam.v is damaged");
+    fixture_free(&f);
+}
+END_TEST
+
+/* The format's data section: tensors tile it in offset order; overlaps, gaps and trailing
+ * bytes are refused naming the tensors; a file without checksums (Hugging Face's) reads. */
+START_TEST(data_offsets_tile_the_file)
+{
+    char dir[] = "/tmp/fuyou-st-XXXXXX", path[256];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/x.safetensors", dir);
+    float data[5] = {1, 2, 3, 4, 5}, got[2];
+    StFile st;
+    Err e;
+    /* listed out of order but contiguous, no checksums: fine */
+    put_st(path, "{\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,16]},"
+                 "\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", data, 16);
+    ck_assert_msg(st_open(&st, path, &e) == 0, "%s", e.msg);
+    ck_assert(!st_find(&st, "b")->has_crc);
+    ck_assert_int_eq(st_read_f32(&st, st_find(&st, "b"), got, &e), 0);
+    ck_assert(got[0] == 3 && got[1] == 4);
+    st_close(&st);
+    put_st(path, "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+                 "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}", data, 12);
+    ck_assert_int_eq(st_open(&st, path, &e), -EINVAL);
+    tu_assert_contains(e.msg, "tensors a and b overlap");
+    put_st(path, "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+                 "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[12,20]}}", data, 20);
+    ck_assert_int_eq(st_open(&st, path, &e), -EINVAL);
+    tu_assert_contains(e.msg, "data bytes 8..12, before tensor b, belong to no tensor");
+    put_st(path, "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", data, 12);
+    ck_assert_int_eq(st_open(&st, path, &e), -EINVAL);
+    tu_assert_contains(e.msg, "data bytes 8..12, after tensor a, belong to no tensor");
+    /* checksums that are not 8 hex digits, or for a tensor the file lacks */
+    put_st(path, "{\"__metadata__\":{\"crc32c:a\":\"xyz\"},"
+                 "\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", data, 8);
+    ck_assert_int_eq(st_open(&st, path, &e), -EINVAL);
+    tu_assert_contains(e.msg, "__metadata__ crc32c:a: expected a checksum of 8 hex digits");
+    put_st(path, "{\"__metadata__\":{\"crc32c:q\":\"0000abcd\"},"
+                 "\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", data, 8);
+    ck_assert_int_eq(st_open(&st, path, &e), -EINVAL);
+    tu_assert_contains(e.msg, "a checksum for tensor q, which the file does not hold");
+    tu_rm_tree(dir);
+}
+END_TEST
+
+/* state.json: a negative or absurd step, skipped steps outside 0..step, other numbers out of
+ * range and another model's shape are one line each, never an abort or an overflow. */
+START_TEST(state_is_validated)
+{
+    Fixture f;
+    fixture_init(&f, tiny(true));
+    TrainState s;
+    Err e;
+    struct { bool model; const char *key; json_t *value; const char *want; } cases[] = {
+        {false, "step", json_integer(-5), "step is -5; it must be 0 to"},
+        {false, "step", json_integer(INT64_C(1) << 40), "step is 1099511627776"},
+        {false, "skipped_steps", json_integer(9), "skipped_steps is 9; it must be 0 to 4"},
+        {false, "skipped_steps", json_integer(-1), "skipped_steps is -1"},
+        {false, "loss_scale_good_steps", json_integer(-3), "loss_scale_good_steps is -3"},
+        {false, "loader_index", json_integer(-1), "loader_index is -1"},
+        {false, "loader_epoch", json_integer(-2), "loader_epoch is -2"},
+        {false, "prev_grad_norm", json_real(-1), "prev_grad_norm is -1"},
+        {false, "loss_scale", json_real(1e-30), "loss_scale is 1e-30"},
+        {true, "heads", json_integer(8), "8 heads"},
+        {true, "ffn", json_integer(256), "ffn 256"},
+        {true, "tied", json_false(), "untied; this run's gpt2-tiny"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        fixture_save(&f, 4);
+        set_state(&f, 4, cases[i].model, cases[i].key, cases[i].value);
+        ck_assert_msg(fixture_load(&f, &s, &e) == -EINVAL, "%s accepted", cases[i].key);
+        tu_assert_contains(e.msg, "state.json");
+        tu_assert_contains(e.msg, cases[i].want);
+    }
+    fixture_free(&f);
+}
+END_TEST
+
+/* The trainer resuming such a state: one error, not an abort in AdamW (skipped_steps above
+ * step) or a write past the losses (a negative step). */
+START_TEST(trainer_refuses_a_bad_state)
+{
+    Fixture f;
+    fixture_init(&f, tiny(true));
+    TrainOptions o = {.backend = &backend_cpu, .data_path = "/usr/share/common-licenses/GPL-3",
+                      .batch = 2, .seq = 16, .steps = 6, .lr = 1e-3f, .beta1 = 0.9f,
+                      .beta2 = 0.95f, .eps = 1e-8f, .clip = 1.0f, .seed = 5,
+                      .subgroup_blocks = 1, .tail_blocks = 1, .threads = 1,
+                      .resume_dir = f.dir, .model = f.c};
+    const char *keys[2] = {"step", "skipped_steps"};
+    json_int_t values[2] = {-5, 1000};
+    for (int i = 0; i < 2; i++) {
+        fixture_save(&f, 4);
+        set_state(&f, 4, false, keys[i], json_integer(values[i]));
+        TrainResult r;
+        Err e;
+        ck_assert_int_eq(trainer_run(&o, &r, &e), -EINVAL);
+        tu_assert_contains(e.msg, keys[i]);
+        free(r.losses);
+    }
+    fixture_free(&f);
+}
+END_TEST
+
+/* latest missing, empty, or naming a step directory without all its files: the newest step
+ * directory that loads completely, said on stderr; a damaged newer one is skipped, said too. */
+START_TEST(resume_falls_back_to_newest_complete)
+{
+    Fixture f;
+    fixture_init(&f, tiny(true));
+    TrainState s;
+    Err e;
+    char path[256], latest[256];
+    snprintf(latest, sizeof latest, "%s/latest", f.dir);
+    ck_assert_int_eq(with_stderr(fixture_load, &f, &s, &e), -ENOENT);
+    tu_assert_contains(e.msg, "no checkpoint to resume");
+    fixture_save(&f, 2);
+    fixture_save(&f, 4);
+    FILE *lf = fopen(latest, "r");
+    ck_assert_ptr_nonnull(lf);
+    ck_assert_ptr_nonnull(fgets(path, sizeof path, lf));
+    fclose(lf);
+    ck_assert_str_eq(path, "step-00000004\n");
+    snprintf(path, sizeof path, "%s/.latest.tmp", f.dir);
+    ck_assert_int_ne(access(path, F_OK), 0);
+    /* latest missing: step 4, said */
+    ck_assert_int_eq(unlink(latest), 0);
+    ck_assert_msg(with_stderr(fixture_load, &f, &s, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(s.step, 4);
+    tu_assert_contains(err_text, "resuming from");
+    tu_assert_contains(err_text, "step-00000004, the newest complete checkpoint");
+    /* latest empty: the same */
+    put_text(latest, "");
+    ck_assert_msg(with_stderr(fixture_load, &f, &s, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(s.step, 4);
+    /* latest names step 4, which lost its optimizer file: step 2 */
+    fixture_save(&f, 4);
+    ck_assert_int_eq(unlink(step_file(path, sizeof path, &f, 4, "optimizer.safetensors")), 0);
+    ck_assert_msg(with_stderr(fixture_load, &f, &s, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(s.step, 2);
+    tu_assert_contains(err_text, "latest names step-00000004, which has no optimizer.safetensors");
+    tu_assert_contains(err_text, "step-00000002, the newest complete checkpoint");
+    /* no latest, step 4 complete but damaged: skipped, said, step 2 */
+    fixture_save(&f, 4);
+    ck_assert_int_eq(unlink(latest), 0);
+    flip_bit(step_file(path, sizeof path, &f, 4, "model.safetensors"), "transformer.wte.weight");
+    ck_assert_msg(with_stderr(fixture_load, &f, &s, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(s.step, 2);
+    tu_assert_contains(err_text, "skipping");
+    tu_assert_contains(err_text, "transformer.wte.weight is damaged");
+    /* nothing loads: one error naming the newest's problem */
+    flip_bit(step_file(path, sizeof path, &f, 2, "model.safetensors"), "transformer.wte.weight");
+    ck_assert_int_eq(with_stderr(fixture_load, &f, &s, &e), -EINVAL);
+    tu_assert_contains(e.msg, "no complete checkpoint to resume");
+    tu_assert_contains(e.msg, "step-00000004/model.safetensors: tensor transformer.wte.weight");
+    /* latest naming something that is no step directory stays an error */
+    put_text(latest, "../elsewhere\n");
+    ck_assert_int_eq(fixture_load(&f, &s, &e), -EINVAL);
+    tu_assert_contains(e.msg, "names ../elsewhere");
+    fixture_free(&f);
+}
+END_TEST
+
+/* A fresh run's --save directory: refused when it holds latest or a step directory (saying
+ * what to do), emptied of them with overwrite, other files kept. */
+START_TEST(fresh_run_refuses_a_checkpoint_dir)
+{
+    Fixture f;
+    fixture_init(&f, tiny(true));
+    Err e;
+    char path[256], other[256];
+    snprintf(path, sizeof path, "%s/nothing-yet", f.dir);
+    ck_assert_int_eq(ckpt_prepare_fresh(path, false, &e), 0); /* missing: fine */
+    ck_assert_int_eq(ckpt_prepare_fresh(f.dir, false, &e), 0);
+    fixture_save(&f, 2);
+    ck_assert_int_eq(ckpt_prepare_fresh(f.dir, false, &e), -EEXIST);
+    tu_assert_contains(e.msg, "holds a checkpoint (step-00000002)");
+    tu_assert_contains(e.msg, "--resume");
+    tu_assert_contains(e.msg, "another directory");
+    tu_assert_contains(e.msg, "--overwrite");
+    snprintf(path, sizeof path, "%s/latest", f.dir);
+    ck_assert_int_eq(unlink(path), 0); /* a step directory alone */
+    ck_assert_int_eq(ckpt_prepare_fresh(f.dir, false, &e), -EEXIST);
+    snprintf(other, sizeof other, "%s/notes.txt", f.dir);
+    put_text(other, "mine");
+    fixture_save(&f, 4);
+    ck_assert_int_eq(ckpt_prepare_fresh(f.dir, true, &e), 0);
+    ck_assert_int_ne(access(path, F_OK), 0);
+    ck_assert_int_ne(access(step_file(path, sizeof path, &f, 2, ""), F_OK), 0);
+    ck_assert_int_ne(access(step_file(path, sizeof path, &f, 4, ""), F_OK), 0);
+    ck_assert_int_eq(access(other, F_OK), 0);
+    ck_assert_int_eq(ckpt_prepare_fresh(f.dir, false, &e), 0);
+    fixture_free(&f);
+}
+END_TEST
+
+static json_t *load_config(const char *dir, int step)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/step-%08d/config.json", dir, step);
+    json_error_t je;
+    json_t *root = json_load_file(path, 0, &je);
+    ck_assert_msg(root != NULL, "%s: %s", path, je.text);
+    return root;
+}
+
+static json_int_t int_of(json_t *o, const char *key)
+{
+    json_t *v = json_object_get(o, key);
+    ck_assert_msg(json_is_integer(v), "%s is not an integer", key);
+    return json_integer_value(v);
+}
+
+/* config.json holds Hugging Face's GPT2Config for the model */
+START_TEST(config_json_for_hugging_face)
+{
+    Fixture f;
+    fixture_init(&f, tiny(true));
+    fixture_save(&f, 4);
+    json_t *cfg = load_config(f.dir, 4);
+    ck_assert_str_eq(json_string_value(json_object_get(cfg, "model_type")), "gpt2");
+    ck_assert_str_eq(json_string_value(json_array_get(json_object_get(cfg, "architectures"), 0)),
+                     "GPT2LMHeadModel");
+    ck_assert_int_eq(int_of(cfg, "vocab_size"), 256);
+    ck_assert_int_eq(int_of(cfg, "n_positions"), 256);
+    ck_assert_int_eq(int_of(cfg, "n_embd"), 128);
+    ck_assert_int_eq(int_of(cfg, "n_layer"), 4);
+    ck_assert_int_eq(int_of(cfg, "n_head"), 4);
+    ck_assert_ptr_null(json_object_get(cfg, "n_inner")); /* 4h: their default */
+    ck_assert(json_is_null(json_object_get(cfg, "eos_token_id"))); /* bytes, not GPT-2's BPE */
+    ck_assert_str_eq(json_string_value(json_object_get(cfg, "activation_function")),
+                     "gelu_new");
+    ck_assert_double_eq(json_real_value(json_object_get(cfg, "layer_norm_epsilon")), 1e-5);
+    ck_assert(json_is_true(json_object_get(cfg, "tie_word_embeddings")));
+    json_decref(cfg);
+    fixture_free(&f);
+    /* GPT-2's vocabulary, an untied head and a narrower MLP */
+    Fixture g;
+    fixture_init(&g, (ModelConfig){.name = "gpt2-odd", .n_layer = 1, .d_model = 8, .n_head = 2,
+                                   .d_ff = 24, .vocab = 50257, .max_seq = 16, .tied = false});
+    fixture_save(&g, 1);
+    cfg = load_config(g.dir, 1);
+    ck_assert_int_eq(int_of(cfg, "n_inner"), 24);
+    ck_assert_int_eq(int_of(cfg, "bos_token_id"), 50256);
+    ck_assert_int_eq(int_of(cfg, "eos_token_id"), 50256);
+    ck_assert(json_is_false(json_object_get(cfg, "tie_word_embeddings")));
+    json_decref(cfg);
+    fixture_free(&g);
+}
+END_TEST
+
+/* A tied model loading a file with its own lm_head.weight: refused unless it is the embedding
+ * bit for bit. */
+START_TEST(untied_head_into_tied_model)
+{
+    Fixture f;
+    fixture_init(&f, tiny(false)); /* lm_head differs from wte */
+    fixture_save(&f, 1);
+    ModelConfig tied = f.c;
+    tied.tied = true;
+    Gpt2Layout lt;
+    ck_assert_int_eq(gpt2_layout_init(&lt, &tied), 0);
+    float *p = calloc(lt.total, 4);
+    char path[256];
+    step_file(path, sizeof path, &f, 1, "model.safetensors");
+    Err e;
+    ck_assert_int_eq(ckpt_load_model(path, &tied, &lt, p, &e), -EINVAL);
+    tu_assert_contains(e.msg, path);
+    tu_assert_contains(e.msg, "lm_head.weight differs from transformer.wte.weight");
+    tu_assert_contains(e.msg, "tied = false");
+    /* the same head as the embedding: a tied model in an untied file, fine */
+    const ParamTensor *wte = gpt2_layout_find(&f.l, "transformer.wte.weight");
+    const ParamTensor *head = gpt2_layout_find(&f.l, "lm_head.weight");
+    memcpy(f.p + head->offset, f.p + wte->offset, wte->numel * 4);
+    fixture_save(&f, 1);
+    ck_assert_msg(ckpt_load_model(path, &tied, &lt, p, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(memcmp(p, f.p, wte->numel * 4), 0);
+    free(p);
+    gpt2_layout_free(&lt);
+    fixture_free(&f);
+}
+END_TEST
+
+/* An optimizer file cut short: one error, and nothing leaks (LeakSanitizer in the ASan build). */
+START_TEST(truncated_optimizer_does_not_leak)
+{
+    Fixture f;
+    fixture_init(&f, tiny(true));
+    fixture_save(&f, 4);
+    char path[256];
+    step_file(path, sizeof path, &f, 4, "optimizer.safetensors");
+    struct stat st;
+    ck_assert_int_eq(stat(path, &st), 0);
+    ck_assert_int_eq(truncate(path, st.st_size / 2), 0);
+    TrainState s;
+    Err e;
+    ck_assert_int_eq(fixture_load(&f, &s, &e), -EINVAL);
+    tu_assert_contains(e.msg, "optimizer.safetensors: tensor adam.");
+    tu_assert_contains(e.msg, "truncated");
+    ck_assert_int_eq(truncate(path, 4), 0);
+    ck_assert_int_eq(fixture_load(&f, &s, &e), -EINVAL);
+    tu_assert_contains(e.msg, "too short");
+    fixture_free(&f);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("checkpoint");
+    TCase *tc = tcase_create("checkpoint");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, checksums_catch_a_flipped_bit);
+    tcase_add_test(tc, data_offsets_tile_the_file);
+    tcase_add_test(tc, state_is_validated);
+    tcase_add_test(tc, trainer_refuses_a_bad_state);
+    tcase_add_test(tc, resume_falls_back_to_newest_complete);
+    tcase_add_test(tc, fresh_run_refuses_a_checkpoint_dir);
+    tcase_add_test(tc, config_json_for_hugging_face);
+    tcase_add_test(tc, untied_head_into_tied_model);
+    tcase_add_test(tc, truncated_optimizer_does_not_leak);
+    suite_add_tcase(s, tc);
+    return tu_run(s);
+}
