@@ -18,6 +18,7 @@
 #include "model.h"
 #include "plan.h"
 #include "plan_args.h"
+#include "plan_make.h"
 #include "planner.h"
 #include "predict.h"
 #include "sweep.h"
@@ -201,38 +202,9 @@ static int parse_args(int argc, char **argv, SimArgs *a)
     return 0;
 }
 
-typedef enum SwapMode { SWAP_AUTO, SWAP_NONE, SWAP_ALL, SWAP_BYTES, SWAP_SWEEP } SwapMode;
-
-/* What make_plan decided, for the report and the sweep. */
-typedef struct PlanInfo {
-    SwapMode swap;
-    double swap_bytes;  /* SWAP_BYTES */
-    bool planned;       /* planner_choose made the whole plan */
-    PlanChoice choice;  /* when planned */
-    SwapLadder ladder;  /* whenever the swap amount was chosen on a ladder */
-    bool have_ladder;
-    int units;          /* ladder units kept */
-} PlanInfo;
-
-static int parse_swap(const char *s, PlanInfo *info)
-{
-    static const struct { const char *name; SwapMode mode; } modes[] = {
-        {"auto", SWAP_AUTO}, {"none", SWAP_NONE}, {"all", SWAP_ALL}, {"sweep", SWAP_SWEEP},
-    };
-    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
-        if (!strcmp(s, modes[i].name))
-            return info->swap = modes[i].mode, 0;
-    if (units_parse_bytes(s, &info->swap_bytes) == 0)
-        return info->swap = SWAP_BYTES, 0;
-    fprintf(stderr, "fuyou-sim: --swap expects auto, none, all, sweep or an amount such as "
-            "12GiB, got '%s'\n", s);
-    return -EINVAL;
-}
-
-/* The plan: the planner's (--swap auto, no overrides), or the policy's default placement by
- * capacity with the command line's choices over it and the swap amount the mode asks for. */
-static int make_plan(const SimArgs *a, const Graph *g, const Hardware *hw, Plan *p,
-                     PlanInfo *info, Err *e)
+/* The plan both programs make from the same options (plan_make.h), scored by the simulator. */
+static int make_plan(const SimArgs *a, SwapMode swap, double swap_bytes, const Graph *g,
+                     const Hardware *hw, Plan *p, PlanInfo *info, Err *e)
 {
     Policy policy;
     if (policy_parse(a->policy, &policy)) {
@@ -240,52 +212,13 @@ static int make_plan(const SimArgs *a, const Graph *g, const Hardware *hw, Plan 
                 a->policy);
         return -EINVAL;
     }
-    if (parse_swap(a->swap, info))
-        return -EINVAL;
-    int rc;
-    if (info->swap == SWAP_AUTO && !plan_args_given(&a->plan)) {
-        PredictScoreCtx sc = {g, hw, 0};
-        rc = planner_choose(hw, g, policy, predict_score, &sc, &info->choice, e);
-        if (rc)
-            return rc;
-        info->planned = true;
-        info->units = info->choice.units;
-        return plan_copy(p, &info->choice.plan, e);
-    }
-    rc = plan_init(p, g, policy, e);
-    if (rc)
-        return rc;
-    if (policy == POLICY_FUYOU) {
-        footprint_auto_place(p, g, hw);
-    } else {
-        p->weights = p->optim = TIER_SSD;
-        plan_set_all_act(p, ACT_CPU, ACT_RECOMPUTE);
-        p->state_buffers = 2; /* read g+1 while Adam g: pipelined one ahead */
-    }
-    /* The swap modes start from everything recomputed past the checkpoints. */
-    bool all_gpu = plan_act(p, 0, 1) == ACT_GPU;
-    if (!(info->swap == SWAP_AUTO && (all_gpu || policy == POLICY_ZERO_INFINITY)))
-        for (int b = 0; b < p->n_layer; b++)
-            for (int i = 1; i < GRAPH_OPS_PER_BLOCK; i++)
-                plan_set_act(p, b, i, ACT_RECOMPUTE);
-    rc = plan_args_apply(&a->plan, p, "fuyou-sim");
-    if (rc)
-        return rc;
-    if (!a->plan.act && info->swap != SWAP_NONE &&
-        !(info->swap == SWAP_AUTO && (all_gpu || policy == POLICY_ZERO_INFINITY))) {
-        planner_ladder(hw, g, p, &info->ladder);
-        info->have_ladder = true;
-        int n = info->swap == SWAP_ALL ? planner_units(&info->ladder)
-                : info->swap == SWAP_BYTES ? planner_units_for(&info->ladder, info->swap_bytes)
-                                           : planner_best_units(hw, g, p, &info->ladder);
-        planner_apply(p, &info->ladder, n);
-        info->units = n;
-    }
-    return plan_validate(p, e);
+    PredictScoreCtx sc = {g, hw, 0};
+    PlanRequest rq = {policy, swap, swap_bytes, &a->plan, predict_score, &sc, "fuyou-sim"};
+    return plan_make(&rq, g, hw, p, info, e);
 }
 
-static void report_swap(FILE *out, const PlanInfo *info, const Graph *g, const Hardware *hw,
-                        const Plan *p)
+static void report_swap(FILE *out, SwapMode swap, const PlanInfo *info, const Graph *g,
+                        const Hardware *hw, const Plan *p)
 {
     double kept[TIER_COUNT] = {0};
     for (int b = 0; b < p->n_layer; b++)
@@ -297,7 +230,7 @@ static void report_swap(FILE *out, const PlanInfo *info, const Graph *g, const H
     char k0[24], k1[24], k2[24];
     static const char *mode[] = {"auto", "none", "all", "fixed amount", "sweep"};
     fprintf(out, "swap (%s): intra-block activations kept on gpu %s, swapped to cpu %s, to ssd "
-            "%s", mode[info->swap], units_bytes(k0, sizeof k0, kept[TIER_GPU]),
+            "%s", mode[swap], units_bytes(k0, sizeof k0, kept[TIER_GPU]),
             units_bytes(k1, sizeof k1, kept[TIER_CPU]), units_bytes(k2, sizeof k2,
                                                                       kept[TIER_SSD]));
     if (info->have_ladder || info->planned)
@@ -376,10 +309,10 @@ static int print_sweep(FILE *out, const SimArgs *a, const Graph *g, const Hardwa
  * SCHED_MAX_BYTES (sched_build would refuse it too, but cannot name the option): the planner and
  * --swap sweep simulate 2 iterations, the prediction --iters. Returns 0 or -EINVAL with e
  * naming the option to lower and how far. */
-static int check_size(const SimArgs *a, const ModelConfig *c, PlanInfo *info, Err *e)
+static int check_size(const SimArgs *a, const ModelConfig *c, SwapMode swap, Err *e)
 {
     int L = c->n_layer, M = a->plan.count[PC_MICRO] > 0 ? a->plan.count[PC_MICRO] : 1;
-    bool predicts = !a->describe && info->swap != SWAP_SWEEP;
+    bool predicts = !a->describe && swap != SWAP_SWEEP;
     int iters = predicts && a->iters > 2 ? a->iters : 2;
     double need = sched_estimate_bytes(L, M, iters);
     if (need <= SCHED_MAX_BYTES)
@@ -428,6 +361,8 @@ int main(int argc, char **argv)
     Plan p = {0};
     Prediction pr = {0};
     PlanInfo info = {0};
+    SwapMode swap;
+    double swap_bytes = 0;
     int status = 2;
     if (model_load(a.model, &cfg, &e) || hw_load(a.hw, a.sets, a.n_sets, &hw, &e))
         goto out_msg;
@@ -436,14 +371,15 @@ int main(int argc, char **argv)
         status = rc == -ENOMEM ? 1 : 2;
         goto out_hw;
     }
-    if (parse_swap(a.swap, &info) || check_size(&a, &cfg, &info, &e))
+    if (plan_swap_parse(a.swap, "fuyou-sim", &swap, &swap_bytes) ||
+        check_size(&a, &cfg, swap, &e))
         goto out_hw;
-    rc = make_plan(&a, &g, &hw, &p, &info, &e);
+    rc = make_plan(&a, swap, swap_bytes, &g, &hw, &p, &info, &e);
     if (rc) {
         status = rc == -ENOMEM ? 1 : 2;
         goto out_hw;
     }
-    if (info.swap == SWAP_SWEEP) {
+    if (swap == SWAP_SWEEP) {
         status = print_sweep(stdout, &a, &g, &hw, &p, &info, &e) ? 1 : 0;
         goto out_hw;
     }
@@ -459,15 +395,14 @@ int main(int argc, char **argv)
         goto out_hw;
     }
     predict_report(stdout, &pr, &g, &hw, &p);
-    report_swap(stdout, &info, &g, &hw, &p);
+    report_swap(stdout, swap, &info, &g, &hw, &p);
     status = pr.overflow ? 1 : 0;
     if ((a.trace && predict_write_trace(&pr, a.trace, false, &e)) ||
         (a.chrome && predict_write_trace(&pr, a.chrome, true, &e)))
         status = 1;
     predict_free(&pr);
 out_hw:
-    if (info.planned)
-        plan_free(&info.choice.plan);
+    plan_make_free(&info);
     plan_free(&p);
     graph_free(&g);
     hw_free(&hw);

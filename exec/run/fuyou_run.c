@@ -15,6 +15,7 @@
 #include "hw.h"
 #include "pipeline.h"
 #include "plan_args.h"
+#include "plan_make.h"
 #include "planner.h"
 #include "predict.h"
 #include "trainer.h"
@@ -76,8 +77,9 @@ static void usage(FILE *out)
 "  checkpoints), --act (recompute, gpu, cpu, ssd), --prefetch, --weight-buffers,\n"
 "  --pinned-buffers, --act-buffers, --grad-buffers, --state-buffers, --optim-cpu-groups\n"
 "  (states of the last N sub-groups in CPU memory, the rest on SSD; and --subgroup,\n"
-"  --tail above); without any, the planner's plan for --hw and the budgets, the one\n"
-"  fuyou-sim predicts\n"
+"  --tail above); --swap auto|none|all|BYTES (the intra-block activations kept, in the\n"
+"  planner's order, unless --act fixes them); without any, the planner's plan for --hw\n"
+"  and the budgets: always the plan fuyou-sim predicts for the same options\n"
 "  -h, --help, -V, --version\n"
 "\n"
 "Exit status: 0 success, 1 runtime failure, 2 usage or input error.\n", default_data);
@@ -107,7 +109,8 @@ static int whole(const char *opt, const char *s, double lo, double hi, double *o
 }
 
 /* --offload: the plan for the budgets, then the pipeline. */
-static int run_offload(TrainOptions *o, const PlanArgs *pa, PipeConfig *pc, const char *hw_name)
+static int run_offload(TrainOptions *o, const PlanArgs *pa, const char *swap_arg,
+                       PipeConfig *pc, const char *hw_name)
 {
     pc->device = device_find(o->backend->name);
     if (!pc->device) {
@@ -143,39 +146,44 @@ static int run_offload(TrainOptions *o, const PlanArgs *pa, PipeConfig *pc, cons
     }
     if (graph_init(&g, &gc, o->batch, o->seq, &e))
         goto out;
-    if (!plan_args_given(pa)) {
-        /* the planner's plan, as fuyou-sim picks it for the same ini and budgets */
-        PredictScoreCtx sc = {&g, &hw, 0};
-        PlanChoice ch;
-        if (planner_choose(&hw, &g, POLICY_FUYOU, predict_score, &sc, &ch, &e) ||
-            plan_copy(&p, &ch.plan, &e)) {
-            plan_free(&ch.plan);
-            goto out;
-        }
-        plan_free(&ch.plan);
-        if (ch.overflow)
-            printf("fuyou-run: the planner found no configuration that fits %s; the most "
-                   "frugal one follows\n", hw_name);
-    } else {
-        /* placement by capacity (footprint.h), then the command line's choices over it */
-        if (plan_init(&p, &g, POLICY_FUYOU, &e))
-            goto out;
-        footprint_auto_place(&p, &g, &hw);
-        p.subgroup_blocks = o->subgroup_blocks;
-        p.tail_blocks = o->tail_blocks;
+    /* the plan fuyou-sim makes from the same options (plan_make.h) */
+    SwapMode swap = SWAP_AUTO;
+    double swap_bytes = 0;
+    if (plan_swap_parse(swap_arg, "fuyou-run", &swap, &swap_bytes))
+        goto out;
+    if (swap == SWAP_SWEEP) {
+        fprintf(stderr, "fuyou-run: --swap sweep is fuyou-sim's (it predicts every amount); "
+                "run one amount\n");
+        goto out;
     }
-    if (p.weights == TIER_GPU || p.optim == TIER_GPU) {
+    if (pa->act && swap != SWAP_AUTO) {
+        fprintf(stderr, "fuyou-run: --act and --swap both decide the activations; give one\n");
+        goto out;
+    }
+    PredictScoreCtx sc = {&g, &hw, 0};
+    PlanRequest rq = {POLICY_FUYOU, swap, swap_bytes, pa, predict_score, &sc, "fuyou-run"};
+    PlanInfo info;
+    int made = plan_make(&rq, &g, &hw, &p, &info, &e);
+    bool frugal = info.planned && info.choice.overflow;
+    plan_make_free(&info);
+    if (made)
+        goto out;
+    if (frugal)
+        printf("fuyou-run: the planner found no configuration that fits %s; the most "
+               "frugal one follows\n", hw_name);
+    /* the pipeline keeps weights and optimizer states off the device: where the plan put
+     * them on it without being asked to, they go to CPU memory */
+    bool w_gpu = p.weights == TIER_GPU && !pa->weights, s_gpu = p.optim == TIER_GPU && !pa->optim;
+    if (w_gpu || s_gpu) {
         printf("fuyou-run: everything fits on the GPU (training without --offload is faster); "
                "--offload keeps %s in CPU memory\n",
-               p.weights == TIER_GPU && p.optim == TIER_GPU ? "weights and optimizer states"
-               : p.weights == TIER_GPU ? "the weights" : "the optimizer states");
-        if (p.weights == TIER_GPU)
+               w_gpu && s_gpu ? "weights and optimizer states"
+               : w_gpu ? "the weights" : "the optimizer states");
+        if (w_gpu)
             p.weights = TIER_CPU;
-        if (p.optim == TIER_GPU)
+        if (s_gpu)
             p.optim = TIER_CPU;
     }
-    if (plan_args_apply(pa, &p, "fuyou-run"))
-        goto out;
     if (plan_validate(&p, &e))
         goto out;
     char summary[512];
@@ -212,7 +220,7 @@ int main(int argc, char **argv)
            O_MINLR, O_WD, O_B1, O_B2, O_EPS, O_CLIP, O_SEED, O_SUBGROUP, O_TAIL, O_SAVE,
            O_SAVE_EVERY, O_RESUME, O_INIT, O_LOG, O_THREADS, O_DTYPE, O_LSCALE, O_LWINDOW,
            O_OFFLOAD, O_HW, O_GPUMEM, O_CPUMEM, O_SSDDIR, O_TRACE, O_CHROME, O_SEGMENT,
-           O_OVERWRITE, O_PLAN };
+           O_OVERWRITE, O_SWAP, O_PLAN };
     static const struct option opts[] = {
         {"backend", 1, 0, O_BACKEND}, {"model", 1, 0, O_MODEL}, {"data", 1, 0, O_DATA},
         {"data-format", 1, 0, O_FORMAT}, {"steps", 1, 0, O_STEPS}, {"batch", 1, 0, O_BATCH},
@@ -221,7 +229,7 @@ int main(int argc, char **argv)
         {"beta2", 1, 0, O_B2}, {"eps", 1, 0, O_EPS}, {"clip", 1, 0, O_CLIP},
         {"seed", 1, 0, O_SEED}, {"subgroup", 1, 0, O_SUBGROUP}, {"tail", 1, 0, O_TAIL},
         {"save", 1, 0, O_SAVE}, {"save-every", 1, 0, O_SAVE_EVERY}, {"resume", 1, 0, O_RESUME},
-        {"overwrite", 0, 0, O_OVERWRITE},
+        {"overwrite", 0, 0, O_OVERWRITE}, {"swap", 1, 0, O_SWAP},
         {"init-from", 1, 0, O_INIT}, {"log", 1, 0, O_LOG}, {"threads", 1, 0, O_THREADS},
         {"dtype", 1, 0, O_DTYPE}, {"loss-scale", 1, 0, O_LSCALE},
         {"loss-scale-window", 1, 0, O_LWINDOW}, {"offload", 0, 0, O_OFFLOAD},
@@ -237,7 +245,7 @@ int main(int argc, char **argv)
         {"help", 0, 0, 'h'}, {"version", 0, 0, 'V'}, {0, 0, 0, 0},
     };
     bool offload = false, overwrite = false;
-    const char *hw_name = "h200.ini";
+    const char *hw_name = "h200.ini", *swap_arg = "auto";
     PipeConfig pc = {0};
     PlanArgs pa;
     plan_args_init(&pa);
@@ -277,6 +285,7 @@ int main(int argc, char **argv)
         case O_CHROME: pc.chrome_path = optarg; break;
         case O_SEGMENT: bad = whole("--segment", optarg, 1, 1e6, &x); pc.segment_iters = (int)x;
             break;
+        case O_SWAP: swap_arg = optarg; break;
         case O_PLAN: bad = plan_args_take(&pa, opts[li].name, optarg, "fuyou-run") < 0; break;
         case O_BACKEND: backend = optarg; break;
         case O_MODEL: model = optarg; break;
@@ -377,7 +386,7 @@ int main(int argc, char **argv)
         placed |= i != PC_SUBGROUP && i != PC_TAIL && i != PC_MICRO && pa.count[i] >= 0;
     if (pa.count[PC_MICRO] > 0)
         o.micro_batches = pa.count[PC_MICRO];
-    if (!offload && (placed || pc.gpu_budget || pc.cpu_budget || pc.n_ssd_dirs ||
+    if (!offload && (placed || strcmp(swap_arg, "auto") || pc.gpu_budget || pc.cpu_budget || pc.n_ssd_dirs ||
                      pc.trace_path || pc.chrome_path || pc.segment_iters)) {
         fprintf(stderr, "fuyou-run: placement, budgets, --ssd-dir and traces need --offload\n");
         return 2;
@@ -398,7 +407,7 @@ int main(int argc, char **argv)
         return ck == -EEXIST || ck == -ENOTDIR || ck == -EACCES ? 2 : 1;
     }
     if (offload)
-        return run_offload(&o, &pa, &pc, hw_name);
+        return run_offload(&o, &pa, swap_arg, &pc, hw_name);
     printf("fuyou-run: %s (%lld parameters) on %s, batch %d x %d, %s backend (%s)\n",
            o.model.name, (long long)model_param_count(&o.model), o.data_path, o.batch, o.seq,
            o.backend->name, o.backend == &backend_cpu ? "fp32" : dtype_name(o.model.dtype));
