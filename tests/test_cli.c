@@ -71,6 +71,19 @@ START_TEST(run_offload)
     snprintf(args, sizeof args, "%s --cpu-mem 64KiB", small);
     ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 2);
     tu_assert_contains(out, "--cpu-mem");
+    /* no --cpu-mem and more state than the machine has: the message names what to do, not an
+     * option the user never gave (206 B parameters: TiBs of states in CPU memory) */
+    char huge[64];
+    tu_temp_file(huge, sizeof huge, ".ini",
+                 "[model]\nlayers = 64\nhidden = 16384\nheads = 128\nvocab = 512\n"
+                 "max_seq = 64\ndtype = fp32\n");
+    snprintf(args, sizeof args, "--offload --model %s --batch 1 --seq 16 --steps 1 --weights cpu "
+             "--optim cpu", huge);
+    ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 2);
+    tu_assert_contains(out, "of host memory (CPU-resident state and pinned buffers), and this "
+                            "machine has");
+    ck_assert_msg(!strstr(out, "--cpu-mem"), "names an option not given: %s", out);
+    unlink(huge);
     snprintf(args, sizeof args, "%s --weights ssd --ssd-dir /nonexistent/fuyou-dir", small);
     ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 2);
     tu_assert_contains(out, "/nonexistent/fuyou-dir");

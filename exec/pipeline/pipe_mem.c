@@ -401,6 +401,13 @@ int pipe_mem_init(PipeMem *m, const ModelConfig *c, const Plan *p, int B, int T,
                        "SSD", units_bytes(have_s, sizeof have_s, (double)pc->cpu_budget),
                        units_bytes(need_s, sizeof need_s, hneed),
                        units_bytes(more_s, sizeof more_s, hneed - (double)pc->cpu_budget));
+    size_t host_free = hostpool_system_available();
+    if (!pc->cpu_budget && host_free && hneed > (double)host_free)
+        return err_set(e, -ENOSPC, "this plan needs %s of host memory (CPU-resident state and "
+                       "pinned buffers), and this machine has %s available; put weights, "
+                       "optimizer states or activations on SSD (--weights ssd, --optim ssd)",
+                       units_bytes(need_s, sizeof need_s, hneed),
+                       units_bytes(have_s, sizeof have_s, (double)host_free));
     rc = hostpool_init(&m->pool, pc->cpu_budget ? pc->cpu_budget : (size_t)hneed + (1 << 20), e);
     if (!rc && pc->device->pin)
         hostpool_set_pin(&m->pool, pc->device->pin, pc->device->unpin, NULL);
