@@ -1,7 +1,11 @@
 /* cuda_check: error checks for CUDA and cuBLAS calls (C++ side of exec/cuda only). An
  * environment failure reports file:line and the library's message, then exits with status 1:
- * training state on the GPU cannot be recovered from a failed launch. FUYOU_CUDA_SYNC=1 in the
- * environment synchronises after every launch, so an asynchronous fault names its kernel. */
+ * training state on the GPU cannot be recovered from a failed launch. A thread that can stop
+ * cleanly instead (the out-of-core pipeline's compute lane, which drains its other lanes and
+ * names the task) points cuda_failure at its own record for the length of a call: the first
+ * failure is kept there and the call goes on to its end, its later failures unrecorded.
+ * FUYOU_CUDA_SYNC=1 in the environment synchronises after every launch, so an asynchronous
+ * fault names its kernel. */
 #ifndef FUYOU_CUDA_CHECK_H
 #define FUYOU_CUDA_CHECK_H
 
@@ -10,10 +14,31 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+struct CudaFailure {
+    bool failed;
+    char msg[256]; /* "file:line: call: the library's words" */
+};
+
+/* This thread's record, or NULL: exit on failure (defined in gpt2_kernels.cu). */
+extern thread_local CudaFailure *cuda_failure;
+
+static inline void cuda_report(const char *file, int line, const char *what, const char *why)
+{
+    if (cuda_failure) {
+        if (!cuda_failure->failed) {
+            cuda_failure->failed = true;
+            snprintf(cuda_failure->msg, sizeof cuda_failure->msg, "%s:%d: %s: %s", file, line,
+                     what, why);
+        }
+        return;
+    }
+    fprintf(stderr, "%s:%d: %s: %s\n", file, line, what, why);
+    exit(1);
+}
+
 static inline void cuda_fail(cudaError_t st, const char *what, const char *file, int line)
 {
-    fprintf(stderr, "%s:%d: %s: %s\n", file, line, what, cudaGetErrorString(st));
-    exit(1);
+    cuda_report(file, line, what, cudaGetErrorString(st));
 }
 
 #define CUDA_CHECK(call)                                                                      \
@@ -26,11 +51,8 @@ static inline void cuda_fail(cudaError_t st, const char *what, const char *file,
 #define CUBLAS_CHECK(call)                                                                    \
     do {                                                                                      \
         cublasStatus_t st_ = (call);                                                          \
-        if (st_ != CUBLAS_STATUS_SUCCESS) {                                                   \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,                     \
-                    cublasGetStatusString(st_));                                              \
-            exit(1);                                                                          \
-        }                                                                                     \
+        if (st_ != CUBLAS_STATUS_SUCCESS)                                                     \
+            cuda_report(__FILE__, __LINE__, #call, cublasGetStatusString(st_));               \
     } while (0)
 
 /* After every launch: the launch error, and with FUYOU_CUDA_SYNC=1 the execution error. */

@@ -6,10 +6,11 @@
  * bf16, converted by the block's last backward task (B.ln1, B.embed). The residual stream's
  * gradient is one fp32 buffer the blocks update in place, as in the in-memory backend. Each lane
  * thread has its own stream: compute, and one per copy direction; a call returns when its work
- * on that stream is done, timed by CUDA events around it (the trace's GPU times). A failure found when a task's work completes (a fault while kernels
- * ran, a copy that failed) is returned, so the dispatcher drains the other lanes and the user
- * gets one line naming the task; a launch the runtime refuses outright still exits with
- * file:line inside the kernels' launchers (cuda_check.h). */
+ * on that stream is done, timed by CUDA events around it (the trace's GPU times). A failure is
+ * returned, not fatal, so the dispatcher drains the other lanes and the user gets one line
+ * naming the task: one found when a task's work completes (a fault while kernels ran, a copy
+ * that failed), and a launch or cuBLAS call the runtime refuses (the launchers' checks record
+ * it for this thread instead of exiting, cuda_check.h). */
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <errno.h>
@@ -401,11 +402,19 @@ static int cuda_compute(Device *d, const ComputeCall *c, DeviceSpan *span, Err *
     int rc = begin(d, STREAM_COMPUTE, e);
     if (rc)
         return rc;
+    /* a launch or cuBLAS failure is kept, not fatal: the dispatcher drains the other lanes */
+    CudaFailure failure = {};
+    cuda_failure = &failure;
     if (layer >= 0 && layer < d->cfg.n_layer)
         (c->task->kind == TASK_BWD ? block_backward : block_forward)(d, c, c->op);
     else
         edge_call(d, c);
+    cuda_failure = nullptr;
     rc = finished(d, STREAM_COMPUTE, "CUDA kernels", span, e);
+    if (failure.failed) {
+        span->set = false;
+        return err_set(e, -EIO, "%s", failure.msg);
+    }
     if (!rc && d->loss_pending) {
         double sum = 0;
         for (int i = 0; i < d->N; i++)
