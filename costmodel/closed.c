@@ -136,7 +136,9 @@ static void block_loads(const Hardware *hw, const Graph *g, const Plan *p, int b
     F[RES_D2H] += link_s(hw, RES_D2H, moved);
     F[RES_SSD_WRITE] += link_s(hw, RES_SSD_WRITE, swapped[TIER_SSD]);
     if (p->optim != TIER_GPU)
-        B[RES_D2H] += link_s(hw, RES_D2H, block_w);
+        B[RES_D2H] += link_s(hw, RES_D2H, block_w) +
+                      (p->micro_batches > 1 ? cost_grad_sum_s(hw, (double)model_block_params(c), w)
+                                            : 0);
 }
 
 void cost_closed_form(const Hardware *hw, const Graph *g, const Plan *p, ClosedForm *cf)
@@ -177,7 +179,8 @@ void cost_closed_form(const Hardware *hw, const Graph *g, const Plan *p, ClosedF
     if (p->weights == TIER_SSD)
         fe[RES_SSD_READ] += link_s(hw, RES_SSD_READ, edge_w / M);
     if (p->optim != TIER_GPU)
-        be[RES_D2H] += link_s(hw, RES_D2H, edge_w);
+        be[RES_D2H] += link_s(hw, RES_D2H, edge_w) +
+                       (M > 1 ? cost_grad_sum_s(hw, (double)model_embed_params(c), w) : 0);
     block_add(hw, &fsum, fe);
     block_add(hw, &bsum, be);
     for (int r = 0; r < RES_COUNT; r++) {

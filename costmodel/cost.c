@@ -3,6 +3,8 @@
 
 #include <assert.h>
 
+#include "plan.h"
+
 enum { ADAM_GPU_BYTES_PER_PARAM = 28 };
 
 double cost_gpu_op_s(const Hardware *hw, const Op *op, TaskKind kind)
@@ -22,6 +24,12 @@ double cost_gpu_op_s(const Hardware *hw, const Op *op, TaskKind kind)
     default:
         return (double)(bwd ? op->bwd_io_bytes : op->fwd_io_bytes) / mem + launch;
     }
+}
+
+double cost_grad_sum_s(const Hardware *hw, double params, double grad_bytes)
+{
+    double share = (double)plan_grad_sum_threads(hw->cpu_cores) / hw->cpu_cores;
+    return params * (grad_bytes + 8) / (hw->cpu_mem_GBps * 1e9 * (share < 1 ? share : 1));
 }
 
 /* Latency of one copy on a link, in seconds. */
@@ -55,8 +63,12 @@ double cost_task_work(const CostModel *m, const Task *t)
             return (double)t->params * ADAM_GPU_BYTES_PER_PARAM / (hw->gpu_mem_GBps * 1e9) +
                    hw->gpu_launch_us * 1e-6;
         return (double)t->params / (hw->adam_Gparams_per_s * 1e9);
-    case TASK_COPY:
-        return t->bytes + link_latency_s(hw, t->res) * alone_rate(hw, t->res);
+    case TASK_COPY: {
+        double extra_s = link_latency_s(hw, t->res);
+        if (t->params > 0) /* a micro-batch's gradients, added into the step's sum */
+            extra_s += cost_grad_sum_s(hw, (double)t->params, t->bytes / (double)t->params);
+        return t->bytes + extra_s * alone_rate(hw, t->res);
+    }
     }
     return 0;
 }

@@ -7,6 +7,10 @@
  *   SSD    reads and writes of all `count` striped devices: R = count * read_GBps,
  *          W = count * write_GBps; together each gets a duplex/2 share, so r/R + w/W = duplex.
  * A copy's fixed latency (pcie or ssd latency_us) is added as bytes at the one-direction rate.
+ * A gradient copy of a step with several micro-batches also adds its parameters into the step's
+ * sum on the host, on the same lane after the copy: (grad bytes + 8) per parameter (gradient
+ * and sum read, sum written) at cpu.mem_GBps * min(1, t / cores), t = plan_grad_sum_threads,
+ * added as bytes at the one-direction rate.
  * GPU op times (op from graph.h, P = bf16_TFLOPS, B = mem_GBps, l = launch_us):
  *   GEMM forward       2mnk / (P * eff(m,n,k)) + l
  *   GEMM backward      4mnk / (P * eff(m,n,k)) + 2l     (input and weight gradients)
@@ -33,6 +37,9 @@ typedef struct CostModel {
 
 /* Seconds a graph op takes on the GPU in the given kind (TASK_FWD, TASK_RECOMPUTE, TASK_BWD). */
 double cost_gpu_op_s(const Hardware *hw, const Op *op, TaskKind kind);
+
+/* Seconds the host takes to add `params` gradients of grad_bytes each into a float sum. */
+double cost_grad_sum_s(const Hardware *hw, double params, double grad_bytes);
 
 /* A task's work in its resource's unit (seconds for gpu and cpu_adam, bytes for links). */
 double cost_task_work(const CostModel *m, const Task *t);

@@ -202,3 +202,8 @@ char *plan_summary(const Plan *p, const Graph *g, char *buf, size_t n)
              p->micro_batch, p->seq);
     return buf;
 }
+
+int plan_grad_sum_threads(int cores)
+{
+    return cores >= 8 ? 4 : 1;
+}

@@ -85,4 +85,9 @@ int plan_subgroup_of_block(const Plan *p, int block);
  * lowest slices of the parameter layout, so the CPU-resident states are one prefix of it. */
 Tier plan_optim_tier(const Plan *p, int g);
 
+/* Threads the executor adds micro-batch gradients with on the host (memory-bound: a few are
+ * enough, and the optimizer's threads are busy in the last micro-batch); the cost model
+ * charges the sum at the DRAM bandwidth these threads get (cost.h). */
+int plan_grad_sum_threads(int cores);
+
 #endif

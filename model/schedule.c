@@ -560,6 +560,8 @@ static void emit_backward_block(Builder *b, int u, int blk, bool last_micro)
     if (d2h >= 0) {
         b->s->tasks[d2h].slot.gpu_grads = slots.gpu_grads;
         b->s->tasks[d2h].slot.host_grads = s % p->host_grad_groups;
+        if (p->micro_batches > 1)
+            b->s->tasks[d2h].params = model_block_params(&b->g->cfg);
     }
     /* Fuyou bounds the gradients waiting on the CPU to host_grad_groups sub-groups. */
     if (p->policy == POLICY_FUYOU && p->micro_batches == 1 && blk == gfirst + gcount - 1 &&
@@ -731,8 +733,11 @@ static void emit_micro_batch(Builder *b, int m)
     dep(b, b->embed_grad_d2h, prev_edge);
     int tail = b->n_groups - 1;
     set_move(b, b->embed_grad_d2h, CARGO_GRADS, TIER_GPU, TIER_CPU, tail);
-    if (b->embed_grad_d2h >= 0)
+    if (b->embed_grad_d2h >= 0) {
         b->s->tasks[b->embed_grad_d2h].slot.host_grads = tail % p->host_grad_groups;
+        if (p->micro_batches > 1)
+            b->s->tasks[b->embed_grad_d2h].params = model_embed_params(&b->g->cfg);
+    }
     /* like the tail's blocks, its buffer must have been read by the update before */
     if (p->policy == POLICY_FUYOU && p->micro_batches == 1 && tail >= p->host_grad_groups)
         dep(b, b->embed_grad_d2h, b->adam[tail - p->host_grad_groups]);

@@ -93,7 +93,8 @@ typedef struct Task {
     int op;         /* graph op index for compute tasks, else -1 */
     double bytes;   /* copies */
     double flops;   /* compute (model convention, see graph.h) */
-    int64_t params; /* Adam */
+    int64_t params; /* Adam: parameters updated; a gradient copy of a step with several
+                       micro-batches: parameters the host adds into the step's sum after it */
     int priority;   /* among ready tasks of one resource, lower first */
     int micro;      /* micro-batch */
     Cargo cargo;    /* copies: what moves, from tier `from` to tier `to` */

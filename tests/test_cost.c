@@ -92,6 +92,28 @@ START_TEST(task_work)
 }
 END_TEST
 
+/* A micro-batch's gradient copy also adds its parameters into the step's sum on the host:
+ * (grad bytes + 8) each at cpu.mem_GBps times the sum threads' share of the cores */
+START_TEST(grad_sum_on_the_host)
+{
+    const char *sets[] = {"cpu.cores=16", "cpu.mem_GBps=80", "pcie.latency_us=0"};
+    load(sets, 3);
+    CostModel m = {&hw, NULL};
+    /* 4 threads of 16: 20 GB/s; 1 G bf16 gradients: 10 GB, 0.5 s */
+    ck_assert_double_eq_tol(cost_grad_sum_s(&hw, 1e9, 2), 0.5, 1e-12);
+    Task copy = {.res = RES_D2H, .kind = TASK_COPY, .bytes = 2e9};
+    double alone = cost_task_alone_s(&m, &copy);
+    ck_assert_double_eq_tol(alone, 2e9 / 25e9, 1e-12);
+    copy.params = 1000000000;
+    ck_assert_double_eq_tol(cost_task_alone_s(&m, &copy), alone + 0.5, 1e-12);
+    hw_free(&hw);
+    const char *few[] = {"cpu.cores=2", "cpu.mem_GBps=80"};
+    load(few, 2); /* one thread of two: half the bandwidth */
+    ck_assert_double_eq_tol(cost_grad_sum_s(&hw, 1e9, 2), 0.25, 1e-12);
+    hw_free(&hw);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cost");
@@ -100,6 +122,7 @@ int main(void)
     tcase_add_test(tc, attention_and_memory_bound);
     tcase_add_test(tc, rates);
     tcase_add_test(tc, task_work);
+    tcase_add_test(tc, grad_sum_on_the_host);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

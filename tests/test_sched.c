@@ -196,6 +196,16 @@ START_TEST(micro_batches)
     find(&s, 0, "m2.B.b3.fc2");
     /* Adam waits for the last micro-batch's gradients */
     ck_assert(depends(&s, find(&s, 0, "m2.ADAM.g0"), find(&s, 0, "m2.D2H.b3.grad")));
+    /* every gradient copy says how many parameters the host adds into the sum after it */
+    ck_assert_int_eq(s.tasks[find(&s, 0, "m1.D2H.b3.grad")].params,
+                     model_block_params(&g.cfg));
+    ck_assert_int_eq(s.tasks[find(&s, 0, "m0.D2H.embed.grad")].params,
+                     model_embed_params(&g.cfg));
+    sched_free(&s);
+    /* one micro-batch: nothing to add */
+    p.micro_batches = 1;
+    ck_assert_int_eq(sched_build(&s, &g, &p, 1, &e), 0);
+    ck_assert_int_eq(s.tasks[find(&s, 0, "D2H.b3.grad")].params, 0);
     sched_free(&s);
     teardown();
 }

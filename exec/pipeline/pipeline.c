@@ -125,8 +125,9 @@ int pipe_train(const TrainOptions *o, const Plan *plan, const PipeConfig *pc, Tr
         rc = workpool_init(&pp.wp_adam, adam_threads, e);
     if (!rc)
         rc = workpool_init(&pp.wp_compute, on_gpu ? 1 : o->threads, e);
-    if (!rc) /* micro-batch gradient sums: memory-bound, a few threads are enough */
-        rc = workpool_init(&pp.wp_sum, plan->micro_batches > 1 ? (cores >= 8 ? 4 : 1) : 1, e);
+    if (!rc) /* micro-batch gradient sums (the cost model charges them for these threads) */
+        rc = workpool_init(&pp.wp_sum, plan->micro_batches > 1 ? plan_grad_sum_threads((int)cores)
+                                                               : 1, e);
     if (!rc)
         rc = pipe_mem_init(&pp.mem, c, plan, o->batch, o->seq, pc, &pp.wp_compute, e);
     size_t P = pp.layout.total, N = (size_t)o->batch * o->seq;
