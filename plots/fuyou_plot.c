@@ -1,8 +1,9 @@
 /* fuyou-plot: gnuplot figures from fuyou's TSV files.
  *   fuyou-plot timeline TRACE.tsv -o timeline.png [--iter N] [--title T]
- *   fuyou-plot sweep SWEEP.tsv -o sweep.png [--title T]
+ *   fuyou-plot sweep SWEEP.tsv -o sweep.png [--measured MEAS.tsv] [--title T]
  *   fuyou-plot compare JOINED.tsv -o compare.png [--iter N] [--title T]
  *   fuyou-plot scatter JOINED.tsv -o scatter.png [--iter N] [--title T]
+ *   fuyou-plot batch BATCH.tsv -o batch.png [--title T]
  * Exit codes: 0 success, 1 gnuplot failed or is missing, 2 usage error. */
 #include <errno.h>
 #include <getopt.h>
@@ -18,12 +19,16 @@ static void usage(FILE *out)
 {
     fprintf(out,
 "usage: fuyou-plot timeline TRACE.tsv -o OUT [--iter N] [--title T]\n"
-"       fuyou-plot sweep SWEEP.tsv -o OUT [--title T]\n"
+"       fuyou-plot sweep SWEEP.tsv -o OUT [--measured MEAS.tsv] [--title T]\n"
 "       fuyou-plot compare|scatter JOINED.tsv -o OUT [--iter N] [--title T]\n"
+"       fuyou-plot batch BATCH.tsv -o OUT [--title T]\n"
 "Draws a trace (fuyou-sim --trace, or a measured one) as one lane per resource, tasks coloured\n"
 "by phase; a swap sweep (fuyou-sim --swap sweep --sweep-out) as closed-form and simulated\n"
-"time against the activations kept; from fuyou-trace compare --tsv, the predicted timeline\n"
-"over the measured one (compare) or measured against predicted task durations (scatter).\n"
+"time against the activations kept, with --measured runs (TSV: swap_bytes measured_s) as\n"
+"points; from fuyou-trace compare --tsv, the predicted timeline over the measured one\n"
+"(compare) or measured against predicted task durations (scatter); model TFLOPS against\n"
+"batch size, predicted and measured (TSV: model batch predicted_tflops measured_tflops, as\n"
+"tools/regress.sh writes it).\n"
 "OUT ends in .png, .svg or .pdf. Needs gnuplot.\n"
 "Exit status: 0 success, 1 gnuplot failed or is missing, 2 usage error.\n");
 }
@@ -32,6 +37,7 @@ int main(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"output", 1, 0, 'o'}, {"iter", 1, 0, 'i'}, {"title", 1, 0, 't'},
+        {"measured", 1, 0, 'm'},
         {"help", 0, 0, 'h'}, {"version", 0, 0, 'V'}, {0, 0, 0, 0},
     };
     PlotRequest r = {.iter = -1};
@@ -42,6 +48,7 @@ int main(int argc, char **argv)
         case 'o': r.output = optarg; break;
         case 'i': r.iter = atoi(optarg); break;
         case 't': r.title = optarg; break;
+        case 'm': r.measured = optarg; break;
         case 'h': usage(stdout); return 0;
         case 'V': printf("fuyou-plot %s\n", FUYOU_VERSION); return 0;
         default:
@@ -51,7 +58,7 @@ int main(int argc, char **argv)
         }
     }
     if (argc - optind != 2 || !r.output) {
-        fprintf(stderr, "fuyou-plot: give a kind (timeline, sweep, compare, scatter), an input "
+        fprintf(stderr, "fuyou-plot: give a kind (timeline, sweep, compare, scatter, batch), an input "
                 "and -o OUT; see fuyou-plot --help\n");
         return 2;
     }
@@ -63,16 +70,24 @@ int main(int argc, char **argv)
         r.kind = PLOT_COMPARE;
     else if (!strcmp(argv[optind], "scatter"))
         r.kind = PLOT_SCATTER;
+    else if (!strcmp(argv[optind], "batch"))
+        r.kind = PLOT_BATCH;
     else {
-        fprintf(stderr, "fuyou-plot: unknown kind '%s': timeline, sweep, compare or scatter\n",
+        fprintf(stderr, "fuyou-plot: unknown kind '%s': timeline, sweep, compare, scatter or batch\n",
                 argv[optind]);
         return 2;
     }
     r.input = argv[optind + 1];
-    if (access(r.input, R_OK)) {
-        fprintf(stderr, "fuyou-plot: %s: cannot read: %s\n", r.input, strerror(errno));
+    if (r.measured && r.kind != PLOT_SWEEP) {
+        fprintf(stderr, "fuyou-plot: --measured goes with sweep\n");
         return 2;
     }
+    const char *inputs[] = {r.input, r.measured};
+    for (int i = 0; i < 2; i++)
+        if (inputs[i] && access(inputs[i], R_OK)) {
+            fprintf(stderr, "fuyou-plot: %s: cannot read: %s\n", inputs[i], strerror(errno));
+            return 2;
+        }
     Err e;
     int rc = plot_render(&r, &e);
     if (rc) {

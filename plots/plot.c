@@ -88,6 +88,15 @@ int plot_write_script(FILE *f, const PlotRequest *r, Err *e)
         fprintf(f, " skip 1 using (keep($1) && $5 > $4 ? $5 - $4 : NaN):($7 > $6 ? $7 - $6 : "
                    "NaN) with points pt 7 ps 0.5 title 'tasks', x with lines lw 2 "
                    "title 'y = x'\n");
+    } else if (r->kind == PLOT_BATCH) {
+        fprintf(f, "set xlabel 'batch (sequences)'\nset ylabel 'model TFLOPS'\n"
+                   "set logscale x 2\nset yrange [0:*]\nset offsets graph 0.05, graph 0.05, 0, 0\nplot ");
+        quoted(f, r->input);
+        fprintf(f, " skip 1 using 2:3 with points pt 6 ps 1.5 title 'predicted', ");
+        quoted(f, r->input);
+        fprintf(f, " skip 1 using 2:4 with points pt 7 ps 1 title 'measured', ");
+        quoted(f, r->input);
+        fprintf(f, " skip 1 using 2:3:1 with labels offset 0,1 font ',8' notitle\n");
     } else {
         fprintf(f, "set xlabel 'activations kept instead of recomputed (GiB)'\n"
                    "set ylabel 'seconds per iteration'\nplot ");
@@ -98,7 +107,13 @@ int plot_write_script(FILE *f, const PlotRequest *r, Err *e)
                    "'simulated', ");
         quoted(f, r->input);
         fprintf(f, " skip 1 using ($1 / 2**30):($7 == 1 ? $4 : NaN) with points pt 9 ps 2.5 "
-                   "title 'planner'\n");
+                   "title 'planner'");
+        if (r->measured) {
+            fprintf(f, ", ");
+            quoted(f, r->measured);
+            fprintf(f, " skip 1 using ($1 / 2**30):2 with points pt 5 ps 1.2 title 'measured'");
+        }
+        fputc('\n', f);
     }
     return ferror(f) ? err_set(e, -EIO, "cannot write the gnuplot script") : 0;
 }

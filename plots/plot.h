@@ -2,8 +2,9 @@
  * lane per resource, tasks coloured by phase), a swap sweep (closed-form and simulated time
  * against the amount kept, the planner's choice marked), and from a joined predicted/measured
  * table (fuyou-trace compare --tsv) the two timelines one over the other, two rows per lane, and
- * the scatter of measured against predicted task durations with the y = x line. It writes a gnuplot script that reads
- * the TSV files directly and runs gnuplot (a run-time dependency) on it. */
+ * the scatter of measured against predicted task durations with the y = x line; TFLOPS against
+ * batch size, predicted and measured. It writes a gnuplot script that reads the TSV files
+ * directly and runs gnuplot (a run-time dependency) on it. */
 #ifndef FUYOU_PLOT_H
 #define FUYOU_PLOT_H
 
@@ -11,12 +12,17 @@
 
 #include "fuyou_err.h"
 
-typedef enum PlotKind { PLOT_TIMELINE, PLOT_SWEEP, PLOT_COMPARE, PLOT_SCATTER } PlotKind;
+typedef enum PlotKind { PLOT_TIMELINE, PLOT_SWEEP, PLOT_COMPARE, PLOT_SCATTER, PLOT_BATCH }
+    PlotKind;
 
 typedef struct PlotRequest {
     PlotKind kind;
-    const char *input;  /* TSV: a trace (traces/ schema), a --sweep-out table, or a joined
-                           table (compare, scatter) */
+    const char *input;  /* TSV: a trace (traces/ schema), a --sweep-out table, a joined
+                           table (compare, scatter), or for batch `model batch
+                           predicted_tflops measured_tflops` (tools/regress.sh's batch.tsv;
+                           a measured value may be NaN) */
+    const char *measured; /* sweep: TSV `swap_bytes measured_s` of runs at some of the
+                             amounts, drawn over the predicted curves (NULL: none) */
     const char *output; /* .png, .svg or .pdf: the terminal follows the extension */
     const char *title;  /* may be NULL */
     int iter;           /* timeline, compare, scatter: the iteration to draw, -1 for all */

@@ -50,6 +50,20 @@ START_TEST(scripts)
     ck_assert_int_eq(rc, 0);
     tu_assert_contains(s, "set logscale xy");
     tu_assert_contains(s, "x with lines lw 2 title 'y = x'");
+    /* measured runs over the sweep: swap_bytes and seconds */
+    PlotRequest wm = {.kind = PLOT_SWEEP, .input = "s.tsv", .measured = "m.tsv",
+                      .output = "o.png"};
+    s = script(&wm, &rc);
+    ck_assert_int_eq(rc, 0);
+    tu_assert_contains(s, "'m.tsv' skip 1 using ($1 / 2**30):2 with points");
+    ck_assert_ptr_null(strstr(script(&w, &rc), "'measured'"));
+    /* TFLOPS against batch: batch is column 2, predicted 3, measured 4, the model 1 */
+    PlotRequest b = {.kind = PLOT_BATCH, .input = "b.tsv", .output = "o.png"};
+    s = script(&b, &rc);
+    ck_assert_int_eq(rc, 0);
+    tu_assert_contains(s, "using 2:3 with points pt 6 ps 1.5 title 'predicted'");
+    tu_assert_contains(s, "using 2:4 with points pt 7 ps 1 title 'measured'");
+    tu_assert_contains(s, "using 2:3:1 with labels");
     PlotRequest bad = {.kind = PLOT_SWEEP, .input = "x", .output = "o.jpg"};
     script(&bad, &rc);
     ck_assert_int_eq(rc, -EINVAL);
@@ -77,6 +91,22 @@ START_TEST(render_png)
     char gp[80];
     snprintf(gp, sizeof gp, "%s.gp", out);
     unlink(gp);
+    /* a batch table as tools/regress.sh writes it, a NaN where a run was not measured */
+    char tsv[64];
+    tu_temp_file(tsv, sizeof tsv, ".tsv",
+                 "model\tbatch\tpredicted_tflops\tmeasured_tflops\n"
+                 "gpt3-2.7b\t8\t95.8\t101.2\ngpt3-2.7b\t32\t331.4\t304.7\n"
+                 "gpt3-1.3b\t16\t120.0\tNaN\n");
+    PlotRequest b = {.kind = PLOT_BATCH, .input = tsv, .output = out};
+    rc = plot_render(&b, &e);
+    ck_assert_msg(rc == 0, "%s", e.msg);
+    f = fopen(out, "rb");
+    ck_assert_int_eq(fread(magic, 1, 8, f), 8);
+    fclose(f);
+    ck_assert_int_eq(memcmp(magic, "\x89PNG\r\n\x1a\n", 8), 0);
+    unlink(out);
+    unlink(gp);
+    unlink(tsv);
 }
 END_TEST
 

@@ -3,7 +3,8 @@
 # tools/device_check.sh MODE=offload made (its runs.txt, meas<n>.tsv and log<n>.tsv in each
 # DIR, unpacked from fuyou-logs.tgz), predicts the same model, batch and plan with fuyou-sim on
 # --hw INI (e.g. what MODE=hwprofile measured) and compares the traces with fuyou-trace; prints
-# one row per run and the median and worst |error| of the steady-state iteration time.
+# one row per run and the median and worst |error| of the steady-state iteration time; writes
+# rows.tsv and batch.tsv (model TFLOPS, predicted and measured: fuyou-plot batch) under --out.
 #   tools/regress.sh [--build DIR] [--out DIR] --hw INI RUNDIR...
 set -euo pipefail
 build=build out=${TMPDIR:-/tmp}/fuyou-regress hw=""
@@ -19,8 +20,9 @@ done
 [ -n "$hw" ] && [ $# -gt 0 ] || { echo "usage: tools/regress.sh [--build DIR] [--out DIR] --hw INI RUNDIR..." >&2; exit 2; }
 sim=$build/sim/fuyou-sim trace=$build/traces/fuyou-trace
 mkdir -p "$out"
-rows="$out/rows.tsv"
+rows="$out/rows.tsv" batch_tsv="$out/batch.tsv"
 printf 'run\tmeasured_s\tpredicted_s\terror\tbottleneck_pred\tbottleneck_meas\n' > "$rows"
+printf 'model\tbatch\tpredicted_tflops\tmeasured_tflops\n' > "$batch_tsv"
 k=0
 for dir in "$@"; do
     n=0
@@ -41,6 +43,10 @@ for dir in "$@"; do
             /^bottleneck:/ { split($0, f, " "); bp = f[3]; bm = f[5] }
             END { printf "%s\t%s\t%s\t%s\t%s\t%s\n", name, meas, pred, err, bp, bm }' \
             "$out/cmp$k.txt" | tr -d ',' >> "$rows"
+        # model TFLOPS (fuyou-sim's convention, 6 P tokens): the same work over the measured time
+        tail -1 "$rows" | awk -F'\t' -v model="$model" -v batch="$batch" -v tf="$(awk \
+            '/^TFLOPS/ {print $2}' "$out/sim$k.txt")" '{ printf "%s\t%s\t%s\t%.1f\n", model,
+            batch, tf, ($2 > 0 ? tf * $3 / $2 : "NaN") }' >> "$batch_tsv"
     done < "$dir/runs.txt"
 done
 column -t -s $'\t' "$rows"
