@@ -90,7 +90,8 @@ int plot_write_script(FILE *f, const PlotRequest *r, Err *e)
                    "title 'y = x'\n");
     } else if (r->kind == PLOT_BATCH) {
         fprintf(f, "set xlabel 'batch (sequences)'\nset ylabel 'model TFLOPS'\n"
-                   "set logscale x 2\nset yrange [0:*]\nset offsets graph 0.05, graph 0.05, 0, 0\nplot ");
+                   "set logscale x 2\nset yrange [0:*]\n"
+                   "set offsets graph 0.05, graph 0.05, 0, 0\nplot ");
         quoted(f, r->input);
         fprintf(f, " skip 1 using 2:3 with points pt 6 ps 1.5 title 'predicted', ");
         quoted(f, r->input);
