@@ -2,6 +2,7 @@
  * measurements on small sizes (positive, finite, in their ranges). */
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 
 #include "profile.h"
 #include "testutil.h"
@@ -51,6 +52,50 @@ START_TEST(store)
 }
 END_TEST
 
+/* The GEMM shapes the curve is measured on are the presets' own, each once */
+START_TEST(gemm_shapes)
+{
+    GemmShape sh[128];
+    int n = profile_gemm_shapes(200000000, 8192, sh, 128); /* presets up to 200 M parameters */
+    ck_assert_int_gt(n, 0);
+    bool qkv = false, head = false;
+    for (int i = 0; i < n; i++) {
+        ck_assert_int_eq(sh[i].m, 8192); /* tokens */
+        for (int j = 0; j < i; j++)
+            ck_assert(sh[j].m != sh[i].m || sh[j].n != sh[i].n || sh[j].k != sh[i].k);
+        qkv |= sh[i].n == 3 * 768 && sh[i].k == 768;       /* GPT-2 124M's attention input */
+        head |= sh[i].n == 50257 && sh[i].k == 768;        /* and its LM head */
+    }
+    ck_assert(qkv);
+    ck_assert(head);
+    ck_assert_int_eq(profile_gemm_shapes(200000000, 8192, sh, 2), 2); /* at most max */
+    ck_assert_int_eq(profile_gemm_shapes(1000, 8192, sh, 128), 0);    /* no preset that small */
+}
+END_TEST
+
+/* The curve: one point per octave of size that has measurements, their medians */
+START_TEST(gemm_curve)
+{
+    const double size[] = {256, 300, 700, 520, 4000, 5000, 6000, 300};
+    const double eff[] = {0.01, 0.03, 0.2, 0.1, 0.7, 0.8, 0.75, 0.02};
+    HwCurve c;
+    ck_assert_int_eq(profile_gemm_curve(size, eff, 8, &c), 0);
+    /* octaves [256, 512): 256 300 300; [512, 1024): 520 700; [4096, 8192): 5000 6000; and
+     * [2048, 4096): 4000 */
+    ck_assert_int_eq(c.n, 4);
+    ck_assert_double_eq(c.dim[0], 300);
+    ck_assert_double_eq(c.eff[0], 0.02);
+    ck_assert_double_eq(c.dim[1], 610);
+    ck_assert_double_eq_tol(c.eff[1], 0.15, 1e-12);
+    ck_assert_double_eq(c.dim[2], 4000);
+    ck_assert_double_eq(c.dim[3], 5500);
+    ck_assert_double_eq_tol(c.eff[3], 0.775, 1e-12);
+    for (int i = 1; i < c.n; i++)
+        ck_assert_double_gt(c.dim[i], c.dim[i - 1]);
+    ck_assert_int_eq(profile_gemm_curve(size, eff, 0, &c), -EINVAL);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("profile");
@@ -59,6 +104,8 @@ int main(void)
     tcase_add_test(tc, stat_summary);
     tcase_add_test(tc, cpu_and_memory);
     tcase_add_test(tc, store);
+    tcase_add_test(tc, gemm_shapes);
+    tcase_add_test(tc, gemm_curve);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

@@ -278,20 +278,34 @@ int main(int argc, char **argv)
                  "%.1f..%.1f", day, quick ? "256 MiB" : "1 GiB",
                  k < 2 ? "alone" : "both directions at once", st.n, st.min, st.max);
         }
-        /* the GEMM efficiency curve: squares from 256 to 8192 against the base's dense peak */
-        char curve[HW_CURVE_MAX * 24] = "";
-        int n = 0;
-        for (int d = 256; d <= 8192 && n < HW_CURVE_MAX; d *= 2, n++) {
-            double tf = gk_gemm_tflops(d, d, d, quick ? 5 : 20);
-            hw.gemm.dim[n] = d;
-            hw.gemm.eff[n] = tf / hw.gpu_bf16_TFLOPS;
-            fprintf(stderr, "  GEMM %d^3: %.1f TFLOP/s\n", d, tf);
-            size_t len = strlen(curve);
-            snprintf(curve + len, sizeof curve - len, "%s%d %.0f", n ? ", " : "", d, tf);
+        /* the GEMM efficiency curve: squares from 256 to 8192 and the presets' own shapes
+         * (8 x 1024 tokens; with --quick up to 1.3B parameters), against the base's peak */
+        enum { SQUARES = 6, MAX_SHAPES = 96 };
+        GemmShape shapes[SQUARES + MAX_SHAPES];
+        int n_shapes = 0;
+        for (int d = 256; d <= 8192; d *= 2)
+            shapes[n_shapes++] = (GemmShape){d, d, d};
+        n_shapes += profile_gemm_shapes(quick ? 1400000000 : 14000000000, 8 * 1024,
+                                        shapes + n_shapes, MAX_SHAPES);
+        double size[SQUARES + MAX_SHAPES], eff[SQUARES + MAX_SHAPES];
+        for (int i = 0; i < n_shapes; i++) {
+            const GemmShape *g = &shapes[i];
+            double tf = gk_gemm_tflops(g->m, g->k, g->n, quick ? 5 : 20);
+            size[i] = 3.0 / (1.0 / g->m + 1.0 / g->n + 1.0 / g->k);
+            eff[i] = tf / hw.gpu_bf16_TFLOPS;
+            fprintf(stderr, "  GEMM %d x %d x %d: %.1f TFLOP/s\n", g->m, g->n, g->k, tf);
         }
-        hw.gemm.n = n;
-        note(&ns, "gpu", "gemm_efficiency", "[meas %s] cuBLAS bf16 squares, median of %d, "
-             "over bf16_TFLOPS: %s TFLOP/s", day, quick ? 5 : 20, curve);
+        profile_gemm_curve(size, eff, n_shapes, &hw.gemm);
+        char curve[HW_CURVE_MAX * 24] = "";
+        for (int i = 0; i < hw.gemm.n; i++) {
+            size_t len = strlen(curve);
+            snprintf(curve + len, sizeof curve - len, "%s%.0f %.0f", i ? ", " : "",
+                     hw.gemm.dim[i], hw.gemm.eff[i] * hw.gpu_bf16_TFLOPS);
+        }
+        note(&ns, "gpu", "gemm_efficiency", "[meas %s] cuBLAS bf16, %d shapes (squares 256 to "
+             "8192 and the presets' GEMMs at 8 x 1024 tokens), median of %d runs each; per "
+             "octave of size (the harmonic mean of m, n, k) the median: %s TFLOP/s", day,
+             n_shapes, quick ? 5 : 20, curve);
     }
 #endif
 

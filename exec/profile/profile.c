@@ -2,6 +2,7 @@
 #include "profile.h"
 
 #include <errno.h>
+#include <math.h>
 #include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
 #include <stdlib.h>
@@ -11,6 +12,8 @@
 
 #include "adam.h"
 #include "clock.h"
+#include "graph.h"
+#include "model.h"
 #include "store.h"
 #include "workpool.h"
 
@@ -233,4 +236,67 @@ int profile_ssd(const char *const *dirs, int n_dirs, size_t bytes, int reps, Ssd
         if (st.paths[i][0])
             unlink(st.paths[i]);
     return rc;
+}
+
+int profile_gemm_shapes(int64_t max_params, int tokens, GemmShape *out, int max)
+{
+    int n = 0;
+    for (int i = 0; i < model_preset_count(); i++) {
+        const ModelConfig *c = model_preset_at(i);
+        if (model_param_count(c) > max_params)
+            continue;
+        /* sequences of up to 1024 tokens (the paper's), as many as make `tokens` */
+        int seq = c->max_seq < 1024 ? c->max_seq : 1024;
+        Graph g = {0};
+        Err e;
+        if (tokens % seq || graph_init(&g, c, tokens / seq, seq, &e))
+            continue;
+        for (int o = 0; o < g.n_ops; o++) {
+            const Op *op = &g.ops[o];
+            if (op->kind != OP_GEMM)
+                continue;
+            GemmShape s = {(int)op->m, (int)op->n, (int)op->k};
+            bool seen = false;
+            for (int j = 0; j < n && !seen; j++)
+                seen = out[j].m == s.m && out[j].n == s.n && out[j].k == s.k;
+            if (!seen && n < max)
+                out[n++] = s;
+        }
+        graph_free(&g);
+    }
+    return n;
+}
+
+int profile_gemm_curve(const double *size, const double *eff, int n, HwCurve *c)
+{
+    if (n <= 0)
+        return -EINVAL;
+    /* octaves of size, lowest first: the points of each, summarised by their medians */
+    double lo = size[0];
+    for (int i = 1; i < n; i++)
+        if (size[i] < lo)
+            lo = size[i];
+    double s_oct[n], e_oct[n];
+    c->n = 0;
+    for (int oct = 0; c->n < HW_CURVE_MAX; oct++) {
+        double from = lo * exp2(oct), to = from * 2;
+        int k = 0;
+        for (int i = 0; i < n; i++)
+            if (size[i] >= from && size[i] < to) {
+                s_oct[k] = size[i];
+                e_oct[k++] = eff[i];
+            }
+        if (k) {
+            gsl_sort(s_oct, 1, (size_t)k);
+            gsl_sort(e_oct, 1, (size_t)k);
+            c->dim[c->n] = gsl_stats_median_from_sorted_data(s_oct, 1, (size_t)k);
+            c->eff[c->n++] = gsl_stats_median_from_sorted_data(e_oct, 1, (size_t)k);
+        }
+        bool more = false;
+        for (int i = 0; i < n; i++)
+            more |= size[i] >= to;
+        if (!more)
+            break;
+    }
+    return 0;
 }

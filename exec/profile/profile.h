@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "fuyou_err.h"
+#include "hw.h"
 
 typedef struct Stat {
     double median, min, max;
@@ -37,5 +38,22 @@ typedef struct SsdProfile {
 } SsdProfile;
 int profile_ssd(const char *const *dirs, int n_dirs, size_t bytes, int reps, SsdProfile *p,
                 Err *e);
+
+/* One GEMM: m rows (tokens), n outputs, k inputs. */
+typedef struct GemmShape {
+    int m, n, k;
+} GemmShape;
+
+/* The distinct forward GEMM shapes of the model presets' layer graphs (every preset up to
+ * max_params parameters, micro-batches of `tokens` tokens), at most max; the count. The
+ * backward's two products of a shape have the same size to hw_gemm_efficiency (the harmonic
+ * mean of m, n, k), so its curve is measured on these. */
+int profile_gemm_shapes(int64_t max_params, int tokens, GemmShape *out, int max);
+
+/* The gemm_efficiency curve from n measured points (size: the harmonic mean of m, n, k;
+ * eff: measured TFLOP/s over the dense peak): the median size and efficiency of each octave of
+ * size that has points, at most HW_CURVE_MAX, sizes increasing. Sets c->dim, c->eff and c->n
+ * (hw_load's interpolation is not built here). 0, or -EINVAL when n is 0. */
+int profile_gemm_curve(const double *size, const double *eff, int n, HwCurve *c);
 
 #endif
