@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -124,6 +125,11 @@ static int parse_curve(const char *value, HwCurve *c, Err *e)
         if (n > 0 && dim <= c->dim[n - 1])
             return err_set(e, -EINVAL, "gemm_efficiency: dims must increase (%g after %g)",
                            dim, c->dim[n - 1]);
+        /* the curve is interpolated in log2 of the size, where GSL needs the points strictly
+         * increasing too (else its error handler aborts the process) */
+        if (n > 0 && !(log2(dim) > log2(c->dim[n - 1])))
+            return err_set(e, -EINVAL, "gemm_efficiency: dims %.17g and %.17g are too close "
+                           "to interpolate between; drop one", c->dim[n - 1], dim);
         c->dim[n] = dim;
         c->eff[n] = eff;
         n++;
@@ -231,6 +237,32 @@ static int build_interp(HwCurve *c, Err *e)
     return 0;
 }
 
+static int key_index(const char *section, const char *key)
+{
+    for (int i = 0; i < N_KEYS; i++)
+        if (!strcmp(keys[i].section, section) && !strcmp(keys[i].key, key))
+            return i;
+    assert(!"no such hardware key");
+    return 0;
+}
+
+static double key_number(const Hardware *hw, int i)
+{
+    return *(const double *)((const char *)hw + keys[i].offset);
+}
+
+/* Where key i's value came from: "--set section.key", "file:line", or "the default". */
+static void key_origin(const HwParse *hp, int i, char *buf, size_t n)
+{
+    const IniLoc *l = &hp->seen[i];
+    if (!l->file)
+        snprintf(buf, n, "the default");
+    else if (l->line == 0)
+        snprintf(buf, n, "--set %s.%s", keys[i].section, keys[i].key);
+    else
+        snprintf(buf, n, "%s:%d", l->file, l->line);
+}
+
 /* Checks required keys, fills optional ones, cross-checks, builds the curve. */
 static int finish(HwParse *hp, Err *e)
 {
@@ -244,9 +276,22 @@ static int finish(HwParse *hp, Err *e)
         hw->h2d_bidir_GBps = hw->h2d_GBps;
     if (hw->d2h_bidir_GBps == 0)
         hw->d2h_bidir_GBps = hw->d2h_GBps;
-    if (hw->h2d_bidir_GBps > hw->h2d_GBps || hw->d2h_bidir_GBps > hw->d2h_GBps)
-        return err_set(e, -EINVAL, "%s: [pcie] the _bidir_GBps bandwidths cannot exceed the "
-                       "one-direction ones", hw->source);
+    static const char *const dirs[2] = {"h2d", "d2h"};
+    for (int d = 0; d < 2; d++) {
+        char one[32], both[32], w1[96], w2[96];
+        snprintf(one, sizeof one, "%s_GBps", dirs[d]);
+        snprintf(both, sizeof both, "%s_bidir_GBps", dirs[d]);
+        int i1 = key_index("pcie", one), i2 = key_index("pcie", both);
+        double v1 = key_number(hw, i1), v2 = key_number(hw, i2);
+        if (v2 <= v1)
+            continue;
+        /* name where each value came from: an override is usually what broke the pair */
+        key_origin(hp, i1, w1, sizeof w1);
+        key_origin(hp, i2, w2, sizeof w2);
+        return err_set(e, -EINVAL, "[pcie] %s %g (%s) is above %s %g (%s): a copy both ways "
+                       "at once is not faster than one way; set both, e.g. --set pcie.%s=%g",
+                       both, v2, w2, one, v1, w1, both, v1);
+    }
     if (hw->gpu_reserved_GiB >= hw->gpu_mem_GiB)
         return err_set(e, -EINVAL, "%s: [memory] gpu_reserved_GiB (%g) leaves no GPU memory "
                        "of [gpu] mem_GiB (%g)", hw->source, hw->gpu_reserved_GiB,
@@ -315,6 +360,42 @@ static void write_comment(FILE *f, const char *text)
     }
 }
 
+/* The fewest significant digits, from `digits` up to 17 (which read back exactly), with which
+ * v[0..n) read back strictly increasing, in log2 when in_log2: what hw_write writes must pass
+ * hw_load's strict checks (GEMM dims increase in log2, a reserve below its memory), which two
+ * values that round to the same text would fail. */
+static int ordered_digits(const double *v, int n, int digits, bool in_log2)
+{
+    for (; digits < 17; digits++) {
+        double prev = 0;
+        bool ordered = true;
+        for (int i = 0; i < n && ordered; i++) {
+            char text[64];
+            snprintf(text, sizeof text, "%.*g", digits, v[i]);
+            double x = strtod(text, NULL);
+            x = in_log2 ? log2(x) : x;
+            ordered = i == 0 || x > prev;
+            prev = x;
+        }
+        if (ordered)
+            break;
+    }
+    return digits;
+}
+
+/* The digits hw_write gives a number key: 6, or more when a strict check pairs it with
+ * another key (a memory and its reserve). */
+static int key_digits(const Hardware *hw, const HwKey *k)
+{
+    if (!strcmp(k->key, "mem_GiB") || !strcmp(k->key, "gpu_reserved_GiB"))
+        return ordered_digits((const double[]){hw->gpu_reserved_GiB, hw->gpu_mem_GiB}, 2, 6,
+                              false);
+    if (!strcmp(k->key, "cpu_mem_GiB") || !strcmp(k->key, "cpu_reserved_GiB"))
+        return ordered_digits((const double[]){hw->cpu_reserved_GiB, hw->cpu_mem_GiB}, 2, 6,
+                              false);
+    return 6;
+}
+
 int hw_write(FILE *f, const Hardware *hw, HwNoteFn note, void *ctx)
 {
     const char *section = NULL;
@@ -337,17 +418,18 @@ int hw_write(FILE *f, const Hardware *hw, HwNoteFn note, void *ctx)
             break;
         case K_CURVE: {
             const HwCurve *c = (const HwCurve *)field;
+            int digits = ordered_digits(c->dim, c->n, 6, true);
             size_t n = 0;
             value[0] = 0;
             for (int j = 0; j < c->n && n < sizeof value; j++)
-                n += (size_t)snprintf(value + n, sizeof value - n, "%s%.6g:%.4g", j ? " " : "",
-                                      c->dim[j], c->eff[j]);
+                n += (size_t)snprintf(value + n, sizeof value - n, "%s%.*g:%.4g", j ? " " : "",
+                                      digits, c->dim[j], c->eff[j]);
             break;
         }
         default:
             if (!k->required && *(const double *)field == 0)
                 continue; /* optional, unset */
-            snprintf(value, sizeof value, "%.6g", *(const double *)field);
+            snprintf(value, sizeof value, "%.*g", key_digits(hw, k), *(const double *)field);
         }
         const char *why = note ? note(ctx, k->section, k->key) : NULL;
         if (why)

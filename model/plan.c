@@ -189,8 +189,8 @@ char *plan_summary(const Plan *p, const Graph *g, char *buf, size_t n)
         snprintf(cpu_groups, sizeof cpu_groups, " (the last %d sub-group%s in cpu memory)",
                  p->optim_cpu_groups, p->optim_cpu_groups == 1 ? "'s" : "s'");
     snprintf(buf, n,
-             "policy %s; weights on %s, optimizer states on %s%s; activations kept on gpu %s, "
-             "swapped to cpu %s, to ssd %s, recomputed %s; sub-groups of %d block%s (tail %d + "
+             "policy %s; weights on %s, optimizer states on %s%s; activations with the block "
+             "checkpoints: on gpu %s, swapped to cpu %s, to ssd %s, recomputed %s; sub-groups of %d block%s (tail %d + "
              "embedding); prefetch depth %d; buffers: weights %d, pinned %d, activations %d, "
              "gradients %d, states %d; %d micro-batch%s of %d x %d tokens",
              policy_name(p->policy), tier_name(p->weights), tier_name(p->optim), cpu_groups,

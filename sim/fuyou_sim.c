@@ -218,7 +218,7 @@ static int make_plan(const SimArgs *a, SwapMode swap, double swap_bytes, const G
 }
 
 static void report_swap(FILE *out, SwapMode swap, const PlanInfo *info, const Graph *g,
-                        const Hardware *hw, const Plan *p)
+                        const Hardware *hw, const Plan *p, bool fits)
 {
     double kept[TIER_COUNT] = {0};
     for (int b = 0; b < p->n_layer; b++)
@@ -239,10 +239,11 @@ static void report_swap(FILE *out, SwapMode swap, const PlanInfo *info, const Gr
     fprintf(out, "\n");
     ClosedForm cf;
     cost_closed_form(hw, g, p, &cf);
-    fprintf(out, "closed form: %.3f s (forward %.3f bound by %s, backward %.3f bound by %s, "
-            "tail %.3f, fill %.3f)\n", cf.iter_s, cf.phase_s[CF_FORWARD],
-            resource_name(cf.binding[CF_FORWARD]), cf.phase_s[CF_BACKWARD],
-            resource_name(cf.binding[CF_BACKWARD]), cf.phase_s[CF_TAIL], cf.fill_s);
+    if (fits) /* a plan that does not fit has no time, closed-form or simulated */
+        fprintf(out, "closed form: %.3f s (forward %.3f bound by %s, backward %.3f bound by "
+                "%s, tail %.3f, fill %.3f)\n", cf.iter_s, cf.phase_s[CF_FORWARD],
+                resource_name(cf.binding[CF_FORWARD]), cf.phase_s[CF_BACKWARD],
+                resource_name(cf.binding[CF_BACKWARD]), cf.phase_s[CF_TAIL], cf.fill_s);
     if (info->planned && info->choice.overflow) {
         fprintf(out, "planner: no configuration fits (sub-groups 1/2/4 blocks x 4 buffer sets); "
                 "the most frugal is shown\n");
@@ -395,7 +396,7 @@ int main(int argc, char **argv)
         goto out_hw;
     }
     predict_report(stdout, &pr, &g, &hw, &p);
-    report_swap(stdout, swap, &info, &g, &hw, &p);
+    report_swap(stdout, swap, &info, &g, &hw, &p, !pr.overflow);
     status = pr.overflow ? 1 : 0;
     if ((a.trace && predict_write_trace(&pr, a.trace, false, &e)) ||
         (a.chrome && predict_write_trace(&pr, a.chrome, true, &e)))

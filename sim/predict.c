@@ -126,23 +126,39 @@ void predict_report(FILE *out, const Prediction *pr, const Graph *g, const Hardw
     char b1[32], b2[32], summary[640];
     fprintf(out, "%s on %s (%s, %s)\n", g->cfg.name, hw->source, hw->gpu_name, hw->ssd_name);
     fprintf(out, "plan: %s\n\n", plan_summary(p, g, summary, sizeof summary));
-    fprintf(out, "iteration      %.3f s", pr->iter_s);
-    if (pr->iters > 1)
-        fprintf(out, " (steady state over %d iterations; the first, cold, %.3f s)",
-                pr->iters, pr->first_iter_s);
-    fprintf(out, "\nthroughput     %.0f tokens/s\n", pr->tokens / pr->iter_s);
-    fprintf(out, "TFLOPS         %.1f model (6·P·tokens = %s per iteration), %.1f hardware "
-            "(%s with attention and recomputation)\n", pr->model_flops / pr->iter_s / 1e12,
-            units_flops(b1, sizeof b1, pr->model_flops), pr->hw_flops / pr->iter_s / 1e12,
-            units_flops(b2, sizeof b2, pr->hw_flops));
-    fprintf(out, "\nresource     busy s/iter   busy %%\n");
-    for (int r = 0; r < RES_COUNT; r++)
-        fprintf(out, "  %-10s %11.3f %7.1f%%%s\n", resource_name(r), pr->busy_s[r],
-                100 * pr->busy_s[r] / pr->iter_s,
-                r == (int)pr->bottleneck ? "  <- bottleneck" : "");
-    if (pr->busy_s[pr->bottleneck] < 0.9 * pr->iter_s)
-        fprintf(out, "  (no resource is saturated: waits between dependent tasks, such as loads "
-                "that cannot be prefetched, set the pace)\n");
+    if (pr->overflow) {
+        /* no time for a plan that cannot run: its shortfall, below, is the answer */
+        fprintf(out, "iteration      none: the plan does not fit (below); lower --batch, add "
+                "--micro-batches, or move state off the short tier\n");
+    } else {
+        fprintf(out, "iteration      %.3f s", pr->iter_s);
+        if (pr->iters > 1)
+            fprintf(out, " (steady state over %d iterations; the first, cold, %.3f s)",
+                    pr->iters, pr->first_iter_s);
+        fprintf(out, "\nthroughput     %.0f tokens/s\n", pr->tokens / pr->iter_s);
+        fprintf(out, "TFLOPS         %.1f model (6·P·tokens = %s per iteration), %.1f hardware "
+                "(%s with attention and recomputation)\n", pr->model_flops / pr->iter_s / 1e12,
+                units_flops(b1, sizeof b1, pr->model_flops), pr->hw_flops / pr->iter_s / 1e12,
+                units_flops(b2, sizeof b2, pr->hw_flops));
+        /* what bounds the iteration: a resource busy nearly all of it, or the waits between
+         * dependent tasks (then no resource is marked) */
+        bool saturated = pr->busy_s[pr->bottleneck] >= 0.9 * pr->iter_s;
+        fprintf(out, "\nresource     busy s/iter   busy %%\n");
+        for (int r = 0; r < RES_COUNT; r++)
+            fprintf(out, "  %-10s %11.3f %7.1f%%%s\n", resource_name(r), pr->busy_s[r],
+                    100 * pr->busy_s[r] / pr->iter_s,
+                    saturated && r == (int)pr->bottleneck ? "  <- bound" : "");
+        if (saturated)
+            fprintf(out, "bound by       %s (busy %.0f%% of the iteration)\n",
+                    resource_name(pr->bottleneck),
+                    100 * pr->busy_s[pr->bottleneck] / pr->iter_s);
+        else
+            fprintf(out, "bound by       waits between dependent tasks (loads that cannot be "
+                    "prefetched, updates the next forward needs): the busiest resource, %s, "
+                    "is busy %.0f%%, the GPU idles %.3f s an iteration\n",
+                    resource_name(pr->bottleneck), 100 * pr->busy_s[pr->bottleneck] / pr->iter_s,
+                    pr->iter_s - pr->busy_s[RES_GPU]);
+    }
     fprintf(out, "\nmemory peak    ");
     for (int t = 0; t < TIER_COUNT; t++)
         fprintf(out, "%s%s %s of %s", t ? ", " : "", tier_name(t),

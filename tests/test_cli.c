@@ -417,6 +417,40 @@ START_TEST(bad_hw_file)
 }
 END_TEST
 
+/* The report says one thing at a time: what bounds the iteration (a marked resource, or the
+ * waits, never both); a plan that does not fit gets its shortfall and no time; the plan line's
+ * activations say they include the checkpoints; an override that breaks a pair of keys is
+ * named */
+START_TEST(sim_report_wording)
+{
+    /* bound by a resource: one mark, no "waits" sentence */
+    ck_assert_int_eq(run_sim("--model gpt3-13b --batch 8", out, sizeof out), 0);
+    tu_assert_contains(out, "bound by       gpu (busy");
+    ck_assert_ptr_nonnull(strstr(out, "<- bound"));
+    ck_assert_ptr_null(strstr(strstr(out, "<- bound") + 1, "<- bound"));
+    ck_assert_ptr_null(strstr(out, "waits between dependent tasks"));
+    tu_assert_contains(out, "activations with the block checkpoints: on gpu");
+    /* bound by waits (one weight buffer, no prefetch: loads set the pace): no resource marked */
+    ck_assert_int_eq(run_sim("--hw h200.ini --model gpt2-124m --batch 1 --seq 64 --weights cpu "
+                             "--optim cpu --prefetch 0 --weight-buffers 1", out, sizeof out), 0);
+    tu_assert_contains(out, "bound by       waits between dependent tasks");
+    tu_assert_contains(out, "the GPU idles");
+    ck_assert_ptr_null(strstr(out, "<- bound"));
+    /* does not fit: the shortfall, no time of any kind */
+    ck_assert_int_eq(run_sim("--model gpt3-13b --batch 64", out, sizeof out), 1);
+    tu_assert_contains(out, "iteration      none: the plan does not fit");
+    tu_assert_contains(out, "over capacity: gpu needs");
+    ck_assert_ptr_null(strstr(out, "TFLOPS"));
+    ck_assert_ptr_null(strstr(out, "tokens/s"));
+    ck_assert_ptr_null(strstr(out, "closed form:"));
+    /* an override below the file's both-ways value: named, with the fix */
+    ck_assert_int_eq(run_sim("--set pcie.h2d_GBps=5 --describe", out, sizeof out), 2);
+    tu_assert_contains(out, "h2d_bidir_GBps 21 (4090.ini:");
+    tu_assert_contains(out, "h2d_GBps 5 (--set pcie.h2d_GBps)");
+    tu_assert_contains(out, "--set pcie.h2d_bidir_GBps=5");
+}
+END_TEST
+
 START_TEST(describe)
 {
     ck_assert_int_eq(run_sim("--hw 4090.ini --model gpt3-13b --batch 32 --seq 1024 --describe",
@@ -685,6 +719,7 @@ int main(void)
     tcase_add_test(tc, usage_errors);
     tcase_add_test(tc, bad_hw_file);
     tcase_add_test(tc, describe);
+    tcase_add_test(tc, sim_report_wording);
     tcase_add_test(tc, golden_trace);
     tcase_add_test(tc, swap_modes);
     tcase_add_test(tc, swap_sweep);

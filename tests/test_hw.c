@@ -133,7 +133,7 @@ START_TEST(overrides)
     hw_free(&hw);
     /* overrides are validated together with the file: bidir above one-direction is refused */
     ck_assert_int_eq(hw_load("4090.ini", sets + 1, 1, &hw, &e), -EINVAL);
-    tu_assert_contains(e.msg, "cannot exceed");
+    tu_assert_contains(e.msg, "a copy both ways at once is not faster");
     /* an override can supply a key the file lacks */
     char path[64];
     const char *fill[] = {"memory.cpu_mem_GiB=64"};
@@ -188,7 +188,7 @@ START_TEST(bad_files)
     expect_bad(edit("4096:0.9", "4096:"), ":9:", "dim:efficiency pairs");
     expect_bad(edit("4096:0.9", "4096:2"), ":9:", "0.0001 <= efficiency");
     expect_bad(edit("latency_us = 10\n", "latency_us = 10\nh2d_bidir_GBps = 30\n"), ":",
-               "cannot exceed");
+               "a copy both ways at once is not faster");
     expect_bad(edit("[cpu]\n", "[cpu\n"), ":14:", "syntax error");
     expect_bad(edit("cores = 8\n", "cores\n"), ":15:", "syntax error");
 }
@@ -413,6 +413,66 @@ START_TEST(endless_line)
 }
 END_TEST
 
+/* Found by fuzzing (tests/fuzz/corpus/hw/regress-gemm-dims-too-close): two GEMM dims that
+ * differ but have the same log2, where the curve is interpolated, made GSL's error handler
+ * abort the process; now one line naming the dims, as a file and as --set. */
+START_TEST(gemm_dims_too_close)
+{
+    expect_bad(edit("512:0.4 1024:0.6", "4.8261724457000019:0.4 4.8261724457000028:0.6"), ":9:",
+               "too close to interpolate");
+    Hardware hw;
+    Err e;
+    const char *sets[] = {"gpu.gemm_efficiency=100:0.2 4.8261724457000019:0.4 "
+                          "4.8261724457000028:0.6"};
+    ck_assert_int_eq(hw_load("4090.ini", sets, 1, &hw, &e), -EINVAL);
+    tu_assert_contains(e.msg, "dims must increase");
+    sets[0] = "gpu.gemm_efficiency=4.8261724457000019:0.4 4.8261724457000028:0.6 100:0.7";
+    ck_assert_int_eq(hw_load("4090.ini", sets, 1, &hw, &e), -EINVAL);
+    tu_assert_contains(e.msg, "4.8261724457000019 and 4.8261724457000028 are too close");
+    /* a step of a few ulps still interpolates */
+    sets[0] = "gpu.gemm_efficiency=4.8261724457000019:0.4 4.82617244570001:0.6 100:0.7";
+    ck_assert_msg(hw_load("4090.ini", sets, 1, &hw, &e) == 0, "%s", e.msg);
+    ck_assert_double_eq_tol(hw_gemm_efficiency(&hw, 50, 50, 50), 0.7, 0.1);
+    hw_free(&hw);
+}
+END_TEST
+
+/* Found by fuzzing (tests/fuzz/corpus/hw/regress-write-rounds-*): hw_write's six digits made a
+ * reserve equal to its memory, or two GEMM dims equal, so what it wrote did not load; such
+ * values are now written with the digits that keep them apart, the rest as before. */
+START_TEST(write_keeps_strict_checks)
+{
+    const char *sets[] = {"gpu.mem_GiB=80.0000001", "memory.gpu_reserved_GiB=79.9999999",
+                          "gpu.gemm_efficiency=1000:0.5 1000.0000001:0.6 4096:0.9",
+                          "memory.cpu_mem_GiB=64.00000004", "memory.cpu_reserved_GiB=64"};
+    Hardware a, b;
+    Err e;
+    ck_assert_msg(hw_load("4090.ini", sets, 5, &a, &e) == 0, "%s", e.msg);
+    char path[] = "/tmp/fuyou-hw-XXXXXX.ini";
+    int fd = mkstemps(path, 4);
+    ck_assert_int_ge(fd, 0);
+    FILE *f = fdopen(fd, "w");
+    ck_assert_int_eq(hw_write(f, &a, NULL, NULL), 0);
+    fclose(f);
+    ck_assert_msg(hw_load(path, NULL, 0, &b, &e) == 0, "%s", e.msg);
+    ck_assert_double_eq(b.gpu_mem_GiB, a.gpu_mem_GiB);
+    ck_assert_double_eq(b.gpu_reserved_GiB, a.gpu_reserved_GiB);
+    ck_assert_double_eq(b.cpu_mem_GiB, a.cpu_mem_GiB);
+    ck_assert_double_eq(b.gemm.dim[1], a.gemm.dim[1]);
+    /* the others keep six digits */
+    char text[8192];
+    f = fopen(path, "r");
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    tu_assert_contains(text, "gemm_efficiency = 1000:0.5 1000.0000001:0.6 4096:0.9\n");
+    tu_assert_contains(text, "bf16_TFLOPS = 165.2\n");
+    unlink(path);
+    hw_free(&a);
+    hw_free(&b);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("hw");
@@ -430,6 +490,8 @@ int main(void)
     tcase_add_test(tc, nul_byte);
     tcase_add_test(tc, not_regular_files);
     tcase_add_test(tc, endless_line);
+    tcase_add_test(tc, gemm_dims_too_close);
+    tcase_add_test(tc, write_keeps_strict_checks);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

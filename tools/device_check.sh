@@ -139,7 +139,7 @@ if [ "${MODE:-all}" = offload ]; then
         step "run $n: $name: $model batch $batch x 1024, $plan, --gpu-mem 24GiB"
         $sim --hw "${HW:-h200.ini}" --set gpu.mem_GiB=24 --model "$model" --batch "$batch" \
             --seq 1024 --iters "$iters" $plan --trace "$OUT/pred$n.tsv" > "$OUT/sim$n.txt" 2>&1
-        grep -E "^iteration|bottleneck|memory peak" "$OUT/sim$n.txt"
+        grep -E "^iteration|^bound by|memory peak" "$OUT/sim$n.txt"
         timeout 540 $run --backend cuda --offload --model "$model" --batch "$batch" --seq 1024 \
             --steps "$iters" --segment "$iters" --warmup 1 --gpu-mem 24GiB $plan \
             --ssd-dir "$ssd" --trace "$OUT/meas$n.tsv" --log "$OUT/log$n.tsv" $extra \
