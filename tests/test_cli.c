@@ -139,6 +139,11 @@ END_TEST
 
 /* Without plan options fuyou-run --offload runs the plan fuyou-sim predicts for the same
  * hardware and budget (an fp32 model, as the CPU device computes) */
+static const char *const plan_option_sets[] = {
+    "", "--weights cpu --optim ssd", "--weights cpu --swap 256KiB",
+    "--weights ssd --optim cpu --swap all", "--weights cpu --swap none --subgroup 2",
+};
+
 START_TEST(run_offload_plans_as_sim)
 {
     char ini[64], sim_plan[1024], run_plan[1024], args[512];
@@ -148,34 +153,32 @@ START_TEST(run_offload_plans_as_sim)
     /* the planner's plan; plan options without --act (the swap amount still the planner's);
      * --swap amounts, all and none (fuyou-run once made these differently from fuyou-sim, and
      * refused --swap) */
-    static const char *const options[] = {
-        "", "--weights cpu --optim ssd", "--weights cpu --swap 256KiB",
-        "--weights ssd --optim cpu --swap all", "--weights cpu --swap none --subgroup 2",
-    };
-    for (size_t i = 0; i < sizeof options / sizeof options[0]; i++) {
-        snprintf(args, sizeof args, "--hw h200.ini --set gpu.mem_GiB=0.04 --set "
-                 "memory.gpu_reserved_GiB=0 --model %s --batch 2 --seq 64 %s", ini, options[i]);
-        ck_assert_msg(run_sim(args, out, sizeof out) == 0, "fuyou-sim %s: %s", args, out);
-        const char *p = strstr(out, "\nplan: ");
-        ck_assert_ptr_nonnull(p);
-        sscanf(p + 1, "%1023[^\n]", sim_plan);
-        snprintf(args, sizeof args, "--offload --model %s --gpu-mem 0.04GiB --batch 2 --seq 64 "
-                 "--steps 1 %s", ini, options[i]);
-        ck_assert_msg(run_bin("FUYOU_RUN", args, out, sizeof out) == 0, "fuyou-run %s: %s", args,
-                      out);
-        p = strstr(out, "\nplan: ");
-        ck_assert_ptr_nonnull(p);
-        sscanf(p + 1, "%1023[^\n]", run_plan);
-        ck_assert_msg(!strcmp(run_plan, sim_plan), "options '%s':\n sim %s\n run %s",
-                      options[i], sim_plan, run_plan);
-        tu_assert_contains(run_plan, "weights on ");
+    const char *opts = plan_option_sets[_i]; /* one set per loop iteration: each its timeout */
+    snprintf(args, sizeof args, "--hw h200.ini --set gpu.mem_GiB=0.04 --set "
+             "memory.gpu_reserved_GiB=0 --model %s --batch 2 --seq 64 %s", ini, opts);
+    ck_assert_msg(run_sim(args, out, sizeof out) == 0, "fuyou-sim %s: %s", args, out);
+    const char *p = strstr(out, "\nplan: ");
+    ck_assert_ptr_nonnull(p);
+    sscanf(p + 1, "%1023[^\n]", sim_plan);
+    snprintf(args, sizeof args, "--offload --model %s --gpu-mem 0.04GiB --batch 2 --seq 64 "
+             "--steps 1 %s", ini, opts);
+    ck_assert_msg(run_bin("FUYOU_RUN", args, out, sizeof out) == 0, "fuyou-run %s: %s", args,
+                  out);
+    p = strstr(out, "\nplan: ");
+    ck_assert_ptr_nonnull(p);
+    sscanf(p + 1, "%1023[^\n]", run_plan);
+    ck_assert_msg(!strcmp(run_plan, sim_plan), "options '%s':\n sim %s\n run %s", opts,
+                  sim_plan, run_plan);
+    tu_assert_contains(run_plan, "weights on ");
+    if (_i == 0) {
+        ck_assert_int_eq(run_bin("FUYOU_RUN", "--offload --swap sweep", out, sizeof out), 2);
+        tu_assert_contains(out, "--swap sweep is fuyou-sim's");
+        ck_assert_int_eq(run_bin("FUYOU_RUN", "--offload --swap 12 --act gpu", out, sizeof out),
+                         2);
+        tu_assert_contains(out, "--act and --swap both decide");
+        ck_assert_int_eq(run_bin("FUYOU_RUN", "--swap all", out, sizeof out), 2);
+        tu_assert_contains(out, "need --offload");
     }
-    ck_assert_int_eq(run_bin("FUYOU_RUN", "--offload --swap sweep", out, sizeof out), 2);
-    tu_assert_contains(out, "--swap sweep is fuyou-sim's");
-    ck_assert_int_eq(run_bin("FUYOU_RUN", "--offload --swap 12 --act gpu", out, sizeof out), 2);
-    tu_assert_contains(out, "--act and --swap both decide");
-    ck_assert_int_eq(run_bin("FUYOU_RUN", "--swap all", out, sizeof out), 2);
-    tu_assert_contains(out, "need --offload");
     unlink(ini);
 }
 END_TEST
@@ -713,7 +716,8 @@ int main(void)
     tcase_add_test(tc, run_usage_errors);
     tcase_add_test(tc, run_offload);
     tcase_add_test(tc, run_save_refuses_checkpoints);
-    tcase_add_test(tc, run_offload_plans_as_sim);
+    tcase_add_loop_test(tc, run_offload_plans_as_sim, 0,
+                        (int)(sizeof plan_option_sets / sizeof plan_option_sets[0]));
     tcase_add_test(tc, trace_compare_cli);
     tcase_add_test(tc, profile_cli);
     tcase_add_test(tc, usage_errors);
