@@ -27,13 +27,27 @@ int plan_make(const PlanRequest *rq, const Graph *g, const Hardware *hw, Plan *p
 {
     memset(info, 0, sizeof *info);
     SwapMode swap = rq->swap;
-    if (swap == SWAP_AUTO && !plan_args_given(rq->args)) {
+    /* a sweep without options sweeps the planner's configuration (its sub-groups, prefetch and
+     * buffers), so its planner mark and fits column describe the plan --swap auto runs */
+    bool sweep_planned = swap == SWAP_SWEEP && rq->policy == POLICY_FUYOU;
+    if ((swap == SWAP_AUTO || sweep_planned) && !plan_args_given(rq->args)) {
         int rc = planner_choose(hw, g, rq->policy, rq->score, rq->score_ctx, &info->choice, e);
         if (rc)
             return rc;
         info->planned = true;
         info->units = info->choice.units;
-        return plan_copy(p, &info->choice.plan, e);
+        rc = plan_copy(p, &info->choice.plan, e);
+        if (rc || swap != SWAP_SWEEP || !info->choice.units_total)
+            return rc;
+        /* the ladder the planner walked: from the configuration with its activations back to
+         * recomputed, the chosen amount applied again */
+        for (int b = 0; b < p->n_layer; b++)
+            for (int i = 1; i < GRAPH_OPS_PER_BLOCK; i++)
+                plan_set_act(p, b, i, ACT_RECOMPUTE);
+        planner_ladder(hw, g, p, &info->ladder);
+        info->have_ladder = true;
+        planner_apply(p, &info->ladder, info->units);
+        return 0;
     }
     int rc = plan_init(p, g, rq->policy, e);
     if (rc)

@@ -5,7 +5,8 @@
  * otherwise the policy's placement by capacity (footprint.h), the options over it, and the
  * intra-block activations the swap mode asks for on the planner's ladder: none recomputes them,
  * all keeps every one, an amount keeps that many bytes in the ladder's order, auto the amount
- * the closed form finds best. Not a sweep (sim/sweep.h walks the ladder itself). */
+ * the closed form finds best. For a sweep (sim/sweep.h walks the ladder), the plan and the
+ * ladder it is swept on: without options, the planner's configuration and its ladder. */
 #ifndef FUYOU_PLAN_MAKE_H
 #define FUYOU_PLAN_MAKE_H
 

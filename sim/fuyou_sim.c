@@ -267,6 +267,8 @@ static int print_sweep(FILE *out, const SimArgs *a, const Graph *g, const Hardwa
     if (!info->have_ladder)
         return err_set(e, -EINVAL, "--swap sweep: this plan has no activations to swap (%s)",
                        a->plan.act ? "--act fixes them" : "everything fits on the GPU");
+    char summary[640];
+    fprintf(out, "plan swept: %s\n", plan_summary(p, g, summary, sizeof summary));
     Sweep sw;
     int chosen = info->units;
     int rc = sweep_run(g, hw, p, &info->ladder, 201, &chosen, 1, &sw, e);

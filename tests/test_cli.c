@@ -522,6 +522,27 @@ START_TEST(swap_sweep)
     unlink(path);
     ck_assert_int_gt(rows, 10);
     ck_assert_int_eq(planner, 1);
+    /* without options the sweep is of the planner's configuration: the plan --swap auto runs,
+     * and its mark at the amount auto keeps (they once differed: another configuration) */
+    char auto_plan[1024], swept[1024];
+    int units = -1, marked = -2;
+    ck_assert_int_eq(run_sim("--hw 4090.ini --model gpt3-1.3b --batch 8", out, sizeof out), 0);
+    sscanf(strstr(out, "\nplan: ") + 7, "%1023[^\n]", auto_plan);
+    const char *steps = strstr(out, " block-steps)");
+    ck_assert_ptr_nonnull(steps);
+    while (steps > out && *steps != '(')
+        steps--;
+    ck_assert_int_eq(sscanf(steps, "(%d of", &units), 1);
+    ck_assert_int_eq(run_sim("--hw 4090.ini --model gpt3-1.3b --batch 8 --swap sweep", out,
+                             sizeof out), 0);
+    sscanf(strstr(out, "plan swept: ") + 12, "%1023[^\n]", swept);
+    ck_assert_str_eq(swept, auto_plan);
+    const char *mark = strstr(out, "<- planner");
+    ck_assert_ptr_nonnull(mark);
+    while (mark > out && mark[-1] != '\n')
+        mark--;
+    ck_assert_int_eq(sscanf(mark, "%*s %*s %d", &marked), 1);
+    ck_assert_int_eq(marked, units);
 }
 END_TEST
 
