@@ -83,7 +83,7 @@ static Resource block_binding(const BlockSum *s)
 
 /* The forward and backward loads of block b that move with it through the pipeline. */
 static void block_loads(const Hardware *hw, const Graph *g, const Plan *p, int b,
-                        double F[RES_COUNT], double B[RES_COUNT])
+                        double F[RES_COUNT], double B[RES_COUNT], double stall[2])
 {
     const ModelConfig *c = &g->cfg;
     int L = c->n_layer, resident = p->weight_buffers < L ? p->weight_buffers : L;
@@ -128,11 +128,13 @@ static void block_loads(const Hardware *hw, const Graph *g, const Plan *p, int b
     double out_stall = p->act_buffers == 1 ? link_s(hw, RES_D2H, moved) : 0;
     double in_stall_f = p->prefetch_depth == 0 ? in_f[RES_H2D] : 0;
     double ssd_stall_f = p->prefetch_depth == 0 ? in_f[RES_SSD_READ] : 0;
-    F[RES_GPU] += ssd_stall_f + pcie_s(hw, in_stall_f, out_stall);
-    if (p->prefetch_depth == 0)
-        B[RES_GPU] += in_b[RES_H2D] + in_b[RES_SSD_READ];
-    else if (p->act_buffers == 1)
-        B[RES_GPU] += link_s(hw, RES_H2D, moved) + link_s(hw, RES_SSD_READ, swapped[TIER_SSD]);
+    stall[0] = ssd_stall_f + pcie_s(hw, in_stall_f, out_stall);
+    stall[1] = p->prefetch_depth == 0 ? in_b[RES_H2D] + in_b[RES_SSD_READ]
+               : p->act_buffers == 1 ? link_s(hw, RES_H2D, moved) +
+                                           link_s(hw, RES_SSD_READ, swapped[TIER_SSD])
+                                     : 0;
+    F[RES_GPU] += stall[0];
+    B[RES_GPU] += stall[1];
     F[RES_D2H] += link_s(hw, RES_D2H, moved);
     F[RES_SSD_WRITE] += link_s(hw, RES_SSD_WRITE, swapped[TIER_SSD]);
     if (p->optim != TIER_GPU)
@@ -155,8 +157,10 @@ void cost_closed_form(const Hardware *hw, const Graph *g, const Plan *p, ClosedF
      * heavy copy cannot hide behind another block's compute) and in total. */
     BlockSum fsum = {0}, bsum = {0};
     for (int b = 0; b < L; b++) {
-        double fb[RES_COUNT], bb[RES_COUNT];
-        block_loads(hw, g, p, b, fb, bb);
+        double fb[RES_COUNT], bb[RES_COUNT], stall[2];
+        block_loads(hw, g, p, b, fb, bb, stall);
+        cf->stall_s[CF_FORWARD] += stall[0];
+        cf->stall_s[CF_BACKWARD] += stall[1];
         block_add(hw, &fsum, fb);
         block_add(hw, &bsum, bb);
         for (int r = 0; r < RES_COUNT; r++) {

@@ -50,6 +50,8 @@ typedef struct ClosedForm {
                                             last micro-batch's, with the optimizer work) */
     double phase_s[CF_PHASES];
     Resource binding[CF_PHASES];         /* the resource that sets each phase's time */
+    double stall_s[CF_PHASES];           /* of the GPU's load: waiting on copies it cannot
+                                            overlap (prefetch depth 0, one activation buffer) */
     double fill_s;
     double iter_s;
 } ClosedForm;

@@ -239,11 +239,18 @@ static void report_swap(FILE *out, SwapMode swap, const PlanInfo *info, const Gr
     fprintf(out, "\n");
     ClosedForm cf;
     cost_closed_form(hw, g, p, &cf);
-    if (fits) /* a plan that does not fit has no time, closed-form or simulated */
-        fprintf(out, "closed form: %.3f s (forward %.3f bound by %s, backward %.3f bound by "
-                "%s, tail %.3f, fill %.3f)\n", cf.iter_s, cf.phase_s[CF_FORWARD],
-                resource_name(cf.binding[CF_FORWARD]), cf.phase_s[CF_BACKWARD],
-                resource_name(cf.binding[CF_BACKWARD]), cf.phase_s[CF_TAIL], cf.fill_s);
+    if (fits) { /* a plan that does not fit has no time, closed-form or simulated */
+        fprintf(out, "closed form: %.3f s (", cf.iter_s);
+        for (CfPhase ph = CF_FORWARD; ph <= CF_BACKWARD; ph++) {
+            fprintf(out, "%s %.3f bound by %s", cf_phase_name(ph), cf.phase_s[ph],
+                    resource_name(cf.binding[ph]));
+            /* the GPU's load counts its waits on copies it cannot overlap: say how much */
+            if (cf.binding[ph] == RES_GPU && cf.stall_s[ph] > 0)
+                fprintf(out, " (%.3f s of it waiting on copies)", cf.stall_s[ph]);
+            fprintf(out, ", ");
+        }
+        fprintf(out, "tail %.3f, fill %.3f)\n", cf.phase_s[CF_TAIL], cf.fill_s);
+    }
     if (info->planned && info->choice.overflow) {
         fprintf(out, "planner: no configuration fits (sub-groups 1/2/4 blocks x 4 buffer sets); "
                 "the most frugal is shown\n");

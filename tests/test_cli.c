@@ -433,12 +433,17 @@ START_TEST(sim_report_wording)
     ck_assert_ptr_null(strstr(strstr(out, "<- bound") + 1, "<- bound"));
     ck_assert_ptr_null(strstr(out, "waits between dependent tasks"));
     tu_assert_contains(out, "activations with the block checkpoints: on gpu");
+    ck_assert_ptr_null(strstr(out, "waiting on copies")); /* prefetched: no stall */
     /* bound by waits (one weight buffer, no prefetch: loads set the pace): no resource marked */
     ck_assert_int_eq(run_sim("--hw h200.ini --model gpt2-124m --batch 1 --seq 64 --weights cpu "
                              "--optim cpu --prefetch 0 --weight-buffers 1", out, sizeof out), 0);
     tu_assert_contains(out, "bound by       waits between dependent tasks");
     tu_assert_contains(out, "the GPU idles");
     ck_assert_ptr_null(strstr(out, "<- bound"));
+    /* the closed form's GPU line says how much of it is waiting on copies */
+    tu_assert_contains(out, "forward");
+    tu_assert_contains(out, "bound by gpu (");
+    tu_assert_contains(out, " s of it waiting on copies)");
     /* does not fit: the shortfall, no time of any kind */
     ck_assert_int_eq(run_sim("--model gpt3-13b --batch 64", out, sizeof out), 1);
     tu_assert_contains(out, "iteration      none: the plan does not fit");
