@@ -7,6 +7,7 @@
  * Exit codes: 0 success, 1 gnuplot failed or is missing, 2 usage error. */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 
 #include "config.h"
 #include "plot.h"
+#include "units.h"
 
 static void usage(FILE *out)
 {
@@ -46,7 +48,16 @@ int main(int argc, char **argv)
     while ((c = getopt_long(argc, argv, ":o:hV", opts, NULL)) != -1) {
         switch (c) {
         case 'o': r.output = optarg; break;
-        case 'i': r.iter = atoi(optarg); break;
+        case 'i': {
+            int64_t v;
+            if (units_parse_int(optarg, 0, INT_MAX, &v)) {
+                fprintf(stderr, "fuyou-plot: --iter expects a whole number from 0 to %d, got "
+                        "'%s'\n", INT_MAX, optarg);
+                return 2;
+            }
+            r.iter = (int)v;
+            break;
+        }
         case 't': r.title = optarg; break;
         case 'm': r.measured = optarg; break;
         case 'h': usage(stdout); return 0;

@@ -698,6 +698,15 @@ START_TEST(cli_whole_numbers)
     /* a whole number in exponent form is one, in both */
     ck_assert_int_eq(run_sim("--model gpt2-tiny --hw h200 --seq 64 --iters 2e0 --batch 4e0",
                              out, sizeof out), 0);
+    /* fuyou-plot's --iter too (it took atoi's reading of "2.5" and of "x") */
+    static const char *const iters[] = {"2.5", "x", "-1"};
+    char args[512];
+    for (size_t i = 0; i < sizeof iters / sizeof iters[0]; i++) {
+        snprintf(args, sizeof args, "timeline %s -o /tmp/fuyou-never.png --iter %s",
+                 getenv("GOLDEN_TRACE"), iters[i]);
+        ck_assert_int_eq(run_bin("FUYOU_PLOT", args, out, sizeof out), 2);
+        tu_assert_contains(out, "--iter expects a whole number from 0 to");
+    }
 }
 END_TEST
 
