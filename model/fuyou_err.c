@@ -14,6 +14,11 @@ int err_set(Err *e, int code, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(e->msg, sizeof e->msg, fmt, ap);
         va_end(ap);
+        /* one line, whatever it quotes: a parser's message may carry the file's own bytes
+         * (jansson quotes a broken token with its newline) */
+        for (char *p = e->msg; *p; p++)
+            if ((unsigned char)*p < 0x20 || *p == 0x7f)
+                *p = '?';
     }
     return code;
 }

@@ -12,7 +12,8 @@ typedef struct Err {
 } Err;
 
 /* Formats the message into e (when e is not NULL) and returns code, so a caller can write
- * `return err_set(e, -EINVAL, "...")`. code must be negative. */
+ * `return err_set(e, -EINVAL, "...")`. code must be negative. Control characters (a newline, a
+ * tab, an escape quoted from a file) become '?', so the message is one printable line. */
 int err_set(Err *e, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Appends formatted text to the string in buf (capacity n), truncating safely; for building

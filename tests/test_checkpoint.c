@@ -498,6 +498,99 @@ START_TEST(truncated_optimizer_does_not_leak)
 }
 END_TEST
 
+/* Found writing fuzz_safetensors, which checks it (tests/fuzz/corpus/safetensors/
+ * regress-shape-wraps): a shape whose element count wraps around 2^64 matched a small byte
+ * count, so a tensor of 2^62 + 1 rows read as 4 values; now the shape is refused. A zero
+ * dimension still makes an empty tensor. */
+START_TEST(shape_that_wraps_is_refused)
+{
+    char dir[] = "/tmp/fuyou-st-XXXXXX", path[256];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/x.safetensors", dir);
+    float data[4] = {1, 2, 3, 4};
+    StFile st;
+    Err e;
+    put_st(path, "{\"a\":{\"dtype\":\"F32\",\"shape\":[4611686018427387905,4],"
+                 "\"data_offsets\":[0,16]}}", data, 16);
+    ck_assert_int_eq(st_open(&st, path, &e), -EINVAL);
+    tu_assert_contains(e.msg, "tensor a: its shape holds 2^64 bytes or more");
+    put_st(path, "{\"a\":{\"dtype\":\"F32\",\"shape\":[4611686018427387904,4],"
+                 "\"data_offsets\":[0,0]}}", data, 0);
+    ck_assert_int_eq(st_open(&st, path, &e), -EINVAL);
+    tu_assert_contains(e.msg, "2^64 bytes or more");
+    put_st(path, "{\"a\":{\"dtype\":\"F32\",\"shape\":[0,4611686018427387904],"
+                 "\"data_offsets\":[0,0]},\"b\":{\"dtype\":\"F32\",\"shape\":[4],"
+                 "\"data_offsets\":[0,16]}}", data, 16);
+    ck_assert_msg(st_open(&st, path, &e) == 0, "%s", e.msg);
+    ck_assert_uint_eq(st_numel(st_find(&st, "a")), 0);
+    st_close(&st);
+    tu_rm_tree(dir);
+}
+END_TEST
+
+/* Found writing fuzz_safetensors, which checks it (tests/fuzz/corpus/safetensors/
+ * regress-tensor-twice): a model file holding a tensor under both its names (with and without
+ * "transformer.") loaded, the one later in the file winning; now one error naming it. */
+START_TEST(tensor_twice_is_refused)
+{
+    Fixture f;
+    fixture_init(&f, tiny(true));
+    char path[256];
+    snprintf(path, sizeof path, "%s/model.safetensors", f.dir);
+    StWriter w;
+    Err e;
+    ck_assert_int_eq(st_writer_begin(&w, path, &e), 0);
+    for (int i = 0; i < f.l.n; i++) {
+        const ParamTensor *t = &f.l.t[i];
+        int64_t shape[2] = {t->conv1d ? t->cols : t->rows, t->conv1d ? t->rows : t->cols};
+        if (t->rows == 1)
+            shape[0] = t->cols;
+        ck_assert_int_eq(st_writer_add(&w, t->name, f.p + t->offset, t->rows == 1 ? 1 : 2,
+                                       shape, &e), 0);
+    }
+    const ParamTensor *ln = gpt2_layout_find(&f.l, "h.1.ln_2.bias");
+    int64_t shape[1] = {ln->cols};
+    ck_assert_int_eq(st_writer_add(&w, "h.1.ln_2.bias", f.m, 1, shape, &e), 0);
+    ck_assert_int_eq(st_writer_finish(&w, NULL, NULL, &e), 0);
+    float *p = calloc(f.l.total, sizeof *p);
+    ck_assert_int_eq(ckpt_load_model(path, &f.c, &f.l, p, &e), -EINVAL);
+    tu_assert_contains(e.msg, "tensor transformer.h.1.ln_2.bias is in the file twice");
+    free(p);
+    fixture_free(&f);
+}
+END_TEST
+
+/* Found by fuzz_state (tests/fuzz/corpus/state/regress-newline-in-error*): jansson quotes a
+ * broken token with the file's own bytes, so a state.json (or safetensors header) cut in a
+ * string gave an error of two lines; every message is one printable line now (err_set). */
+START_TEST(json_errors_are_one_line)
+{
+    Fixture f;
+    fixture_init(&f, tiny(true));
+    fixture_save(&f, 4);
+    char path[256];
+    step_file(path, sizeof path, &f, 4, "state.json");
+    put_text(path, "{\n  \"step\": 4,\n  \"loss_\\\n");
+    TrainState s;
+    Err e;
+    ck_assert_int_eq(fixture_load(&f, &s, &e), -EINVAL);
+    tu_assert_contains(e.msg, "state.json:4: invalid escape");
+    ck_assert_ptr_null(strchr(e.msg, '\n'));
+    put_text(path, "{\"step\": \"a\x01\x1b[31m");
+    ck_assert_int_eq(fixture_load(&f, &s, &e), -EINVAL);
+    tu_assert_contains(e.msg, "control character");
+    for (const char *p = e.msg; *p; p++)
+        ck_assert_int_ge((unsigned char)*p, 0x20);
+    snprintf(path, sizeof path, "%s/x.safetensors", f.dir);
+    put_st(path, "{\"a\\\n", NULL, 0);
+    StFile st;
+    ck_assert_int_eq(st_open(&st, path, &e), -EINVAL);
+    tu_assert_contains(e.msg, "header is not a JSON object");
+    ck_assert_ptr_null(strchr(e.msg, '\n'));
+    fixture_free(&f);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("checkpoint");
@@ -512,6 +605,9 @@ int main(void)
     tcase_add_test(tc, config_json_for_hugging_face);
     tcase_add_test(tc, untied_head_into_tied_model);
     tcase_add_test(tc, truncated_optimizer_does_not_leak);
+    tcase_add_test(tc, shape_that_wraps_is_refused);
+    tcase_add_test(tc, tensor_twice_is_refused);
+    tcase_add_test(tc, json_errors_are_one_line);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

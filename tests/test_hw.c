@@ -413,9 +413,9 @@ START_TEST(endless_line)
 }
 END_TEST
 
-/* Found by fuzzing (tests/fuzz/corpus/hw/regress-gemm-dims-too-close): two GEMM dims that
- * differ but have the same log2, where the curve is interpolated, made GSL's error handler
- * abort the process; now one line naming the dims, as a file and as --set. */
+/* Found writing fuzz_hw (tests/fuzz/corpus/hw/regress-gemm-dims-too-close): two GEMM dims
+ * that differ but have the same log2, where the curve is interpolated, made GSL's error
+ * handler abort the process; now one line naming the dims, as a file and as --set. */
 START_TEST(gemm_dims_too_close)
 {
     expect_bad(edit("512:0.4 1024:0.6", "4.8261724457000019:0.4 4.8261724457000028:0.6"), ":9:",
@@ -437,9 +437,10 @@ START_TEST(gemm_dims_too_close)
 }
 END_TEST
 
-/* Found by fuzzing (tests/fuzz/corpus/hw/regress-write-rounds-*): hw_write's six digits made a
- * reserve equal to its memory, or two GEMM dims equal, so what it wrote did not load; such
- * values are now written with the digits that keep them apart, the rest as before. */
+/* Found by fuzz_hw's round-trip check (tests/fuzz/corpus/hw/regress-write-rounds-*):
+ * hw_write's six digits made a reserve equal to its memory, or two GEMM dims equal, so what it
+ * wrote did not load; such values are now written with the digits that keep them apart, the
+ * rest as before. */
 START_TEST(write_keeps_strict_checks)
 {
     const char *sets[] = {"gpu.mem_GiB=80.0000001", "memory.gpu_reserved_GiB=79.9999999",

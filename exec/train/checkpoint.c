@@ -396,7 +396,12 @@ int ckpt_load_model(const char *path, const ModelConfig *c, const Gpt2Layout *l,
                          c->n_layer, c->d_model);
         if (!t || rc)
             continue;
-        rc = check_shape(path, c, t, st, e);
+        /* the same tensor under both of its names: which one would win is the file's order */
+        if (seen[t - l->t])
+            rc = err_set(e, -EINVAL, "%s: tensor %s is in the file twice (with and without "
+                         "\"transformer.\")", path, t->name);
+        if (!rc)
+            rc = check_shape(path, c, t, st, e);
         if (!rc)
             rc = load_tensor(&s, st, t, l, params, &tmp, e);
         seen[t - l->t] = true;

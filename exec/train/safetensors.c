@@ -80,7 +80,15 @@ static int parse_entry(StFile *s, const char *name, json_t *v, uint64_t data_len
         return err_set(e, -EINVAL, "%s: tensor %s ends at byte %llu of a %llu-byte data section: "
                        "the file is truncated", s->path, name, (unsigned long long)t->end,
                        (unsigned long long)data_len);
-    if (t->end - t->begin != st_numel(t) * es)
+    /* dtype x shape in exact arithmetic: a product that wraps could match any byte count */
+    uint64_t bytes = es;
+    for (int i = 0; i < t->ndim; i++) {
+        if (t->shape[i] && bytes > UINT64_MAX / (uint64_t)t->shape[i])
+            return err_set(e, -EINVAL, "%s: tensor %s: its shape holds 2^64 bytes or more",
+                           s->path, name);
+        bytes *= (uint64_t)t->shape[i];
+    }
+    if (t->end - t->begin != bytes)
         return err_set(e, -EINVAL, "%s: tensor %s: %llu bytes for %zu %s values", s->path,
                        name, (unsigned long long)(t->end - t->begin), st_numel(t), t->dtype);
     s->n++;

@@ -1,0 +1,120 @@
+/* fuzz_hw: the hardware ini (model/hw.h, hw_load) under libFuzzer.
+ *
+ * The input up to its first NUL byte is the ini file; what follows is `section.key=value`
+ * overrides, one per line or NUL-separated (as --set gives them), at most 8. A load either
+ * fails with one line naming what is wrong, or gives hardware whose numbers the cost model can
+ * use, and that hw_write writes as an ini which loads again to the same values (hw.h). */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fuzz_util.h"
+#include "hw.h"
+
+enum { MAX_OVERRIDES = 8 };
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc, (void)argv;
+    return 0;
+}
+
+/* a and b agree to the 6 significant digits hw_write keeps */
+static int close_to(double a, double b)
+{
+    return fabs(a - b) <= 1e-5 * fabs(a) + 1e-300;
+}
+
+/* hw_write's text of hw loads again, to the same values. */
+static void check_round_trip(const Hardware *hw)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f)
+        fuzz_die("open_memstream", "");
+    fuzz_check(hw_write(f, hw, NULL, NULL) == 0);
+    fclose(f);
+    char path[512];
+    fuzz_file(path, sizeof path, "written.ini", text, len);
+    free(text);
+    Hardware b;
+    Err e;
+    int rc = hw_load(path, NULL, 0, &b, &e);
+    /* Left alone: a curve of many points with long numbers makes a gemm_efficiency line longer
+     * than the reader takes (inih's 200 bytes); fuyou-profile's curves are far shorter, and it
+     * checks that what it wrote loads. */
+    if (rc && strstr(e.msg, "line longer than") && hw->gemm.n > 8)
+        return;
+    if (rc)
+        fprintf(stderr, "fuzz_hw: hw_write's output does not load: %s\n", e.msg);
+    fuzz_check(rc == 0);
+    fuzz_check(!strcmp(b.gpu_name, hw->gpu_name) && !strcmp(b.cpu_name, hw->cpu_name) &&
+               !strcmp(b.ssd_name, hw->ssd_name));
+    fuzz_check(b.cpu_cores == hw->cpu_cores && b.ssd_count == hw->ssd_count);
+    fuzz_check(close_to(b.gpu_mem_GiB, hw->gpu_mem_GiB));
+    fuzz_check(close_to(b.gpu_bf16_TFLOPS, hw->gpu_bf16_TFLOPS));
+    fuzz_check(close_to(b.h2d_bidir_GBps, hw->h2d_bidir_GBps));
+    fuzz_check(close_to(b.ssd_duplex, hw->ssd_duplex));
+    fuzz_check(close_to(b.gpu_reserved_GiB, hw->gpu_reserved_GiB));
+    fuzz_check(b.gemm.n == hw->gemm.n);
+    for (int i = 0; i < b.gemm.n; i++)
+        fuzz_check(close_to(b.gemm.dim[i], hw->gemm.dim[i]) &&
+                   close_to(b.gemm.eff[i], hw->gemm.eff[i]));
+    hw_free(&b);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    const uint8_t *nul = memchr(data, 0, size);
+    size_t file_len = nul ? (size_t)(nul - data) : size;
+    char path[512];
+    fuzz_file(path, sizeof path, "hw.ini", data, file_len);
+
+    /* the overrides: the rest, split at NUL bytes and newlines */
+    size_t rest = nul ? size - file_len - 1 : 0;
+    char *buf = malloc(rest + 1);
+    if (!buf)
+        fuzz_die("malloc", "");
+    if (rest)
+        memcpy(buf, nul + 1, rest);
+    buf[rest] = '\0';
+    const char *overrides[MAX_OVERRIDES];
+    int n = 0;
+    for (size_t i = 0, start = 0; i <= rest && n < MAX_OVERRIDES; i++)
+        if (i == rest || buf[i] == '\0' || buf[i] == '\n') {
+            buf[i] = '\0';
+            if (i > start)
+                overrides[n++] = buf + start;
+            start = i + 1;
+        }
+
+    Hardware hw;
+    Err e = {""};
+    int rc = hw_load(path, overrides, n, &hw, &e);
+    if (rc) {
+        fuzz_check(rc == -EINVAL || rc == -ENOMEM);
+        fuzz_check_message(e.msg);
+    } else {
+        /* what the cost model divides by and sizes with */
+        fuzz_check(hw_gpu_bytes(&hw) > 0 && hw_cpu_bytes(&hw) > 0 && hw_ssd_bytes(&hw) > 0);
+        fuzz_check(hw.h2d_bidir_GBps > 0 && hw.h2d_bidir_GBps <= hw.h2d_GBps);
+        fuzz_check(hw.d2h_bidir_GBps > 0 && hw.d2h_bidir_GBps <= hw.d2h_GBps);
+        for (int64_t m = 1; m <= (INT64_C(1) << 40); m *= 64) {
+            double eff = hw_gemm_efficiency(&hw, m, m, 2 * m + 1);
+            fuzz_check(isfinite(eff) && eff > 0);
+        }
+        for (int i = 0; i < hw.gemm.n; i++) { /* at each point, and between it and the next */
+            int64_t m = (int64_t)hw.gemm.dim[i];
+            double at = hw_gemm_efficiency(&hw, m, m, m), next = hw_gemm_efficiency(&hw, m + 1,
+                                                                                    m + 1, m);
+            fuzz_check(isfinite(at) && at > 0 && isfinite(next) && next > 0);
+        }
+        check_round_trip(&hw);
+        hw_free(&hw);
+    }
+    free(buf);
+    return 0;
+}

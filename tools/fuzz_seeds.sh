@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# fuzz_seeds.sh: writes the seed corpora of the fuzz targets (tests/fuzz/corpus/TARGET/) from
+# real files: the hardware presets, the model inis, a checkpoint of the micro model
+# (tests/fuzz/micro.ini) that fuyou-run trains and saves, and small token and safetensors files
+# made here. Run it when a format changes, then review and commit the corpus; the inputs of
+# findings (regress-*, each with its test in the Check suites, and crash-*) are kept, the rest
+# is replaced.
+#
+# Usage: tools/fuzz_seeds.sh [BUILD_DIR]   (a normal build with fuyou-run; default build)
+# Exit status: 0 done, 1 a step failed, 2 usage error.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ $# -gt 1 ] || [ "${1:-}" = -h ] || [ "${1:-}" = --help ]; then
+    echo "usage: tools/fuzz_seeds.sh [BUILD_DIR]" >&2
+    exit 2
+fi
+build=${1:-build}
+run=$build/exec/fuyou-run
+if [ ! -x "$run" ]; then
+    echo "fuzz_seeds.sh: $run not found; build first (meson compile -C $build)" >&2
+    exit 2
+fi
+corpus=tests/fuzz/corpus
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+for t in hw model_ini safetensors tokens state; do
+    mkdir -p "$corpus/$t"
+    find "$corpus/$t" -type f ! -name 'crash-*' ! -name 'regress-*' -delete
+done
+
+# the hardware ini: the presets, and one with overrides after a NUL byte (fuzz_hw.c)
+cp model/presets/*.ini "$corpus/hw/"
+{ cat model/presets/4090.ini; printf '\0ssd.count=3\nmemory.cpu_mem_GiB=256\ngpu.name=test'; } \
+    > "$corpus/hw/4090-with-overrides"
+
+# the model ini: the test model, the micro model, and every key
+cp tests/data/tiny.ini "$corpus/model_ini/tiny.ini"
+cp tests/fuzz/micro.ini "$corpus/model_ini/micro.ini"
+cat > "$corpus/model_ini/all-keys.ini" <<'INI'
+[model]
+name = my-model      ; optional, defaults to the file name
+layers = 48
+hidden = 6144
+heads = 48
+ffn = 24576          ; optional, defaults to 4 x hidden
+vocab = 50257
+max_seq = 2048
+tied = false
+dtype = fp16
+INI
+
+# a checkpoint the trainer writes: the micro model, 4 steps on a text
+head -c 2000 /usr/share/common-licenses/GPL-3 > "$tmp/text.txt"
+"$run" --model tests/fuzz/micro.ini --data "$tmp/text.txt" --batch 2 --seq 16 --steps 4 \
+    --threads 1 --save "$tmp/ckpt" > /dev/null
+step=$tmp/ckpt/$(cat "$tmp/ckpt/latest")
+cp "$step/state.json" "$corpus/state/state.json"
+cp "$step/model.safetensors" "$corpus/safetensors/micro-model.safetensors"
+cp "$step/optimizer.safetensors" "$corpus/safetensors/micro-optimizer.safetensors"
+
+# token files: text, llm.c (and its header with a damaged magic), headerless uint16; and a
+# safetensors file of every dtype the reader converts, without checksums (as the hub's are)
+python3 - "$corpus" <<'PY'
+import json, struct, sys
+corpus = sys.argv[1]
+text = b"It was the best of times, it was the worst of times.\n" * 2
+tokens = [t % 50257 for t in range(0, 64 * 797, 797)]
+def llmc(magic, toks):
+    header = [magic, 1, len(toks)] + [0] * 253
+    return struct.pack("<256i", *header) + struct.pack("<%dH" % len(toks), *toks)
+files = {
+    "tokens/text.txt": text,
+    "tokens/llmc.bin": llmc(20240520, tokens),
+    "tokens/llmc-damaged-magic.bin": llmc(20240521, tokens),
+    "tokens/u16.bin": struct.pack("<%dH" % len(tokens), *tokens),
+}
+data = struct.pack("<4f", 1.0, -2.0, 0.5, 3.25)
+data += struct.pack("<4H", 0x3c00, 0xc000, 0x3800, 0x7c00)    # F16: 1, -2, 0.5, inf
+data += struct.pack("<2H", 0x3f80, 0xbf80)                    # BF16: 1, -1
+header = {"__metadata__": {"format": "pt"},
+          "a.f32": {"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 16]},
+          "b.f16": {"dtype": "F16", "shape": [4], "data_offsets": [16, 24]},
+          "c.bf16": {"dtype": "BF16", "shape": [1, 2], "data_offsets": [24, 28]}}
+h = json.dumps(header, separators=(",", ":")).encode()
+h += b" " * (-len(h) % 8)
+files["safetensors/dtypes.safetensors"] = struct.pack("<Q", len(h)) + h + data
+for name, content in files.items():
+    with open(f"{corpus}/{name}", "wb") as f:
+        f.write(content)
+PY
+for t in hw model_ini safetensors tokens state; do
+    echo "$corpus/$t: $(find "$corpus/$t" -type f | wc -l) files"
+done
