@@ -116,7 +116,7 @@ START_TEST(run_save_refuses_checkpoints)
     }
     snprintf(args, sizeof args, "%s --overwrite", small);
     ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 2);
-    tu_assert_contains(out, "--overwrite is for a fresh run's --save directory");
+    tu_assert_contains(out, "--overwrite is for a --save directory other than");
     /* a run that fails before its first save leaves the old checkpoints */
     snprintf(args, sizeof args, "--offload --steps 1 --batch 2 --seq 16 --save %s --overwrite "
              "--cpu-mem 4KiB", dir);
@@ -133,6 +133,25 @@ START_TEST(run_save_refuses_checkpoints)
     /* continuing it is what --resume is for */
     snprintf(args, sizeof args, "--steps 2 --batch 2 --seq 16 --resume %s --save %s", dir, dir);
     ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 0);
+    /* a resumed run saving into another directory that holds checkpoints: refused the same way
+     * (it was not checked), --overwrite allowed there, and not for the directory resumed from */
+    char other[] = "/tmp/fuyou-cli-save2-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(other));
+    snprintf(args, sizeof args, "%s --save %s", small, other);
+    ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 0);
+    snprintf(args, sizeof args, "--steps 3 --batch 2 --seq 16 --resume %s --save %s", dir, other);
+    ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 2);
+    tu_assert_contains(out, "holds a checkpoint");
+    snprintf(args, sizeof args, "--steps 3 --batch 2 --seq 16 --resume %s --save %s --overwrite",
+             dir, other);
+    ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 0);
+    snprintf(path, sizeof path, "%s/step-00000003/model.safetensors", other);
+    ck_assert_int_eq(access(path, F_OK), 0);
+    snprintf(args, sizeof args, "--steps 4 --batch 2 --seq 16 --resume %s --save %s --overwrite",
+             dir, dir);
+    ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 2);
+    tu_assert_contains(out, "--overwrite is for a --save directory other than the one resumed");
+    tu_rm_tree(other);
     tu_rm_tree(dir);
 }
 END_TEST

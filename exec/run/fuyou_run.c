@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "checkpoint.h"
 #include "config.h"
@@ -55,8 +56,8 @@ static void usage(FILE *out)
 "  --tail N              blocks in the tail sub-group (default 1)\n"
 "  --save DIR            write checkpoints (safetensors, Hugging Face names) to DIR\n"
 "  --save-every K        every K steps as well as at the end\n"
-"  --overwrite           a fresh run may save into a --save DIR that holds checkpoints:\n"
-"                        they are removed first (without it, such a DIR is refused)\n"
+"  --overwrite           save into a --save DIR that holds another run's checkpoints:\n"
+"                        they are removed before the first save (without it, refused)\n"
 "  --resume DIR          continue from DIR's latest checkpoint, exactly\n"
 "  --init-from FILE      start from a model.safetensors (e.g. GPT-2 from the Hugging Face hub)\n"
 "  --log FILE            TSV: step loss lr grad_norm tokens_per_s loss_scale\n"
@@ -106,6 +107,13 @@ static int whole(const char *opt, const char *s, double lo, double hi, double *o
         return -EINVAL;
     *out = (double)v;
     return 0;
+}
+
+/* Whether two paths name the same existing directory. */
+static bool same_dir(const char *a, const char *b)
+{
+    struct stat x, y;
+    return !stat(a, &x) && !stat(b, &y) && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
 }
 
 /* --offload: the plan for the budgets, then the pipeline. */
@@ -386,20 +394,22 @@ int main(int argc, char **argv)
         placed |= i != PC_SUBGROUP && i != PC_TAIL && i != PC_MICRO && pa.count[i] >= 0;
     if (pa.count[PC_MICRO] > 0)
         o.micro_batches = pa.count[PC_MICRO];
-    if (!offload && (placed || strcmp(swap_arg, "auto") || pc.gpu_budget || pc.cpu_budget || pc.n_ssd_dirs ||
-                     pc.trace_path || pc.chrome_path || pc.segment_iters)) {
+    if (!offload && (placed || strcmp(swap_arg, "auto") || pc.gpu_budget || pc.cpu_budget ||
+                     pc.n_ssd_dirs || pc.trace_path || pc.chrome_path || pc.segment_iters)) {
         fprintf(stderr, "fuyou-run: placement, budgets, --ssd-dir and traces need --offload\n");
         return 2;
     }
-    if (overwrite && (!o.save_dir || o.resume_dir)) {
-        fprintf(stderr, "fuyou-run: --overwrite is for a fresh run's --save directory: it needs "
-                "--save and no --resume\n");
+    /* a run must not move another run's latest back or replace its steps: a fresh run's --save,
+     * or a resumed run's when it is not the directory resumed from; checked once, here, before
+     * either trainer starts */
+    bool save_elsewhere = o.save_dir && (!o.resume_dir || !same_dir(o.save_dir, o.resume_dir));
+    if (overwrite && !save_elsewhere) {
+        fprintf(stderr, "fuyou-run: --overwrite is for a --save directory other than the one "
+                "resumed from: it needs --save\n");
         return 2;
     }
-    /* a fresh run must not move another run's latest back or replace its steps: checked once,
-     * here, before either trainer starts */
     o.overwrite = overwrite;
-    int ck = o.save_dir && !o.resume_dir ? ckpt_prepare_fresh(o.save_dir, false, &e) : 0;
+    int ck = save_elsewhere ? ckpt_prepare_fresh(o.save_dir, false, &e) : 0;
     if (ck == -EEXIST && overwrite)
         ck = 0; /* removed before the first save (trainer_clear_old_checkpoints) */
     if (ck) {

@@ -158,7 +158,7 @@ static int log_keep_rows(const TrainOptions *o, FILE *f, int64_t step, bool *hea
 
 int trainer_clear_old_checkpoints(const TrainOptions *o, bool *done, Err *e)
 {
-    if (*done || !o->overwrite || o->resume_dir)
+    if (*done || !o->overwrite)
         return 0;
     *done = true;
     return ckpt_prepare_fresh(o->save_dir, true, e);

@@ -45,9 +45,9 @@ typedef struct TrainOptions {
     int subgroup_blocks, tail_blocks;
     const char *save_dir;    /* NULL: no checkpoints */
     int save_every;          /* steps between checkpoints (and one at the end) */
-    bool overwrite;          /* a fresh run may replace save_dir's checkpoints: they are
-                                removed just before its first save, not before (a run that
-                                fails first leaves them) */
+    bool overwrite;          /* save_dir's checkpoints (another run's: the command line
+                                allows it only then) are removed just before the first save,
+                                not before (a run that fails first leaves them) */
     const char *resume_dir;  /* NULL: start from scratch */
     const char *init_from;   /* a model.safetensors to start from, or NULL */
     const char *log_path;    /* TSV: step loss lr grad_norm tokens/s scale */
@@ -78,8 +78,8 @@ void trainer_init_params(const ModelConfig *c, const struct Gpt2Layout *l, float
  * each step's loss (TrainResult). */
 #define TRAIN_MAX_STEPS 1000000000
 
-/* Before each save: on a fresh run with o->overwrite, removes save_dir's earlier checkpoints
- * the first time (*done then true). 0 or -errno with e. */
+/* Before each save: with o->overwrite, removes save_dir's earlier checkpoints the first time
+ * (*done then true). 0 or -errno with e. */
 int trainer_clear_old_checkpoints(const TrainOptions *o, bool *done, Err *e);
 
 /* Pieces of the loop that the out-of-core pipeline (exec/pipeline) shares: the data, checked
