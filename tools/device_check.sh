@@ -12,6 +12,7 @@
 #   correctness part; RUNS="name|model|batch|iters|plan flags|fuyou-run flags;..." replaces
 #   the speed runs)
 #   this machine measured into a hardware ini: MODE=hwprofile bash tools/device_check.sh
+#   the regression's other eight runs (issue 12): MODE=regression bash tools/device_check.sh
 #   here, to fetch the packages once: tools/device_check.sh --fetch-deps
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -24,6 +25,22 @@ if [ "${1:-}" = "--fetch-deps" ]; then
 fi
 
 OUT=${OUT:-/tmp/fuyou-out}
+
+# The regression's other runs (issue 12): with issue 11's four (the default RUNS), eleven
+# configurations over the regimes; run as MODE=regression (CHECK=0 implied), then
+# tools/regress.sh here over every call's unpacked logs. About 8 minutes on the H200.
+REGRESSION_RUNS="124m b8 all-gpu|gpt2-124m|8|3|--weights cpu --optim cpu --checkpoints gpu --act gpu|;\
+350m b16 sg2|gpt3-350m|16|3|--weights cpu --optim cpu --checkpoints gpu --act recompute --subgroup 2|;\
+760m b8 act-cpu|gpt3-760m|8|3|--weights cpu --optim cpu --checkpoints cpu --act cpu|;\
+1.3b b8 recompute|gpt3-1.3b|8|3|--weights cpu --optim cpu --checkpoints gpu --act recompute|;\
+1.3b b16 swap2g|gpt3-1.3b|16|3|--weights cpu --optim cpu --checkpoints gpu --swap 2GiB|;\
+1.3b b32 mb2|gpt3-1.3b|32|3|--weights cpu --optim cpu --checkpoints cpu --act recompute --micro-batches 2|;\
+1.3b b8 w-ssd|gpt3-1.3b|8|3|--weights ssd --optim cpu --checkpoints gpu --act recompute|;\
+760m b8 states-ssd sg4|gpt3-760m|8|3|--weights cpu --optim ssd --checkpoints gpu --act recompute --subgroup 4|"
+if [ "${MODE:-all}" = regression ]; then
+    MODE=offload CHECK=0 RUNS=${RUNS:-$REGRESSION_RUNS}
+fi
+
 mkdir -p "$OUT" /opt/deps
 for f in .deps/*.deb; do dpkg -x "$f" /opt/deps; done
 lib=/opt/deps/usr/lib/x86_64-linux-gnu
