@@ -27,8 +27,9 @@ static inline void cuda_report(const char *file, int line, const char *what, con
     if (cuda_failure) {
         if (!cuda_failure->failed) {
             cuda_failure->failed = true;
-            snprintf(cuda_failure->msg, sizeof cuda_failure->msg, "%s:%d: %s: %s", file, line,
-                     what, why);
+            /* each part bounded so the whole fits (a long call is cut, not the error) */
+            snprintf(cuda_failure->msg, sizeof cuda_failure->msg, "%.80s:%d: %.100s: %.50s",
+                     file, line, what, why);
         }
         return;
     }
