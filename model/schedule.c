@@ -122,6 +122,15 @@ static int add_task(Builder *b, Resource res, TaskKind kind, Phase ph, int layer
     return s->n_tasks++;
 }
 
+/* Task ids of micro-batch m start "m<m>." when there are several, nothing otherwise. */
+static void set_prefix(Builder *b, int m)
+{
+    if (b->M > 1)
+        snprintf(b->prefix, sizeof b->prefix, "m%d.", m);
+    else
+        b->prefix[0] = 0;
+}
+
 static void dep(Builder *b, int task, int on)
 {
     if (task < 0 || on < 0)
@@ -336,7 +345,7 @@ static void emit_loads(Builder *b, int u)
     char save_prefix[sizeof b->prefix];
     memcpy(save_prefix, b->prefix, sizeof save_prefix);
     b->iter = it;
-    snprintf(b->prefix, sizeof b->prefix, b->M > 1 ? "m%d." : "", m);
+    set_prefix(b, m);
     Phase ph = bwd ? PHASE_BACKWARD : PHASE_FORWARD;
     const char *sfx = bwd ? ".bwd" : "";
     int gate = u - p->prefetch_depth - 1; /* loads start once use u - d is under way */
@@ -682,7 +691,7 @@ static void emit_micro_batch(Builder *b, int m)
     const Graph *g = b->g;
     bool last_micro = m == b->M - 1;
     b->micro = m;
-    snprintf(b->prefix, sizeof b->prefix, b->M > 1 ? "m%d." : "", m);
+    set_prefix(b, m);
     if (b->iter == 0 && m == 0)
         emit_loads_ahead(b, 0);
 
