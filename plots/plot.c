@@ -37,6 +37,13 @@ static void quoted(FILE *f, const char *s)
 
 /* The resource lanes of a timeline, from the top: gpu, h2d, d2h, ssd_read, ssd_write, cpu_adam;
  * other resources at 0. */
+/* One data series: the quoted file, its header line skipped, then `using` and the rest. */
+static void series(FILE *f, const char *path, const char *rest)
+{
+    quoted(f, path);
+    fprintf(f, " skip 1 using %s", rest);
+}
+
 static void lanes(FILE *f)
 {
     fprintf(f, "lane(s) = s eq 'gpu' ? 6 : s eq 'h2d' ? 5 : s eq 'd2h' ? 4 : "
@@ -66,53 +73,42 @@ int plot_write_script(FILE *f, const PlotRequest *r, Err *e)
     if (r->kind == PLOT_TIMELINE) {
         fprintf(f, "phase(s) = s eq 'forward' ? 1 : s eq 'backward' ? 2 : 3\n"
                    "plot for [p=1:3] ");
-        quoted(f, r->input);
-        fprintf(f, " skip 1 using (keep($1) ? ($6 + $7) / 2 : NaN):(keep($1) && "
-                "phase(strcol(4)) == p ? lane(strcol(3)) : NaN):(($7 - $6) / 2):(0.35) "
-                "with boxxyerror "
-                "title word('forward backward optimizer', p)\n");
+        series(f, r->input, "(keep($1) ? ($6 + $7) / 2 : NaN):(keep($1) && "
+                            "phase(strcol(4)) == p ? lane(strcol(3)) : NaN):"
+                            "(($7 - $6) / 2):(0.35) with boxxyerror "
+                            "title word('forward backward optimizer', p)\n");
     } else if (r->kind == PLOT_COMPARE) {
         /* Joined table: 1 iter, 3 resource, 4-5 predicted start/end, 6-7 measured start/end.
          * Each lane has the predicted row above the measured one. */
         fprintf(f, "plot ");
-        quoted(f, r->input);
-        fprintf(f, " skip 1 using (keep($1) ? ($4 + $5) / 2 : NaN):(lane(strcol(3)) + 0.2):"
-                   "(($5 - $4) / 2):(0.17) with boxxyerror title 'predicted', ");
-        quoted(f, r->input);
-        fprintf(f, " skip 1 using (keep($1) ? ($6 + $7) / 2 : NaN):(lane(strcol(3)) - 0.2):"
-                   "(($7 - $6) / 2):(0.17) with boxxyerror title 'measured'\n");
+        series(f, r->input, "(keep($1) ? ($4 + $5) / 2 : NaN):(lane(strcol(3)) + 0.2):"
+                            "(($5 - $4) / 2):(0.17) with boxxyerror title 'predicted', ");
+        series(f, r->input, "(keep($1) ? ($6 + $7) / 2 : NaN):(lane(strcol(3)) - 0.2):"
+                            "(($7 - $6) / 2):(0.17) with boxxyerror title 'measured'\n");
     } else if (r->kind == PLOT_SCATTER) {
         fprintf(f, "set logscale xy\nset xlabel 'predicted task duration (s)'\n"
                    "set ylabel 'measured task duration (s)'\nset size ratio -1\nplot ");
-        quoted(f, r->input);
-        fprintf(f, " skip 1 using (keep($1) && $5 > $4 ? $5 - $4 : NaN):($7 > $6 ? $7 - $6 : "
-                   "NaN) with points pt 7 ps 0.5 title 'tasks', x with lines lw 2 "
-                   "title 'y = x'\n");
+        series(f, r->input, "(keep($1) && $5 > $4 ? $5 - $4 : NaN):($7 > $6 ? $7 - $6 : "
+                            "NaN) with points pt 7 ps 0.5 title 'tasks', x with lines lw 2 "
+                            "title 'y = x'\n");
     } else if (r->kind == PLOT_BATCH) {
         fprintf(f, "set xlabel 'batch (sequences)'\nset ylabel 'model TFLOPS'\n"
                    "set logscale x 2\nset yrange [0:*]\n"
                    "set offsets graph 0.05, graph 0.05, 0, 0\nplot ");
-        quoted(f, r->input);
-        fprintf(f, " skip 1 using 2:3 with points pt 6 ps 1.5 title 'predicted', ");
-        quoted(f, r->input);
-        fprintf(f, " skip 1 using 2:4 with points pt 7 ps 1 title 'measured', ");
-        quoted(f, r->input);
-        fprintf(f, " skip 1 using 2:3:1 with labels offset 0,1 font ',8' notitle\n");
+        series(f, r->input, "2:3 with points pt 6 ps 1.5 title 'predicted', ");
+        series(f, r->input, "2:4 with points pt 7 ps 1 title 'measured', ");
+        series(f, r->input, "2:3:1 with labels offset 0,1 font ',8' notitle\n");
     } else {
         fprintf(f, "set xlabel 'activations kept instead of recomputed (GiB)'\n"
                    "set ylabel 'seconds per iteration'\nplot ");
-        quoted(f, r->input);
-        fprintf(f, " skip 1 using ($1 / 2**30):3 with lines lw 2 title 'closed form', ");
-        quoted(f, r->input);
-        fprintf(f, " skip 1 using ($1 / 2**30):4 with linespoints pt 7 ps 0.4 title "
-                   "'simulated', ");
-        quoted(f, r->input);
-        fprintf(f, " skip 1 using ($1 / 2**30):($7 == 1 ? $4 : NaN) with points pt 9 ps 2.5 "
-                   "title 'planner'");
+        series(f, r->input, "($1 / 2**30):3 with lines lw 2 title 'closed form', ");
+        series(f, r->input, "($1 / 2**30):4 with linespoints pt 7 ps 0.4 title "
+                            "'simulated', ");
+        series(f, r->input, "($1 / 2**30):($7 == 1 ? $4 : NaN) with points pt 9 ps 2.5 "
+                            "title 'planner'");
         if (r->measured) {
             fprintf(f, ", ");
-            quoted(f, r->measured);
-            fprintf(f, " skip 1 using ($1 / 2**30):2 with points pt 5 ps 1.2 title 'measured'");
+            series(f, r->measured, "($1 / 2**30):2 with points pt 5 ps 1.2 title 'measured'");
         }
         fputc('\n', f);
     }

@@ -291,33 +291,6 @@ static int count_lines(const char *path)
     return n;
 }
 
-/* Two --log files equal row for row except tokens_per_s (the fifth column). */
-static void assert_same_log(const char *want_path, const char *got_path)
-{
-    FILE *a = fopen(want_path, "r"), *b = fopen(got_path, "r");
-    ck_assert_ptr_nonnull(a);
-    ck_assert_ptr_nonnull(b);
-    char la[256], lb[256];
-    for (int line = 1;; line++) {
-        char *ra = fgets(la, sizeof la, a), *rb = fgets(lb, sizeof lb, b);
-        ck_assert_msg((ra == NULL) == (rb == NULL), "%s:%d: one log ends before the other",
-                      got_path, line);
-        if (!ra)
-            break;
-        char fa[6][32] = {{0}}, fb[6][32] = {{0}};
-        int na = sscanf(la, "%31[^\t]\t%31[^\t]\t%31[^\t]\t%31[^\t]\t%31[^\t]\t%31s", fa[0],
-                        fa[1], fa[2], fa[3], fa[4], fa[5]);
-        int nb = sscanf(lb, "%31[^\t]\t%31[^\t]\t%31[^\t]\t%31[^\t]\t%31[^\t]\t%31s", fb[0],
-                        fb[1], fb[2], fb[3], fb[4], fb[5]);
-        ck_assert_msg(na == 6 && nb == 6, "%s:%d: not a log row: %s", got_path, line, lb);
-        for (int k = 0; k < 6; k++)
-            if (k != 4 || line == 1)
-                ck_assert_msg(!strcmp(fa[k], fb[k]), "%s:%d: %s expected, got %s", got_path,
-                              line, la, lb);
-    }
-    fclose(a), fclose(b);
-}
-
 /* fuyou-run killed with SIGKILL in the middle of training has written the log row of every
  * step it finished; resumed from its last checkpoint, the log is the uninterrupted run's */
 START_TEST(run_log_survives_kill)
@@ -353,7 +326,7 @@ START_TEST(run_log_survives_kill)
     snprintf(args, sizeof args, "%s --log %s", run, log_u);
     ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 0);
     ck_assert_int_eq(count_lines(log_u), 41);
-    assert_same_log(log_u, log_k);
+    tu_assert_same_log(log_u, log_k);
     tu_rm_tree(dir);
 }
 END_TEST
@@ -378,7 +351,7 @@ START_TEST(run_offload_log_resume)
     ck_assert_int_eq(count_lines(log_r), 7);
     snprintf(args, sizeof args, "%s --steps 8 --resume %s --log %s", run, ckpt, log_r);
     ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 0);
-    assert_same_log(log_u, log_r);
+    tu_assert_same_log(log_u, log_r);
     if (!access("/dev/full", W_OK)) {
         snprintf(args, sizeof args, "%s --steps 2 --log /dev/full", run);
         ck_assert_int_ne(run_bin("FUYOU_RUN", args, out, sizeof out), 0);

@@ -386,32 +386,6 @@ static int run_until(TrainOptions o, int die, Err *e)
     return rc;
 }
 
-/* Two logs equal row for row except the tokens_per_s column (the fifth). */
-static void assert_same_log(const char *want_path, const char *got_path)
-{
-    FILE *a = fopen(want_path, "r"), *b = fopen(got_path, "r");
-    ck_assert_ptr_nonnull(a);
-    ck_assert_ptr_nonnull(b);
-    char la[256], lb[256];
-    for (int line = 1;; line++) {
-        char *ra = fgets(la, sizeof la, a), *rb = fgets(lb, sizeof lb, b);
-        ck_assert_msg((ra == NULL) == (rb == NULL), "line %d: one log ends before the other "
-                      "(%s)", line, ra ? ra : rb);
-        if (!ra)
-            break;
-        char fa[6][32] = {{0}}, fb[6][32] = {{0}};
-        const char *fmt = "%31[^\t]\t%31[^\t]\t%31[^\t]\t%31[^\t]\t%31[^\t]\t%31s";
-        ck_assert_int_eq(sscanf(la, fmt, fa[0], fa[1], fa[2], fa[3], fa[4], fa[5]), 6);
-        ck_assert_msg(sscanf(lb, fmt, fb[0], fb[1], fb[2], fb[3], fb[4], fb[5]) == 6,
-                      "line %d is not a log row: %s", line, lb);
-        for (int k = 0; k < 6; k++)
-            if (k != 4 || line == 1)
-                ck_assert_msg(!strcmp(fa[k], fb[k]), "line %d: %s expected, got %s", line, la,
-                              lb);
-    }
-    fclose(a), fclose(b);
-}
-
 /* A run killed (twice, once in the middle of writing a row) and resumed from its last
  * checkpoint leaves the log an uninterrupted run writes: one header, every step once. */
 START_TEST(log_resume_equals_uninterrupted)
@@ -443,7 +417,7 @@ START_TEST(log_resume_equals_uninterrupted)
     ck_assert_int_eq(run_until(o, 6, &e), -EINTR);
     /* resumed again from step 8, to the end */
     ck_assert_msg(run_until(o, 0, &e) == 0, "%s", e.msg);
-    assert_same_log(log_a, log_b);
+    tu_assert_same_log(log_a, log_b);
     tu_rm_tree(dir_a);
     tu_rm_tree(dir_b);
 }

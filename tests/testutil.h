@@ -48,4 +48,33 @@ static inline int tu_run(Suite *s)
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
+/* Two --log files (step loss lr grad_norm tokens_per_s loss_scale) equal row for row except
+ * tokens_per_s, the fifth column, which is a timing (the headers compared whole). */
+static inline void tu_assert_same_log(const char *want_path, const char *got_path)
+{
+    FILE *a = fopen(want_path, "r"), *b = fopen(got_path, "r");
+    ck_assert_ptr_nonnull(a);
+    ck_assert_ptr_nonnull(b);
+    char la[256], lb[256];
+    const char *fmt = "%31[^\t]\t%31[^\t]\t%31[^\t]\t%31[^\t]\t%31[^\t]\t%31s";
+    for (int line = 1;; line++) {
+        char *ra = fgets(la, sizeof la, a), *rb = fgets(lb, sizeof lb, b);
+        ck_assert_msg((ra == NULL) == (rb == NULL), "%s:%d: one log ends before the other (%s)",
+                      got_path, line, ra ? ra : rb);
+        if (!ra)
+            break;
+        char fa[6][32] = {{0}}, fb[6][32] = {{0}};
+        ck_assert_msg(sscanf(la, fmt, fa[0], fa[1], fa[2], fa[3], fa[4], fa[5]) == 6,
+                      "%s:%d: not a log row: %s", want_path, line, la);
+        ck_assert_msg(sscanf(lb, fmt, fb[0], fb[1], fb[2], fb[3], fb[4], fb[5]) == 6,
+                      "%s:%d: not a log row: %s", got_path, line, lb);
+        for (int k = 0; k < 6; k++)
+            if (k != 4 || line == 1)
+                ck_assert_msg(!strcmp(fa[k], fb[k]), "%s:%d: %s expected, got %s", got_path,
+                              line, la, lb);
+    }
+    fclose(a);
+    fclose(b);
+}
+
 #endif

@@ -14,24 +14,12 @@ static inline void cpu_relax(void)
 #endif
 }
 
-/* Spins until the flag reads true or LANE_SPIN_S has passed; whether it did. */
-static bool spin_until_set(atomic_bool *flag)
+/* Spins while *word reads `while_equal`, at most LANE_SPIN_S: a lane waiting for a post (its
+ * pending flag) and the dispatcher waiting for a bell (its ring count) alike. */
+static void spin_while(const atomic_uint *word, unsigned while_equal)
 {
     double until = clock_monotonic_s() + LANE_SPIN_S;
-    for (unsigned i = 1;; i++) {
-        if (atomic_load_explicit(flag, memory_order_acquire))
-            return true;
-        cpu_relax();
-        if (!(i & 63) && clock_monotonic_s() > until)
-            return false;
-    }
-}
-
-/* Spins until the bell has rung since seen or LANE_SPIN_S has passed. */
-static void spin_until_rung(LaneBell *b, unsigned seen)
-{
-    double until = clock_monotonic_s() + LANE_SPIN_S;
-    for (unsigned i = 1; atomic_load_explicit(&b->rings, memory_order_acquire) == seen; i++) {
+    for (unsigned i = 1; atomic_load_explicit(word, memory_order_acquire) == while_equal; i++) {
         cpu_relax();
         if (!(i & 63) && clock_monotonic_s() > until)
             return;
@@ -45,7 +33,7 @@ static void *lane_main(void *arg)
     for (;;) {
         if (!l->posted && !l->quit) {
             pthread_mutex_unlock(&l->mu);
-            spin_until_set(&l->pending);
+            spin_while(&l->pending, 0);
             pthread_mutex_lock(&l->mu);
         }
         while (!l->posted && !l->quit)
@@ -53,7 +41,7 @@ static void *lane_main(void *arg)
         if (!l->posted)
             break;
         void *job = l->job;
-        atomic_store_explicit(&l->pending, false, memory_order_relaxed);
+        atomic_store_explicit(&l->pending, 0, memory_order_relaxed);
         pthread_mutex_unlock(&l->mu);
         Err e = {""};
         double t0 = clock_monotonic_s();
@@ -93,7 +81,7 @@ void lane_bell_free(LaneBell *b)
 
 void lane_bell_wait(LaneBell *b, unsigned *seen, double timeout_s)
 {
-    spin_until_rung(b, *seen);
+    spin_while(&b->rings, *seen);
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     long ns = ts.tv_nsec + (long)(timeout_s * 1e9);
@@ -110,7 +98,7 @@ void lane_bell_wait(LaneBell *b, unsigned *seen, double timeout_s)
 int lane_init(Lane *l, LaneFn fn, void *ctx, LaneBell *bell, Err *e)
 {
     memset(l, 0, sizeof *l);
-    atomic_init(&l->pending, false);
+    atomic_init(&l->pending, 0);
     atomic_init(&l->done, false);
     l->fn = fn;
     l->ctx = ctx;
@@ -146,7 +134,7 @@ void lane_post(Lane *l, void *job)
     l->job = job;
     l->posted = true;
     atomic_store_explicit(&l->done, false, memory_order_relaxed);
-    atomic_store_explicit(&l->pending, true, memory_order_release);
+    atomic_store_explicit(&l->pending, 1, memory_order_release);
     pthread_cond_broadcast(&l->cv);
     pthread_mutex_unlock(&l->mu);
 }

@@ -39,7 +39,8 @@ typedef struct Lane {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     bool started, quit, posted;
-    atomic_bool pending;        /* posted, readable without the mutex (the idle thread spins on it) */
+    atomic_uint pending;        /* 1 once posted, readable without the mutex (the idle thread
+                                   spins on it) */
     atomic_bool done;
     LaneFn fn;
     LaneBell *bell;
