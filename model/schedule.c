@@ -51,7 +51,8 @@ typedef struct Builder {
     int last_gpu;
     int iter, micro;
     char prefix[16]; /* "m1." when micro-batches accumulate */
-    /* per use (all iterations): */
+    /* per use (all iterations); these arrays are views of one allocation, per_use: */
+    int *per_use;
     int *use_last;     /* last GPU task */
     int *swap_out[2];  /* forward uses: last swap-out task of checkpoint / inner acts, or -1 */
     /* weight buffers: acquisitions (uses that load) and releases (uses whose end frees one) */
@@ -275,32 +276,20 @@ static bool use_fetches_acts(const Builder *b, bool bwd, int block)
 static int prepare_uses(Builder *b)
 {
     int n = b->n_uses;
-    b->use_last = malloc((size_t)n * sizeof(int));
-    b->swap_out[0] = malloc((size_t)n * sizeof(int));
-    b->swap_out[1] = malloc((size_t)n * sizeof(int));
-    b->w_acq = malloc((size_t)n * sizeof(int));
-    b->w_rel = malloc((size_t)n * sizeof(int));
-    b->w_acq_of_use = malloc((size_t)n * sizeof(int));
-    b->w_h2d = malloc((size_t)n * sizeof(int));
-    b->a_acq = malloc((size_t)n * sizeof(int));
-    b->fetch_h2d[0] = malloc((size_t)n * sizeof(int));
-    b->fetch_h2d[1] = malloc((size_t)n * sizeof(int));
-    b->act_d2h = malloc((size_t)n * sizeof(int));
-    b->ckpt_d2h = malloc((size_t)n * sizeof(int));
-    b->load_h2d = malloc((size_t)n * sizeof(int));
-    b->w_buf = malloc((size_t)n * sizeof(int));
-    b->a_slot = malloc((size_t)n * sizeof(int));
-    b->fetch_k_h2d[0] = malloc((size_t)n * sizeof(int));
-    b->fetch_k_h2d[1] = malloc((size_t)n * sizeof(int));
+    int **views[] = {&b->use_last, &b->swap_out[0], &b->swap_out[1], &b->w_acq, &b->w_rel,
+                     &b->w_acq_of_use, &b->w_h2d, &b->a_acq, &b->fetch_h2d[0], &b->fetch_h2d[1],
+                     &b->act_d2h, &b->ckpt_d2h, &b->load_h2d, &b->w_buf, &b->a_slot,
+                     &b->fetch_k_h2d[0], &b->fetch_k_h2d[1]};
+    size_t n_views = sizeof views / sizeof views[0];
+    b->per_use = malloc(n_views * (size_t)n * sizeof(int));
     int *hold = malloc((size_t)b->L * sizeof(int)), *rel_buf = malloc((size_t)n * sizeof(int));
-    if (!b->use_last || !b->swap_out[0] || !b->swap_out[1] || !b->w_acq || !b->w_rel ||
-        !b->w_acq_of_use || !b->w_h2d || !b->a_acq || !b->fetch_h2d[0] || !b->fetch_h2d[1] ||
-        !b->act_d2h || !b->ckpt_d2h || !b->load_h2d || !b->w_buf || !b->a_slot ||
-        !b->fetch_k_h2d[0] || !b->fetch_k_h2d[1] || !hold || !rel_buf) {
+    if (!b->per_use || !hold || !rel_buf) {
         free(hold);
         free(rel_buf);
         return -ENOMEM;
     }
+    for (size_t k = 0; k < n_views; k++)
+        *views[k] = b->per_use + k * (size_t)n;
     /* The GPU weight buffer of every use: acquisition j takes the buffer that release
      * j - weight_buffers freed (what the loads' dependencies say); a resident block's backward
      * finds its weights where its forward loaded them. */
@@ -813,24 +802,8 @@ static void builder_free(Builder *b)
 {
     free(b->edges);
     free(b->defs);
-    free(b->use_last);
-    free(b->swap_out[0]);
-    free(b->swap_out[1]);
-    free(b->w_acq);
-    free(b->w_rel);
-    free(b->w_acq_of_use);
-    free(b->w_h2d);
-    free(b->a_acq);
-    free(b->fetch_h2d[0]);
-    free(b->fetch_h2d[1]);
-    free(b->act_d2h);
-    free(b->ckpt_d2h);
-    free(b->w_buf);
-    free(b->a_slot);
-    free(b->fetch_k_h2d[0]);
-    free(b->fetch_k_h2d[1]);
+    free(b->per_use);
     free(b->upd_release);
-    free(b->load_h2d);
     free(b->upd_block);
     free(b->upd_edge);
     free(b->grad_d2h);
@@ -846,26 +819,6 @@ static int fill_minus_one(int **p, size_t n)
     for (size_t i = 0; i < n; i++)
         (*p)[i] = -1;
     return 0;
-}
-
-/* The most tasks one block's use per micro-batch emits (forward 10, recompute up to 8,
- * backward 10, weight loads and activation swaps both ways, the gradient copy), those of the
- * embedding and head per micro-batch, and of one sub-group's update per iteration (state reads
- * and writes, Adam, the new weights' copies); tests/test_sched.c holds every plan below it. */
-enum { TASKS_PER_BLOCK = 40, TASKS_PER_EDGE = 24, TASKS_PER_GROUP = 8, TASKS_PER_ITER = 8 };
-
-double sched_estimate_tasks(int n_layer, int micro_batches, int iters)
-{
-    /* doubles: the product of unchecked counts must not overflow before it is compared */
-    double L = n_layer, groups = n_layer + 1.0; /* sub-groups of one block, and the tail */
-    double per_micro = TASKS_PER_BLOCK * L + TASKS_PER_EDGE;
-    return (double)iters * ((double)micro_batches * per_micro + TASKS_PER_GROUP * groups +
-                            TASKS_PER_ITER);
-}
-
-double sched_estimate_bytes(int n_layer, int micro_batches, int iters)
-{
-    return sched_estimate_tasks(n_layer, micro_batches, iters) * SCHED_BYTES_PER_TASK;
 }
 
 int sched_build(Schedule *s, const Graph *g, const Plan *p, int iters, Err *e)

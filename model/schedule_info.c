@@ -1,6 +1,6 @@
 /* schedule_info: what the schedule says about ops and tasks, apart from building it (see
  * schedule.h): resource and phase names, the tensors each block op keeps and the recomputation
- * closure, successor lists and lookups by id. */
+ * closure, successor lists and lookups by id, and the size bound a schedule is held to. */
 #include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -120,4 +120,24 @@ int sched_find(const Schedule *s, int iter, const char *id)
         if (s->tasks[i].iter == iter && !strcmp(s->tasks[i].id, id))
             return i;
     return -1;
+}
+
+/* The most tasks one block's use per micro-batch emits (forward 10, recompute up to 8,
+ * backward 10, weight loads and activation swaps both ways, the gradient copy), those of the
+ * embedding and head per micro-batch, and of one sub-group's update per iteration (state reads
+ * and writes, Adam, the new weights' copies); tests/test_sched.c holds every plan below it. */
+enum { TASKS_PER_BLOCK = 40, TASKS_PER_EDGE = 24, TASKS_PER_GROUP = 8, TASKS_PER_ITER = 8 };
+
+double sched_estimate_tasks(int n_layer, int micro_batches, int iters)
+{
+    /* doubles: the product of unchecked counts must not overflow before it is compared */
+    double L = n_layer, groups = n_layer + 1.0; /* sub-groups of one block, and the tail */
+    double per_micro = TASKS_PER_BLOCK * L + TASKS_PER_EDGE;
+    return (double)iters * ((double)micro_batches * per_micro + TASKS_PER_GROUP * groups +
+                            TASKS_PER_ITER);
+}
+
+double sched_estimate_bytes(int n_layer, int micro_batches, int iters)
+{
+    return sched_estimate_tasks(n_layer, micro_batches, iters) * SCHED_BYTES_PER_TASK;
 }
