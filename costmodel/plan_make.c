@@ -41,9 +41,7 @@ int plan_make(const PlanRequest *rq, const Graph *g, const Hardware *hw, Plan *p
             return rc;
         /* the ladder the planner walked: from the configuration with its activations back to
          * recomputed, the chosen amount applied again */
-        for (int b = 0; b < p->n_layer; b++)
-            for (int i = 1; i < GRAPH_OPS_PER_BLOCK; i++)
-                plan_set_act(p, b, i, ACT_RECOMPUTE);
+        plan_set_inner_act(p, ACT_RECOMPUTE);
         planner_ladder(hw, g, p, &info->ladder);
         info->have_ladder = true;
         planner_apply(p, &info->ladder, info->units);
@@ -64,9 +62,7 @@ int plan_make(const PlanRequest *rq, const Graph *g, const Hardware *hw, Plan *p
     bool all_gpu = plan_act(p, 0, 1) == ACT_GPU;
     bool keep_placed = swap == SWAP_AUTO && (all_gpu || rq->policy == POLICY_ZERO_INFINITY);
     if (!keep_placed)
-        for (int b = 0; b < p->n_layer; b++)
-            for (int i = 1; i < GRAPH_OPS_PER_BLOCK; i++)
-                plan_set_act(p, b, i, ACT_RECOMPUTE);
+        plan_set_inner_act(p, ACT_RECOMPUTE);
     rc = plan_args_apply(rq->args, p, rq->prog);
     if (rc)
         return rc;

@@ -132,9 +132,7 @@ static Tier unit_tier(const SwapLadder *l, int u, double room[TIER_COUNT])
 
 void planner_apply(Plan *p, const SwapLadder *l, int n)
 {
-    for (int b = 0; b < p->n_layer; b++)
-        for (int i = 1; i < GRAPH_OPS_PER_BLOCK; i++)
-            plan_set_act(p, b, i, ACT_RECOMPUTE);
+    plan_set_inner_act(p, ACT_RECOMPUTE);
     double room[TIER_COUNT];
     memcpy(room, l->room, sizeof room);
     for (int u = 0; u < n && u < planner_units(l); u++) {

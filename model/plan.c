@@ -93,8 +93,15 @@ void plan_set_act(Plan *p, int block, int op, ActPlace a)
 void plan_set_all_act(Plan *p, ActPlace ckpt, ActPlace inner)
 {
     for (int b = 0; b < p->n_layer; b++)
-        for (int i = 0; i < GRAPH_OPS_PER_BLOCK; i++)
-            plan_set_act(p, b, i, i == 0 ? ckpt : inner);
+        plan_set_act(p, b, 0, ckpt);
+    plan_set_inner_act(p, inner);
+}
+
+void plan_set_inner_act(Plan *p, ActPlace inner)
+{
+    for (int b = 0; b < p->n_layer; b++)
+        for (int i = 1; i < GRAPH_OPS_PER_BLOCK; i++)
+            plan_set_act(p, b, i, inner);
 }
 
 int plan_validate(const Plan *p, Err *e)

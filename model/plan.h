@@ -64,6 +64,8 @@ ActPlace plan_act(const Plan *p, int block, int op);
 void plan_set_act(Plan *p, int block, int op, ActPlace a);
 /* Sets every block's checkpoint to ckpt and every other kept activation to inner. */
 void plan_set_all_act(Plan *p, ActPlace ckpt, ActPlace inner);
+/* Sets every block's intra-block activations (all but the checkpoint) to inner. */
+void plan_set_inner_act(Plan *p, ActPlace inner);
 
 /* One paragraph naming every decision of p, for reports: policy, tiers, activation bytes by
  * decision, sub-groups, prefetch and buffers. Writes into buf and returns it. */

@@ -111,9 +111,7 @@ int plan_args_apply(const PlanArgs *pa, Plan *p, const char *prog)
                     pa->act);
             return -EINVAL;
         }
-        for (int b = 0; b < p->n_layer; b++)
-            for (int i = 1; i < GRAPH_OPS_PER_BLOCK; i++)
-                plan_set_act(p, b, i, inner);
+        plan_set_inner_act(p, inner);
     }
     int *const fields[PC_N] = {
         [PC_MICRO] = &p->micro_batches, [PC_SUBGROUP] = &p->subgroup_blocks,
