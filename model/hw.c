@@ -2,6 +2,7 @@
 #include "hw.h"
 
 #include <assert.h>
+#include <ctype.h>
 #include <errno.h>
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_interp.h>
@@ -143,12 +144,32 @@ static int parse_curve(const char *value, HwCurve *c, Err *e)
     return 0;
 }
 
+/* Whether hw_write can write name so that it reads back the same: inih takes a `;` first in a
+ * value, or after a blank anywhere in it, as the start of a comment, and strips blanks at both
+ * ends. */
+static bool name_writable(const char *name)
+{
+    size_t n = strlen(name);
+    if (n && (name[0] == ';' || isspace((unsigned char)name[0]) ||
+              isspace((unsigned char)name[n - 1])))
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (iscntrl((unsigned char)name[i]) || (i && name[i] == ';' &&
+                                                isspace((unsigned char)name[i - 1])))
+            return false;
+    return true;
+}
+
 static int set_value(Hardware *hw, const HwKey *k, const char *value, Err *e)
 {
     void *field = (char *)hw + k->offset;
     if (k->kind == K_NAME) {
         if (strlen(value) >= 64)
             return err_set(e, -EINVAL, "%s: at most 63 characters", k->key);
+        if (!name_writable(value))
+            return err_set(e, -EINVAL, "%s '%s': a name is printable text that does not begin "
+                           "with ';', hold a ';' after a blank (an ini reads those as "
+                           "comments), or begin or end with blanks", k->key, value);
         strcpy(field, value);
         return 0;
     }
@@ -422,7 +443,7 @@ int hw_write(FILE *f, const Hardware *hw, HwNoteFn note, void *ctx)
             size_t n = 0;
             value[0] = 0;
             for (int j = 0; j < c->n && n < sizeof value; j++)
-                n += (size_t)snprintf(value + n, sizeof value - n, "%s%.*g:%.4g", j ? " " : "",
+                n += (size_t)snprintf(value + n, sizeof value - n, "%s%.*g:%.6g", j ? " " : "",
                                       digits, c->dim[j], c->eff[j]);
             break;
         }
@@ -431,6 +452,8 @@ int hw_write(FILE *f, const Hardware *hw, HwNoteFn note, void *ctx)
                 continue; /* optional, unset */
             snprintf(value, sizeof value, "%.*g", key_digits(hw, k), *(const double *)field);
         }
+        if (strlen(k->key) + 3 + strlen(value) > INIFILE_LINE_MAX)
+            return -E2BIG;
         const char *why = note ? note(ctx, k->section, k->key) : NULL;
         if (why)
             write_comment(f, why);

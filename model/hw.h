@@ -78,7 +78,8 @@ void hw_free(Hardware *hw);
 
 /* Writes hw as an ini that hw_load reads back to the same values: every key of every section,
  * each followed by `; ` and what note(ctx, section, key) says when it says something (where
- * the number came from). 0 or -EIO. */
+ * the number came from). 0, -EIO, or -E2BIG when a value (a GEMM curve of many points) makes a
+ * line longer than an ini reader takes (INIFILE_LINE_MAX); nothing is written after that line. */
 typedef const char *(*HwNoteFn)(void *ctx, const char *section, const char *key);
 int hw_write(FILE *f, const Hardware *hw, HwNoteFn note, void *ctx);
 

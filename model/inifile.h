@@ -14,6 +14,11 @@
 
 #include "fuyou_err.h"
 
+/* The longest line, in characters without the newline, that every reader of ours takes: inih's
+ * line buffer (INI_MAX_LINE, 200 bytes in its default and Debian's build) less the newline and
+ * the NUL. A longer line is an error, not split (see the reader in inifile.c). */
+enum { INIFILE_LINE_MAX = 198 };
+
 /* Where a key came from: a file and line, or a command-line override (line 0, file "--set"). */
 typedef struct IniLoc {
     const char *file;

@@ -474,6 +474,57 @@ START_TEST(write_keeps_strict_checks)
 }
 END_TEST
 
+/* Found by fuzz_hw's round-trip check (tests/fuzz/corpus/hw/regress-name-comment,
+ * regress-eff-digits): a name beginning with ';' loaded from `name =;x` but was written as
+ * `name = ;x`, a comment; efficiencies were written with four digits; a curve too long for one
+ * ini line was written and did not load. */
+START_TEST(write_names_digits_and_long_curves)
+{
+    Hardware a, b;
+    Err e;
+    const char *names[] = {"gpu.name=;NVIDIA", "cpu.name=Xeon ;2 sockets", "ssd.name=a\x01b",
+                           "gpu.name=tab\tin"};
+    for (int i = 0; i < 4; i++) {
+        ck_assert_int_eq(hw_load("4090.ini", &names[i], 1, &a, &e), -EINVAL);
+        tu_assert_contains(e.msg, "a name is printable text");
+    }
+    char path[64];
+    ck_assert_int_eq(load_text("[gpu]\nname =;NVIDIA\n", NULL, 0, &a, &e, path, sizeof path),
+                     -EINVAL);
+    tu_assert_contains(e.msg, ":2: name ';NVIDIA'");
+
+    const char *sets[] = {"gpu.gemm_efficiency=1000:0.123456 4096:0.654321",
+                          "cpu.name=Xeon; 2 sockets"};
+    ck_assert_msg(hw_load("4090.ini", sets, 2, &a, &e) == 0, "%s", e.msg);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    ck_assert_int_eq(hw_write(f, &a, NULL, NULL), 0);
+    fclose(f);
+    tu_temp_file(path, sizeof path, ".ini", text);
+    free(text);
+    ck_assert_msg(hw_load(path, NULL, 0, &b, &e) == 0, "%s", e.msg);
+    unlink(path);
+    ck_assert_str_eq(b.cpu_name, "Xeon; 2 sockets");
+    ck_assert_double_eq(b.gemm.eff[0], 0.123456);
+    ck_assert_double_eq(b.gemm.eff[1], 0.654321);
+    hw_free(&a);
+    hw_free(&b);
+
+    /* ten points eleven digits apart: more than an ini line holds, and hw_write says so */
+    char curve[256] = "gpu.gemm_efficiency=";
+    for (int i = 0; i < 10; i++)
+        snprintf(curve + strlen(curve), sizeof curve - strlen(curve), "%s%.11g:0.%d12345",
+                 i ? " " : "", 1000 + 1e-7 * i, i % 9 + 1);
+    sets[0] = curve;
+    ck_assert_msg(hw_load("4090.ini", sets, 1, &a, &e) == 0, "%s", e.msg);
+    f = fopen("/dev/null", "w");
+    ck_assert_int_eq(hw_write(f, &a, NULL, NULL), -E2BIG);
+    fclose(f);
+    hw_free(&a);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("hw");
@@ -493,6 +544,7 @@ int main(void)
     tcase_add_test(tc, endless_line);
     tcase_add_test(tc, gemm_dims_too_close);
     tcase_add_test(tc, write_keeps_strict_checks);
+    tcase_add_test(tc, write_names_digits_and_long_curves);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

@@ -317,7 +317,14 @@ int main(int argc, char **argv)
     }
     fprintf(f, "# fuyou-profile %s on %s, %s%s\n", FUYOU_VERSION, hw.cpu_name, day,
             quick ? " (--quick)" : "");
-    hw_write(f, &hw, lookup, &ns);
+    if (hw_write(f, &hw, lookup, &ns) == -E2BIG) {
+        fprintf(stderr, "fuyou-profile: the GEMM curve has too many points for one ini line "
+                "(%d); this is a bug, please report it\n", hw.gemm.n);
+        if (out_path)
+            fclose(f);
+        status = 1;
+        goto out;
+    }
     if (out_path && fclose(f)) {
         fprintf(stderr, "fuyou-profile: %s: write failed\n", out_path);
         goto out;

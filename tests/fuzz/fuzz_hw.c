@@ -35,19 +35,21 @@ static void check_round_trip(const Hardware *hw)
     FILE *f = open_memstream(&text, &len);
     if (!f)
         fuzz_die("open_memstream", "");
-    fuzz_check(hw_write(f, hw, NULL, NULL) == 0);
+    int wrc = hw_write(f, hw, NULL, NULL);
     fclose(f);
+    /* a curve of many points with long numbers does not fit an ini line: hw_write says so
+     * rather than write what the reader refuses */
+    fuzz_check(wrc == 0 || (wrc == -E2BIG && hw->gemm.n > 4));
+    if (wrc) {
+        free(text);
+        return;
+    }
     char path[512];
     fuzz_file(path, sizeof path, "written.ini", text, len);
     free(text);
     Hardware b;
     Err e;
     int rc = hw_load(path, NULL, 0, &b, &e);
-    /* Left alone: a curve of many points with long numbers makes a gemm_efficiency line longer
-     * than the reader takes (inih's 200 bytes); fuyou-profile's curves are far shorter, and it
-     * checks that what it wrote loads. */
-    if (rc && strstr(e.msg, "line longer than") && hw->gemm.n > 8)
-        return;
     if (rc)
         fprintf(stderr, "fuzz_hw: hw_write's output does not load: %s\n", e.msg);
     fuzz_check(rc == 0);
