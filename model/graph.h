@@ -48,6 +48,16 @@ typedef struct Op {
 
 enum { GRAPH_OPS_PER_BLOCK = 10 };
 
+/* The head runs over chunks of at most GRAPH_HEAD_CHUNK tokens, forward and backward fused per
+ * chunk (logits, softmax + cross-entropy, the logits' gradient, then the head's input and weight
+ * gradients), so that nothing holds a micro-batch's b x s x V logits; the executors run it so
+ * and the footprint counts one chunk. */
+enum { GRAPH_HEAD_CHUNK = 4096 };
+static inline int64_t graph_head_chunk(int64_t tokens)
+{
+    return tokens < GRAPH_HEAD_CHUNK ? tokens : GRAPH_HEAD_CHUNK;
+}
+
 /* Limits of one micro-batch (README, "Limits"), on top of the model's (model.h): at most
  * GRAPH_MAX_BATCH sequences and GRAPH_MAX_TOKENS tokens, which keep every op's sizes exact in
  * int64, and at most GRAPH_MAX_ACT_BYTES of activations kept when nothing is recomputed (1 PiB),
