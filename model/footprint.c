@@ -2,7 +2,12 @@
 #include "footprint.h"
 
 #include <assert.h>
+#include <math.h>
+#include <stdbool.h>
 #include <string.h>
+
+#include "gpt2_layout.h"
+#include "schedule.h"
 
 const char *mem_tag_name(MemTag m)
 {
@@ -17,103 +22,212 @@ double footprint_capacity(const Hardware *hw, Tier t)
     return t == TIER_GPU ? hw_gpu_bytes(hw) : t == TIER_CPU ? hw_cpu_bytes(hw) : hw_ssd_bytes(hw);
 }
 
-static int64_t max_block_out_bytes(const Graph *g)
+static double align_up(double n, double a)
 {
-    int64_t m = 0;
-    for (int i = 0; i < GRAPH_OPS_PER_BLOCK; i++) {
-        const Op *op = graph_block_op(g, 0, i);
-        if (op->out_bytes > m)
-            m = op->out_bytes;
-    }
-    return m;
+    return ceil(n / a) * a;
 }
 
-/* Largest optimizer sub-group, in parameters (the tail carries the embedding). */
-static double max_subgroup_params(const Graph *g, const Plan *p)
+/* A host pool allocation: whole 4 KiB pages, at least one. */
+static double page(double n)
 {
-    double block = (double)model_block_params(&g->cfg), best = 0;
-    for (int s = 0; s < plan_subgroup_count(p); s++) {
-        int first, count;
-        plan_subgroup_blocks(p, s, &first, &count);
-        double n = count * block;
-        if (s == plan_subgroup_count(p) - 1)
-            n += (double)model_embed_params(&g->cfg);
-        if (n > best)
-            best = n;
-    }
-    return best;
+    return align_up(n > 0 ? n : 1, 4096);
 }
 
-static void add_activations(Footprint *f, const Graph *g, const Plan *p, const GraphTotals *t)
+/* A GPU allocation as the CUDA lane carves its own buffers: 256-byte aligned. */
+static double gpu_rnd(double n)
 {
-    double fetched_max = 0, ssd_max = 0, recompute_max = 0;
-    for (int b = 0; b < g->cfg.n_layer; b++) {
-        double at[TIER_COUNT] = {0}, recomputed = 0;
-        for (int i = 0; i < GRAPH_OPS_PER_BLOCK; i++) {
-            ActPlace a = plan_act(p, b, i);
-            double n = (double)graph_block_op(g, b, i)->act_bytes;
-            if (a == ACT_RECOMPUTE)
-                recomputed += n;
-            else
-                at[a] += n;
-        }
-        if (recomputed > recompute_max)
-            recompute_max = recomputed;
-        for (int tier = 0; tier < TIER_COUNT; tier++)
-            f->bytes[MEM_ACTIVATIONS][tier] += at[tier];
-        if (at[TIER_CPU] + at[TIER_SSD] > fetched_max)
-            fetched_max = at[TIER_CPU] + at[TIER_SSD];
-        if (at[TIER_SSD] > ssd_max)
-            ssd_max = at[TIER_SSD];
-    }
-    f->bytes[MEM_ACTIVATIONS][TIER_GPU] += recompute_max + p->act_buffers * fetched_max +
-                                           (double)t->edge_act_bytes +
-                                           2.0 * (double)max_block_out_bytes(g);
-    f->bytes[MEM_STAGING][TIER_CPU] += 2 * ssd_max;
+    return align_up(n, 256);
 }
 
-void footprint_compute(Footprint *f, const Graph *g, const Plan *p)
+void footprint_cuda_lane(const Graph *g, LaneSizes *lane)
 {
-    memset(f, 0, sizeof *f);
-    GraphTotals t;
-    graph_totals(g, &t);
     const ModelConfig *c = &g->cfg;
-    double P = (double)t.params, wsz = (double)dtype_bytes(c->dtype);
-    double block_w = (double)model_block_params(c) * wsz;
-    double edge_w = (double)model_embed_params(c) * wsz;
+    double N = (double)g->tokens, C = c->d_model, F = c->d_ff, H = c->n_head;
+    double Vp = ceil(c->vocab / 64.0) * 64, chunk = (double)graph_head_chunk(g->tokens);
+    double stats = 2 * N * 4, lse = N * H * 4, act = N * C * 2;
+    const double t[FOOTPRINT_BLOCK_TENSORS] = {act + stats, 3 * act, act + lse, act, act,
+                                               act + stats, N * F * 2, N * F * 2, act, act,
+                                               act};
+    for (int x = 0; x < FOOTPRINT_BLOCK_TENSORS; x++)
+        lane->tensor[x] = (int64_t)t[x];
+    /* attention: flash for head sizes 32, 64, 128 (an fp32 N x C workspace); other shapes are
+     * tiled by query chunks of 256 rows (exec/cuda/gpt2_attention.cu) */
+    int hs = c->d_model / c->n_head;
+    double qc = (double)g->batch * H * 256 * g->seq;
+    double att_ws = hs == 32 || hs == 64 || hs == 128
+                        ? N * C * 4 : qc * 6 + N * 2 * C * 4 + 3 * (double)g->batch * H * 8 + 1024;
+    const double own[] = {
+        att_ws,
+        Vp * C * 2, chunk * Vp * 2,     /* the head's padded weight, one chunk's logits */
+        act, act, act,                  /* lnf output, bf16 residual gradient, attention's */
+        3 * act, N * F * 2,             /* qkv's and fc's input gradients */
+        Vp * C * 4,                     /* the head weight's fp32 gradient */
+        2 * N * 4, N * 4,               /* lnf statistics, per-token losses */
+        N * C * 4, N * C * 4,           /* fp32 residual and norm gradients */
+        N * H * 4,                      /* attention's backward row sums */
+        (double)model_block_params(c) * 4, (double)model_embed_params(c) * 4, /* fp32 sums */
+        2 * N * 4,                      /* token ids and targets */
+    };
+    double n = 0;
+    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
+        n += gpu_rnd(own[i]);
+    lane->own = (int64_t)n;
+    lane->weight_bytes = lane->grad_bytes = 2;
+}
 
-    f->bytes[MEM_WEIGHTS][p->weights] += P * wsz;
-    if (p->weights != TIER_GPU)
-        f->bytes[MEM_WEIGHTS][TIER_GPU] += p->weight_buffers * block_w + edge_w;
-    if (p->weights == TIER_SSD)
-        f->bytes[MEM_STAGING][TIER_CPU] += p->pinned_buffers * block_w;
+/* Where each block tensor lives between forward and backward: home[b][x] is a tier, or -1 when
+ * it is recomputed (or never kept). */
+static void tensor_homes(const Plan *p, int b, int home[FOOTPRINT_BLOCK_TENSORS])
+{
+    for (int x = 0; x < FOOTPRINT_BLOCK_TENSORS; x++)
+        home[x] = -1;
+    for (int i = 0; i < GRAPH_OPS_PER_BLOCK; i++)
+        for (const int *x = sched_op_saves(i); *x >= 0; x++) {
+            ActPlace a = plan_act(p, b, i);
+            home[*x] = a == ACT_RECOMPUTE ? -1 : (int)a;
+        }
+}
 
+static void add_activations(Footprint *f, const ModelConfig *c, const Plan *p,
+                            const LaneSizes *lane)
+{
+    bool swapped[FOOTPRINT_BLOCK_TENSORS] = {false};
+    double ckpt_ssd_max = 0, inner_ssd_max = 0;
+    for (int b = 0; b < c->n_layer; b++) {
+        int home[FOOTPRINT_BLOCK_TENSORS];
+        tensor_homes(p, b, home);
+        double cpu = 0, inner_ssd = 0;
+        for (int x = 0; x < FOOTPRINT_BLOCK_TENSORS; x++) {
+            double n = (double)lane->tensor[x];
+            if (home[x] == TIER_GPU)
+                f->bytes[MEM_ACTIVATIONS][TIER_GPU] += n;
+            else if (home[x] == TIER_CPU)
+                cpu += gpu_rnd(n);
+            else if (home[x] == TIER_SSD && x != FOOTPRINT_BLOCK_INPUT)
+                inner_ssd += gpu_rnd(n);
+            else if (home[x] == TIER_SSD && n > ckpt_ssd_max)
+                ckpt_ssd_max = n;
+            if (home[x] == TIER_SSD && x == FOOTPRINT_BLOCK_INPUT)
+                f->bytes[MEM_ACTIVATIONS][TIER_SSD] += n;
+            swapped[x] |= home[x] == TIER_CPU || home[x] == TIER_SSD;
+        }
+        if (cpu > 0)
+            f->bytes[MEM_ACTIVATIONS][TIER_CPU] += page(cpu);
+        f->bytes[MEM_ACTIVATIONS][TIER_SSD] += inner_ssd;
+        if (inner_ssd > inner_ssd_max)
+            inner_ssd_max = inner_ssd;
+    }
+    double slot = 0, scratch = 0;
+    for (int x = 0; x < FOOTPRINT_BLOCK_TENSORS; x++) {
+        scratch += gpu_rnd((double)lane->tensor[x]);
+        if (swapped[x])
+            slot += gpu_rnd((double)lane->tensor[x]);
+    }
+    f->bytes[MEM_ACTIVATIONS][TIER_GPU] += 2.0 * p->act_buffers * slot + scratch +
+                                           (double)lane->tensor[GRAPH_OPS_PER_BLOCK - 1] +
+                                           (double)lane->own;
+    double out = ckpt_ssd_max > inner_ssd_max ? ckpt_ssd_max : inner_ssd_max;
+    if (out > 0)
+        f->bytes[MEM_STAGING][TIER_CPU] +=
+            2 * (page(out) + page(align_up(ckpt_ssd_max, 4096) + inner_ssd_max));
+}
+
+/* Bytes of a state slot: the largest sub-group's states read from SSD, then its new weights
+ * on their way out, each block (and the tail's edges) on its own pages. */
+static double state_slot_bytes(const ModelConfig *c, const Plan *p, double wsz)
+{
+    double edge = (double)model_embed_params(c), block = (double)model_block_params(c);
+    double most = 0;
+    for (int s = 0; s < plan_subgroup_count(p); s++) {
+        size_t begin, end;
+        gpt2_subgroup_slice(c, p, s, &begin, &end);
+        double n = plan_optim_tier(p, s) == TIER_SSD ? page(12.0 * (double)(end - begin)) : 0;
+        if (p->weights == TIER_SSD) {
+            int first, count;
+            plan_subgroup_blocks(p, s, &first, &count);
+            n += count * page(block * wsz) + (begin == 0 ? page(edge * wsz) : 0);
+        }
+        if (n > most)
+            most = n;
+    }
+    return most;
+}
+
+static void add_optimizer(Footprint *f, const ModelConfig *c, const Plan *p,
+                          const LaneSizes *lane)
+{
+    double P = (double)(model_embed_params(c) + c->n_layer * model_block_params(c));
+    double cpu_prefix = 0, largest = 0;
     bool any_ssd = false;
     for (int s = 0; s < plan_subgroup_count(p); s++) {
-        int first, count;
-        plan_subgroup_blocks(p, s, &first, &count);
-        double n = count * (double)model_block_params(c) +
-                   (s == plan_subgroup_count(p) - 1 ? (double)model_embed_params(c) : 0);
+        size_t begin, end;
+        gpt2_subgroup_slice(c, p, s, &begin, &end);
+        double n = (double)(end - begin);
         Tier t = plan_optim_tier(p, s);
         any_ssd |= t == TIER_SSD;
+        if (n > largest)
+            largest = n;
+        if (t == TIER_CPU) {
+            if ((double)end > cpu_prefix)
+                cpu_prefix = (double)end; /* the CPU's sub-groups are a prefix of the layout */
+            continue;
+        }
         f->bytes[MEM_MASTER][t] += 4 * n;
         f->bytes[MEM_ADAM_M][t] += 4 * n;
         f->bytes[MEM_ADAM_V][t] += 4 * n;
     }
-    double group = max_subgroup_params(g, p);
-    if (any_ssd)
-        f->bytes[MEM_STAGING][TIER_CPU] += p->state_buffers * group * 12;
+    if (cpu_prefix > 0)
+        for (int m = MEM_MASTER; m <= MEM_ADAM_V; m++)
+            f->bytes[m][TIER_CPU] += page(4 * cpu_prefix);
+    if (p->optim != TIER_GPU && (any_ssd || p->weights == TIER_SSD))
+        f->bytes[MEM_STAGING][TIER_CPU] += p->state_buffers *
+                                           state_slot_bytes(c, p, lane->weight_bytes);
 
+    double gsz = lane->grad_bytes;
     if (p->optim == TIER_GPU) {
-        f->bytes[MEM_GRADS][TIER_GPU] += P * (p->micro_batches > 1 ? 4 : wsz);
-    } else {
-        double gsz = p->micro_batches > 1 ? 4 : wsz;
-        double held = p->policy == POLICY_ZERO_INFINITY || p->micro_batches > 1
-                          ? P : p->host_grad_groups * group;
-        f->bytes[MEM_GRADS][TIER_GPU] += p->grad_buffers * (block_w > edge_w ? block_w : edge_w);
-        f->bytes[MEM_GRADS][TIER_CPU] += (held < P ? held : P) * gsz;
+        f->bytes[MEM_GRADS][TIER_GPU] += P * (p->micro_batches > 1 ? 4 : gsz);
+        return;
     }
-    add_activations(f, g, p, &t);
+    double block = (double)model_block_params(c), edge = (double)model_embed_params(c);
+    f->bytes[MEM_GRADS][TIER_GPU] += p->grad_buffers * block * gsz + edge * gsz;
+    if (p->micro_batches > 1) {
+        f->bytes[MEM_GRADS][TIER_CPU] += page(P * 4);
+        f->bytes[MEM_STAGING][TIER_CPU] += page((block > edge ? block : edge) * gsz);
+    } else if (p->policy == POLICY_ZERO_INFINITY) {
+        f->bytes[MEM_GRADS][TIER_CPU] += page(P * gsz);
+    } else {
+        f->bytes[MEM_GRADS][TIER_CPU] += p->host_grad_groups * page(largest * gsz);
+    }
+}
+
+void footprint_compute_lane(Footprint *f, const ModelConfig *c, const Plan *p,
+                            const LaneSizes *lane)
+{
+    memset(f, 0, sizeof *f);
+    double wsz = lane->weight_bytes, block = (double)model_block_params(c);
+    double edge = (double)model_embed_params(c), P = edge + c->n_layer * block;
+
+    if (p->weights == TIER_GPU) {
+        f->bytes[MEM_WEIGHTS][TIER_GPU] += P * wsz;
+    } else {
+        f->bytes[MEM_WEIGHTS][TIER_GPU] += p->weight_buffers * block * wsz + edge * wsz;
+        if (p->weights == TIER_CPU) {
+            f->bytes[MEM_WEIGHTS][TIER_CPU] += page(P * wsz);
+        } else {
+            f->bytes[MEM_WEIGHTS][TIER_SSD] += P * wsz;
+            f->bytes[MEM_STAGING][TIER_CPU] += p->pinned_buffers * page(block * wsz) +
+                                               page(edge * wsz);
+        }
+    }
+    add_optimizer(f, c, p, lane);
+    add_activations(f, c, p, lane);
+}
+
+void footprint_compute(Footprint *f, const Graph *g, const Plan *p)
+{
+    LaneSizes lane;
+    footprint_cuda_lane(g, &lane);
+    footprint_compute_lane(f, &g->cfg, p, &lane);
 }
 
 double footprint_tier_total(const Footprint *f, Tier t)

@@ -1,22 +1,36 @@
 /* footprint: bytes of training state per memory tier (GPU, CPU, SSD) for a plan.
  *
- * The table has one row per allocation tag (weights, master, adam_m, adam_v, grads, activations,
- * staging) and one column per tier; the executor tags its allocations the same way, so predicted
- * and measured memory compare row by row. The accounting, for one iteration's peak:
- * - 16-bit weights: all at their home tier. Away from the GPU, the GPU holds weight_buffers
- *   blocks plus the embedding (and an untied head), resident; from SSD, pinned_buffers pinned CPU
- *   buffers of one block each.
- * - fp32 master, Adam m and v: 4 B/param each at the optimizer tier; from SSD, state_buffers
- *   pinned CPU buffers of the largest sub-group's states.
- * - Gradients: with the optimizer on the GPU, a full 16-bit gradient there. Otherwise
- *   grad_buffers blocks on the GPU, and on the CPU host_grad_groups sub-groups (Fuyou), or the
- *   whole model (ZeRO-Infinity, which updates after backward), in fp32 when micro-batches
- *   accumulate.
- * - Activations: each kept activation at the tier its plan decision names; on the GPU also the
- *   largest block's recomputed activations (rebuilt in backward), act_buffers blocks of swapped
- *   activations (on their way out in forward, prefetched in backward), the edges (token ids,
- *   logits), and two activation-gradient buffers of the largest op output; pinned CPU staging
- *   of two blocks' SSD-bound activations. */
+ * One accounting for both backends: the table is what the out-of-core executor allocates for
+ * the plan (exec/pipeline/pipe_mem.c checks its budgets with footprint_compute_lane and
+ * allocates term by term as below), and the simulator predicts with the same terms on the CUDA
+ * lane's sizes (footprint_cuda_lane). One row per allocation tag (weights, master, adam_m,
+ * adam_v, grads, activations, staging), one column per tier; the executor tags its allocations
+ * the same way, so predicted and measured memory compare cell by cell. The executor's buffers
+ * live for the whole run, so the peak is their sum; what does not coexist shares a buffer (a
+ * block's scratch serves every block, forward and backward; the head runs on one chunk of
+ * logits, graph.h).
+ *
+ * GPU:
+ * - weights: all of them when they live there; else weight_buffers blocks plus the edges
+ *   (embedding, position embedding, final norm, an untied head), resident.
+ * - optimizer states (fp32 master, Adam m, v) of the sub-groups updated there.
+ * - grads: with the optimizer on the GPU, a whole gradient (fp32 when micro-batches add up);
+ *   else grad_buffers blocks plus the edges', on their way to the CPU.
+ * - activations: each block tensor kept on the GPU; two rings of act_buffers slots (forward's
+ *   way out, backward's way in), each slot the tensors swapped in any block; one block's
+ *   scratch (every tensor of a block: what is recomputed or fetched lands there); the last
+ *   block's output; and the lane's own working set (activation gradients, the attention
+ *   workspace, the head's chunk, gradient accumulators).
+ * CPU (the pinned host pool, each allocation rounded to 4 KiB pages):
+ * - weights at home there; from SSD, pinned_buffers blocks and the edges as staging.
+ * - the states of the sub-groups kept in CPU memory; state_buffers slots (staging) when states
+ *   or weights come from SSD, each the largest sub-group's states plus its new weights on
+ *   their way out.
+ * - grads: host_grad_groups sub-groups' gradients before their update (Fuyou); the whole model's
+ *   (ZeRO-Infinity updates after backward); with micro-batches, the whole model's in fp32 plus
+ *   one layer group's landing buffer (staging).
+ * - activations each block keeps in CPU memory; two staging pairs (out, in) for SSD-bound ones.
+ * SSD: weights, states and activations at home there. */
 #ifndef FUYOU_FOOTPRINT_H
 #define FUYOU_FOOTPRINT_H
 
@@ -43,6 +57,24 @@ typedef struct Footprint {
 
 const char *mem_tag_name(MemTag m);
 
+/* What a compute lane allocates for one micro-batch: each tensor of a block as the lane keeps
+ * it (the ten op outputs by op index, then the block input, FOOTPRINT_BLOCK_INPUT), its own
+ * working set, and the bytes of one weight and of one gradient element. */
+enum { FOOTPRINT_BLOCK_INPUT = GRAPH_OPS_PER_BLOCK, FOOTPRINT_BLOCK_TENSORS };
+typedef struct LaneSizes {
+    int64_t tensor[FOOTPRINT_BLOCK_TENSORS];
+    int64_t own;
+    int weight_bytes, grad_bytes;
+} LaneSizes;
+
+/* The CUDA lane's sizes for g's micro-batch (bf16 tensors, flash attention where the head size
+ * allows it, the head on one chunk of logits), as exec/pipeline/device_cuda.cu allocates them:
+ * what the simulator predicts with. */
+void footprint_cuda_lane(const Graph *g, LaneSizes *lane);
+
+/* The table for plan p on a lane of these sizes, and on the CUDA lane's. */
+void footprint_compute_lane(Footprint *f, const ModelConfig *c, const Plan *p,
+                            const LaneSizes *lane);
 void footprint_compute(Footprint *f, const Graph *g, const Plan *p);
 double footprint_tier_total(const Footprint *f, Tier t);
 /* Capacity of a tier in bytes (after the ini's reserves). */

@@ -98,12 +98,20 @@ int graph_init(Graph *g, const ModelConfig *cfg, int batch, int seq, Err *e)
     for (int b = 0; b < L; b++, op += GRAPH_OPS_PER_BLOCK)
         add_block(op, cfg, b, batch, seq, dsz);
     *op++ = layernorm("lnf", L, T, h, dsz);
-    *op++ = gemm("lm_head", L, T, V, h, cfg->tied ? 0 : V * h, T * h * dsz, dsz);
-    /* Fused softmax + cross-entropy: the forward writes the logits' gradient in place, which is
-     * what backward needs, plus the targets. */
+    /* The head runs fused over chunks of tokens (graph.h, GRAPH_HEAD_CHUNK): its forward also
+     * does its backward, so all its FLOPs are forward ones, at the chunk's GEMM shape, and what
+     * it keeps for the lnf's backward is its input's gradient, not the logits. */
+    Op head = gemm("lm_head", L, T, V, h, cfg->tied ? 0 : V * h, T * h * dsz, dsz);
+    head.m = graph_head_chunk(T);
+    head.fwd_flops += head.bwd_flops;
+    head.bwd_flops = 0;
+    head.out_bytes = head.m * V * dsz; /* one chunk's logits at a time */
+    *op++ = head;
+    /* Softmax + cross-entropy within the head's chunks: each chunk's logits read and their
+     * gradient written in place; it keeps the targets. */
     *op++ = (Op){.kind = OP_LOSS, .name = "loss", .block = L, .fwd_flops = 5.0 * T * V,
                  .bwd_flops = 0, .fwd_io_bytes = 2 * T * V * dsz, .bwd_io_bytes = 0,
-                 .act_bytes = T * V * dsz + T * 4, .out_bytes = T * 4};
+                 .act_bytes = T * 4, .out_bytes = T * 4};
     assert(op - g->ops == g->n_ops);
     /* Each op's sizes are exact (tokens and model sizes are limited); their sum over the blocks
      * is checked in double, before graph_totals adds it up in int64. */

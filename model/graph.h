@@ -93,7 +93,8 @@ typedef struct GraphTotals {
     double fwd_flops, bwd_flops;
     int64_t block_act_bytes;  /* kept by one block */
     int64_t block_ckpt_bytes; /* one block's input: the checkpoint kept when recomputing */
-    int64_t edge_act_bytes;   /* kept outside the blocks: token ids, lnf, logits, targets */
+    int64_t edge_act_bytes;   /* kept outside the blocks: token ids, lnf, the head input's
+                               * gradient, targets */
     int64_t act_all_bytes;    /* everything kept, no recomputation */
     int64_t act_ckpt_bytes;   /* block checkpoints + edges: recomputing every block */
     int64_t max_block_params; /* largest layer group: a block, the embedding, or an untied head */

@@ -707,8 +707,13 @@ static void emit_micro_batch(Builder *b, int m)
 
     for (int blk = 0; blk < b->L; blk++)
         emit_forward_block(b, use_index(b, b->iter, m, false, blk), blk);
-    for (int i = g->n_ops - 3; i < g->n_ops; i++)
-        gpu_task(b, TASK_FWD, PHASE_FORWARD, &g->ops[i], i);
+    for (int i = g->n_ops - 3; i < g->n_ops; i++) {
+        int head = gpu_task(b, TASK_FWD, PHASE_FORWARD, &g->ops[i], i);
+        /* the fused head starts the edges' gradients: the last micro-batch's must be on their
+         * way to the CPU first */
+        if (i == g->n_ops - 2 && m > 0 && p->optim != TIER_GPU)
+            dep(b, head, b->embed_grad_d2h);
+    }
     for (int i = g->n_ops - 1; i >= g->n_ops - 3; i--) {
         if (g->ops[i].bwd_flops == 0 && g->ops[i].bwd_io_bytes == 0)
             continue; /* the fused loss wrote its gradient in forward */

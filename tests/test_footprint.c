@@ -1,11 +1,34 @@
 /* Check suite for model/footprint: hand-computed tables and the automatic placement. */
 #include <errno.h>
+#include <math.h>
+
 #include "footprint.h"
 #include "testutil.h"
 
 static const ModelConfig tiny = {.name = "tiny", .n_layer = 4, .d_model = 64, .n_head = 4,
                                  .d_ff = 256, .vocab = 128, .max_seq = 32, .tied = true,
                                  .dtype = DTYPE_BF16};
+
+/* A lane with round sizes, so every term below is checkable by hand: tensor x takes
+ * 1 KiB x (x + 1) (a multiple of 256: the GPU's alignment adds nothing), the lane's own
+ * working set 7777 bytes, 16-bit weights and gradients. */
+static LaneSizes round_lane(void)
+{
+    LaneSizes l = {.own = 7777, .weight_bytes = 2, .grad_bytes = 2};
+    for (int x = 0; x < FOOTPRINT_BLOCK_TENSORS; x++)
+        l.tensor[x] = 1024 * (x + 1);
+    return l;
+}
+
+static double page(double n)
+{
+    return ceil(n / 4096) * 4096;
+}
+
+/* What every plan puts on the GPU for activations beside what it keeps there: one block's
+ * scratch (all eleven tensors: 1 KiB x 66), the last block's output (tensor 9) and the lane's
+ * own working set. */
+enum { SCRATCH = 1024 * 66, LAST_OUT = 1024 * 10, OWN = 7777 };
 
 START_TEST(all_on_gpu)
 {
@@ -18,15 +41,18 @@ START_TEST(all_on_gpu)
     graph_totals(&g, &t);
     p.weights = p.optim = TIER_GPU;
     plan_set_all_act(&p, ACT_GPU, ACT_GPU);
+    LaneSizes lane = round_lane();
     Footprint f;
-    footprint_compute(&f, &g, &p);
+    footprint_compute_lane(&f, &tiny, &p, &lane);
     double P = (double)t.params;
     ck_assert_double_eq(f.bytes[MEM_WEIGHTS][TIER_GPU], 2 * P);
     ck_assert_double_eq(f.bytes[MEM_MASTER][TIER_GPU], 4 * P);
     ck_assert_double_eq(f.bytes[MEM_ADAM_V][TIER_GPU], 4 * P);
     ck_assert_double_eq(f.bytes[MEM_GRADS][TIER_GPU], 2 * P);
-    /* all activations + two gradient buffers of the largest op output (fc1/gelu: T x 4h) */
-    ck_assert_double_eq(f.bytes[MEM_ACTIVATIONS][TIER_GPU], t.act_all_bytes + 2.0 * 32 * 256 * 2);
+    /* each block keeps its input (tensor 10) and the outputs of ops 0 1 2 4 5 6 7 (schedule.h):
+     * 1 KiB x (11 + 1 + 2 + 3 + 5 + 6 + 7 + 8); nothing swapped, so no ring slots */
+    ck_assert_double_eq(f.bytes[MEM_ACTIVATIONS][TIER_GPU],
+                        4 * 1024 * 43 + SCRATCH + LAST_OUT + OWN);
     ck_assert_double_eq(footprint_tier_total(&f, TIER_CPU), 0);
     ck_assert_double_eq(footprint_tier_total(&f, TIER_SSD), 0);
     plan_free(&p);
@@ -49,32 +75,35 @@ START_TEST(out_of_core)
     p.subgroup_blocks = 2;
     p.tail_blocks = 2;
     plan_set_all_act(&p, ACT_CPU, ACT_RECOMPUTE);
+    LaneSizes lane = round_lane();
     Footprint f;
-    footprint_compute(&f, &g, &p);
+    footprint_compute_lane(&f, &tiny, &p, &lane);
     double P = (double)t.params;
     double block = (double)model_block_params(&tiny), edge = (double)model_embed_params(&tiny);
     ck_assert_double_eq(f.bytes[MEM_WEIGHTS][TIER_SSD], 2 * P);
     ck_assert_double_eq(f.bytes[MEM_WEIGHTS][TIER_GPU], 3 * block * 2 + edge * 2);
     ck_assert_double_eq(f.bytes[MEM_MASTER][TIER_SSD] + f.bytes[MEM_ADAM_M][TIER_SSD] +
                             f.bytes[MEM_ADAM_V][TIER_SSD], 12 * P);
-    /* the largest sub-group is the tail: 2 blocks and the embedding; 3 state buffers of it */
+    /* staging: 3 pinned blocks and the edges' weights; 3 state slots of the largest sub-group,
+     * the tail (2 blocks and the edges), its states then its new weights, each on its pages */
     double group = 2 * block + edge;
-    ck_assert_double_eq(f.bytes[MEM_STAGING][TIER_CPU], 3 * block * 2 + 3 * group * 12);
-    ck_assert_double_eq(f.bytes[MEM_GRADS][TIER_GPU], 2 * block * 2);
-    ck_assert_double_eq(f.bytes[MEM_GRADS][TIER_CPU], 4 * group * 2 < P * 2 ? 4 * group * 2
-                                                                                : P * 2);
-    double ckpt_op = (double)graph_block_op(&g, 0, 0)->act_bytes; /* input + LN stats */
-    ck_assert_double_eq(f.bytes[MEM_ACTIVATIONS][TIER_CPU], 4 * ckpt_op);
-    double recomputed = (double)t.block_act_bytes - ckpt_op;
+    double slot = page(12 * group) + 2 * page(2 * block) + page(2 * edge);
+    ck_assert_double_eq(f.bytes[MEM_STAGING][TIER_CPU],
+                        3 * page(2 * block) + page(2 * edge) + 3 * slot);
+    ck_assert_double_eq(f.bytes[MEM_GRADS][TIER_GPU], 2 * block * 2 + edge * 2);
+    ck_assert_double_eq(f.bytes[MEM_GRADS][TIER_CPU], 4 * page(group * 2));
+    /* each block's checkpoint (tensor 10, 11 KiB) on its own pages in CPU memory; on the GPU
+     * two rings of two slots of it */
+    ck_assert_double_eq(f.bytes[MEM_ACTIVATIONS][TIER_CPU], 4 * page(11 * 1024));
     ck_assert_double_eq(f.bytes[MEM_ACTIVATIONS][TIER_GPU],
-                        recomputed + 2 * ckpt_op + t.edge_act_bytes + 2.0 * 32 * 256 * 2);
+                        2 * 2 * 11 * 1024 + SCRATCH + LAST_OUT + OWN);
     /* the last sub-group in update order (the tail) keeps its states in CPU memory */
     p.optim_cpu_groups = 1;
     ck_assert_int_eq(plan_validate(&p, &e), 0);
     ck_assert_int_eq(plan_optim_tier(&p, plan_subgroup_count(&p) - 1), TIER_CPU);
     ck_assert_int_eq(plan_optim_tier(&p, 0), TIER_SSD);
-    footprint_compute(&f, &g, &p);
-    ck_assert_double_eq(f.bytes[MEM_MASTER][TIER_CPU], 4 * group);
+    footprint_compute_lane(&f, &tiny, &p, &lane);
+    ck_assert_double_eq(f.bytes[MEM_MASTER][TIER_CPU], page(4 * group));
     ck_assert_double_eq(f.bytes[MEM_ADAM_V][TIER_SSD], 4 * (P - group));
     p.optim_cpu_groups = plan_subgroup_count(&p) + 1;
     ck_assert_int_eq(plan_validate(&p, &e), -EINVAL);
@@ -83,6 +112,37 @@ START_TEST(out_of_core)
     ck_assert_int_eq(plan_validate(&p, &e), -EINVAL);
     tu_assert_contains(e.msg, "on SSD");
     plan_free(&p);
+    graph_free(&g);
+}
+END_TEST
+
+/* The CUDA lane's sizes: its block tensors are the graph's kept activations (bf16, with the
+ * norms' statistics and attention's log-sum-exp) plus the three the graph does not keep; its
+ * own working set holds one chunk of logits, never the micro-batch's. */
+START_TEST(cuda_lane)
+{
+    Graph g;
+    Err e;
+    const ModelConfig *c = model_preset_find("gpt2-124m");
+    ck_assert_int_eq(graph_init(&g, c, 8, 1024, &e), 0);
+    GraphTotals t;
+    graph_totals(&g, &t);
+    LaneSizes lane;
+    footprint_cuda_lane(&g, &lane);
+    double kept = 0, N = 8 * 1024, C = c->d_model;
+    for (int x = 0; x < FOOTPRINT_BLOCK_TENSORS; x++)
+        kept += (double)lane.tensor[x];
+    /* the graph's 32 N C bytes and statistics, plus proj's, fc2's and res2's outputs */
+    ck_assert_double_eq(kept, (double)t.block_act_bytes + 3 * N * C * 2);
+    ck_assert_int_eq(lane.weight_bytes, 2);
+    Graph big;
+    ck_assert_int_eq(graph_init(&big, c, 32, 1024, &e), 0);
+    LaneSizes lane4;
+    footprint_cuda_lane(&big, &lane4);
+    /* four times the tokens: the activation-sized part grows four times, the logits do not */
+    double per_token = (double)(lane4.own - lane.own) / (3 * N);
+    ck_assert_double_lt(per_token, 60 * C);
+    graph_free(&big);
     graph_free(&g);
 }
 END_TEST
@@ -102,7 +162,9 @@ START_TEST(auto_placement)
     ck_assert_int_eq(plan_act(&p, 3, 6), ACT_GPU);
     plan_free(&p);
     graph_free(&g);
-    /* GPT-3 175B: 2.1 TB of states go to SSD, 349 GB of bf16 weights fit in 752 GiB of RAM */
+    /* GPT-3 175B: 2.1 TB of states go to SSD, 349 GB of bf16 weights fit in 752 GiB of RAM;
+     * on the 24 GB card its whole-block buffers do not (a block's weights are 3.4 GiB, its
+     * fp32 gradient sum 6.8 GiB): the GPU tier is short */
     ck_assert_int_eq(graph_init(&g, model_preset_find("gpt3-175b"), 8, 1024, &e), 0);
     ck_assert_int_eq(plan_init(&p, &g, POLICY_FUYOU, &e), 0);
     footprint_auto_place(&p, &g, &hw);
@@ -111,13 +173,24 @@ START_TEST(auto_placement)
     ck_assert_int_eq(plan_act(&p, 5, 6), ACT_RECOMPUTE);
     Footprint f;
     footprint_compute(&f, &g, &p);
+    ck_assert_uint_eq(footprint_overflow(&f, &hw), 1u << TIER_GPU);
+    plan_free(&p);
+    graph_free(&g);
+    hw_free(&hw);
+    /* with an 80 GiB card it fits */
+    const char *big[] = {"gpu.mem_GiB=80"};
+    ck_assert_int_eq(hw_load("4090.ini", big, 1, &hw, &e), 0);
+    ck_assert_int_eq(graph_init(&g, model_preset_find("gpt3-175b"), 8, 1024, &e), 0);
+    ck_assert_int_eq(plan_init(&p, &g, POLICY_FUYOU, &e), 0);
+    footprint_auto_place(&p, &g, &hw);
+    footprint_compute(&f, &g, &p);
     ck_assert_uint_eq(footprint_overflow(&f, &hw), 0);
     plan_free(&p);
     graph_free(&g);
     hw_free(&hw);
     /* the same on one 1 TB SSD cannot fit: the SSD tier overflows */
-    const char *sets[] = {"ssd.count=1", "ssd.capacity_GB=1000"};
-    ck_assert_int_eq(hw_load("4090.ini", sets, 2, &hw, &e), 0);
+    const char *sets[] = {"ssd.count=1", "ssd.capacity_GB=1000", "gpu.mem_GiB=80"};
+    ck_assert_int_eq(hw_load("4090.ini", sets, 3, &hw, &e), 0);
     ck_assert_int_eq(graph_init(&g, model_preset_find("gpt3-175b"), 8, 1024, &e), 0);
     ck_assert_int_eq(plan_init(&p, &g, POLICY_FUYOU, &e), 0);
     footprint_auto_place(&p, &g, &hw);
@@ -145,6 +218,7 @@ int main(void)
     TCase *tc = tcase_create("footprint");
     tcase_add_test(tc, all_on_gpu);
     tcase_add_test(tc, out_of_core);
+    tcase_add_test(tc, cuda_lane);
     tcase_add_test(tc, auto_placement);
     tcase_add_test(tc, names);
     suite_add_tcase(s, tc);

@@ -85,9 +85,9 @@ START_TEST(activation_bytes)
     int64_t want = (1 + 1 + 3 + 1 + 1 + 1 + 4 + 4) * T * h * 2 + 2 * (2 * T * 4) + T * a * 4;
     ck_assert_int_eq(t.block_act_bytes, want);
     ck_assert_int_eq(t.block_ckpt_bytes, T * h * 2);
-    /* edges: token ids, lnf input + stats, lm_head input, logits, targets */
-    int64_t V = c->vocab;
-    ck_assert_int_eq(t.edge_act_bytes, T * 4 + (T * h * 2 + 8 * T) + T * h * 2 + T * V * 2 + T * 4);
+    /* edges: token ids, lnf input + stats, the head input's gradient (the head is fused per
+     * chunk: no logits are kept), targets */
+    ck_assert_int_eq(t.edge_act_bytes, T * 4 + (T * h * 2 + 8 * T) + T * h * 2 + T * 4);
     ck_assert_int_eq(t.act_all_bytes, 40 * want + t.edge_act_bytes);
     graph_free(&g);
 }
@@ -138,6 +138,29 @@ START_TEST(size_limits)
 }
 END_TEST
 
+/* The head is fused per chunk of GRAPH_HEAD_CHUNK tokens: all its FLOPs are forward ones, its
+ * GEMM runs at the chunk's shape, and no op keeps or outputs a micro-batch's logits. */
+START_TEST(head_fused_per_chunk)
+{
+    Graph g;
+    Err e;
+    const ModelConfig *c = model_preset_find("gpt2-124m");
+    ck_assert_int_eq(graph_init(&g, c, 8, 1024, &e), 0);
+    const Op *head = &g.ops[g.n_ops - 2], *loss = &g.ops[g.n_ops - 1];
+    double T = 8 * 1024, V = c->vocab, h = c->d_model;
+    ck_assert_int_eq(head->m, GRAPH_HEAD_CHUNK);
+    ck_assert_double_eq(head->fwd_flops, 6 * T * V * h);
+    ck_assert_double_eq(head->bwd_flops, 0);
+    ck_assert_int_eq(head->out_bytes, (int64_t)GRAPH_HEAD_CHUNK * c->vocab * 2);
+    ck_assert_int_eq(loss->act_bytes, 8 * 1024 * 4);
+    graph_free(&g);
+    /* fewer tokens than a chunk: one chunk of them all */
+    ck_assert_int_eq(graph_init(&g, c, 2, 64, &e), 0);
+    ck_assert_int_eq(g.ops[g.n_ops - 2].m, 128);
+    graph_free(&g);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("graph");
@@ -146,6 +169,7 @@ int main(void)
     tcase_add_test(tc, params_match_model);
     tcase_add_test(tc, six_p_tokens);
     tcase_add_test(tc, activation_bytes);
+    tcase_add_test(tc, head_fused_per_chunk);
     tcase_add_test(tc, bad_sizes);
     tcase_add_test(tc, size_limits);
     suite_add_tcase(s, tc);

@@ -1,7 +1,9 @@
 /* Check suite for exec/pipeline on the CPU device: placement does not change the math (losses,
  * gradient norms and the saved weights and Adam states equal the in-memory trainer's bit for
- * bit, for every placement and ring size tried, across segment boundaries and a resume), the
- * measured trace holds exactly the schedule's tasks and respects every dependency, the host
+ * bit, for every placement and ring size tried, across segment boundaries and a resume), nor
+ * does running the LM head in chunks of tokens (a micro-batch of more than two chunks, the head
+ * tied and untied), whose devices then hold one chunk's logits however many tokens there are;
+ * the measured trace holds exactly the schedule's tasks and respects every dependency, the host
  * budget holds, and bad budgets, directories and plans give one clear error each. */
 #include <errno.h>
 #include <math.h>
@@ -73,20 +75,55 @@ static size_t n_params(const TrainOptions *o)
     return (size_t)model_param_count(&o->model);
 }
 
-START_TEST(placement_does_not_change_the_math)
+/* Trains o in memory and through the pipeline under plan p on the CPU device (in segments of
+ * segment_iters iterations, 0: one), and asserts that every loss, the saved weights and the Adam
+ * states are the same bits. */
+static void assert_pipeline_is_the_trainer(TrainOptions *o, const Plan *p, int segment_iters,
+                                           const char *name)
 {
-    const Variant *x = &variants[_i];
     char ref_dir[] = "/tmp/fuyou-pipe-ref-XXXXXX", dir[] = "/tmp/fuyou-pipe-XXXXXX";
     ck_assert_ptr_nonnull(mkdtemp(ref_dir));
     ck_assert_ptr_nonnull(mkdtemp(dir));
     Err e;
+    int steps = (int)o->steps;
+    o->save_dir = ref_dir;
+    TrainResult ref, got;
+    ck_assert_msg(trainer_run(o, &ref, &e) == 0, "%s", e.msg);
+    o->save_dir = dir;
+    PipeConfig pc = {.device = &device_cpu, .segment_iters = segment_iters};
+    PipeReport rep;
+    ck_assert_msg(pipe_train(o, p, &pc, &got, &rep, &e) == 0, "%s: %s", name, e.msg);
+    ck_assert_int_eq(got.n_losses, steps);
+    /* it allocated exactly what the footprint's accounting says, cell by cell */
+    for (int k = 0; k < MEM_TAG_COUNT; k++)
+        for (int t = 0; t < TIER_COUNT; t++)
+            ck_assert_msg(rep.measured.bytes[k][t] == rep.predicted.bytes[k][t],
+                          "%s: %s on %s: measured %.0f, predicted %.0f", name, mem_tag_name(k),
+                          tier_name(t), rep.measured.bytes[k][t], rep.predicted.bytes[k][t]);
+    for (int i = 0; i < steps; i++)
+        ck_assert_msg(got.losses[i] == ref.losses[i], "%s, step %d: %.9g vs %.9g", name, i + 1,
+                      got.losses[i], ref.losses[i]);
+    float *p1, *m1, *v1, *p2, *m2, *v2;
+    read_ckpt(ref_dir, o, &p1, &m1, &v1);
+    read_ckpt(dir, o, &p2, &m2, &v2);
+    size_t n = n_params(o) * 4;
+    ck_assert_msg(!memcmp(p1, p2, n), "%s: weights differ", name);
+    ck_assert_msg(!memcmp(m1, m2, n) && !memcmp(v1, v2, n), "%s: Adam states differ", name);
+    printf("%-40s bit-identical over %d steps; last loss %.6f\n", name, steps, got.last_loss);
+    free(p1), free(m1), free(v1), free(p2), free(m2), free(v2);
+    free(ref.losses), free(got.losses);
+    o->save_dir = NULL;
+    tu_rm_tree(ref_dir);
+    tu_rm_tree(dir);
+}
+
+START_TEST(placement_does_not_change_the_math)
+{
+    const Variant *x = &variants[_i];
     TrainOptions o = opts(5);
     o.micro_batches = x->micro;
     o.subgroup_blocks = x->subgroup;
     o.tail_blocks = x->tail;
-    o.save_dir = ref_dir;
-    TrainResult ref, got;
-    ck_assert_msg(trainer_run(&o, &ref, &e) == 0, "%s", e.msg);
     Plan p;
     Graph g;
     base_plan(&p, &g, &o);
@@ -102,27 +139,72 @@ START_TEST(placement_does_not_change_the_math)
         p.weight_buffers = p.pinned_buffers = p.act_buffers = p.grad_buffers = 1;
         p.state_buffers = p.host_grad_groups = 1;
     }
-    o.save_dir = dir;
-    PipeConfig pc = {.device = &device_cpu, .segment_iters = x->segment};
-    PipeReport rep;
-    ck_assert_msg(pipe_train(&o, &p, &pc, &got, &rep, &e) == 0, "%s: %s", x->name, e.msg);
-    ck_assert_int_eq(got.n_losses, 5);
-    for (int i = 0; i < 5; i++)
-        ck_assert_msg(got.losses[i] == ref.losses[i], "%s, step %d: %.9g vs %.9g", x->name,
-                      i + 1, got.losses[i], ref.losses[i]);
-    float *p1, *m1, *v1, *p2, *m2, *v2;
-    read_ckpt(ref_dir, &o, &p1, &m1, &v1);
-    read_ckpt(dir, &o, &p2, &m2, &v2);
-    size_t n = n_params(&o) * 4;
-    ck_assert_msg(!memcmp(p1, p2, n), "%s: weights differ", x->name);
-    ck_assert_msg(!memcmp(m1, m2, n) && !memcmp(v1, v2, n), "%s: Adam states differ", x->name);
-    printf("%-40s bit-identical over 5 steps; last loss %.6f\n", x->name, got.last_loss);
-    free(p1), free(m1), free(v1), free(p2), free(m2), free(v2);
-    free(ref.losses), free(got.losses);
+    assert_pipeline_is_the_trainer(&o, &p, x->segment, x->name);
     plan_free(&p);
     graph_free(&g);
-    tu_rm_tree(ref_dir);
-    tu_rm_tree(dir);
+}
+END_TEST
+
+/* A model small enough to train micro-batches of more than GRAPH_HEAD_CHUNK tokens in a test:
+ * its vocabulary (above the text's 256 bytes) makes the head's logits the largest tensor. */
+static ModelConfig narrow_model(bool tied, int vocab)
+{
+    return (ModelConfig){.name = "narrow", .n_layer = 2, .d_model = 32, .n_head = 4,
+                         .d_ff = 128, .vocab = vocab, .max_seq = 64, .tied = tied,
+                         .dtype = DTYPE_BF16};
+}
+
+static const struct {
+    const char *name;
+    bool tied;
+    int micro;
+} head_variants[] = {
+    {"head in chunks, tied", true, 1},
+    {"head in chunks, untied, 2 micro-batches", false, 2},
+};
+
+/* 143 x 64 = 9152 tokens: two full chunks of the head and a partial one. */
+START_TEST(head_chunks_do_not_change_the_math)
+{
+    TrainOptions o = opts(3);
+    o.model = narrow_model(head_variants[_i].tied, 300);
+    o.batch = 143;
+    o.seq = 64;
+    o.micro_batches = head_variants[_i].micro;
+    ck_assert_int_gt(o.batch * o.seq, 2 * GRAPH_HEAD_CHUNK);
+    ck_assert_int_ne(o.batch * o.seq % GRAPH_HEAD_CHUNK, 0);
+    Plan p;
+    Graph g;
+    base_plan(&p, &g, &o);
+    p.micro_batches = o.micro_batches;
+    assert_pipeline_is_the_trainer(&o, &p, 0, head_variants[_i].name);
+    plan_free(&p);
+    graph_free(&g);
+}
+END_TEST
+
+/* A device's own bytes for micro-batches of 2 and of 4 chunks' tokens: what the extra tokens
+ * add (their activation gradients and edge activations) is far from their logits, and does not
+ * depend on the vocabulary; both vocabularies' logits are one chunk's, at either size. */
+static void assert_own_bytes_hold_one_chunk(const DeviceOps *dev)
+{
+    const int T = 64, V = 50257, B2 = 2 * GRAPH_HEAD_CHUNK / T, B4 = 4 * GRAPH_HEAD_CHUNK / T;
+    ModelConfig big = narrow_model(true, V), small = narrow_model(true, V / 2);
+    size_t added = dev->own_bytes(&big, B4, T) - dev->own_bytes(&big, B2, T);
+    size_t added_small = dev->own_bytes(&small, B4, T) - dev->own_bytes(&small, B2, T);
+    size_t logits = (size_t)(B4 - B2) * T * V * 4;
+    printf("%s device: %zu more own bytes for %d more tokens (their fp32 logits: %zu)\n",
+           dev->name, added, (B4 - B2) * T, logits);
+    ck_assert_uint_lt(added, logits / 16);
+    ck_assert_uint_eq(added, added_small);
+}
+
+START_TEST(own_bytes_hold_one_chunk_of_logits)
+{
+    assert_own_bytes_hold_one_chunk(&device_cpu);
+#if FUYOU_HAVE_CUDA
+    assert_own_bytes_hold_one_chunk(&device_cuda);
+#endif
 }
 END_TEST
 
@@ -284,6 +366,9 @@ int main(void)
     tcase_set_timeout(tc, 300);
     tcase_add_loop_test(tc, placement_does_not_change_the_math, 0,
                         (int)(sizeof variants / sizeof variants[0]));
+    tcase_add_loop_test(tc, head_chunks_do_not_change_the_math, 0,
+                        (int)(sizeof head_variants / sizeof head_variants[0]));
+    tcase_add_test(tc, own_bytes_hold_one_chunk_of_logits);
     tcase_add_test(tc, resume_is_exact);
     tcase_add_test(tc, trace_is_the_schedule);
     tcase_add_test(tc, budgets_hold);

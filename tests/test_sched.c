@@ -176,8 +176,9 @@ START_TEST(all_on_gpu)
     check_well_formed(&s);
     for (int t = 0; t < s.n_tasks; t++)
         ck_assert_msg(s.tasks[t].res == RES_GPU, "%s is not on the GPU", s.tasks[t].id);
-    /* embed + 10 per block + lnf, lm_head, loss forward; backward skips residuals and loss */
-    ck_assert_int_eq(s.n_tasks, (1 + 40 + 3) + (1 + 4 * 8 + 2) + 1);
+    /* embed + 10 per block + lnf, lm_head, loss forward; backward skips residuals, the loss
+     * and the head (fused into its forward): lnf, the blocks, embed */
+    ck_assert_int_eq(s.n_tasks, (1 + 40 + 3) + (1 + 4 * 8 + 1) + 1);
     ck_assert_int_eq(s.tasks[s.n_tasks - 1].kind, TASK_ADAM);
     sched_free(&s);
     teardown();
@@ -201,6 +202,9 @@ START_TEST(micro_batches)
                      model_block_params(&g.cfg));
     ck_assert_int_eq(s.tasks[find(&s, 0, "m0.D2H.embed.grad")].params,
                      model_embed_params(&g.cfg));
+    /* the fused head starts a micro-batch's edge gradients: after the last one's left */
+    ck_assert(depends(&s, find(&s, 0, "m1.F.head.lm_head"), find(&s, 0, "m0.D2H.embed.grad")));
+    ck_assert(depends(&s, find(&s, 0, "m2.F.head.lm_head"), find(&s, 0, "m1.D2H.embed.grad")));
     sched_free(&s);
     /* one micro-batch: nothing to add */
     p.micro_batches = 1;

@@ -5,9 +5,12 @@
  * The executor (pipeline.h) owns where every block tensor and weight buffer lives and passes
  * them in a ComputeCall per schedule task; the device owns what never leaves it: activation
  * gradients, the residual stream's gradient, the edge activations (final layernorm, logits,
- * losses) and its scratch. Block tensors are indexed by the block's op outputs 0..9 and
- * SCHED_BLOCK_INPUT (schedule.h); each carries what backward needs of it (a layernorm output its
- * mean and rstd, attention's output its softmax or log-sum-exp). */
+ * losses) and its scratch. The LM head runs in chunks of graph_head_chunk tokens (graph.h), its
+ * forward and backward fused per chunk in the lm_head's forward task, which also starts the
+ * edges' gradients: a device holds one chunk's logits, and an lm_head backward task, if a
+ * schedule issues one, does nothing. Block tensors are indexed by the block's op outputs 0..9
+ * and SCHED_BLOCK_INPUT (schedule.h); each carries what backward needs of it (a layernorm output
+ * its mean and rstd, attention's output its softmax or log-sum-exp). */
 #ifndef FUYOU_DEVICE_H
 #define FUYOU_DEVICE_H
 
@@ -34,7 +37,7 @@ typedef struct ComputeCall {
     void *t[BT_COUNT];         /* the block's tensors where this task finds or puts them; for
                                   the embedding t[SCHED_BLOCK_INPUT] is block 0's input, for the
                                   head t[9] is the last block's output */
-    bool first_bwd;            /* the block's (or head's) first backward task: zero dw first */
+    bool first_bwd;            /* the block's first backward task: zero dw first */
     const int *inputs, *targets; /* host memory: the micro-batch's tokens (embed, head) */
     float grad_scale;          /* the loss's gradient is grad_scale * d(mean loss): 1 / M */
 } ComputeCall;

@@ -1,7 +1,11 @@
 /* device_cpu: the pipeline's compute on the fp32 CPU reference (gpt2_block.h, gpt2_ops.h).
  * "Device" memory is host memory and copies are memcpy: the executor still moves every tensor
  * the schedule moves, so placement, swapping, recomputation and the out-of-core optimizer are
- * exercised exactly, and the results are bit-identical to the in-memory CPU backend's. */
+ * exercised exactly, and the results are bit-identical to the in-memory CPU backend's. The LM
+ * head runs in chunks of graph_head_chunk tokens, forward and backward fused per chunk in the
+ * lm_head's forward task (graph.h); every op it calls works row by row, or sums over rows in
+ * row order, so the chunks give the same bits as one pass over the micro-batch. */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,13 +22,17 @@ struct Device {
     Gpt2BlockGrads g;           /* din and dout are set per block */
     float *preatt;              /* forward scratch (B,NH,T,T) */
     float *dres[2];             /* the residual stream's gradient, ping-pong over blocks */
-    float *lnf, *lnf_mean, *lnf_rstd, *logits, *probs, *losses, *dlosses, *dlogits, *dlnf;
+    float *lnf, *lnf_mean, *lnf_rstd, *dlnf; /* (N,C), (N), (N), (N,C) */
+    float *logits;              /* (chunk,V): a chunk's logits, then their gradient */
+    float *probs;               /* (chunk,V): their softmax */
+    float *losses;              /* (N) */
+    float *dlosses;             /* (chunk): d(grad_scale * mean loss)/d(loss) of each token */
     float loss;
 };
 
-enum { F_N_C, F_N, F_N_3C, F_N_F, F_ATT, F_N_V };
+enum { F_N_C, F_N, F_N_3C, F_N_F, F_ATT, F_CHUNK, F_CHUNK_V, F_COUNT };
 
-static void sizes(const ModelConfig *c, int B, int T, size_t s[6])
+static void sizes(const ModelConfig *c, int B, int T, size_t s[F_COUNT])
 {
     size_t N = (size_t)B * T, C = (size_t)c->d_model;
     s[F_N_C] = N * C;
@@ -32,12 +40,13 @@ static void sizes(const ModelConfig *c, int B, int T, size_t s[6])
     s[F_N_3C] = 3 * N * C;
     s[F_N_F] = N * (size_t)c->d_ff;
     s[F_ATT] = (size_t)B * c->n_head * T * T;
-    s[F_N_V] = N * (size_t)c->vocab;
+    s[F_CHUNK] = (size_t)graph_head_chunk((int64_t)N);
+    s[F_CHUNK_V] = s[F_CHUNK] * (size_t)c->vocab;
 }
 
 static void cpu_tensor_bytes(const ModelConfig *c, int B, int T, size_t bytes[BT_COUNT])
 {
-    size_t s[6];
+    size_t s[F_COUNT];
     sizes(c, B, T, s);
     const size_t floats[BT_COUNT] = {
         s[F_N_C] + 2 * s[F_N], s[F_N_3C], s[F_N_C] + s[F_ATT], s[F_N_C], s[F_N_C],
@@ -46,14 +55,15 @@ static void cpu_tensor_bytes(const ModelConfig *c, int B, int T, size_t bytes[BT
         bytes[i] = floats[i] * sizeof(float);
 }
 
-/* Activation gradients (one block's), residual gradients, scratch and the edges. */
+/* Activation gradients (one block's), residual gradients, scratch and the edges: what create
+ * carves, in its order. */
 static size_t own_floats(const ModelConfig *c, int B, int T)
 {
-    size_t s[6];
+    size_t s[F_COUNT];
     sizes(c, B, T, s);
     size_t grads = 6 * s[F_N_C] + s[F_N_3C] + 2 * s[F_ATT] + 2 * s[F_N_F];
-    return grads + s[F_ATT] + 2 * s[F_N_C] + (2 * s[F_N_C] + 2 * s[F_N] + 3 * s[F_N_V] +
-                                             2 * s[F_N]);
+    size_t edges = 2 * s[F_N_C] + 2 * s[F_N] + 2 * s[F_CHUNK_V] + s[F_N] + s[F_CHUNK];
+    return grads + s[F_ATT] + 2 * s[F_N_C] + edges;
 }
 
 static size_t cpu_own_bytes(const ModelConfig *c, int B, int T)
@@ -82,7 +92,7 @@ static int cpu_create(Device **out, const ModelConfig *c, int B, int T, WorkPool
         cpu_destroy(d);
         return err_set(e, -ENOMEM, "out of memory for the compute lane's buffers");
     }
-    size_t s[6];
+    size_t s[F_COUNT];
     sizes(c, B, T, s);
     float *p = d->mem;
 #define CARVE(dst, n) (dst = p, p += (n))
@@ -104,12 +114,12 @@ static int cpu_create(Device **out, const ModelConfig *c, int B, int T, WorkPool
     CARVE(d->dlnf, s[F_N_C]);
     CARVE(d->lnf_mean, s[F_N]);
     CARVE(d->lnf_rstd, s[F_N]);
-    CARVE(d->logits, s[F_N_V]);
-    CARVE(d->probs, s[F_N_V]);
-    CARVE(d->dlogits, s[F_N_V]);
+    CARVE(d->logits, s[F_CHUNK_V]);
+    CARVE(d->probs, s[F_CHUNK_V]);
     CARVE(d->losses, s[F_N]);
-    CARVE(d->dlosses, s[F_N]);
+    CARVE(d->dlosses, s[F_CHUNK]);
 #undef CARVE
+    assert((size_t)(p - d->mem) == own_floats(c, B, T));
     *out = d;
     return 0;
 }
@@ -177,10 +187,46 @@ static int block_call(Device *d, const ComputeCall *c)
     return 0;
 }
 
+/* The head over the n tokens from row r, forward and backward fused: the chunk's logits, their
+ * softmax and cross-entropy (its losses), the logits' gradient (in the logits' buffer), then the
+ * head's input gradient (its rows of dlnf) and weight gradient (added into dlm_head). */
+static void head_chunk(Device *d, const ComputeCall *c, const float *lm_head, float *dlm_head,
+                       int r, int n)
+{
+    int C = d->d.C, V = d->cfg.vocab;
+    const float *x = d->lnf + (size_t)r * C;
+    float *dx = d->dlnf + (size_t)r * C;
+    const int *targets = c->targets + r;
+    matmul_forward_ref(d->logits, x, lm_head, NULL, n, C, V, d->wp);
+    softmax_forward_ref(d->probs, d->logits, 1, n, V);
+    crossentropy_forward_ref(d->losses + r, d->probs, targets, 1, n, V);
+    /* the softmax is all the rest needs of the logits: their buffer takes their gradient, which
+     * the backward adds into */
+    memset(d->logits, 0, (size_t)n * V * sizeof(float));
+    crossentropy_softmax_backward_ref(d->logits, d->dlosses, d->probs, targets, 1, n, V);
+    memset(dx, 0, (size_t)n * C * sizeof(float));
+    matmul_backward_ref(dx, dlm_head, NULL, d->logits, x, lm_head, n, C, V, d->wp);
+}
+
+/* F.head.lm_head: the micro-batch's head, chunk by chunk. The edges' gradients start here
+ * (zeroed), so the head's weight gradient comes before the embedding's when they are tied, as
+ * in the in-memory backend. */
+static void head_forward(Device *d, const ComputeCall *c, const Gpt2EdgeView *w,
+                         const Gpt2EdgeView *dw)
+{
+    int N = d->d.B * d->d.T, chunk = (int)graph_head_chunk(N);
+    assert(c->dw);
+    memset(c->dw, 0, (size_t)model_embed_params(&d->cfg) * sizeof(float));
+    for (int i = 0; i < chunk; i++)
+        d->dlosses[i] = c->grad_scale / (float)N;
+    for (int r = 0; r < N; r += chunk)
+        head_chunk(d, c, w->lm_head, dw->lm_head, r, N - r < chunk ? N - r : chunk);
+}
+
 static int edge_call(Device *d, const ComputeCall *c)
 {
     const ModelConfig *cfg = &d->cfg;
-    int B = d->d.B, T = d->d.T, C = d->d.C, V = cfg->vocab, N = B * T, L = cfg->n_layer;
+    int B = d->d.B, T = d->d.T, C = d->d.C, N = B * T, L = cfg->n_layer;
     Gpt2EdgeView w, dw;
     gpt2_view_edges(cfg, c->w, &w);
     gpt2_view_edges(cfg, c->dw ? c->dw : c->w, &dw);
@@ -197,27 +243,15 @@ static int edge_call(Device *d, const ComputeCall *c)
     case 0:
         layernorm_forward_ref(d->lnf, d->lnf_mean, d->lnf_rstd, res, w.lnfw, w.lnfb, N, C);
         break;
-    case 1: matmul_forward_ref(d->logits, d->lnf, w.lm_head, NULL, N, C, V, d->wp); break;
+    case 1: head_forward(d, c, &w, &dw); break;
     case 2: {
-        softmax_forward_ref(d->probs, d->logits, B, T, V);
-        crossentropy_forward_ref(d->losses, d->probs, c->targets, B, T, V);
         double sum = 0;
         for (int i = 0; i < N; i++)
             sum += d->losses[i];
         d->loss = (float)(sum / N);
         break;
     }
-    case 4: /* lm_head: the first backward task of the iteration */
-        if (c->first_bwd)
-            memset(c->dw, 0, (size_t)model_embed_params(cfg) * sizeof(float));
-        memset(d->dlogits, 0, (size_t)N * V * sizeof(float));
-        memset(d->dlnf, 0, (size_t)N * C * sizeof(float));
-        for (int i = 0; i < N; i++)
-            d->dlosses[i] = c->grad_scale / (float)N;
-        crossentropy_softmax_backward_ref(d->dlogits, d->dlosses, d->probs, c->targets, B, T, V);
-        matmul_backward_ref(d->dlnf, dw.lm_head, NULL, d->dlogits, d->lnf, w.lm_head, N, C, V,
-                            d->wp);
-        break;
+    case 4: break; /* lm_head: its forward did its backward */
     case 3: {
         float *dres = d->dres[(L - 1 + 2) % 2];
         memset(dres, 0, (size_t)N * C * sizeof(float));

@@ -4,13 +4,15 @@
  * graph; B.fc2 runs the GELU's backward in its GEMM's epilogue, so B.gelu has nothing left to
  * do. Weight gradients accumulate in fp32 (one block's, and the edges') and leave the device in
  * bf16, converted by the block's last backward task (B.ln1, B.embed). The residual stream's
- * gradient is one fp32 buffer the blocks update in place, as in the in-memory backend. Each lane
- * thread has its own stream: compute, and one per copy direction; a call returns when its work
- * on that stream is done, timed by CUDA events around it (the trace's GPU times). A failure is
- * returned, not fatal, so the dispatcher drains the other lanes and the user gets one line
- * naming the task: one found when a task's work completes (a fault while kernels ran, a copy
- * that failed), and a launch or cuBLAS call the runtime refuses (the launchers' checks record
- * it for this thread instead of exiting, cuda_check.h). */
+ * gradient is one fp32 buffer the blocks update in place, as in the in-memory backend. The LM
+ * head runs in chunks of graph_head_chunk tokens, forward and backward fused per chunk in
+ * F.head.lm_head (graph.h), so the logits buffer holds one chunk's; B.head.lm_head has nothing
+ * left to do. Each lane thread has its own stream: compute, and one per copy direction; a call
+ * returns when its work on that stream is done, timed by CUDA events around it (the trace's GPU
+ * times). A failure is returned, not fatal, so the dispatcher drains the other lanes and the
+ * user gets one line naming the task: one found when a task's work completes (a fault while
+ * kernels ran, a copy that failed), and a launch or cuBLAS call the runtime refuses (the
+ * launchers' checks record it for this thread instead of exiting, cuda_check.h). */
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <errno.h>
@@ -43,7 +45,9 @@ struct Device {
     Gpt2EdgeOffsets eo;
     /* own memory */
     void *att_ws;
-    a16 *lm_pad, *logits, *lnf, *dres_bf, *dc, *dqkv, *df2;
+    a16 *lm_pad;                /* (Vp, C): the head's weights, rows V..Vp-1 zero */
+    a16 *logits;                /* (chunk, Vp): a chunk's logits, then their gradient */
+    a16 *lnf, *dres_bf, *dc, *dqkv, *df2;
     float *dlm_pad, *lnf_mean, *lnf_rstd, *losses, *dres, *dln, *delta, *acc, *edge_acc;
     int *tokens;                /* inputs then targets, (B,T) each */
     float *losses_host;         /* pinned */
@@ -81,7 +85,7 @@ static void own_sizes(const ModelConfig *c, int B, int T, size_t s[O_COUNT])
     size_t Vp = (size_t)padded_vocab(c);
     s[O_WS] = gk_attention_workspace_bytes(B, T, c->d_model, c->n_head);
     s[O_LMPAD] = Vp * C * 2;
-    s[O_LOGITS] = N * Vp * 2;
+    s[O_LOGITS] = (size_t)graph_head_chunk((int64_t)N) * Vp * 2;
     s[O_LNF] = s[O_DRESBF] = s[O_DC] = N * C * 2;
     s[O_DQKV] = 3 * N * C * 2;
     s[O_DF2] = N * F * 2;
@@ -301,10 +305,44 @@ static void block_backward(Device *d, const ComputeCall *c, int op)
     }
 }
 
+/* The head over the n tokens from row r, forward and backward fused: the chunk's logits, their
+ * losses and, in place, their gradient, then the head's input gradient (its rows of dln) and
+ * weight gradient (added into dlm_pad). */
+static void head_chunk(Device *d, float grad_scale, int r, int n)
+{
+    cudaStream_t_c s = (cudaStream_t_c)d->compute;
+    int C = d->C;
+    const a16 *x = d->lnf + (size_t)r * C;
+    gemm_nn(d, d->Vp, n, C, d->lm_pad, C, x, C, 0.0f, d->logits, CUDA_R_16BF, d->Vp, CUBLAS_OP_T,
+            CUBLAS_OP_N);
+    /* the kernel takes the mean over the n rows it is given; the loss is the mean over the
+     * micro-batch's N */
+    float scale = (float)((double)grad_scale * n / d->N);
+    gk_softmax_crossentropy(d->losses + r, d->logits, d->tokens + d->N + r, n, d->V, d->Vp, 1,
+                            scale, d->t, s);
+    matmul_backward(d, d->dln + (size_t)r * C, CUDA_R_32F, d->dlm_pad, NULL, d->logits, x,
+                    d->lm_pad, n, C, d->Vp);
+}
+
+/* F.head.lm_head: the micro-batch's head, chunk by chunk. The edges' fp32 gradients start here
+ * (zeroed); the head's weight gradient is added in once, after the last chunk. */
+static void head_forward(Device *d, const ComputeCall *c)
+{
+    cudaStream_t_c s = (cudaStream_t_c)d->compute;
+    int N = d->N, C = d->C, chunk = (int)graph_head_chunk(N);
+    CUDA_CHECK(cudaMemsetAsync(d->edge_acc, 0, (size_t)model_embed_params(&d->cfg) * 4,
+                               d->compute));
+    CUDA_CHECK(cudaMemsetAsync(d->dlm_pad, 0, (size_t)d->Vp * C * 4, d->compute));
+    gk_copy16(d->lm_pad, (const a16 *)c->w + d->eo.lm_head, (size_t)d->V * C, s);
+    for (int r = 0; r < N; r += chunk)
+        head_chunk(d, c->grad_scale, r, N - r < chunk ? N - r : chunk);
+    gk_add_f32(d->edge_acc + d->eo.lm_head, d->dlm_pad, (size_t)d->V * C, s);
+}
+
 static void edge_call(Device *d, const ComputeCall *c)
 {
     cudaStream_t_c s = (cudaStream_t_c)d->compute;
-    int N = d->N, C = d->C, V = d->V;
+    int N = d->N, C = d->C;
     const a16 *w = (const a16 *)c->w;
     const Gpt2EdgeOffsets *o = &d->eo;
     bool bwd = c->task->kind == TASK_BWD;
@@ -329,28 +367,13 @@ static void edge_call(Device *d, const ComputeCall *c)
     switch (c->op + (bwd ? 3 : 0)) {
     case 0: gk_layernorm_forward(d->lnf, d->lnf_mean, d->lnf_rstd, res, w + o->lnfw,
                                  w + o->lnfb, N, C, d->t, s); break;
-    case 1:
-        gk_copy16(d->lm_pad, w + o->lm_head, (size_t)V * C, s);
-        gemm_nn(d, d->Vp, N, C, d->lm_pad, C, d->lnf, C, 0.0f, d->logits, CUDA_R_16BF, d->Vp,
-                CUBLAS_OP_T, CUBLAS_OP_N);
-        break;
-    case 2: {
-        /* the logits become d(grad_scale * mean loss)/d(logits), what backward needs */
-        gk_softmax_crossentropy(d->losses, d->logits, targets, N, V, d->Vp, 1, c->grad_scale,
-                                d->t, s);
+    case 1: head_forward(d, c); break;
+    case 2:
         CUDA_CHECK(cudaMemcpyAsync(d->losses_host, d->losses, (size_t)N * 4,
                                    cudaMemcpyDeviceToHost, d->compute));
         d->loss_pending = true; /* summed once the stream is done (cuda_compute) */
         break;
-    }
-    case 4: /* lm_head: the first backward task of the iteration */
-        CUDA_CHECK(cudaMemsetAsync(d->edge_acc, 0, (size_t)model_embed_params(&d->cfg) * 4,
-                                   d->compute));
-        CUDA_CHECK(cudaMemsetAsync(d->dlm_pad, 0, (size_t)d->Vp * C * 4, d->compute));
-        matmul_backward(d, d->dln, CUDA_R_32F, d->dlm_pad, NULL, d->logits, d->lnf, d->lm_pad, N,
-                        C, d->Vp);
-        gk_add_f32(d->edge_acc + o->lm_head, d->dlm_pad, (size_t)V * C, s);
-        break;
+    case 4: break; /* lm_head: its forward did its backward */
     case 3:
         CUDA_CHECK(cudaMemsetAsync(d->dres, 0, (size_t)N * C * 4, d->compute));
         gk_layernorm_backward(d->dres, d->edge_acc + o->lnfw, d->edge_acc + o->lnfb, d->dln, res,

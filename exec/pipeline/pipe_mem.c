@@ -151,47 +151,13 @@ static bool uses_state_slots(const PipeMem *m)
     return states_on_ssd(m) || m->p->weights != TIER_CPU;
 }
 
-static double device_need(const PipeMem *m)
+void pipe_mem_planned(const PipeMem *m, Footprint *f)
 {
-    const Plan *p = m->p;
-    double n = (double)m->ops->own_bytes(m->c, m->B, m->T);
-    n += p->weight_buffers * (double)(m->block_params * m->wsz) + (double)(m->edge_params * m->wsz);
-    n += p->grad_buffers * (double)(m->block_params * m->gsz) + (double)(m->edge_params * m->gsz);
-    n += 2.0 * p->act_buffers * (double)m->slot_bytes;
-    for (int b = 0; b < m->L; b++)
-        for (int x = 0; x < BT_COUNT; x++)
-            if (m->home[b * BT_COUNT + x] == HOME_GPU)
-                n += (double)m->tbytes[x];
-    for (int x = 0; x < BT_COUNT; x++) /* the scratch set, as alloc_device carves it */
-        n += (double)align_up(m->tbytes[x], 256);
-    return n + (double)m->tbytes[9];
-}
-
-static double host_need(const PipeMem *m)
-{
-    const Plan *p = m->p;
-    size_t P = m->edge_params + (size_t)m->L * m->block_params;
-    double n = 0;
-    if (p->weights == TIER_CPU)
-        n += (double)page(P * m->wsz);
-    else
-        n += p->pinned_buffers * (double)page(m->block_params * m->wsz) +
-             (double)page(m->edge_params * m->wsz);
-    if (m->cpu_state_params)
-        n += 3.0 * (double)page(m->cpu_state_params * 4);
-    if (uses_state_slots(m))
-        n += p->state_buffers * (double)page(state_slot_bytes(m));
-    size_t biggest = largest_layer(m);
-    if (p->micro_batches > 1)
-        n += (double)page(P * 4) + (double)page(biggest * m->gsz);
-    else
-        n += p->host_grad_groups * (double)page(m->max_group * m->gsz);
-    for (int b = 0; b < m->L; b++)
-        if (m->cpu_bytes[b])
-            n += (double)page(m->cpu_bytes[b]);
-    if (m->stage_out_bytes)
-        n += 2.0 * (double)(page(m->stage_out_bytes) + page(m->stage_in_bytes));
-    return n;
+    LaneSizes lane = {.own = (int64_t)m->ops->own_bytes(m->c, m->B, m->T),
+                      .weight_bytes = (int)m->wsz, .grad_bytes = (int)m->gsz};
+    for (int x = 0; x < BT_COUNT; x++)
+        lane.tensor[x] = (int64_t)m->tbytes[x];
+    footprint_compute_lane(f, m->c, m->p, &lane);
 }
 
 /* ---- allocation ------------------------------------------------------------------------------ */
@@ -378,7 +344,10 @@ int pipe_mem_init(PipeMem *m, const ModelConfig *c, const Plan *p, int B, int T,
     if (rc)
         return rc;
     char need_s[24], have_s[24], more_s[24];
-    double dneed = device_need(m), hneed = host_need(m);
+    Footprint need;
+    pipe_mem_planned(m, &need);
+    double dneed = footprint_tier_total(&need, TIER_GPU);
+    double hneed = footprint_tier_total(&need, TIER_CPU);
     size_t dev_free = pc->device->free_bytes ? pc->device->free_bytes() : 0;
     if (pc->gpu_budget && dev_free && pc->gpu_budget > dev_free)
         return err_set(e, -EINVAL, "--gpu-mem %s is more than the device has free (%s); "

@@ -92,5 +92,8 @@ int pipe_mem_get_state(PipeMem *m, float *params, float *mo, float *vo, Err *e);
 
 /* The footprint table of what was allocated, at its peak. */
 void pipe_mem_measured(const PipeMem *m, Footprint *f);
+/* The plan's table on this device's sizes (footprint_compute_lane): what pipe_mem_init checks
+ * the budgets with and then allocates, term by term. */
+void pipe_mem_planned(const PipeMem *m, Footprint *f);
 
 #endif

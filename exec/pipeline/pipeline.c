@@ -263,7 +263,12 @@ int pipe_train(const TrainOptions *o, const Plan *plan, const PipeConfig *pc, Tr
         memset(rep, 0, sizeof *rep);
     if (rep && g.ops) {
         pipe_mem_measured(&pp.mem, &rep->measured);
-        footprint_compute(&rep->predicted, &g, plan);
+        /* the simulator models the CUDA lane; the CPU reference lane is held to the same
+         * accounting on its own sizes */
+        if (pc->device->on_host)
+            pipe_mem_planned(&pp.mem, &rep->predicted);
+        else
+            footprint_compute(&rep->predicted, &g, plan);
         memcpy(rep->busy_s, pp.busy, sizeof pp.busy);
         rep->elapsed_s = elapsed;
         rep->iterations = r->n_losses;
