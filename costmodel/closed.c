@@ -19,18 +19,52 @@ static double pcie_s(const Hardware *hw, double h, double d)
     return pcie_h > pcie_d ? pcie_h : pcie_d;
 }
 
+/* Both SSD directions from the same start: r and w alone seconds. The duplex share, then the
+ * host path's ceiling over the bytes of both. */
+static double ssd_s(const Hardware *hw, double r, double w)
+{
+    double c = 2 / hw->ssd_duplex - 1, ssd_r = r + c * w, ssd_w = w + c * r;
+    double t = ssd_r > ssd_w ? ssd_r : ssd_w;
+    if (hw->ssd_host_GBps > 0) {
+        double bytes = r * cost_alone_rate(hw, RES_SSD_READ) +
+                       w * cost_alone_rate(hw, RES_SSD_WRITE);
+        double host = bytes / (hw->ssd_host_GBps * 1e9);
+        t = host > t ? host : t;
+    }
+    return t;
+}
+
+/* The phase's host memory bytes over the ceiling (cost.h); heaviest gets the resource that moves
+ * the most of them. */
+static double host_mem_s(const Hardware *hw, const double load_s[RES_COUNT], Resource *heaviest)
+{
+    double total = 0, most = 0;
+    *heaviest = RES_CPU_ADAM;
+    for (int r = 0; r < RES_COUNT; r++) {
+        double bytes = load_s[r] * cost_alone_rate(hw, r) * cost_host_bytes(r);
+        total += bytes;
+        if (bytes > most) {
+            most = bytes;
+            *heaviest = r;
+        }
+    }
+    return total / cost_host_mem_Bps(hw);
+}
+
 double cost_phase_s(const Hardware *hw, const double load_s[RES_COUNT], Resource *binding)
 {
     double h = load_s[RES_H2D], d = load_s[RES_D2H];
-    double r = load_s[RES_SSD_READ], w = load_s[RES_SSD_WRITE], c = 2 / hw->ssd_duplex - 1;
-    double ssd_r = r + c * w, ssd_w = w + c * r;
+    double r = load_s[RES_SSD_READ], w = load_s[RES_SSD_WRITE];
+    Resource mem_r;
+    double mem = host_mem_s(hw, load_s, &mem_r);
     struct { double t; Resource r; } terms[] = {
         {load_s[RES_GPU], RES_GPU}, {load_s[RES_CPU_ADAM], RES_CPU_ADAM},
         {pcie_s(hw, h, d), h >= d ? RES_H2D : RES_D2H},
-        {ssd_r > ssd_w ? ssd_r : ssd_w, r >= w ? RES_SSD_READ : RES_SSD_WRITE},
+        {ssd_s(hw, r, w), r >= w ? RES_SSD_READ : RES_SSD_WRITE},
+        {mem, mem_r},
     };
     int best = 0;
-    for (int i = 1; i < 4; i++)
+    for (int i = 1; i < (int)(sizeof terms / sizeof terms[0]); i++)
         if (terms[i].t > terms[best].t)
             best = i;
     if (binding)
@@ -42,20 +76,21 @@ double cost_phase_s(const Hardware *hw, const double load_s[RES_COUNT], Resource
  * task; here it would only add a per-block constant). */
 static double link_s(const Hardware *hw, Resource r, double bytes)
 {
-    switch (r) {
-    case RES_H2D: return bytes / (hw->h2d_GBps * 1e9);
-    case RES_D2H: return bytes / (hw->d2h_GBps * 1e9);
-    case RES_SSD_READ: return bytes / (hw->ssd_count * hw->ssd_read_GBps * 1e9);
-    case RES_SSD_WRITE: return bytes / (hw->ssd_count * hw->ssd_write_GBps * 1e9);
-    default: return 0;
-    }
+    return bytes / cost_alone_rate(hw, r);
+}
+
+/* Seconds of alone seconds t on link r when the copy runs by itself (stalls, the fill, chains):
+ * t, but at the SSDs' host path ceiling when that is below the devices' rate. */
+static double solo_s(const Hardware *hw, Resource r, double t)
+{
+    return r == RES_SSD_READ ? ssd_s(hw, t, 0) : r == RES_SSD_WRITE ? ssd_s(hw, 0, t) : t;
 }
 
 static double adam_s(const Hardware *hw, const Plan *p, double params)
 {
     if (p->optim == TIER_GPU)
         return params * 28 / (hw->gpu_mem_GBps * 1e9);
-    return params / (hw->adam_Gparams_per_s * 1e9);
+    return params / cost_alone_rate(hw, RES_CPU_ADAM);
 }
 
 /* Accumulates per-block phase times: their sum, and for each resource the time it bound. */
@@ -128,10 +163,12 @@ static void block_loads(const Hardware *hw, const Graph *g, const Plan *p, int b
     double out_stall = p->act_buffers == 1 ? link_s(hw, RES_D2H, moved) : 0;
     double in_stall_f = p->prefetch_depth == 0 ? in_f[RES_H2D] : 0;
     double ssd_stall_f = p->prefetch_depth == 0 ? in_f[RES_SSD_READ] : 0;
-    stall[0] = ssd_stall_f + pcie_s(hw, in_stall_f, out_stall);
-    stall[1] = p->prefetch_depth == 0 ? in_b[RES_H2D] + in_b[RES_SSD_READ]
+    double ssd_act_b = link_s(hw, RES_SSD_READ, swapped[TIER_SSD]);
+    stall[0] = solo_s(hw, RES_SSD_READ, ssd_stall_f) + pcie_s(hw, in_stall_f, out_stall);
+    stall[1] = p->prefetch_depth == 0 ? in_b[RES_H2D] + solo_s(hw, RES_SSD_READ,
+                                                               in_b[RES_SSD_READ])
                : p->act_buffers == 1 ? link_s(hw, RES_H2D, moved) +
-                                           link_s(hw, RES_SSD_READ, swapped[TIER_SSD])
+                                           solo_s(hw, RES_SSD_READ, ssd_act_b)
                                      : 0;
     F[RES_GPU] += stall[0];
     B[RES_GPU] += stall[1];
@@ -227,7 +264,7 @@ void cost_closed_form(const Hardware *hw, const Graph *g, const Plan *p, ClosedF
         T[RES_SSD_WRITE] += link_s(hw, RES_SSD_WRITE, new_w * tail_params);
         if (p->weights == TIER_GPU)
             T[RES_H2D] += link_s(hw, RES_H2D, w * tail_params);
-        tail_chain = T[RES_CPU_ADAM] + T[RES_SSD_WRITE] + T[RES_H2D];
+        tail_chain = T[RES_CPU_ADAM] + solo_s(hw, RES_SSD_WRITE, T[RES_SSD_WRITE]) + T[RES_H2D];
     } else {
         T[RES_CPU_ADAM] += adam_s(hw, p, P);
         T[RES_SSD_READ] += link_s(hw, RES_SSD_READ, 12 * ssd_state_params);
@@ -248,12 +285,15 @@ void cost_closed_form(const Hardware *hw, const Graph *g, const Plan *p, ClosedF
         cf->phase_s[CF_TAIL] = tail_chain;
     if (p->policy == POLICY_ZERO_INFINITY && p->optim == TIER_SSD) {
         double group = (double)p->subgroup_blocks * (double)model_block_params(c);
-        cf->phase_s[CF_TAIL] += link_s(hw, RES_SSD_READ, 12 * group) +
-                                link_s(hw, RES_SSD_WRITE, (12 + new_w) * group);
+        cf->phase_s[CF_TAIL] +=
+            solo_s(hw, RES_SSD_READ, link_s(hw, RES_SSD_READ, 12 * group)) +
+            solo_s(hw, RES_SSD_WRITE, link_s(hw, RES_SSD_WRITE, (12 + new_w) * group));
     }
     if (p->weights != TIER_GPU)
         cf->fill_s = link_s(hw, RES_H2D, block_w + edge_w) +
-                     (p->weights == TIER_SSD ? link_s(hw, RES_SSD_READ, block_w + edge_w) : 0);
+                     (p->weights == TIER_SSD
+                          ? solo_s(hw, RES_SSD_READ, link_s(hw, RES_SSD_READ, block_w + edge_w))
+                          : 0);
     double other = cost_phase_s(hw, bwd_other, NULL);
     if (bsum.total > other)
         other = bsum.total;

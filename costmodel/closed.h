@@ -5,8 +5,19 @@
  * coupled links combined exactly as the simulator's rates couple them:
  *   pcie(a, b) = max(b + a (1 - rho_d) / rho_h,  a + b (1 - rho_h) / rho_d)
  *                a = h2d alone s, b = d2h alone s, rho_h = h2d_bidir/h2d, rho_d = d2h_bidir/d2h
- *   ssd(r, w)  = max(r + c w, w + c r),  c = 2 / duplex - 1
- *   phase      = max(gpu, cpu_adam, pcie(h2d, d2h), ssd(ssd_read, ssd_write))
+ *   ssd(r, w)  = max(r + c w, w + c r, (r R + w W) / H),  c = 2 / duplex - 1, R and W the
+ *                SSDs' rates alone, H = ssd.host_GBps (the last term only when it is given)
+ *   mem        = sum over resources of load * rate alone * host bytes per unit of work, over
+ *                the host memory ceiling D (cost.h): the phase's host memory bytes
+ *   phase      = max(gpu, cpu_adam, pcie(h2d, d2h), ssd(ssd_read, ssd_write), mem)
+ * mem is a lower bound: the phase is at least as long as its host memory traffic takes at D.
+ * It is exact when the phase's memory-bound resources overlap from end to end; where they
+ * overlap in part (a weight copy during a fraction of a long Adam) the simulator slows the
+ * Adam while the copy runs, so the phase is longer than both mem and the Adam alone, and the
+ * closed form is optimistic. A
+ * phase bound by mem names as binding the resource that moves the most of those bytes. A copy
+ * that runs by itself (stalls, the fill, the tail's chain) takes its alone seconds on the SSDs
+ * at the host path's ceiling where that is lower.
  * FORWARD and BACKWARD are each the larger of two sums: the phase formula over the phase's
  * total loads (perfect overlap), and the sum over blocks of the phase formula over each block's
  * own loads (the pipeline advances block by block, so one block's heavy copy cannot hide behind

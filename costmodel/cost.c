@@ -38,15 +38,86 @@ static double link_latency_s(const Hardware *hw, Resource r)
     return (r == RES_H2D || r == RES_D2H ? hw->pcie_latency_us : hw->ssd_latency_us) * 1e-6;
 }
 
-static double alone_rate(const Hardware *hw, Resource r)
+double cost_alone_rate(const Hardware *hw, Resource r)
 {
     switch (r) {
     case RES_H2D: return hw->h2d_GBps * 1e9;
     case RES_D2H: return hw->d2h_GBps * 1e9;
     case RES_SSD_READ: return hw->ssd_count * hw->ssd_read_GBps * 1e9;
     case RES_SSD_WRITE: return hw->ssd_count * hw->ssd_write_GBps * 1e9;
+    case RES_CPU_ADAM: return hw->adam_Gparams_per_s * 1e9;
     default: return 1;
     }
+}
+
+double cost_host_bytes(Resource r)
+{
+    return r == RES_GPU ? 0 : r == RES_CPU_ADAM ? COST_ADAM_HOST_BYTES : 1;
+}
+
+/* The first two steps of cost.h: rates alone, then the PCIe and SSD coupling and the SSDs' host
+ * path ceiling, for the busy resources (idle ones keep their rates alone). */
+static void link_rates(const Hardware *hw, const bool busy[RES_COUNT], double rate[RES_COUNT])
+{
+    for (int r = 0; r < RES_COUNT; r++)
+        rate[r] = cost_alone_rate(hw, r);
+    if (busy[RES_H2D] && busy[RES_D2H]) {
+        rate[RES_H2D] = hw->h2d_bidir_GBps * 1e9;
+        rate[RES_D2H] = hw->d2h_bidir_GBps * 1e9;
+    }
+    bool rd = busy[RES_SSD_READ], wr = busy[RES_SSD_WRITE];
+    if (rd && wr) {
+        double share = hw->ssd_duplex / 2; /* in [0.5, 1] */
+        rate[RES_SSD_READ] *= share;
+        rate[RES_SSD_WRITE] *= share;
+    }
+    double moved = (rd ? rate[RES_SSD_READ] : 0) + (wr ? rate[RES_SSD_WRITE] : 0);
+    double host = hw->ssd_host_GBps * 1e9;
+    if (host > 0 && moved > host) {
+        rate[RES_SSD_READ] *= rd ? host / moved : 1;
+        rate[RES_SSD_WRITE] *= wr ? host / moved : 1;
+    }
+}
+
+/* Host memory bytes per second the busy resources ask for at these rates. */
+static double host_demand(const bool busy[RES_COUNT], const double rate[RES_COUNT])
+{
+    double sum = 0;
+    for (int r = 0; r < RES_COUNT; r++)
+        if (busy[r])
+            sum += rate[r] * cost_host_bytes(r);
+    return sum;
+}
+
+double cost_host_mem_Bps(const Hardware *hw)
+{
+    /* the configurations the ini states rates for: each resource alone, and the two couplings */
+    double ceiling = hw->cpu_mem_GBps * 1e9;
+    for (int k = 0; k < RES_COUNT + 2; k++) {
+        bool busy[RES_COUNT] = {false};
+        if (k < RES_COUNT)
+            busy[k] = true;
+        else if (k == RES_COUNT)
+            busy[RES_H2D] = busy[RES_D2H] = true;
+        else
+            busy[RES_SSD_READ] = busy[RES_SSD_WRITE] = true;
+        double rate[RES_COUNT];
+        link_rates(hw, busy, rate);
+        double demand = host_demand(busy, rate);
+        if (demand > ceiling)
+            ceiling = demand;
+    }
+    return ceiling;
+}
+
+/* Resource r's rate with nothing else busy, every ceiling applied. */
+static double solo_rate(const CostModel *m, Resource r)
+{
+    bool busy[RES_COUNT] = {false};
+    double rate[RES_COUNT];
+    busy[r] = true;
+    cost_rates(m, busy, rate);
+    return rate[r];
 }
 
 double cost_task_work(const CostModel *m, const Task *t)
@@ -62,12 +133,12 @@ double cost_task_work(const CostModel *m, const Task *t)
         if (t->res == RES_GPU)
             return (double)t->params * ADAM_GPU_BYTES_PER_PARAM / (hw->gpu_mem_GBps * 1e9) +
                    hw->gpu_launch_us * 1e-6;
-        return (double)t->params / (hw->adam_Gparams_per_s * 1e9);
+        return (double)t->params;
     case TASK_COPY: {
         double extra_s = link_latency_s(hw, t->res);
         if (t->params > 0) /* a micro-batch's gradients, added into the step's sum */
             extra_s += cost_grad_sum_s(hw, (double)t->params, t->bytes / (double)t->params);
-        return t->bytes + extra_s * alone_rate(hw, t->res);
+        return t->bytes + extra_s * solo_rate(m, t->res);
     }
     }
     return 0;
@@ -76,24 +147,21 @@ double cost_task_work(const CostModel *m, const Task *t)
 void cost_rates(const CostModel *m, const bool busy[RES_COUNT], double rate[RES_COUNT])
 {
     const Hardware *hw = m->hw;
+    link_rates(hw, busy, rate);
+    /* host memory, shared in proportion to demand; the ceiling is only worked out when the
+     * demand passes mem_GBps, which it can only raise */
+    double demand = host_demand(busy, rate);
+    if (demand <= hw->cpu_mem_GBps * 1e9)
+        return;
+    double ceiling = cost_host_mem_Bps(hw);
+    if (demand <= ceiling)
+        return;
     for (int r = 0; r < RES_COUNT; r++)
-        rate[r] = alone_rate(hw, r);
-    if (busy[RES_H2D] && busy[RES_D2H]) {
-        rate[RES_H2D] = hw->h2d_bidir_GBps * 1e9;
-        rate[RES_D2H] = hw->d2h_bidir_GBps * 1e9;
-    }
-    if (busy[RES_SSD_READ] && busy[RES_SSD_WRITE]) {
-        double share = hw->ssd_duplex / 2; /* in [0.5, 1] */
-        rate[RES_SSD_READ] *= share;
-        rate[RES_SSD_WRITE] *= share;
-    }
+        if (busy[r] && cost_host_bytes(r) > 0)
+            rate[r] *= ceiling / demand;
 }
 
 double cost_task_alone_s(const CostModel *m, const Task *t)
 {
-    bool busy[RES_COUNT] = {false};
-    double rate[RES_COUNT];
-    busy[t->res] = true;
-    cost_rates(m, busy, rate);
-    return cost_task_work(m, t) / rate[t->res];
+    return cost_task_work(m, t) / solo_rate(m, t->res);
 }

@@ -1,16 +1,29 @@
 /* cost: task durations and link rates, from the hardware description.
  *
  * The simulator's engine knows nothing of hardware: it asks this module how much work a task is
- * and how fast each resource goes given which resources are busy. Work is seconds for the GPU
- * and the CPU optimizer (their rate is 1) and bytes for links, whose rates couple:
- *   PCIe   h2d runs at h2d_GBps alone and at h2d_bidir_GBps while d2h is busy (and vice versa).
- *   SSD    reads and writes of all `count` striped devices: R = count * read_GBps,
- *          W = count * write_GBps; together each gets a duplex/2 share, so r/R + w/W = duplex.
- * A copy's fixed latency (pcie or ssd latency_us) is added as bytes at the one-direction rate.
- * A gradient copy of a step with several micro-batches also adds its parameters into the step's
- * sum on the host, on the same lane after the copy: (grad bytes + 8) per parameter (gradient
- * and sum read, sum written) at cpu.mem_GBps * min(1, t / cores), t = plan_grad_sum_threads,
- * added as bytes at the one-direction rate.
+ * and how fast each resource goes given which resources are busy. Work is seconds for the GPU,
+ * parameters for the CPU optimizer and bytes for links. Rates, in three steps (ARCHITECTURE.md,
+ * "The resource model"):
+ *   alone  gpu 1; cpu_adam adam_Gparams_per_s; h2d_GBps, d2h_GBps; the SSDs, all `count`
+ *          striped devices: R = count * read_GBps, W = count * write_GBps.
+ *   links  PCIe: h2d runs at h2d_bidir_GBps while d2h is busy (and vice versa).
+ *          SSD: reads and writes together each get a duplex/2 share, so r/R + w/W = duplex;
+ *          then the host path's ceiling H = ssd.host_GBps (when given): r + w <= H, both scaled
+ *          by H / (r + w) where above it (alone too).
+ *   memory every busy resource but the GPU moves host memory: d bytes per unit of work, 1 for
+ *          the links (every byte an SSD or a PCIe copy moves is read from or written to host
+ *          memory), COST_ADAM_HOST_BYTES per parameter for cpu_adam. When the busy resources
+ *          ask for more than the ceiling D, demand = sum of d * rate > D, each of them is scaled
+ *          by D / demand (proportionally: no stream has priority at the memory controller).
+ *          D = cpu.mem_GBps, raised to the largest demand of any one configuration whose rates
+ *          the ini states (each resource alone, PCIe both ways, the SSDs both ways): those were
+ *          measured through the same memory, so it moves at least that much and none of them is
+ *          slowed by sharing (h200.ini: memcpy 80.6 GB/s, PCIe both ways 96.2).
+ * A copy's fixed latency (pcie or ssd latency_us) is added as bytes at the rate its link has
+ * alone. A gradient copy of a step with several micro-batches also adds its parameters into the
+ * step's sum on the host, on the same lane after the copy: (grad bytes + 8) per parameter
+ * (gradient and sum read, sum written) at cpu.mem_GBps * min(1, t / cores),
+ * t = plan_grad_sum_threads, added as bytes at the rate the link has alone.
  * GPU op times (op from graph.h, P = bf16_TFLOPS, B = mem_GBps, l = launch_us):
  *   GEMM forward       2mnk / (P * eff(m,n,k)) + l
  *   GEMM backward      4mnk / (P * eff(m,n,k)) + 2l     (input and weight gradients)
@@ -20,7 +33,7 @@
  *   memory-bound ops   io_bytes / B + l
  *   AdamW on the GPU   28 B/param / B + l   (fp32 master, m, v read and written, 16-bit
  *                      gradient in and weight out)
- *   AdamW on the CPU   params / adam_Gparams_per_s */
+ *   AdamW on the CPU   params, at adam_Gparams_per_s alone */
 #ifndef FUYOU_COST_H
 #define FUYOU_COST_H
 
@@ -29,6 +42,12 @@
 #include "graph.h"
 #include "hw.h"
 #include "schedule.h"
+
+/* Host memory bytes the CPU Adam task moves per parameter (exec/optim/adam.h, the pipeline's
+ * task): the gradient norm reads the 16-bit gradient (2); AdamW reads the fp32 master, m and v
+ * (12) and the gradient (2), and writes master, m and v (12) and the 16-bit weight (2). With
+ * several micro-batches the gradient is the fp32 sum (34 B); that is not told apart. */
+enum { COST_ADAM_HOST_BYTES = 30 };
 
 typedef struct CostModel {
     const Hardware *hw;
@@ -41,11 +60,24 @@ double cost_gpu_op_s(const Hardware *hw, const Op *op, TaskKind kind);
 /* Seconds the host takes to add `params` gradients of grad_bytes each into a float sum. */
 double cost_grad_sum_s(const Hardware *hw, double params, double grad_bytes);
 
-/* A task's work in its resource's unit (seconds for gpu and cpu_adam, bytes for links). */
+/* A task's work in its resource's unit (seconds for gpu, parameters for cpu_adam, bytes for
+ * links). */
 double cost_task_work(const CostModel *m, const Task *t);
 
-/* Every resource's rate (work per second) given which resources are busy. */
+/* Every resource's rate (work per second) given which resources are busy: the three steps
+ * above. A resource that is not busy gets cost_alone_rate. */
 void cost_rates(const CostModel *m, const bool busy[RES_COUNT], double rate[RES_COUNT]);
+
+/* Resource r's rate alone in work per second, before the SSD host ceiling and host memory
+ * (the closed form's "alone seconds" are work over this). */
+double cost_alone_rate(const Hardware *hw, Resource r);
+
+/* Host memory bytes resource r moves per unit of its work (0 for the GPU). */
+double cost_host_bytes(Resource r);
+
+/* The host memory ceiling D in bytes per second: cpu.mem_GBps, raised to the largest demand of
+ * a configuration the ini states rates for (above). */
+double cost_host_mem_Bps(const Hardware *hw);
 
 /* Seconds a task takes alone on its resource (nothing else busy). */
 double cost_task_alone_s(const CostModel *m, const Task *t);

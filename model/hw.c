@@ -74,6 +74,7 @@ static const HwKey keys[] = {
     NUM("ssd", "write_GBps", ssd_write_GBps, true, GBPS, false),
     {"ssd", "duplex_factor", K_NUMBER, offsetof(Hardware, ssd_duplex), true, 1, 2, false,
      "between 1 (reads and writes share the bandwidth) and 2 (full duplex)"},
+    NUM("ssd", "host_GBps", ssd_host_GBps, false, GBPS, false),
     NUM("ssd", "latency_us", ssd_latency_us, true, 0, 1e5, false),
     NUM("ssd", "capacity_GB", ssd_capacity_GB, true, 0, 1e7, true),
     NUM("memory", "cpu_mem_GiB", cpu_mem_GiB, true, MEM_GIB, true),

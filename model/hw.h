@@ -50,7 +50,8 @@ typedef struct Hardware {
     /* [cpu] */
     char cpu_name[64];
     int cpu_cores;
-    double cpu_mem_GBps;
+    double cpu_mem_GBps;       /* host memory, bytes read plus written; the cores, PCIe and
+                                  SSD transfers share it (costmodel/cost.h) */
     double adam_Gparams_per_s; /* fp32 AdamW over master, m, v with all cores */
 
     /* [ssd] */
@@ -59,6 +60,8 @@ typedef struct Hardware {
     double ssd_read_GBps;    /* per device, sequential, large blocks, O_DIRECT */
     double ssd_write_GBps;
     double ssd_duplex;       /* reads and writes together: r/read + w/write <= duplex (1..2) */
+    double ssd_host_GBps;    /* the host path's ceiling, all devices together, reads plus
+                                writes; 0: none (optional) */
     double ssd_latency_us;
     double ssd_capacity_GB;  /* per device, usable */
 

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "testutil.h"
@@ -244,13 +245,17 @@ START_TEST(trace_compare_cli)
 }
 END_TEST
 
-/* fuyou-profile --quick writes an ini fuyou-sim reads; a bad directory is one line, status 2 */
+/* fuyou-profile --quick writes an ini fuyou-sim reads (two store directories: the [ssd] keys
+ * per directory, the first measured alone too); a bad directory is one line, status 2 */
 START_TEST(profile_cli)
 {
-    char dir[] = "/tmp/fuyou-prof-XXXXXX", args[512], ini[64];
+    char dir[] = "/tmp/fuyou-prof-XXXXXX", args[512], ini[64], second[64];
     ck_assert_ptr_nonnull(mkdtemp(dir));
     snprintf(ini, sizeof ini, "%s/me.ini", dir);
-    snprintf(args, sizeof args, "--quick --no-gpu --ssd-dir %s --gib 0.0625 --out %s", dir, ini);
+    snprintf(second, sizeof second, "%s/b", dir);
+    ck_assert_int_eq(mkdir(second, 0700), 0);
+    snprintf(args, sizeof args, "--quick --no-gpu --ssd-dir %s --ssd-dir %s --gib 0.0625 "
+             "--out %s", dir, second, ini);
     ck_assert_int_eq(run_bin("FUYOU_PROFILE", args, out, sizeof out), 0);
     tu_assert_contains(out, "wrote");
     snprintf(args, sizeof args, "--hw %s --model gpt2-124m --batch 2 --seq 256", ini);
@@ -262,6 +267,7 @@ START_TEST(profile_cli)
     fclose(f);
     tu_assert_contains(out, "adam_Gparams_per_s = ");
     tu_assert_contains(out, "[meas ");
+    tu_assert_contains(out, "\ncount = 2\n");
     ck_assert_int_eq(run_bin("FUYOU_PROFILE", "--ssd-dir /nonexistent/x", out, sizeof out), 2);
     tu_assert_contains(out, "--ssd-dir /nonexistent/x: not a directory");
     tu_rm_tree(dir);

@@ -1,5 +1,6 @@
-/* Check suite for costmodel/cost: op times against the formulas in cost.h computed by hand, and
- * the rate coupling of PCIe directions and SSD reads and writes. */
+/* Check suite for costmodel/cost: op times against the formulas in cost.h computed by hand, the
+ * rate coupling of PCIe directions and SSD reads and writes, the SSDs' host path ceiling, and
+ * host memory shared by the CPU Adam and the links. */
 #include <math.h>
 
 #include "cost.h"
@@ -85,6 +86,7 @@ START_TEST(task_work)
     /* 1 s of bytes plus the 80 us latency */
     ck_assert_double_eq_tol(cost_task_alone_s(&m, &copy), 1 + 80e-6, 1e-12);
     Task adam = {.res = RES_CPU_ADAM, .kind = TASK_ADAM, .params = 8000000000};
+    ck_assert_double_eq(cost_task_work(&m, &adam), 8e9); /* parameters */
     ck_assert_double_eq_tol(cost_task_alone_s(&m, &adam), 2.0, 1e-12); /* 4 G params/s */
     Task gpu_adam = {.res = RES_GPU, .kind = TASK_ADAM, .params = 1000000000};
     ck_assert_double_eq_tol(cost_task_alone_s(&m, &gpu_adam), 28e9 / 1008e9 + 4e-6, 1e-12);
@@ -114,6 +116,110 @@ START_TEST(grad_sum_on_the_host)
 }
 END_TEST
 
+/* Rates with the given resources busy. */
+static void rates_with(const CostModel *m, const Resource *on, int n, double rate[RES_COUNT])
+{
+    bool busy[RES_COUNT] = {false};
+    for (int i = 0; i < n; i++)
+        busy[on[i]] = true;
+    cost_rates(m, busy, rate);
+}
+
+/* A small machine: host memory 80 GB/s; Adam 2 G params/s, 60 GB/s of host memory; two SSDs of
+ * 10 GB/s each way, full duplex (20 + 20); PCIe 25 alone, 21 + 21 both ways (4090.ini). */
+static const char *const small[] = {
+    "cpu.mem_GBps=80", "cpu.adam_Gparams_per_s=2", "ssd.count=2", "ssd.read_GBps=10",
+    "ssd.write_GBps=10", "ssd.duplex_factor=2", "ssd.latency_us=0", "pcie.latency_us=0",
+};
+enum { N_SMALL = sizeof small / sizeof small[0] };
+
+/* The CPU Adam alone at its rate; with the SSDs reading and writing the busy resources ask for
+ * 60 + 20 + 20 = 100 GB/s of 80: each at 0.8 of its rate. */
+START_TEST(host_memory_shared)
+{
+    load(small, N_SMALL);
+    CostModel m = {&hw, NULL};
+    ck_assert_double_eq(cost_host_mem_Bps(&hw), 80e9);
+    double rate[RES_COUNT];
+    rates_with(&m, (Resource[]){RES_CPU_ADAM}, 1, rate);
+    ck_assert_double_eq(rate[RES_CPU_ADAM], 2e9);
+    rates_with(&m, (Resource[]){RES_CPU_ADAM, RES_SSD_READ, RES_SSD_WRITE, RES_GPU}, 4, rate);
+    ck_assert_double_eq_tol(rate[RES_CPU_ADAM], 1.6e9, 1e-3);
+    ck_assert_double_eq_tol(rate[RES_SSD_READ], 16e9, 1e-3);
+    ck_assert_double_eq_tol(rate[RES_SSD_WRITE], 16e9, 1e-3);
+    ck_assert_double_eq(rate[RES_GPU], 1); /* moves no host memory */
+    /* 60 + 20 = 80: at the ceiling, not above it */
+    rates_with(&m, (Resource[]){RES_CPU_ADAM, RES_SSD_READ}, 2, rate);
+    ck_assert_double_eq(rate[RES_CPU_ADAM], 2e9);
+    ck_assert_double_eq(rate[RES_SSD_READ], 20e9);
+    /* PCIe both ways (21 + 21) with the Adam: 102 GB/s asked, 80 given */
+    rates_with(&m, (Resource[]){RES_CPU_ADAM, RES_H2D, RES_D2H}, 3, rate);
+    ck_assert_double_eq_tol(rate[RES_H2D], 21e9 * 80 / 102, 1e-3);
+    ck_assert_double_eq_tol(rate[RES_CPU_ADAM], 2e9 * 80 / 102, 1e-3);
+    /* a task's work does not change, only its rate: 2 G params take 1 s alone */
+    Task adam = {.res = RES_CPU_ADAM, .kind = TASK_ADAM, .params = 2000000000};
+    ck_assert_double_eq_tol(cost_task_alone_s(&m, &adam), 1.0, 1e-12);
+    hw_free(&hw);
+}
+END_TEST
+
+/* The ceiling is at least what the ini's own configurations move: with mem_GBps 30 below PCIe
+ * both ways (42) and the Adam alone (30), those run at their rates; the Adam with an H2D copy
+ * (30 + 25 = 55) shares the 42. */
+START_TEST(host_memory_floor)
+{
+    const char *sets[] = {"cpu.mem_GBps=30", "cpu.adam_Gparams_per_s=1", "ssd.count=1",
+                          "ssd.read_GBps=1", "ssd.write_GBps=1"};
+    load(sets, 5);
+    CostModel m = {&hw, NULL};
+    ck_assert_double_eq(cost_host_mem_Bps(&hw), 42e9);
+    double rate[RES_COUNT];
+    rates_with(&m, (Resource[]){RES_H2D, RES_D2H}, 2, rate);
+    ck_assert_double_eq(rate[RES_H2D], 21e9);
+    ck_assert_double_eq(rate[RES_D2H], 21e9);
+    rates_with(&m, (Resource[]){RES_CPU_ADAM}, 1, rate);
+    ck_assert_double_eq(rate[RES_CPU_ADAM], 1e9);
+    rates_with(&m, (Resource[]){RES_CPU_ADAM, RES_H2D}, 2, rate);
+    ck_assert_double_eq_tol(rate[RES_H2D], 25e9 * 42 / 55, 1e-3);
+    ck_assert_double_eq_tol(rate[RES_CPU_ADAM], 1e9 * 42 / 55, 1e-3);
+    hw_free(&hw);
+}
+END_TEST
+
+/* [ssd] host_GBps caps reads plus writes of all devices: 20 + 12 = 32 GB/s asked, 24 given, each
+ * at 0.75; below a direction's own rate it caps that direction alone too. Absent: no ceiling. */
+START_TEST(ssd_host_ceiling)
+{
+    const char *sets[] = {"ssd.count=4", "ssd.read_GBps=5", "ssd.write_GBps=3",
+                          "ssd.duplex_factor=2", "ssd.latency_us=80", "ssd.host_GBps=24"};
+    load(sets, 6);
+    CostModel m = {&hw, NULL};
+    double rate[RES_COUNT];
+    rates_with(&m, (Resource[]){RES_SSD_READ}, 1, rate);
+    ck_assert_double_eq(rate[RES_SSD_READ], 20e9);
+    rates_with(&m, (Resource[]){RES_SSD_READ, RES_SSD_WRITE}, 2, rate);
+    ck_assert_double_eq_tol(rate[RES_SSD_READ], 15e9, 1e-3);
+    ck_assert_double_eq_tol(rate[RES_SSD_WRITE], 9e9, 1e-3);
+    hw_free(&hw);
+    sets[5] = "ssd.host_GBps=16";
+    load(sets, 6);
+    rates_with(&m, (Resource[]){RES_SSD_READ}, 1, rate);
+    ck_assert_double_eq(rate[RES_SSD_READ], 16e9);
+    rates_with(&m, (Resource[]){RES_SSD_WRITE}, 1, rate);
+    ck_assert_double_eq(rate[RES_SSD_WRITE], 12e9);
+    /* the latency is charged at the rate the link has alone: 16 GB take 1 s, plus 80 us */
+    Task copy = {.res = RES_SSD_READ, .kind = TASK_COPY, .bytes = 16e9};
+    ck_assert_double_eq_tol(cost_task_alone_s(&m, &copy), 1 + 80e-6, 1e-12);
+    hw_free(&hw);
+    load(sets, 5);
+    ck_assert_double_eq(hw.ssd_host_GBps, 0);
+    rates_with(&m, (Resource[]){RES_SSD_READ, RES_SSD_WRITE}, 2, rate);
+    ck_assert_double_eq(rate[RES_SSD_READ], 20e9);
+    ck_assert_double_eq(rate[RES_SSD_WRITE], 12e9);
+    hw_free(&hw);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cost");
@@ -123,6 +229,9 @@ int main(void)
     tcase_add_test(tc, rates);
     tcase_add_test(tc, task_work);
     tcase_add_test(tc, grad_sum_on_the_host);
+    tcase_add_test(tc, host_memory_shared);
+    tcase_add_test(tc, host_memory_floor);
+    tcase_add_test(tc, ssd_host_ceiling);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

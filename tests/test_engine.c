@@ -1,9 +1,11 @@
-/* Check suite for sim/engine: hand-computed cases with exact times, deadlock detection, and
- * invariants on random DAGs (servers never overlap, dependencies hold, shared bandwidth is never
- * exceeded, every task gets exactly its work, makespan bounds). */
+/* Check suite for sim/engine: hand-computed cases with exact times (one through the cost model's
+ * rates: host memory shared), deadlock detection, and invariants on random DAGs (servers never
+ * overlap, dependencies hold, shared bandwidth is never exceeded, every task gets exactly its
+ * work, makespan bounds). */
 #include <gsl/gsl_rng.h>
 #include <math.h>
 
+#include "cost.h"
 #include "engine.h"
 #include "testutil.h"
 
@@ -151,6 +153,48 @@ START_TEST(bidirectional_pcie)
     EXACT(r.end[h], 3);
     EXACT(r.end[d], 3);
     sim_result_free(&r);
+}
+END_TEST
+
+static double cost_work(void *ctx, const Task *t)
+{
+    return cost_task_work(ctx, t);
+}
+
+static void cost_rates_cb(void *ctx, const bool busy[RES_COUNT], double rate[RES_COUNT])
+{
+    cost_rates(ctx, busy, rate);
+}
+
+/* The engine on the cost model's rates (cost.h): an Adam of 2 G params (1 s alone at 2 G/s, 60
+ * GB/s of host memory) beside an SSD read and write of 10 GB each (20 GB/s each alone, full
+ * duplex). Host memory gives 80 of the 100 GB/s asked: all at 0.8 until the copies end at
+ * 10 / 16 = 0.625 s, by when the Adam has done 1 G params; the other 1 G alone takes 0.5 s. */
+START_TEST(host_memory_through_cost)
+{
+    const char *sets[] = {"cpu.mem_GBps=80", "cpu.adam_Gparams_per_s=2", "ssd.count=2",
+                          "ssd.read_GBps=10", "ssd.write_GBps=10", "ssd.duplex_factor=2",
+                          "ssd.latency_us=0"};
+    Hardware hw;
+    Err e;
+    ck_assert_int_eq(hw_load("4090.ini", sets, 7, &hw, &e), 0);
+    CostModel cm = {&hw, NULL};
+    const SimModel model = {&cm, cost_work, cost_rates_cb};
+    mini_reset();
+    int adam = mk(RES_CPU_ADAM, 0, 0), rd = mk(RES_SSD_READ, 0, 0), wr = mk(RES_SSD_WRITE, 0, 0);
+    mini.s.tasks[adam].kind = TASK_ADAM;
+    mini.s.tasks[adam].params = 2000000000;
+    mini.s.tasks[rd].bytes = mini.s.tasks[wr].bytes = 10e9;
+    SimResult r;
+    ck_assert_msg(sim_run(&mini.s, &model, true, &r, &e) == 0, "%s", e.msg);
+    EXACT(r.end[rd], 0.625);
+    EXACT(r.end[wr], 0.625);
+    EXACT(r.end[adam], 1.125);
+    ck_assert_int_eq(r.n_segments, 2);
+    EXACT(r.segments[0].rate[RES_CPU_ADAM] / 1e9, 1.6);
+    EXACT(r.segments[1].rate[RES_CPU_ADAM] / 1e9, 2);
+    sim_result_free(&r);
+    hw_free(&hw);
 }
 END_TEST
 
@@ -312,6 +356,7 @@ int main(void)
     tcase_add_test(tc, bidirectional_pcie);
     tcase_add_test(tc, buffer_limited_prefetch);
     tcase_add_test(tc, priorities);
+    tcase_add_test(tc, host_memory_through_cost);
     tcase_add_test(tc, deadlock);
     tcase_add_test(tc, random_dags);
     suite_add_tcase(s, tc);

@@ -309,6 +309,8 @@ START_TEST(key_ranges)
         {"ssd.count=1000000", "count", "from 1 to 1024"},
         {"ssd.read_GBps=1e-300", "read_GBps", "from 0.001 to 10000"},
         {"ssd.write_GBps=1e300", "write_GBps", "from 0.001 to 10000"},
+        {"ssd.host_GBps=0", "host_GBps", "from 0.001 to 10000"},
+        {"ssd.host_GBps=1e5", "host_GBps", "from 0.001 to 10000"},
         {"ssd.latency_us=1e300", "latency_us", "from 0 to 100000"},
         {"ssd.capacity_GB=1e300", "capacity_GB", "at most 10000000"},
         {"memory.cpu_mem_GiB=1e300", "cpu_mem_GiB", "at most 1048576"},
@@ -329,7 +331,8 @@ START_TEST(key_ranges)
     }
     const char *ends[] = {"pcie.latency_us=10000", "gpu.bf16_TFLOPS=0.001", "gpu.launch_us=0",
                           "ssd.count=1024", "cpu.cores=65536", "gpu.attn_efficiency=1",
-                          "memory.gpu_reserved_GiB=0", "gpu.mem_GiB=1048576"};
+                          "memory.gpu_reserved_GiB=0", "gpu.mem_GiB=1048576",
+                          "ssd.host_GBps=0.001"};
     Hardware hw;
     Err e;
     ck_assert_msg(hw_load("4090.ini", ends, sizeof ends / sizeof ends[0], &hw, &e) == 0, "%s",
@@ -525,6 +528,52 @@ START_TEST(write_names_digits_and_long_curves)
 }
 END_TEST
 
+/* hw_write's text of hw, in a malloc'd string the caller frees. */
+static char *written(const Hardware *hw)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    ck_assert_int_eq(hw_write(f, hw, NULL, NULL), 0);
+    fclose(f);
+    return text;
+}
+
+/* [ssd] host_GBps is optional: absent it is 0 (no ceiling) and hw_write leaves it out; given,
+ * in a file or by --set, it is read in [ssd] and written back to the same value. */
+START_TEST(ssd_host_key)
+{
+    Hardware a, b;
+    Err e;
+    char path[64];
+    ck_assert_int_eq(hw_load("4090.ini", NULL, 0, &a, &e), 0);
+    ck_assert_double_eq(a.ssd_host_GBps, 0);
+    char *text = written(&a);
+    ck_assert_ptr_null(strstr(text, "host_GBps"));
+    free(text);
+    hw_free(&a);
+    ck_assert_msg(load_text(edit("duplex_factor = 1\n", "duplex_factor = 1\nhost_GBps = 9.5\n"),
+                            NULL, 0, &a, &e, path, sizeof path) == 0, "%s", e.msg);
+    ck_assert_double_eq(a.ssd_host_GBps, 9.5);
+    hw_free(&a);
+    const char *sets[] = {"ssd.host_GBps=23.4567891"};
+    ck_assert_msg(hw_load("4090.ini", sets, 1, &a, &e) == 0, "%s", e.msg);
+    text = written(&a);
+    tu_assert_contains(text, "duplex_factor = 1\nhost_GBps = 23.4568\n");
+    tu_temp_file(path, sizeof path, ".ini", text);
+    free(text);
+    ck_assert_msg(hw_load(path, NULL, 0, &b, &e) == 0, "%s", e.msg);
+    unlink(path);
+    ck_assert_double_eq(b.ssd_host_GBps, 23.4568);
+    hw_free(&a);
+    hw_free(&b);
+    /* it belongs to [ssd]: elsewhere it is an unknown key */
+    ck_assert_int_eq(load_text(edit("[memory]\n", "[memory]\nhost_GBps = 9\n"), NULL, 0, &a,
+                               &e, path, sizeof path), -EINVAL);
+    tu_assert_contains(e.msg, "unknown key 'host_GBps' in [memory]");
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("hw");
@@ -545,6 +594,7 @@ int main(void)
     tcase_add_test(tc, gemm_dims_too_close);
     tcase_add_test(tc, write_keeps_strict_checks);
     tcase_add_test(tc, write_names_digits_and_long_curves);
+    tcase_add_test(tc, ssd_host_key);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

@@ -70,6 +70,35 @@ START_TEST(phase_coupling)
 }
 END_TEST
 
+/* Host memory (cost.h) as a lower bound per phase: an Adam of 60 GB/s and SSD reads and writes
+ * of 20 GB/s each, each 1 s alone, move 100 GB at 80 GB/s: 1.25 s, what the simulator gives when
+ * all three overlap from end to end, named after the Adam that moves the most. The SSDs' host
+ * path ceiling: 20 GB read and 20 GB written through 30 GB/s take 4/3 s. */
+START_TEST(phase_host_memory)
+{
+    const char *sets[] = {"cpu.mem_GBps=80", "cpu.adam_Gparams_per_s=2", "ssd.count=2",
+                          "ssd.read_GBps=10", "ssd.write_GBps=10", "ssd.duplex_factor=2"};
+    Err e;
+    ck_assert_int_eq(hw_load("4090.ini", sets, 6, &hw, &e), 0);
+    double load[RES_COUNT] = {0};
+    load[RES_GPU] = 1.1;
+    load[RES_CPU_ADAM] = load[RES_SSD_READ] = load[RES_SSD_WRITE] = 1;
+    Resource r;
+    ck_assert_double_eq_tol(cost_phase_s(&hw, load, &r), 1.25, 1e-12);
+    ck_assert_int_eq(r, RES_CPU_ADAM);
+    load[RES_CPU_ADAM] = 0; /* 40 GB at 80: the GPU's 1.1 s binds */
+    ck_assert_double_eq_tol(cost_phase_s(&hw, load, &r), 1.1, 1e-12);
+    ck_assert_int_eq(r, RES_GPU);
+    hw_free(&hw);
+    const char *host[] = {"ssd.count=2", "ssd.read_GBps=10", "ssd.write_GBps=10",
+                          "ssd.duplex_factor=2", "ssd.host_GBps=30"};
+    ck_assert_int_eq(hw_load("4090.ini", host, 5, &hw, &e), 0);
+    ck_assert_double_eq_tol(cost_phase_s(&hw, load, &r), 4.0 / 3, 1e-12);
+    ck_assert_int_eq(r, RES_SSD_READ);
+    hw_free(&hw);
+}
+END_TEST
+
 START_TEST(ladder_order)
 {
     setup_case("4090.ini", "gpt3-13b", 8);
@@ -197,6 +226,7 @@ int main(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, closed_form_all_gpu);
     tcase_add_test(tc, phase_coupling);
+    tcase_add_test(tc, phase_host_memory);
     tcase_add_test(tc, ladder_order);
     tcase_add_test(tc, minimum_is_exact);
     tcase_add_test(tc, tiers_fill_in_order);

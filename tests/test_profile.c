@@ -1,9 +1,11 @@
-/* Check suite for exec/profile: the summary statistics, and the CPU, memory and store
- * measurements on small sizes (positive, finite, in their ranges). */
+/* Check suite for exec/profile: the summary statistics, the CPU, memory and store measurements
+ * on small sizes (positive, finite, in their ranges), and the [ssd] keys derived from the store's
+ * numbers. */
 #include <errno.h>
 #include <math.h>
 #include <stdbool.h>
 
+#include "graph.h"
 #include "profile.h"
 #include "testutil.h"
 
@@ -52,6 +54,59 @@ START_TEST(store)
 }
 END_TEST
 
+/* A store profile with these medians, GB/s. */
+static SsdProfile ssd_medians(double read, double write, double read2, double write2)
+{
+    SsdProfile p = {0};
+    p.read_GBps.median = read;
+    p.write_GBps.median = write;
+    p.duplex_read_GBps.median = read2;
+    p.duplex_write_GBps.median = write2;
+    return p;
+}
+
+/* The [ssd] keys: per device what all moved over the count; duplex from together over alone,
+ * within [1, 2]; host_GBps only with several directories that fall short of the first alone
+ * times their count (by more than PROFILE_HOST_BOUND allows), as the most they moved. */
+START_TEST(ssd_keys)
+{
+    Hardware hw = {.ssd_host_GBps = 7}; /* a base's ceiling does not describe these stripes */
+    SsdProfile one = ssd_medians(2, 1, 1.5, 0.5);
+    double ratio = profile_ssd_keys(&one, NULL, 1, &hw);
+    ck_assert_int_eq(hw.ssd_count, 1);
+    ck_assert_double_eq(hw.ssd_read_GBps, 2);
+    ck_assert_double_eq(hw.ssd_write_GBps, 1);
+    ck_assert_double_eq(hw.ssd_duplex, 1.25); /* 1.5/2 + 0.5/1 */
+    ck_assert_double_eq(hw.ssd_host_GBps, 0);
+    ck_assert_double_eq(ratio, 1);
+    /* four stripes that scale: 8 + 4 of 4 x 2 (the most one moved, read + write together) */
+    SsdProfile all = ssd_medians(8, 4, 6, 2);
+    ratio = profile_ssd_keys(&all, &one, 4, &hw);
+    ck_assert_int_eq(hw.ssd_count, 4);
+    ck_assert_double_eq(hw.ssd_read_GBps, 2);
+    ck_assert_double_eq(hw.ssd_write_GBps, 1);
+    ck_assert_double_eq(hw.ssd_duplex, 1.25);
+    ck_assert_double_eq(ratio, 1);
+    ck_assert_double_eq(hw.ssd_host_GBps, 0);
+    /* four stripes held to 5 GB/s in all, reads and writes: the host path */
+    all = ssd_medians(5, 4, 2.5, 2.5);
+    ratio = profile_ssd_keys(&all, &one, 4, &hw);
+    ck_assert_double_eq(hw.ssd_read_GBps, 1.25);
+    ck_assert_double_eq(hw.ssd_duplex, 1.125); /* 2.5/5 + 2.5/4 */
+    ck_assert_double_eq(ratio, 5.0 / 8);
+    ck_assert_double_eq(hw.ssd_host_GBps, 5);
+    /* within the noise allowed: no ceiling; and the duplex clamped to its range */
+    all = ssd_medians(7.5, 4, 0.1, 0.1);
+    ratio = profile_ssd_keys(&all, &one, 4, &hw);
+    ck_assert_double_ge(ratio, PROFILE_HOST_BOUND);
+    ck_assert_double_eq(hw.ssd_host_GBps, 0);
+    ck_assert_double_eq(hw.ssd_duplex, 1);
+    all = ssd_medians(8, 4, 8, 4);
+    profile_ssd_keys(&all, &one, 4, &hw);
+    ck_assert_double_eq(hw.ssd_duplex, 2);
+}
+END_TEST
+
 /* The GEMM shapes the curve is measured on are the presets' own, each once */
 START_TEST(gemm_shapes)
 {
@@ -60,7 +115,9 @@ START_TEST(gemm_shapes)
     ck_assert_int_gt(n, 0);
     bool qkv = false, head = false;
     for (int i = 0; i < n; i++) {
-        ck_assert_int_eq(sh[i].m, 8192); /* tokens */
+        bool is_head = sh[i].n == 50257 || sh[i].n == 256; /* the presets' vocabularies */
+        /* tokens; the head runs on chunks of them (graph.h) */
+        ck_assert_int_eq(sh[i].m, (is_head ? GRAPH_HEAD_CHUNK : 8192));
         for (int j = 0; j < i; j++)
             ck_assert(sh[j].m != sh[i].m || sh[j].n != sh[i].n || sh[j].k != sh[i].k);
         qkv |= sh[i].n == 3 * 768 && sh[i].k == 768;       /* GPT-2 124M's attention input */
@@ -104,6 +161,7 @@ int main(void)
     tcase_add_test(tc, stat_summary);
     tcase_add_test(tc, cpu_and_memory);
     tcase_add_test(tc, store);
+    tcase_add_test(tc, ssd_keys);
     tcase_add_test(tc, gemm_shapes);
     tcase_add_test(tc, gemm_curve);
     suite_add_tcase(s, tc);

@@ -64,13 +64,15 @@ static void usage(FILE *out)
 "                     [--no-gpu] [--threads N]\n"
 "Measures this machine and writes a hardware ini for fuyou-sim --hw: the CPU Adam task's rate\n"
 "by thread count and host memory bandwidth, the io_uring store's read, write and read + write\n"
-"GB/s over every --ssd-dir, host memory, and with a GPU its memory, pinned PCIe copies alone and\n"
-"both ways, and the bf16 GEMM efficiency curve. Other keys come from --base.\n"
+"GB/s over every --ssd-dir (and over the first alone: whether the host path caps the stripes),\n"
+"host memory, and with a GPU its memory, pinned PCIe copies alone and both ways, and the bf16\n"
+"GEMM efficiency curve. Other keys come from --base.\n"
 "\n"
 "  --quick             seconds instead of minutes: smaller sizes, fewer repetitions\n"
 "  --out FILE          write the ini there (default: standard output)\n"
 "  --base NAME|PATH    the description unmeasured keys come from (default h200.ini)\n"
-"  --ssd-dir DIR       a store directory, repeatable (default: the current directory)\n"
+"  --ssd-dir DIR       a store directory, one device each, repeatable (default: the current\n"
+"                      directory)\n"
 "  --gib N             GiB written and read per SSD test (default 8, --quick 1)\n"
 "  --no-gpu            skip the GPU even when one is present\n"
 "  --threads N         the Adam task's threads (default: the cores the pipeline gives it)\n"
@@ -236,15 +238,16 @@ int main(int argc, char **argv)
     size_t sbytes = (size_t)((gib > 0 ? gib : quick ? 1 : 8) * (double)(1u << 30));
     fprintf(stderr, "fuyou-profile: the store over %d director%s, %.1f GiB per test\n", n_dirs,
             n_dirs == 1 ? "y" : "ies", sbytes / 1073741824.0);
-    SsdProfile sp;
+    SsdProfile sp, one;
     if (profile_ssd(dirs, n_dirs, sbytes, quick ? 1 : 3, &sp, &e))
         goto fail;
-    hw.ssd_count = n_dirs;
-    hw.ssd_read_GBps = sp.read_GBps.median / n_dirs;
-    hw.ssd_write_GBps = sp.write_GBps.median / n_dirs;
-    double duplex = sp.duplex_read_GBps.median / sp.read_GBps.median +
-                    sp.duplex_write_GBps.median / sp.write_GBps.median;
-    hw.ssd_duplex = duplex < 1 ? 1 : duplex > 2 ? 2 : duplex;
+    /* with several stripes, the first alone too: whether they scale or the host path binds */
+    if (n_dirs > 1) {
+        fprintf(stderr, "fuyou-profile: the store over %s alone\n", dirs[0]);
+        if (profile_ssd(dirs, 1, sbytes, quick ? 1 : 3, &one, &e))
+            goto fail;
+    }
+    double scaling = profile_ssd_keys(&sp, n_dirs > 1 ? &one : NULL, n_dirs, &hw);
     hw.ssd_capacity_GB = sp.free_GB > 0 ? sp.free_GB : hw.ssd_capacity_GB;
     const char *how = sp.direct ? "O_DIRECT" : "buffered (no O_DIRECT here)";
     note(&ns, "ssd", "count", "[meas %s] store directories", day);
@@ -256,6 +259,10 @@ int main(int argc, char **argv)
     note(&ns, "ssd", "duplex_factor", "[meas %s] read %.2f + write %.2f GB/s together over "
          "alone (1: they share, 2: independent)", day, sp.duplex_read_GBps.median,
          sp.duplex_write_GBps.median);
+    if (hw.ssd_host_GBps > 0)
+        note(&ns, "ssd", "host_GBps", "[meas %s] the most the store moved over the %d directories "
+             "together, %.2f of %d times what %s moved alone: the host path binds", day,
+             n_dirs, scaling, n_dirs, dirs[0]);
     note(&ns, "ssd", "capacity_GB", "[meas %s] free space, least of the directories", day);
 
 #if FUYOU_HAVE_CUDA

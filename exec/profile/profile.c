@@ -238,6 +238,27 @@ int profile_ssd(const char *const *dirs, int n_dirs, size_t bytes, int reps, Ssd
     return rc;
 }
 
+/* The most the store moved in one of its three tests, GB/s. */
+static double most_moved(const SsdProfile *p)
+{
+    double both = p->duplex_read_GBps.median + p->duplex_write_GBps.median;
+    double one = fmax(p->read_GBps.median, p->write_GBps.median);
+    return fmax(one, both);
+}
+
+double profile_ssd_keys(const SsdProfile *all, const SsdProfile *one, int n_dirs, Hardware *hw)
+{
+    hw->ssd_count = n_dirs;
+    hw->ssd_read_GBps = all->read_GBps.median / n_dirs;
+    hw->ssd_write_GBps = all->write_GBps.median / n_dirs;
+    double duplex = all->duplex_read_GBps.median / all->read_GBps.median +
+                    all->duplex_write_GBps.median / all->write_GBps.median;
+    hw->ssd_duplex = fmin(fmax(duplex, 1), 2);
+    double ratio = n_dirs > 1 && one ? most_moved(all) / (n_dirs * most_moved(one)) : 1;
+    hw->ssd_host_GBps = ratio < PROFILE_HOST_BOUND ? most_moved(all) : 0;
+    return ratio;
+}
+
 int profile_gemm_shapes(int64_t max_params, int tokens, GemmShape *out, int max)
 {
     int n = 0;

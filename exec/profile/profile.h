@@ -2,7 +2,8 @@
  * (median, least and greatest, sample count, via GSL), on the code paths the executor uses:
  * the pipeline's Adam task (gradient norm + AdamW, bf16 gradients and weights) by thread
  * count, host memory bandwidth, and the io_uring store's sequential read, write, and read and
- * write together over every store directory. The GPU's are in cuda_device.h. */
+ * write together over every store directory (and the [ssd] keys they give). The GPU's are in
+ * cuda_device.h. */
 #ifndef FUYOU_PROFILE_H
 #define FUYOU_PROFILE_H
 
@@ -38,6 +39,20 @@ typedef struct SsdProfile {
 } SsdProfile;
 int profile_ssd(const char *const *dirs, int n_dirs, size_t bytes, int reps, SsdProfile *p,
                 Err *e);
+
+/* A shortfall below this fraction of n devices' own bandwidth is the host path's, not noise. */
+#define PROFILE_HOST_BOUND 0.9
+
+/* The [ssd] keys of hw from the store measured over n_dirs directories, one device each (all)
+ * and, with several, over the first alone (one; NULL with one directory): count = n_dirs;
+ * read_GBps and write_GBps all's medians over n_dirs (so count times each is what was measured);
+ * duplex_factor = all's read and write together over alone, r2/r + w2/w, within [1, 2]; and
+ * host_GBps, the most all moved (read alone, write alone, or read plus write together), when it
+ * falls short of PROFILE_HOST_BOUND times n_dirs times the most one moved: the host path bound
+ * the stripes. Otherwise, and with one directory (a device's own limit cannot be told from its
+ * path's), host_GBps is 0: no ceiling. Returns host_GBps's shortfall ratio, all over n_dirs
+ * times one (1 with one directory), for the note. */
+double profile_ssd_keys(const SsdProfile *all, const SsdProfile *one, int n_dirs, Hardware *hw);
 
 /* One GEMM: m rows (tokens), n outputs, k inputs. */
 typedef struct GemmShape {

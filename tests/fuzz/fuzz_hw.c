@@ -60,6 +60,7 @@ static void check_round_trip(const Hardware *hw)
     fuzz_check(close_to(b.gpu_bf16_TFLOPS, hw->gpu_bf16_TFLOPS));
     fuzz_check(close_to(b.h2d_bidir_GBps, hw->h2d_bidir_GBps));
     fuzz_check(close_to(b.ssd_duplex, hw->ssd_duplex));
+    fuzz_check(close_to(b.ssd_host_GBps, hw->ssd_host_GBps));
     fuzz_check(close_to(b.gpu_reserved_GiB, hw->gpu_reserved_GiB));
     fuzz_check(b.gemm.n == hw->gemm.n);
     for (int i = 0; i < b.gemm.n; i++)
