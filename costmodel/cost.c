@@ -26,6 +26,12 @@ double cost_gpu_op_s(const Hardware *hw, const Op *op, TaskKind kind)
     }
 }
 
+double cost_gpu_adam_s(const Hardware *hw, double params)
+{
+    return params * ADAM_GPU_BYTES_PER_PARAM / (hw->gpu_mem_GBps * 1e9) +
+           hw->gpu_launch_us * 1e-6;
+}
+
 double cost_grad_sum_s(const Hardware *hw, double params, double grad_bytes)
 {
     double share = (double)plan_grad_sum_threads(hw->cpu_cores) / hw->cpu_cores;
@@ -130,10 +136,7 @@ double cost_task_work(const CostModel *m, const Task *t)
         assert(t->op >= 0 && t->op < m->g->n_ops);
         return cost_gpu_op_s(hw, &m->g->ops[t->op], t->kind);
     case TASK_ADAM:
-        if (t->res == RES_GPU)
-            return (double)t->params * ADAM_GPU_BYTES_PER_PARAM / (hw->gpu_mem_GBps * 1e9) +
-                   hw->gpu_launch_us * 1e-6;
-        return (double)t->params;
+        return t->res == RES_GPU ? cost_gpu_adam_s(hw, (double)t->params) : (double)t->params;
     case TASK_COPY: {
         double extra_s = link_latency_s(hw, t->res);
         if (t->params > 0) /* a micro-batch's gradients, added into the step's sum */

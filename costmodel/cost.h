@@ -57,6 +57,9 @@ typedef struct CostModel {
 /* Seconds a graph op takes on the GPU in the given kind (TASK_FWD, TASK_RECOMPUTE, TASK_BWD). */
 double cost_gpu_op_s(const Hardware *hw, const Op *op, TaskKind kind);
 
+/* Seconds AdamW takes on the GPU over `params` parameters (the formula above). */
+double cost_gpu_adam_s(const Hardware *hw, double params);
+
 /* Seconds the host takes to add `params` gradients of grad_bytes each into a float sum. */
 double cost_grad_sum_s(const Hardware *hw, double params, double grad_bytes);
 

@@ -43,6 +43,7 @@ typedef struct HwKey {
 #define TFLOPS 1e-3, 1e5        /* 1 GFLOP/s to 100 PFLOP/s */
 #define MEM_GIB 0, 1048576      /* above 0, up to 1 PiB (tiny budgets are fine: they overflow) */
 #define US_LINK 0, 1e4          /* launch and PCIe latencies: up to 10 ms */
+#define USD 0, 1e8              /* above 0 (absent is 0), up to 100 million dollars */
 
 /* NUM and COUNT take the range as lo, hi, above_lo (the macros above expand to lo, hi) */
 #define RANGED(sec, k, kind, field, req, lo, hi, above) \
@@ -59,6 +60,7 @@ static const HwKey keys[] = {
     NUM("gpu", "launch_us", gpu_launch_us, true, US_LINK, false),
     NUM("gpu", "attn_efficiency", gpu_attn_efficiency, true, 1e-3, 1, false),
     {"gpu", "gemm_efficiency", K_CURVE, offsetof(Hardware, gemm), true, 0, 0, false, NULL},
+    NUM("gpu", "nvlink_GBps", gpu_nvlink_GBps, false, GBPS, false),
     NUM("pcie", "h2d_GBps", h2d_GBps, true, GBPS, false),
     NUM("pcie", "d2h_GBps", d2h_GBps, true, GBPS, false),
     NUM("pcie", "h2d_bidir_GBps", h2d_bidir_GBps, false, GBPS, false),
@@ -80,6 +82,9 @@ static const HwKey keys[] = {
     NUM("memory", "cpu_mem_GiB", cpu_mem_GiB, true, MEM_GIB, true),
     NUM("memory", "cpu_reserved_GiB", cpu_reserved_GiB, false, MEM_GIB, false),
     NUM("memory", "gpu_reserved_GiB", gpu_reserved_GiB, false, MEM_GIB, false),
+    NUM("price", "gpu_usd", price_gpu_usd, false, USD, true),
+    NUM("price", "ssd_usd", price_ssd_usd, false, USD, true),
+    NUM("price", "host_usd", price_host_usd, false, USD, true),
 };
 #undef RANGED
 #undef NUM
@@ -89,9 +94,10 @@ static const HwKey keys[] = {
 #undef TFLOPS
 #undef MEM_GIB
 #undef US_LINK
+#undef USD
 enum { N_KEYS = sizeof keys / sizeof keys[0] };
 
-static const char *const sections[] = {"gpu", "pcie", "cpu", "ssd", "memory"};
+static const char *const sections[] = {"gpu", "pcie", "cpu", "ssd", "memory", "price"};
 
 typedef struct HwParse {
     Hardware *hw;
@@ -223,7 +229,8 @@ static int hw_key(void *user, const IniLoc *loc, const char *section, const char
     return rc;
 }
 
-static const IniSchema hw_schema = {hw_section_ok, hw_key, "[gpu] [pcie] [cpu] [ssd] [memory]"};
+static const IniSchema hw_schema = {hw_section_ok, hw_key,
+                                    "[gpu] [pcie] [cpu] [ssd] [memory] [price]"};
 
 const char *hw_preset_name(int i)
 {
@@ -420,13 +427,9 @@ static int key_digits(const Hardware *hw, const HwKey *k)
 
 int hw_write(FILE *f, const Hardware *hw, HwNoteFn note, void *ctx)
 {
-    const char *section = NULL;
+    const char *section = NULL; /* the last section header written */
     for (int i = 0; i < N_KEYS; i++) {
         const HwKey *k = &keys[i];
-        if (!section || strcmp(section, k->section)) {
-            fprintf(f, "%s[%s]\n", section ? "\n" : "", k->section);
-            section = k->section;
-        }
         const char *field = (const char *)hw + k->offset;
         char value[512];
         switch (k->kind) {
@@ -455,6 +458,12 @@ int hw_write(FILE *f, const Hardware *hw, HwNoteFn note, void *ctx)
         }
         if (strlen(k->key) + 3 + strlen(value) > INIFILE_LINE_MAX)
             return -E2BIG;
+        /* a section's header comes with its first key: one of optional keys all unset
+         * ([price]) is left out */
+        if (!section || strcmp(section, k->section)) {
+            fprintf(f, "%s[%s]\n", section ? "\n" : "", k->section);
+            section = k->section;
+        }
         const char *why = note ? note(ctx, k->section, k->key) : NULL;
         if (why)
             write_comment(f, why);

@@ -1,4 +1,5 @@
-/* hw: the hardware description, read from an ini file ([gpu] [pcie] [cpu] [ssd] [memory]).
+/* hw: the hardware description, read from an ini file ([gpu] [pcie] [cpu] [ssd] [memory], and
+ * optionally [price], what the machine costs, for fuyou-sim --cost).
  *
  * Every number is in the unit its key names (GBps = 1e9 bytes/s, GiB = 2^30 bytes, TFLOPS = 1e12
  * FLOP/s, us = microseconds). Bare names such as "4090.ini" or "4090" resolve to the presets
@@ -41,6 +42,8 @@ typedef struct Hardware {
     double gpu_launch_us;       /* per-kernel gap */
     double gpu_attn_efficiency; /* fused attention, fraction of bf16_TFLOPS */
     HwCurve gemm;               /* gemm_efficiency = dim:eff dim:eff ... */
+    double gpu_nvlink_GBps;     /* NVLink to the node's other GPUs, each direction; 0: none
+                                   given (optional; the tensor-parallel baseline's all-reduces) */
 
     /* [pcie] */
     double h2d_GBps, d2h_GBps;             /* pinned, each direction alone */
@@ -69,6 +72,11 @@ typedef struct Hardware {
     double cpu_mem_GiB;      /* host memory */
     double cpu_reserved_GiB; /* kept for the OS and the rest of the process */
     double gpu_reserved_GiB; /* CUDA context, cuBLAS workspace, allocator slack */
+
+    /* [price], US dollars, each optional (0: not given) */
+    double price_gpu_usd;    /* one GPU of [gpu] */
+    double price_ssd_usd;    /* one SSD of [ssd] (the machine has [ssd] count of them) */
+    double price_host_usd;   /* the rest of the machine: CPUs, DRAM, board, chassis */
 } Hardware;
 
 /* Loads hardware from a preset name or a path, applies the overrides (each "section.key=value"),
@@ -79,9 +87,10 @@ int hw_load(const char *name_or_path, const char *const *overrides, int n_overri
             Hardware *hw, Err *e);
 void hw_free(Hardware *hw);
 
-/* Writes hw as an ini that hw_load reads back to the same values: every key of every section,
- * each followed by `; ` and what note(ctx, section, key) says when it says something (where
- * the number came from). 0, -EIO, or -E2BIG when a value (a GEMM curve of many points) makes a
+/* Writes hw as an ini that hw_load reads back to the same values: every key that is set
+ * (optional ones left unset, and a section all of whose keys are, are left out), each after
+ * what note(ctx, section, key) says, as `; ` comment lines, when it says something (where the
+ * number came from). 0, -EIO, or -E2BIG when a value (a GEMM curve of many points) makes a
  * line longer than an ini reader takes (INIFILE_LINE_MAX); nothing is written after that line. */
 typedef const char *(*HwNoteFn)(void *ctx, const char *section, const char *key);
 int hw_write(FILE *f, const Hardware *hw, HwNoteFn note, void *ctx);

@@ -265,6 +265,10 @@ START_TEST(write_round_trips)
         ck_assert_double_eq_tol(b.adam_Gparams_per_s, a.adam_Gparams_per_s, 1e-6);
         ck_assert_double_eq_tol(b.ssd_duplex, a.ssd_duplex, 1e-9);
         ck_assert_double_eq_tol(b.h2d_bidir_GBps, a.h2d_bidir_GBps, 1e-5);
+        ck_assert_double_eq(b.gpu_nvlink_GBps, a.gpu_nvlink_GBps);
+        ck_assert_double_eq(b.price_gpu_usd, a.price_gpu_usd);
+        ck_assert_double_eq(b.price_ssd_usd, a.price_ssd_usd);
+        ck_assert_double_eq(b.price_host_usd, a.price_host_usd);
         ck_assert_int_eq(b.cpu_cores, a.cpu_cores);
         ck_assert_int_eq(b.gemm.n, a.gemm.n);
         for (int k = 0; k < a.gemm.n; k++)
@@ -317,6 +321,11 @@ START_TEST(key_ranges)
         {"memory.cpu_reserved_GiB=1e300", "cpu_reserved_GiB", "from 0 to 1048576"},
         {"gpu.gemm_efficiency=1024:1e-300", "gemm_efficiency", "0.0001 <= efficiency"},
         {"gpu.gemm_efficiency=1e300:0.5", "gemm_efficiency", "dim <= 1e+09"},
+        {"gpu.nvlink_GBps=0", "nvlink_GBps", "from 0.001 to 10000"},
+        {"gpu.nvlink_GBps=1e5", "nvlink_GBps", "from 0.001 to 10000"},
+        {"price.gpu_usd=0", "gpu_usd", "greater than 0 and at most 100000000"},
+        {"price.ssd_usd=-300", "ssd_usd", "greater than 0 and at most 100000000"},
+        {"price.host_usd=1e9", "host_usd", "greater than 0 and at most 100000000"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         Hardware hw;
@@ -332,7 +341,8 @@ START_TEST(key_ranges)
     const char *ends[] = {"pcie.latency_us=10000", "gpu.bf16_TFLOPS=0.001", "gpu.launch_us=0",
                           "ssd.count=1024", "cpu.cores=65536", "gpu.attn_efficiency=1",
                           "memory.gpu_reserved_GiB=0", "gpu.mem_GiB=1048576",
-                          "ssd.host_GBps=0.001"};
+                          "ssd.host_GBps=0.001", "gpu.nvlink_GBps=10000", "price.gpu_usd=1e8",
+                          "price.ssd_usd=0.01"};
     Hardware hw;
     Err e;
     ck_assert_msg(hw_load("4090.ini", ends, sizeof ends / sizeof ends[0], &hw, &e) == 0, "%s",
@@ -574,6 +584,67 @@ START_TEST(ssd_host_key)
 }
 END_TEST
 
+/* [price] (gpu_usd, ssd_usd, host_usd) and [gpu] nvlink_GBps are optional: absent they are 0
+ * and hw_write leaves them out, [price]'s header too; given, in a file or by --set, they are
+ * read and written back to the same values, and a bad one names its file:line. */
+START_TEST(price_and_nvlink_keys)
+{
+    Hardware a, b;
+    Err e;
+    char path[64];
+    ck_assert_int_eq(hw_load("h200.ini", NULL, 0, &a, &e), 0);
+    ck_assert_double_eq(a.gpu_nvlink_GBps, 0);
+    ck_assert_double_eq(a.price_gpu_usd + a.price_ssd_usd + a.price_host_usd, 0);
+    char *text = written(&a);
+    ck_assert_ptr_null(strstr(text, "[price]"));
+    ck_assert_ptr_null(strstr(text, "nvlink_GBps"));
+    free(text);
+    hw_free(&a);
+    /* the presets give only what a source gives */
+    ck_assert_int_eq(hw_load("4090.ini", NULL, 0, &a, &e), 0);
+    ck_assert_double_eq(a.price_gpu_usd, 1599);
+    ck_assert_double_eq(a.price_ssd_usd, 0);
+    hw_free(&a);
+    ck_assert_int_eq(hw_load("a100-80g.ini", NULL, 0, &a, &e), 0);
+    ck_assert_double_eq(a.gpu_nvlink_GBps, 300);
+    ck_assert_double_eq(a.price_gpu_usd, 0);
+    hw_free(&a);
+
+    ck_assert_msg(load_text(edit("cpu_mem_GiB = 256\n", "cpu_mem_GiB = 256\n[price]\n"
+                                 "gpu_usd = 1599.99\nssd_usd = 312\n"), NULL, 0, &a, &e, path,
+                            sizeof path) == 0, "%s", e.msg);
+    ck_assert_double_eq(a.price_gpu_usd, 1599.99);
+    ck_assert_double_eq(a.price_ssd_usd, 312);
+    ck_assert_double_eq(a.price_host_usd, 0);
+    hw_free(&a);
+    const char *sets[] = {"price.host_usd=12345.6", "gpu.nvlink_GBps=450", "price.ssd_usd=99"};
+    ck_assert_msg(hw_load("4090.ini", sets, 3, &a, &e) == 0, "%s", e.msg);
+    text = written(&a);
+    tu_assert_contains(text, "gemm_efficiency = 256:0.15 512:0.4 1024:0.65 2048:0.85 4096:0.95 "
+                             "8192:1\nnvlink_GBps = 450\n");
+    tu_assert_contains(text, "\n\n[price]\ngpu_usd = 1599\nssd_usd = 99\nhost_usd = 12345.6\n");
+    tu_temp_file(path, sizeof path, ".ini", text);
+    free(text);
+    ck_assert_msg(hw_load(path, NULL, 0, &b, &e) == 0, "%s", e.msg);
+    unlink(path);
+    ck_assert_double_eq(b.price_host_usd, 12345.6);
+    ck_assert_double_eq(b.price_ssd_usd, 99);
+    ck_assert_double_eq(b.gpu_nvlink_GBps, 450);
+    hw_free(&a);
+    hw_free(&b);
+
+    expect_bad(edit("cpu_mem_GiB = 256\n", "cpu_mem_GiB = 256\n[price]\ngpu_usd = free\n"),
+               ":28:", "gpu_usd: expected a number");
+    expect_bad(edit("cpu_mem_GiB = 256\n", "cpu_mem_GiB = 256\n[price]\nssd_usd = 0\n"), ":28:",
+               "ssd_usd must be greater than 0");
+    expect_bad(edit("cpu_mem_GiB = 256\n", "cpu_mem_GiB = 256\n[price]\ngpu_price = 9\n"),
+               ":28:", "unknown key 'gpu_price' in [price]; the keys there are gpu_usd, ssd_usd, "
+               "host_usd");
+    expect_bad(edit("launch_us = 4\n", "launch_us = 4\nnvlink_GBps = -1\n"), ":8:",
+               "nvlink_GBps must be from 0.001 to 10000");
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("hw");
@@ -595,6 +666,7 @@ int main(void)
     tcase_add_test(tc, write_keeps_strict_checks);
     tcase_add_test(tc, write_names_digits_and_long_curves);
     tcase_add_test(tc, ssd_host_key);
+    tcase_add_test(tc, price_and_nvlink_keys);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

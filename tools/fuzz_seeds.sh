@@ -31,7 +31,8 @@ done
 # the hardware ini: the presets, and one with overrides after a NUL byte (fuzz_hw.c)
 cp model/presets/*.ini "$corpus/hw/"
 { cat model/presets/4090.ini
-  printf '\0ssd.count=3\nmemory.cpu_mem_GiB=256\ngpu.name=test\nssd.host_GBps=40'; } \
+  printf '\0ssd.count=3\nmemory.cpu_mem_GiB=256\ngpu.name=test\nssd.host_GBps=40\n'
+  printf 'price.ssd_usd=300\nprice.host_usd=5000\ngpu.nvlink_GBps=64'; } \
     > "$corpus/hw/4090-with-overrides"
 
 # the model ini: the test model, the micro model, and every key

@@ -62,6 +62,10 @@ static void check_round_trip(const Hardware *hw)
     fuzz_check(close_to(b.ssd_duplex, hw->ssd_duplex));
     fuzz_check(close_to(b.ssd_host_GBps, hw->ssd_host_GBps));
     fuzz_check(close_to(b.gpu_reserved_GiB, hw->gpu_reserved_GiB));
+    fuzz_check(close_to(b.gpu_nvlink_GBps, hw->gpu_nvlink_GBps));
+    fuzz_check(close_to(b.price_gpu_usd, hw->price_gpu_usd) &&
+               close_to(b.price_ssd_usd, hw->price_ssd_usd) &&
+               close_to(b.price_host_usd, hw->price_host_usd));
     fuzz_check(b.gemm.n == hw->gemm.n);
     for (int i = 0; i < b.gemm.n; i++)
         fuzz_check(close_to(b.gemm.dim[i], hw->gemm.dim[i]) &&
@@ -105,6 +109,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fuzz_check(hw_gpu_bytes(&hw) > 0 && hw_cpu_bytes(&hw) > 0 && hw_ssd_bytes(&hw) > 0);
         fuzz_check(hw.h2d_bidir_GBps > 0 && hw.h2d_bidir_GBps <= hw.h2d_GBps);
         fuzz_check(hw.d2h_bidir_GBps > 0 && hw.d2h_bidir_GBps <= hw.d2h_GBps);
+        /* optional keys: 0 (absent) or in their ranges, what --cost divides by and adds */
+        fuzz_check(hw.gpu_nvlink_GBps == 0 || (hw.gpu_nvlink_GBps >= 1e-3 &&
+                                               hw.gpu_nvlink_GBps <= 1e4));
+        const double prices[] = {hw.price_gpu_usd, hw.price_ssd_usd, hw.price_host_usd};
+        for (int i = 0; i < 3; i++)
+            fuzz_check(prices[i] >= 0 && prices[i] <= 1e8);
         for (int64_t m = 1; m <= (INT64_C(1) << 40); m *= 64) {
             double eff = hw_gemm_efficiency(&hw, m, m, 2 * m + 1);
             fuzz_check(isfinite(eff) && eff > 0);
