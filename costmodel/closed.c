@@ -116,6 +116,54 @@ static Resource block_binding(const BlockSum *s)
     return (Resource)best;
 }
 
+/* The 16-bit gradient copies of params parameters (w bytes each) in every micro-batch's
+ * backward: to the CPU, where fuyou adds micro-batches; zero-infinity's back to the GPU too
+ * (DeepSpeed adds them there). */
+static void grad_loads(const Hardware *hw, const Plan *p, double params, double w,
+                       double B[RES_COUNT])
+{
+    if (p->policy == POLICY_ZERO_INFINITY) {
+        B[RES_D2H] += link_s(hw, RES_D2H, params * w);
+        B[RES_H2D] += link_s(hw, RES_H2D, params * w);
+        return;
+    }
+    B[RES_D2H] += link_s(hw, RES_D2H, params * w) +
+                  (p->micro_batches > 1 ? cost_grad_sum_s(hw, params, w) : 0);
+}
+
+/* Seconds of zero-infinity's 16-bit copies of params gradients that the next block's backward
+ * waits for beyond the inbound copies it waits for anyway (inbound_s, at prefetch depth 0):
+ * with one gradient buffer (DeepSpeed's hook copies them before it returns) the way out, as far
+ * as it outlasts those (it runs beside them, the other way), then the way back; else at depth
+ * 0 the way back, which holds the link the next block's load then waits for. */
+static double zero_grad_stall_s(const Hardware *hw, const Plan *p, double params, double w,
+                                double inbound_s)
+{
+    if (p->policy != POLICY_ZERO_INFINITY || p->optim == TIER_GPU)
+        return 0;
+    double out = link_s(hw, RES_D2H, params * w), back = link_s(hw, RES_H2D, params * w);
+    if (p->grad_buffers == 1)
+        return (out > inbound_s ? out - inbound_s : 0) + back;
+    return p->prefetch_depth == 0 ? back : 0;
+}
+
+/* zero-infinity's last micro-batch: params fp32 gradients out to the CPU, and on to SSD during
+ * backward where their sub-group's states are on SSD and it is not the tail (whose write the
+ * step waits for: TAIL). Returns the seconds the next block's backward waits for them (one
+ * gradient buffer), added to the GPU's line. */
+static double zero_grad32_loads(const Hardware *hw, const Plan *p, double params, int group,
+                                double B[RES_COUNT])
+{
+    if (p->policy != POLICY_ZERO_INFINITY || p->optim == TIER_GPU)
+        return 0;
+    double out = link_s(hw, RES_D2H, 4 * params), stall = p->grad_buffers == 1 ? out : 0;
+    B[RES_D2H] += out;
+    B[RES_GPU] += stall;
+    if (plan_optim_tier(p, group) == TIER_SSD && group < plan_subgroup_count(p) - 1)
+        B[RES_SSD_WRITE] += link_s(hw, RES_SSD_WRITE, 4 * params);
+    return stall;
+}
+
 /* The forward and backward loads of block b that move with it through the pipeline. */
 static void block_loads(const Hardware *hw, const Graph *g, const Plan *p, int b,
                         double F[RES_COUNT], double B[RES_COUNT], double stall[2])
@@ -170,14 +218,13 @@ static void block_loads(const Hardware *hw, const Graph *g, const Plan *p, int b
                : p->act_buffers == 1 ? link_s(hw, RES_H2D, moved) +
                                            solo_s(hw, RES_SSD_READ, ssd_act_b)
                                      : 0;
+    stall[1] += zero_grad_stall_s(hw, p, (double)model_block_params(c), w, stall[1]);
     F[RES_GPU] += stall[0];
     B[RES_GPU] += stall[1];
     F[RES_D2H] += link_s(hw, RES_D2H, moved);
     F[RES_SSD_WRITE] += link_s(hw, RES_SSD_WRITE, swapped[TIER_SSD]);
     if (p->optim != TIER_GPU)
-        B[RES_D2H] += link_s(hw, RES_D2H, block_w) +
-                      (p->micro_batches > 1 ? cost_grad_sum_s(hw, (double)model_block_params(c), w)
-                                            : 0);
+        grad_loads(hw, p, (double)model_block_params(c), w, B);
 }
 
 void cost_closed_form(const Hardware *hw, const Graph *g, const Plan *p, ClosedForm *cf)
@@ -191,18 +238,26 @@ void cost_closed_form(const Hardware *hw, const Graph *g, const Plan *p, ClosedF
     double *F = cf->load_s[CF_FORWARD], *B = cf->load_s[CF_BACKWARD], *T = cf->load_s[CF_TAIL];
 
     /* Blocks, summed both ways: per block (the pipeline moves block by block, so a block's
-     * heavy copy cannot hide behind another block's compute) and in total. */
-    BlockSum fsum = {0}, bsum = {0};
+     * heavy copy cannot hide behind another block's compute) and in total; backward for the
+     * last micro-batch (B, bsum) and the others (O, osum), which differ by zero-infinity's
+     * fp32 gradients. */
+    BlockSum fsum = {0}, bsum = {0}, osum = {0};
+    double O[RES_COUNT] = {0};
     for (int b = 0; b < L; b++) {
-        double fb[RES_COUNT], bb[RES_COUNT], stall[2];
+        double fb[RES_COUNT], bb[RES_COUNT], lb[RES_COUNT], stall[2];
         block_loads(hw, g, p, b, fb, bb, stall);
+        memcpy(lb, bb, sizeof lb);
         cf->stall_s[CF_FORWARD] += stall[0];
-        cf->stall_s[CF_BACKWARD] += stall[1];
+        cf->stall_s[CF_BACKWARD] += stall[1] +
+            zero_grad32_loads(hw, p, (double)model_block_params(c), plan_subgroup_of_block(p, b),
+                              lb);
         block_add(hw, &fsum, fb);
-        block_add(hw, &bsum, bb);
+        block_add(hw, &bsum, lb);
+        block_add(hw, &osum, bb);
         for (int r = 0; r < RES_COUNT; r++) {
             F[r] += fb[r];
-            B[r] += bb[r];
+            B[r] += lb[r];
+            O[r] += bb[r];
         }
     }
     /* The edges: embedding, final LN, LM head and loss, and their weights once an iteration. */
@@ -220,13 +275,21 @@ void cost_closed_form(const Hardware *hw, const Graph *g, const Plan *p, ClosedF
     if (p->weights == TIER_SSD)
         fe[RES_SSD_READ] += link_s(hw, RES_SSD_READ, edge_w / M);
     if (p->optim != TIER_GPU)
-        be[RES_D2H] += link_s(hw, RES_D2H, edge_w) +
-                       (M > 1 ? cost_grad_sum_s(hw, (double)model_embed_params(c), w) : 0);
+        grad_loads(hw, p, (double)model_embed_params(c), w, be);
+    /* zero-infinity: the next micro-batch's head, and the step, wait for the edges' gradients */
+    double edge_stall = zero_grad_stall_s(hw, p, (double)model_embed_params(c), w, 0);
+    be[RES_GPU] += edge_stall;
+    double le[RES_COUNT];
+    memcpy(le, be, sizeof le);
+    cf->stall_s[CF_BACKWARD] += edge_stall +
+        zero_grad32_loads(hw, p, (double)model_embed_params(c), plan_subgroup_count(p) - 1, le);
     block_add(hw, &fsum, fe);
-    block_add(hw, &bsum, be);
+    block_add(hw, &bsum, le);
+    block_add(hw, &osum, be);
     for (int r = 0; r < RES_COUNT; r++) {
         F[r] += fe[r];
-        B[r] += be[r];
+        B[r] += le[r];
+        O[r] += be[r];
     }
 
     /* The optimizer. */
@@ -247,8 +310,6 @@ void cost_closed_form(const Hardware *hw, const Graph *g, const Plan *p, ClosedF
                 ssd_tail_params = n;
         }
     }
-    double bwd_other[RES_COUNT];
-    memcpy(bwd_other, B, sizeof bwd_other); /* a non-last micro-batch's backward */
     double tail_chain = 0;
     if (p->optim == TIER_GPU) {
         T[RES_GPU] += adam_s(hw, p, P);
@@ -266,11 +327,17 @@ void cost_closed_form(const Hardware *hw, const Graph *g, const Plan *p, ClosedF
             T[RES_H2D] += link_s(hw, RES_H2D, w * tail_params);
         tail_chain = T[RES_CPU_ADAM] + solo_s(hw, RES_SSD_WRITE, T[RES_SSD_WRITE]) + T[RES_H2D];
     } else {
+        /* zero-infinity's step, nothing overlapped (DeepSpeed's non-pipelined swapper): after
+         * the tail's fp32 gradients are written, per sub-group its states and gradients read,
+         * Adam, its new weights and states written, one after the other */
         T[RES_CPU_ADAM] += adam_s(hw, p, P);
-        T[RES_SSD_READ] += link_s(hw, RES_SSD_READ, 12 * ssd_state_params);
-        T[RES_SSD_WRITE] += link_s(hw, RES_SSD_WRITE, 12 * ssd_state_params + new_w * P);
+        T[RES_SSD_READ] += link_s(hw, RES_SSD_READ, 16 * ssd_state_params);
+        T[RES_SSD_WRITE] += link_s(hw, RES_SSD_WRITE, 4 * ssd_tail_params +
+                                                          12 * ssd_state_params + new_w * P);
         if (p->weights == TIER_GPU)
             T[RES_H2D] += link_s(hw, RES_H2D, w * P);
+        tail_chain = T[RES_CPU_ADAM] + solo_s(hw, RES_SSD_READ, T[RES_SSD_READ]) +
+                     solo_s(hw, RES_SSD_WRITE, T[RES_SSD_WRITE]) + T[RES_H2D];
     }
 
     Resource r;
@@ -283,20 +350,14 @@ void cost_closed_form(const Hardware *hw, const Graph *g, const Plan *p, ClosedF
     cf->phase_s[CF_TAIL] = cost_phase_s(hw, T, &cf->binding[CF_TAIL]);
     if (tail_chain > 0)
         cf->phase_s[CF_TAIL] = tail_chain;
-    if (p->policy == POLICY_ZERO_INFINITY && p->optim == TIER_SSD) {
-        double group = (double)p->subgroup_blocks * (double)model_block_params(c);
-        cf->phase_s[CF_TAIL] +=
-            solo_s(hw, RES_SSD_READ, link_s(hw, RES_SSD_READ, 12 * group)) +
-            solo_s(hw, RES_SSD_WRITE, link_s(hw, RES_SSD_WRITE, (12 + new_w) * group));
-    }
     if (p->weights != TIER_GPU)
         cf->fill_s = link_s(hw, RES_H2D, block_w + edge_w) +
                      (p->weights == TIER_SSD
                           ? solo_s(hw, RES_SSD_READ, link_s(hw, RES_SSD_READ, block_w + edge_w))
                           : 0);
-    double other = cost_phase_s(hw, bwd_other, NULL);
-    if (bsum.total > other)
-        other = bsum.total;
+    double other = cost_phase_s(hw, O, NULL);
+    if (osum.total > other)
+        other = osum.total;
     cf->iter_s = M * cf->phase_s[CF_FORWARD] + (M - 1) * other + cf->phase_s[CF_BACKWARD] +
                  cf->phase_s[CF_TAIL] + cf->fill_s;
 }

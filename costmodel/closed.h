@@ -33,20 +33,31 @@
  *             ssd_read = weight bytes / read, weights on SSD
  *   BACKWARD  gpu  = recomputation + backward op times
  *             h2d  = (L - r) P_b w / h2d + swapped activation bytes / h2d
+ *                    (+ P w / h2d zero-infinity: the gradients back from the CPU buffer)
  *             d2h  = P w / d2h (gradients; none with the optimizer on the GPU)
+ *             zero-infinity, last micro-batch: d2h += 4 P / d2h (fp32 gradients);
+ *               ssd_write += 4 P_s / write, P_s the parameters of sub-groups but the tail with
+ *               states on SSD
  *             ssd_read = (L - r) P_b w / read (SSD weights) + SSD activation bytes / read
  *             fuyou, last micro-batch, every sub-group but the tail (P_o parameters):
  *               cpu_adam += P_o / adam rate;  ssd_read += 12 P_o / read;
  *               ssd_write += (12 + w [SSD weights]) P_o / write  (states on SSD)
  *   TAIL      fuyou: the tail sub-group's Adam, then its new weights written (SSD) or copied
- *             (GPU) before the next forward can load them; zero-infinity: the whole optimizer
- *             step as a phase (Adam, 12 P read, (12 + w) P written) plus one sub-group's read
- *             ahead and write behind
+ *             (GPU) before the next forward can load them; zero-infinity: DeepSpeed's step, a
+ *             chain with nothing overlapped (ARCHITECTURE.md): the tail's fp32 gradients
+ *             written (4 P_t), then per sub-group states and gradients read (16 B a
+ *             parameter on SSD), Adam, new weights and states written ((w + 12) B), each alone:
+ *             P / adam + solo(16 P_ssd / read) + solo((4 P_t + 12 P_ssd + w P) / write)
  *   FILL      the first block's and the embedding's weights read and copied before compute
  *   PREFETCH 0: a block's inbound copies (weights, activations) wait for the previous block's
  *             compute, so their alone seconds are added to the GPU line of their phase
  *   ONE ACTIVATION BUFFER: likewise a block's swapped activations' copies (out in forward, in
  *             in backward) serialize with compute
+ *   ZERO-INFINITY'S GRADIENTS: with one gradient buffer (DeepSpeed's) the next block's backward
+ *             waits for a block's 16-bit gradient out (as far as it outlasts the inbound copies
+ *             it runs beside at depth 0) and back, and in the last micro-batch its fp32 copy
+ *             out: added to the GPU line of backward; with more buffers, at depth 0, the way
+ *             back (it holds the link the next load waits for). The edges' likewise.
  *   iteration = M * FORWARD + M * BACKWARD + TAIL + FILL    (M micro-batches) */
 #ifndef FUYOU_CLOSED_H
 #define FUYOU_CLOSED_H

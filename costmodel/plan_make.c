@@ -22,16 +22,21 @@ int plan_swap_parse(const char *s, const char *prog, SwapMode *mode, double *byt
     return -EINVAL;
 }
 
-int plan_make(const PlanRequest *rq, const Graph *g, const Hardware *hw, Plan *p,
-              PlanInfo *info, Err *e)
+/* The plan for graph g (one micro-batch) and M micro-batches of it: the planner's whole plan,
+ * or the placement with the options over it. */
+static int plan_for(const PlanRequest *rq, const Graph *g, int M, const Hardware *hw, Plan *p,
+                    PlanInfo *info, Err *e)
 {
     memset(info, 0, sizeof *info);
     SwapMode swap = rq->swap;
     /* a sweep without options sweeps the planner's configuration (its sub-groups, prefetch and
      * buffers), so its planner mark and fits column describe the plan --swap auto runs */
     bool sweep_planned = swap == SWAP_SWEEP && rq->policy == POLICY_FUYOU;
-    if ((swap == SWAP_AUTO || sweep_planned) && !plan_args_given(rq->args)) {
-        int rc = planner_choose(hw, g, rq->policy, rq->score, rq->score_ctx, &info->choice, e);
+    /* zero-infinity runs DeepSpeed's defaults (plan_zero_infinity_config), not a planned plan */
+    bool plannable = rq->policy == POLICY_FUYOU;
+    if ((swap == SWAP_AUTO || sweep_planned) && plannable && !plan_args_given(rq->args)) {
+        int rc = planner_choose(hw, g, M, rq->policy, rq->score, rq->score_ctx, &info->choice,
+                                e);
         if (rc)
             return rc;
         info->planned = true;
@@ -50,12 +55,11 @@ int plan_make(const PlanRequest *rq, const Graph *g, const Hardware *hw, Plan *p
     int rc = plan_init(p, g, rq->policy, e);
     if (rc)
         return rc;
+    p->micro_batches = M;
     if (rq->policy == POLICY_FUYOU) {
         footprint_auto_place(p, g, hw);
     } else {
-        p->weights = p->optim = TIER_SSD;
-        plan_set_all_act(p, ACT_CPU, ACT_RECOMPUTE);
-        p->state_buffers = 2; /* read g+1 while Adam g: pipelined one ahead */
+        plan_zero_infinity_config(p, &g->cfg);
     }
     /* The swap modes start from everything recomputed past the checkpoints; auto keeps the
      * placement's own choice where everything fits on the GPU, and zero-infinity its policy. */
@@ -76,6 +80,114 @@ int plan_make(const PlanRequest *rq, const Graph *g, const Hardware *hw, Plan *p
         info->units = n;
     }
     return plan_validate(p, e);
+}
+
+/* Whether plan p (as plan_for made it) fits, and its time per iteration: the planner's score
+ * where it planned, else the closed form's. */
+static bool plan_fits(const Graph *g, const Hardware *hw, const Plan *p, const PlanInfo *info)
+{
+    if (info->planned)
+        return !info->choice.overflow;
+    Footprint f;
+    footprint_compute(&f, g, p);
+    return !footprint_overflow(&f, hw);
+}
+
+static double plan_time_s(const Graph *g, const Hardware *hw, const Plan *p,
+                          const PlanInfo *info)
+{
+    if (info->planned)
+        return info->choice.score_s;
+    ClosedForm cf;
+    cost_closed_form(hw, g, p, &cf);
+    return cf.iter_s;
+}
+
+/* One candidate: a micro-batch count with its graph, plan and how it was made. */
+typedef struct Candidate {
+    int M;
+    Graph g;
+    Plan p;
+    PlanInfo info;
+    bool fits;
+    double iter_s;
+} Candidate;
+
+static void candidate_free(Candidate *c)
+{
+    plan_make_free(&c->info);
+    plan_free(&c->p);
+    graph_free(&c->g);
+}
+
+/* The micro-batch counts to try, fewest first: the one given, or every divisor of the batch up
+ * to PLAN_AUTO_MICRO_MAX. */
+static int micro_counts(const PlanRequest *rq, int *out, int max)
+{
+    int given = rq->args->count[PC_MICRO], n = 0;
+    if (given > 0) {
+        out[0] = given;
+        return 1;
+    }
+    for (int M = 1; M <= rq->batch && M <= PLAN_AUTO_MICRO_MAX && n < max; M++)
+        if (rq->batch % M == 0)
+            out[n++] = M;
+    return n;
+}
+
+int plan_make(const PlanRequest *rq, const Hardware *hw, Graph *g, Plan *p, PlanInfo *info,
+              Err *e)
+{
+    /* on failure the outputs are empty, safe to free */
+    memset(info, 0, sizeof *info);
+    memset(g, 0, sizeof *g);
+    memset(p, 0, sizeof *p);
+    int given = rq->args->count[PC_MICRO];
+    if (given > 0 && rq->batch % given) {
+        fprintf(stderr, "%s: --micro-batches %d does not divide --batch %d (the sequences of "
+                "an iteration); give a divisor of it, or auto\n", rq->prog, given, rq->batch);
+        return -EINVAL;
+    }
+    int counts[PLAN_AUTO_MICRO_MAX], n = micro_counts(rq, counts, PLAN_AUTO_MICRO_MAX);
+    Candidate best = {0}, c;
+    bool have = false;
+    int rc = 0;
+    for (int i = 0; i < n; i++) {
+        c = (Candidate){.M = counts[i]};
+        rc = graph_init(&c.g, rq->model, rq->batch / c.M, rq->seq, e);
+        if (!rc)
+            rc = plan_for(rq, &c.g, c.M, hw, &c.p, &c.info, e);
+        if (rc) {
+            candidate_free(&c);
+            break;
+        }
+        c.fits = plan_fits(&c.g, hw, &c.p, &c.info);
+        c.iter_s = plan_time_s(&c.g, hw, &c.p, &c.info);
+        /* the first that fits, then more micro-batches while they are faster; while none
+         * fits, the latest (the most frugal) */
+        bool better = !have || (c.fits && (!best.fits || c.iter_s < best.iter_s)) ||
+                      (!c.fits && !best.fits);
+        bool stop = best.fits && (!c.fits || !better);
+        if (better) {
+            if (have)
+                candidate_free(&best);
+            best = c;
+            have = true;
+        } else {
+            candidate_free(&c);
+        }
+        if (stop)
+            break;
+    }
+    if (rc) {
+        if (have)
+            candidate_free(&best);
+        return rc;
+    }
+    *g = best.g;
+    *p = best.p;
+    *info = best.info;
+    return 0;
 }
 
 void plan_make_free(PlanInfo *info)

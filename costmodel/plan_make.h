@@ -1,12 +1,18 @@
 /* plan_make: the plan both command lines run from the same options (fuyou-sim predicts it,
  * fuyou-run --offload performs it), so a run performs exactly the plan fuyou-sim predicted.
  *
- * Without plan options and with --swap auto, the automatic planner's whole plan (planner.h);
- * otherwise the policy's placement by capacity (footprint.h), the options over it, and the
- * intra-block activations the swap mode asks for on the planner's ladder: none recomputes them,
- * all keeps every one, an amount keeps that many bytes in the ladder's order, auto the amount
- * the closed form finds best. For a sweep (sim/sweep.h walks the ladder), the plan and the
- * ladder it is swept on: without options, the planner's configuration and its ladder. */
+ * --batch is the sequences of an iteration (an optimizer step), split into --micro-batches M
+ * of batch / M each (M divides the batch; gradients accumulate). With M auto (not given), the
+ * fewest micro-batches whose plan fits, then more while the plan gets faster (at most
+ * PLAN_AUTO_MICRO_MAX); when none fits, the most frugal tried. For each count: fuyou without
+ * plan options and with --swap auto, the automatic planner's whole plan (planner.h); otherwise
+ * the policy's placement (fuyou: by capacity, footprint.h; zero-infinity: DeepSpeed's
+ * defaults, plan_zero_infinity_config, whose activations --swap auto keeps), the options over
+ * it, and the intra-block activations the swap mode asks for on the planner's ladder: none
+ * recomputes them, all keeps every one, an amount keeps that many bytes in the ladder's order,
+ * auto the amount the closed form finds best. For a sweep (sim/sweep.h walks the ladder), the
+ * plan and the ladder it is swept on: without options, the planner's configuration and its
+ * ladder. */
 #ifndef FUYOU_PLAN_MAKE_H
 #define FUYOU_PLAN_MAKE_H
 
@@ -15,7 +21,12 @@
 
 typedef enum SwapMode { SWAP_AUTO, SWAP_NONE, SWAP_ALL, SWAP_BYTES, SWAP_SWEEP } SwapMode;
 
+/* The most micro-batches the automatic count tries. */
+enum { PLAN_AUTO_MICRO_MAX = 64 };
+
 typedef struct PlanRequest {
+    const ModelConfig *model;
+    int batch, seq;             /* sequences per iteration, tokens per sequence */
     Policy policy;
     SwapMode swap;
     double swap_bytes;          /* SWAP_BYTES */
@@ -38,11 +49,13 @@ typedef struct PlanInfo {
  * one line on stderr naming prog and the value. */
 int plan_swap_parse(const char *s, const char *prog, SwapMode *mode, double *bytes);
 
-/* Makes the plan for rq into p (plan_free it) and says how in info (plan_make_free it). 0, or a
- * negative errno: -EINVAL for options that contradict each other or the model (printed on
- * stderr, prefixed with rq->prog), others with e. */
-int plan_make(const PlanRequest *rq, const Graph *g, const Hardware *hw, Plan *p,
-              PlanInfo *info, Err *e);
+/* Makes the plan for rq into p (plan_free it), the graph of its micro-batch into g (graph_free
+ * it), and says how in info (plan_make_free it). 0, or a negative errno: -EINVAL for options
+ * that contradict each other or the model (printed on stderr, prefixed with rq->prog) or a
+ * micro-batch beyond the graph's limits (e), others with e; then g, p and info are empty (safe
+ * to free). */
+int plan_make(const PlanRequest *rq, const Hardware *hw, Graph *g, Plan *p, PlanInfo *info,
+              Err *e);
 void plan_make_free(PlanInfo *info);
 
 #endif

@@ -238,21 +238,22 @@ static int score_plan(const Hardware *hw, const Graph *g, const Plan *p, PlanSco
                       void *ctx, double *s, Err *e)
 {
     if (score)
-        return score(ctx, p, s, e);
+        return score(ctx, g, p, s, e);
     ClosedForm cf;
     cost_closed_form(hw, g, p, &cf);
     *s = cf.iter_s;
     return 0;
 }
 
-int planner_choose(const Hardware *hw, const Graph *g, Policy policy, PlanScoreFn score,
-                   void *score_ctx, PlanChoice *c, Err *e)
+int planner_choose(const Hardware *hw, const Graph *g, int micro_batches, Policy policy,
+                   PlanScoreFn score, void *score_ctx, PlanChoice *c, Err *e)
 {
     memset(c, 0, sizeof *c);
     Plan p;
     int rc = plan_init(&p, g, policy, e);
     if (rc)
         return rc;
+    p.micro_batches = micro_batches;
     bool have = false;
     double best = INFINITY;
     unsigned frugal_overflow = 0;
@@ -265,12 +266,12 @@ int planner_choose(const Hardware *hw, const Graph *g, Policy policy, PlanScoreF
             p.subgroup_blocks = subgroup_sizes[si];
             if (p.subgroup_blocks > g->cfg.n_layer)
                 continue;
-            p.state_buffers = policy == POLICY_ZERO_INFINITY ? 2 : 3;
+            p.state_buffers = 3;
             if (policy == POLICY_FUYOU) {
                 footprint_auto_place(&p, g, hw);
             } else {
-                p.weights = p.optim = TIER_SSD;
-                plan_set_all_act(&p, ACT_CPU, ACT_RECOMPUTE);
+                /* DeepSpeed's defaults, whatever the loop tries (plan.h) */
+                plan_zero_infinity_config(&p, &g->cfg);
             }
             SwapLadder l;
             int n = 0;

@@ -69,17 +69,19 @@ typedef struct PlanChoice {
     Footprint mem;
 } PlanChoice;
 
-/* Scores a whole plan in seconds per iteration (the simulator provides one: costmodel/ does not
- * depend on sim/). Returns a negative errno on failure, with e filled. */
-typedef int (*PlanScoreFn)(void *ctx, const Plan *p, double *iter_s, Err *e);
+/* Scores a whole plan for graph g (one micro-batch) in seconds per iteration (the simulator
+ * provides one: costmodel/ does not depend on sim/). Returns a negative errno on failure, with
+ * e filled. */
+typedef int (*PlanScoreFn)(void *ctx, const Graph *g, const Plan *p, double *iter_s, Err *e);
 
-/* Chooses a whole plan for the policy: placement by capacity, then for each sub-group size and
- * buffer configuration that fits, the best swap amount; the configuration that score rates
- * fastest wins (the closed form when score is NULL). zero-infinity keeps its fixed activation
- * policy (checkpoints in CPU memory, the rest recomputed). The caller owns c->plan (plan_free).
- * Returns 0 (check c->overflow: nonzero means nothing fits and c holds the most frugal plan),
- * or a negative errno. */
-int planner_choose(const Hardware *hw, const Graph *g, Policy policy, PlanScoreFn score,
-                   void *score_ctx, PlanChoice *c, Err *e);
+/* Chooses a whole plan for the policy and micro_batches micro-batches of g: placement by
+ * capacity, then for each sub-group size and buffer configuration that fits, the best swap
+ * amount; the configuration that score rates fastest wins (the closed form when score is NULL).
+ * zero-infinity's plan is DeepSpeed's defaults whatever is tried (plan_zero_infinity_config:
+ * placement, activations, sub-groups, buffers). The caller owns c->plan (plan_free). Returns 0 (check c->overflow: nonzero
+ * means nothing fits and c holds the most frugal plan), or a negative errno. The number of
+ * micro-batches is plan_make's search (plan_make.h). */
+int planner_choose(const Hardware *hw, const Graph *g, int micro_batches, Policy policy,
+                   PlanScoreFn score, void *score_ctx, PlanChoice *c, Err *e);
 
 #endif

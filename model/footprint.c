@@ -123,13 +123,20 @@ static void add_activations(Footprint *f, const ModelConfig *c, const Plan *p,
         if (swapped[x])
             slot += gpu_rnd((double)lane->tensor[x]);
     }
-    f->bytes[MEM_ACTIVATIONS][TIER_GPU] += 2.0 * p->act_buffers * slot + scratch +
+    f->bytes[MEM_ACTIVATIONS][TIER_GPU] += p->act_buffers * slot + scratch +
                                            (double)lane->tensor[GRAPH_OPS_PER_BLOCK - 1] +
                                            (double)lane->own;
     double out = ckpt_ssd_max > inner_ssd_max ? ckpt_ssd_max : inner_ssd_max;
     if (out > 0)
         f->bytes[MEM_STAGING][TIER_CPU] +=
             2 * (page(out) + page(align_up(ckpt_ssd_max, 4096) + inner_ssd_max));
+}
+
+/* Bytes per parameter of a sub-group's state slot: fp32 master, m and v; zero-infinity's also
+ * the fp32 gradient (DeepSpeed's optimizer swap buffers, buffer_count 4, hold the four). */
+static double slot_bytes_per_param(const Plan *p)
+{
+    return p->policy == POLICY_ZERO_INFINITY ? 16 : 12;
 }
 
 /* Bytes of a state slot: the largest sub-group's states read from SSD, then its new weights
@@ -141,7 +148,8 @@ static double state_slot_bytes(const ModelConfig *c, const Plan *p, double wsz)
     for (int s = 0; s < plan_subgroup_count(p); s++) {
         size_t begin, end;
         gpt2_subgroup_slice(c, p, s, &begin, &end);
-        double n = plan_optim_tier(p, s) == TIER_SSD ? page(12.0 * (double)(end - begin)) : 0;
+        double n = plan_optim_tier(p, s) == TIER_SSD
+                       ? page(slot_bytes_per_param(p) * (double)(end - begin)) : 0;
         if (p->weights == TIER_SSD) {
             int first, count;
             plan_subgroup_blocks(p, s, &first, &count);
@@ -151,6 +159,26 @@ static double state_slot_bytes(const ModelConfig *c, const Plan *p, double wsz)
             most = n;
     }
     return most;
+}
+
+/* zero-infinity's gradients: DeepSpeed's CPU buffer of the whole model's 16-bit gradients
+ * (micro-batches add into it), and each sub-group's fp32 gradients with its states: on SSD, or
+ * in CPU memory when the states are there (the pinned buffers they pass through are the state
+ * slots). */
+static void add_zero_grads(Footprint *f, const ModelConfig *c, const Plan *p, double gsz)
+{
+    double P = (double)model_param_count(c), cpu = 0;
+    f->bytes[MEM_GRADS][TIER_CPU] += page(P * gsz);
+    for (int s = 0; s < plan_subgroup_count(p); s++) {
+        size_t begin, end;
+        gpt2_subgroup_slice(c, p, s, &begin, &end);
+        if (plan_optim_tier(p, s) == TIER_SSD)
+            f->bytes[MEM_GRADS][TIER_SSD] += 4 * (double)(end - begin);
+        else
+            cpu += 4 * (double)(end - begin);
+    }
+    if (cpu > 0)
+        f->bytes[MEM_GRADS][TIER_CPU] += page(cpu);
 }
 
 static void add_optimizer(Footprint *f, const ModelConfig *c, const Plan *p,
@@ -190,11 +218,11 @@ static void add_optimizer(Footprint *f, const ModelConfig *c, const Plan *p,
     }
     double block = (double)model_block_params(c), edge = (double)model_embed_params(c);
     f->bytes[MEM_GRADS][TIER_GPU] += p->grad_buffers * block * gsz + edge * gsz;
-    if (p->micro_batches > 1) {
+    if (p->policy == POLICY_ZERO_INFINITY) {
+        add_zero_grads(f, c, p, gsz);
+    } else if (p->micro_batches > 1) {
         f->bytes[MEM_GRADS][TIER_CPU] += page(P * 4);
         f->bytes[MEM_STAGING][TIER_CPU] += page((block > edge ? block : edge) * gsz);
-    } else if (p->policy == POLICY_ZERO_INFINITY) {
-        f->bytes[MEM_GRADS][TIER_CPU] += page(P * gsz);
     } else {
         f->bytes[MEM_GRADS][TIER_CPU] += p->host_grad_groups * page(largest * gsz);
     }
@@ -218,6 +246,11 @@ void footprint_compute_lane(Footprint *f, const ModelConfig *c, const Plan *p,
             f->bytes[MEM_STAGING][TIER_CPU] += p->pinned_buffers * page(block * wsz) +
                                                page(edge * wsz);
         }
+        /* DeepSpeed pins a buffer of max_in_cpu 16-bit weights for those it keeps in CPU
+         * memory; a sub-group (sub_group_size or more, as many) never fits it, so it stays,
+         * unused, beside the weights on SSD */
+        if (p->policy == POLICY_ZERO_INFINITY && p->weights == TIER_SSD)
+            f->bytes[MEM_WEIGHTS][TIER_CPU] += page(fmin(P, ZI_MAX_IN_CPU_PARAMS) * wsz);
     }
     add_optimizer(f, c, p, lane);
     add_activations(f, c, p, lane);

@@ -16,8 +16,8 @@
  * - optimizer states (fp32 master, Adam m, v) of the sub-groups updated there.
  * - grads: with the optimizer on the GPU, a whole gradient (fp32 when micro-batches add up);
  *   else grad_buffers blocks plus the edges', on their way to the CPU.
- * - activations: each block tensor kept on the GPU; two rings of act_buffers slots (forward's
- *   way out, backward's way in), each slot the tensors swapped in any block; one block's
+ * - activations: each block tensor kept on the GPU; a ring of act_buffers slots (forward's way
+ *   out and backward's way in: schedule.h), each slot the tensors swapped in any block; one block's
  *   scratch (every tensor of a block: what is recomputed or fetched lands there); the last
  *   block's output; and the lane's own working set (activation gradients, the attention
  *   workspace, the head's chunk, gradient accumulators).
@@ -25,12 +25,17 @@
  * - weights at home there; from SSD, pinned_buffers blocks and the edges as staging.
  * - the states of the sub-groups kept in CPU memory; state_buffers slots (staging) when states
  *   or weights come from SSD, each the largest sub-group's states plus its new weights on
- *   their way out.
- * - grads: host_grad_groups sub-groups' gradients before their update (Fuyou); the whole model's
- *   (ZeRO-Infinity updates after backward); with micro-batches, the whole model's in fp32 plus
- *   one layer group's landing buffer (staging).
+ *   their way out (zero-infinity: and its fp32 gradients, 16 B a parameter: DeepSpeed's four
+ *   optimizer swap buffers, which also hold the gradients on their way to SSD in backward).
+ * - grads: host_grad_groups sub-groups' gradients before their update (Fuyou); with
+ *   micro-batches, the whole model's in fp32 plus one layer group's landing buffer (staging).
+ *   Zero-infinity (ARCHITECTURE.md, "ZeRO-Infinity as DeepSpeed runs it"): the whole model's
+ *   16-bit gradients (micro-batches add into them on the GPU), and the fp32 gradients of the
+ *   sub-groups whose states are in CPU memory.
+ * - zero-infinity's weights on SSD: DeepSpeed's pinned buffer of max_in_cpu 16-bit weights too.
  * - activations each block keeps in CPU memory; two staging pairs (out, in) for SSD-bound ones.
- * SSD: weights, states and activations at home there. */
+ * SSD: weights, states and activations at home there; zero-infinity's fp32 gradients of the
+ * sub-groups whose states are there. */
 #ifndef FUYOU_FOOTPRINT_H
 #define FUYOU_FOOTPRINT_H
 

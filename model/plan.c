@@ -6,6 +6,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -195,12 +196,16 @@ char *plan_summary(const Plan *p, const Graph *g, char *buf, size_t n)
     if (p->optim_cpu_groups)
         snprintf(cpu_groups, sizeof cpu_groups, " (the last %d sub-group%s in cpu memory)",
                  p->optim_cpu_groups, p->optim_cpu_groups == 1 ? "'s" : "s'");
+    /* zero-infinity's step is DeepSpeed's (plan.h), whatever the plan's numbers */
+    const char *how = p->policy == POLICY_ZERO_INFINITY
+                          ? " (DeepSpeed's defaults: its step after backward, one sub-group at "
+                            "a time)" : "";
     snprintf(buf, n,
-             "policy %s; weights on %s, optimizer states on %s%s; activations with the block "
+             "policy %s%s; weights on %s, optimizer states on %s%s; activations with the block "
              "checkpoints: on gpu %s, swapped to cpu %s, to ssd %s, recomputed %s; sub-groups of %d block%s (tail %d + "
              "embedding); prefetch depth %d; buffers: weights %d, pinned %d, activations %d, "
              "gradients %d, states %d; %d micro-batch%s of %d x %d tokens",
-             policy_name(p->policy), tier_name(p->weights), tier_name(p->optim), cpu_groups,
+             policy_name(p->policy), how, tier_name(p->weights), tier_name(p->optim), cpu_groups,
              kb[ACT_GPU],
              kb[ACT_CPU], kb[ACT_SSD], kb[ACT_RECOMPUTE], p->subgroup_blocks,
              p->subgroup_blocks == 1 ? "" : "s", p->tail_blocks, p->prefetch_depth,
@@ -208,6 +213,50 @@ char *plan_summary(const Plan *p, const Graph *g, char *buf, size_t n)
              p->state_buffers, p->micro_batches, p->micro_batches == 1 ? "" : "es",
              p->micro_batch, p->seq);
     return buf;
+}
+
+/* The nearest whole number of blocks of block_params to params, within [lo, hi]. */
+static int blocks_near(double params, double block_params, int lo, int hi)
+{
+    double n = round(params / block_params);
+    return n < lo ? lo : n > hi ? hi : (int)n;
+}
+
+/* Parameters of c's largest tensor: the token embedding (and an untied head), the position
+ * embedding, fc1 and fc2, or qkv. */
+static double largest_tensor(const ModelConfig *c)
+{
+    double C = c->d_model, t[] = {(double)c->vocab * C, (double)c->max_seq * C,
+                                  (double)c->d_ff * C, 3 * C * C};
+    double most = 0;
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+        most = t[i] > most ? t[i] : most;
+    return most;
+}
+
+void plan_zero_infinity_config(Plan *p, const ModelConfig *c)
+{
+    double block = (double)model_block_params(c), edge = (double)model_embed_params(c);
+    double P = (double)model_param_count(c);
+    int L = p->n_layer;
+    p->policy = POLICY_ZERO_INFINITY;
+    p->weights = P <= ZI_MAX_IN_CPU_PARAMS ? TIER_CPU : TIER_SSD;
+    p->optim = TIER_SSD;
+    p->optim_cpu_groups = 0;
+    plan_set_all_act(p, ACT_CPU, ACT_RECOMPUTE);
+    /* DeepSpeed closes a sub-group at the first tensor that takes it to sub_group_size, from
+     * the embedding on; a model within it is one sub-group */
+    p->subgroup_blocks = blocks_near(ZI_SUB_GROUP_PARAMS, block, 1, L);
+    p->tail_blocks = P <= ZI_SUB_GROUP_PARAMS
+                         ? L : blocks_near(ZI_SUB_GROUP_PARAMS - edge, block, 1, L);
+    p->weight_buffers = blocks_near(ZI_MAX_LIVE_PARAMS, block, 1, L);
+    p->prefetch_depth = p->weight_buffers >= 2 ? 1 : 0;
+    double buffer = fmax(ZI_PARAM_BUFFER_PARAMS, largest_tensor(c));
+    p->pinned_buffers = blocks_near(ZI_PARAM_BUFFERS * buffer, block, 1, L);
+    /* DeepSpeed's gradient hook copies a gradient out (to pageable memory and back, then into
+     * the swapper's pinned buffers) before it returns, on the thread that launches backward */
+    p->grad_buffers = 1;
+    p->state_buffers = 1;
 }
 
 int plan_grad_sum_threads(int cores)

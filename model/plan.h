@@ -53,7 +53,8 @@ const char *act_place_name(ActPlace a);      /* "gpu", "cpu", "ssd", "recompute"
 
 /* A default plan for g: the policy's placement with every tier on SSD away from the GPU, block
  * checkpoints in CPU memory and everything else recomputed, 1-block sub-groups, prefetch 1,
- * 2 weight buffers, 4 pinned buffers, 2 activation and gradient buffers, 3 state buffers.
+ * 2 weight buffers, 4 pinned buffers, 2 activation and gradient buffers, 3 state buffers
+ * (zero-infinity's DeepSpeed defaults come from plan_zero_infinity_config, below).
  * The caller owns p and frees it with plan_free (safe on failure). 0 or -ENOMEM. */
 int plan_init(Plan *p, const Graph *g, Policy policy, Err *e);
 void plan_free(Plan *p);
@@ -86,6 +87,35 @@ int plan_subgroup_of_block(const Plan *p, int block);
  * optim_cpu_groups sub-groups' when p->optim is SSD (CPU memory). Those sub-groups are the
  * lowest slices of the parameter layout, so the CPU-resident states are one prefix of it. */
 Tier plan_optim_tier(const Plan *p, int g);
+
+/* zero-infinity: DeepSpeed's ZeRO-Infinity as it runs by default (ZeRO stage 3 with offload_param
+ * and offload_optimizer on nvme; ARCHITECTURE.md, "ZeRO-Infinity as DeepSpeed runs it", cites the
+ * sources). Its buffer pools, and its sizes in parameters: */
+enum {
+    ZI_PARAM_BUFFERS = 5, /* offload_param.buffer_count: pinned 16-bit parameter swap buffers */
+    ZI_OPTIM_BUFFERS = 4, /* offload_optimizer.buffer_count: pinned fp32 buffers of one sub-group
+                             each; the step's master, m, v and gradient, backward's gradients */
+};
+#define ZI_SUB_GROUP_PARAMS 1e9     /* zero_optimization.sub_group_size */
+#define ZI_PARAM_BUFFER_PARAMS 1e8  /* offload_param.buffer_size (each tensor must fit one) */
+#define ZI_MAX_IN_CPU_PARAMS 1e9    /* offload_param.max_in_cpu: a pinned 16-bit flat buffer */
+#define ZI_MAX_LIVE_PARAMS 1e9      /* stage3_max_live_parameters, stage3_max_reuse_distance */
+
+/* Sets p to the zero-infinity policy with DeepSpeed's defaults for model c (placement,
+ * sub-groups, prefetch, buffers; the micro-batches stay), in the plan's whole blocks (the
+ * nearest it expresses; DeepSpeed works per tensor):
+ * - weights on SSD (in CPU memory when the model fits max_in_cpu), optimizer states on SSD,
+ *   block checkpoints in CPU memory, everything else recomputed;
+ * - sub-groups of sub_group_size parameters: the nearest whole number of blocks (at least one),
+ *   the tail (the embedding and the first blocks) likewise; one sub-group when the model fits;
+ * - weight buffers: the blocks within max_live_parameters (at least one), prefetch depth 1
+ *   when there are two or more, else 0;
+ * - pinned buffers: the blocks nearest the parameter swapper's buffer_count buffers of
+ *   buffer_size, raised to the largest tensor (DeepSpeed refuses a tensor that does not fit);
+ * - one gradient buffer: DeepSpeed's gradient hook copies the gradients out before it returns,
+ *   so the next block's backward is launched after them; one state buffer (the step swaps one
+ *   sub-group at a time). Block counts are at most the model's layers. */
+void plan_zero_infinity_config(Plan *p, const ModelConfig *c);
 
 /* Threads the executor adds micro-batch gradients with on the host (memory-bound: a few are
  * enough, and the optimizer's threads are busy in the last micro-batch); the cost model

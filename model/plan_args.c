@@ -64,6 +64,10 @@ int plan_args_take(PlanArgs *a, const char *name, const char *value, const char 
         char opt[32];
         snprintf(opt, sizeof opt, "--%s", name);
         int c = i - 4;
+        if (c == PC_MICRO && !strcmp(value, "auto")) {
+            a->count[c] = -1; /* plan_make.h: the fewest that fit */
+            return 1;
+        }
         return plan_args_count(prog, opt, value, plan_args_min(c), plan_args_max(c),
                                &a->count[c]) ? -EINVAL : 1;
     }
@@ -73,7 +77,7 @@ int plan_args_take(PlanArgs *a, const char *name, const char *value, const char 
 bool plan_args_given(const PlanArgs *pa)
 {
     for (int i = 0; i < PC_N; i++)
-        if (pa->count[i] >= 0)
+        if (i != PC_MICRO && pa->count[i] >= 0)
             return true;
     return pa->weights || pa->optim || pa->checkpoints || pa->act;
 }

@@ -73,6 +73,10 @@ typedef struct Builder {
     /* this iteration, current micro-batch: */
     int *grad_d2h;     /* per block */
     int embed_grad_d2h;
+    int embed_grad_done; /* the edges' gradient's last copy: their GPU buffer is free after it */
+    int *grad32;       /* zero-infinity, per block: D2H of its fp32 gradients, last micro-batch */
+    int embed_grad32;
+    int *grad_ssdw;    /* zero-infinity, per sub-group this iteration: SSDW of its fp32 gradients */
     int *bwd_d2h_seq;  /* gradient D2H tasks in backward order (grad buffer pool) */
     int n_bwd_d2h;
     int *adam;         /* per sub-group, this iteration */
@@ -323,6 +327,14 @@ static int prepare_uses(Builder *b)
 }
 
 /* Emits the weight load (and for backward, the activation fetch) of use u. */
+/* The last forward block whose out-slot is slot (blocks use slot blk mod act_buffers), or -1
+ * when no block does (fewer blocks than slots). */
+static int last_fwd_user(const Builder *b, int slot)
+{
+    int A = b->p->act_buffers, last = b->L - 1;
+    return slot > last ? -1 : last - (last - slot) % A;
+}
+
 static void emit_loads(Builder *b, int u)
 {
     const Plan *p = b->p;
@@ -410,6 +422,15 @@ static void emit_loads(Builder *b, int u)
             b->fetch_k_h2d[part][k] = h2d;
             dep(b, h2d, ssdr);
             defer(b, h2d, REF_SWAP_OUT, fu, part);
+            /* one ring for both ways: the slot's last forward user in this micro-batch has
+             * computed into it (after the slot's earlier users drained) and drained it */
+            int user = last_fwd_user(b, k % p->act_buffers);
+            if (user >= 0) {
+                int fu_last = use_index(b, it, m, false, user);
+                defer(b, h2d, REF_USE_END, fu_last, 0);
+                defer(b, h2d, REF_SWAP_OUT, fu_last, 0);
+                defer(b, h2d, REF_SWAP_OUT, fu_last, 1);
+            }
             if (k >= p->act_buffers)
                 defer(b, h2d, REF_USE_END, b->a_acq[k - p->act_buffers], 0);
             if (gate >= 0)
@@ -509,6 +530,8 @@ static void emit_forward_block(Builder *b, int u, int blk)
 }
 
 static void emit_update(Builder *b, int s);
+static int emit_zero_grad(Builder *b, int d2h, int layer, int s, int64_t params, int gpu_slot);
+static void emit_zero_grad_write(Builder *b, int s);
 
 static void emit_backward_block(Builder *b, int u, int blk, bool last_micro)
 {
@@ -555,10 +578,13 @@ static void emit_backward_block(Builder *b, int u, int blk, bool last_micro)
     int s = plan_subgroup_of_block(p, blk), gfirst, gcount;
     plan_subgroup_blocks(p, s, &gfirst, &gcount);
     set_move(b, d2h, CARGO_GRADS, TIER_GPU, TIER_CPU, s);
+    bool fuyou = p->policy == POLICY_FUYOU;
     if (d2h >= 0) {
         b->s->tasks[d2h].slot.gpu_grads = slots.gpu_grads;
-        b->s->tasks[d2h].slot.host_grads = s % p->host_grad_groups;
-        if (p->micro_batches > 1)
+        /* zero-infinity's CPU buffer holds the whole model's gradients, and DeepSpeed adds
+         * micro-batches on the GPU (emit_zero_grad) */
+        b->s->tasks[d2h].slot.host_grads = fuyou ? s % p->host_grad_groups : -1;
+        if (p->micro_batches > 1 && fuyou)
             b->s->tasks[d2h].params = model_block_params(&b->g->cfg);
     }
     /* Fuyou bounds the gradients waiting on the CPU to host_grad_groups sub-groups. */
@@ -569,51 +595,109 @@ static void emit_backward_block(Builder *b, int u, int blk, bool last_micro)
     if (b->micro > 0)
         dep(b, d2h, b->grad_d2h[blk]);
     b->grad_d2h[blk] = d2h;
-    b->bwd_d2h_seq[b->n_bwd_d2h++] = d2h;
+    /* the GPU gradient buffer is free once the gradient's last copy has read it */
+    b->bwd_d2h_seq[b->n_bwd_d2h++] =
+        fuyou ? d2h : emit_zero_grad(b, d2h, blk, s, model_block_params(&b->g->cfg),
+                                     slots.gpu_grads);
     bool tail = s == b->n_groups - 1;
-    if (p->policy == POLICY_FUYOU && last_micro && blk == gfirst && !tail)
+    if (last_micro && blk == gfirst && !tail && fuyou)
         emit_update(b, s);
+    else if (last_micro && blk == gfirst && !tail)
+        emit_zero_grad_write(b, s);
 }
 
 /* ---- the optimizer ------------------------------------------------------------------------ */
 
-/* Sub-group s's update: read states (SSD), Adam on the CPU, write states and new weights. */
-static void emit_update(Builder *b, int s)
+/* Sub-group s's blocks [first, first + count) and its parameters (the tail's with the edges). */
+static int64_t group_params(const Builder *b, int s, int *first, int *count)
+{
+    const ModelConfig *c = &b->g->cfg;
+    plan_subgroup_blocks(b->p, s, first, count);
+    bool tail = s == b->n_groups - 1;
+    return *count * model_block_params(c) + (tail ? model_embed_params(c) : 0);
+}
+
+/* Sub-group s's new 16-bit weights (Adam task a) on their way home from pinned state buffer
+ * slot: written to SSD or copied to the GPU; in CPU memory Adam wrote them in place. Returns the
+ * task after which they are there. */
+static int emit_new_weights(Builder *b, int s, int first, int64_t params, int a, int slot)
 {
     const Plan *p = b->p;
-    const ModelConfig *c = &b->g->cfg;
-    int first, count;
-    plan_subgroup_blocks(p, s, &first, &count);
-    bool tail = s == b->n_groups - 1;
-    int64_t params = count * model_block_params(c) + (tail ? model_embed_params(c) : 0);
-    double wsz = (double)dtype_bytes(c->dtype);
-    int gate = p->policy == POLICY_FUYOU ? b->bwd_first : b->bwd_last;
-
-    /* The pinned state buffer of the k-th update of the run, when it needs one: its states
-     * (optimizer on SSD) and the new weights on their way to SSD or the GPU. */
-    int k = b->n_updates++;
-    bool on_ssd = plan_optim_tier(p, s) == TIER_SSD;
-    bool pinned = on_ssd || p->weights != TIER_CPU;
-    int slot = pinned ? k % p->state_buffers : -1;
-    const int *freed = pinned && k >= p->state_buffers
-                           ? &b->upd_release[2 * (k - p->state_buffers)] : NULL;
-    int rd = -1;
-    if (on_ssd) {
-        rd = copy_task(b, RES_SSD_READ, PHASE_OPTIMIZER, first, 12.0 * (double)params,
-                       PRIO_OPTIM, "SSDR.g%d.state", s);
-        set_move(b, rd, CARGO_STATES, TIER_SSD, TIER_CPU, s);
-        dep(b, rd, gate);
+    double bytes = (double)dtype_bytes(b->g->cfg.dtype) * (double)params;
+    int upd = a;
+    if (p->weights == TIER_SSD) {
+        upd = copy_task(b, RES_SSD_WRITE, PHASE_OPTIMIZER, first, bytes, PRIO_OPTIM,
+                        "SSDW.g%d.w", s);
+        set_move(b, upd, CARGO_UPDATE, TIER_CPU, TIER_SSD, s);
+        dep(b, upd, a);
+    } else if (p->weights == TIER_GPU) {
+        upd = copy_task(b, RES_H2D, PHASE_OPTIMIZER, first, bytes, PRIO_OPTIM, "H2D.g%d.w", s);
+        set_move(b, upd, CARGO_UPDATE, TIER_CPU, TIER_GPU, s);
+        dep(b, upd, a);
     }
+    if (upd != a && upd >= 0)
+        b->s->tasks[upd].slot.pinned = slot;
+    return upd;
+}
+
+/* The pinned state buffer of the k-th update of the run, when sub-group s needs one: its states
+ * (optimizer on SSD) and the new weights on their way to SSD or the GPU; else -1. */
+static int update_slot(const Builder *b, int s, int k)
+{
+    const Plan *p = b->p;
+    bool pinned = plan_optim_tier(p, s) == TIER_SSD || p->weights != TIER_CPU;
+    return pinned ? k % p->state_buffers : -1;
+}
+
+/* Sub-group s's fp32 master, m and v (12 B a parameter) read from SSD into pinned state buffer
+ * slot, or written back from it. */
+static int emit_states(Builder *b, int s, int first, int64_t params, bool write, int slot)
+{
+    double bytes = 12.0 * (double)params;
+    int t = write ? copy_task(b, RES_SSD_WRITE, PHASE_OPTIMIZER, first, bytes, PRIO_OPTIM,
+                              "SSDW.g%d.state", s)
+                  : copy_task(b, RES_SSD_READ, PHASE_OPTIMIZER, first, bytes, PRIO_OPTIM,
+                              "SSDR.g%d.state", s);
+    set_move(b, t, CARGO_STATES, write ? TIER_CPU : TIER_SSD, write ? TIER_SSD : TIER_CPU, s);
+    if (t >= 0)
+        b->s->tasks[t].slot.pinned = slot;
+    return t;
+}
+
+/* Sub-group s's AdamW on the CPU, its states in pinned state buffer slot (or -1). */
+static int emit_adam(Builder *b, int s, int first, int64_t params, int slot)
+{
     int a = add_task(b, RES_CPU_ADAM, TASK_ADAM, PHASE_OPTIMIZER, first, -1, 0, "ADAM.g%d", s);
     if (a >= 0) {
         Task *t = &b->s->tasks[a];
         t->params = params;
         t->group = s;
         t->slot.pinned = slot;
-        t->slot.host_grads = s % p->host_grad_groups;
     }
-    if (rd >= 0)
-        b->s->tasks[rd].slot.pinned = slot;
+    b->adam[s] = a;
+    return a;
+}
+
+/* Fuyou's update of sub-group s during backward: read states (SSD), Adam on the CPU, write
+ * states and new weights; the state buffer ring bounds the updates in flight. */
+static void emit_update(Builder *b, int s)
+{
+    const Plan *p = b->p;
+    int first, count;
+    int64_t params = group_params(b, s, &first, &count);
+    bool tail = s == b->n_groups - 1;
+    int gate = b->bwd_first;
+
+    int k = b->n_updates++;
+    bool on_ssd = plan_optim_tier(p, s) == TIER_SSD;
+    int slot = update_slot(b, s, k);
+    const int *freed = slot >= 0 && k >= p->state_buffers
+                           ? &b->upd_release[2 * (k - p->state_buffers)] : NULL;
+    int rd = on_ssd ? emit_states(b, s, first, params, false, slot) : -1;
+    dep(b, rd, gate);
+    int a = emit_adam(b, s, first, params, slot);
+    if (a >= 0)
+        b->s->tasks[a].slot.host_grads = s % p->host_grad_groups;
     if (freed) {
         dep(b, rd >= 0 ? rd : a, freed[0]);
         dep(b, rd >= 0 ? rd : a, freed[1]);
@@ -624,36 +708,137 @@ static void emit_update(Builder *b, int s)
         dep(b, a, b->grad_d2h[blk]);
     if (tail)
         dep(b, a, b->embed_grad_d2h);
-    b->adam[s] = a;
-    int sw = -1;
-    if (on_ssd) {
-        sw = copy_task(b, RES_SSD_WRITE, PHASE_OPTIMIZER, first, 12.0 * (double)params,
-                       PRIO_OPTIM, "SSDW.g%d.state", s);
-        set_move(b, sw, CARGO_STATES, TIER_CPU, TIER_SSD, s);
-        if (sw >= 0)
-            b->s->tasks[sw].slot.pinned = slot;
-        dep(b, sw, a);
-    }
-    int upd = a;
-    if (p->weights == TIER_SSD) {
-        upd = copy_task(b, RES_SSD_WRITE, PHASE_OPTIMIZER, first, wsz * (double)params,
-                        PRIO_OPTIM, "SSDW.g%d.w", s);
-        set_move(b, upd, CARGO_UPDATE, TIER_CPU, TIER_SSD, s);
-        dep(b, upd, a);
-    } else if (p->weights == TIER_GPU) {
-        upd = copy_task(b, RES_H2D, PHASE_OPTIMIZER, first, wsz * (double)params, PRIO_OPTIM,
-                        "H2D.g%d.w", s);
-        set_move(b, upd, CARGO_UPDATE, TIER_CPU, TIER_GPU, s);
-        dep(b, upd, a);
-    }
-    if (upd != a && upd >= 0)
-        b->s->tasks[upd].slot.pinned = slot;
+    int sw = on_ssd ? emit_states(b, s, first, params, true, slot) : -1;
+    dep(b, sw, a);
+    int upd = emit_new_weights(b, s, first, params, a, slot);
     b->upd_release[2 * k] = sw >= 0 ? sw : a;
     b->upd_release[2 * k + 1] = upd;
     for (int blk = first; blk < first + count; blk++)
         b->upd_block[b->iter * b->L + blk] = upd;
     if (tail)
         b->upd_edge[b->iter] = upd;
+}
+
+/* ---- zero-infinity: DeepSpeed's gradients and step (ARCHITECTURE.md) ---------------------- */
+
+/* The rest of a gradient's way after its 16-bit copy d2h to the CPU buffer (block layer, or -1
+ * the edges, of sub-group s; gpu_slot its GPU buffer): back to the GPU, as DeepSpeed's
+ * partition_grads reads its CPU buffer back before converting (with micro-batches it reads the
+ * sum back and copies it out again: the same bytes); then, in the last micro-batch, out in fp32
+ * to a pinned buffer of the sub-group's (states on SSD) or to its fp32 gradient in CPU memory.
+ * Returns the last copy: the GPU buffer is free after it. */
+static int emit_zero_grad(Builder *b, int d2h, int layer, int s, int64_t params, int gpu_slot)
+{
+    char where[16];
+    if (layer < 0)
+        snprintf(where, sizeof where, "embed");
+    else
+        snprintf(where, sizeof where, "b%d", layer);
+    double n = (double)params;
+    int h2d = copy_task(b, RES_H2D, PHASE_BACKWARD, layer,
+                        n * (double)dtype_bytes(b->g->cfg.dtype), PRIO_GRAD, "H2D.%s.grad",
+                        where);
+    set_move(b, h2d, CARGO_GRADS, TIER_CPU, TIER_GPU, s);
+    if (h2d >= 0)
+        b->s->tasks[h2d].slot.gpu_grads = gpu_slot;
+    dep(b, h2d, d2h);
+    if (b->micro < b->M - 1)
+        return h2d;
+    bool ssd = plan_optim_tier(b->p, s) == TIER_SSD;
+    int out = copy_task(b, RES_D2H, PHASE_BACKWARD, layer, 4 * n, PRIO_GRAD, "D2H.%s.grad32",
+                        where);
+    set_move(b, out, CARGO_FP32_GRADS, TIER_GPU, TIER_CPU, s);
+    if (out >= 0) {
+        b->s->tasks[out].slot.gpu_grads = gpu_slot;
+        b->s->tasks[out].slot.host_grads = ssd ? s % ZI_OPTIM_BUFFERS : -1;
+    }
+    dep(b, out, h2d);
+    /* DeepSpeed's gradient swapper fills its ZI_OPTIM_BUFFERS buffers in turn and, out of free
+     * ones, waits for all its writes: sub-groups 4k .. 4k + 3 wait for those of 4k - 4 .. 4k - 1 */
+    int batch = s / ZI_OPTIM_BUFFERS * ZI_OPTIM_BUFFERS;
+    for (int q = batch - ZI_OPTIM_BUFFERS; ssd && q < batch; q++)
+        if (q >= 0)
+            dep(b, out, b->grad_ssdw[q]);
+    if (layer < 0)
+        b->embed_grad32 = out;
+    else
+        b->grad32[layer] = out;
+    return out;
+}
+
+/* Sub-group s's fp32 gradients, complete in their pinned buffer, written to SSD (states on SSD;
+ * DeepSpeed writes a buffer once the next gradient does not fit it). */
+static void emit_zero_grad_write(Builder *b, int s)
+{
+    if (plan_optim_tier(b->p, s) != TIER_SSD)
+        return;
+    int first, count;
+    int64_t params = group_params(b, s, &first, &count);
+    int w = copy_task(b, RES_SSD_WRITE, PHASE_BACKWARD, first, 4.0 * (double)params, PRIO_GRAD,
+                      "SSDW.g%d.grad", s);
+    set_move(b, w, CARGO_FP32_GRADS, TIER_CPU, TIER_SSD, s);
+    if (w >= 0)
+        b->s->tasks[w].slot.host_grads = s % ZI_OPTIM_BUFFERS;
+    for (int blk = first; blk < first + count; blk++)
+        dep(b, w, b->grad32[blk]);
+    if (s == b->n_groups - 1)
+        dep(b, w, b->embed_grad32);
+    b->grad_ssdw[s] = w;
+}
+
+/* Sub-group s's update in zero-infinity's step, after task prev, as DeepSpeed's optimizer
+ * swapper runs it without pipelining: read the states, then the fp32 gradients (each waited
+ * for); Adam; write the new weights, then the states (each waited for). Sets *head to its first
+ * task and returns its last. */
+static int emit_zero_update(Builder *b, int s, int prev, int *head)
+{
+    const Plan *p = b->p;
+    int first, count;
+    int64_t params = group_params(b, s, &first, &count);
+    bool on_ssd = plan_optim_tier(p, s) == TIER_SSD;
+    int slot = update_slot(b, s, b->n_updates++);
+    int rd = -1, gr = -1;
+    if (on_ssd) {
+        rd = emit_states(b, s, first, params, false, slot);
+        dep(b, rd, prev);
+        gr = copy_task(b, RES_SSD_READ, PHASE_OPTIMIZER, first, 4.0 * (double)params,
+                       PRIO_OPTIM, "SSDR.g%d.grad", s);
+        set_move(b, gr, CARGO_FP32_GRADS, TIER_SSD, TIER_CPU, s);
+        if (gr >= 0)
+            b->s->tasks[gr].slot.pinned = slot;
+        dep(b, gr, rd);
+    }
+    int a = emit_adam(b, s, first, params, slot);
+    dep(b, a, prev);
+    dep(b, a, gr);
+    /* states in CPU memory: the fp32 gradients are there too, from the last micro-batch */
+    for (int blk = first; !on_ssd && blk < first + count; blk++)
+        dep(b, a, b->grad32[blk]);
+    if (!on_ssd && s == b->n_groups - 1)
+        dep(b, a, b->embed_grad32);
+    int upd = emit_new_weights(b, s, first, params, a, slot);
+    int sw = on_ssd ? emit_states(b, s, first, params, true, slot) : -1;
+    dep(b, sw, upd);
+    *head = rd >= 0 ? rd : a;
+    return sw >= 0 ? sw : upd;
+}
+
+/* zero-infinity's step, after backward: DeepSpeed first waits for the gradient writes, then
+ * updates the sub-groups in its order (from the embedding's, our tail, on) one after the other.
+ * step() returns after the last, so the next iteration's loads wait for it. */
+static void emit_zero_step(Builder *b)
+{
+    int prev = b->bwd_last;
+    for (int s = b->n_groups - 1; s >= 0; s--) {
+        int head;
+        int last = emit_zero_update(b, s, prev, &head);
+        for (int q = 0; s == b->n_groups - 1 && q < b->n_groups; q++)
+            dep(b, head, b->grad_ssdw[q]);
+        prev = last;
+    }
+    for (int blk = 0; blk < b->L; blk++)
+        b->upd_block[b->iter * b->L + blk] = prev;
+    b->upd_edge[b->iter] = prev;
 }
 
 /* With everything on the GPU: one fused AdamW over all parameters after backward. */
@@ -712,7 +897,7 @@ static void emit_micro_batch(Builder *b, int m)
         /* the fused head starts the edges' gradients: the last micro-batch's must be on their
          * way to the CPU first */
         if (i == g->n_ops - 2 && m > 0 && p->optim != TIER_GPU)
-            dep(b, head, b->embed_grad_d2h);
+            dep(b, head, b->embed_grad_done);
     }
     for (int i = g->n_ops - 1; i >= g->n_ops - 3; i--) {
         if (g->ops[i].bwd_flops == 0 && g->ops[i].bwd_io_bytes == 0)
@@ -736,16 +921,22 @@ static void emit_micro_batch(Builder *b, int m)
     dep(b, b->embed_grad_d2h, prev_edge);
     int tail = b->n_groups - 1;
     set_move(b, b->embed_grad_d2h, CARGO_GRADS, TIER_GPU, TIER_CPU, tail);
+    bool fuyou = p->policy == POLICY_FUYOU;
     if (b->embed_grad_d2h >= 0) {
-        b->s->tasks[b->embed_grad_d2h].slot.host_grads = tail % p->host_grad_groups;
-        if (p->micro_batches > 1)
+        b->s->tasks[b->embed_grad_d2h].slot.host_grads = fuyou ? tail % p->host_grad_groups : -1;
+        if (p->micro_batches > 1 && fuyou)
             b->s->tasks[b->embed_grad_d2h].params = model_embed_params(&b->g->cfg);
     }
     /* like the tail's blocks, its buffer must have been read by the update before */
-    if (p->policy == POLICY_FUYOU && p->micro_batches == 1 && tail >= p->host_grad_groups)
+    if (fuyou && p->micro_batches == 1 && tail >= p->host_grad_groups)
         dep(b, b->embed_grad_d2h, b->adam[tail - p->host_grad_groups]);
-    if (p->policy == POLICY_FUYOU && last_micro)
+    b->embed_grad_done = fuyou ? b->embed_grad_d2h
+                               : emit_zero_grad(b, b->embed_grad_d2h, -1, tail,
+                                                model_embed_params(&b->g->cfg), -1);
+    if (fuyou && last_micro)
         emit_update(b, b->n_groups - 1);
+    else if (last_micro)
+        emit_zero_grad_write(b, tail);
 }
 
 /* ---- finishing ------------------------------------------------------------------------------ */
@@ -812,6 +1003,8 @@ static void builder_free(Builder *b)
     free(b->upd_block);
     free(b->upd_edge);
     free(b->grad_d2h);
+    free(b->grad32);
+    free(b->grad_ssdw);
     free(b->bwd_d2h_seq);
     free(b->adam);
 }
@@ -849,7 +1042,8 @@ int sched_build(Schedule *s, const Graph *g, const Plan *p, int iters, Err *e)
                                                                      SCHED_MAX_BYTES));
     }
     Builder b = {.g = g, .p = p, .s = s, .L = g->cfg.n_layer, .M = p->micro_batches,
-                 .last_gpu = -1, .bwd_first = -1, .bwd_last = -1, .embed_grad_d2h = -1};
+                 .last_gpu = -1, .bwd_first = -1, .bwd_last = -1, .embed_grad_d2h = -1,
+                 .embed_grad_done = -1, .embed_grad32 = -1};
     s->iters = iters;
     s->n_layer = b.L;
     b.n_uses = iters * b.M * 2 * b.L;
@@ -859,6 +1053,7 @@ int sched_build(Schedule *s, const Graph *g, const Plan *p, int iters, Err *e)
     if (!rc)
         rc = fill_minus_one(&b.upd_block, (size_t)iters * L) ||
              fill_minus_one(&b.upd_edge, (size_t)iters) || fill_minus_one(&b.grad_d2h, L) ||
+             fill_minus_one(&b.grad32, L) || fill_minus_one(&b.grad_ssdw, G) ||
              fill_minus_one(&b.bwd_d2h_seq, (size_t)b.n_uses) || fill_minus_one(&b.adam, G) ||
              fill_minus_one(&b.upd_release, 2 * (size_t)iters * G)
                  ? -ENOMEM : 0;
@@ -866,15 +1061,14 @@ int sched_build(Schedule *s, const Graph *g, const Plan *p, int iters, Err *e)
         b.iter = it;
         b.bwd_first = b.bwd_last = -1;
         for (size_t i = 0; i < G; i++)
-            b.adam[i] = -1;
+            b.adam[i] = b.grad_ssdw[i] = -1;
         for (int m = 0; m < b.M; m++)
             emit_micro_batch(&b, m);
         snprintf(b.prefix, sizeof b.prefix, "%s", "");
         if (p->optim == TIER_GPU)
             emit_gpu_update(&b);
         else if (p->policy == POLICY_ZERO_INFINITY)
-            for (int g2 = 0; g2 < b.n_groups; g2++)
-                emit_update(&b, g2);
+            emit_zero_step(&b);
     }
     if (!rc)
         rc = finish(&b);

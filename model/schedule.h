@@ -15,23 +15,33 @@
  * - GPU weight buffers (weight_buffers of one block): a load takes the buffer the
  *   (j - weight_buffers)-th release freed; a block's forward and backward compute read it.
  * - pinned weight buffers (pinned_buffers, SSD weights): load j uses j mod pinned_buffers.
- * - GPU activation rings (act_buffers each, separate for forward and backward): forward block b
- *   computes its swapped tensors into out-slot b mod act_buffers (its input, the checkpoint,
- *   is written there by the block before it); backward fetch k fills in-slot k mod act_buffers.
+ * - the GPU activation ring (act_buffers slots, one ring for both ways): forward block b
+ *   computes its swapped tensors into slot b mod act_buffers (its input, the checkpoint, is
+ *   written there by the block before it); backward fetch k fills slot k mod act_buffers, once
+ *   the slot's last forward user of the micro-batch has computed and drained it.
  * - pinned activation staging for SSD: two out-slots (D2H -> SSDW) and two in-slots (SSDR -> H2D).
  * - GPU gradient buffers: the k-th block of backward uses k mod grad_buffers.
- * - CPU gradient buffers: sub-group s uses s mod host_grad_groups.
+ * - CPU gradient buffers: sub-group s uses s mod host_grad_groups (zero-infinity: one buffer of
+ *   the whole model's 16-bit gradients, no ring; its fp32 gradients of sub-group s on their way
+ *   to SSD use pinned buffer s mod ZI_OPTIM_BUFFERS, named as host_grads too).
  * - pinned state buffers (state_buffers): the k-th update of the run uses k mod state_buffers
- *   for its states (optimizer on SSD) and the new weights it sends to SSD or the GPU.
+ *   for its states (optimizer on SSD; zero-infinity: and the fp32 gradients read back) and the
+ *   new weights it sends to SSD or the GPU.
  *
  * Policies (ARCHITECTURE.md, "The schedule"):
  * - fuyou: weights prefetched per block; activations swapped GPU->CPU->SSD in forward and
  *   prefetched back in backward; the out-of-core CPU Adam per sub-group runs during backward
  *   (read states of g+1, Adam g, write g-1 and the new weights); the tail sub-group (with the
  *   embedding) is updated last and the next forward waits for it; no delayed update.
- * - zero-infinity: the same data movement for weights and checkpoints, but the optimizer step is
- *   its own phase after backward (read -> Adam -> write per sub-group, pipelined one ahead) and
- *   the next iteration starts after it. */
+ * - zero-infinity, as DeepSpeed runs it by default (ARCHITECTURE.md, "ZeRO-Infinity as DeepSpeed
+ *   runs it"): the same data movement for weights and checkpoints; each block's 16-bit gradient
+ *   goes to the CPU buffer and back ("D2H.b3.grad", "H2D.b3.grad"), then, in the last
+ *   micro-batch, out in fp32 ("D2H.b3.grad32") to a pinned buffer that goes to SSD once its
+ *   sub-group is complete ("SSDW.g2.grad"; with the states on CPU the fp32 gradients stay
+ *   there). The optimizer step is its own phase after backward and those writes, one sub-group
+ *   at a time from the tail (the embedding's) on, nothing overlapped: read the states, then the
+ *   gradients ("SSDR.g2.grad"), Adam, write the new weights, then the states; the next
+ *   sub-group starts after that, and the next iteration after the last. */
 #ifndef FUYOU_SCHED_H
 #define FUYOU_SCHED_H
 
@@ -72,6 +82,8 @@ typedef enum Cargo {
     CARGO_GRADS,   /* a block's gradients (layer -1: the embedding and head's) */
     CARGO_STATES,  /* a sub-group's fp32 master weights, Adam m and v */
     CARGO_UPDATE,  /* a sub-group's new 16-bit weights, from the optimizer to their home */
+    CARGO_FP32_GRADS, /* zero-infinity: a block's (layer -1: the edges') fp32 gradients to the
+                         CPU, a sub-group's to SSD and back for its update (group set) */
 } Cargo;
 
 /* The buffer of each pool a task uses, -1 where it uses none (the rings are described above). */
@@ -94,7 +106,8 @@ typedef struct Task {
     double bytes;   /* copies */
     double flops;   /* compute (model convention, see graph.h) */
     int64_t params; /* Adam: parameters updated; a gradient copy of a step with several
-                       micro-batches: parameters the host adds into the step's sum after it */
+                       micro-batches: parameters the host adds into the step's sum after it
+                       (fuyou; zero-infinity adds them on the GPU, 0 here) */
     int priority;   /* among ready tasks of one resource, lower first */
     int micro;      /* micro-batch */
     Cargo cargo;    /* copies: what moves, from tier `from` to tier `to` */

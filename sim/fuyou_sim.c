@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "cost_report.h"
 #include "describe.h"
 #include "footprint.h"
 #include "graph.h"
@@ -33,6 +34,7 @@ typedef struct SimArgs {
     int batch, seq, iters;
     bool describe;
     PlanArgs plan;
+    CostReportArgs cost;
 } SimArgs;
 
 static void usage(FILE *out)
@@ -49,7 +51,7 @@ static void usage(FILE *out)
     fprintf(out, ") or a file\n"
 "                          (default 4090.ini, the Fuyou paper's testbed)\n"
 "  --set SEC.KEY=VALUE     override one hardware key, repeatable (e.g. --set ssd.count=3)\n"
-"  --model NAME|PATH       a preset or a model ini (default gpt3-175b); presets:\n"
+"  --model NAME|PATH       a preset or a model ini (default gpt3-13b); presets:\n"
 "                          ");
     for (int i = 0; i < model_preset_count(); i++)
         fprintf(out, "%s%s", model_preset_at(i)->name,
@@ -57,7 +59,8 @@ static void usage(FILE *out)
                                                            : ", ")
                                              : "\n");
     fprintf(out,
-"  --batch N               micro-batch size in sequences (default 8, at most 1048576)\n"
+"  --batch N               sequences per iteration (an optimizer step; default 8, at most\n"
+"                          1048576), in --micro-batches of equal size\n"
 "  --seq N                 sequence length in tokens (default 1024, the paper's)\n"
 "  --policy P              fuyou (default) or zero-infinity\n"
 "  --iters N               iterations to simulate; N >= 2 reports the steady state (default 3;\n"
@@ -73,14 +76,17 @@ static void usage(FILE *out)
 "                          BYTES keeps that much (e.g. 12GiB) in the planner's order; sweep\n"
 "                          prints closed-form and simulated time over the amounts\n"
 "  --sweep-out FILE        with --swap sweep: also write the table as TSV\n"
-"plan (defaults: the planner places state by capacity and picks the rest; zero-infinity puts\n"
-"weights and optimizer states on SSD and checkpoints in CPU memory; options below override):\n"
+"plan (defaults: the planner places state by capacity and picks the rest; zero-infinity runs\n"
+"DeepSpeed's defaults: states and, past 1e9 parameters, weights on SSD, sub-groups of 1e9\n"
+"parameters, its buffer counts, checkpoints in CPU memory; options below override):\n"
 "  --weights TIER          home of the 16-bit weights: gpu, cpu, ssd\n"
 "  --optim TIER            home of fp32 master weights and Adam m, v: gpu, cpu, ssd\n"
 "  --checkpoints TIER      block-boundary activations: gpu, cpu, ssd\n"
 "  --act WHERE             every other kept activation: recompute, gpu, cpu, ssd (instead of\n"
 "                          --swap)\n"
-"  --micro-batches N       micro-batches per iteration, gradients accumulated (default 1)\n"
+"  --micro-batches N|auto  split the batch into N micro-batches, gradients accumulated (N\n"
+"                          divides --batch); auto (default): the fewest whose plan fits, more\n"
+"                          while they are faster (at most 64)\n"
 "  --subgroup N            optimizer sub-group size in blocks (default 1)\n"
 "  --tail N                blocks in the tail sub-group, updated last (default 1)\n"
 "  --prefetch N            weight and activation loads issued N blocks ahead (default 1)\n"
@@ -88,9 +94,18 @@ static void usage(FILE *out)
 "  --pinned-buffers N      pinned CPU buffers for SSD weights (default 4)\n"
 "  --act-buffers N         GPU buffers for a block's swapped activations (default 2)\n"
 "  --grad-buffers N        GPU buffers of one block's gradients (default 2)\n"
-"  --state-buffers N       pinned CPU buffers of one sub-group's states (default 3, z-i 2)\n"
+"  --state-buffers N       pinned CPU buffers of one sub-group's states (default 3)\n"
 "  --optim-cpu-groups N    with --optim ssd, keep the last N sub-groups' states (the tail\n"
 "                          first) in CPU memory (default 0)\n"
+"cost (README, \"What a run costs\"):\n"
+"  --cost                  after the report, the machine's price ([price] of the ini), tokens/s\n"
+"                          and TFLOPS per 1000 US dollars, beside a Megatron-LM tensor-parallel\n"
+"                          baseline with all state on the GPUs of one node, and the ratio\n"
+"  --tp-gpus N             the baseline's GPUs (default 8, at most 1024)\n"
+"  --tp-hw NAME|PATH       the baseline's hardware ini: its [gpu] (with nvlink_GBps) and\n"
+"                          [price] gpu_usd, host_usd (the rest of the node; default a100-80g.ini)\n"
+"  --tp-set SEC.KEY=VALUE  override one key of the baseline's ini, repeatable (e.g. --tp-set\n"
+"                          gpu.mem_GiB=40)\n"
 "  -h, --help              this text\n"
 "  -V, --version           the version\n"
 "\n"
@@ -108,8 +123,10 @@ static int parse_args(int argc, char **argv, SimArgs *a)
     enum { O_HW = 256, O_SET, O_MODEL, O_POLICY, O_TRACE, O_CHROME, O_DESCRIBE, O_SWAP,
            O_SWEEP_OUT, O_WEIGHTS,
            O_OPTIM, O_CKPT, O_ACT, O_BATCH, O_SEQ, O_ITERS, O_MICRO, O_SUBGROUP, O_TAIL,
-           O_PREFETCH, O_WBUF, O_PBUF, O_ABUF, O_GBUF, O_SBUF, O_OCPU };
+           O_PREFETCH, O_WBUF, O_PBUF, O_ABUF, O_GBUF, O_SBUF, O_OCPU,
+           O_COST, O_TP_GPUS, O_TP_HW, O_TP_SET };
     _Static_assert(O_OCPU - O_MICRO == PC_N - 1, "count options follow enum PlanCount");
+    _Static_assert(O_TP_SET - O_COST == COST_OPT_N - 1, "cost options follow enum CostOpt");
     static const struct option opts[] = {
         {"hw", required_argument, 0, O_HW}, {"set", required_argument, 0, O_SET},
         {"model", required_argument, 0, O_MODEL}, {"policy", required_argument, 0, O_POLICY},
@@ -129,12 +146,15 @@ static int parse_args(int argc, char **argv, SimArgs *a)
         {"grad-buffers", required_argument, 0, O_GBUF},
         {"state-buffers", required_argument, 0, O_SBUF},
         {"optim-cpu-groups", required_argument, 0, O_OCPU},
+        {"cost", no_argument, 0, O_COST}, {"tp-gpus", required_argument, 0, O_TP_GPUS},
+        {"tp-hw", required_argument, 0, O_TP_HW}, {"tp-set", required_argument, 0, O_TP_SET},
         {"help", no_argument, 0, 'h'}, {"version", no_argument, 0, 'V'}, {0, 0, 0, 0},
     };
-    *a = (SimArgs){.hw = "4090.ini", .model = "gpt3-175b", .policy = "fuyou", .swap = "auto",
+    *a = (SimArgs){.hw = "4090.ini", .model = "gpt3-13b", .policy = "fuyou", .swap = "auto",
                    .batch = 8,
                    .seq = 1024, .iters = 3};
     plan_args_init(&a->plan);
+    cost_report_args_init(&a->cost);
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":hV", opts, NULL)) != -1) {
@@ -142,15 +162,17 @@ static int parse_args(int argc, char **argv, SimArgs *a)
             const struct option *o = opts;
             while (o->val != c)
                 o++;
+            if (c >= O_MICRO) { /* the plan's counts, as fuyou-run takes them */
+                if (plan_args_take(&a->plan, o->name, optarg, "fuyou-sim") < 0)
+                    return -EINVAL;
+                continue;
+            }
             char name[32];
             snprintf(name, sizeof name, "--%s", o->name);
-            int *dst = c == O_BATCH ? &a->batch : c == O_SEQ ? &a->seq
-                     : c == O_ITERS ? &a->iters : &a->plan.count[c - O_MICRO];
-            int min = c >= O_MICRO ? plan_args_min(c - O_MICRO) : 1;
+            int *dst = c == O_BATCH ? &a->batch : c == O_SEQ ? &a->seq : &a->iters;
             /* --iters is limited by the memory its simulation needs (check_size) */
-            int max = c >= O_MICRO ? plan_args_max(c - O_MICRO) : c == O_BATCH ? GRAPH_MAX_BATCH
-                    : c == O_SEQ ? MODEL_MAX_SEQ : INT_MAX;
-            if (plan_args_count("fuyou-sim", name, optarg, min, max, dst))
+            int max = c == O_BATCH ? GRAPH_MAX_BATCH : c == O_SEQ ? MODEL_MAX_SEQ : INT_MAX;
+            if (plan_args_count("fuyou-sim", name, optarg, 1, max, dst))
                 return -EINVAL;
             continue;
         }
@@ -167,6 +189,10 @@ static int parse_args(int argc, char **argv, SimArgs *a)
         case O_OPTIM: a->plan.optim = optarg; break;
         case O_CKPT: a->plan.checkpoints = optarg; break;
         case O_ACT: a->plan.act = optarg; break;
+        case O_COST: case O_TP_GPUS: case O_TP_HW: case O_TP_SET:
+            if (cost_report_take(&a->cost, c - O_COST, optarg, "fuyou-sim"))
+                return -EINVAL;
+            break;
         case O_SET:
             if (a->n_sets == MAX_SETS) {
                 fprintf(stderr, "fuyou-sim: at most %d --set options\n", MAX_SETS);
@@ -202,9 +228,10 @@ static int parse_args(int argc, char **argv, SimArgs *a)
     return 0;
 }
 
-/* The plan both programs make from the same options (plan_make.h), scored by the simulator. */
-static int make_plan(const SimArgs *a, SwapMode swap, double swap_bytes, const Graph *g,
-                     const Hardware *hw, Plan *p, PlanInfo *info, Err *e)
+/* The plan both programs make from the same options (plan_make.h), scored by the simulator,
+ * and the graph of its micro-batch. */
+static int make_plan(const SimArgs *a, const ModelConfig *cfg, SwapMode swap, double swap_bytes,
+                     const Hardware *hw, Graph *g, Plan *p, PlanInfo *info, Err *e)
 {
     Policy policy;
     if (policy_parse(a->policy, &policy)) {
@@ -212,9 +239,10 @@ static int make_plan(const SimArgs *a, SwapMode swap, double swap_bytes, const G
                 a->policy);
         return -EINVAL;
     }
-    PredictScoreCtx sc = {g, hw, 0};
-    PlanRequest rq = {policy, swap, swap_bytes, &a->plan, predict_score, &sc, "fuyou-sim"};
-    return plan_make(&rq, g, hw, p, info, e);
+    PredictScoreCtx sc = {hw, 0};
+    PlanRequest rq = {cfg, a->batch, a->seq, policy, swap, swap_bytes, &a->plan, predict_score,
+                      &sc, "fuyou-sim"};
+    return plan_make(&rq, hw, g, p, info, e);
 }
 
 static void report_swap(FILE *out, SwapMode swap, const PlanInfo *info, const Graph *g,
@@ -319,9 +347,9 @@ static int print_sweep(FILE *out, const SimArgs *a, const Graph *g, const Hardwa
  * SCHED_MAX_BYTES (sched_build would refuse it too, but cannot name the option): the planner and
  * --swap sweep simulate 2 iterations, the prediction --iters. Returns 0 or -EINVAL with e
  * naming the option to lower and how far. */
-static int check_size(const SimArgs *a, const ModelConfig *c, SwapMode swap, Err *e)
+static int check_size(const SimArgs *a, const ModelConfig *c, int M, SwapMode swap, Err *e)
 {
-    int L = c->n_layer, M = a->plan.count[PC_MICRO] > 0 ? a->plan.count[PC_MICRO] : 1;
+    int L = c->n_layer;
     bool predicts = !a->describe && swap != SWAP_SWEEP;
     int iters = predicts && a->iters > 2 ? a->iters : 2;
     double need = sched_estimate_bytes(L, M, iters);
@@ -376,19 +404,21 @@ int main(int argc, char **argv)
     int status = 2;
     if (model_load(a.model, &cfg, &e) || hw_load(a.hw, a.sets, a.n_sets, &hw, &e))
         goto out_msg;
-    rc = graph_init(&g, &cfg, a.batch, a.seq, &e);
-    if (rc) {
-        status = rc == -ENOMEM ? 1 : 2;
+    if (cost_report_check(&a.cost, !a.describe && strcmp(a.swap, "sweep"), &hw, &e))
         goto out_hw;
-    }
+    /* the size a given micro-batch count needs is checked before planning, the count the
+     * search chose after (it tries at most PLAN_AUTO_MICRO_MAX) */
+    int given = a.plan.count[PC_MICRO];
     if (plan_swap_parse(a.swap, "fuyou-sim", &swap, &swap_bytes) ||
-        check_size(&a, &cfg, swap, &e))
+        check_size(&a, &cfg, given > 0 ? given : 1, swap, &e))
         goto out_hw;
-    rc = make_plan(&a, swap, swap_bytes, &g, &hw, &p, &info, &e);
+    rc = make_plan(&a, &cfg, swap, swap_bytes, &hw, &g, &p, &info, &e);
     if (rc) {
         status = rc == -ENOMEM ? 1 : 2;
         goto out_hw;
     }
+    if (check_size(&a, &cfg, p.micro_batches, swap, &e))
+        goto out_hw;
     if (swap == SWAP_SWEEP) {
         status = print_sweep(stdout, &a, &g, &hw, &p, &info, &e) ? 1 : 0;
         goto out_hw;
@@ -407,6 +437,8 @@ int main(int argc, char **argv)
     predict_report(stdout, &pr, &g, &hw, &p);
     report_swap(stdout, swap, &info, &g, &hw, &p, !pr.overflow);
     status = pr.overflow ? 1 : 0;
+    if (a.cost.on && cost_report_print(stdout, &a.cost, &pr, &g, &p, &hw, &e))
+        status = 1;
     if ((a.trace && predict_write_trace(&pr, a.trace, false, &e)) ||
         (a.chrome && predict_write_trace(&pr, a.chrome, true, &e)))
         status = 1;

@@ -78,11 +78,11 @@ int predict_run(Prediction *pr, const Graph *g, const Hardware *hw, const Plan *
     return 0;
 }
 
-int predict_score(void *ctx, const Plan *p, double *iter_s, Err *e)
+int predict_score(void *ctx, const Graph *g, const Plan *p, double *iter_s, Err *e)
 {
     PredictScoreCtx *sc = ctx;
     Prediction pr;
-    int rc = predict_run(&pr, sc->g, sc->hw, p, 2, e);
+    int rc = predict_run(&pr, g, sc->hw, p, 2, e);
     if (rc)
         return rc;
     sc->sims++;
@@ -128,8 +128,8 @@ void predict_report(FILE *out, const Prediction *pr, const Graph *g, const Hardw
     fprintf(out, "plan: %s\n\n", plan_summary(p, g, summary, sizeof summary));
     if (pr->overflow) {
         /* no time for a plan that cannot run: its shortfall, below, is the answer */
-        fprintf(out, "iteration      none: the plan does not fit (below); lower --batch, add "
-                "--micro-batches, or move state off the short tier\n");
+        fprintf(out, "iteration      none: the plan does not fit (below); lower --batch or "
+                "--seq, split it into more --micro-batches, or move state off the short tier\n");
     } else {
         fprintf(out, "iteration      %.3f s", pr->iter_s);
         if (pr->iters > 1)

@@ -40,11 +40,10 @@ int predict_write_trace(const Prediction *pr, const char *path, bool chrome, Err
 
 /* A PlanScoreFn (planner.h) that simulates two iterations and gives the steady-state time. */
 typedef struct PredictScoreCtx {
-    const Graph *g;
     const Hardware *hw;
     int sims; /* counts the simulations run */
 } PredictScoreCtx;
-int predict_score(void *ctx, const Plan *p, double *iter_s, Err *e);
+int predict_score(void *ctx, const Graph *g, const Plan *p, double *iter_s, Err *e);
 
 /* The report fuyou-sim prints. */
 void predict_report(FILE *out, const Prediction *pr, const Graph *g, const Hardware *hw,

@@ -88,9 +88,13 @@ START_TEST(run_offload)
     snprintf(args, sizeof args, "%s --weights ssd --ssd-dir /nonexistent/fuyou-dir", small);
     ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 2);
     tu_assert_contains(out, "/nonexistent/fuyou-dir");
-    snprintf(args, sizeof args, "%s --micro-batches 2 --act ssd", small);
+    snprintf(args, sizeof args, "%s --batch 4 --micro-batches 2 --act ssd", small);
     ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 0);
     tu_assert_contains(out, "2 micro-batches of 2 x 16 tokens");
+    tu_assert_contains(out, "batch 4 x 16");
+    snprintf(args, sizeof args, "%s --batch 4 --micro-batches 3", small);
+    ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 2);
+    tu_assert_contains(out, "--micro-batches 3 does not divide --batch 4");
     ck_assert_int_eq(run_bin("FUYOU_RUN", "--offload --gpu-mem lots", out, sizeof out), 2);
     tu_assert_contains(out, "--gpu-mem expects a size such as 24GiB, got 'lots'");
     ck_assert_int_eq(run_bin("FUYOU_RUN", "--offload --act sideways", out, sizeof out), 2);
@@ -422,6 +426,33 @@ END_TEST
  * waits, never both); a plan that does not fit gets its shortfall and no time; the plan line's
  * activations say they include the checkpoints; an override that breaks a pair of keys is
  * named */
+/* --batch is an iteration's sequences; the micro-batch count is the plan's: the fewest that
+ * fit (the paper's GPT-3 13B at batch 64 and 128 on the 24 GB card, with weight prefetch), the
+ * one given (a divisor), or none fitting with the most frugal shown. */
+START_TEST(sim_micro_batches)
+{
+    ck_assert_int_eq(run_sim("--model gpt3-13b --batch 64", out, sizeof out), 0);
+    tu_assert_contains(out, "2 micro-batches of 32 x 1024 tokens");
+    ck_assert_ptr_null(strstr(out, "prefetch depth 0"));
+    tu_assert_contains(out, "TFLOPS");
+    ck_assert_int_eq(run_sim("--model gpt3-13b --batch 128", out, sizeof out), 0);
+    tu_assert_contains(out, "micro-batches of 32 x 1024 tokens");
+    ck_assert_ptr_null(strstr(out, "prefetch depth 0"));
+    /* fits whole: one */
+    ck_assert_int_eq(run_sim("--model gpt3-13b --batch 16", out, sizeof out), 0);
+    tu_assert_contains(out, "1 micro-batch of 16 x 1024 tokens");
+    /* given */
+    ck_assert_int_eq(run_sim("--model gpt3-13b --batch 64 --micro-batches 4", out, sizeof out),
+                     0);
+    tu_assert_contains(out, "4 micro-batches of 16 x 1024 tokens");
+    ck_assert_int_eq(run_sim("--model gpt3-13b --batch 64 --micro-batches auto --describe", out,
+                             sizeof out), 0);
+    ck_assert_int_eq(run_sim("--model gpt3-13b --batch 64 --micro-batches 3", out, sizeof out),
+                     2);
+    tu_assert_contains(out, "--micro-batches 3 does not divide --batch 64");
+}
+END_TEST
+
 START_TEST(sim_report_wording)
 {
     /* bound by a resource: one mark, no "waits" sentence */
@@ -443,7 +474,8 @@ START_TEST(sim_report_wording)
     tu_assert_contains(out, "bound by gpu (");
     tu_assert_contains(out, " s of it waiting on copies)");
     /* does not fit: the shortfall, no time of any kind */
-    ck_assert_int_eq(run_sim("--model gpt3-13b --batch 64", out, sizeof out), 1);
+    ck_assert_int_eq(run_sim("--model gpt3-13b --batch 64 --micro-batches 1", out, sizeof out),
+                     1);
     tu_assert_contains(out, "iteration      none: the plan does not fit");
     tu_assert_contains(out, "over capacity: gpu needs");
     ck_assert_ptr_null(strstr(out, "TFLOPS"));
@@ -454,6 +486,24 @@ START_TEST(sim_report_wording)
     tu_assert_contains(out, "h2d_bidir_GBps 21 (4090.ini:");
     tu_assert_contains(out, "h2d_GBps 5 (--set pcie.h2d_GBps)");
     tu_assert_contains(out, "--set pcie.h2d_bidir_GBps=5");
+}
+END_TEST
+
+/* zero-infinity runs DeepSpeed's defaults, and the report says so: its step, its sub-groups of
+ * about 1e9 parameters in blocks, one state buffer; no planner line (nothing was tuned); the
+ * fp32 gradients on SSD in the footprint. */
+START_TEST(sim_zero_infinity)
+{
+    ck_assert_int_eq(run_sim("--model gpt3-13b --batch 8 --policy zero-infinity", out,
+                             sizeof out), 0);
+    tu_assert_contains(out, "policy zero-infinity (DeepSpeed's defaults: its step after "
+                            "backward, one sub-group at a time)");
+    tu_assert_contains(out, "sub-groups of 3 blocks (tail 2 + embedding)");
+    tu_assert_contains(out, "states 1;");
+    ck_assert_ptr_null(strstr(out, "planner:"));
+    ck_assert_int_eq(run_sim("--model gpt3-13b --batch 8 --policy zero-infinity --describe",
+                             out, sizeof out), 0);
+    tu_assert_contains(out, "  grads            1.08 GiB    23.94 GiB    47.88 GiB");
 }
 END_TEST
 
@@ -620,6 +670,51 @@ START_TEST(sim_model_limits)
 }
 END_TEST
 
+/* --cost: its options in --help; a missing price is one line naming the --set that gives it
+ * (status 2, before anything is simulated); with the prices, the block after the report */
+START_TEST(sim_cost)
+{
+    ck_assert_int_eq(run_sim("--help", out, sizeof out), 0);
+    tu_assert_contains(out, "--cost ");
+    tu_assert_contains(out, "--tp-gpus N ");
+    tu_assert_contains(out, "--tp-hw NAME|PATH ");
+    tu_assert_contains(out, "--tp-set SEC.KEY=VALUE ");
+    const char *base = "--model gpt3-13b --batch 32 --seq 1024";
+    char args[512];
+    snprintf(args, sizeof args, "%s --cost", base);
+    ck_assert_int_eq(run_sim(args, out, sizeof out), 2);
+    tu_assert_contains(out, "fuyou-sim: --cost needs the price of one Intel D7-P5510 3.84 TB");
+    tu_assert_contains(out, "--set price.ssd_usd=USD");
+    ck_assert_ptr_eq(strchr(out, '\n'), out + strlen(out) - 1); /* one line, nothing else */
+    snprintf(args, sizeof args, "%s --cost --set price.ssd_usd=500", base);
+    ck_assert_int_eq(run_sim(args, out, sizeof out), 2);
+    tu_assert_contains(out, "--tp-set price.gpu_usd=USD");
+    ck_assert_int_eq(run_sim("--tp-gpus 4", out, sizeof out), 2);
+    tu_assert_contains(out, "fuyou-sim: --tp-gpus sets up the baseline of the --cost report");
+    ck_assert_int_eq(run_sim("--cost --tp-gpus 0", out, sizeof out), 2);
+    tu_assert_contains(out, "--tp-gpus expects a whole number from 1 to 1024, got '0'");
+    snprintf(args, sizeof args, "%s --cost --describe", base);
+    ck_assert_int_eq(run_sim(args, out, sizeof out), 2);
+    tu_assert_contains(out, "--cost reports on a prediction");
+
+    snprintf(args, sizeof args, "%s --cost --set price.ssd_usd=500 --tp-set price.gpu_usd=15000 "
+             "--tp-set price.host_usd=60000", base);
+    ck_assert_int_eq(run_sim(args, out, sizeof out), 0);
+    tu_assert_contains(out, "throughput     ");
+    tu_assert_contains(out, "\ncost, US dollars");
+    tu_assert_contains(out, "4090.ini: GPU 1599 + 12 x SSD 500 + host left out");
+    tu_assert_contains(out, "a100-80g.ini: 8 x GPU 15000 + host 60000 = 180000");
+    tu_assert_contains(out, "tokens/s per $1000");
+    tu_assert_contains(out, "fuyou / tensor parallel: ");
+    tu_assert_contains(out, "x the tokens/s and model TFLOPS per dollar");
+    /* a plan over capacity keeps its status 1; the block says it has no throughput */
+    snprintf(args, sizeof args, "--model gpt3-13b --batch 64 --micro-batches 1 --cost --set "
+             "price.ssd_usd=500 --tp-set price.gpu_usd=15000");
+    ck_assert_int_eq(run_sim(args, out, sizeof out), 1);
+    tu_assert_contains(out, "no ratio, fuyou's plan has no throughput");
+}
+END_TEST
+
 /* Huge but finite hardware values: an abort in the engine, 300-digit iteration times */
 START_TEST(sim_hw_ranges)
 {
@@ -756,13 +851,16 @@ int main(void)
     tcase_add_test(tc, usage_errors);
     tcase_add_test(tc, bad_hw_file);
     tcase_add_test(tc, describe);
+    tcase_add_test(tc, sim_zero_infinity);
     tcase_add_test(tc, sim_report_wording);
+    tcase_add_test(tc, sim_micro_batches);
     tcase_add_test(tc, golden_trace);
     tcase_add_test(tc, swap_modes);
     tcase_add_test(tc, swap_sweep);
     tcase_add_test(tc, sim_size_limits);
     tcase_add_test(tc, sim_model_limits);
     tcase_add_test(tc, sim_hw_ranges);
+    tcase_add_test(tc, sim_cost);
     tcase_add_test(tc, sim_input_files);
     tcase_add_test(tc, cli_whole_numbers);
     tcase_add_test(tc, run_steps_limit);

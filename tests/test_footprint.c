@@ -93,10 +93,10 @@ START_TEST(out_of_core)
     ck_assert_double_eq(f.bytes[MEM_GRADS][TIER_GPU], 2 * block * 2 + edge * 2);
     ck_assert_double_eq(f.bytes[MEM_GRADS][TIER_CPU], 4 * page(group * 2));
     /* each block's checkpoint (tensor 10, 11 KiB) on its own pages in CPU memory; on the GPU
-     * two rings of two slots of it */
+     * a ring of two slots of it */
     ck_assert_double_eq(f.bytes[MEM_ACTIVATIONS][TIER_CPU], 4 * page(11 * 1024));
     ck_assert_double_eq(f.bytes[MEM_ACTIVATIONS][TIER_GPU],
-                        2 * 2 * 11 * 1024 + SCRATCH + LAST_OUT + OWN);
+                        2 * 11 * 1024 + SCRATCH + LAST_OUT + OWN);
     /* the last sub-group in update order (the tail) keeps its states in CPU memory */
     p.optim_cpu_groups = 1;
     ck_assert_int_eq(plan_validate(&p, &e), 0);
@@ -111,6 +111,63 @@ START_TEST(out_of_core)
     p.optim_cpu_groups = 1;
     ck_assert_int_eq(plan_validate(&p, &e), -EINVAL);
     tu_assert_contains(e.msg, "on SSD");
+    plan_free(&p);
+    graph_free(&g);
+}
+END_TEST
+
+/* zero-infinity as DeepSpeed allocates it: each state slot holds a sub-group's fp32 gradient
+ * beside its master, m and v (the optimizer swapper's four buffers), the whole model's 16-bit
+ * gradients in CPU memory (its flat buffer; micro-batches add into it on the GPU), the fp32
+ * gradients on SSD with the states, and the pinned max_in_cpu buffer of weights. */
+START_TEST(zero_infinity)
+{
+    Graph g;
+    Plan p;
+    Err e;
+    ck_assert_int_eq(graph_init(&g, &tiny, 2, 16, &e), 0);
+    ck_assert_int_eq(plan_init(&p, &g, POLICY_ZERO_INFINITY, &e), 0);
+    GraphTotals t;
+    graph_totals(&g, &t);
+    p.weights = p.optim = TIER_SSD;
+    p.weight_buffers = p.pinned_buffers = 3;
+    p.subgroup_blocks = p.tail_blocks = 2;
+    p.state_buffers = 1;
+    plan_set_all_act(&p, ACT_CPU, ACT_RECOMPUTE);
+    LaneSizes lane = round_lane();
+    Footprint f;
+    footprint_compute_lane(&f, &tiny, &p, &lane);
+    double P = (double)t.params;
+    double block = (double)model_block_params(&tiny), edge = (double)model_embed_params(&tiny);
+    double group = 2 * block + edge; /* the largest sub-group: the tail */
+    ck_assert_double_eq(f.bytes[MEM_WEIGHTS][TIER_SSD], 2 * P);
+    ck_assert_double_eq(f.bytes[MEM_WEIGHTS][TIER_CPU], page(2 * P)); /* P < max_in_cpu */
+    ck_assert_double_eq(f.bytes[MEM_MASTER][TIER_SSD], 4 * P);
+    /* one slot: 16 B of the tail's parameters, then its new weights block by block */
+    double slot = page(16 * group) + 2 * page(2 * block) + page(2 * edge);
+    ck_assert_double_eq(f.bytes[MEM_STAGING][TIER_CPU],
+                        3 * page(2 * block) + page(2 * edge) + slot);
+    ck_assert_double_eq(f.bytes[MEM_GRADS][TIER_GPU], 2 * block * 2 + edge * 2);
+    ck_assert_double_eq(f.bytes[MEM_GRADS][TIER_CPU], page(2 * P));
+    ck_assert_double_eq(f.bytes[MEM_GRADS][TIER_SSD], 4 * P);
+    /* micro-batches add into the same 16-bit buffer: no fp32 sum, no landing buffer */
+    p.micro_batches = 2;
+    footprint_compute_lane(&f, &tiny, &p, &lane);
+    ck_assert_double_eq(f.bytes[MEM_GRADS][TIER_CPU], page(2 * P));
+    ck_assert_double_eq(f.bytes[MEM_STAGING][TIER_CPU],
+                        3 * page(2 * block) + page(2 * edge) + slot);
+    /* the tail's states in CPU memory: its fp32 gradients there too, the rest on SSD */
+    p.micro_batches = 1;
+    p.optim_cpu_groups = 1;
+    footprint_compute_lane(&f, &tiny, &p, &lane);
+    ck_assert_double_eq(f.bytes[MEM_GRADS][TIER_CPU], page(2 * P) + page(4 * group));
+    ck_assert_double_eq(f.bytes[MEM_GRADS][TIER_SSD], 4 * (P - group));
+    ck_assert_double_eq(f.bytes[MEM_ADAM_M][TIER_CPU], page(4 * group));
+    /* weights in CPU memory: no max_in_cpu buffer beside them */
+    p.optim_cpu_groups = 0;
+    p.weights = TIER_CPU;
+    footprint_compute_lane(&f, &tiny, &p, &lane);
+    ck_assert_double_eq(f.bytes[MEM_WEIGHTS][TIER_CPU], page(2 * P));
     plan_free(&p);
     graph_free(&g);
 }
@@ -218,6 +275,7 @@ int main(void)
     TCase *tc = tcase_create("footprint");
     tcase_add_test(tc, all_on_gpu);
     tcase_add_test(tc, out_of_core);
+    tcase_add_test(tc, zero_infinity);
     tcase_add_test(tc, cuda_lane);
     tcase_add_test(tc, auto_placement);
     tcase_add_test(tc, names);

@@ -191,6 +191,73 @@ START_TEST(tiers_fill_in_order)
 }
 END_TEST
 
+/* zero-infinity's step in the closed form, by hand: nothing overlaps (DeepSpeed's swapper
+ * without pipelining), so it is the tail's fp32 gradients written, every sub-group's states and
+ * gradients read (16 B a parameter), Adam, the new weights and states written (2 + 12 B), each
+ * at its rate alone; and the closed form keeps within 5% of the simulated schedule, below it
+ * (13B: prefetch depth 1; 175B: depth 0, its loads waiting for compute and gradients). */
+START_TEST(closed_form_zero_infinity)
+{
+    setup_case("4090.ini", "gpt3-13b", 8);
+    plan_zero_infinity_config(&p, &g.cfg);
+    ClosedForm cf;
+    cost_closed_form(&hw, &g, &p, &cf);
+    double P = (double)model_param_count(&g.cfg);
+    int first, count;
+    plan_subgroup_blocks(&p, plan_subgroup_count(&p) - 1, &first, &count);
+    double tail = count * (double)model_block_params(&g.cfg) +
+                  (double)model_embed_params(&g.cfg);
+    double R = cost_alone_rate(&hw, RES_SSD_READ), W = cost_alone_rate(&hw, RES_SSD_WRITE);
+    double step = 16 * P / R + P / cost_alone_rate(&hw, RES_CPU_ADAM) + (4 * tail + 14 * P) / W;
+    ck_assert_double_eq_tol(cf.phase_s[CF_TAIL], step, 1e-9 * step);
+    static const struct { const char *model; int batch; } pts[] = {
+        {"gpt3-13b", 8}, {"gpt3-13b", 32}, {"gpt3-175b", 1},
+    };
+    for (size_t i = 0; i < sizeof pts / sizeof pts[0]; i++) {
+        Graph gb;
+        Plan pb;
+        Prediction pr;
+        Err e;
+        ck_assert_int_eq(graph_init(&gb, model_preset_find(pts[i].model), pts[i].batch, 1024,
+                                    &e), 0);
+        ck_assert_int_eq(plan_init(&pb, &gb, POLICY_ZERO_INFINITY, &e), 0);
+        plan_zero_infinity_config(&pb, &gb.cfg);
+        ck_assert_int_eq(predict_run(&pr, &gb, &hw, &pb, 3, &e), 0);
+        cost_closed_form(&hw, &gb, &pb, &cf);
+        printf("%s batch %d zero-infinity: closed form %.3f s, simulated %.3f s\n",
+               pts[i].model, pts[i].batch, cf.iter_s, pr.iter_s);
+        ck_assert_double_le(cf.iter_s, pr.iter_s * (1 + 1e-9)); /* a lower bound */
+        ck_assert_double_ge(cf.iter_s, 0.95 * pr.iter_s);
+        predict_free(&pr);
+        plan_free(&pb);
+        graph_free(&gb);
+    }
+    teardown_case();
+}
+END_TEST
+
+/* zero-infinity's plan is DeepSpeed's defaults, not the planner's tuning. */
+START_TEST(planner_zero_infinity)
+{
+    setup_case("4090.ini", "gpt3-13b", 8);
+    PlanChoice c;
+    Err e;
+    ck_assert_int_eq(planner_choose(&hw, &g, 1, POLICY_ZERO_INFINITY, NULL, NULL, &c, &e), 0);
+    ck_assert_uint_eq(c.overflow, 0);
+    plan_zero_infinity_config(&p, &g.cfg);
+    ck_assert_int_eq(c.plan.subgroup_blocks, p.subgroup_blocks);
+    ck_assert_int_eq(c.plan.tail_blocks, p.tail_blocks);
+    ck_assert_int_eq(c.plan.prefetch_depth, p.prefetch_depth);
+    ck_assert_int_eq(c.plan.weight_buffers, p.weight_buffers);
+    ck_assert_int_eq(c.plan.pinned_buffers, p.pinned_buffers);
+    ck_assert_int_eq(c.plan.grad_buffers, p.grad_buffers);
+    ck_assert_int_eq(c.plan.state_buffers, 1);
+    ck_assert_int_eq(c.units, 0);
+    plan_free(&c.plan);
+    teardown_case();
+}
+END_TEST
+
 /* A corner of the grid: the planner's plan simulated lies within 2% of the best point of a
  * fine sweep, and the closed form within 10% of the simulator at the planner's plan. */
 START_TEST(grid_corner)
@@ -230,6 +297,8 @@ int main(void)
     tcase_add_test(tc, ladder_order);
     tcase_add_test(tc, minimum_is_exact);
     tcase_add_test(tc, tiers_fill_in_order);
+    tcase_add_test(tc, closed_form_zero_infinity);
+    tcase_add_test(tc, planner_zero_infinity);
     tcase_add_test(tc, grid_corner);
     suite_add_tcase(s, tc);
     return tu_run(s);

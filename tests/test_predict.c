@@ -1,6 +1,7 @@
 /* Check suite for sim/predict on the shipped presets: Fuyou against ZeRO-Infinity on the paper's
- * 4090 testbed (Fuyou shorter, its optimizer overlapping backward), and sanity bounds on the
- * figures fuyou-sim reports. */
+ * 4090 testbed (Fuyou shorter, its optimizer overlapping backward; ZeRO-Infinity's step after
+ * backward, its sub-groups one after the other), and sanity bounds on the figures fuyou-sim
+ * reports. */
 #include <math.h>
 
 #include "predict.h"
@@ -20,11 +21,11 @@ static void predict(Case *c, const char *model, int batch, Policy policy)
     ck_assert_int_eq(graph_init(&c->g, model_preset_find(model), batch, 1024, &e), 0);
     ck_assert_int_eq(plan_init(&c->p, &c->g, policy, &e), 0);
     /* The paper's setting: weights and optimizer states on the SSDs, checkpoints in CPU memory,
-     * everything else recomputed. */
+     * everything else recomputed; ZeRO-Infinity with DeepSpeed's defaults. */
     c->p.weights = c->p.optim = TIER_SSD;
     plan_set_all_act(&c->p, ACT_CPU, ACT_RECOMPUTE);
     if (policy == POLICY_ZERO_INFINITY)
-        c->p.state_buffers = 2;
+        plan_zero_infinity_config(&c->p, &c->g.cfg);
     int rc = predict_run(&c->pr, &c->g, &hw, &c->p, 3, &e);
     ck_assert_msg(rc == 0, "%s", e.msg);
 }
@@ -52,6 +53,30 @@ static void optimizer_vs_backward(const Prediction *pr, double *adam_start, doub
     }
 }
 
+/* Task id (a format with the sub-group) of iteration 1 in the prediction. */
+static int task_of(const Prediction *pr, const char *fmt, int group)
+{
+    char id[SCHED_ID_MAX];
+    snprintf(id, sizeof id, fmt, group);
+    int t = sched_find(&pr->sched, 1, id);
+    ck_assert_msg(t >= 0, "no %s", id);
+    return t;
+}
+
+/* ZeRO-Infinity's step as DeepSpeed runs it without pipelining: in the simulated timeline no
+ * sub-group's read starts before the previous one's states are written, and Adam runs after
+ * its gradients are read back. */
+static void check_zero_step(const Prediction *pr, int groups)
+{
+    for (int s = groups - 1; s >= 0; s--) {
+        int rd = task_of(pr, "SSDR.g%d.state", s), gr = task_of(pr, "SSDR.g%d.grad", s);
+        ck_assert_double_ge(pr->res.start[task_of(pr, "ADAM.g%d", s)], pr->res.end[gr]);
+        if (s < groups - 1)
+            ck_assert_double_ge(pr->res.start[rd],
+                                pr->res.end[task_of(pr, "SSDW.g%d.state", s + 1)]);
+    }
+}
+
 static void compare(const char *model, int batch)
 {
     Case fy, zi;
@@ -67,6 +92,7 @@ static void compare(const char *model, int batch)
     optimizer_vs_backward(&zi.pr, &adam, &bwd);
     ck_assert_msg(adam >= bwd, "zero-infinity's optimizer started (%g) before backward ended "
                   "(%g)", adam, bwd);
+    check_zero_step(&zi.pr, plan_subgroup_count(&zi.p));
     release(&fy);
     release(&zi);
 }

@@ -10,16 +10,26 @@ static const ModelConfig tiny = {.name = "tiny", .n_layer = 4, .d_model = 64, .n
                                  .d_ff = 256, .vocab = 128, .max_seq = 64, .tied = true,
                                  .dtype = DTYPE_BF16};
 
+/* Ten blocks: zero-infinity's gradient buffers wrap (ZI_OPTIM_BUFFERS sub-groups) */
+static const ModelConfig deep = {.name = "deep", .n_layer = 10, .d_model = 64, .n_head = 4,
+                                 .d_ff = 256, .vocab = 128, .max_seq = 64, .tied = true,
+                                 .dtype = DTYPE_BF16};
+
 static Graph g;
 static Plan p;
 
-static void setup(Policy policy)
+static void setup_model(const ModelConfig *c, Policy policy)
 {
     Err e;
-    ck_assert_int_eq(graph_init(&g, &tiny, 2, 32, &e), 0);
+    ck_assert_int_eq(graph_init(&g, c, 2, 32, &e), 0);
     ck_assert_int_eq(plan_init(&p, &g, policy, &e), 0);
     if (policy == POLICY_ZERO_INFINITY)
         p.state_buffers = 2;
+}
+
+static void setup(Policy policy)
+{
+    setup_model(&tiny, policy);
 }
 
 static void teardown(void)
@@ -142,6 +152,10 @@ START_TEST(fuyou_structure)
 }
 END_TEST
 
+/* zero-infinity, as DeepSpeed runs it by default (schedule.h): each block's 16-bit gradient to
+ * the CPU and back, its fp32 copy out in the last micro-batch and on to SSD per sub-group; the
+ * step after the last backward task and those writes, one sub-group at a time from the tail,
+ * each read after the previous one's writes. */
 START_TEST(zero_infinity_structure)
 {
     setup(POLICY_ZERO_INFINITY);
@@ -149,19 +163,169 @@ START_TEST(zero_infinity_structure)
     Err e;
     ck_assert_int_eq(sched_build(&s, &g, &p, 2, &e), 0);
     check_well_formed(&s);
-    int end_bwd = find(&s, 0, "B.embed");
-    /* the optimizer step comes after backward: every state read and Adam waits for its end */
+    double block = (double)model_block_params(&tiny), edge = (double)model_embed_params(&tiny);
+    /* block 3 (sub-group 0): out, back, out in fp32, then the sub-group to SSD */
+    int out = find(&s, 0, "D2H.b3.grad"), back = find(&s, 0, "H2D.b3.grad");
+    int out32 = find(&s, 0, "D2H.b3.grad32"), w0 = find(&s, 0, "SSDW.g0.grad");
+    ck_assert(depends(&s, back, out) && depends(&s, out32, back) && depends(&s, w0, out32));
+    ck_assert_double_eq(s.tasks[out].bytes, 2 * block);
+    ck_assert_double_eq(s.tasks[back].bytes, 2 * block);
+    ck_assert_double_eq(s.tasks[out32].bytes, 4 * block);
+    ck_assert_double_eq(s.tasks[w0].bytes, 4 * block);
+    ck_assert_int_eq(s.tasks[w0].cargo, CARGO_FP32_GRADS);
+    ck_assert_int_eq(s.tasks[w0].to, TIER_SSD);
+    ck_assert_int_eq(s.tasks[w0].phase, PHASE_BACKWARD);
+    /* the tail's gradients (block 0 and the edges) go out after the last backward task */
+    int end_bwd = find(&s, 0, "B.embed"), w3 = find(&s, 0, "SSDW.g3.grad");
+    ck_assert(depends(&s, w3, find(&s, 0, "D2H.embed.grad32")));
+    ck_assert(depends(&s, w3, find(&s, 0, "D2H.b0.grad32")));
+    ck_assert_double_eq(s.tasks[w3].bytes, 4 * (block + edge));
+    /* the step starts with the tail (DeepSpeed's first sub-group) after backward and after
+     * every gradient write */
+    int first = find(&s, 0, "SSDR.g3.state");
+    ck_assert(depends(&s, first, end_bwd));
     for (int k = 0; k < plan_subgroup_count(&p); k++) {
         char id[32];
-        snprintf(id, sizeof id, "SSDR.g%d.state", k);
-        ck_assert(depends(&s, find(&s, 0, id), end_bwd));
-        snprintf(id, sizeof id, "ADAM.g%d", k);
-        ck_assert(depends(&s, find(&s, 0, id), end_bwd));
+        snprintf(id, sizeof id, "SSDW.g%d.grad", k);
+        ck_assert(depends(&s, first, find(&s, 0, id)));
     }
-    /* pipelined one ahead: the read of sub-group 2 waits for the write of sub-group 0 */
-    ck_assert(depends(&s, find(&s, 0, "SSDR.g2.state"), find(&s, 0, "SSDW.g0.state")));
+    /* each sub-group: states, then gradients read back; Adam; new weights, then states out;
+     * the next sub-group's read after that write, so no read overlaps the previous write */
+    static const char *chain[] = {"SSDR.g%d.state", "SSDR.g%d.grad", "ADAM.g%d", "SSDW.g%d.w",
+                                  "SSDW.g%d.state"};
+    int prev = -1;
+    for (int k = plan_subgroup_count(&p) - 1; k >= 0; k--)
+        for (size_t i = 0; i < sizeof chain / sizeof chain[0]; i++) {
+            char id[32];
+            snprintf(id, sizeof id, chain[i], k);
+            int t = find(&s, 0, id);
+            ck_assert_msg(prev < 0 || depends(&s, t, prev), "%s does not follow its "
+                          "predecessor", id);
+            ck_assert(waits_for(&s, t, end_bwd));
+            prev = t;
+        }
+    ck_assert_double_eq(s.tasks[find(&s, 0, "SSDR.g2.grad")].bytes, 4 * block);
+    ck_assert_double_eq(s.tasks[find(&s, 0, "SSDR.g2.state")].bytes, 12 * block);
+    /* no delayed update, and the next iteration starts once step() returns: its first loads
+     * wait for the last write of the step */
+    ck_assert(depends(&s, find(&s, 1, "SSDR.embed.w"), prev));
+    ck_assert(depends(&s, find(&s, 1, "SSDR.b3.w"), prev));
+    sched_free(&s);
+    /* DeepSpeed's single gradient buffer: a block's backward starts once the block before has
+     * copied its gradients out (its hook returns after them) */
+    p.grad_buffers = 1;
+    ck_assert_int_eq(sched_build(&s, &g, &p, 1, &e), 0);
+    ck_assert(depends(&s, find(&s, 0, "R.b2.ln1"), find(&s, 0, "D2H.b3.grad32")));
     sched_free(&s);
     teardown();
+}
+END_TEST
+
+/* zero-infinity with micro-batches: the 16-bit round trip in each (DeepSpeed adds them on the
+ * GPU, so the host adds nothing), the fp32 gradients only in the last. */
+START_TEST(zero_infinity_micro_batches)
+{
+    setup(POLICY_ZERO_INFINITY);
+    p.micro_batches = 2;
+    Schedule s;
+    Err e;
+    ck_assert_int_eq(sched_build(&s, &g, &p, 1, &e), 0);
+    check_well_formed(&s);
+    ck_assert_int_eq(s.tasks[find(&s, 0, "m0.D2H.b2.grad")].params, 0);
+    find(&s, 0, "m0.H2D.b2.grad");
+    find(&s, 0, "m1.H2D.b2.grad");
+    ck_assert_int_lt(sched_find(&s, 0, "m0.D2H.b2.grad32"), 0);
+    ck_assert(depends(&s, find(&s, 0, "m1.D2H.b2.grad32"), find(&s, 0, "m1.H2D.b2.grad")));
+    ck_assert_int_lt(sched_find(&s, 0, "m0.D2H.embed.grad32"), 0);
+    find(&s, 0, "m1.D2H.embed.grad32");
+    /* the next micro-batch's head starts the edges' gradients once the last ones are back */
+    ck_assert(depends(&s, find(&s, 0, "m1.F.head.lm_head"), find(&s, 0, "m0.H2D.embed.grad")));
+    sched_free(&s);
+    teardown();
+}
+END_TEST
+
+/* DeepSpeed's gradient swapper fills its four pinned buffers (a sub-group's gradients each, in
+ * our blocks) and, out of free ones, waits for all its writes: sub-group 4's fp32 gradients wait
+ * for the writes of sub-groups 0 to 3. States in CPU memory: the gradients stay there, and the
+ * update reads them from the last micro-batch's copies. */
+START_TEST(zero_infinity_gradient_buffers)
+{
+    Graph gd;
+    Plan pd;
+    Schedule s;
+    Err e;
+    ck_assert_int_eq(graph_init(&gd, &deep, 2, 32, &e), 0);
+    ck_assert_int_eq(plan_init(&pd, &gd, POLICY_ZERO_INFINITY, &e), 0);
+    pd.state_buffers = 1;
+    ck_assert_int_eq(sched_build(&s, &gd, &pd, 1, &e), 0);
+    /* sub-group 4 is block 5 */
+    int g4 = find(&s, 0, "D2H.b5.grad32");
+    ck_assert_int_eq(s.tasks[g4].slot.host_grads, 4 % ZI_OPTIM_BUFFERS);
+    for (int k = 0; k < 4; k++) {
+        char id[32];
+        snprintf(id, sizeof id, "SSDW.g%d.grad", k);
+        ck_assert(depends(&s, g4, find(&s, 0, id)));
+    }
+    ck_assert(!waits_for(&s, find(&s, 0, "D2H.b6.grad32"), find(&s, 0, "SSDW.g0.grad")));
+    sched_free(&s);
+    /* the last two sub-groups' states in CPU memory: no gradient write or read for them */
+    pd.optim_cpu_groups = 2;
+    ck_assert_int_eq(sched_build(&s, &gd, &pd, 1, &e), 0);
+    int tail = plan_subgroup_count(&pd) - 1;
+    char id[32];
+    snprintf(id, sizeof id, "SSDW.g%d.grad", tail);
+    ck_assert_int_lt(sched_find(&s, 0, id), 0);
+    snprintf(id, sizeof id, "SSDR.g%d.grad", tail - 1);
+    ck_assert_int_lt(sched_find(&s, 0, id), 0);
+    snprintf(id, sizeof id, "ADAM.g%d", tail);
+    ck_assert(depends(&s, find(&s, 0, id), find(&s, 0, "D2H.embed.grad32")));
+    ck_assert_int_eq(s.tasks[find(&s, 0, "D2H.b0.grad32")].slot.host_grads, -1);
+    sched_free(&s);
+    plan_free(&pd);
+    graph_free(&gd);
+}
+END_TEST
+
+/* DeepSpeed's defaults in the plan's blocks (plan.h): GPT-3 13B's blocks hold 315 M parameters,
+ * 175B's 1.81 G. */
+START_TEST(zero_infinity_config)
+{
+    static const struct {
+        const char *model;
+        int subgroup, tail, weights, prefetch, pinned, grads;
+        Tier home;
+    } want[] = {
+        /* 1e9 / 315 M = 3.2 blocks; (1e9 - 268 M of edges) / 315 M = 2.3; buffers of the
+         * 257 M-parameter embedding, 5 of them = 4.1 blocks */
+        {"gpt3-13b", 3, 2, 3, 1, 4, 1, TIER_SSD},
+        /* 1e9 / 1.81 G = 0.55: one block each; 5 x 618 M = 1.7 blocks of swap buffers */
+        {"gpt3-175b", 1, 1, 1, 0, 2, 1, TIER_SSD},
+        /* 124 M parameters: one sub-group, the weights in max_in_cpu */
+        {"gpt2-124m", 12, 12, 12, 1, 12, 1, TIER_CPU},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        Graph gg;
+        Plan pp;
+        Err e;
+        ck_assert_int_eq(graph_init(&gg, model_preset_find(want[i].model), 1, 1024, &e), 0);
+        ck_assert_int_eq(plan_init(&pp, &gg, POLICY_ZERO_INFINITY, &e), 0);
+        plan_zero_infinity_config(&pp, &gg.cfg);
+        ck_assert_int_eq(plan_validate(&pp, &e), 0);
+        ck_assert_int_eq(pp.subgroup_blocks, want[i].subgroup);
+        ck_assert_int_eq(pp.tail_blocks, want[i].tail);
+        ck_assert_int_eq(pp.weight_buffers, want[i].weights);
+        ck_assert_int_eq(pp.prefetch_depth, want[i].prefetch);
+        ck_assert_int_eq(pp.pinned_buffers, want[i].pinned);
+        ck_assert_int_eq(pp.grad_buffers, want[i].grads);
+        ck_assert_int_eq(pp.state_buffers, 1);
+        ck_assert_int_eq(pp.weights, want[i].home);
+        ck_assert_int_eq(pp.optim, TIER_SSD);
+        ck_assert_int_eq(plan_act(&pp, 3, 0), ACT_CPU);
+        ck_assert_int_eq(plan_act(&pp, 3, 6), ACT_RECOMPUTE);
+        plan_free(&pp);
+        graph_free(&gg);
+    }
 }
 END_TEST
 
@@ -210,6 +374,33 @@ START_TEST(micro_batches)
     p.micro_batches = 1;
     ck_assert_int_eq(sched_build(&s, &g, &p, 1, &e), 0);
     ck_assert_int_eq(s.tasks[find(&s, 0, "D2H.b3.grad")].params, 0);
+    sched_free(&s);
+    teardown();
+}
+END_TEST
+
+/* One activation ring serves both ways: a backward fetch into a slot waits until the slot's last
+ * forward user of the micro-batch has computed into it and its copies out have drained. */
+START_TEST(activation_ring_both_ways)
+{
+    setup(POLICY_FUYOU);
+    p.weights = p.optim = TIER_CPU;
+    plan_set_all_act(&p, ACT_CPU, ACT_CPU);
+    p.act_buffers = 2;
+    Schedule s;
+    Err e;
+    ck_assert_int_eq(sched_build(&s, &g, &p, 1, &e), 0);
+    check_well_formed(&s);
+    /* four blocks, two slots: block 3's fetch (the first) takes slot 0, last used forward by
+     * block 2; block 2's takes slot 1, last used by block 3 */
+    int f3 = find(&s, 0, "H2D.b3.ckpt"), f2 = find(&s, 0, "H2D.b2.act");
+    ck_assert_int_eq(s.tasks[f3].slot.gpu_acts, 0);
+    ck_assert_int_eq(s.tasks[f2].slot.gpu_acts, 1);
+    ck_assert_int_eq(s.tasks[find(&s, 0, "D2H.b2.act")].slot.gpu_acts, 0);
+    ck_assert(waits_for(&s, f3, find(&s, 0, "D2H.b2.act")));
+    ck_assert(waits_for(&s, f3, find(&s, 0, "D2H.b2.ckpt")));
+    ck_assert(waits_for(&s, f3, find(&s, 0, "F.b2.res2")));
+    ck_assert(waits_for(&s, f2, find(&s, 0, "D2H.b3.act")));
     sched_free(&s);
     teardown();
 }
@@ -421,7 +612,10 @@ typedef struct Pool {
     bool (*intended)(const Task *w, const Task *r);
 } Pool;
 
-static bool is_gpu(const Task *t) { return t->res == RES_GPU && t->layer >= 0 && t->layer < 4; }
+static bool is_gpu(const Task *t)
+{
+    return t->res == RES_GPU && t->layer >= 0 && t->layer < p.n_layer;
+}
 static bool w_weights(const Task *t)
 {
     return t->res == RES_H2D && t->cargo == CARGO_WEIGHTS && t->layer >= 0;
@@ -437,10 +631,16 @@ static bool w_fetch(const Task *t)
 }
 static bool r_fetch(const Task *t) { return is_gpu(t) && t->kind != TASK_FWD; }
 static int s_fetch(const Task *t) { return t->slot.gpu_acts; }
-static bool w_grads(const Task *t) { return is_gpu(t) && t->kind == TASK_BWD; }
+/* zero-infinity's gradient comes back to its GPU buffer before its fp32 copy leaves it */
+static bool w_grads(const Task *t)
+{
+    return (is_gpu(t) && t->kind == TASK_BWD) ||
+           (t->res == RES_H2D && t->cargo == CARGO_GRADS && t->layer >= 0);
+}
 static bool r_grads(const Task *t)
 {
-    return t->res == RES_D2H && t->cargo == CARGO_GRADS && t->layer >= 0;
+    return t->res == RES_D2H && (t->cargo == CARGO_GRADS || t->cargo == CARGO_FP32_GRADS) &&
+           t->layer >= 0;
 }
 static int s_grads(const Task *t) { return t->slot.gpu_grads; }
 static bool w_host_grads(const Task *t) { return t->res == RES_D2H && t->cargo == CARGO_GRADS; }
@@ -450,9 +650,18 @@ static bool same_group(const Task *w, const Task *r)
 {
     return w->group == r->group && w->iter == r->iter;
 }
+/* zero-infinity's fp32 gradients on their way to SSD */
+static bool w_staging(const Task *t) { return t->res == RES_D2H && t->cargo == CARGO_FP32_GRADS; }
+static bool r_staging(const Task *t)
+{
+    return t->res == RES_SSD_WRITE && t->cargo == CARGO_FP32_GRADS;
+}
+/* states, and zero-infinity's fp32 gradients read back with them */
 static bool w_states(const Task *t)
 {
-    return (t->res == RES_SSD_READ && t->cargo == CARGO_STATES) || t->res == RES_CPU_ADAM;
+    return (t->res == RES_SSD_READ &&
+            (t->cargo == CARGO_STATES || t->cargo == CARGO_FP32_GRADS)) ||
+           t->res == RES_CPU_ADAM;
 }
 static bool r_states(const Task *t)
 {
@@ -499,16 +708,32 @@ static bool next_block(const Task *w, const Task *r)
 {
     return w->layer + 1 == r->layer && w->iter == r->iter;
 }
+/* One ring serves both ways (schedule.h): backward's fetches write the slots forward computes
+ * into and drains, and forward's compute the slots backward's fetches fill. */
+static bool w_ring_inner(const Task *t) { return w_out_inner(t) || w_fetch(t); }
+static bool w_ring_ckpt(const Task *t) { return w_out_ckpt(t) || w_fetch(t); }
+static int s_ring_ckpt(const Task *t) { return w_fetch(t) ? s_fetch(t) : s_out_ckpt(t); }
+static bool fwd_same_block(const Task *w, const Task *r) { return is_gpu(w) && same_block(w, r); }
+static bool fwd_next_block(const Task *w, const Task *r)
+{
+    return w->res == RES_GPU && next_block(w, r);
+}
+static bool fetch_same_block(const Task *w, const Task *r)
+{
+    return w_fetch(w) && same_block(w, r);
+}
 
 static const Pool pools[] = {
     {"pinned activation in-slots", w_stage_in, r_stage_in, s_pinned, same_block},
     {"pinned activation out-slots", w_stage_out, r_stage_out, s_pinned, same_part},
-    {"GPU activation out-slots", w_out_inner, r_out_inner, s_fetch, same_block},
-    {"GPU checkpoint out-slots", w_out_ckpt, r_out_ckpt, s_out_ckpt, next_block},
+    {"GPU activation ring, forward's drains", w_ring_inner, r_out_inner, s_fetch, fwd_same_block},
+    {"GPU activation ring, checkpoints", w_ring_ckpt, r_out_ckpt, s_ring_ckpt, fwd_next_block},
     {"GPU weight buffers", w_weights, is_gpu, s_weights, same_block},
-    {"GPU activation in-slots", w_fetch, r_fetch, s_fetch, same_block},
+    {"GPU activation ring, backward's reads", w_ring_inner, r_fetch, s_fetch,
+     fetch_same_block},
     {"GPU gradient buffers", w_grads, r_grads, s_grads, same_block},
     {"CPU gradient buffers", w_host_grads, r_host_grads, s_host_grads, same_group},
+    {"pinned gradient staging", w_staging, r_staging, s_host_grads, same_group},
     {"pinned state buffers", w_states, r_states, s_pinned, same_group},
     {"pinned weight buffers", w_pinned_w, r_pinned_w, s_pinned, same_load},
 };
@@ -553,13 +778,20 @@ static int check_pool(const Schedule *s, const unsigned char *r, const Pool *pl)
 
 START_TEST(buffer_rings_are_safe)
 {
-    static const struct { Tier w, o; ActPlace ckpt, inner; int ring; } cases[] = {
-        {TIER_SSD, TIER_SSD, ACT_CPU, ACT_RECOMPUTE, 2}, {TIER_SSD, TIER_SSD, ACT_SSD, ACT_SSD, 1},
-        {TIER_CPU, TIER_SSD, ACT_CPU, ACT_CPU, 1},       {TIER_SSD, TIER_CPU, ACT_GPU, ACT_SSD, 3},
+    static const struct { Policy pol; Tier w, o; ActPlace ckpt, inner; int ring; } cases[] = {
+        {POLICY_FUYOU, TIER_SSD, TIER_SSD, ACT_CPU, ACT_RECOMPUTE, 2},
+        {POLICY_FUYOU, TIER_SSD, TIER_SSD, ACT_SSD, ACT_SSD, 1},
+        {POLICY_FUYOU, TIER_CPU, TIER_SSD, ACT_CPU, ACT_CPU, 1},
+        {POLICY_FUYOU, TIER_SSD, TIER_CPU, ACT_GPU, ACT_SSD, 3},
+        {POLICY_ZERO_INFINITY, TIER_SSD, TIER_SSD, ACT_CPU, ACT_RECOMPUTE, 1},
+        {POLICY_ZERO_INFINITY, TIER_SSD, TIER_SSD, ACT_SSD, ACT_CPU, 2},
+        {POLICY_ZERO_INFINITY, TIER_GPU, TIER_CPU, ACT_CPU, ACT_RECOMPUTE, 1},
     };
     Err e;
-    setup(POLICY_FUYOU);
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        /* zero-infinity on ten blocks of one-block sub-groups: its gradient buffers wrap */
+        bool zi = cases[c].pol == POLICY_ZERO_INFINITY;
+        setup_model(zi ? &deep : &tiny, cases[c].pol);
         p.weights = cases[c].w;
         p.optim = cases[c].o;
         plan_set_all_act(&p, cases[c].ckpt, cases[c].inner);
@@ -567,9 +799,9 @@ START_TEST(buffer_rings_are_safe)
         p.prefetch_depth = k - 1;
         p.weight_buffers = p.pinned_buffers = p.act_buffers = p.grad_buffers = k;
         p.state_buffers = p.host_grad_groups = k;
-        p.subgroup_blocks = k;
+        p.subgroup_blocks = zi ? 1 : k;
         Schedule s;
-        ck_assert_int_eq(sched_build(&s, &g, &p, 3, &e), 0);
+        ck_assert_int_eq(sched_build(&s, &g, &p, zi ? 2 : 3, &e), 0);
         unsigned char *r = reachability(&s);
         int pairs = 0;
         for (size_t i = 0; i < sizeof pools / sizeof pools[0]; i++)
@@ -577,33 +809,41 @@ START_TEST(buffer_rings_are_safe)
         ck_assert_int_gt(pairs, 0);
         free(r);
         sched_free(&s);
+        teardown();
     }
-    teardown();
 }
 END_TEST
 
-/* Every copy says what it moves; every block task, which weight buffer it reads. */
+/* Every copy says what it moves; every block task, which weight buffer it reads; every update,
+ * its pinned buffer and (fuyou) its CPU gradient buffer; zero-infinity's fp32 gradients, their
+ * pinned buffer on the way to SSD. */
 START_TEST(tasks_name_their_buffers)
 {
     Err e;
-    setup(POLICY_FUYOU);
-    p.weights = p.optim = TIER_SSD;
-    plan_set_all_act(&p, ACT_SSD, ACT_CPU);
-    Schedule s;
-    ck_assert_int_eq(sched_build(&s, &g, &p, 2, &e), 0);
-    for (int i = 0; i < s.n_tasks; i++) {
-        const Task *t = &s.tasks[i];
-        if (t->kind == TASK_COPY)
-            ck_assert_msg(t->cargo != CARGO_NONE && t->from != t->to, "%s", t->id);
-        if (is_gpu(t))
-            ck_assert_msg(t->slot.gpu_weights >= 0 && t->slot.gpu_weights < p.weight_buffers,
-                          "%s", t->id);
-        if (t->res == RES_CPU_ADAM)
-            ck_assert_msg(t->group >= 0 && t->slot.pinned >= 0 && t->slot.host_grads >= 0,
-                          "%s", t->id);
+    for (int policy = 0; policy < 2; policy++) {
+        setup(policy);
+        p.weights = p.optim = TIER_SSD;
+        plan_set_all_act(&p, ACT_SSD, ACT_CPU);
+        Schedule s;
+        ck_assert_int_eq(sched_build(&s, &g, &p, 2, &e), 0);
+        for (int i = 0; i < s.n_tasks; i++) {
+            const Task *t = &s.tasks[i];
+            if (t->kind == TASK_COPY)
+                ck_assert_msg(t->cargo != CARGO_NONE && t->from != t->to, "%s", t->id);
+            if (is_gpu(t))
+                ck_assert_msg(t->slot.gpu_weights >= 0 &&
+                                  t->slot.gpu_weights < p.weight_buffers, "%s", t->id);
+            if (t->res == RES_CPU_ADAM)
+                ck_assert_msg(t->group >= 0 && t->slot.pinned >= 0 &&
+                                  (t->slot.host_grads >= 0) == (policy == POLICY_FUYOU),
+                              "%s", t->id);
+            if (t->cargo == CARGO_FP32_GRADS && t->to != TIER_CPU)
+                ck_assert_msg(t->slot.host_grads >= 0 && t->slot.host_grads < ZI_OPTIM_BUFFERS,
+                              "%s", t->id);
+        }
+        sched_free(&s);
+        teardown();
     }
-    sched_free(&s);
-    teardown();
 }
 END_TEST
 
@@ -614,8 +854,12 @@ int main(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, fuyou_structure);
     tcase_add_test(tc, zero_infinity_structure);
+    tcase_add_test(tc, zero_infinity_micro_batches);
+    tcase_add_test(tc, zero_infinity_gradient_buffers);
+    tcase_add_test(tc, zero_infinity_config);
     tcase_add_test(tc, all_on_gpu);
     tcase_add_test(tc, micro_batches);
+    tcase_add_test(tc, activation_ring_both_ways);
     tcase_add_test(tc, recompute_closure);
     tcase_add_test(tc, subgroups);
     tcase_add_test(tc, bad_plans);

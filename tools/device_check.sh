@@ -34,7 +34,7 @@ REGRESSION_RUNS="124m b8 all-gpu|gpt2-124m|8|3|--weights cpu --optim cpu --check
 760m b8 act-cpu|gpt3-760m|8|3|--weights cpu --optim cpu --checkpoints cpu --act cpu|;\
 1.3b b8 recompute|gpt3-1.3b|8|3|--weights cpu --optim cpu --checkpoints gpu --act recompute|;\
 1.3b b16 swap2g|gpt3-1.3b|16|3|--weights cpu --optim cpu --checkpoints gpu --swap 2GiB|;\
-1.3b b32 mb2|gpt3-1.3b|32|3|--weights cpu --optim cpu --checkpoints cpu --act recompute --micro-batches 2|;\
+1.3b b64 mb2|gpt3-1.3b|64|3|--weights cpu --optim cpu --checkpoints cpu --act recompute --micro-batches 2|;\
 1.3b b8 w-ssd|gpt3-1.3b|8|3|--weights ssd --optim cpu --checkpoints gpu --act recompute|;\
 760m b8 states-ssd sg4|gpt3-760m|8|3|--weights cpu --optim ssd --checkpoints gpu --act recompute --subgroup 4|"
 if [ "${MODE:-all}" = regression ]; then

@@ -128,7 +128,7 @@ static void prepare_copy(Pipe *pp, const Task *t, CopyJob *j)
             if (!pipe_mem_in_part(x, part) || (h != HOME_CPU && h != HOME_SSD))
                 continue;
             uint8_t *host = act_host(m, b, x, in, t->slot.pinned);
-            uint8_t *dev = (uint8_t *)(in ? m->act_in : m->act_out)[t->slot.gpu_acts] +
+            uint8_t *dev = (uint8_t *)m->act_slot[t->slot.gpu_acts] +
                            m->slot_off[x];
             if (in)
                 add_copy(j, dev, host, m->tbytes[x]);

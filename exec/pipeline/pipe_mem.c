@@ -181,8 +181,7 @@ static int alloc_device(PipeMem *m, Err *e)
         ok = (m->gbuf[i] = dev_alloc(m, m->block_params * m->gsz, MEM_GRADS, e));
     ok = ok && (m->gedge = dev_alloc(m, m->edge_params * m->gsz, MEM_GRADS, e));
     for (int i = 0; i < p->act_buffers && ok && m->slot_bytes; i++)
-        ok = (m->act_out[i] = dev_alloc(m, m->slot_bytes, MEM_ACTIVATIONS, e)) &&
-             (m->act_in[i] = dev_alloc(m, m->slot_bytes, MEM_ACTIVATIONS, e));
+        ok = (m->act_slot[i] = dev_alloc(m, m->slot_bytes, MEM_ACTIVATIONS, e));
     size_t all = 0;
     for (int x = 0; x < BT_COUNT; x++)
         all += align_up(m->tbytes[x], 256);
@@ -399,8 +398,8 @@ void pipe_mem_free(PipeMem *m)
             if (bufs[i])
                 m->ops->release(m->dev, bufs[i]);
         for (int i = 0; i < PIPE_MAX_RING; i++) {
-            void *ring[] = {m->wbuf[i], m->gbuf[i], m->act_out[i], m->act_in[i]};
-            for (size_t k = 0; k < 4; k++)
+            void *ring[] = {m->wbuf[i], m->gbuf[i], m->act_slot[i]};
+            for (size_t k = 0; k < sizeof ring / sizeof ring[0]; k++)
                 if (ring[k])
                     m->ops->release(m->dev, ring[k]);
         }
@@ -435,7 +434,7 @@ void *pipe_mem_tensor(const PipeMem *m, int b, int x, bool backward, int slot)
     if (h == HOME_GPU)
         return m->kept[b * BT_COUNT + x];
     if (h == HOME_CPU || h == HOME_SSD)
-        return (uint8_t *)(backward ? m->act_in : m->act_out)[slot] + m->slot_off[x];
+        return (uint8_t *)m->act_slot[slot] + m->slot_off[x];
     size_t off = 0;
     for (int i = 0; i < x; i++)
         off += align_up(m->tbytes[i], 256);

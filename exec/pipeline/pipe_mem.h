@@ -41,7 +41,8 @@ typedef struct PipeMem {
     int *ooc_index;             /* per sub-group: its index in oa when its states are on SSD */
     /* device memory */
     void *wbuf[PIPE_MAX_RING], *wedge, *gbuf[PIPE_MAX_RING], *gedge;
-    void *act_out[PIPE_MAX_RING], *act_in[PIPE_MAX_RING], **kept, *scratch, *final_res;
+    void *act_slot[PIPE_MAX_RING]; /* the activation ring, both ways (schedule.h) */
+    void **kept, *scratch, *final_res;
     double dev_bytes[MEM_TAG_COUNT];
     /* host memory */
     HostPool pool;

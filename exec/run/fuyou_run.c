@@ -41,8 +41,10 @@ static void usage(FILE *out)
 "  --data-format F       auto (default), llmc, u16, text\n"
 "  --steps N             the step count to reach (default 200, at most 1e9); with --resume,\n"
 "                        runs the rest\n"
-"  --batch B             sequences per micro-batch (default 8)\n"
-"  --micro-batches M     micro-batches per step, gradients accumulated (default 1)\n"
+"  --batch B             sequences per step (default 8)\n"
+"  --micro-batches M     split each step's batch into M micro-batches, gradients accumulated\n"
+"                        (M divides B; default auto: 1 in memory, with --offload the fewest\n"
+"                        whose plan fits the budgets, as fuyou-sim picks)\n"
 "  --seq T               tokens per sequence (default 64)\n"
 "  --lr X                peak learning rate (default 3e-3)\n"
 "  --warmup N            linear warmup steps (default 20), then cosine decay\n"
@@ -152,8 +154,6 @@ static int run_offload(TrainOptions *o, const PlanArgs *pa, const char *swap_arg
         fprintf(stderr, "fuyou-run: %s\n", e.msg);
         return 2;
     }
-    if (graph_init(&g, &gc, o->batch, o->seq, &e))
-        goto out;
     /* the plan fuyou-sim makes from the same options (plan_make.h) */
     SwapMode swap = SWAP_AUTO;
     double swap_bytes = 0;
@@ -168,14 +168,18 @@ static int run_offload(TrainOptions *o, const PlanArgs *pa, const char *swap_arg
         fprintf(stderr, "fuyou-run: --act and --swap both decide the activations; give one\n");
         goto out;
     }
-    PredictScoreCtx sc = {&g, &hw, 0};
-    PlanRequest rq = {POLICY_FUYOU, swap, swap_bytes, pa, predict_score, &sc, "fuyou-run"};
+    PredictScoreCtx sc = {&hw, 0};
+    PlanRequest rq = {&gc, o->batch, o->seq, POLICY_FUYOU, swap, swap_bytes, pa, predict_score,
+                      &sc, "fuyou-run"};
     PlanInfo info;
-    int made = plan_make(&rq, &g, &hw, &p, &info, &e);
+    int made = plan_make(&rq, &hw, &g, &p, &info, &e);
     bool frugal = info.planned && info.choice.overflow;
     plan_make_free(&info);
     if (made)
         goto out;
+    /* the run trains the plan's micro-batches: o->batch becomes the micro-batch's sequences */
+    o->batch = g.batch;
+    o->micro_batches = p.micro_batches;
     if (frugal)
         printf("fuyou-run: the planner found no configuration that fits %s; the most "
                "frugal one follows\n", hw_name);
@@ -197,7 +201,7 @@ static int run_offload(TrainOptions *o, const PlanArgs *pa, const char *swap_arg
     char summary[512];
     printf("fuyou-run: %s (%lld parameters) on %s, batch %d x %d, out of core on the %s "
            "device\nplan: %s\n", o->model.name, (long long)model_param_count(&o->model),
-           o->data_path, o->batch, o->seq, pc->device->name,
+           o->data_path, o->batch * o->micro_batches, o->seq, pc->device->name,
            plan_summary(&p, &g, summary, sizeof summary));
     TrainResult r;
     PipeReport rep;
@@ -392,8 +396,18 @@ int main(int argc, char **argv)
     bool placed = pa.weights || pa.optim || pa.checkpoints || pa.act;
     for (int i = 0; i < PC_N; i++)
         placed |= i != PC_SUBGROUP && i != PC_TAIL && i != PC_MICRO && pa.count[i] >= 0;
-    if (pa.count[PC_MICRO] > 0)
-        o.micro_batches = pa.count[PC_MICRO];
+    /* --batch is the sequences of a step, in --micro-batches of equal size: in memory, the
+     * count given or one; with --offload, plan_make's (the fewest whose plan fits) */
+    int micro = pa.count[PC_MICRO] > 0 ? pa.count[PC_MICRO] : 1;
+    if (o.batch % micro) {
+        fprintf(stderr, "fuyou-run: --micro-batches %d does not divide --batch %d (the sequences "
+                "of a step); give a divisor of it\n", micro, o.batch);
+        return 2;
+    }
+    if (!offload) {
+        o.batch /= micro;
+        o.micro_batches = micro;
+    }
     if (!offload && (placed || strcmp(swap_arg, "auto") || pc.gpu_budget || pc.cpu_budget ||
                      pc.n_ssd_dirs || pc.trace_path || pc.chrome_path || pc.segment_iters)) {
         fprintf(stderr, "fuyou-run: placement, budgets, --ssd-dir and traces need --offload\n");
@@ -418,9 +432,12 @@ int main(int argc, char **argv)
     }
     if (offload)
         return run_offload(&o, &pa, swap_arg, &pc, hw_name);
-    printf("fuyou-run: %s (%lld parameters) on %s, batch %d x %d, %s backend (%s)\n",
-           o.model.name, (long long)model_param_count(&o.model), o.data_path, o.batch, o.seq,
-           o.backend->name, o.backend == &backend_cpu ? "fp32" : dtype_name(o.model.dtype));
+    printf("fuyou-run: %s (%lld parameters) on %s, batch %d x %d", o.model.name,
+           (long long)model_param_count(&o.model), o.data_path, o.batch * micro, o.seq);
+    if (micro > 1)
+        printf(" (%d micro-batches of %d)", micro, o.batch);
+    printf(", %s backend (%s)\n", o.backend->name,
+           o.backend == &backend_cpu ? "fp32" : dtype_name(o.model.dtype));
     TrainResult r;
     int rc = trainer_run(&o, &r, &e);
     free(r.losses);
