@@ -27,7 +27,7 @@ int grid_eval(const GridPoint *pt, int max_points, GridResult *r, Err *e)
     PlanChoice c;
     PredictScoreCtx sc = {&hw, 0};
     double t0 = clock_monotonic_s();
-    rc = planner_choose(&hw, &g, 1, POLICY_FUYOU, predict_score, &sc, &c, e);
+    rc = planner_choose(&hw, &g, 1, POLICY_FUYOU, NULL, predict_score, &sc, &c, e);
     r->planner_wall_s = clock_monotonic_s() - t0;
     if (rc)
         goto out;

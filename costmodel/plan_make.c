@@ -32,16 +32,29 @@ static int plan_for(const PlanRequest *rq, const Graph *g, int M, const Hardware
     /* a sweep without options sweeps the planner's configuration (its sub-groups, prefetch and
      * buffers), so its planner mark and fits column describe the plan --swap auto runs */
     bool sweep_planned = swap == SWAP_SWEEP && rq->policy == POLICY_FUYOU;
-    /* zero-infinity runs DeepSpeed's defaults (plan_zero_infinity_config), not a planned plan */
+    /* zero-infinity runs DeepSpeed's defaults (plan_zero_infinity_config), not a planned plan;
+     * with --swap auto the planner searches what the options leave open */
     bool plannable = rq->policy == POLICY_FUYOU;
-    if ((swap == SWAP_AUTO || sweep_planned) && plannable && !plan_args_given(rq->args)) {
-        int rc = planner_choose(hw, g, M, rq->policy, rq->score, rq->score_ctx, &info->choice,
-                                e);
+    bool given = plan_args_given(rq->args);
+    if (plannable && (swap == SWAP_AUTO || (sweep_planned && !given))) {
+        if (given) { /* the options' errors, once, before the search applies them */
+            Plan check;
+            int rc = plan_init(&check, g, rq->policy, e);
+            if (!rc)
+                rc = plan_args_apply(rq->args, &check, rq->prog);
+            plan_free(&check);
+            if (rc)
+                return rc;
+        }
+        int rc = planner_choose(hw, g, M, rq->policy, given ? rq->args : NULL, rq->score,
+                                rq->score_ctx, &info->choice, e);
         if (rc)
             return rc;
         info->planned = true;
         info->units = info->choice.units;
         rc = plan_copy(p, &info->choice.plan, e);
+        if (!rc && given)
+            rc = plan_validate(p, e); /* the options' own combinations */
         if (rc || swap != SWAP_SWEEP || !info->choice.units_total)
             return rc;
         /* the ladder the planner walked: from the configuration with its activations back to

@@ -2,6 +2,7 @@
 #include "planner.h"
 
 #include <assert.h>
+#include <errno.h>
 #include <math.h>
 #include <string.h>
 
@@ -245,8 +246,21 @@ static int score_plan(const Hardware *hw, const Graph *g, const Plan *p, PlanSco
     return 0;
 }
 
+/* The knobs a configuration sets, to try each distinct one once when options fix some. */
+typedef struct Knobs {
+    int v[10];
+} Knobs;
+
+static Knobs knobs_of(const Plan *p)
+{
+    return (Knobs){{p->prefetch_depth, p->weight_buffers, p->grad_buffers, p->act_buffers,
+                    p->subgroup_blocks, p->tail_blocks, p->pinned_buffers, p->state_buffers,
+                    p->host_grad_groups, p->optim_cpu_groups}};
+}
+
 int planner_choose(const Hardware *hw, const Graph *g, int micro_batches, Policy policy,
-                   PlanScoreFn score, void *score_ctx, PlanChoice *c, Err *e)
+                   const PlanArgs *args, PlanScoreFn score, void *score_ctx, PlanChoice *c,
+                   Err *e)
 {
     memset(c, 0, sizeof *c);
     Plan p;
@@ -257,6 +271,11 @@ int planner_choose(const Hardware *hw, const Graph *g, int micro_batches, Policy
     bool have = false;
     double best = INFINITY;
     unsigned frugal_overflow = 0;
+    enum { N_CONFIGS = sizeof buffer_configs / sizeof buffer_configs[0] *
+                       (sizeof subgroup_sizes / sizeof subgroup_sizes[0]) };
+    Knobs tried[N_CONFIGS];
+    int n_tried = 0;
+    bool fixed_act = args && args->act;
     for (size_t bi = 0; bi < sizeof buffer_configs / sizeof buffer_configs[0]; bi++) {
         for (size_t si = 0; si < sizeof subgroup_sizes / sizeof subgroup_sizes[0]; si++) {
             p.prefetch_depth = buffer_configs[bi].prefetch;
@@ -273,10 +292,24 @@ int planner_choose(const Hardware *hw, const Graph *g, int micro_batches, Policy
                 /* DeepSpeed's defaults, whatever the loop tries (plan.h) */
                 plan_zero_infinity_config(&p, &g->cfg);
             }
+            /* what the options fix, over the configuration (checked by the caller, so this
+             * prints nothing); each distinct configuration once */
+            if (args && plan_args_apply(args, &p, "planner")) {
+                rc = err_set(e, -EINVAL, "plan options do not apply");
+                goto out;
+            }
+            Knobs k = knobs_of(&p);
+            bool seen = false;
+            for (int i = 0; i < n_tried && !seen; i++)
+                seen = !memcmp(&tried[i], &k, sizeof k);
+            if (seen)
+                continue;
+            tried[n_tried++] = k;
             SwapLadder l;
             int n = 0;
-            bool all_gpu = plan_act(&p, 0, 1) == ACT_GPU;
-            if (policy == POLICY_FUYOU && !all_gpu) {
+            /* the swap amount on the ladder, unless everything is on the GPU or --act fixed it */
+            bool ladder = policy == POLICY_FUYOU && plan_act(&p, 0, 1) != ACT_GPU && !fixed_act;
+            if (ladder) {
                 planner_ladder(hw, g, &p, &l);
                 n = planner_best_units(hw, g, &p, &l);
             }
@@ -301,12 +334,12 @@ int planner_choose(const Hardware *hw, const Graph *g, int micro_batches, Policy
                 goto out;
             have = true;
             c->units = n;
-            c->units_total = policy == POLICY_FUYOU && !all_gpu ? planner_units(&l) : 0;
+            c->units_total = ladder ? planner_units(&l) : 0;
             c->score_s = s;
             c->mem = f;
             cost_closed_form(hw, g, &p, &c->cf);
             c->bind_below = c->bind_above = c->cf.binding[CF_BACKWARD];
-            if (policy == POLICY_FUYOU && !all_gpu && n < planner_units(&l)) {
+            if (ladder && n < planner_units(&l)) {
                 ClosedForm above;
                 closed_at(hw, g, &p, &l, n + 1, &above);
                 c->bind_above = above.binding[CF_BACKWARD];

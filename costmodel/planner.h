@@ -18,6 +18,7 @@
 #include "closed.h"
 #include "footprint.h"
 #include "plan.h"
+#include "plan_args.h"
 
 /* One rung: ops of a block whose kept activations are taken together. */
 typedef struct SwapStep {
@@ -80,8 +81,12 @@ typedef int (*PlanScoreFn)(void *ctx, const Graph *g, const Plan *p, double *ite
  * zero-infinity's plan is DeepSpeed's defaults whatever is tried (plan_zero_infinity_config:
  * placement, activations, sub-groups, buffers). The caller owns c->plan (plan_free). Returns 0 (check c->overflow: nonzero
  * means nothing fits and c holds the most frugal plan), or a negative errno. The number of
- * micro-batches is plan_make's search (plan_make.h). */
+ * micro-batches is plan_make's search (plan_make.h). args (NULL: none) are plan options the
+ * user gave: each configuration tried has them applied over it (each distinct one scored
+ * once), and a given --act leaves the activations as it says; the caller has checked them
+ * (plan_args_apply prints nothing here). */
 int planner_choose(const Hardware *hw, const Graph *g, int micro_batches, Policy policy,
-                   PlanScoreFn score, void *score_ctx, PlanChoice *c, Err *e);
+                   const PlanArgs *args, PlanScoreFn score, void *score_ctx, PlanChoice *c,
+                   Err *e);
 
 #endif

@@ -453,6 +453,27 @@ START_TEST(sim_micro_batches)
 }
 END_TEST
 
+/* Plan options fix what they name and the planner searches the rest: the same placement with
+ * its own buffers and prefetch, each distinct configuration scored once. */
+START_TEST(sim_options_with_planner)
+{
+    ck_assert_int_eq(run_sim("--model gpt3-13b --batch 16 --weights ssd", out, sizeof out), 0);
+    tu_assert_contains(out, "weights on ssd");
+    tu_assert_contains(out, "planner: best of");
+    /* everything the search varies fixed: one configuration */
+    ck_assert_int_eq(run_sim("--model gpt3-13b --batch 16 --weights cpu --prefetch 1 "
+                             "--weight-buffers 2 --grad-buffers 1 --act-buffers 1 --subgroup 2",
+                             out, sizeof out), 0);
+    tu_assert_contains(out, "planner: best of 1 distinct configuration");
+    tu_assert_contains(out, "prefetch depth 1; buffers: weights 2");
+    tu_assert_contains(out, "sub-groups of 2 blocks");
+    /* a bad combination of options is still refused, once */
+    ck_assert_int_eq(run_sim("--model gpt3-13b --batch 16 --optim cpu --optim-cpu-groups 1", out,
+                             sizeof out), 2);
+    tu_assert_contains(out, "on SSD");
+}
+END_TEST
+
 START_TEST(sim_report_wording)
 {
     /* bound by a resource: one mark, no "waits" sentence */
@@ -854,6 +875,7 @@ int main(void)
     tcase_add_test(tc, sim_zero_infinity);
     tcase_add_test(tc, sim_report_wording);
     tcase_add_test(tc, sim_micro_batches);
+    tcase_add_test(tc, sim_options_with_planner);
     tcase_add_test(tc, golden_trace);
     tcase_add_test(tc, swap_modes);
     tcase_add_test(tc, swap_sweep);

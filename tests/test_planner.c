@@ -242,7 +242,7 @@ START_TEST(planner_zero_infinity)
     setup_case("4090.ini", "gpt3-13b", 8);
     PlanChoice c;
     Err e;
-    ck_assert_int_eq(planner_choose(&hw, &g, 1, POLICY_ZERO_INFINITY, NULL, NULL, &c, &e), 0);
+    ck_assert_int_eq(planner_choose(&hw, &g, 1, POLICY_ZERO_INFINITY, NULL, NULL, NULL, &c, &e), 0);
     ck_assert_uint_eq(c.overflow, 0);
     plan_zero_infinity_config(&p, &g.cfg);
     ck_assert_int_eq(c.plan.subgroup_blocks, p.subgroup_blocks);
