@@ -258,6 +258,64 @@ static Knobs knobs_of(const Plan *p)
                     p->host_grad_groups, p->optim_cpu_groups}};
 }
 
+/* Where the search stands: the best plan so far is in the choice. */
+typedef struct Search {
+    bool have;
+    double best;
+    Knobs tried[64];
+    int n_tried;
+} Search;
+
+/* Scores configuration p (its placement and buffers set; the swap amount taken on the ladder
+ * unless ladder is false) and keeps it in c if it fits and beats the best so far. Each
+ * distinct configuration once. 0 or a negative errno. */
+static int consider(const Hardware *hw, const Graph *g, Plan *p, bool ladder, PlanScoreFn score,
+                    void *score_ctx, Search *st, PlanChoice *c, Err *e)
+{
+    Knobs k = knobs_of(p);
+    for (int i = 0; i < st->n_tried; i++)
+        if (!memcmp(&st->tried[i], &k, sizeof k))
+            return 0;
+    if (st->n_tried < (int)(sizeof st->tried / sizeof st->tried[0]))
+        st->tried[st->n_tried++] = k;
+    SwapLadder l;
+    int n = 0;
+    if (ladder) {
+        planner_ladder(hw, g, p, &l);
+        n = planner_best_units(hw, g, p, &l);
+    }
+    Footprint f;
+    footprint_compute(&f, g, p);
+    if (footprint_overflow(&f, hw))
+        return 0;
+    c->configs_tried++;
+    double s;
+    int rc = score_plan(hw, g, p, score, score_ctx, &s, e);
+    if (rc || s >= st->best)
+        return rc;
+    st->best = s;
+    if (st->have)
+        plan_free(&c->plan);
+    st->have = false;
+    rc = plan_copy(&c->plan, p, e);
+    if (rc)
+        return rc;
+    st->have = true;
+    c->units = n;
+    c->units_total = ladder ? planner_units(&l) : 0;
+    c->score_s = s;
+    c->mem = f;
+    cost_closed_form(hw, g, p, &c->cf);
+    c->bind_below = c->bind_above = c->cf.binding[CF_BACKWARD];
+    if (ladder && n < planner_units(&l)) {
+        ClosedForm above;
+        closed_at(hw, g, p, &l, n + 1, &above);
+        c->bind_above = above.binding[CF_BACKWARD];
+        planner_apply(p, &l, n);
+    }
+    return 0;
+}
+
 int planner_choose(const Hardware *hw, const Graph *g, int micro_batches, Policy policy,
                    const PlanArgs *args, PlanScoreFn score, void *score_ctx, PlanChoice *c,
                    Err *e)
@@ -268,16 +326,12 @@ int planner_choose(const Hardware *hw, const Graph *g, int micro_batches, Policy
     if (rc)
         return rc;
     p.micro_batches = micro_batches;
-    bool have = false;
-    double best = INFINITY;
-    unsigned frugal_overflow = 0;
-    enum { N_CONFIGS = sizeof buffer_configs / sizeof buffer_configs[0] *
-                       (sizeof subgroup_sizes / sizeof subgroup_sizes[0]) };
-    Knobs tried[N_CONFIGS];
-    int n_tried = 0;
-    bool fixed_act = args && args->act;
-    for (size_t bi = 0; bi < sizeof buffer_configs / sizeof buffer_configs[0]; bi++) {
-        for (size_t si = 0; si < sizeof subgroup_sizes / sizeof subgroup_sizes[0]; si++) {
+    Search st = {.best = INFINITY};
+    int invalid = 0, configs = 0;
+    Plan frugal = {0};
+    bool fixed_act = args && args->act, fixed_split = args && args->count[PC_OCPU] >= 0;
+    for (size_t bi = 0; bi < sizeof buffer_configs / sizeof buffer_configs[0] && !rc; bi++) {
+        for (size_t si = 0; si < sizeof subgroup_sizes / sizeof subgroup_sizes[0] && !rc; si++) {
             p.prefetch_depth = buffer_configs[bi].prefetch;
             p.weight_buffers = buffer_configs[bi].weights;
             p.grad_buffers = buffer_configs[bi].grads;
@@ -285,6 +339,7 @@ int planner_choose(const Hardware *hw, const Graph *g, int micro_batches, Policy
             p.subgroup_blocks = subgroup_sizes[si];
             if (p.subgroup_blocks > g->cfg.n_layer)
                 continue;
+            configs++;
             p.state_buffers = 3;
             if (policy == POLICY_FUYOU) {
                 footprint_auto_place(&p, g, hw);
@@ -293,68 +348,50 @@ int planner_choose(const Hardware *hw, const Graph *g, int micro_batches, Policy
                 plan_zero_infinity_config(&p, &g->cfg);
             }
             /* what the options fix, over the configuration (checked by the caller, so this
-             * prints nothing); each distinct configuration once */
+             * prints nothing) */
             if (args && plan_args_apply(args, &p, "planner")) {
                 rc = err_set(e, -EINVAL, "plan options do not apply");
-                goto out;
+                break;
             }
-            Knobs k = knobs_of(&p);
-            bool seen = false;
-            for (int i = 0; i < n_tried && !seen; i++)
-                seen = !memcmp(&tried[i], &k, sizeof k);
-            if (seen)
+            /* a configuration the options make invalid (--optim-cpu-groups beyond its
+             * sub-groups) is skipped; if every one is, that is the error */
+            if (args && plan_validate(&p, e)) {
+                invalid++;
                 continue;
-            tried[n_tried++] = k;
-            SwapLadder l;
-            int n = 0;
+            }
+            /* the most frugal valid configuration, for when nothing fits: the last tried */
+            plan_free(&frugal);
+            rc = plan_copy(&frugal, &p, e);
+            if (rc)
+                break;
             /* the swap amount on the ladder, unless everything is on the GPU or --act fixed it */
             bool ladder = policy == POLICY_FUYOU && plan_act(&p, 0, 1) != ACT_GPU && !fixed_act;
-            if (ladder) {
-                planner_ladder(hw, g, &p, &l);
-                n = planner_best_units(hw, g, &p, &l);
-            }
-            Footprint f;
-            footprint_compute(&f, g, &p);
-            unsigned over = footprint_overflow(&f, hw);
-            frugal_overflow = over;
-            if (over)
-                continue;
-            c->configs_tried++;
-            double s;
-            rc = score_plan(hw, g, &p, score, score_ctx, &s, e);
-            if (rc)
-                goto out;
-            if (s >= best)
-                continue;
-            best = s;
-            if (have)
-                plan_free(&c->plan);
-            rc = plan_copy(&c->plan, &p, e);
-            if (rc)
-                goto out;
-            have = true;
-            c->units = n;
-            c->units_total = ladder ? planner_units(&l) : 0;
-            c->score_s = s;
-            c->mem = f;
-            cost_closed_form(hw, g, &p, &c->cf);
-            c->bind_below = c->bind_above = c->cf.binding[CF_BACKWARD];
-            if (ladder && n < planner_units(&l)) {
-                ClosedForm above;
-                closed_at(hw, g, &p, &l, n + 1, &above);
-                c->bind_above = above.binding[CF_BACKWARD];
-                planner_apply(&p, &l, n);
+            /* states on SSD with room for some in CPU memory: that room may be worth more to
+             * swapped activations; both are scored */
+            int cpu_groups = p.optim_cpu_groups;
+            bool both = policy == POLICY_FUYOU && p.optim == TIER_SSD && cpu_groups > 0 &&
+                        !fixed_split;
+            rc = consider(hw, g, &p, ladder, score, score_ctx, &st, c, e);
+            if (!rc && both) {
+                p.optim_cpu_groups = 0;
+                if (ladder)
+                    plan_set_inner_act(&p, ACT_RECOMPUTE);
+                rc = consider(hw, g, &p, ladder, score, score_ctx, &st, c, e);
             }
         }
     }
-    if (!have) {
-        /* Nothing fits: keep the most frugal plan (the last tried) and say what is short. */
-        rc = plan_copy(&c->plan, &p, e);
+    if (!rc && invalid == configs)
+        rc = -EINVAL; /* e says why, from the last configuration */
+    if (rc)
+        goto out;
+    if (!st.have) {
+        /* Nothing fits: keep the most frugal plan and say what is short. */
+        rc = plan_copy(&c->plan, &frugal, e);
         if (rc)
             goto out;
-        footprint_compute(&c->mem, g, &p);
-        c->overflow = frugal_overflow;
-        cost_closed_form(hw, g, &p, &c->cf);
+        footprint_compute(&c->mem, g, &frugal);
+        c->overflow = footprint_overflow(&c->mem, hw);
+        cost_closed_form(hw, g, &frugal, &c->cf);
     }
     for (int b = 0; b < c->plan.n_layer; b++)
         for (int i = 1; i < GRAPH_OPS_PER_BLOCK; i++) {
@@ -364,7 +401,8 @@ int planner_choose(const Hardware *hw, const Graph *g, int micro_batches, Policy
         }
 out:
     plan_free(&p);
-    if (rc && have)
+    plan_free(&frugal);
+    if (rc && st.have)
         plan_free(&c->plan);
     return rc;
 }

@@ -287,6 +287,27 @@ static unsigned overflow(const Graph *g, const Plan *p, const Hardware *hw)
     return footprint_overflow(&f, hw);
 }
 
+/* With the states on SSD, as many sub-groups as CPU memory still holds keep theirs there (the
+ * last in update order first, plan.h): the most that fit, found by bisection (CPU bytes grow
+ * with the count). */
+static void keep_states_in_cpu(Plan *p, const Graph *g, const Hardware *hw)
+{
+    const unsigned cpu = 1u << TIER_CPU;
+    p->optim_cpu_groups = 0;
+    if (p->optim != TIER_SSD || (overflow(g, p, hw) & cpu))
+        return;
+    int lo = 0, hi = plan_subgroup_count(p);
+    while (lo < hi) {
+        int mid = lo + (hi - lo + 1) / 2;
+        p->optim_cpu_groups = mid;
+        if (overflow(g, p, hw) & cpu)
+            hi = mid - 1;
+        else
+            lo = mid;
+    }
+    p->optim_cpu_groups = lo;
+}
+
 void footprint_auto_place(Plan *p, const Graph *g, const Hardware *hw)
 {
     const unsigned gpu = 1u << TIER_GPU, cpu = 1u << TIER_CPU;
@@ -300,14 +321,15 @@ void footprint_auto_place(Plan *p, const Graph *g, const Hardware *hw)
     /* Out of core: states and weights leave the GPU, each to CPU memory while it has room
      * (judged on the CPU tier alone, checkpoints still counted on the GPU), else to SSD. */
     p->weights = p->optim = TIER_CPU;
+    p->optim_cpu_groups = 0;
     if (overflow(g, p, hw) & cpu)
         p->optim = TIER_SSD;
     if (overflow(g, p, hw) & cpu)
         p->weights = TIER_SSD;
-    if (!(overflow(g, p, hw) & gpu))
-        return;
-    plan_set_all_act(p, ACT_CPU, ACT_RECOMPUTE);
-    if (!(overflow(g, p, hw) & cpu))
-        return;
-    plan_set_all_act(p, ACT_SSD, ACT_RECOMPUTE);
+    if (overflow(g, p, hw) & gpu) {
+        plan_set_all_act(p, ACT_CPU, ACT_RECOMPUTE);
+        if (overflow(g, p, hw) & cpu)
+            plan_set_all_act(p, ACT_SSD, ACT_RECOMPUTE);
+    }
+    keep_states_in_cpu(p, g, hw);
 }

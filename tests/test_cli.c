@@ -474,6 +474,34 @@ START_TEST(sim_options_with_planner)
 }
 END_TEST
 
+/* The seconds on the report's iteration line, or -1. */
+static double report_iter_s(const char *report)
+{
+    const char *at = strstr(report, "\niteration ");
+    double x;
+    return at && sscanf(at, " iteration %lf s", &x) == 1 ? x : -1;
+}
+
+/* States on SSD with room for some in CPU memory: the planner scores keeping them there
+ * against giving that room to swapped activations, and is at least as fast as either forced. */
+START_TEST(sim_states_split_scored)
+{
+    const char *base = "--model gpt3-13b --batch 32 --set memory.cpu_mem_GiB=128";
+    char args[512];
+    ck_assert_int_eq(run_sim(base, out, sizeof out), 0);
+    double planned = report_iter_s(out);
+    ck_assert_double_gt(planned, 0);
+    for (int k = 0; k <= 16; k += 16) {
+        snprintf(args, sizeof args, "%s --optim ssd --optim-cpu-groups %d", base, k);
+        ck_assert_int_eq(run_sim(args, out, sizeof out), 0);
+        double forced = report_iter_s(out);
+        ck_assert_double_gt(forced, 0);
+        ck_assert_msg(planned <= forced * (1 + 1e-9), "planned %.3f s, %d groups in CPU %.3f s",
+                      planned, k, forced);
+    }
+}
+END_TEST
+
 START_TEST(sim_report_wording)
 {
     /* bound by a resource: one mark, no "waits" sentence */
@@ -876,6 +904,7 @@ int main(void)
     tcase_add_test(tc, sim_report_wording);
     tcase_add_test(tc, sim_micro_batches);
     tcase_add_test(tc, sim_options_with_planner);
+    tcase_add_test(tc, sim_states_split_scored);
     tcase_add_test(tc, golden_trace);
     tcase_add_test(tc, swap_modes);
     tcase_add_test(tc, swap_sweep);
