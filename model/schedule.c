@@ -619,15 +619,17 @@ static int64_t group_params(const Builder *b, int s, int *first, int *count)
 
 /* Sub-group s's new 16-bit weights (Adam task a) on their way home from pinned state buffer
  * slot: written to SSD or copied to the GPU; in CPU memory Adam wrote them in place. Returns the
- * task after which they are there. */
+ * task after which they are there. The tail's are what the next forward loads first: written
+ * with the weight loads' priority, ahead of its states. */
 static int emit_new_weights(Builder *b, int s, int first, int64_t params, int a, int slot)
 {
     const Plan *p = b->p;
     double bytes = (double)dtype_bytes(b->g->cfg.dtype) * (double)params;
     int upd = a;
     if (p->weights == TIER_SSD) {
-        upd = copy_task(b, RES_SSD_WRITE, PHASE_OPTIMIZER, first, bytes, PRIO_OPTIM,
-                        "SSDW.g%d.w", s);
+        bool tail = s == b->n_groups - 1;
+        upd = copy_task(b, RES_SSD_WRITE, PHASE_OPTIMIZER, first, bytes,
+                        tail ? PRIO_WEIGHTS : PRIO_OPTIM, "SSDW.g%d.w", s);
         set_move(b, upd, CARGO_UPDATE, TIER_CPU, TIER_SSD, s);
         dep(b, upd, a);
     } else if (p->weights == TIER_GPU) {
