@@ -95,17 +95,20 @@ static int plan_for(const PlanRequest *rq, const Graph *g, int M, const Hardware
     return plan_validate(p, e);
 }
 
-/* Whether plan p (as plan_for made it) fits, and its time per iteration: the planner's score
- * where it planned, else the closed form's. */
-static bool plan_fits(const Graph *g, const Hardware *hw, const Plan *p, const PlanInfo *info)
+/* The bytes plan p needs beyond the tiers' capacities, over all tiers: 0 when it fits. */
+static double plan_short_bytes(const Graph *g, const Hardware *hw, const Plan *p)
 {
-    if (info->planned)
-        return !info->choice.overflow;
     Footprint f;
     footprint_compute(&f, g, p);
-    return !footprint_overflow(&f, hw);
+    double short_bytes = 0;
+    for (int t = 0; t < TIER_COUNT; t++) {
+        double over = footprint_tier_total(&f, t) - footprint_capacity(hw, t);
+        short_bytes += over > 0 ? over : 0;
+    }
+    return short_bytes;
 }
 
+/* Plan p's time per iteration: the planner's score where it planned, else the closed form's. */
 static double plan_time_s(const Graph *g, const Hardware *hw, const Plan *p,
                           const PlanInfo *info)
 {
@@ -122,7 +125,7 @@ typedef struct Candidate {
     Graph g;
     Plan p;
     PlanInfo info;
-    bool fits;
+    double short_bytes; /* beyond capacity: 0 when it fits */
     double iter_s;
 } Candidate;
 
@@ -174,13 +177,15 @@ int plan_make(const PlanRequest *rq, const Hardware *hw, Graph *g, Plan *p, Plan
             candidate_free(&c);
             break;
         }
-        c.fits = plan_fits(&c.g, hw, &c.p, &c.info);
+        c.short_bytes = plan_short_bytes(&c.g, hw, &c.p);
         c.iter_s = plan_time_s(&c.g, hw, &c.p, &c.info);
         /* the first that fits, then more micro-batches while they are faster; while none
-         * fits, the latest (the most frugal) */
-        bool better = !have || (c.fits && (!best.fits || c.iter_s < best.iter_s)) ||
-                      (!c.fits && !best.fits);
-        bool stop = best.fits && (!c.fits || !better);
+         * fits, the one short of the fewest bytes (more micro-batches shrink the GPU's
+         * activations but add the host's fp32 gradient sum) */
+        bool fits = c.short_bytes == 0, best_fits = have && best.short_bytes == 0;
+        bool better = !have || (fits && (!best_fits || c.iter_s < best.iter_s)) ||
+                      (!fits && !best_fits && c.short_bytes < best.short_bytes);
+        bool stop = best_fits && (!fits || !better);
         if (better) {
             if (have)
                 candidate_free(&best);
