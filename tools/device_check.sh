@@ -149,10 +149,14 @@ if [ "${MODE:-all}" = offload ]; then
     # them in CPU memory (--optim-cpu-groups), all under the 4090's 24 GiB
     RUNS=${RUNS:-"2.7b states-cpu b8|gpt3-2.7b|8|4|--weights cpu --optim cpu --checkpoints gpu --act recompute|--lr 3e-4 --warmup 2;2.7b states-cpu b32|gpt3-2.7b|32|3|--weights cpu --optim cpu --checkpoints cpu --act recompute|--lr 3e-4 --warmup 2;2.7b states-ssd b8|gpt3-2.7b|8|2|--weights ssd --optim ssd --checkpoints gpu --act recompute|--lr 3e-4 --warmup 1;6.7b states-split b8|gpt3-6.7b|8|2|--weights ssd --optim ssd --optim-cpu-groups 16 --checkpoints gpu --act recompute|--lr 1e-4 --warmup 1 --cpu-mem 100GiB"}
     printf '%s\n' "$RUNS" | tr ';' '\n' > "$OUT/runs.txt"
+    # the knobs a run's flags leave open, pinned (the flags given come after and win): the
+    # planner would otherwise choose them, and a measured run must stay the plan it was
+    knobs=$(cat tools/regression_plan_knobs)
     n=0
     while IFS='|' read -r name model batch iters plan extra; do
         [ -n "${name// }" ] || continue
         n=$((n + 1))
+        plan="$knobs $plan"
         step "run $n: $name: $model batch $batch x 1024, $plan, --gpu-mem 24GiB"
         $sim --hw "${HW:-h200.ini}" --set gpu.mem_GiB=24 --model "$model" --batch "$batch" \
             --seq 1024 --iters "$iters" $plan --trace "$OUT/pred$n.tsv" > "$OUT/sim$n.txt" 2>&1

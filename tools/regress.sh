@@ -23,12 +23,15 @@ mkdir -p "$out"
 rows="$out/rows.tsv" batch_tsv="$out/batch.tsv"
 printf 'run\tmeasured_s\tpredicted_s\terror\tbottleneck_pred\tbottleneck_meas\n' > "$rows"
 printf 'model\tbatch\tpredicted_tflops\tmeasured_tflops\n' > "$batch_tsv"
+# the knobs device_check.sh pinned for every run (its flags come after and win)
+knobs=$(cat "$(dirname "$0")/regression_plan_knobs")
 k=0
 for dir in "$@"; do
     n=0
     while IFS='|' read -r name model batch iters plan extra; do
         [ -n "${name// }" ] || continue
         n=$((n + 1))
+        plan="$knobs $plan"
         [ -s "$dir/meas$n.tsv" ] || { echo "$dir: run $n ($name) has no measured trace, skipped" >&2; continue; }
         k=$((k + 1))
         # the plan as measured, on the ini given, with the run's GPU budget
