@@ -50,6 +50,16 @@ START_TEST(store)
     const char *missing[] = {"/nonexistent/fuyou"};
     ck_assert_int_lt(profile_ssd(missing, 1, 1 << 20, 1, &p, &e), 0);
     tu_assert_contains(e.msg, "/nonexistent/fuyou");
+    /* Adam while the store streams: both moved something, and the store's files are gone */
+    Stat a;
+    double io = 0;
+    ck_assert_msg(profile_adam_under_io(1, 1 << 18, 2, dirs, 1, (size_t)8 << 20, &a, &io, &e) ==
+                  0, "%s", e.msg);
+    ck_assert(a.median > 0 && a.n == 2 && io > 0);
+    ck_assert_int_lt(profile_adam_under_io(1, 1 << 18, 2, missing, 1, 1 << 20, &a, &io, &e), 0);
+    tu_assert_contains(e.msg, "/nonexistent/fuyou");
+    ck_assert_int_eq(profile_adam_under_io(1, 1 << 18, 0, dirs, 1, 1 << 20, &a, &io, &e),
+                     -EINVAL);
     tu_rm_tree(dir);
 }
 END_TEST

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "cost.h"
 #include "hw.h"
 #include "profile.h"
 #include "units.h"
@@ -26,7 +27,7 @@
 enum { MAX_NOTES = 48, MAX_DIRS = 16 };
 
 typedef struct Notes {
-    struct { const char *section, *key; char text[200]; } n[MAX_NOTES];
+    struct { const char *section, *key; char text[400]; } n[MAX_NOTES];
     int count;
     const char *base;
 } Notes;
@@ -220,10 +221,7 @@ int main(int argc, char **argv)
     }
     if (profile_adam(used, params, reps, &adam, &e))
         goto fail;
-    hw.adam_Gparams_per_s = adam.median;
-    note(&ns, "cpu", "adam_Gparams_per_s", "[meas %s] norm + AdamW over %zu M params, bf16 grads "
-         "and weights, %d threads: median of %d, %.3f..%.3f", day, params >> 20, used, adam.n,
-         adam.min, adam.max);
+    hw.adam_Gparams_per_s = adam.median; /* its note, below, adds its rate under I/O */
     Stat mem;
     size_t mbytes = quick ? (size_t)256 << 20 : (size_t)2 << 30;
     if (profile_memory((int)cores, mbytes, reps, &mem, &e))
@@ -264,6 +262,26 @@ int main(int argc, char **argv)
              "together, %.2f of %d times what %s moved alone: the host path binds", day,
              n_dirs, scaling, n_dirs, dirs[0]);
     note(&ns, "ssd", "capacity_GB", "[meas %s] free space, least of the directories", day);
+
+    /* Adam while the store streams: what sharing host memory costs it, against what the cost
+     * model's sharing predicts from the keys measured above */
+    Stat busy_adam;
+    double io_GBps;
+    size_t iobytes = sbytes < ((size_t)512 << 20) ? sbytes : (size_t)512 << 20;
+    fprintf(stderr, "fuyou-profile: the Adam task while the store reads and writes\n");
+    if (profile_adam_under_io(used, params, reps, dirs, n_dirs, iobytes, &busy_adam, &io_GBps,
+                              &e))
+        goto fail;
+    CostModel cm = {.hw = &hw};
+    bool busy[RES_COUNT] = {[RES_CPU_ADAM] = true, [RES_SSD_READ] = true,
+                            [RES_SSD_WRITE] = true};
+    double rate[RES_COUNT];
+    cost_rates(&cm, busy, rate);
+    note(&ns, "cpu", "adam_Gparams_per_s", "[meas %s] norm + AdamW over %zu M params, bf16 grads "
+         "and weights, %d threads: median of %d, %.3f..%.3f; while the store read and wrote "
+         "%.2f GB/s together: %.3f (%.3f..%.3f), where the cost model's host-memory sharing "
+         "predicts %.3f", day, params >> 20, used, adam.n, adam.min, adam.max, io_GBps,
+         busy_adam.median, busy_adam.min, busy_adam.max, rate[RES_CPU_ADAM] / 1e9);
 
 #if FUYOU_HAVE_CUDA
     if (have_gpu) {

@@ -3,6 +3,9 @@
 
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
 #include <stdlib.h>
@@ -26,17 +29,15 @@ void profile_stat(double *x, int n, Stat *s)
 
 enum { MAX_REPS = 64 };
 
-int profile_adam(int threads, size_t params, int reps, Stat *gparams, Err *e)
+/* The Adam task reps times into x[0..reps): G params/s each. */
+static int adam_runs(int threads, size_t params, int reps, double *x, Err *e)
 {
-    if (reps < 1 || reps > MAX_REPS)
-        return err_set(e, -EINVAL, "1 to %d repetitions", MAX_REPS);
     WorkPool wp = {0};
     int rc = workpool_init(&wp, threads, e);
     float *state = malloc(params * 3 * sizeof(float));
     uint16_t *grad = malloc(params * 2), *out = malloc(params * 2);
     if (!rc && (!state || !grad || !out))
         rc = err_set(e, -ENOMEM, "out of memory for %zu parameters", params);
-    double x[MAX_REPS];
     for (size_t i = 0; !rc && i < params; i++) {
         state[i] = 0.01f * (float)(i % 97);
         state[params + i] = state[2 * params + i] = 0;
@@ -58,10 +59,19 @@ int profile_adam(int threads, size_t params, int reps, Stat *gparams, Err *e)
         adam_update(isa, &st, &s, &wp);
         x[r] = (double)params / (clock_monotonic_s() - t0) / 1e9;
     }
-    if (!rc)
-        profile_stat(x, reps, gparams);
     free(state), free(grad), free(out);
     workpool_free(&wp);
+    return rc;
+}
+
+int profile_adam(int threads, size_t params, int reps, Stat *gparams, Err *e)
+{
+    if (reps < 1 || reps > MAX_REPS)
+        return err_set(e, -EINVAL, "1 to %d repetitions", MAX_REPS);
+    double x[MAX_REPS];
+    int rc = adam_runs(threads, params, reps, x, e);
+    if (!rc)
+        profile_stat(x, reps, gparams);
     return rc;
 }
 
@@ -239,6 +249,91 @@ int profile_ssd(const char *const *dirs, int n_dirs, size_t bytes, int reps, Ssd
 }
 
 /* The most the store moved in one of its three tests, GB/s. */
+/* The store streaming on a thread of its own: one tensor read while the other is written,
+ * over and over, until stop; what it moved and for how long. */
+typedef struct Streamer {
+    Store *st;
+    StoreTensor *t;
+    uint8_t *buf[2];
+    size_t len;
+    atomic_bool stop;
+    double bytes, seconds;
+    int rc;
+    Err e;
+} Streamer;
+
+static void *stream_until_stopped(void *arg)
+{
+    Streamer *s = arg;
+    double t0 = clock_monotonic_s(), r, w;
+    for (int i = 0; !s->rc && !atomic_load(&s->stop); i++) {
+        s->rc = duplex(s->st, &s->t[i % 2], &s->t[(i + 1) % 2], s->buf[0], s->buf[1], s->len,
+                       &r, &w, &s->e);
+        if (!s->rc)
+            s->bytes += (double)s->t[0].bytes + (double)s->t[1].bytes;
+    }
+    s->seconds = clock_monotonic_s() - t0;
+    return NULL;
+}
+
+int profile_adam_under_io(int threads, size_t params, int reps, const char *const *dirs,
+                          int n_dirs, size_t bytes, Stat *gparams, double *io_GBps, Err *e)
+{
+    if (reps < 1 || reps > MAX_REPS || n_dirs < 1 || n_dirs > STORE_MAX_DEVICES)
+        return err_set(e, -EINVAL, "1 to %d repetitions and 1 to %d directories", MAX_REPS,
+                       STORE_MAX_DEVICES);
+    StoreConfig cfg = {.n_dirs = n_dirs, .create = true};
+    for (int i = 0; i < n_dirs; i++)
+        cfg.dirs[i] = dirs[i];
+    Store st;
+    int rc = store_open(&st, &cfg, e);
+    if (rc == -EINVAL) { /* no O_DIRECT here: as profile_ssd, buffered */
+        store_close(&st);
+        cfg.buffered = true;
+        rc = store_open(&st, &cfg, e);
+    }
+    StoreTensor t[2];
+    Streamer s = {.st = &st, .t = t, .len = bytes < ((size_t)64 << 20) ? bytes : (size_t)64 << 20};
+    if (!rc && (posix_memalign((void **)&s.buf[0], STORE_ALIGN, s.len) ||
+                posix_memalign((void **)&s.buf[1], STORE_ALIGN, s.len)))
+        rc = err_set(e, -ENOMEM, "out of memory for the I/O buffers");
+    for (int k = 0; k < 2 && !rc; k++) {
+        memset(s.buf[k], 0x3c + k, s.len);
+        rc = store_alloc(&st, bytes, &t[k], e);
+    }
+    for (int k = 0; k < 2 && !rc; k++) { /* both hold data before either is read */
+        double x = stream(&st, &t[k], s.buf[k], s.len, true, e);
+        rc = x < 0 ? (int)x : 0;
+    }
+    pthread_t io;
+    bool started = false;
+    if (!rc) {
+        int prc = pthread_create(&io, NULL, stream_until_stopped, &s);
+        if (prc)
+            rc = err_set(e, -prc, "cannot start the I/O thread: %s", strerror(prc));
+        started = !prc;
+    }
+    double x[MAX_REPS];
+    if (started)
+        rc = adam_runs(threads, params, reps, x, e);
+    if (started) {
+        atomic_store(&s.stop, true);
+        pthread_join(io, NULL);
+        if (!rc && s.rc)
+            rc = s.rc, *e = s.e;
+    }
+    if (!rc) {
+        profile_stat(x, reps, gparams);
+        *io_GBps = s.seconds > 0 ? s.bytes / s.seconds / 1e9 : 0;
+    }
+    free(s.buf[0]), free(s.buf[1]);
+    store_close(&st);
+    for (int i = 0; i < n_dirs; i++)
+        if (st.paths[i][0])
+            unlink(st.paths[i]);
+    return rc;
+}
+
 static double most_moved(const SsdProfile *p)
 {
     double both = p->duplex_read_GBps.median + p->duplex_write_GBps.median;

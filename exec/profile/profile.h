@@ -40,6 +40,14 @@ typedef struct SsdProfile {
 int profile_ssd(const char *const *dirs, int n_dirs, size_t bytes, int reps, SsdProfile *p,
                 Err *e);
 
+/* The Adam task (as profile_adam) while the store streams over dirs on a thread of its own
+ * (one tensor of bytes read while another is written, over and over, as the pipeline's SSD
+ * lanes run during backward): Adam's G params/s and the store's GB/s, read plus written,
+ * meanwhile. They share the host's memory bandwidth (the cost model's host-memory sharing,
+ * ARCHITECTURE.md, predicts how much). 0 or -errno with e. */
+int profile_adam_under_io(int threads, size_t params, int reps, const char *const *dirs,
+                          int n_dirs, size_t bytes, Stat *gparams, double *io_GBps, Err *e);
+
 /* A shortfall below this fraction of n devices' own bandwidth is the host path's, not noise. */
 #define PROFILE_HOST_BOUND 0.9
 
