@@ -587,9 +587,9 @@ static void emit_backward_block(Builder *b, int u, int blk, bool last_micro)
         if (p->micro_batches > 1 && fuyou)
             b->s->tasks[d2h].params = model_block_params(&b->g->cfg);
     }
-    /* Fuyou bounds the gradients waiting on the CPU to host_grad_groups sub-groups. */
-    if (p->policy == POLICY_FUYOU && p->micro_batches == 1 && blk == gfirst + gcount - 1 &&
-        s >= p->host_grad_groups)
+    /* Fuyou bounds the gradients waiting on the CPU to host_grad_groups sub-groups: every block
+     * of sub-group s writes its buffer, which the update of s - host_grad_groups reads */
+    if (p->policy == POLICY_FUYOU && p->micro_batches == 1 && s >= p->host_grad_groups)
         dep(b, d2h, b->adam[s - p->host_grad_groups]);
     /* micro-batches add their gradients on the CPU, one after the other */
     if (b->micro > 0)

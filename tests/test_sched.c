@@ -778,20 +778,25 @@ static int check_pool(const Schedule *s, const unsigned char *r, const Pool *pl)
 
 START_TEST(buffer_rings_are_safe)
 {
-    static const struct { Policy pol; Tier w, o; ActPlace ckpt, inner; int ring; } cases[] = {
-        {POLICY_FUYOU, TIER_SSD, TIER_SSD, ACT_CPU, ACT_RECOMPUTE, 2},
-        {POLICY_FUYOU, TIER_SSD, TIER_SSD, ACT_SSD, ACT_SSD, 1},
-        {POLICY_FUYOU, TIER_CPU, TIER_SSD, ACT_CPU, ACT_CPU, 1},
-        {POLICY_FUYOU, TIER_SSD, TIER_CPU, ACT_GPU, ACT_SSD, 3},
-        {POLICY_ZERO_INFINITY, TIER_SSD, TIER_SSD, ACT_CPU, ACT_RECOMPUTE, 1},
-        {POLICY_ZERO_INFINITY, TIER_SSD, TIER_SSD, ACT_SSD, ACT_CPU, 2},
-        {POLICY_ZERO_INFINITY, TIER_GPU, TIER_CPU, ACT_CPU, ACT_RECOMPUTE, 1},
+    /* sub: sub-group blocks on the ten-block model (0: the tiny one, sub-groups of ring) */
+    static const struct { Policy pol; Tier w, o; ActPlace ckpt, inner; int ring, sub; } cases[] = {
+        {POLICY_FUYOU, TIER_SSD, TIER_SSD, ACT_CPU, ACT_RECOMPUTE, 2, 0},
+        {POLICY_FUYOU, TIER_SSD, TIER_SSD, ACT_SSD, ACT_SSD, 1, 0},
+        {POLICY_FUYOU, TIER_CPU, TIER_SSD, ACT_CPU, ACT_CPU, 1, 0},
+        {POLICY_FUYOU, TIER_SSD, TIER_CPU, ACT_GPU, ACT_SSD, 3, 0},
+        /* sub-groups of several blocks, more than host_grad_groups of them: each block's
+         * gradients wait for the update that read its CPU buffer before */
+        {POLICY_FUYOU, TIER_CPU, TIER_CPU, ACT_CPU, ACT_RECOMPUTE, 2, 2},
+        {POLICY_FUYOU, TIER_CPU, TIER_SSD, ACT_CPU, ACT_RECOMPUTE, 1, 3},
+        {POLICY_ZERO_INFINITY, TIER_SSD, TIER_SSD, ACT_CPU, ACT_RECOMPUTE, 1, 0},
+        {POLICY_ZERO_INFINITY, TIER_SSD, TIER_SSD, ACT_SSD, ACT_CPU, 2, 0},
+        {POLICY_ZERO_INFINITY, TIER_GPU, TIER_CPU, ACT_CPU, ACT_RECOMPUTE, 1, 0},
     };
     Err e;
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         /* zero-infinity on ten blocks of one-block sub-groups: its gradient buffers wrap */
-        bool zi = cases[c].pol == POLICY_ZERO_INFINITY;
-        setup_model(zi ? &deep : &tiny, cases[c].pol);
+        bool zi = cases[c].pol == POLICY_ZERO_INFINITY, ten = zi || cases[c].sub;
+        setup_model(ten ? &deep : &tiny, cases[c].pol);
         p.weights = cases[c].w;
         p.optim = cases[c].o;
         plan_set_all_act(&p, cases[c].ckpt, cases[c].inner);
@@ -799,7 +804,7 @@ START_TEST(buffer_rings_are_safe)
         p.prefetch_depth = k - 1;
         p.weight_buffers = p.pinned_buffers = p.act_buffers = p.grad_buffers = k;
         p.state_buffers = p.host_grad_groups = k;
-        p.subgroup_blocks = zi ? 1 : k;
+        p.subgroup_blocks = zi ? 1 : cases[c].sub ? cases[c].sub : k;
         Schedule s;
         ck_assert_int_eq(sched_build(&s, &g, &p, zi ? 2 : 3, &e), 0);
         unsigned char *r = reachability(&s);
