@@ -80,6 +80,10 @@ static int plan_for(const PlanRequest *rq, const Graph *g, int M, const Hardware
     bool keep_placed = swap == SWAP_AUTO && (all_gpu || rq->policy == POLICY_ZERO_INFINITY);
     if (!keep_placed)
         plan_set_inner_act(p, ACT_RECOMPUTE);
+    /* an amount of activations asked for gets the CPU memory the placement would have filled
+     * with states (the planner weighs the two; a fixed amount is the user's choice) */
+    if (swap == SWAP_ALL || swap == SWAP_BYTES)
+        p->optim_cpu_groups = 0;
     rc = plan_args_apply(rq->args, p, rq->prog);
     if (rc)
         return rc;
@@ -171,6 +175,18 @@ int plan_make(const PlanRequest *rq, const Hardware *hw, Graph *g, Plan *p, Plan
     for (int i = 0; i < n; i++) {
         c = (Candidate){.M = counts[i]};
         rc = graph_init(&c.g, rq->model, rq->batch / c.M, rq->seq, e);
+        if (rc == -EINVAL && given <= 0 && i + 1 < n) {
+            /* a micro-batch beyond the graph's limits: more of smaller ones may do; the last
+             * count's error stands if none does */
+            candidate_free(&c);
+            e->msg[0] = '\0';
+            rc = 0;
+            continue;
+        }
+        if (!rc && rq->lane_sizes) {
+            rq->lane_sizes(rq->lane_ctx, rq->model, c.g.batch, c.g.seq, &c.g.lane);
+            c.g.has_lane = true;
+        }
         if (!rc)
             rc = plan_for(rq, &c.g, c.M, hw, &c.p, &c.info, e);
         if (rc) {

@@ -34,6 +34,10 @@ typedef struct PlanRequest {
     PlanScoreFn score;          /* how the planner rates a whole plan (NULL: the closed form) */
     void *score_ctx;
     const char *prog;           /* names the program in the options' error lines */
+    /* the lane's sizes for micro-batches of B x T (fuyou-run --offload: its device's), which
+     * the footprint plans with; NULL: the CUDA lane's (footprint_cuda_lane) */
+    void (*lane_sizes)(const void *ctx, const ModelConfig *c, int B, int T, LaneSizes *out);
+    const void *lane_ctx;
 } PlanRequest;
 
 /* What plan_make decided, for reports and the sweep. */

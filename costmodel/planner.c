@@ -248,14 +248,15 @@ static int score_plan(const Hardware *hw, const Graph *g, const Plan *p, PlanSco
 
 /* The knobs a configuration sets, to try each distinct one once when options fix some. */
 typedef struct Knobs {
-    int v[10];
+    int v[13];
 } Knobs;
 
 static Knobs knobs_of(const Plan *p)
 {
     return (Knobs){{p->prefetch_depth, p->weight_buffers, p->grad_buffers, p->act_buffers,
                     p->subgroup_blocks, p->tail_blocks, p->pinned_buffers, p->state_buffers,
-                    p->host_grad_groups, p->optim_cpu_groups}};
+                    p->host_grad_groups, p->optim_cpu_groups, p->weights, p->optim,
+                    plan_act(p, 0, 0)}};
 }
 
 /* Where the search stands: the best plan so far is in the choice. */

@@ -44,9 +44,10 @@ void footprint_cuda_lane(const Graph *g, LaneSizes *lane)
     const ModelConfig *c = &g->cfg;
     double N = (double)g->tokens, C = c->d_model, F = c->d_ff, H = c->n_head;
     double Vp = ceil(c->vocab / 64.0) * 64, chunk = (double)graph_head_chunk(g->tokens);
-    double stats = 2 * N * 4, lse = N * H * 4, act = N * C * 2;
+    double d = (double)dtype_bytes(c->dtype); /* an element of the lane's 16-bit buffers */
+    double stats = 2 * N * 4, lse = N * H * 4, act = N * C * d;
     const double t[FOOTPRINT_BLOCK_TENSORS] = {act + stats, 3 * act, act + lse, act, act,
-                                               act + stats, N * F * 2, N * F * 2, act, act,
+                                               act + stats, N * F * d, N * F * d, act, act,
                                                act};
     for (int x = 0; x < FOOTPRINT_BLOCK_TENSORS; x++)
         lane->tensor[x] = (int64_t)t[x];
@@ -58,9 +59,9 @@ void footprint_cuda_lane(const Graph *g, LaneSizes *lane)
                         ? N * C * 4 : qc * 6 + N * 2 * C * 4 + 3 * (double)g->batch * H * 8 + 1024;
     const double own[] = {
         att_ws,
-        Vp * C * 2, chunk * Vp * 2,     /* the head's padded weight, one chunk's logits */
-        act, act, act,                  /* lnf output, bf16 residual gradient, attention's */
-        3 * act, N * F * 2,             /* qkv's and fc's input gradients */
+        Vp * C * d, chunk * Vp * d,     /* the head's padded weight, one chunk's logits */
+        act, act, act,                  /* lnf output, 16-bit residual gradient, attention's */
+        3 * act, N * F * d,             /* qkv's and fc's input gradients */
         Vp * C * 4,                     /* the head weight's fp32 gradient */
         2 * N * 4, N * 4,               /* lnf statistics, per-token losses */
         N * C * 4, N * C * 4,           /* fp32 residual and norm gradients */
@@ -72,7 +73,7 @@ void footprint_cuda_lane(const Graph *g, LaneSizes *lane)
     for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
         n += gpu_rnd(own[i]);
     lane->own = (int64_t)n;
-    lane->weight_bytes = lane->grad_bytes = 2;
+    lane->weight_bytes = lane->grad_bytes = (int)d;
 }
 
 /* Where each block tensor lives between forward and backward: home[b][x] is a tier, or -1 when
@@ -259,7 +260,10 @@ void footprint_compute_lane(Footprint *f, const ModelConfig *c, const Plan *p,
 void footprint_compute(Footprint *f, const Graph *g, const Plan *p)
 {
     LaneSizes lane;
-    footprint_cuda_lane(g, &lane);
+    if (g->has_lane)
+        lane = g->lane;
+    else
+        footprint_cuda_lane(g, &lane);
     footprint_compute_lane(f, &g->cfg, p, &lane);
 }
 

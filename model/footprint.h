@@ -62,22 +62,13 @@ typedef struct Footprint {
 
 const char *mem_tag_name(MemTag m);
 
-/* What a compute lane allocates for one micro-batch: each tensor of a block as the lane keeps
- * it (the ten op outputs by op index, then the block input, FOOTPRINT_BLOCK_INPUT), its own
- * working set, and the bytes of one weight and of one gradient element. */
-enum { FOOTPRINT_BLOCK_INPUT = GRAPH_OPS_PER_BLOCK, FOOTPRINT_BLOCK_TENSORS };
-typedef struct LaneSizes {
-    int64_t tensor[FOOTPRINT_BLOCK_TENSORS];
-    int64_t own;
-    int weight_bytes, grad_bytes;
-} LaneSizes;
-
-/* The CUDA lane's sizes for g's micro-batch (bf16 tensors, flash attention where the head size
- * allows it, the head on one chunk of logits), as exec/pipeline/device_cuda.cu allocates them:
- * what the simulator predicts with. */
+/* The CUDA lane's sizes for g's micro-batch (tensors in the model's dtype, bf16 on the lane
+ * fuyou-run has; flash attention where the head size allows it; the head on one chunk of
+ * logits), as exec/pipeline/device_cuda.cu allocates them: what the simulator predicts with. */
 void footprint_cuda_lane(const Graph *g, LaneSizes *lane);
 
-/* The table for plan p on a lane of these sizes, and on the CUDA lane's. */
+/* The table for plan p on a lane of these sizes, and on g's lane (graph.h: the executor's
+ * where one was given, else the CUDA lane's). */
 void footprint_compute_lane(Footprint *f, const ModelConfig *c, const Plan *p,
                             const LaneSizes *lane);
 void footprint_compute(Footprint *f, const Graph *g, const Plan *p);

@@ -69,14 +69,15 @@ int graph_init(Graph *g, const ModelConfig *cfg, int batch, int seq, Err *e)
     if (rc)
         return rc;
     if (batch < 1 || batch > GRAPH_MAX_BATCH)
-        return err_set(e, -EINVAL, "micro-batch size (--batch) must be 1 to %d (got %d)",
-                       GRAPH_MAX_BATCH, batch);
+        return err_set(e, -EINVAL, "a micro-batch (--batch / --micro-batches) must be 1 to %d "
+                       "sequences (got %d)", GRAPH_MAX_BATCH, batch);
     if (seq < 1 || seq > cfg->max_seq)
         return err_set(e, -EINVAL, "sequence length must be 1 to %d, the model's max_seq "
                        "(got %d)", cfg->max_seq, seq);
     if ((int64_t)batch * seq > GRAPH_MAX_TOKENS)
         return err_set(e, -EINVAL, "a micro-batch of %d x %d = %lld tokens is over the limit of "
-                       "%lld; lower --batch or --seq", batch, seq, (long long)batch * seq,
+                       "%lld; lower --batch or --seq, or split it into more --micro-batches",
+                       batch, seq, (long long)batch * seq,
                        (long long)GRAPH_MAX_TOKENS);
     g->cfg = *cfg;
     g->batch = batch;
@@ -122,7 +123,8 @@ int graph_init(Graph *g, const ModelConfig *cfg, int batch, int seq, Err *e)
         graph_free(g);
         return err_set(e, -EINVAL, "%s with a micro-batch of %d x %d tokens keeps %.3g PiB of "
                        "activations when nothing is recomputed, over the limit of 1 PiB; lower "
-                       "--batch or --seq", cfg->name, batch, seq, act / 0x1p50);
+                       "--batch or --seq, or split it into more --micro-batches", cfg->name,
+                       batch, seq, act / 0x1p50);
     }
     return 0;
 }

@@ -17,6 +17,7 @@
 #ifndef FUYOU_GRAPH_H
 #define FUYOU_GRAPH_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "fuyou_err.h"
@@ -66,6 +67,16 @@ enum { GRAPH_MAX_BATCH = 1 << 20 };
 #define GRAPH_MAX_TOKENS ((int64_t)1 << 32)
 #define GRAPH_MAX_ACT_BYTES ((int64_t)1 << 50)
 
+/* What a compute lane allocates for one micro-batch (footprint.h): each tensor of a block as the
+ * lane keeps it (the ten op outputs by op index, then the block input, FOOTPRINT_BLOCK_INPUT),
+ * its own working set, and the bytes of one weight and of one gradient element. */
+enum { FOOTPRINT_BLOCK_INPUT = GRAPH_OPS_PER_BLOCK, FOOTPRINT_BLOCK_TENSORS };
+typedef struct LaneSizes {
+    int64_t tensor[FOOTPRINT_BLOCK_TENSORS];
+    int64_t own;
+    int weight_bytes, grad_bytes;
+} LaneSizes;
+
 typedef struct Graph {
     ModelConfig cfg;
     int batch;      /* micro-batch size */
@@ -73,6 +84,8 @@ typedef struct Graph {
     int64_t tokens; /* batch * seq */
     Op *ops;        /* 1 + 10·n_layer + 3 */
     int n_ops;
+    bool has_lane;  /* planning for an executor's lane: its sizes (else the CUDA lane's) */
+    LaneSizes lane;
 } Graph;
 
 /* Builds the graph of cfg for a micro-batch of batch sequences of seq tokens. The caller owns g

@@ -96,6 +96,9 @@ int plan_args_apply(const PlanArgs *pa, Plan *p, const char *prog)
     if ((pa->weights && parse_tier(prog, "--weights", pa->weights, &p->weights)) ||
         (pa->optim && parse_tier(prog, "--optim", pa->optim, &p->optim)))
         return -EINVAL;
+    /* states moved off SSD keep none there in CPU memory: the placement's split was for SSD */
+    if (pa->optim && p->optim != TIER_SSD && pa->count[PC_OCPU] < 0)
+        p->optim_cpu_groups = 0;
     if (pa->checkpoints) {
         Tier t;
         if (parse_tier(prog, "--checkpoints", pa->checkpoints, &t))

@@ -96,7 +96,8 @@ static void usage(FILE *out)
 "  --grad-buffers N        GPU buffers of one block's gradients (default 2)\n"
 "  --state-buffers N       pinned CPU buffers of one sub-group's states (default 3)\n"
 "  --optim-cpu-groups N    with --optim ssd, keep the last N sub-groups' states (the tail\n"
-"                          first) in CPU memory (default 0)\n"
+"                          first) in CPU memory (default: with the states placed on SSD, as\n"
+"                          many as fit, or none where the planner finds that faster)\n"
 "cost (README, \"What a run costs\"):\n"
 "  --cost                  after the report, the machine's price ([price] of the ini), tokens/s\n"
 "                          and TFLOPS per 1000 US dollars, beside a Megatron-LM tensor-parallel\n"
@@ -240,8 +241,9 @@ static int make_plan(const SimArgs *a, const ModelConfig *cfg, SwapMode swap, do
         return -EINVAL;
     }
     PredictScoreCtx sc = {hw, 0};
-    PlanRequest rq = {cfg, a->batch, a->seq, policy, swap, swap_bytes, &a->plan, predict_score,
-                      &sc, "fuyou-sim"};
+    PlanRequest rq = {.model = cfg, .batch = a->batch, .seq = a->seq, .policy = policy,
+                      .swap = swap, .swap_bytes = swap_bytes, .args = &a->plan,
+                      .score = predict_score, .score_ctx = &sc, .prog = "fuyou-sim"};
     return plan_make(&rq, hw, g, p, info, e);
 }
 

@@ -95,6 +95,11 @@ START_TEST(run_offload)
     snprintf(args, sizeof args, "%s --batch 4 --micro-batches 3", small);
     ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 2);
     tu_assert_contains(out, "--micro-batches 3 does not divide --batch 4");
+    /* the plan is made on the lane that runs it (the CPU device's fp32 buffers), so a tight
+     * budget that plan fits is one the run fits (it was refused: planned on bf16 sizes) */
+    ck_assert_int_eq(run_bin("FUYOU_RUN", "--offload --steps 1 --gpu-mem 16MiB", out,
+                             sizeof out), 0);
+    tu_assert_contains(out, "memory (measured peak / predicted by the footprint)");
     ck_assert_int_eq(run_bin("FUYOU_RUN", "--offload --gpu-mem lots", out, sizeof out), 2);
     tu_assert_contains(out, "--gpu-mem expects a size such as 24GiB, got 'lots'");
     ck_assert_int_eq(run_bin("FUYOU_RUN", "--offload --act sideways", out, sizeof out), 2);
@@ -674,7 +679,7 @@ START_TEST(sim_size_limits)
         {"--micro-batches 1048576", "--micro-batches 1048576 would need about"},
         {"--iters 22369622", "--iters 22369622 would need about"},
         {"--batch 2147483647 --describe", "--batch expects a whole number from 1 to 1048576"},
-        {"--batch 1048576 --seq 2048 --describe", "1 PiB"},
+        {"--batch 1048576 --seq 2048 --micro-batches 1 --describe", "1 PiB"},
         {"--subgroup 2147483647", "--subgroup expects a whole number from 1 to 1048576"},
         {"--prefetch 2147483647", "--prefetch expects a whole number from 0 to 1048575"},
     };

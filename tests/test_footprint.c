@@ -192,6 +192,17 @@ START_TEST(cuda_lane)
     /* the graph's 32 N C bytes and statistics, plus proj's, fc2's and res2's outputs */
     ck_assert_double_eq(kept, (double)t.block_act_bytes + 3 * N * C * 2);
     ck_assert_int_eq(lane.weight_bytes, 2);
+    /* a model in fp32: its 16-bit buffers are 32-bit */
+    ModelConfig c32 = *c;
+    c32.dtype = DTYPE_FP32;
+    Graph g32;
+    ck_assert_int_eq(graph_init(&g32, &c32, 8, 1024, &e), 0);
+    LaneSizes lane32;
+    footprint_cuda_lane(&g32, &lane32);
+    ck_assert_int_eq(lane32.weight_bytes, 4);
+    ck_assert_int_eq(lane32.tensor[6], 2 * lane.tensor[6]); /* fc1's output */
+    ck_assert_int_gt(lane32.own, lane.own);
+    graph_free(&g32);
     Graph big;
     ck_assert_int_eq(graph_init(&big, c, 32, 1024, &e), 0);
     LaneSizes lane4;

@@ -115,7 +115,7 @@ START_TEST(size_limits)
     Err e;
     const ModelConfig *c = model_preset_find("gpt3-175b");
     ck_assert_int_eq(graph_init(&g, c, 2147483647, 1024, &e), -EINVAL);
-    tu_assert_contains(e.msg, "micro-batch size (--batch) must be 1 to 1048576");
+    tu_assert_contains(e.msg, "a micro-batch (--batch / --micro-batches) must be 1 to 1048576");
     graph_free(&g);
     /* within each limit, but the micro-batch's activations (none recomputed) exceed 1 PiB */
     ck_assert_int_eq(graph_init(&g, c, 1 << 20, 2048, &e), -EINVAL);

@@ -151,12 +151,23 @@ static bool uses_state_slots(const PipeMem *m)
     return states_on_ssd(m) || m->p->weights != TIER_CPU;
 }
 
+void pipe_lane_sizes(const void *device_ops, const ModelConfig *c, int B, int T,
+                     LaneSizes *lane)
+{
+    const DeviceOps *ops = device_ops;
+    size_t t[BT_COUNT];
+    ops->tensor_bytes(c, B, T, t);
+    *lane = (LaneSizes){.own = (int64_t)ops->own_bytes(c, B, T),
+                        .weight_bytes = (int)dtype_bytes(ops->weight_type),
+                        .grad_bytes = (int)dtype_bytes(ops->grad_type)};
+    for (int x = 0; x < BT_COUNT; x++)
+        lane->tensor[x] = (int64_t)t[x];
+}
+
 void pipe_mem_planned(const PipeMem *m, Footprint *f)
 {
-    LaneSizes lane = {.own = (int64_t)m->ops->own_bytes(m->c, m->B, m->T),
-                      .weight_bytes = (int)m->wsz, .grad_bytes = (int)m->gsz};
-    for (int x = 0; x < BT_COUNT; x++)
-        lane.tensor[x] = (int64_t)m->tbytes[x];
+    LaneSizes lane;
+    pipe_lane_sizes(m->ops, m->c, m->B, m->T, &lane);
     footprint_compute_lane(f, m->c, m->p, &lane);
 }
 

@@ -97,4 +97,5 @@ void pipe_mem_measured(const PipeMem *m, Footprint *f);
  * the budgets with and then allocates, term by term. */
 void pipe_mem_planned(const PipeMem *m, Footprint *f);
 
+
 #endif

@@ -60,4 +60,10 @@ int pipe_train(const TrainOptions *o, const Plan *plan, const PipeConfig *pc, Tr
 /* Prints rep: the footprint table, measured against predicted, and the lanes' busy time. */
 void pipe_report_print(FILE *out, const PipeReport *rep);
 
+/* A device's buffer sizes (device_ops: a DeviceOps) for micro-batches of B x T: what the
+ * executor allocates per micro-batch, as plan_make.h's lane_sizes wants them, so that
+ * fuyou-run --offload plans on the lane it runs. */
+void pipe_lane_sizes(const void *device_ops, const ModelConfig *c, int B, int T,
+                     LaneSizes *lane);
+
 #endif

@@ -248,7 +248,6 @@ int profile_ssd(const char *const *dirs, int n_dirs, size_t bytes, int reps, Ssd
     return rc;
 }
 
-/* The most the store moved in one of its three tests, GB/s. */
 /* The store streaming on a thread of its own: one tensor read while the other is written,
  * over and over, until stop; what it moved and for how long. */
 typedef struct Streamer {
@@ -334,6 +333,7 @@ int profile_adam_under_io(int threads, size_t params, int reps, const char *cons
     return rc;
 }
 
+/* The most the store moved in one of its three tests, GB/s. */
 static double most_moved(const SsdProfile *p)
 {
     double both = p->duplex_read_GBps.median + p->duplex_write_GBps.median;

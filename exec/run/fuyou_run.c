@@ -169,8 +169,10 @@ static int run_offload(TrainOptions *o, const PlanArgs *pa, const char *swap_arg
         goto out;
     }
     PredictScoreCtx sc = {&hw, 0};
-    PlanRequest rq = {&gc, o->batch, o->seq, POLICY_FUYOU, swap, swap_bytes, pa, predict_score,
-                      &sc, "fuyou-run"};
+    PlanRequest rq = {.model = &gc, .batch = o->batch, .seq = o->seq, .policy = POLICY_FUYOU,
+                      .swap = swap, .swap_bytes = swap_bytes, .args = pa, .score = predict_score,
+                      .score_ctx = &sc, .prog = "fuyou-run", .lane_sizes = pipe_lane_sizes,
+                      .lane_ctx = pc->device};
     PlanInfo info;
     int made = plan_make(&rq, &hw, &g, &p, &info, &e);
     bool frugal = info.planned && info.choice.overflow;
