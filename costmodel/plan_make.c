@@ -104,12 +104,7 @@ static double plan_short_bytes(const Graph *g, const Hardware *hw, const Plan *p
 {
     Footprint f;
     footprint_compute(&f, g, p);
-    double short_bytes = 0;
-    for (int t = 0; t < TIER_COUNT; t++) {
-        double over = footprint_tier_total(&f, t) - footprint_capacity(hw, t);
-        short_bytes += over > 0 ? over : 0;
-    }
-    return short_bytes;
+    return footprint_short_bytes(&f, hw);
 }
 
 /* Plan p's time per iteration: the planner's score where it planned, else the closed form's. */

@@ -263,6 +263,8 @@ static Knobs knobs_of(const Plan *p)
 typedef struct Search {
     bool have;
     double best;
+    Plan frugal;         /* of those that do not fit, the one short of the fewest bytes */
+    double frugal_short; /* its shortfall; 0 while there is none */
     Knobs tried[64];
     int n_tried;
 } Search;
@@ -287,8 +289,15 @@ static int consider(const Hardware *hw, const Graph *g, Plan *p, bool ladder, Pl
     }
     Footprint f;
     footprint_compute(&f, g, p);
-    if (footprint_overflow(&f, hw))
+    double short_bytes = footprint_short_bytes(&f, hw);
+    if (short_bytes > 0) {
+        if (st->frugal_short == 0 || short_bytes < st->frugal_short) {
+            plan_free(&st->frugal);
+            st->frugal_short = short_bytes;
+            return plan_copy(&st->frugal, p, e);
+        }
         return 0;
+    }
     c->configs_tried++;
     double s;
     int rc = score_plan(hw, g, p, score, score_ctx, &s, e);
@@ -329,7 +338,6 @@ int planner_choose(const Hardware *hw, const Graph *g, int micro_batches, Policy
     p.micro_batches = micro_batches;
     Search st = {.best = INFINITY};
     int invalid = 0, configs = 0;
-    Plan frugal = {0};
     bool fixed_act = args && args->act, fixed_split = args && args->count[PC_OCPU] >= 0;
     for (size_t bi = 0; bi < sizeof buffer_configs / sizeof buffer_configs[0] && !rc; bi++) {
         for (size_t si = 0; si < sizeof subgroup_sizes / sizeof subgroup_sizes[0] && !rc; si++) {
@@ -360,11 +368,6 @@ int planner_choose(const Hardware *hw, const Graph *g, int micro_batches, Policy
                 invalid++;
                 continue;
             }
-            /* the most frugal valid configuration, for when nothing fits: the last tried */
-            plan_free(&frugal);
-            rc = plan_copy(&frugal, &p, e);
-            if (rc)
-                break;
             /* the swap amount on the ladder, unless everything is on the GPU or --act fixed it */
             bool ladder = policy == POLICY_FUYOU && plan_act(&p, 0, 1) != ACT_GPU && !fixed_act;
             /* states on SSD with room for some in CPU memory: that room may be worth more to
@@ -386,13 +389,13 @@ int planner_choose(const Hardware *hw, const Graph *g, int micro_batches, Policy
     if (rc)
         goto out;
     if (!st.have) {
-        /* Nothing fits: keep the most frugal plan and say what is short. */
-        rc = plan_copy(&c->plan, &frugal, e);
+        /* Nothing fits: keep the plan short of the fewest bytes and say what is short. */
+        rc = plan_copy(&c->plan, &st.frugal, e);
         if (rc)
             goto out;
-        footprint_compute(&c->mem, g, &frugal);
+        footprint_compute(&c->mem, g, &st.frugal);
         c->overflow = footprint_overflow(&c->mem, hw);
-        cost_closed_form(hw, g, &frugal, &c->cf);
+        cost_closed_form(hw, g, &st.frugal, &c->cf);
     }
     for (int b = 0; b < c->plan.n_layer; b++)
         for (int i = 1; i < GRAPH_OPS_PER_BLOCK; i++) {
@@ -402,7 +405,7 @@ int planner_choose(const Hardware *hw, const Graph *g, int micro_batches, Policy
         }
 out:
     plan_free(&p);
-    plan_free(&frugal);
+    plan_free(&st.frugal);
     if (rc && st.have)
         plan_free(&c->plan);
     return rc;

@@ -275,6 +275,16 @@ double footprint_tier_total(const Footprint *f, Tier t)
     return sum;
 }
 
+double footprint_short_bytes(const Footprint *f, const Hardware *hw)
+{
+    double short_bytes = 0;
+    for (int t = 0; t < TIER_COUNT; t++) {
+        double over = footprint_tier_total(f, t) - footprint_capacity(hw, t);
+        short_bytes += over > 0 ? over : 0;
+    }
+    return short_bytes;
+}
+
 unsigned footprint_overflow(const Footprint *f, const Hardware *hw)
 {
     unsigned mask = 0;

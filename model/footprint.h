@@ -75,6 +75,8 @@ void footprint_compute(Footprint *f, const Graph *g, const Plan *p);
 double footprint_tier_total(const Footprint *f, Tier t);
 /* Capacity of a tier in bytes (after the ini's reserves). */
 double footprint_capacity(const Hardware *hw, Tier t);
+/* The bytes over capacity, summed over the tiers: 0 when the plan fits. */
+double footprint_short_bytes(const Footprint *f, const Hardware *hw);
 /* Tiers over capacity as a bit mask (1 << tier); 0 when the plan fits. */
 unsigned footprint_overflow(const Footprint *f, const Hardware *hw);
 

@@ -283,7 +283,7 @@ static void report_swap(FILE *out, SwapMode swap, const PlanInfo *info, const Gr
     }
     if (info->planned && info->choice.overflow) {
         fprintf(out, "planner: no configuration fits (sub-groups 1/2/4 blocks x 4 buffer sets, "
-                "the plan options over each); the most frugal is shown\n");
+                "the plan options over each); the one short of the fewest bytes is shown\n");
     } else if (info->planned) {
         const PlanChoice *c = &info->choice;
         fprintf(out, "planner: best of %d distinct configuration%s that fit%s (sub-groups 1/2/4 "

@@ -455,6 +455,13 @@ START_TEST(sim_micro_batches)
     ck_assert_int_eq(run_sim("--model gpt3-13b --batch 64 --micro-batches 3", out, sizeof out),
                      2);
     tu_assert_contains(out, "--micro-batches 3 does not divide --batch 64");
+    /* nothing fits: of every count and configuration, the plan short of the fewest bytes
+     * (175B: one micro-batch, sub-groups of one block; the GPU alone is short) */
+    ck_assert_int_eq(run_sim("--model gpt3-175b --batch 8", out, sizeof out), 1);
+    tu_assert_contains(out, "the one short of the fewest bytes is shown");
+    tu_assert_contains(out, "1 micro-batch of 8 x 1024 tokens");
+    tu_assert_contains(out, "sub-groups of 1 block");
+    ck_assert_ptr_null(strstr(out, "over capacity: cpu"));
 }
 END_TEST
 
