@@ -140,12 +140,15 @@ static double slot_bytes_per_param(const Plan *p)
     return p->policy == POLICY_ZERO_INFINITY ? 16 : 12;
 }
 
-/* Bytes of a state slot: the largest sub-group's states read from SSD, then its new weights
- * on their way out, each block (and the tail's edges) on its own pages. */
-static double state_slot_bytes(const ModelConfig *c, const Plan *p, double wsz)
+double footprint_state_slot_bytes(const ModelConfig *c, const Plan *p, int weight_bytes)
 {
+    bool any_ssd = false;
+    for (int s = 0; s < plan_subgroup_count(p); s++)
+        any_ssd |= plan_optim_tier(p, s) == TIER_SSD;
+    if (p->optim == TIER_GPU || (!any_ssd && p->weights != TIER_SSD))
+        return 0;
     double edge = (double)model_embed_params(c), block = (double)model_block_params(c);
-    double most = 0;
+    double wsz = weight_bytes, most = 0;
     for (int s = 0; s < plan_subgroup_count(p); s++) {
         size_t begin, end;
         gpt2_subgroup_slice(c, p, s, &begin, &end);
@@ -187,13 +190,11 @@ static void add_optimizer(Footprint *f, const ModelConfig *c, const Plan *p,
 {
     double P = (double)(model_embed_params(c) + c->n_layer * model_block_params(c));
     double cpu_prefix = 0, largest = 0;
-    bool any_ssd = false;
     for (int s = 0; s < plan_subgroup_count(p); s++) {
         size_t begin, end;
         gpt2_subgroup_slice(c, p, s, &begin, &end);
         double n = (double)(end - begin);
         Tier t = plan_optim_tier(p, s);
-        any_ssd |= t == TIER_SSD;
         if (n > largest)
             largest = n;
         if (t == TIER_CPU) {
@@ -208,9 +209,8 @@ static void add_optimizer(Footprint *f, const ModelConfig *c, const Plan *p,
     if (cpu_prefix > 0)
         for (int m = MEM_MASTER; m <= MEM_ADAM_V; m++)
             f->bytes[m][TIER_CPU] += page(4 * cpu_prefix);
-    if (p->optim != TIER_GPU && (any_ssd || p->weights == TIER_SSD))
-        f->bytes[MEM_STAGING][TIER_CPU] += p->state_buffers *
-                                           state_slot_bytes(c, p, lane->weight_bytes);
+    f->bytes[MEM_STAGING][TIER_CPU] += p->state_buffers *
+                                       footprint_state_slot_bytes(c, p, lane->weight_bytes);
 
     double gsz = lane->grad_bytes;
     if (p->optim == TIER_GPU) {

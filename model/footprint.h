@@ -67,6 +67,12 @@ const char *mem_tag_name(MemTag m);
  * logits), as exec/pipeline/device_cuda.cu allocates them: what the simulator predicts with. */
 void footprint_cuda_lane(const Graph *g, LaneSizes *lane);
 
+/* Bytes of one pinned state slot of plan p (schedule.h's state-buffer ring): the largest
+ * sub-group's states read from SSD, then its new weights on their way to SSD, each block (and
+ * the tail's edges) on its own 4 KiB pages; 0 when the plan uses none. The executor sizes its
+ * slots with it and lays the weights out the same way (pipe_mem_update_pieces). */
+double footprint_state_slot_bytes(const ModelConfig *c, const Plan *p, int weight_bytes);
+
 /* The table for plan p on a lane of these sizes, and on g's lane (graph.h: the executor's
  * where one was given, else the CUDA lane's). */
 void footprint_compute_lane(Footprint *f, const ModelConfig *c, const Plan *p,

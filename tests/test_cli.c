@@ -294,18 +294,6 @@ START_TEST(run_steps_limit)
 }
 END_TEST
 
-/* Lines of a file (0 when it cannot be read). */
-static int count_lines(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    int n = 0, ch;
-    while (f && (ch = fgetc(f)) != EOF)
-        n += ch == '\n';
-    if (f)
-        fclose(f);
-    return n;
-}
-
 /* fuyou-run killed with SIGKILL in the middle of training has written the log row of every
  * step it finished; resumed from its last checkpoint, the log is the uninterrupted run's */
 START_TEST(run_log_survives_kill)
@@ -327,7 +315,7 @@ START_TEST(run_log_survives_kill)
     }
     /* kill it once eight rows are in the log, while it is still running */
     int lines = 0, st;
-    while ((lines = count_lines(log_k)) < 9 && waitpid(pid, &st, WNOHANG) == 0)
+    while ((lines = tu_count_lines(log_k)) < 9 && waitpid(pid, &st, WNOHANG) == 0)
         usleep(1000);
     bool running = waitpid(pid, &st, WNOHANG) == 0;
     if (running) {
@@ -340,7 +328,7 @@ START_TEST(run_log_survives_kill)
     ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 0);
     snprintf(args, sizeof args, "%s --log %s", run, log_u);
     ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 0);
-    ck_assert_int_eq(count_lines(log_u), 41);
+    ck_assert_int_eq(tu_count_lines(log_u), 41);
     tu_assert_same_log(log_u, log_k);
     tu_rm_tree(dir);
 }
@@ -363,7 +351,7 @@ START_TEST(run_offload_log_resume)
     ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 0);
     snprintf(args, sizeof args, "%s --steps 6 --resume %s --log %s", run, ckpt, log_r);
     ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 0);
-    ck_assert_int_eq(count_lines(log_r), 7);
+    ck_assert_int_eq(tu_count_lines(log_r), 7);
     snprintf(args, sizeof args, "%s --steps 8 --resume %s --log %s", run, ckpt, log_r);
     ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 0);
     tu_assert_same_log(log_u, log_r);

@@ -219,18 +219,6 @@ static int scripted_grads(Backend *b, float *g, Err *e)
     return 0;
 }
 
-/* Lines in the file at path (0 when it cannot be read). */
-static int count_lines(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    int n = 0, ch;
-    while (f && (ch = fgetc(f)) != EOF)
-        n += ch == '\n';
-    if (f)
-        fclose(f);
-    return n;
-}
-
 /* When set, each scripted step records how many lines this --log file holds as it starts. */
 static const char *scripted_log;
 static int scripted_log_lines[32];
@@ -241,7 +229,7 @@ static int scripted_step(Backend *b, const int *inputs, const int *targets, bool
     (void)inputs, (void)targets, (void)backward, (void)e;
     Scripted *s = (Scripted *)b;
     if (scripted_log)
-        scripted_log_lines[s->steps] = count_lines(scripted_log);
+        scripted_log_lines[s->steps] = tu_count_lines(scripted_log);
     s->scales[s->steps++] = b->loss_scale;
     *loss = 3.0f;
     return 0;
@@ -344,7 +332,7 @@ START_TEST(log_rows_flushed)
     for (int k = 0; k < 6; k++) /* the header and the k steps before */
         ck_assert_msg(scripted_log_lines[k] == 1 + k, "step %d began with %d lines in the log",
                       k + 1, scripted_log_lines[k]);
-    ck_assert_int_eq(count_lines(path), 7);
+    ck_assert_int_eq(tu_count_lines(path), 7);
     free(last_scripted), free(r.losses);
     unlink(path);
 }
@@ -403,12 +391,12 @@ START_TEST(log_resume_equals_uninterrupted)
     o.save_dir = dir_a;
     o.log_path = log_a;
     ck_assert_msg(run_until(o, 0, &e) == 0, "%s", e.msg);
-    ck_assert_int_eq(count_lines(log_a), 11);
+    ck_assert_int_eq(tu_count_lines(log_a), 11);
     /* killed during step 7: rows 1-6 written, the checkpoint at step 4 */
     o.save_dir = dir_b;
     o.log_path = log_b;
     ck_assert_int_eq(run_until(o, 7, &e), -EINTR);
-    ck_assert_int_eq(count_lines(log_b), 7);
+    ck_assert_int_eq(tu_count_lines(log_b), 7);
     FILE *f = fopen(log_b, "a"); /* and in the middle of writing row 7 */
     fputs("7\t2.91", f);
     fclose(f);

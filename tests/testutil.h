@@ -22,6 +22,18 @@ static inline const char *tu_temp_file(char *buf, size_t n, const char *suffix, 
     return buf;
 }
 
+/* Lines in the file at path (0 when it cannot be read). */
+static inline int tu_count_lines(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    int n = 0, ch;
+    while (f && (ch = fgetc(f)) != EOF)
+        n += ch == '\n';
+    if (f)
+        fclose(f);
+    return n;
+}
+
 #define tu_assert_contains(haystack, needle)                                                     \
     ck_assert_msg(strstr((haystack), (needle)) != NULL, "expected \"%s\" in \"%s\"", (needle), \
                   (haystack))

@@ -1,6 +1,7 @@
 /* pipe_mem: placement, budgets and buffers of the out-of-core pipeline; see pipe_mem.h. */
 #include "pipe_mem.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,35 +121,14 @@ int pipe_mem_update_pieces(const PipeMem *m, int s, size_t *first, size_t *count
         first[n] = b0 - begin, count[n] = m->block_params, off[n] = at;
         at += page(m->block_params * m->wsz);
     }
+    assert(at <= m->state_slot_bytes);
     return n;
-}
-
-/* Bytes per state slot: the states read from SSD, then room for the new weights on their way
- * out, block by block (schedule.h: the state-buffer ring). */
-static size_t state_slot_bytes(const PipeMem *m)
-{
-    size_t first[PIPE_MAX_PIECES], count[PIPE_MAX_PIECES], off[PIPE_MAX_PIECES];
-    size_t most = 0;
-    for (int s = 0; s < m->G; s++) {
-        size_t n = update_base(m, s);
-        int k = m->p->weights != TIER_CPU ? pipe_mem_update_pieces(m, s, first, count, off) : 0;
-        if (k)
-            n = off[k - 1] + page(count[k - 1] * m->wsz);
-        if (n > most)
-            most = n;
-    }
-    return most;
 }
 
 /* Parameters of the largest layer group: a block or the edges. */
 static size_t largest_layer(const PipeMem *m)
 {
     return m->block_params > m->edge_params ? m->block_params : m->edge_params;
-}
-
-static bool uses_state_slots(const PipeMem *m)
-{
-    return states_on_ssd(m) || m->p->weights != TIER_CPU;
 }
 
 void pipe_lane_sizes(const void *device_ops, const ModelConfig *c, int B, int T,
@@ -230,8 +210,10 @@ static int alloc_host(PipeMem *m, Err *e)
         ok = (m->master = (float *)host_alloc(m, X * 4, MEM_MASTER, e)) &&
              (m->m = (float *)host_alloc(m, X * 4, MEM_ADAM_M, e)) &&
              (m->v = (float *)host_alloc(m, X * 4, MEM_ADAM_V, e));
-    for (int i = 0; ok && uses_state_slots(m) && i < p->state_buffers; i++)
-        ok = (m->state_slot[i] = host_alloc(m, state_slot_bytes(m), MEM_STAGING, e));
+    /* the footprint's size (one accounting); pipe_mem_update_pieces lays the weights out in it */
+    m->state_slot_bytes = (size_t)footprint_state_slot_bytes(m->c, p, (int)m->wsz);
+    for (int i = 0; ok && m->state_slot_bytes && i < p->state_buffers; i++)
+        ok = (m->state_slot[i] = host_alloc(m, m->state_slot_bytes, MEM_STAGING, e));
     size_t biggest = largest_layer(m);
     if (p->micro_batches > 1)
         ok = ok && (m->grad_sum = (float *)host_alloc(m, P * 4, MEM_GRADS, e)) &&

@@ -50,6 +50,7 @@ typedef struct PipeMem {
     uint8_t *pinned_w[PIPE_MAX_RING], *edge_stage;
     float *master, *m, *v;      /* states in CPU memory, flat layout [0, cpu_state_params) */
     uint8_t *state_slot[PIPE_MAX_RING];
+    size_t state_slot_bytes;    /* each (footprint_state_slot_bytes) */
     uint8_t *host_grads[PIPE_MAX_RING];
     float *grad_sum;            /* micro-batches > 1: the whole model's gradients, fp32 */
     uint8_t *grad_bounce;       /* ... and where one block's land before they are added */
