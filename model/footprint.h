@@ -91,8 +91,8 @@ unsigned footprint_overflow(const Footprint *f, const Hardware *hw);
  * states in CPU memory if they fit there, else on SSD; weights in CPU memory if they fit beside
  * that, else SSD; checkpoints on the GPU if they fit, else CPU, else SSD; other activations
  * recomputed; with the states on SSD, as many sub-groups' states as CPU memory still holds
- * there (optim_cpu_groups). If nothing fits, the most frugal placement stays and footprint_overflow says
- * which tier is short. */
+ * there (optim_cpu_groups). If nothing fits, the most frugal placement stays and
+ * footprint_overflow says which tier is short. */
 void footprint_auto_place(Plan *p, const Graph *g, const Hardware *hw);
 
 #endif
