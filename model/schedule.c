@@ -1,5 +1,6 @@
 /* schedule (sched_*): building the task DAG of the fuyou and zero-infinity policies; see
- * schedule.h.
+ * schedule.h. The zero-infinity policy's gradients and optimizer step are in schedule_zero.c;
+ * the builder both files use is in schedule_build.h.
  *
  * The builder walks the run in GPU program order: per iteration and micro-batch, the forward
  * "uses" of blocks 0..L-1, then the backward uses L-1..0, with the embedding before and the head
@@ -16,92 +17,10 @@
 #include <string.h>
 #include <strings.h>
 
+#include "schedule_build.h"
 #include "units.h"
 
 /* ---- the builder -------------------------------------------------------------------------- */
-
-typedef enum RefKind {
-    REF_USE_END,      /* a = use index: the last GPU task of that use */
-    REF_BLOCK_UPDATE, /* a = iteration, b = block: the task after which its weights are new */
-    REF_EDGE_UPDATE,  /* a = iteration: same for the embedding and head parameters */
-    REF_SWAP_OUT,     /* a = forward use, b = 0 checkpoint / 1 inner acts: last swap-out task */
-} RefKind;
-
-typedef struct Deferred {
-    int task;
-    RefKind kind;
-    int a, b;
-} Deferred;
-
-typedef struct Edge {
-    int from, to;
-} Edge;
-
-typedef struct Builder {
-    const Graph *g;
-    const Plan *p;
-    Schedule *s;
-    int L, M, n_uses, n_groups;
-    int task_cap;
-    Edge *edges;
-    int n_edges, edges_cap;
-    Deferred *defs;
-    int n_defs, defs_cap;
-    bool oom;
-    int last_gpu;
-    int iter, micro;
-    char prefix[16]; /* "m1." when micro-batches accumulate */
-    /* per use (all iterations); these arrays are views of one allocation, per_use: */
-    int *per_use;
-    int *use_last;     /* last GPU task */
-    int *swap_out[2];  /* forward uses: last swap-out task of checkpoint / inner acts, or -1 */
-    /* weight buffers: acquisitions (uses that load) and releases (uses whose end frees one) */
-    int *w_acq, n_w_acq, *w_rel, n_w_rel;
-    int *w_acq_of_use; /* acquisition index of a use, or -1 */
-    int *w_h2d;        /* per acquisition: its H2D task (for the pinned-buffer pool) */
-    int *w_buf;        /* per use: the GPU weight buffer holding its block's weights, or -1 */
-    int *a_acq, n_a_acq; /* activation fetches: acquiring uses in order */
-    int *a_slot;       /* per use: its fetch index (backward uses that fetch), or -1 */
-    int next_load_use;   /* next use whose loads are still to be emitted */
-    int *fetch_h2d[2];   /* per use: H2D of its fetched checkpoint / inner acts, or -1 */
-    int *fetch_k_h2d[2]; /* per fetch index: the same (the pinned in-staging ring) */
-    int *act_d2h;        /* per forward use: D2H of its inner acts (GPU staging pool), or -1 */
-    int *ckpt_d2h;       /* per forward use: D2H of its checkpoint, or -1 */
-    int *load_h2d;       /* per use: H2D task of its weights, or -1 */
-    /* per iteration x block, and per iteration: update tasks */
-    int *upd_block, *upd_edge;
-    /* this iteration, current micro-batch: */
-    int *grad_d2h;     /* per block */
-    int embed_grad_d2h;
-    int embed_grad_done; /* the edges' gradient's last copy: their GPU buffer is free after it */
-    int *grad32;       /* zero-infinity, per block: D2H of its fp32 gradients, last micro-batch */
-    int embed_grad32;
-    int *grad_ssdw;    /* zero-infinity, per sub-group this iteration: SSDW of its fp32 gradients */
-    int *bwd_d2h_seq;  /* gradient D2H tasks in backward order (grad buffer pool) */
-    int n_bwd_d2h;
-    int *adam;         /* per sub-group, this iteration */
-    int n_updates;     /* sub-group updates so far, all iterations (the state-buffer ring) */
-    int *upd_release;  /* per update: the two tasks after which its state buffer is free */
-    int bwd_first;     /* first backward task of the last micro-batch (gates state reads) */
-    int bwd_last;      /* last backward task of the last micro-batch (zero-infinity's step) */
-    int act_ssdw[2];   /* the last two SSD writes of activations (pinned staging) */
-    int n_act_ssdw;
-} Builder;
-
-static int grow(void **ptr, int *cap, int need, size_t elem)
-{
-    if (need <= *cap)
-        return 0;
-    int n = *cap ? *cap : 256;
-    while (n < need)
-        n *= 2;
-    void *q = realloc(*ptr, (size_t)n * elem);
-    if (!q)
-        return -ENOMEM;
-    *ptr = q;
-    *cap = n;
-    return 0;
-}
 
 /* Adds a task; returns its index, or -1 when out of memory (sticky: b->oom, checked at the end;
  * every helper ignores a -1 task). */
@@ -134,17 +53,6 @@ static void set_prefix(Builder *b, int m)
         snprintf(b->prefix, sizeof b->prefix, "m%d.", m);
     else
         b->prefix[0] = 0;
-}
-
-static void dep(Builder *b, int task, int on)
-{
-    if (task < 0 || on < 0)
-        return;
-    if (grow((void **)&b->edges, &b->edges_cap, b->n_edges + 1, sizeof *b->edges)) {
-        b->oom = true;
-        return;
-    }
-    b->edges[b->n_edges++] = (Edge){on, task};
 }
 
 static void defer(Builder *b, int task, RefKind kind, int a, int c)
@@ -181,10 +89,8 @@ static int gpu_task(Builder *b, TaskKind kind, Phase ph, const Op *op, int op_in
     return t;
 }
 
-static int copy_task(Builder *b, Resource res, Phase ph, int layer, double bytes, int priority,
-                     const char *fmt, ...) __attribute__((format(printf, 7, 8)));
-static int copy_task(Builder *b, Resource res, Phase ph, int layer, double bytes, int priority,
-                     const char *fmt, ...)
+int sched_copy_task(Builder *b, Resource res, Phase ph, int layer, double bytes, int priority,
+                    const char *fmt, ...)
 {
     char id[SCHED_ID_MAX];
     va_list ap;
@@ -196,22 +102,6 @@ static int copy_task(Builder *b, Resource res, Phase ph, int layer, double bytes
         b->s->tasks[t].bytes = bytes;
     return t;
 }
-
-/* What copy task t moves; group -1 for block cargo. */
-static void set_move(Builder *b, int t, Cargo cargo, Tier from, Tier to, int group)
-{
-    if (t < 0)
-        return;
-    Task *x = &b->s->tasks[t];
-    x->cargo = cargo;
-    x->from = from;
-    x->to = to;
-    x->group = group;
-}
-
-/* Priorities among ready tasks of one link: weights first, then activations and gradients,
- * then activation swap-out, then optimizer traffic. */
-enum { PRIO_WEIGHTS = 0, PRIO_ACT_IN = 1, PRIO_GRAD = 1, PRIO_ACT_OUT = 2, PRIO_OPTIM = 3 };
 
 /* ---- uses and buffer pools -------------------------------------------------------------- */
 
@@ -326,7 +216,6 @@ static int prepare_uses(Builder *b)
     return 0;
 }
 
-/* Emits the weight load (and for backward, the activation fetch) of use u. */
 /* The last forward block whose out-slot is slot (blocks use slot blk mod act_buffers), or -1
  * when no block does (fewer blocks than slots). */
 static int last_fwd_user(const Builder *b, int slot)
@@ -335,6 +224,7 @@ static int last_fwd_user(const Builder *b, int slot)
     return slot > last ? -1 : last - (last - slot) % A;
 }
 
+/* Emits the weight load (and for backward, the activation fetch) of use u. */
 static void emit_loads(Builder *b, int u)
 {
     const Plan *p = b->p;
@@ -357,8 +247,8 @@ static void emit_loads(Builder *b, int u)
                        (double)dtype_bytes(b->g->cfg.dtype);
         int ssdr = -1, pinned = p->weights == TIER_SSD ? j % p->pinned_buffers : -1;
         if (p->weights == TIER_SSD) {
-            ssdr = copy_task(b, RES_SSD_READ, ph, blk, bytes, PRIO_WEIGHTS, "SSDR.b%d.w%s", blk,
-                             sfx);
+            ssdr = sched_copy_task(b, RES_SSD_READ, ph, blk, bytes, PRIO_WEIGHTS, "SSDR.b%d.w%s",
+                                   blk, sfx);
             set_move(b, ssdr, CARGO_WEIGHTS, TIER_SSD, TIER_CPU, -1);
             if (ssdr >= 0)
                 b->s->tasks[ssdr].slot.pinned = pinned;
@@ -367,7 +257,8 @@ static void emit_loads(Builder *b, int u)
             if (gate >= 0)
                 defer(b, ssdr, REF_USE_END, gate, 0);
         }
-        int h2d = copy_task(b, RES_H2D, ph, blk, bytes, PRIO_WEIGHTS, "H2D.b%d.w%s", blk, sfx);
+        int h2d = sched_copy_task(b, RES_H2D, ph, blk, bytes, PRIO_WEIGHTS, "H2D.b%d.w%s", blk,
+                                  sfx);
         set_move(b, h2d, CARGO_WEIGHTS, p->weights, TIER_GPU, -1);
         if (h2d >= 0) {
             b->s->tasks[h2d].slot.pinned = pinned;
@@ -398,8 +289,8 @@ static void emit_loads(Builder *b, int u)
                 continue;
             int ssdr = -1;
             if (tier[TIER_SSD] > 0) {
-                ssdr = copy_task(b, RES_SSD_READ, ph, blk, tier[TIER_SSD], PRIO_ACT_IN,
-                                 "SSDR.b%d.%s", blk, what);
+                ssdr = sched_copy_task(b, RES_SSD_READ, ph, blk, tier[TIER_SSD], PRIO_ACT_IN,
+                                       "SSDR.b%d.%s", blk, what);
                 set_move(b, ssdr, part == 0 ? CARGO_CKPT : CARGO_ACTS, TIER_SSD, TIER_CPU, -1);
                 if (ssdr >= 0)
                     b->s->tasks[ssdr].slot.pinned = k % 2;
@@ -412,8 +303,8 @@ static void emit_loads(Builder *b, int u)
                 if (gate >= 0)
                     defer(b, ssdr, REF_USE_END, gate, 0);
             }
-            int h2d = copy_task(b, RES_H2D, ph, blk, tier[TIER_CPU] + tier[TIER_SSD],
-                                PRIO_ACT_IN, "H2D.b%d.%s", blk, what);
+            int h2d = sched_copy_task(b, RES_H2D, ph, blk, tier[TIER_CPU] + tier[TIER_SSD],
+                                      PRIO_ACT_IN, "H2D.b%d.%s", blk, what);
             set_move(b, h2d, part == 0 ? CARGO_CKPT : CARGO_ACTS, TIER_CPU, TIER_GPU, -1);
             if (h2d >= 0) {
                 b->s->tasks[h2d].slot.gpu_acts = k % p->act_buffers;
@@ -502,8 +393,8 @@ static void emit_forward_block(Builder *b, int u, int blk)
             emit_forward_ops(b, u, blk);
         if (tier[TIER_CPU] + tier[TIER_SSD] == 0)
             continue;
-        int d2h = copy_task(b, RES_D2H, PHASE_FORWARD, blk, tier[TIER_CPU] + tier[TIER_SSD],
-                            PRIO_ACT_OUT, "D2H.b%d.%s", blk, part == 0 ? "ckpt" : "act");
+        int d2h = sched_copy_task(b, RES_D2H, PHASE_FORWARD, blk, tier[TIER_CPU] + tier[TIER_SSD],
+                                  PRIO_ACT_OUT, "D2H.b%d.%s", blk, part == 0 ? "ckpt" : "act");
         set_move(b, d2h, part == 0 ? CARGO_CKPT : CARGO_ACTS, TIER_GPU, TIER_CPU, -1);
         dep(b, d2h, b->last_gpu);
         (part == 0 ? b->ckpt_d2h : b->act_d2h)[u] = b->swap_out[part][u] = d2h;
@@ -514,8 +405,8 @@ static void emit_forward_block(Builder *b, int u, int blk)
             int ring = b->n_act_ssdw++ % 2;
             if (b->n_act_ssdw > 2)
                 dep(b, d2h, b->act_ssdw[ring]);
-            int w = copy_task(b, RES_SSD_WRITE, PHASE_FORWARD, blk, tier[TIER_SSD],
-                              PRIO_ACT_OUT, "SSDW.b%d.%s", blk, part == 0 ? "ckpt" : "act");
+            int w = sched_copy_task(b, RES_SSD_WRITE, PHASE_FORWARD, blk, tier[TIER_SSD],
+                                    PRIO_ACT_OUT, "SSDW.b%d.%s", blk, part == 0 ? "ckpt" : "act");
             set_move(b, w, part == 0 ? CARGO_CKPT : CARGO_ACTS, TIER_CPU, TIER_SSD, -1);
             dep(b, w, d2h);
             if (d2h >= 0)
@@ -530,8 +421,6 @@ static void emit_forward_block(Builder *b, int u, int blk)
 }
 
 static void emit_update(Builder *b, int s);
-static int emit_zero_grad(Builder *b, int d2h, int layer, int s, int64_t params, int gpu_slot);
-static void emit_zero_grad_write(Builder *b, int s);
 
 static void emit_backward_block(Builder *b, int u, int blk, bool last_micro)
 {
@@ -572,8 +461,8 @@ static void emit_backward_block(Builder *b, int u, int blk, bool last_micro)
 
     if (p->optim == TIER_GPU)
         return; /* gradients stay where the optimizer runs */
-    int d2h = copy_task(b, RES_D2H, PHASE_BACKWARD, blk, block_weight_bytes(b), PRIO_GRAD,
-                        "D2H.b%d.grad", blk);
+    int d2h = sched_copy_task(b, RES_D2H, PHASE_BACKWARD, blk, block_weight_bytes(b), PRIO_GRAD,
+                              "D2H.b%d.grad", blk);
     dep(b, d2h, b->last_gpu);
     int s = plan_subgroup_of_block(p, blk), gfirst, gcount;
     plan_subgroup_blocks(p, s, &gfirst, &gcount);
@@ -582,7 +471,7 @@ static void emit_backward_block(Builder *b, int u, int blk, bool last_micro)
     if (d2h >= 0) {
         b->s->tasks[d2h].slot.gpu_grads = slots.gpu_grads;
         /* zero-infinity's CPU buffer holds the whole model's gradients, and DeepSpeed adds
-         * micro-batches on the GPU (emit_zero_grad) */
+         * micro-batches on the GPU (sched_emit_zero_grad) */
         b->s->tasks[d2h].slot.host_grads = fuyou ? s % p->host_grad_groups : -1;
         if (p->micro_batches > 1 && fuyou)
             b->s->tasks[d2h].params = model_block_params(&b->g->cfg);
@@ -597,19 +486,19 @@ static void emit_backward_block(Builder *b, int u, int blk, bool last_micro)
     b->grad_d2h[blk] = d2h;
     /* the GPU gradient buffer is free once the gradient's last copy has read it */
     b->bwd_d2h_seq[b->n_bwd_d2h++] =
-        fuyou ? d2h : emit_zero_grad(b, d2h, blk, s, model_block_params(&b->g->cfg),
-                                     slots.gpu_grads);
+        fuyou ? d2h : sched_emit_zero_grad(b, d2h, blk, s, model_block_params(&b->g->cfg),
+                                           slots.gpu_grads);
     bool tail = s == b->n_groups - 1;
     if (last_micro && blk == gfirst && !tail && fuyou)
         emit_update(b, s);
     else if (last_micro && blk == gfirst && !tail)
-        emit_zero_grad_write(b, s);
+        sched_emit_zero_grad_write(b, s);
 }
 
 /* ---- the optimizer ------------------------------------------------------------------------ */
 
 /* Sub-group s's blocks [first, first + count) and its parameters (the tail's with the edges). */
-static int64_t group_params(const Builder *b, int s, int *first, int *count)
+int64_t sched_group_params(const Builder *b, int s, int *first, int *count)
 {
     const ModelConfig *c = &b->g->cfg;
     plan_subgroup_blocks(b->p, s, first, count);
@@ -621,19 +510,20 @@ static int64_t group_params(const Builder *b, int s, int *first, int *count)
  * slot: written to SSD or copied to the GPU; in CPU memory Adam wrote them in place. Returns the
  * task after which they are there. The tail's are what the next forward loads first: written
  * with the weight loads' priority, ahead of its states. */
-static int emit_new_weights(Builder *b, int s, int first, int64_t params, int a, int slot)
+int sched_emit_new_weights(Builder *b, int s, int first, int64_t params, int a, int slot)
 {
     const Plan *p = b->p;
     double bytes = (double)dtype_bytes(b->g->cfg.dtype) * (double)params;
     int upd = a;
     if (p->weights == TIER_SSD) {
         bool tail = s == b->n_groups - 1;
-        upd = copy_task(b, RES_SSD_WRITE, PHASE_OPTIMIZER, first, bytes,
-                        tail ? PRIO_WEIGHTS : PRIO_OPTIM, "SSDW.g%d.w", s);
+        upd = sched_copy_task(b, RES_SSD_WRITE, PHASE_OPTIMIZER, first, bytes,
+                              tail ? PRIO_WEIGHTS : PRIO_OPTIM, "SSDW.g%d.w", s);
         set_move(b, upd, CARGO_UPDATE, TIER_CPU, TIER_SSD, s);
         dep(b, upd, a);
     } else if (p->weights == TIER_GPU) {
-        upd = copy_task(b, RES_H2D, PHASE_OPTIMIZER, first, bytes, PRIO_OPTIM, "H2D.g%d.w", s);
+        upd = sched_copy_task(b, RES_H2D, PHASE_OPTIMIZER, first, bytes, PRIO_OPTIM, "H2D.g%d.w",
+                              s);
         set_move(b, upd, CARGO_UPDATE, TIER_CPU, TIER_GPU, s);
         dep(b, upd, a);
     }
@@ -644,7 +534,7 @@ static int emit_new_weights(Builder *b, int s, int first, int64_t params, int a,
 
 /* The pinned state buffer of the k-th update of the run, when sub-group s needs one: its states
  * (optimizer on SSD) and the new weights on their way to SSD or the GPU; else -1. */
-static int update_slot(const Builder *b, int s, int k)
+int sched_update_slot(const Builder *b, int s, int k)
 {
     const Plan *p = b->p;
     bool pinned = plan_optim_tier(p, s) == TIER_SSD || p->weights != TIER_CPU;
@@ -653,13 +543,13 @@ static int update_slot(const Builder *b, int s, int k)
 
 /* Sub-group s's fp32 master, m and v (12 B a parameter) read from SSD into pinned state buffer
  * slot, or written back from it. */
-static int emit_states(Builder *b, int s, int first, int64_t params, bool write, int slot)
+int sched_emit_states(Builder *b, int s, int first, int64_t params, bool write, int slot)
 {
     double bytes = 12.0 * (double)params;
-    int t = write ? copy_task(b, RES_SSD_WRITE, PHASE_OPTIMIZER, first, bytes, PRIO_OPTIM,
-                              "SSDW.g%d.state", s)
-                  : copy_task(b, RES_SSD_READ, PHASE_OPTIMIZER, first, bytes, PRIO_OPTIM,
-                              "SSDR.g%d.state", s);
+    int t = write ? sched_copy_task(b, RES_SSD_WRITE, PHASE_OPTIMIZER, first, bytes, PRIO_OPTIM,
+                                    "SSDW.g%d.state", s)
+                  : sched_copy_task(b, RES_SSD_READ, PHASE_OPTIMIZER, first, bytes, PRIO_OPTIM,
+                                    "SSDR.g%d.state", s);
     set_move(b, t, CARGO_STATES, write ? TIER_CPU : TIER_SSD, write ? TIER_SSD : TIER_CPU, s);
     if (t >= 0)
         b->s->tasks[t].slot.pinned = slot;
@@ -667,7 +557,7 @@ static int emit_states(Builder *b, int s, int first, int64_t params, bool write,
 }
 
 /* Sub-group s's AdamW on the CPU, its states in pinned state buffer slot (or -1). */
-static int emit_adam(Builder *b, int s, int first, int64_t params, int slot)
+int sched_emit_adam(Builder *b, int s, int first, int64_t params, int slot)
 {
     int a = add_task(b, RES_CPU_ADAM, TASK_ADAM, PHASE_OPTIMIZER, first, -1, 0, "ADAM.g%d", s);
     if (a >= 0) {
@@ -686,18 +576,18 @@ static void emit_update(Builder *b, int s)
 {
     const Plan *p = b->p;
     int first, count;
-    int64_t params = group_params(b, s, &first, &count);
+    int64_t params = sched_group_params(b, s, &first, &count);
     bool tail = s == b->n_groups - 1;
     int gate = b->bwd_first;
 
     int k = b->n_updates++;
     bool on_ssd = plan_optim_tier(p, s) == TIER_SSD;
-    int slot = update_slot(b, s, k);
+    int slot = sched_update_slot(b, s, k);
     const int *freed = slot >= 0 && k >= p->state_buffers
                            ? &b->upd_release[2 * (k - p->state_buffers)] : NULL;
-    int rd = on_ssd ? emit_states(b, s, first, params, false, slot) : -1;
+    int rd = on_ssd ? sched_emit_states(b, s, first, params, false, slot) : -1;
     dep(b, rd, gate);
-    int a = emit_adam(b, s, first, params, slot);
+    int a = sched_emit_adam(b, s, first, params, slot);
     if (a >= 0)
         b->s->tasks[a].slot.host_grads = s % p->host_grad_groups;
     if (freed) {
@@ -710,137 +600,15 @@ static void emit_update(Builder *b, int s)
         dep(b, a, b->grad_d2h[blk]);
     if (tail)
         dep(b, a, b->embed_grad_d2h);
-    int sw = on_ssd ? emit_states(b, s, first, params, true, slot) : -1;
+    int sw = on_ssd ? sched_emit_states(b, s, first, params, true, slot) : -1;
     dep(b, sw, a);
-    int upd = emit_new_weights(b, s, first, params, a, slot);
+    int upd = sched_emit_new_weights(b, s, first, params, a, slot);
     b->upd_release[2 * k] = sw >= 0 ? sw : a;
     b->upd_release[2 * k + 1] = upd;
     for (int blk = first; blk < first + count; blk++)
         b->upd_block[b->iter * b->L + blk] = upd;
     if (tail)
         b->upd_edge[b->iter] = upd;
-}
-
-/* ---- zero-infinity: DeepSpeed's gradients and step (ARCHITECTURE.md) ---------------------- */
-
-/* The rest of a gradient's way after its 16-bit copy d2h to the CPU buffer (block layer, or -1
- * the edges, of sub-group s; gpu_slot its GPU buffer): back to the GPU, as DeepSpeed's
- * partition_grads reads its CPU buffer back before converting (with micro-batches it reads the
- * sum back and copies it out again: the same bytes); then, in the last micro-batch, out in fp32
- * to a pinned buffer of the sub-group's (states on SSD) or to its fp32 gradient in CPU memory.
- * Returns the last copy: the GPU buffer is free after it. */
-static int emit_zero_grad(Builder *b, int d2h, int layer, int s, int64_t params, int gpu_slot)
-{
-    char where[16];
-    if (layer < 0)
-        snprintf(where, sizeof where, "embed");
-    else
-        snprintf(where, sizeof where, "b%d", layer);
-    double n = (double)params;
-    int h2d = copy_task(b, RES_H2D, PHASE_BACKWARD, layer,
-                        n * (double)dtype_bytes(b->g->cfg.dtype), PRIO_GRAD, "H2D.%s.grad",
-                        where);
-    set_move(b, h2d, CARGO_GRADS, TIER_CPU, TIER_GPU, s);
-    if (h2d >= 0)
-        b->s->tasks[h2d].slot.gpu_grads = gpu_slot;
-    dep(b, h2d, d2h);
-    if (b->micro < b->M - 1)
-        return h2d;
-    bool ssd = plan_optim_tier(b->p, s) == TIER_SSD;
-    int out = copy_task(b, RES_D2H, PHASE_BACKWARD, layer, 4 * n, PRIO_GRAD, "D2H.%s.grad32",
-                        where);
-    set_move(b, out, CARGO_FP32_GRADS, TIER_GPU, TIER_CPU, s);
-    if (out >= 0) {
-        b->s->tasks[out].slot.gpu_grads = gpu_slot;
-        b->s->tasks[out].slot.host_grads = ssd ? s % ZI_OPTIM_BUFFERS : -1;
-    }
-    dep(b, out, h2d);
-    /* DeepSpeed's gradient swapper fills its ZI_OPTIM_BUFFERS buffers in turn and, out of free
-     * ones, waits for all its writes: sub-groups 4k .. 4k + 3 wait for those of 4k - 4 .. 4k - 1 */
-    int batch = s / ZI_OPTIM_BUFFERS * ZI_OPTIM_BUFFERS;
-    for (int q = batch - ZI_OPTIM_BUFFERS; ssd && q < batch; q++)
-        if (q >= 0)
-            dep(b, out, b->grad_ssdw[q]);
-    if (layer < 0)
-        b->embed_grad32 = out;
-    else
-        b->grad32[layer] = out;
-    return out;
-}
-
-/* Sub-group s's fp32 gradients, complete in their pinned buffer, written to SSD (states on SSD;
- * DeepSpeed writes a buffer once the next gradient does not fit it). */
-static void emit_zero_grad_write(Builder *b, int s)
-{
-    if (plan_optim_tier(b->p, s) != TIER_SSD)
-        return;
-    int first, count;
-    int64_t params = group_params(b, s, &first, &count);
-    int w = copy_task(b, RES_SSD_WRITE, PHASE_BACKWARD, first, 4.0 * (double)params, PRIO_GRAD,
-                      "SSDW.g%d.grad", s);
-    set_move(b, w, CARGO_FP32_GRADS, TIER_CPU, TIER_SSD, s);
-    if (w >= 0)
-        b->s->tasks[w].slot.host_grads = s % ZI_OPTIM_BUFFERS;
-    for (int blk = first; blk < first + count; blk++)
-        dep(b, w, b->grad32[blk]);
-    if (s == b->n_groups - 1)
-        dep(b, w, b->embed_grad32);
-    b->grad_ssdw[s] = w;
-}
-
-/* Sub-group s's update in zero-infinity's step, after task prev, as DeepSpeed's optimizer
- * swapper runs it without pipelining: read the states, then the fp32 gradients (each waited
- * for); Adam; write the new weights, then the states (each waited for). Sets *head to its first
- * task and returns its last. */
-static int emit_zero_update(Builder *b, int s, int prev, int *head)
-{
-    const Plan *p = b->p;
-    int first, count;
-    int64_t params = group_params(b, s, &first, &count);
-    bool on_ssd = plan_optim_tier(p, s) == TIER_SSD;
-    int slot = update_slot(b, s, b->n_updates++);
-    int rd = -1, gr = -1;
-    if (on_ssd) {
-        rd = emit_states(b, s, first, params, false, slot);
-        dep(b, rd, prev);
-        gr = copy_task(b, RES_SSD_READ, PHASE_OPTIMIZER, first, 4.0 * (double)params,
-                       PRIO_OPTIM, "SSDR.g%d.grad", s);
-        set_move(b, gr, CARGO_FP32_GRADS, TIER_SSD, TIER_CPU, s);
-        if (gr >= 0)
-            b->s->tasks[gr].slot.pinned = slot;
-        dep(b, gr, rd);
-    }
-    int a = emit_adam(b, s, first, params, slot);
-    dep(b, a, prev);
-    dep(b, a, gr);
-    /* states in CPU memory: the fp32 gradients are there too, from the last micro-batch */
-    for (int blk = first; !on_ssd && blk < first + count; blk++)
-        dep(b, a, b->grad32[blk]);
-    if (!on_ssd && s == b->n_groups - 1)
-        dep(b, a, b->embed_grad32);
-    int upd = emit_new_weights(b, s, first, params, a, slot);
-    int sw = on_ssd ? emit_states(b, s, first, params, true, slot) : -1;
-    dep(b, sw, upd);
-    *head = rd >= 0 ? rd : a;
-    return sw >= 0 ? sw : upd;
-}
-
-/* zero-infinity's step, after backward: DeepSpeed first waits for the gradient writes, then
- * updates the sub-groups in its order (from the embedding's, our tail, on) one after the other.
- * step() returns after the last, so the next iteration's loads wait for it. */
-static void emit_zero_step(Builder *b)
-{
-    int prev = b->bwd_last;
-    for (int s = b->n_groups - 1; s >= 0; s--) {
-        int head;
-        int last = emit_zero_update(b, s, prev, &head);
-        for (int q = 0; s == b->n_groups - 1 && q < b->n_groups; q++)
-            dep(b, head, b->grad_ssdw[q]);
-        prev = last;
-    }
-    for (int blk = 0; blk < b->L; blk++)
-        b->upd_block[b->iter * b->L + blk] = prev;
-    b->upd_edge[b->iter] = prev;
 }
 
 /* With everything on the GPU: one fused AdamW over all parameters after backward. */
@@ -877,9 +645,10 @@ static void emit_micro_batch(Builder *b, int m)
         double bytes = (double)model_embed_params(&g->cfg) * (double)dtype_bytes(g->cfg.dtype);
         int rd = -1;
         if (p->weights == TIER_SSD)
-            rd = copy_task(b, RES_SSD_READ, PHASE_FORWARD, -1, bytes, PRIO_WEIGHTS,
-                           "SSDR.embed.w");
-        edge_h2d = copy_task(b, RES_H2D, PHASE_FORWARD, -1, bytes, PRIO_WEIGHTS, "H2D.embed.w");
+            rd = sched_copy_task(b, RES_SSD_READ, PHASE_FORWARD, -1, bytes, PRIO_WEIGHTS,
+                                 "SSDR.embed.w");
+        edge_h2d = sched_copy_task(b, RES_H2D, PHASE_FORWARD, -1, bytes, PRIO_WEIGHTS,
+                                   "H2D.embed.w");
         /* the edges' weights have one GPU buffer and, from SSD, one pinned buffer of their own */
         set_move(b, rd, CARGO_WEIGHTS, TIER_SSD, TIER_CPU, -1);
         set_move(b, edge_h2d, CARGO_WEIGHTS, p->weights, TIER_GPU, -1);
@@ -917,8 +686,8 @@ static void emit_micro_batch(Builder *b, int m)
         return; /* the GPU optimizer needs no gradient copies */
     double edge_bytes = (double)model_embed_params(&g->cfg) * (double)dtype_bytes(g->cfg.dtype);
     int prev_edge = m > 0 ? b->embed_grad_d2h : -1;
-    b->embed_grad_d2h = copy_task(b, RES_D2H, PHASE_BACKWARD, -1, edge_bytes, PRIO_GRAD,
-                                  "D2H.embed.grad");
+    b->embed_grad_d2h = sched_copy_task(b, RES_D2H, PHASE_BACKWARD, -1, edge_bytes, PRIO_GRAD,
+                                        "D2H.embed.grad");
     dep(b, b->embed_grad_d2h, b->last_gpu);
     dep(b, b->embed_grad_d2h, prev_edge);
     int tail = b->n_groups - 1;
@@ -933,12 +702,12 @@ static void emit_micro_batch(Builder *b, int m)
     if (fuyou && p->micro_batches == 1 && tail >= p->host_grad_groups)
         dep(b, b->embed_grad_d2h, b->adam[tail - p->host_grad_groups]);
     b->embed_grad_done = fuyou ? b->embed_grad_d2h
-                               : emit_zero_grad(b, b->embed_grad_d2h, -1, tail,
-                                                model_embed_params(&b->g->cfg), -1);
+                               : sched_emit_zero_grad(b, b->embed_grad_d2h, -1, tail,
+                                                      model_embed_params(&b->g->cfg), -1);
     if (fuyou && last_micro)
         emit_update(b, b->n_groups - 1);
     else if (last_micro)
-        emit_zero_grad_write(b, tail);
+        sched_emit_zero_grad_write(b, tail);
 }
 
 /* ---- finishing ------------------------------------------------------------------------------ */
@@ -1070,7 +839,7 @@ int sched_build(Schedule *s, const Graph *g, const Plan *p, int iters, Err *e)
         if (p->optim == TIER_GPU)
             emit_gpu_update(&b);
         else if (p->policy == POLICY_ZERO_INFINITY)
-            emit_zero_step(&b);
+            sched_emit_zero_step(&b);
     }
     if (!rc)
         rc = finish(&b);
