@@ -1,6 +1,8 @@
-/* Check suite for the command lines: fuyou-sim's --help, exit codes 0/2, one-line errors that
- * name file:line, and the --describe report; fuyou-run's usage errors. Runs the built binaries
- * (FUYOU_SIM and FUYOU_RUN in the environment). */
+/* Check suite for the command lines other than fuyou-sim's: fuyou-run's usage errors, --offload,
+ * --save/--resume and its log, its plan against fuyou-sim's, fuyou-trace compare, fuyou-profile,
+ * and the whole numbers all of them parse alike. Runs the built binaries (FUYOU_RUN, FUYOU_SIM,
+ * FUYOU_TRACE, FUYOU_PROFILE and FUYOU_PLOT in the environment); fuyou-sim's own command line is
+ * test_cli_sim's. */
 #include <errno.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -9,45 +11,23 @@
 
 #include "testutil.h"
 
-/* Runs the binary named by environment variable var with args (shell words), capturing
- * stdout+stderr; returns the exit status. */
-static int run_bin(const char *var, const char *args, char *out, size_t n)
-{
-    const char *bin = getenv(var);
-    ck_assert_msg(bin != NULL, "%s is not set (meson sets it)", var);
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "'%s' %s 2>&1", bin, args);
-    FILE *p = popen(cmd, "r");
-    ck_assert_ptr_nonnull(p);
-    size_t len = fread(out, 1, n - 1, p);
-    out[len] = '\0';
-    int st = pclose(p);
-    ck_assert(WIFEXITED(st));
-    return WEXITSTATUS(st);
-}
-
-static int run_sim(const char *args, char *out, size_t n)
-{
-    return run_bin("FUYOU_SIM", args, out, n);
-}
-
 static char out[1 << 16];
 
 /* fuyou-run: the precision and loss-scale options, refused with one line and status 2 */
 START_TEST(run_usage_errors)
 {
-    ck_assert_int_eq(run_bin("FUYOU_RUN", "--help", out, sizeof out), 0);
+    ck_assert_int_eq(tu_run_bin("FUYOU_RUN", "--help", out, sizeof out), 0);
     tu_assert_contains(out, "--dtype T");
     tu_assert_contains(out, "--loss-scale X");
-    ck_assert_int_eq(run_bin("FUYOU_RUN", "--dtype fp16", out, sizeof out), 2);
+    ck_assert_int_eq(tu_run_bin("FUYOU_RUN", "--dtype fp16", out, sizeof out), 2);
     tu_assert_contains(out, "--dtype fp16 needs --backend cuda");
-    ck_assert_int_eq(run_bin("FUYOU_RUN", "--backend cuda --dtype fp8", out, sizeof out), 2);
+    ck_assert_int_eq(tu_run_bin("FUYOU_RUN", "--backend cuda --dtype fp8", out, sizeof out), 2);
     tu_assert_contains(out, "fuyou-run: ");
-    ck_assert_int_eq(run_bin("FUYOU_RUN", "--dtype fp32", out, sizeof out), 2);
+    ck_assert_int_eq(tu_run_bin("FUYOU_RUN", "--dtype fp32", out, sizeof out), 2);
     tu_assert_contains(out, "--dtype expects bf16 or fp16, got 'fp32'");
-    ck_assert_int_eq(run_bin("FUYOU_RUN", "--loss-scale 0", out, sizeof out), 2);
+    ck_assert_int_eq(tu_run_bin("FUYOU_RUN", "--loss-scale 0", out, sizeof out), 2);
     tu_assert_contains(out, "--loss-scale expects a number");
-    ck_assert_int_eq(run_bin("FUYOU_RUN", "--loss-scale-window", out, sizeof out), 2);
+    ck_assert_int_eq(tu_run_bin("FUYOU_RUN", "--loss-scale-window", out, sizeof out), 2);
     tu_assert_contains(out, "--loss-scale-window needs a value");
 }
 END_TEST
@@ -59,18 +39,18 @@ START_TEST(run_offload)
     const char *small = "--offload --steps 2 --batch 2 --seq 16";
     char args[256];
     snprintf(args, sizeof args, "%s --weights ssd --optim ssd --act cpu", small);
-    ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 0);
+    ck_assert_int_eq(tu_run_bin("FUYOU_RUN", args, out, sizeof out), 0);
     tu_assert_contains(out, "weights on ssd, optimizer states on ssd");
     tu_assert_contains(out, "memory (measured peak / predicted by the footprint)");
     tu_assert_contains(out, "lanes busy over 2 iterations");
-    ck_assert_int_eq(run_bin("FUYOU_RUN", "--weights ssd", out, sizeof out), 2);
+    ck_assert_int_eq(tu_run_bin("FUYOU_RUN", "--weights ssd", out, sizeof out), 2);
     tu_assert_contains(out, "need --offload");
     snprintf(args, sizeof args, "%s --gpu-mem 1MiB", small);
-    ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 2);
+    ck_assert_int_eq(tu_run_bin("FUYOU_RUN", args, out, sizeof out), 2);
     tu_assert_contains(out, "--gpu-mem 1.00 MiB is too small for this plan: it needs");
     tu_assert_contains(out, "more); raise it");
     snprintf(args, sizeof args, "%s --cpu-mem 64KiB", small);
-    ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 2);
+    ck_assert_int_eq(tu_run_bin("FUYOU_RUN", args, out, sizeof out), 2);
     tu_assert_contains(out, "--cpu-mem");
     /* no --cpu-mem and more state than the machine has: the message names what to do, not an
      * option the user never gave (206 B parameters: TiBs of states in CPU memory) */
@@ -80,29 +60,29 @@ START_TEST(run_offload)
                  "max_seq = 64\ndtype = fp32\n");
     snprintf(args, sizeof args, "--offload --model %s --batch 1 --seq 16 --steps 1 --weights cpu "
              "--optim cpu", huge);
-    ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 2);
+    ck_assert_int_eq(tu_run_bin("FUYOU_RUN", args, out, sizeof out), 2);
     tu_assert_contains(out, "of host memory (CPU-resident state and pinned buffers), and this "
                             "machine has");
     ck_assert_msg(!strstr(out, "--cpu-mem"), "names an option not given: %s", out);
     unlink(huge);
     snprintf(args, sizeof args, "%s --weights ssd --ssd-dir /nonexistent/fuyou-dir", small);
-    ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 2);
+    ck_assert_int_eq(tu_run_bin("FUYOU_RUN", args, out, sizeof out), 2);
     tu_assert_contains(out, "/nonexistent/fuyou-dir");
     snprintf(args, sizeof args, "%s --batch 4 --micro-batches 2 --act ssd", small);
-    ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 0);
+    ck_assert_int_eq(tu_run_bin("FUYOU_RUN", args, out, sizeof out), 0);
     tu_assert_contains(out, "2 micro-batches of 2 x 16 tokens");
     tu_assert_contains(out, "batch 4 x 16");
     snprintf(args, sizeof args, "%s --batch 4 --micro-batches 3", small);
-    ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 2);
+    ck_assert_int_eq(tu_run_bin("FUYOU_RUN", args, out, sizeof out), 2);
     tu_assert_contains(out, "--micro-batches 3 does not divide --batch 4");
     /* the plan is made on the lane that runs it (the CPU device's fp32 buffers), so a tight
      * budget that plan fits is one the run fits (it was refused: planned on bf16 sizes) */
-    ck_assert_int_eq(run_bin("FUYOU_RUN", "--offload --steps 1 --gpu-mem 16MiB", out,
+    ck_assert_int_eq(tu_run_bin("FUYOU_RUN", "--offload --steps 1 --gpu-mem 16MiB", out,
                              sizeof out), 0);
     tu_assert_contains(out, "memory (measured peak / predicted by the footprint)");
-    ck_assert_int_eq(run_bin("FUYOU_RUN", "--offload --gpu-mem lots", out, sizeof out), 2);
+    ck_assert_int_eq(tu_run_bin("FUYOU_RUN", "--offload --gpu-mem lots", out, sizeof out), 2);
     tu_assert_contains(out, "--gpu-mem expects a size such as 24GiB, got 'lots'");
-    ck_assert_int_eq(run_bin("FUYOU_RUN", "--offload --act sideways", out, sizeof out), 2);
+    ck_assert_int_eq(tu_run_bin("FUYOU_RUN", "--offload --act sideways", out, sizeof out), 2);
     tu_assert_contains(out, "--act expects recompute, gpu, cpu or ssd");
 }
 END_TEST
@@ -115,51 +95,51 @@ START_TEST(run_save_refuses_checkpoints)
     ck_assert_ptr_nonnull(mkdtemp(dir));
     const char *small = "--steps 2 --batch 2 --seq 16";
     snprintf(args, sizeof args, "%s --save %s", small, dir);
-    ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 0);
+    ck_assert_int_eq(tu_run_bin("FUYOU_RUN", args, out, sizeof out), 0);
     for (int offload = 0; offload < 2; offload++) {
         snprintf(args, sizeof args, "%s%s --save %s", offload ? "--offload " : "", small, dir);
-        ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 2);
+        ck_assert_int_eq(tu_run_bin("FUYOU_RUN", args, out, sizeof out), 2);
         tu_assert_contains(out, "holds a checkpoint (step-00000002)");
         tu_assert_contains(out, "--resume");
         tu_assert_contains(out, "--overwrite");
         ck_assert_msg(!strstr(out, "parameters)"), "started training first: %s", out);
     }
     snprintf(args, sizeof args, "%s --overwrite", small);
-    ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 2);
+    ck_assert_int_eq(tu_run_bin("FUYOU_RUN", args, out, sizeof out), 2);
     tu_assert_contains(out, "--overwrite is for a --save directory other than");
     /* a run that fails before its first save leaves the old checkpoints */
     snprintf(args, sizeof args, "--offload --steps 1 --batch 2 --seq 16 --save %s --overwrite "
              "--cpu-mem 4KiB", dir);
-    ck_assert_int_ne(run_bin("FUYOU_RUN", args, out, sizeof out), 0);
+    ck_assert_int_ne(tu_run_bin("FUYOU_RUN", args, out, sizeof out), 0);
     snprintf(path, sizeof path, "%s/step-00000002/model.safetensors", dir);
     ck_assert_msg(access(path, F_OK) == 0, "a failed --overwrite run removed %s", path);
     snprintf(args, sizeof args, "--offload --steps 1 --batch 2 --seq 16 --save %s --overwrite",
              dir);
-    ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 0);
+    ck_assert_int_eq(tu_run_bin("FUYOU_RUN", args, out, sizeof out), 0);
     snprintf(path, sizeof path, "%s/step-00000002", dir);
     ck_assert_int_ne(access(path, F_OK), 0);
     snprintf(path, sizeof path, "%s/step-00000001/config.json", dir);
     ck_assert_int_eq(access(path, F_OK), 0);
     /* continuing it is what --resume is for */
     snprintf(args, sizeof args, "--steps 2 --batch 2 --seq 16 --resume %s --save %s", dir, dir);
-    ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 0);
+    ck_assert_int_eq(tu_run_bin("FUYOU_RUN", args, out, sizeof out), 0);
     /* a resumed run saving into another directory that holds checkpoints: refused the same way
      * (it was not checked), --overwrite allowed there, and not for the directory resumed from */
     char other[] = "/tmp/fuyou-cli-save2-XXXXXX";
     ck_assert_ptr_nonnull(mkdtemp(other));
     snprintf(args, sizeof args, "%s --save %s", small, other);
-    ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 0);
+    ck_assert_int_eq(tu_run_bin("FUYOU_RUN", args, out, sizeof out), 0);
     snprintf(args, sizeof args, "--steps 3 --batch 2 --seq 16 --resume %s --save %s", dir, other);
-    ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 2);
+    ck_assert_int_eq(tu_run_bin("FUYOU_RUN", args, out, sizeof out), 2);
     tu_assert_contains(out, "holds a checkpoint");
     snprintf(args, sizeof args, "--steps 3 --batch 2 --seq 16 --resume %s --save %s --overwrite",
              dir, other);
-    ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 0);
+    ck_assert_int_eq(tu_run_bin("FUYOU_RUN", args, out, sizeof out), 0);
     snprintf(path, sizeof path, "%s/step-00000003/model.safetensors", other);
     ck_assert_int_eq(access(path, F_OK), 0);
     snprintf(args, sizeof args, "--steps 4 --batch 2 --seq 16 --resume %s --save %s --overwrite",
              dir, dir);
-    ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 2);
+    ck_assert_int_eq(tu_run_bin("FUYOU_RUN", args, out, sizeof out), 2);
     tu_assert_contains(out, "--overwrite is for a --save directory other than the one resumed");
     tu_rm_tree(other);
     tu_rm_tree(dir);
@@ -185,13 +165,13 @@ START_TEST(run_offload_plans_as_sim)
     const char *opts = plan_option_sets[_i]; /* one set per loop iteration: each its timeout */
     snprintf(args, sizeof args, "--hw h200.ini --set gpu.mem_GiB=0.04 --set "
              "memory.gpu_reserved_GiB=0 --model %s --batch 2 --seq 64 %s", ini, opts);
-    ck_assert_msg(run_sim(args, out, sizeof out) == 0, "fuyou-sim %s: %s", args, out);
+    ck_assert_msg(tu_run_sim(args, out, sizeof out) == 0, "fuyou-sim %s: %s", args, out);
     const char *p = strstr(out, "\nplan: ");
     ck_assert_ptr_nonnull(p);
     sscanf(p + 1, "%1023[^\n]", sim_plan);
     snprintf(args, sizeof args, "--offload --model %s --gpu-mem 0.04GiB --batch 2 --seq 64 "
              "--steps 1 %s", ini, opts);
-    ck_assert_msg(run_bin("FUYOU_RUN", args, out, sizeof out) == 0, "fuyou-run %s: %s", args,
+    ck_assert_msg(tu_run_bin("FUYOU_RUN", args, out, sizeof out) == 0, "fuyou-run %s: %s", args,
                   out);
     p = strstr(out, "\nplan: ");
     ck_assert_ptr_nonnull(p);
@@ -200,12 +180,12 @@ START_TEST(run_offload_plans_as_sim)
                   sim_plan, run_plan);
     tu_assert_contains(run_plan, "weights on ");
     if (_i == 0) {
-        ck_assert_int_eq(run_bin("FUYOU_RUN", "--offload --swap sweep", out, sizeof out), 2);
+        ck_assert_int_eq(tu_run_bin("FUYOU_RUN", "--offload --swap sweep", out, sizeof out), 2);
         tu_assert_contains(out, "--swap sweep is fuyou-sim's");
-        ck_assert_int_eq(run_bin("FUYOU_RUN", "--offload --swap 12 --act gpu", out, sizeof out),
+        ck_assert_int_eq(tu_run_bin("FUYOU_RUN", "--offload --swap 12 --act gpu", out, sizeof out),
                          2);
         tu_assert_contains(out, "--act and --swap both decide");
-        ck_assert_int_eq(run_bin("FUYOU_RUN", "--swap all", out, sizeof out), 2);
+        ck_assert_int_eq(tu_run_bin("FUYOU_RUN", "--swap all", out, sizeof out), 2);
         tu_assert_contains(out, "need --offload");
     }
     unlink(ini);
@@ -223,30 +203,30 @@ START_TEST(trace_compare_cli)
                        "--act recompute";
     snprintf(args, sizeof args, "--hw h200.ini --model %s %s --iters 3 --trace %s",
              getenv("TINY_INI"), plan, pred);
-    ck_assert_int_eq(run_sim(args, out, sizeof out), 0);
+    ck_assert_int_eq(tu_run_sim(args, out, sizeof out), 0);
     snprintf(args, sizeof args, "--offload --model %s %s --steps 3 --segment 3 --trace %s",
              getenv("TINY_INI"), plan, meas);
-    ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 0);
+    ck_assert_int_eq(tu_run_bin("FUYOU_RUN", args, out, sizeof out), 0);
     snprintf(args, sizeof args, "compare %s %s", pred, meas);
-    ck_assert_int_eq(run_bin("FUYOU_TRACE", args, out, sizeof out), 0);
+    ck_assert_int_eq(tu_run_bin("FUYOU_TRACE", args, out, sizeof out), 0);
     tu_assert_contains(out, "iterations compared: 3 (steady state from iteration 1)");
     tu_assert_contains(out, "0 only predicted, 0 only measured");
     tu_assert_contains(out, "bottleneck: predicted");
     snprintf(args, sizeof args, "compare %s %s --max-error 0", pred, meas);
-    ck_assert_int_eq(run_bin("FUYOU_TRACE", args, out, sizeof out), 1);
+    ck_assert_int_eq(tu_run_bin("FUYOU_TRACE", args, out, sizeof out), 1);
     tu_assert_contains(out, "is above --max-error");
     FILE *f = fopen(meas, "w");
     fputs("iter\ttask_id\n", f);
     fclose(f);
     snprintf(args, sizeof args, "compare %s %s", pred, meas);
-    ck_assert_int_eq(run_bin("FUYOU_TRACE", args, out, sizeof out), 2);
+    ck_assert_int_eq(tu_run_bin("FUYOU_TRACE", args, out, sizeof out), 2);
     char where[64];
     snprintf(where, sizeof where, "%s:1:", meas);
     tu_assert_contains(out, where);
-    ck_assert_int_eq(run_bin("FUYOU_TRACE", "compare only-one.tsv", out, sizeof out), 2);
+    ck_assert_int_eq(tu_run_bin("FUYOU_TRACE", "compare only-one.tsv", out, sizeof out), 2);
     tu_assert_contains(out, "compare needs PRED.tsv and MEAS.tsv");
     snprintf(args, sizeof args, "export --chrome %s -o %s.json", pred, pred);
-    ck_assert_int_eq(run_bin("FUYOU_TRACE", args, out, sizeof out), 0);
+    ck_assert_int_eq(tu_run_bin("FUYOU_TRACE", args, out, sizeof out), 0);
     snprintf(args, sizeof args, "%s.json", pred);
     unlink(args);
     unlink(pred);
@@ -265,10 +245,10 @@ START_TEST(profile_cli)
     ck_assert_int_eq(mkdir(second, 0700), 0);
     snprintf(args, sizeof args, "--quick --no-gpu --ssd-dir %s --ssd-dir %s --gib 0.0625 "
              "--out %s", dir, second, ini);
-    ck_assert_int_eq(run_bin("FUYOU_PROFILE", args, out, sizeof out), 0);
+    ck_assert_int_eq(tu_run_bin("FUYOU_PROFILE", args, out, sizeof out), 0);
     tu_assert_contains(out, "wrote");
     snprintf(args, sizeof args, "--hw %s --model gpt2-124m --batch 2 --seq 256", ini);
-    ck_assert_int_eq(run_sim(args, out, sizeof out), 0);
+    ck_assert_int_eq(tu_run_sim(args, out, sizeof out), 0);
     tu_assert_contains(out, "iteration");
     FILE *f = fopen(ini, "r");
     size_t n = fread(out, 1, sizeof out - 1, f);
@@ -277,7 +257,7 @@ START_TEST(profile_cli)
     tu_assert_contains(out, "adam_Gparams_per_s = ");
     tu_assert_contains(out, "[meas ");
     tu_assert_contains(out, "\ncount = 2\n");
-    ck_assert_int_eq(run_bin("FUYOU_PROFILE", "--ssd-dir /nonexistent/x", out, sizeof out), 2);
+    ck_assert_int_eq(tu_run_bin("FUYOU_PROFILE", "--ssd-dir /nonexistent/x", out, sizeof out), 2);
     tu_assert_contains(out, "--ssd-dir /nonexistent/x: not a directory");
     tu_rm_tree(dir);
 }
@@ -286,10 +266,10 @@ END_TEST
 /* fuyou-run --steps beyond its limit: one line about --steps, not an allocation failure */
 START_TEST(run_steps_limit)
 {
-    ck_assert_int_eq(run_bin("FUYOU_RUN", "--steps 1e12", out, sizeof out), 2);
+    ck_assert_int_eq(tu_run_bin("FUYOU_RUN", "--steps 1e12", out, sizeof out), 2);
     tu_assert_contains(out, "--steps");
     ck_assert_msg(!strstr(out, "out of memory"), "%s", out);
-    ck_assert_int_eq(run_bin("FUYOU_RUN", "--offload --steps 1e12", out, sizeof out), 2);
+    ck_assert_int_eq(tu_run_bin("FUYOU_RUN", "--offload --steps 1e12", out, sizeof out), 2);
     tu_assert_contains(out, "--steps");
 }
 END_TEST
@@ -325,9 +305,9 @@ START_TEST(run_log_survives_kill)
     ck_assert_msg(running && lines < 41, "%d lines in the log were seen only as the run ended: "
                   "rows are not written as steps end", lines);
     snprintf(args, sizeof args, "%s --save %s --resume %s --log %s", run, ckpt, ckpt, log_k);
-    ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 0);
+    ck_assert_int_eq(tu_run_bin("FUYOU_RUN", args, out, sizeof out), 0);
     snprintf(args, sizeof args, "%s --log %s", run, log_u);
-    ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 0);
+    ck_assert_int_eq(tu_run_bin("FUYOU_RUN", args, out, sizeof out), 0);
     ck_assert_int_eq(tu_count_lines(log_u), 41);
     tu_assert_same_log(log_u, log_k);
     tu_rm_tree(dir);
@@ -346,476 +326,25 @@ START_TEST(run_offload_log_resume)
     /* steps 1-8 are inside the default warmup of 20, so --steps does not change their rate */
     const char *run = "--offload --batch 2 --seq 16 --weights ssd --optim ssd";
     snprintf(args, sizeof args, "%s --steps 8 --log %s", run, log_u);
-    ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 0);
+    ck_assert_int_eq(tu_run_bin("FUYOU_RUN", args, out, sizeof out), 0);
     snprintf(args, sizeof args, "%s --steps 4 --save %s --log %s", run, ckpt, log_r);
-    ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 0);
+    ck_assert_int_eq(tu_run_bin("FUYOU_RUN", args, out, sizeof out), 0);
     snprintf(args, sizeof args, "%s --steps 6 --resume %s --log %s", run, ckpt, log_r);
-    ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 0);
+    ck_assert_int_eq(tu_run_bin("FUYOU_RUN", args, out, sizeof out), 0);
     ck_assert_int_eq(tu_count_lines(log_r), 7);
     snprintf(args, sizeof args, "%s --steps 8 --resume %s --log %s", run, ckpt, log_r);
-    ck_assert_int_eq(run_bin("FUYOU_RUN", args, out, sizeof out), 0);
+    ck_assert_int_eq(tu_run_bin("FUYOU_RUN", args, out, sizeof out), 0);
     tu_assert_same_log(log_u, log_r);
     if (!access("/dev/full", W_OK)) {
         snprintf(args, sizeof args, "%s --steps 2 --log /dev/full", run);
-        ck_assert_int_ne(run_bin("FUYOU_RUN", args, out, sizeof out), 0);
+        ck_assert_int_ne(tu_run_bin("FUYOU_RUN", args, out, sizeof out), 0);
         tu_assert_contains(out, "/dev/full");
         tu_assert_contains(out, strerror(ENOSPC));
-        ck_assert_int_eq(run_bin("FUYOU_RUN", "--steps 2 --log /dev/full", out, sizeof out), 1);
+        ck_assert_int_eq(tu_run_bin("FUYOU_RUN", "--steps 2 --log /dev/full", out, sizeof out), 1);
         tu_assert_contains(out, "/dev/full");
         tu_assert_contains(out, strerror(ENOSPC));
     }
     tu_rm_tree(dir);
-}
-END_TEST
-
-START_TEST(help)
-{
-    ck_assert_int_eq(run_sim("--help", out, sizeof out), 0);
-    tu_assert_contains(out, "usage: fuyou-sim");
-    tu_assert_contains(out, "--set SEC.KEY=VALUE");
-    tu_assert_contains(out, "4090.ini");
-    ck_assert_int_eq(run_sim("--version", out, sizeof out), 0);
-    tu_assert_contains(out, "fuyou-sim ");
-}
-END_TEST
-
-START_TEST(usage_errors)
-{
-    ck_assert_int_eq(run_sim("--bogus", out, sizeof out), 2);
-    tu_assert_contains(out, "unknown option '--bogus'");
-    ck_assert_int_eq(run_sim("--batch", out, sizeof out), 2);
-    tu_assert_contains(out, "--batch needs a value");
-    ck_assert_int_eq(run_sim("--batch 0", out, sizeof out), 2);
-    tu_assert_contains(out, "--batch expects a whole number from 1 to 1048576, got '0'");
-    ck_assert_int_eq(run_sim("--model gpt9", out, sizeof out), 2);
-    tu_assert_contains(out, "unknown model 'gpt9'");
-    ck_assert_int_eq(run_sim("--hw 3090.ini", out, sizeof out), 2);
-    ck_assert_int_eq(run_sim("--set ssd.cuont=2", out, sizeof out), 2);
-    tu_assert_contains(out, "--set ssd.cuont=2: unknown key 'cuont' in [ssd]");
-    ck_assert_int_eq(run_sim("--weights disk", out, sizeof out), 2);
-    ck_assert_int_eq(run_sim("--model gpt2-124m --seq 2048", out, sizeof out), 2);
-    tu_assert_contains(out, "max_seq");
-    ck_assert_int_eq(run_sim("stray", out, sizeof out), 2);
-}
-END_TEST
-
-START_TEST(bad_hw_file)
-{
-    char path[64], args[128];
-    tu_temp_file(path, sizeof path, ".ini", "[gpu]\nmem_GiB = -1\n");
-    snprintf(args, sizeof args, "--hw %s --describe", path);
-    int rc = run_sim(args, out, sizeof out);
-    unlink(path);
-    ck_assert_int_eq(rc, 2);
-    char want[160];
-    snprintf(want, sizeof want, "fuyou-sim: %s:2: mem_GiB must be greater than 0", path);
-    tu_assert_contains(out, want);
-    /* one line, nothing else */
-    ck_assert_ptr_eq(strchr(out, '\n'), out + strlen(out) - 1);
-}
-END_TEST
-
-/* The report says one thing at a time: what bounds the iteration (a marked resource, or the
- * waits, never both); a plan that does not fit gets its shortfall and no time; the plan line's
- * activations say they include the checkpoints; an override that breaks a pair of keys is
- * named */
-/* --batch is an iteration's sequences; the micro-batch count is the plan's: the fewest that
- * fit (the paper's GPT-3 13B at batch 64 and 128 on the 24 GB card, with weight prefetch), the
- * one given (a divisor), or none fitting with the most frugal shown. */
-START_TEST(sim_micro_batches)
-{
-    ck_assert_int_eq(run_sim("--model gpt3-13b --batch 64", out, sizeof out), 0);
-    tu_assert_contains(out, "2 micro-batches of 32 x 1024 tokens");
-    ck_assert_ptr_null(strstr(out, "prefetch depth 0"));
-    tu_assert_contains(out, "TFLOPS");
-    ck_assert_int_eq(run_sim("--model gpt3-13b --batch 128", out, sizeof out), 0);
-    tu_assert_contains(out, "micro-batches of 32 x 1024 tokens");
-    ck_assert_ptr_null(strstr(out, "prefetch depth 0"));
-    /* fits whole: one */
-    ck_assert_int_eq(run_sim("--model gpt3-13b --batch 16", out, sizeof out), 0);
-    tu_assert_contains(out, "1 micro-batch of 16 x 1024 tokens");
-    /* given */
-    ck_assert_int_eq(run_sim("--model gpt3-13b --batch 64 --micro-batches 4", out, sizeof out),
-                     0);
-    tu_assert_contains(out, "4 micro-batches of 16 x 1024 tokens");
-    ck_assert_int_eq(run_sim("--model gpt3-13b --batch 64 --micro-batches auto --describe", out,
-                             sizeof out), 0);
-    ck_assert_int_eq(run_sim("--model gpt3-13b --batch 64 --micro-batches 3", out, sizeof out),
-                     2);
-    tu_assert_contains(out, "--micro-batches 3 does not divide --batch 64");
-    /* nothing fits: of every count and configuration, the plan short of the fewest bytes
-     * (175B: one micro-batch, sub-groups of one block; the GPU alone is short) */
-    ck_assert_int_eq(run_sim("--model gpt3-175b --batch 8", out, sizeof out), 1);
-    tu_assert_contains(out, "the one short of the fewest bytes is shown");
-    tu_assert_contains(out, "1 micro-batch of 8 x 1024 tokens");
-    tu_assert_contains(out, "sub-groups of 1 block");
-    ck_assert_ptr_null(strstr(out, "over capacity: cpu"));
-}
-END_TEST
-
-/* Plan options fix what they name and the planner searches the rest: the same placement with
- * its own buffers and prefetch, each distinct configuration scored once. */
-START_TEST(sim_options_with_planner)
-{
-    ck_assert_int_eq(run_sim("--model gpt3-13b --batch 16 --weights ssd", out, sizeof out), 0);
-    tu_assert_contains(out, "weights on ssd");
-    tu_assert_contains(out, "planner: best of");
-    /* everything the search varies fixed: one configuration */
-    ck_assert_int_eq(run_sim("--model gpt3-13b --batch 16 --weights cpu --prefetch 1 "
-                             "--weight-buffers 2 --grad-buffers 1 --act-buffers 1 --subgroup 2",
-                             out, sizeof out), 0);
-    tu_assert_contains(out, "planner: best of 1 distinct configuration");
-    tu_assert_contains(out, "prefetch depth 1; buffers: weights 2");
-    tu_assert_contains(out, "sub-groups of 2 blocks");
-    /* a bad combination of options is still refused, once */
-    ck_assert_int_eq(run_sim("--model gpt3-13b --batch 16 --optim cpu --optim-cpu-groups 1", out,
-                             sizeof out), 2);
-    tu_assert_contains(out, "on SSD");
-}
-END_TEST
-
-/* The seconds on the report's iteration line, or -1. */
-static double report_iter_s(const char *report)
-{
-    const char *at = strstr(report, "\niteration ");
-    double x;
-    return at && sscanf(at, " iteration %lf s", &x) == 1 ? x : -1;
-}
-
-/* States on SSD with room for some in CPU memory: the planner scores keeping them there
- * against giving that room to swapped activations, and is at least as fast as either forced. */
-START_TEST(sim_states_split_scored)
-{
-    const char *base = "--model gpt3-13b --batch 32 --set memory.cpu_mem_GiB=128";
-    char args[512];
-    ck_assert_int_eq(run_sim(base, out, sizeof out), 0);
-    double planned = report_iter_s(out);
-    ck_assert_double_gt(planned, 0);
-    for (int k = 0; k <= 16; k += 16) {
-        snprintf(args, sizeof args, "%s --optim ssd --optim-cpu-groups %d", base, k);
-        ck_assert_int_eq(run_sim(args, out, sizeof out), 0);
-        double forced = report_iter_s(out);
-        ck_assert_double_gt(forced, 0);
-        ck_assert_msg(planned <= forced * (1 + 1e-9), "planned %.3f s, %d groups in CPU %.3f s",
-                      planned, k, forced);
-    }
-}
-END_TEST
-
-START_TEST(sim_report_wording)
-{
-    /* bound by a resource: one mark, no "waits" sentence */
-    ck_assert_int_eq(run_sim("--model gpt3-13b --batch 8", out, sizeof out), 0);
-    tu_assert_contains(out, "bound by       gpu (busy");
-    ck_assert_ptr_nonnull(strstr(out, "<- bound"));
-    ck_assert_ptr_null(strstr(strstr(out, "<- bound") + 1, "<- bound"));
-    ck_assert_ptr_null(strstr(out, "waits between dependent tasks"));
-    tu_assert_contains(out, "activations with the block checkpoints: on gpu");
-    ck_assert_ptr_null(strstr(out, "waiting on copies")); /* prefetched: no stall */
-    /* bound by waits (one weight buffer, no prefetch: loads set the pace): no resource marked */
-    ck_assert_int_eq(run_sim("--hw h200.ini --model gpt2-124m --batch 1 --seq 64 --weights cpu "
-                             "--optim cpu --prefetch 0 --weight-buffers 1", out, sizeof out), 0);
-    tu_assert_contains(out, "bound by       waits between dependent tasks");
-    tu_assert_contains(out, "the GPU idles");
-    ck_assert_ptr_null(strstr(out, "<- bound"));
-    /* the closed form's GPU line says how much of it is waiting on copies */
-    tu_assert_contains(out, "forward");
-    tu_assert_contains(out, "bound by gpu (");
-    tu_assert_contains(out, " s of it waiting on copies)");
-    /* does not fit: the shortfall, no time of any kind */
-    ck_assert_int_eq(run_sim("--model gpt3-13b --batch 64 --micro-batches 1", out, sizeof out),
-                     1);
-    tu_assert_contains(out, "iteration      none: the plan does not fit");
-    tu_assert_contains(out, "over capacity: gpu needs");
-    ck_assert_ptr_null(strstr(out, "TFLOPS"));
-    ck_assert_ptr_null(strstr(out, "tokens/s"));
-    ck_assert_ptr_null(strstr(out, "closed form:"));
-    /* an override below the file's both-ways value: named, with the fix */
-    ck_assert_int_eq(run_sim("--set pcie.h2d_GBps=5 --describe", out, sizeof out), 2);
-    tu_assert_contains(out, "h2d_bidir_GBps 21 (4090.ini:");
-    tu_assert_contains(out, "h2d_GBps 5 (--set pcie.h2d_GBps)");
-    tu_assert_contains(out, "--set pcie.h2d_bidir_GBps=5");
-}
-END_TEST
-
-/* zero-infinity runs DeepSpeed's defaults, and the report says so: its step, its sub-groups of
- * about 1e9 parameters in blocks, one state buffer; no planner line (nothing was tuned); the
- * fp32 gradients on SSD in the footprint. */
-START_TEST(sim_zero_infinity)
-{
-    ck_assert_int_eq(run_sim("--model gpt3-13b --batch 8 --policy zero-infinity", out,
-                             sizeof out), 0);
-    tu_assert_contains(out, "policy zero-infinity (DeepSpeed's defaults: its step after "
-                            "backward, one sub-group at a time)");
-    tu_assert_contains(out, "sub-groups of 3 blocks (tail 2 + embedding)");
-    tu_assert_contains(out, "states 1;");
-    ck_assert_ptr_null(strstr(out, "planner:"));
-    ck_assert_int_eq(run_sim("--model gpt3-13b --batch 8 --policy zero-infinity --describe",
-                             out, sizeof out), 0);
-    tu_assert_contains(out, "  grads            1.08 GiB    23.94 GiB    47.88 GiB");
-}
-END_TEST
-
-START_TEST(describe)
-{
-    ck_assert_int_eq(run_sim("--hw 4090.ini --model gpt3-13b --batch 32 --seq 1024 --describe",
-                             out, sizeof out), 0);
-    tu_assert_contains(out, "model gpt3-13b: 40 layers, hidden 5120");
-    tu_assert_contains(out, "b*.fc1");
-    tu_assert_contains(out, "32768x20480x5120");
-    tu_assert_contains(out, "6·P·tokens");
-    tu_assert_contains(out, "attention term");
-    tu_assert_contains(out, "memory footprint on 4090.ini");
-    tu_assert_contains(out, "adam_m");
-    tu_assert_contains(out, "capacity");
-}
-END_TEST
-
-START_TEST(swap_modes)
-{
-    const char *base = "--hw 4090.ini --model gpt3-1.3b --batch 8 --weights cpu --optim cpu ";
-    char args[512];
-    snprintf(args, sizeof args, "%s--swap none", base);
-    ck_assert_int_eq(run_sim(args, out, sizeof out), 0);
-    tu_assert_contains(out, "swap (none): intra-block activations kept on gpu 0 B, swapped to "
-                            "cpu 0 B, to ssd 0 B");
-    snprintf(args, sizeof args, "%s--swap 2GiB", base);
-    ck_assert_int_eq(run_sim(args, out, sizeof out), 0);
-    tu_assert_contains(out, "swap (fixed amount)");
-    snprintf(args, sizeof args, "%s--swap all", base);
-    ck_assert_int_eq(run_sim(args, out, sizeof out), 0);
-    tu_assert_contains(out, "swap (all)");
-    snprintf(args, sizeof args, "%s--swap lots", base);
-    ck_assert_int_eq(run_sim(args, out, sizeof out), 2);
-    tu_assert_contains(out, "--swap expects auto, none, all, sweep or an amount");
-    ck_assert_int_eq(run_sim("--act cpu --swap none", out, sizeof out), 2);
-    ck_assert_int_eq(run_sim("--sweep-out x.tsv", out, sizeof out), 2);
-    /* auto: the planner names the binding resource and what it tried */
-    ck_assert_int_eq(run_sim("--hw 4090.ini --model gpt3-13b --batch 8", out, sizeof out), 0);
-    tu_assert_contains(out, "swap (auto)");
-    tu_assert_contains(out, "planner: best of");
-    tu_assert_contains(out, "closed form:");
-}
-END_TEST
-
-START_TEST(swap_sweep)
-{
-    char path[64], args[256];
-    tu_temp_file(path, sizeof path, ".tsv", "");
-    snprintf(args, sizeof args, "--hw 4090.ini --model gpt3-1.3b --batch 8 --weights cpu "
-             "--optim ssd --swap sweep --sweep-out %s", path);
-    ck_assert_int_eq(run_sim(args, out, sizeof out), 0);
-    tu_assert_contains(out, "closed-form s");
-    tu_assert_contains(out, "<- planner");
-    tu_assert_contains(out, "regret");
-    FILE *f = fopen(path, "r");
-    ck_assert_ptr_nonnull(f);
-    char header[256];
-    ck_assert_ptr_nonnull(fgets(header, sizeof header, f));
-    ck_assert_str_eq(header, "swap_bytes\tunits\tclosed_form_s\tsim_time_s\tbottleneck\tfits\t"
-                             "planner\n");
-    int rows = 0, planner = 0;
-    char line[256];
-    while (fgets(line, sizeof line, f)) {
-        rows++;
-        planner += line[strlen(line) - 2] == '1';
-    }
-    fclose(f);
-    unlink(path);
-    ck_assert_int_gt(rows, 10);
-    ck_assert_int_eq(planner, 1);
-    /* without options the sweep is of the planner's configuration: the plan --swap auto runs,
-     * and its mark at the amount auto keeps (they once differed: another configuration) */
-    char auto_plan[1024], swept[1024];
-    int units = -1, marked = -2;
-    ck_assert_int_eq(run_sim("--hw 4090.ini --model gpt3-1.3b --batch 8", out, sizeof out), 0);
-    sscanf(strstr(out, "\nplan: ") + 7, "%1023[^\n]", auto_plan);
-    const char *steps = strstr(out, " block-steps)");
-    ck_assert_ptr_nonnull(steps);
-    while (steps > out && *steps != '(')
-        steps--;
-    ck_assert_int_eq(sscanf(steps, "(%d of", &units), 1);
-    ck_assert_int_eq(run_sim("--hw 4090.ini --model gpt3-1.3b --batch 8 --swap sweep", out,
-                             sizeof out), 0);
-    sscanf(strstr(out, "plan swept: ") + 12, "%1023[^\n]", swept);
-    ck_assert_str_eq(swept, auto_plan);
-    const char *mark = strstr(out, "<- planner");
-    ck_assert_ptr_nonnull(mark);
-    while (mark > out && mark[-1] != '\n')
-        mark--;
-    ck_assert_int_eq(sscanf(mark, "%*s %*s %d", &marked), 1);
-    ck_assert_int_eq(marked, units);
-}
-END_TEST
-
-/* fuyou-sim under a time limit (for inputs that once hung), stdout and stderr together. */
-static int run_sim_timeout(const char *args, char *buf, size_t n)
-{
-    char wrapped[1024];
-    snprintf(wrapped, sizeof wrapped, "%s %s", getenv("FUYOU_SIM"), args);
-    setenv("FUYOU_SIM_TIMEOUT", "timeout", 1);
-    char cmd[1100];
-    snprintf(cmd, sizeof cmd, "-s KILL 30 %s", wrapped);
-    return run_bin("FUYOU_SIM_TIMEOUT", cmd, buf, n);
-}
-
-/* The output is exactly one line. */
-static void assert_one_line(const char *s)
-{
-    ck_assert_msg(strchr(s, '\n') == s + strlen(s) - 1, "not one line: %s", s);
-}
-
-/* Sizes from the command line that overflowed int arithmetic (a heap overflow in the schedule,
- * a segfault, wrapped sizes printed with status 0, an abort): one line naming the option, 2 */
-START_TEST(sim_size_limits)
-{
-    static const struct { const char *args, *what; } cases[] = {
-        {"--micro-batches 7456541", "--micro-batches expects a whole number from 1 to 1048576"},
-        {"--micro-batches 1048576", "--micro-batches 1048576 would need about"},
-        {"--iters 22369622", "--iters 22369622 would need about"},
-        {"--batch 2147483647 --describe", "--batch expects a whole number from 1 to 1048576"},
-        {"--batch 1048576 --seq 2048 --micro-batches 1 --describe", "1 PiB"},
-        {"--subgroup 2147483647", "--subgroup expects a whole number from 1 to 1048576"},
-        {"--prefetch 2147483647", "--prefetch expects a whole number from 0 to 1048575"},
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        int rc = run_sim_timeout(cases[i].args, out, sizeof out);
-        ck_assert_msg(rc == 2, "%s: status %d: %s", cases[i].args, rc, out);
-        tu_assert_contains(out, cases[i].what);
-        assert_one_line(out);
-    }
-    /* the iteration limit names the most iterations this model may simulate */
-    ck_assert_int_eq(run_sim("--iters 22369622", out, sizeof out), 2);
-    tu_assert_contains(out, "at most 4.00 GiB: --iters ");
-    tu_assert_contains(out, " or fewer");
-}
-END_TEST
-
-/* Model ini sizes beyond the limits: refused at their line (hidden = 2^29 without ffn once
- * blamed ffn, a key the user never set, with "got -2147483648") */
-START_TEST(sim_model_limits)
-{
-    static const struct { const char *ini, *where, *what; } cases[] = {
-        {"[model]\nlayers = 2\nhidden = 536870912\nheads = 1\nvocab = 10\nmax_seq = 1024\n",
-         ":3:", "hidden: expected a positive integer of at most 131072"},
-        {"[model]\nlayers = 1073741824\nhidden = 64\nheads = 1\nvocab = 10\nmax_seq = 1024\n",
-         ":2:", "layers: expected a positive integer of at most 1024"},
-        {"[model]\nlayers = 2\nhidden = 1073741824\nffn = 1\nheads = 1\nvocab = 10\n"
-         "max_seq = 1024\n", ":3:", "hidden"},
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char path[64], args[128], where[96];
-        tu_temp_file(path, sizeof path, ".ini", cases[i].ini);
-        snprintf(args, sizeof args, "--model %s", path);
-        int rc = run_sim_timeout(args, out, sizeof out);
-        unlink(path);
-        ck_assert_msg(rc == 2, "case %zu: status %d: %s", i, rc, out);
-        snprintf(where, sizeof where, "%s%s", path, cases[i].where);
-        tu_assert_contains(out, where);
-        tu_assert_contains(out, cases[i].what);
-        ck_assert_msg(!strstr(out, "ffn"), "%s", out);
-        assert_one_line(out);
-    }
-}
-END_TEST
-
-/* --cost: its options in --help; a missing price is one line naming the --set that gives it
- * (status 2, before anything is simulated); with the prices, the block after the report */
-START_TEST(sim_cost)
-{
-    ck_assert_int_eq(run_sim("--help", out, sizeof out), 0);
-    tu_assert_contains(out, "--cost ");
-    tu_assert_contains(out, "--tp-gpus N ");
-    tu_assert_contains(out, "--tp-hw NAME|PATH ");
-    tu_assert_contains(out, "--tp-set SEC.KEY=VALUE ");
-    const char *base = "--model gpt3-13b --batch 32 --seq 1024";
-    char args[512];
-    snprintf(args, sizeof args, "%s --cost", base);
-    ck_assert_int_eq(run_sim(args, out, sizeof out), 2);
-    tu_assert_contains(out, "fuyou-sim: --cost needs the price of one Intel D7-P5510 3.84 TB");
-    tu_assert_contains(out, "--set price.ssd_usd=USD");
-    ck_assert_ptr_eq(strchr(out, '\n'), out + strlen(out) - 1); /* one line, nothing else */
-    snprintf(args, sizeof args, "%s --cost --set price.ssd_usd=500", base);
-    ck_assert_int_eq(run_sim(args, out, sizeof out), 2);
-    tu_assert_contains(out, "--tp-set price.gpu_usd=USD");
-    ck_assert_int_eq(run_sim("--tp-gpus 4", out, sizeof out), 2);
-    tu_assert_contains(out, "fuyou-sim: --tp-gpus sets up the baseline of the --cost report");
-    ck_assert_int_eq(run_sim("--cost --tp-gpus 0", out, sizeof out), 2);
-    tu_assert_contains(out, "--tp-gpus expects a whole number from 1 to 1024, got '0'");
-    snprintf(args, sizeof args, "%s --cost --describe", base);
-    ck_assert_int_eq(run_sim(args, out, sizeof out), 2);
-    tu_assert_contains(out, "--cost reports on a prediction");
-
-    snprintf(args, sizeof args, "%s --cost --set price.ssd_usd=500 --tp-set price.gpu_usd=15000 "
-             "--tp-set price.host_usd=60000", base);
-    ck_assert_int_eq(run_sim(args, out, sizeof out), 0);
-    tu_assert_contains(out, "throughput     ");
-    tu_assert_contains(out, "\ncost, US dollars");
-    tu_assert_contains(out, "4090.ini: GPU 1599 + 12 x SSD 500 + host left out");
-    tu_assert_contains(out, "a100-80g.ini: 8 x GPU 15000 + host 60000 = 180000");
-    tu_assert_contains(out, "tokens/s per $1000");
-    tu_assert_contains(out, "fuyou / tensor parallel: ");
-    tu_assert_contains(out, "x the tokens/s and model TFLOPS per dollar");
-    /* a plan over capacity keeps its status 1; the block says it has no throughput */
-    snprintf(args, sizeof args, "--model gpt3-13b --batch 64 --micro-batches 1 --cost --set "
-             "price.ssd_usd=500 --tp-set price.gpu_usd=15000");
-    ck_assert_int_eq(run_sim(args, out, sizeof out), 1);
-    tu_assert_contains(out, "no ratio, fuyou's plan has no throughput");
-}
-END_TEST
-
-/* Huge but finite hardware values: an abort in the engine, 300-digit iteration times */
-START_TEST(sim_hw_ranges)
-{
-    static const char *sets[] = {"pcie.latency_us=1e305", "gpu.bf16_TFLOPS=1e-300",
-                                 "gpu.launch_us=1e300", "ssd.count=1000000"};
-    for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++) {
-        char args[128], want[128];
-        snprintf(args, sizeof args, "--model gpt3-1.3b --set %s", sets[i]);
-        int rc = run_sim_timeout(args, out, sizeof out);
-        ck_assert_msg(rc == 2, "%s: status %d: %s", sets[i], rc, out);
-        snprintf(want, sizeof want, "fuyou-sim: --set %s: ", sets[i]);
-        tu_assert_contains(out, want);
-        tu_assert_contains(out, " from ");
-        assert_one_line(out);
-    }
-}
-END_TEST
-
-/* Input files that are not regular files (/dev/zero grew memory without bound, a FIFO blocked
- * in open) and NUL bytes in values (silently cut short) */
-START_TEST(sim_input_files)
-{
-    ck_assert_int_eq(run_sim_timeout("--hw /dev/zero", out, sizeof out), 2);
-    tu_assert_contains(out, "fuyou-sim: /dev/zero: is a character device, not a regular file");
-    assert_one_line(out);
-    ck_assert_int_eq(run_sim_timeout("--model /dev/zero", out, sizeof out), 2);
-    tu_assert_contains(out, "fuyou-sim: /dev/zero: is a character device, not a regular file");
-    char dir[] = "/tmp/fuyou-fifo-XXXXXX", fifo[64], args[128], want[128];
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    snprintf(fifo, sizeof fifo, "%s/hw.ini", dir);
-    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
-    snprintf(args, sizeof args, "--hw %s", fifo);
-    int rc = run_sim_timeout(args, out, sizeof out);
-    unlink(fifo);
-    rmdir(dir);
-    ck_assert_msg(rc == 2, "status %d: %s", rc, out);
-    tu_assert_contains(out, "hw.ini: is a FIFO");
-    static const char text[] = "[model]\nlayers = 2\0 4\nhidden = 64\nheads = 4\nvocab = 256\n"
-                               "max_seq = 1024\n";
-    char path[] = "/tmp/fuyou-test-XXXXXX.ini";
-    int fd = mkstemps(path, 4);
-    ck_assert_int_ge(fd, 0);
-    ck_assert_int_eq(write(fd, text, sizeof text - 1), (ssize_t)(sizeof text - 1));
-    close(fd);
-    snprintf(args, sizeof args, "--model %s", path);
-    rc = run_sim_timeout(args, out, sizeof out);
-    unlink(path);
-    ck_assert_msg(rc == 2, "status %d: %s", rc, out);
-    snprintf(want, sizeof want, "fuyou-sim: %s:2: ", path);
-    tu_assert_contains(out, want);
-    tu_assert_contains(out, "NUL byte");
-    assert_one_line(out);
 }
 END_TEST
 
@@ -828,9 +357,9 @@ START_TEST(cli_whole_numbers)
     for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) {
         char sim[512], run[512], args[128];
         snprintf(args, sizeof args, "%s --steps 1", opts[i]);
-        ck_assert_msg(run_bin("FUYOU_RUN", args, out, sizeof out) == 2, "%s: %s", opts[i], out);
+        ck_assert_msg(tu_run_bin("FUYOU_RUN", args, out, sizeof out) == 2, "%s: %s", opts[i], out);
         snprintf(run, sizeof run, "%.500s", out);
-        ck_assert_msg(run_sim(opts[i], out, sizeof out) == 2, "%s: %s", opts[i], out);
+        ck_assert_msg(tu_run_sim(opts[i], out, sizeof out) == 2, "%s: %s", opts[i], out);
         snprintf(sim, sizeof sim, "%.500s", out);
         ck_assert_msg(!strncmp(run, "fuyou-run: ", 11) && !strncmp(sim, "fuyou-sim: ", 11),
                       "%s | %s", run, sim);
@@ -838,7 +367,7 @@ START_TEST(cli_whole_numbers)
         tu_assert_contains(sim, "expects a whole number from ");
     }
     /* a whole number in exponent form is one, in both */
-    ck_assert_int_eq(run_sim("--model gpt2-tiny --hw h200 --seq 64 --iters 2e0 --batch 4e0",
+    ck_assert_int_eq(tu_run_sim("--model gpt2-tiny --hw h200 --seq 64 --iters 2e0 --batch 4e0",
                              out, sizeof out), 0);
     /* fuyou-plot's --iter too (it took atoi's reading of "2.5" and of "x") */
     static const char *const iters[] = {"2.5", "x", "-1"};
@@ -846,41 +375,9 @@ START_TEST(cli_whole_numbers)
     for (size_t i = 0; i < sizeof iters / sizeof iters[0]; i++) {
         snprintf(args, sizeof args, "timeline %s -o /tmp/fuyou-never.png --iter %s",
                  getenv("GOLDEN_TRACE"), iters[i]);
-        ck_assert_int_eq(run_bin("FUYOU_PLOT", args, out, sizeof out), 2);
+        ck_assert_int_eq(tu_run_bin("FUYOU_PLOT", args, out, sizeof out), 2);
         tu_assert_contains(out, "--iter expects a whole number from 0 to");
     }
-}
-END_TEST
-
-/* The predicted trace of a tiny model equals the golden one (regenerate on purpose only:
- * `meson compile -C build regen-golden`, then review the diff). */
-START_TEST(golden_trace)
-{
-    const char *golden = getenv("GOLDEN_TRACE"), *args = getenv("GOLDEN_ARGS");
-    ck_assert_msg(golden && args, "GOLDEN_TRACE and GOLDEN_ARGS are not set (meson sets them)");
-    char path[64], cmd[2048];
-    tu_temp_file(path, sizeof path, ".tsv", "");
-    snprintf(cmd, sizeof cmd, "%s --trace %s", args, path);
-    int rc = run_sim(cmd, out, sizeof out);
-    ck_assert_msg(rc == 0, "%s", out);
-    FILE *a = fopen(path, "r"), *b = fopen(golden, "r");
-    ck_assert_ptr_nonnull(a);
-    ck_assert_msg(b != NULL, "cannot read %s", golden);
-    char la[512], lb[512];
-    int line = 0;
-    for (;;) {
-        char *ra = fgets(la, sizeof la, a), *rb = fgets(lb, sizeof lb, b);
-        line++;
-        if (!ra || !rb) {
-            ck_assert_msg(!ra && !rb, "line %d: one trace ends before the other", line);
-            break;
-        }
-        ck_assert_msg(!strcmp(la, lb), "line %d differs:\n got  %s want %s", line, la, lb);
-    }
-    ck_assert_int_gt(line, 100);
-    fclose(a);
-    fclose(b);
-    unlink(path);
 }
 END_TEST
 
@@ -889,7 +386,6 @@ int main(void)
     Suite *s = suite_create("cli");
     TCase *tc = tcase_create("cli");
     tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, help);
     tcase_add_test(tc, run_usage_errors);
     tcase_add_test(tc, run_offload);
     tcase_add_test(tc, run_save_refuses_checkpoints);
@@ -897,22 +393,6 @@ int main(void)
                         (int)(sizeof plan_option_sets / sizeof plan_option_sets[0]));
     tcase_add_test(tc, trace_compare_cli);
     tcase_add_test(tc, profile_cli);
-    tcase_add_test(tc, usage_errors);
-    tcase_add_test(tc, bad_hw_file);
-    tcase_add_test(tc, describe);
-    tcase_add_test(tc, sim_zero_infinity);
-    tcase_add_test(tc, sim_report_wording);
-    tcase_add_test(tc, sim_micro_batches);
-    tcase_add_test(tc, sim_options_with_planner);
-    tcase_add_test(tc, sim_states_split_scored);
-    tcase_add_test(tc, golden_trace);
-    tcase_add_test(tc, swap_modes);
-    tcase_add_test(tc, swap_sweep);
-    tcase_add_test(tc, sim_size_limits);
-    tcase_add_test(tc, sim_model_limits);
-    tcase_add_test(tc, sim_hw_ranges);
-    tcase_add_test(tc, sim_cost);
-    tcase_add_test(tc, sim_input_files);
     tcase_add_test(tc, cli_whole_numbers);
     tcase_add_test(tc, run_steps_limit);
     tcase_add_test(tc, run_log_survives_kill);

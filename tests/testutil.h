@@ -1,5 +1,5 @@
-/* testutil: small helpers shared by the Check suites (temporary files, substring asserts, the
- * suite runner). Header-only; tests only. */
+/* testutil: small helpers shared by the Check suites (temporary files, substring asserts, running
+ * the built command lines, the suite runner). Header-only; tests only. */
 #ifndef FUYOU_TESTUTIL_H
 #define FUYOU_TESTUTIL_H
 
@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* Writes text to a new temporary file; returns its path in buf (the test unlinks it). */
@@ -32,6 +33,32 @@ static inline int tu_count_lines(const char *path)
     if (f)
         fclose(f);
     return n;
+}
+
+/* Runs the binary named by environment variable var with args (shell words), capturing
+ * stdout+stderr into out (n bytes, NUL-terminated, cut short past that); returns the exit status
+ * (a binary killed by a signal fails the test). */
+static inline int tu_run_bin(const char *var, const char *args, char *out, size_t n)
+{
+    const char *bin = getenv(var);
+    ck_assert_msg(bin != NULL, "%s is not set (meson sets it)", var);
+    char cmd[1024];
+    int cmd_len = snprintf(cmd, sizeof cmd, "'%s' %s 2>&1", bin, args);
+    ck_assert_msg(cmd_len >= 0 && (size_t)cmd_len < sizeof cmd, "command too long: %s %s", bin,
+                  args);
+    FILE *p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    size_t len = fread(out, 1, n - 1, p);
+    out[len] = '\0';
+    int st = pclose(p);
+    ck_assert(WIFEXITED(st));
+    return WEXITSTATUS(st);
+}
+
+/* tu_run_bin of fuyou-sim (FUYOU_SIM). */
+static inline int tu_run_sim(const char *args, char *out, size_t n)
+{
+    return tu_run_bin("FUYOU_SIM", args, out, n);
 }
 
 #define tu_assert_contains(haystack, needle)                                                     \
