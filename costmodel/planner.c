@@ -348,39 +348,46 @@ int planner_choose(const Hardware *hw, const Graph *g, int micro_batches, Policy
             p.subgroup_blocks = subgroup_sizes[si];
             if (p.subgroup_blocks > g->cfg.n_layer)
                 continue;
-            configs++;
-            p.state_buffers = 3;
-            if (policy == POLICY_FUYOU) {
-                footprint_auto_place(&p, g, hw);
-            } else {
-                /* DeepSpeed's defaults, whatever the loop tries (plan.h) */
-                plan_zero_infinity_config(&p, &g->cfg);
-            }
-            /* what the options fix, over the configuration (checked by the caller, so this
-             * prints nothing) */
-            if (args && plan_args_apply(args, &p, "planner")) {
-                rc = err_set(e, -EINVAL, "plan options do not apply");
-                break;
-            }
-            /* a configuration the options make invalid (--optim-cpu-groups beyond its
-             * sub-groups) is skipped; if every one is, that is the error */
-            if (args && plan_validate(&p, e)) {
-                invalid++;
-                continue;
-            }
-            /* the swap amount on the ladder, unless everything is on the GPU or --act fixed it */
-            bool ladder = policy == POLICY_FUYOU && plan_act(&p, 0, 1) != ACT_GPU && !fixed_act;
-            /* states on SSD with room for some in CPU memory: that room may be worth more to
-             * swapped activations; both are scored */
-            int cpu_groups = p.optim_cpu_groups;
-            bool both = policy == POLICY_FUYOU && p.optim == TIER_SSD && cpu_groups > 0 &&
-                        !fixed_split;
-            rc = consider(hw, g, &p, ladder, score, score_ctx, &st, c, e);
-            if (!rc && both) {
-                p.optim_cpu_groups = 0;
-                if (ladder)
-                    plan_set_inner_act(&p, ACT_RECOMPUTE);
+            /* three state buffers overlap a sub-group's read, update and write; two hold
+             * less pinned memory where the states stream from SSD (fewer overlap) */
+            for (int sb = 3; sb >= 2 && !rc; sb--) {
+                p.state_buffers = sb;
+                if (policy == POLICY_FUYOU) {
+                    footprint_auto_place(&p, g, hw);
+                } else {
+                    /* DeepSpeed's defaults, whatever the loop tries (plan.h) */
+                    plan_zero_infinity_config(&p, &g->cfg);
+                }
+                /* what the options fix, over the configuration (checked by the caller, so this
+                 * prints nothing) */
+                if (args && plan_args_apply(args, &p, "planner")) {
+                    rc = err_set(e, -EINVAL, "plan options do not apply");
+                    break;
+                }
+                if (sb < 3 && p.optim != TIER_SSD && p.weights == TIER_CPU)
+                    continue; /* no state or weight streams through these buffers */
+                configs++;
+                /* a configuration the options make invalid (--optim-cpu-groups beyond its
+                 * sub-groups) is skipped; if every one is, that is the error */
+                if (args && plan_validate(&p, e)) {
+                    invalid++;
+                    continue;
+                }
+                /* the swap amount on the ladder, unless everything is on the GPU or --act
+                 * fixed it */
+                bool ladder = policy == POLICY_FUYOU && plan_act(&p, 0, 1) != ACT_GPU && !fixed_act;
+                /* states on SSD with room for some in CPU memory: that room may be worth more to
+                 * swapped activations; both are scored */
+                int cpu_groups = p.optim_cpu_groups;
+                bool both = policy == POLICY_FUYOU && p.optim == TIER_SSD && cpu_groups > 0 &&
+                            !fixed_split;
                 rc = consider(hw, g, &p, ladder, score, score_ctx, &st, c, e);
+                if (!rc && both) {
+                    p.optim_cpu_groups = 0;
+                    if (ladder)
+                        plan_set_inner_act(&p, ACT_RECOMPUTE);
+                    rc = consider(hw, g, &p, ladder, score, score_ctx, &st, c, e);
+                }
             }
         }
     }

@@ -59,14 +59,14 @@ void footprint_cuda_lane(const Graph *g, LaneSizes *lane)
                         ? N * C * 4 : qc * 6 + N * 2 * C * 4 + 3 * (double)g->batch * H * 8 + 1024;
     const double own[] = {
         att_ws,
-        Vp * C * d, chunk * Vp * d,     /* the head's padded weight, one chunk's logits */
+        chunk * Vp * d,                 /* one chunk's logits, rows padded */
         act, act, act,                  /* lnf output, 16-bit residual gradient, attention's */
         3 * act, N * F * d,             /* qkv's and fc's input gradients */
-        Vp * C * 4,                     /* the head weight's fp32 gradient */
         2 * N * 4, N * 4,               /* lnf statistics, per-token losses */
         N * C * 4, N * C * 4,           /* fp32 residual and norm gradients */
         N * H * 4,                      /* attention's backward row sums */
-        (double)model_block_params(c) * 4, (double)model_embed_params(c) * 4, /* fp32 sums */
+        (9 * C + F) * 4,                /* a block's bias and layernorm gradients, fp32 */
+        (double)model_embed_params(c) * 4, /* the edges' fp32 gradients */
         2 * N * 4,                      /* token ids and targets */
     };
     double n = 0;

@@ -282,12 +282,14 @@ static void report_swap(FILE *out, SwapMode swap, const PlanInfo *info, const Gr
         fprintf(out, "tail %.3f, fill %.3f)\n", cf.phase_s[CF_TAIL], cf.fill_s);
     }
     if (info->planned && info->choice.overflow) {
-        fprintf(out, "planner: no configuration fits (sub-groups 1/2/4 blocks x 4 buffer sets, "
-                "the plan options over each); the one short of the fewest bytes is shown\n");
+        fprintf(out, "planner: no configuration fits (sub-groups 1/2/4 blocks x 4 buffer sets "
+                "x 3 or 2 state buffers, the plan options over each); the one short of the "
+                "fewest bytes is shown\n");
     } else if (info->planned) {
         const PlanChoice *c = &info->choice;
         fprintf(out, "planner: best of %d distinct configuration%s that fit%s (sub-groups 1/2/4 "
-                "blocks x 4 buffer sets, the plan options over each; each simulated)",
+                "blocks x 4 buffer sets x 3 or 2 state buffers, the plan options over each; "
+                "each simulated)",
                 c->configs_tried, c->configs_tried == 1 ? "" : "s",
                 c->configs_tried == 1 ? "s" : "");
         if (c->bind_below != c->bind_above)

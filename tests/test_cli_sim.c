@@ -79,11 +79,17 @@ START_TEST(sim_micro_batches)
     ck_assert_int_eq(tu_run_sim("--model gpt3-13b --batch 64 --micro-batches 3", out, sizeof out),
                      2);
     tu_assert_contains(out, "--micro-batches 3 does not divide --batch 64");
+    /* the paper's points on its card: 175B at batch 16 with a block of weights prefetched */
+    ck_assert_int_eq(tu_run_sim("--model gpt3-175b --batch 16", out, sizeof out), 0);
+    tu_assert_contains(out, "prefetch depth 1");
+    tu_assert_contains(out, "2 micro-batches of 8 x 1024 tokens");
     /* nothing fits: of every count and configuration, the plan short of the fewest bytes
-     * (175B: one micro-batch, sub-groups of one block; the GPU alone is short) */
-    ck_assert_int_eq(tu_run_sim("--model gpt3-175b --batch 8", out, sizeof out), 1);
+     * (175B on 12 GiB: the most micro-batches, sub-groups of one block; the GPU alone is
+     * short) */
+    ck_assert_int_eq(tu_run_sim("--model gpt3-175b --batch 8 --set gpu.mem_GiB=12", out,
+                                sizeof out), 1);
     tu_assert_contains(out, "the one short of the fewest bytes is shown");
-    tu_assert_contains(out, "1 micro-batch of 8 x 1024 tokens");
+    tu_assert_contains(out, "8 micro-batches of 1 x 1024 tokens");
     tu_assert_contains(out, "sub-groups of 1 block");
     ck_assert_ptr_null(strstr(out, "over capacity: cpu"));
 }
@@ -98,7 +104,8 @@ START_TEST(sim_options_with_planner)
     tu_assert_contains(out, "planner: best of");
     /* everything the search varies fixed: one configuration */
     ck_assert_int_eq(tu_run_sim("--model gpt3-13b --batch 16 --weights cpu --prefetch 1 "
-                             "--weight-buffers 2 --grad-buffers 1 --act-buffers 1 --subgroup 2",
+                             "--weight-buffers 2 --grad-buffers 1 --act-buffers 1 --subgroup 2 "
+                             "--state-buffers 3",
                              out, sizeof out), 0);
     tu_assert_contains(out, "planner: best of 1 distinct configuration");
     tu_assert_contains(out, "prefetch depth 1; buffers: weights 2");

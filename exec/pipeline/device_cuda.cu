@@ -2,8 +2,12 @@
  * (gpt2_kernels.h: bf16 activations and weights, fp32 statistics, cuBLAS / cuBLASLt GEMMs with
  * bias and GELU epilogues, fused flash attention). Each schedule task is one op of the layer
  * graph; B.fc2 runs the GELU's backward in its GEMM's epilogue, so B.gelu has nothing left to
- * do. Weight gradients accumulate in fp32 (one block's, and the edges') and leave the device in
- * bf16, converted by the block's last backward task (B.ln1, B.embed). The residual stream's
+ * do. A block's weight matrices get their gradients straight from their GEMMs, in bf16 in the
+ * gradient buffer (each is one GEMM's output per micro-batch; micro-batches are summed on the
+ * host); its biases and layernorm gains, summed over tokens by kernels, accumulate in a small
+ * fp32 buffer that the block's last backward task (B.ln1) converts. The edges' gradients
+ * accumulate in fp32 (the head's chunks and the embedding share the tied matrix) and leave in
+ * bf16 from B.embed. The residual stream's
  * gradient is one fp32 buffer the blocks update in place, as in the in-memory backend. The LM
  * head runs in chunks of graph_head_chunk tokens, forward and backward fused per chunk in
  * F.head.lm_head (graph.h), so the logits buffer holds one chunk's; B.head.lm_head has nothing
@@ -45,10 +49,11 @@ struct Device {
     Gpt2EdgeOffsets eo;
     /* own memory */
     void *att_ws;
-    a16 *lm_pad;                /* (Vp, C): the head's weights, rows V..Vp-1 zero */
-    a16 *logits;                /* (chunk, Vp): a chunk's logits, then their gradient */
+    a16 *logits;                /* (chunk, Vp): a chunk's logits, then their gradient; rows
+                                   padded to Vp so that they stay 16-byte aligned */
     a16 *lnf, *dres_bf, *dc, *dqkv, *df2;
-    float *dlm_pad, *lnf_mean, *lnf_rstd, *losses, *dres, *dln, *delta, *acc, *edge_acc;
+    float *lnf_mean, *lnf_rstd, *losses, *dres, *dln, *delta, *edge_acc;
+    float *small;               /* a block's bias and layernorm gradients (small_runs) */
     int *tokens;                /* inputs then targets, (B,T) each */
     float *losses_host;         /* pinned */
     bool loss_pending;
@@ -76,25 +81,44 @@ static void cuda_tensor_bytes(const ModelConfig *c, int B, int T, size_t bytes[B
 }
 
 /* What the device allocates for itself: its sizes in one table. */
-enum { O_WS, O_LMPAD, O_LOGITS, O_LNF, O_DRESBF, O_DC, O_DQKV, O_DF2, O_DLMPAD, O_LNFSTAT,
-       O_LOSSES, O_DRES, O_DLN, O_DELTA, O_ACC, O_EDGEACC, O_TOKENS, O_COUNT };
+enum { O_WS, O_LOGITS, O_LNF, O_DRESBF, O_DC, O_DQKV, O_DF2, O_LNFSTAT, O_LOSSES,
+       O_DRES, O_DLN, O_DELTA, O_SMALL, O_EDGEACC, O_TOKENS, O_COUNT };
+
+/* A block's parameters that kernels sum over tokens (biases, layernorm gains and biases), as
+ * runs of the block layout, in layout order; the small fp32 buffer holds them back to back. */
+enum { SMALL_RUNS = 6 };
+typedef struct SmallRun {
+    size_t at, n; /* offset in the block layout, elements */
+} SmallRun;
+
+static size_t small_runs(const ModelConfig *c, SmallRun r[SMALL_RUNS])
+{
+    Gpt2BlockOffsets o;
+    gpt2_block_offsets(c, &o);
+    size_t C = (size_t)c->d_model, F = (size_t)c->d_ff;
+    const SmallRun all[SMALL_RUNS] = {{o.ln1w, 2 * C}, {o.qkvb, 3 * C}, {o.projb, C},
+                                      {o.ln2w, 2 * C}, {o.fcb, F}, {o.fcprojb, C}};
+    size_t n = 0;
+    for (int i = 0; i < SMALL_RUNS; i++)
+        n += (r[i] = all[i]).n;
+    return n;
+}
 
 static void own_sizes(const ModelConfig *c, int B, int T, size_t s[O_COUNT])
 {
     size_t N = (size_t)B * T, C = (size_t)c->d_model, F = (size_t)c->d_ff;
     size_t Vp = (size_t)padded_vocab(c);
     s[O_WS] = gk_attention_workspace_bytes(B, T, c->d_model, c->n_head);
-    s[O_LMPAD] = Vp * C * 2;
     s[O_LOGITS] = (size_t)graph_head_chunk((int64_t)N) * Vp * 2;
     s[O_LNF] = s[O_DRESBF] = s[O_DC] = N * C * 2;
     s[O_DQKV] = 3 * N * C * 2;
     s[O_DF2] = N * F * 2;
-    s[O_DLMPAD] = Vp * C * 4;
     s[O_LNFSTAT] = 2 * N * 4;
     s[O_LOSSES] = N * 4;
     s[O_DRES] = s[O_DLN] = N * C * 4;
     s[O_DELTA] = (size_t)B * c->n_head * T * 4;
-    s[O_ACC] = (size_t)model_block_params(c) * 4;
+    SmallRun runs[SMALL_RUNS];
+    s[O_SMALL] = small_runs(c, runs) * 4;
     s[O_EDGEACC] = (size_t)model_embed_params(c) * 4;
     s[O_TOKENS] = 2 * N * sizeof(int);
 }
@@ -112,9 +136,9 @@ static void cuda_destroy(Device *d)
 {
     if (!d)
         return;
-    void *own[] = {d->att_ws, d->lm_pad, d->logits, d->lnf, d->dres_bf, d->dc, d->dqkv, d->df2,
-                   d->dlm_pad, d->lnf_mean, d->losses, d->dres, d->dln, d->delta, d->acc,
-                   d->edge_acc, d->tokens};
+    void *own[] = {d->att_ws, d->logits, d->lnf, d->dres_bf, d->dc, d->dqkv, d->df2,
+                   d->lnf_mean, d->losses, d->dres, d->dln, d->delta, d->small, d->edge_acc,
+                   d->tokens};
     for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
         if (own[i])
             cudaFree(own[i]);
@@ -168,10 +192,10 @@ static int cuda_create(Device **out, const ModelConfig *c, int B, int T, WorkPoo
     size_t s[O_COUNT];
     own_sizes(c, B, T, s);
     void **dst[O_COUNT] = {
-        &d->att_ws, (void **)&d->lm_pad, (void **)&d->logits, (void **)&d->lnf,
+        &d->att_ws, (void **)&d->logits, (void **)&d->lnf,
         (void **)&d->dres_bf, (void **)&d->dc, (void **)&d->dqkv, (void **)&d->df2,
-        (void **)&d->dlm_pad, (void **)&d->lnf_mean, (void **)&d->losses, (void **)&d->dres,
-        (void **)&d->dln, (void **)&d->delta, (void **)&d->acc, (void **)&d->edge_acc,
+        (void **)&d->lnf_mean, (void **)&d->losses, (void **)&d->dres, (void **)&d->dln,
+        (void **)&d->delta, (void **)&d->small, (void **)&d->edge_acc,
         (void **)&d->tokens};
     for (int i = 0; i < O_COUNT; i++)
         if (cudaMalloc(dst[i], rnd(s[i])) != cudaSuccess) {
@@ -180,7 +204,6 @@ static int cuda_create(Device **out, const ModelConfig *c, int B, int T, WorkPoo
                            "of buffers; lower --batch or --seq", cuda_own_bytes(c, B, T));
         }
     d->lnf_rstd = d->lnf_mean + d->N;
-    CUDA_CHECK(cudaMemset(d->lm_pad, 0, s[O_LMPAD]));
     CUDA_CHECK(cudaMallocHost((void **)&d->losses_host, (size_t)d->N * 4));
     *out = d;
     return 0;
@@ -205,7 +228,23 @@ static void cuda_release(Device *d, void *p)
 }
 
 #define W(base, field) ((const a16 *)(base) + d->bo.field)
-#define DW(base, field) ((float *)(base) + d->bo.field)
+
+/* Where the small buffer keeps the gradient of the block parameter at layout offset `at`. */
+static float *small_at(const Device *d, size_t at)
+{
+    SmallRun r[SMALL_RUNS];
+    small_runs(&d->cfg, r);
+    size_t base = 0;
+    for (int i = 0; i < SMALL_RUNS; i++) {
+        if (at >= r[i].at && at < r[i].at + r[i].n)
+            return d->small + base + (at - r[i].at);
+        base += r[i].n;
+    }
+    return NULL; /* not a summed parameter: a caller's mistake */
+}
+
+#define DS(field) small_at(d, d->bo.field)           /* its fp32 sum in the small buffer */
+#define DW(base, field) ((a16 *)(base) + d->bo.field) /* its bf16 slot in a gradient buffer */
 
 static void gemm_nn(Device *d, int m, int n, int k, const a16 *a, int lda, const a16 *b, int ldb,
                     float beta, void *c, cudaDataType ctype, int ldc, cublasOperation_t ta,
@@ -217,15 +256,18 @@ static void gemm_nn(Device *d, int m, int n, int k, const a16 *a, int lda, const
                               CUBLAS_GEMM_DEFAULT));
 }
 
-/* dinp (N, C) = dout (N, OC) @ w; dw (OC, C) += dout^T @ inp; dbias += colsum(dout). */
-static void matmul_backward(Device *d, void *dinp, cudaDataType dinp_type, float *dw,
+/* dinp (N, C) = dout (N, OC) @ w; dw (OC, C) = dout^T @ inp, in bf16; dbias += colsum(dout).
+ * A NULL dinp or dw is not computed. */
+static void matmul_backward(Device *d, void *dinp, cudaDataType dinp_type, a16 *dw,
                             float *dbias, const a16 *dout, const a16 *inp, const a16 *w, int N,
                             int C, int OC)
 {
     if (dinp)
         gemm_nn(d, C, N, OC, w, C, dout, OC, 0.0f, dinp, dinp_type, C, CUBLAS_OP_N,
                 CUBLAS_OP_N);
-    gemm_nn(d, C, OC, N, inp, C, dout, OC, 1.0f, dw, CUDA_R_32F, C, CUBLAS_OP_N, CUBLAS_OP_T);
+    if (dw)
+        gemm_nn(d, C, OC, N, inp, C, dout, OC, 0.0f, dw, CUDA_R_16BF, C, CUBLAS_OP_N,
+                CUBLAS_OP_T);
     if (dbias)
         gk_bias_backward(dbias, dout, N, OC, d->t, (cudaStream_t_c)d->compute);
 }
@@ -263,80 +305,87 @@ static void block_backward(Device *d, const ComputeCall *c, int op)
 {
     cudaStream_t_c s = (cudaStream_t_c)d->compute;
     int N = d->N, C = d->C, F = d->F;
-    size_t NC = (size_t)N * C, P = (size_t)model_block_params(&d->cfg);
+    size_t NC = (size_t)N * C;
     a16 **t = (a16 **)c->t;
     const a16 *w = (const a16 *)c->w;
-    float *g = d->acc;
+    a16 *g = (a16 *)c->dw;
+    SmallRun runs[SMALL_RUNS];
+    size_t n_small = small_runs(&d->cfg, runs);
     if (c->first_bwd)
-        CUDA_CHECK(cudaMemsetAsync(g, 0, P * 4, d->compute));
+        CUDA_CHECK(cudaMemsetAsync(d->small, 0, n_small * 4, d->compute));
     switch (op) {
     case 8: /* through fcproj and the GELU in one GEMM: d(fch) from the residual's gradient */
         gk_from_f32(d->dres_bf, d->dres, NC, d->t, s);
         gk_matmul_backward_gelu(d->df2, d->dres_bf, W(w, fcprojw), t[6], N, F, C, d->lt, d->t, s);
-        matmul_backward(d, NULL, CUDA_R_32F, DW(g, fcprojw), DW(g, fcprojb), d->dres_bf, t[7],
+        matmul_backward(d, NULL, CUDA_R_32F, DW(g, fcprojw), DS(fcprojb), d->dres_bf, t[7],
                         NULL, N, F, C);
         break;
     case 7: break; /* done in fc2's epilogue */
-    case 6: matmul_backward(d, d->dln, CUDA_R_32F, DW(g, fcw), DW(g, fcb), d->df2, t[5],
+    case 6: matmul_backward(d, d->dln, CUDA_R_32F, DW(g, fcw), DS(fcb), d->df2, t[5],
                             W(w, fcw), N, C, F); break;
     case 5: {
         float *st = (float *)(t[5] + NC);
-        gk_layernorm_backward(d->dres, DW(g, ln2w), DW(g, ln2b), d->dln, t[4], W(w, ln2w), st,
+        gk_layernorm_backward(d->dres, DS(ln2w), DS(ln2b), d->dln, t[4], W(w, ln2w), st,
                               st + N, N, C, d->t, s);
         break;
     }
     case 3:
         gk_from_f32(d->dres_bf, d->dres, NC, d->t, s);
-        matmul_backward(d, d->dc, CUDA_R_16BF, DW(g, projw), DW(g, projb), d->dres_bf, t[2],
+        matmul_backward(d, d->dc, CUDA_R_16BF, DW(g, projw), DS(projb), d->dres_bf, t[2],
                         W(w, projw), N, C, C);
         break;
     case 2: gk_attention_backward(d->dqkv, d->delta, d->dc, t[2], t[1], (float *)(t[2] + NC),
                                   d->B, d->T, C, d->NH, d->att_ws, d->blas, d->t, s); break;
-    case 1: matmul_backward(d, d->dln, CUDA_R_32F, DW(g, qkvw), DW(g, qkvb), d->dqkv, t[0],
+    case 1: matmul_backward(d, d->dln, CUDA_R_32F, DW(g, qkvw), DS(qkvb), d->dqkv, t[0],
                             W(w, qkvw), N, C, 3 * C); break;
     case 0: {
         float *st = (float *)(t[0] + NC);
-        gk_layernorm_backward(d->dres, DW(g, ln1w), DW(g, ln1b), d->dln, t[SCHED_BLOCK_INPUT],
+        gk_layernorm_backward(d->dres, DS(ln1w), DS(ln1b), d->dln, t[SCHED_BLOCK_INPUT],
                               W(w, ln1w), st, st + N, N, C, d->t, s);
-        /* the block's gradients leave in bf16 */
-        gk_from_f32((a16 *)c->dw, g, P, d->t, s);
+        /* the summed ones join the GEMMs' in the gradient buffer, in bf16 */
+        const float *from = d->small;
+        for (int i = 0; i < SMALL_RUNS; i++) {
+            gk_from_f32(g + runs[i].at, from, runs[i].n, d->t, s);
+            from += runs[i].n;
+        }
         break;
     }
     }
 }
 
-/* The head over the n tokens from row r, forward and backward fused: the chunk's logits, their
- * losses and, in place, their gradient, then the head's input gradient (its rows of dln) and
- * weight gradient (added into dlm_pad). */
-static void head_chunk(Device *d, float grad_scale, int r, int n)
+/* The head over the n tokens from row r, forward and backward fused, with the head's weights
+ * (V, C) where the edges' buffer has them: the chunk's logits (V of each padded row; the loss
+ * kernel reads no further and zeroes the rest of the gradient), their losses and, in place,
+ * their gradient, then the head's input gradient (its rows of dln) and weight gradient (added
+ * into the edges' fp32 sum). */
+static void head_chunk(Device *d, const a16 *wlm, float grad_scale, int r, int n)
 {
     cudaStream_t_c s = (cudaStream_t_c)d->compute;
-    int C = d->C;
+    int C = d->C, V = d->V, Vp = d->Vp;
     const a16 *x = d->lnf + (size_t)r * C;
-    gemm_nn(d, d->Vp, n, C, d->lm_pad, C, x, C, 0.0f, d->logits, CUDA_R_16BF, d->Vp, CUBLAS_OP_T,
+    gemm_nn(d, V, n, C, wlm, C, x, C, 0.0f, d->logits, CUDA_R_16BF, Vp, CUBLAS_OP_T,
             CUBLAS_OP_N);
     /* the kernel takes the mean over the n rows it is given; the loss is the mean over the
      * micro-batch's N */
     float scale = (float)((double)grad_scale * n / d->N);
-    gk_softmax_crossentropy(d->losses + r, d->logits, d->tokens + d->N + r, n, d->V, d->Vp, 1,
-                            scale, d->t, s);
-    matmul_backward(d, d->dln + (size_t)r * C, CUDA_R_32F, d->dlm_pad, NULL, d->logits, x,
-                    d->lm_pad, n, C, d->Vp);
+    gk_softmax_crossentropy(d->losses + r, d->logits, d->tokens + d->N + r, n, V, Vp, 1, scale,
+                            d->t, s);
+    gemm_nn(d, C, n, V, wlm, C, d->logits, Vp, 0.0f, d->dln + (size_t)r * C, CUDA_R_32F, C,
+            CUBLAS_OP_N, CUBLAS_OP_N);
+    gemm_nn(d, C, V, n, x, C, d->logits, Vp, 1.0f, d->edge_acc + d->eo.lm_head, CUDA_R_32F, C,
+            CUBLAS_OP_N, CUBLAS_OP_T);
 }
 
 /* F.head.lm_head: the micro-batch's head, chunk by chunk. The edges' fp32 gradients start here
- * (zeroed); the head's weight gradient is added in once, after the last chunk. */
+ * (zeroed), the head's weight gradient first. */
 static void head_forward(Device *d, const ComputeCall *c)
 {
-    cudaStream_t_c s = (cudaStream_t_c)d->compute;
-    int N = d->N, C = d->C, chunk = (int)graph_head_chunk(N);
+    int N = d->N, chunk = (int)graph_head_chunk(N);
     CUDA_CHECK(cudaMemsetAsync(d->edge_acc, 0, (size_t)model_embed_params(&d->cfg) * 4,
                                d->compute));
-    CUDA_CHECK(cudaMemsetAsync(d->dlm_pad, 0, (size_t)d->Vp * C * 4, d->compute));
-    gk_copy16(d->lm_pad, (const a16 *)c->w + d->eo.lm_head, (size_t)d->V * C, s);
+    const a16 *wlm = (const a16 *)c->w + d->eo.lm_head;
     for (int r = 0; r < N; r += chunk)
-        head_chunk(d, c->grad_scale, r, N - r < chunk ? N - r : chunk);
-    gk_add_f32(d->edge_acc + d->eo.lm_head, d->dlm_pad, (size_t)d->V * C, s);
+        head_chunk(d, wlm, c->grad_scale, r, N - r < chunk ? N - r : chunk);
 }
 
 static void edge_call(Device *d, const ComputeCall *c)
