@@ -103,8 +103,9 @@ double gk_sum_sq(const float *x, size_t n, double *scratch, cudaStream_t_c s);
 /* For benchmarks: x[0..n) = hashed values uniform in [-0.5, 0.5), a function of (i, seed). */
 void gk_fill_random(bf16_t *x, size_t n, unsigned seed);
 /* For benchmarks: TFLOP/s of the bf16 GEMM out (N, OC) = inp (N, C) @ w (OC, C)^T as the
- * backend calls it (cublasGemmEx, fp32 compute, default algorithm), median of reps timed with
- * CUDA events on random data. */
+ * backend calls it (cublasGemmEx, fp32 compute, default algorithm; out's rows padded to 64
+ * elements, as the LM head's logits are), median of reps timed with CUDA events on random
+ * data. */
 double gk_gemm_tflops(int N, int C, int OC, int reps);
 
 #endif
