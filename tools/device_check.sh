@@ -13,6 +13,7 @@
 #   the speed runs)
 #   this machine measured into a hardware ini: MODE=hwprofile bash tools/device_check.sh
 #   the regression's other eight runs (issue 12): MODE=regression bash tools/device_check.sh
+#   the planner's regret over a swap sweep (issue 12): MODE=sweep bash tools/device_check.sh
 #   here, to fetch the packages once: tools/device_check.sh --fetch-deps
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -37,8 +38,18 @@ REGRESSION_RUNS="124m b8 all-gpu|gpt2-124m|8|3|--weights cpu --optim cpu --check
 1.3b b64 mb2|gpt3-1.3b|64|3|--weights cpu --optim cpu --checkpoints cpu --act recompute --micro-batches 2|;\
 1.3b b8 w-ssd|gpt3-1.3b|8|3|--weights ssd --optim cpu --checkpoints gpu --act recompute|;\
 760m b8 states-ssd sg4|gpt3-760m|8|3|--weights cpu --optim ssd --checkpoints gpu --act recompute --subgroup 4|"
+# The planner's regret (issue 12): one GPU- and PCIe-bound configuration at five swap amounts
+# and the planner's own (--swap auto); its measured time against the best measured. About 2
+# minutes; tools/regress.sh compares each run as the others.
+sweep_plan="--weights cpu --optim cpu --checkpoints cpu"
+SWEEP_RUNS="1.3b b32 swap auto|gpt3-1.3b|32|3|$sweep_plan --swap auto|;\
+1.3b b32 swap none|gpt3-1.3b|32|3|$sweep_plan --swap none|;1.3b b32 swap 7GiB|gpt3-1.3b|32|3|$sweep_plan --swap 7GiB|;\
+1.3b b32 swap 13GiB|gpt3-1.3b|32|3|$sweep_plan --swap 13GiB|;1.3b b32 swap 19GiB|gpt3-1.3b|32|3|$sweep_plan --swap 19GiB|;\
+1.3b b32 swap 25GiB|gpt3-1.3b|32|3|$sweep_plan --swap 25GiB|"
 if [ "${MODE:-all}" = regression ]; then
     MODE=offload CHECK=0 RUNS=${RUNS:-$REGRESSION_RUNS}
+elif [ "${MODE:-all}" = sweep ]; then
+    MODE=offload CHECK=0 RUNS=${RUNS:-$SWEEP_RUNS}
 fi
 
 mkdir -p "$OUT" /opt/deps
@@ -168,16 +179,17 @@ if [ "${MODE:-all}" = offload ]; then
         echo "rc=$?"
         grep -E "^step|loss|lanes busy|^[a-z_]+ +[0-9.]+ [KMGT]?i?B|fuyou-run:" "$OUT/run$n.txt" |
             tail -16
-        pred=$(awk '/^iteration/ {print $2}' "$OUT/sim$n.txt")
-        awk -v pred="$pred" -v name="$name" '/lanes busy over/ {
-            for (i = 1; i <= NF; i++) if ($i == "iteration") steady = $(i + 1)
-            split($0, parts, "):"); k = split(parts[2], f, " "); iters = $4; most = 0
-            for (i = 1; i < k; i += 3) { b = f[i + 1] / iters; if (b > most) { most = b; who = f[i] } }
-            printf "TABLE %s: measured %.3f s/iter, predicted %.3f, measured/predicted %.2f, " \
-                   "busiest lane %s %.3f s/iter, iteration/busiest %.2f\n", name, steady, pred,
-                   steady / pred, who, most, steady / most }' "$OUT/run$n.txt" | tee -a "$OUT/table.txt"
         ./build-dev/traces/fuyou-trace compare "$OUT/pred$n.tsv" "$OUT/meas$n.tsv" \
             > "$OUT/cmp$n.txt" 2>&1
+        # steady state, from the traces: the iteration and each lane's busy time per iteration
+        awk -v name="$name" '/^iteration:/ { pred = $3; meas = $6 }
+            /^(gpu|h2d|d2h|ssd_read|ssd_write|cpu_adam) / {
+                if ($3 + 0 > most) { most = $3; who = $1 } }
+            END { if (meas > 0 && most > 0)
+                    printf "TABLE %s: measured %.3f s/iter, predicted %.3f, measured/predicted " \
+                           "%.2f, busiest lane %s %.3f s/iter, iteration/busiest %.2f\n", name,
+                           meas, pred, meas / pred, who, most, meas / most }' \
+            "$OUT/cmp$n.txt" | tee -a "$OUT/table.txt"
         rm -rf "${ssd:?}"/*
     done < "$OUT/runs.txt"
     rm -rf "$ssd"
