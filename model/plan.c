@@ -53,7 +53,8 @@ int plan_init(Plan *p, const Graph *g, Policy policy, Err *e)
                 .n_layer = g->cfg.n_layer, .weights = TIER_SSD, .optim = TIER_SSD,
                 .subgroup_blocks = 1, .tail_blocks = 1, .prefetch_depth = 1,
                 .weight_buffers = 2, .pinned_buffers = 4, .act_buffers = 2, .grad_buffers = 2,
-                .state_buffers = 3, .host_grad_groups = 4};
+                .state_buffers = 3, .host_grad_groups = 4,
+                .copy_chunk_bytes = PLAN_COPY_CHUNK_BYTES};
     p->act = malloc((size_t)p->n_layer * GRAPH_OPS_PER_BLOCK * sizeof *p->act);
     if (!p->act)
         return err_set(e, -ENOMEM, "out of memory for a plan of %d blocks", p->n_layer);
@@ -129,6 +130,9 @@ int plan_validate(const Plan *p, Err *e)
     if (p->weight_buffers < p->prefetch_depth + 1)
         return err_set(e, -EINVAL, "plan: %d weight buffers cannot hold a prefetch depth of %d "
                        "(needs depth + 1)", p->weight_buffers, p->prefetch_depth);
+    if (p->copy_chunk_bytes < 0)
+        return err_set(e, -EINVAL, "copy chunk must be at least 0 bytes (got %lld)",
+                       (long long)p->copy_chunk_bytes);
     if (p->optim_cpu_groups < 0 || p->optim_cpu_groups > plan_subgroup_count(p))
         return err_set(e, -EINVAL, "plan: %d sub-groups' states in CPU memory, of %d",
                        p->optim_cpu_groups, plan_subgroup_count(p));
@@ -240,6 +244,7 @@ void plan_zero_infinity_config(Plan *p, const ModelConfig *c)
     double P = (double)model_param_count(c);
     int L = p->n_layer;
     p->policy = POLICY_ZERO_INFINITY;
+    p->copy_chunk_bytes = 0; /* its copies are its own (per tensor), not the plan's chunks */
     p->weights = P <= ZI_MAX_IN_CPU_PARAMS ? TIER_CPU : TIER_SSD;
     p->optim = TIER_SSD;
     p->optim_cpu_groups = 0;

@@ -43,7 +43,13 @@ typedef struct Plan {
     int host_grad_groups; /* sub-groups of gradients the CPU holds before their update */
     int optim_cpu_groups; /* with optim on SSD: the last this many sub-groups in update order
                              (the tail first) keep their states in CPU memory */
+    int64_t copy_chunk_bytes; /* a PCIe copy above this moves in chunks of about this size (at
+                                 most SCHED_COPY_CHUNKS, schedule.h), so that a more urgent
+                                 copy can go between them; 0: whole */
 } Plan;
+
+/* The default chunk of a PCIe copy: 256 MiB, about 10 ms on a 4090's PCIe 4.0 link. */
+#define PLAN_COPY_CHUNK_BYTES ((int64_t)256 << 20)
 
 const char *tier_name(Tier t);
 int tier_parse(const char *s, Tier *out); /* "gpu", "cpu", "ssd": 0 or -EINVAL */

@@ -11,6 +11,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -734,12 +735,81 @@ static int cmp_edge(const void *x, const void *y)
                           : (a->from > b->from) - (a->from < b->from);
 }
 
-/* Resolves deferred references and lays the dependencies out per task, without duplicates. */
+/* Chunks of PCIe copy t under p: 1, or as many as make chunks of copy_chunk_bytes, at most
+ * SCHED_COPY_CHUNKS (and 1 where a chunk's id would not fit). */
+static int chunks_of(const Plan *p, const Task *t)
+{
+    if (t->kind != TASK_COPY || (t->res != RES_H2D && t->res != RES_D2H) ||
+        p->copy_chunk_bytes <= 0 || t->bytes <= (double)p->copy_chunk_bytes)
+        return 1;
+    double k = ceil(t->bytes / (double)p->copy_chunk_bytes);
+    return strlen(t->id) + 4 <= SCHED_ID_MAX ? (int)fmin(k, SCHED_COPY_CHUNKS) : 1;
+}
+
+/* Cuts every large PCIe copy into a chain of chunks, in place in the task order: chunk k waits
+ * for chunk k - 1, the first for what the copy waited for, and what waited for the copy waits
+ * for its last chunk. Between two chunks the link takes the most urgent ready copy. */
+static int chunk_copies(Builder *b)
+{
+    Schedule *s = b->s;
+    int extra = 0;
+    for (int t = 0; t < s->n_tasks; t++)
+        extra += chunks_of(b->p, &s->tasks[t]) - 1;
+    if (!extra)
+        return 0;
+    int n = s->n_tasks + extra;
+    Task *tasks = malloc((size_t)n * sizeof *tasks);
+    int *first = malloc(((size_t)s->n_tasks + 1) * sizeof *first);
+    if (!tasks || !first) {
+        free(tasks);
+        free(first);
+        return -ENOMEM;
+    }
+    int at = 0;
+    for (int t = 0; t < s->n_tasks; t++) {
+        const Task *x = &s->tasks[t];
+        int k = chunks_of(b->p, x);
+        first[t] = at;
+        for (int c = 0; c < k; c++) {
+            Task *y = &tasks[at++];
+            *y = *x;
+            if (k == 1)
+                break;
+            /* "<id>.c<digit>" (chunks_of checked the room) */
+            static_assert(SCHED_COPY_CHUNKS <= 10, "one digit per chunk");
+            size_t len = strlen(x->id);
+            memcpy(y->id + len, (char[]){'.', 'c', (char)('0' + c), 0}, 4);
+            y->chunk = c;
+            y->n_chunks = k;
+            y->bytes = x->bytes / k;
+            /* the host's sum after a gradient copy, split as its bytes are */
+            y->params = x->params / k + (c == k - 1 ? x->params % k : 0);
+        }
+    }
+    first[s->n_tasks] = at;
+    for (int i = 0; i < b->n_edges; i++) {
+        Edge *e = &b->edges[i];
+        e->from = first[e->from + 1] - 1; /* the copy's last chunk */
+        e->to = first[e->to];
+    }
+    int old = s->n_tasks;
+    free(s->tasks);
+    s->tasks = tasks;
+    s->n_tasks = b->task_cap = n;
+    for (int t = 0; t < old; t++)
+        for (int c = first[t] + 1; c < first[t + 1]; c++)
+            dep(b, c, c - 1);
+    free(first);
+    return b->oom ? -ENOMEM : 0;
+}
+
+/* Resolves deferred references, cuts large copies into chunks and lays the dependencies out per
+ * task, without duplicates. */
 static int finish(Builder *b)
 {
     for (int i = 0; i < b->n_defs; i++)
         dep(b, b->defs[i].task, resolve(b, &b->defs[i]));
-    if (b->oom)
+    if (b->oom || chunk_copies(b))
         return -ENOMEM;
     Schedule *s = b->s;
     qsort(b->edges, (size_t)b->n_edges, sizeof *b->edges, cmp_edge);

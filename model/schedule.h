@@ -72,6 +72,8 @@ typedef enum TaskKind {
 } TaskKind;
 
 enum { SCHED_ID_MAX = 40 };
+/* The most chunks one PCIe copy is cut into (Plan.copy_chunk_bytes). */
+enum { SCHED_COPY_CHUNKS = 8 };
 
 /* What a copy moves. */
 typedef enum Cargo {
@@ -113,6 +115,9 @@ typedef struct Task {
     Cargo cargo;    /* copies: what moves, from tier `from` to tier `to` */
     Tier from, to;
     int group;      /* sub-group of Adam, state, update and gradient tasks, else -1 */
+    int chunk, n_chunks; /* a PCIe copy in chunks: this is chunk `chunk` of n_chunks, moving
+                            that share of the copy's bytes (executors cut it as they lay the
+                            bytes out); n_chunks 0: the whole copy */
     TaskSlots slot;
     int dep_first;  /* dependencies: deps[dep_first .. dep_first + n_deps) */
     int n_deps;

@@ -125,8 +125,11 @@ int sched_find(const Schedule *s, int iter, const char *id)
 /* The most tasks one block's use per micro-batch emits (forward 10, recompute up to 8,
  * backward 10, weight loads and activation swaps both ways, the gradient copy), those of the
  * embedding and head per micro-batch, and of one sub-group's update per iteration (state reads
- * and writes, Adam, the new weights' copies); tests/test_sched.c holds every plan below it. */
-enum { TASKS_PER_BLOCK = 40, TASKS_PER_EDGE = 24, TASKS_PER_GROUP = 8, TASKS_PER_ITER = 8 };
+ * and writes, Adam, the new weights' copies), each PCIe copy among them (at most 8, 8 and 2)
+ * counted as its most chunks; tests/test_sched.c holds every plan below it. */
+enum { PCIE_EXTRA = SCHED_COPY_CHUNKS - 1 };
+enum { TASKS_PER_BLOCK = 40 + 8 * PCIE_EXTRA, TASKS_PER_EDGE = 24 + 8 * PCIE_EXTRA,
+       TASKS_PER_GROUP = 8 + 2 * PCIE_EXTRA, TASKS_PER_ITER = 8 };
 
 double sched_estimate_tasks(int n_layer, int micro_batches, int iters)
 {

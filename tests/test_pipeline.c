@@ -44,19 +44,26 @@ typedef struct Variant {
     Tier weights, optim;
     ActPlace ckpt, inner;
     int subgroup, tail, ring, segment, micro, cpu_groups;
+    int64_t chunk; /* PCIe copies cut at this many bytes (0: the plan's default) */
 } Variant;
 
 static const Variant variants[] = {
-    {"all in CPU memory", TIER_CPU, TIER_CPU, ACT_CPU, ACT_CPU, 1, 1, 2, 0, 1, 0},
-    {"weights and states on SSD", TIER_SSD, TIER_SSD, ACT_CPU, ACT_GPU, 1, 1, 2, 0, 1, 0},
-    {"activations to SSD", TIER_CPU, TIER_CPU, ACT_SSD, ACT_SSD, 1, 1, 2, 0, 1, 0},
-    {"full recomputation", TIER_SSD, TIER_CPU, ACT_GPU, ACT_RECOMPUTE, 1, 1, 2, 0, 1, 0},
-    {"sub-groups of 2, tail 2, all on SSD", TIER_SSD, TIER_SSD, ACT_SSD, ACT_SSD, 2, 2, 2, 0, 1, 0},
-    {"rings of one, segments of 2", TIER_SSD, TIER_SSD, ACT_CPU, ACT_SSD, 1, 1, 1, 2, 1, 0},
-    {"2 micro-batches, states on SSD", TIER_CPU, TIER_SSD, ACT_SSD, ACT_CPU, 2, 1, 2, 0, 2, 0},
-    {"3 micro-batches, rings of one", TIER_SSD, TIER_CPU, ACT_CPU, ACT_RECOMPUTE, 1, 2, 1, 2, 3, 0},
+    {"all in CPU memory", TIER_CPU, TIER_CPU, ACT_CPU, ACT_CPU, 1, 1, 2, 0, 1, 0, 0},
+    {"weights and states on SSD", TIER_SSD, TIER_SSD, ACT_CPU, ACT_GPU, 1, 1, 2, 0, 1, 0, 0},
+    {"activations to SSD", TIER_CPU, TIER_CPU, ACT_SSD, ACT_SSD, 1, 1, 2, 0, 1, 0, 0},
+    {"full recomputation", TIER_SSD, TIER_CPU, ACT_GPU, ACT_RECOMPUTE, 1, 1, 2, 0, 1, 0, 0},
+    {"sub-groups of 2, tail 2, all on SSD", TIER_SSD, TIER_SSD, ACT_SSD, ACT_SSD, 2, 2, 2, 0, 1,
+     0, 0},
+    {"rings of one, segments of 2", TIER_SSD, TIER_SSD, ACT_CPU, ACT_SSD, 1, 1, 1, 2, 1, 0, 0},
+    {"2 micro-batches, states on SSD", TIER_CPU, TIER_SSD, ACT_SSD, ACT_CPU, 2, 1, 2, 0, 2, 0, 0},
+    {"3 micro-batches, rings of one", TIER_SSD, TIER_CPU, ACT_CPU, ACT_RECOMPUTE, 1, 2, 1, 2, 3,
+     0, 0},
     {"states split: 2 sub-groups in CPU memory", TIER_SSD, TIER_SSD, ACT_CPU, ACT_SSD, 1, 1, 2,
-     0, 1, 2},
+     0, 1, 2, 0},
+    {"copies in chunks, activations to SSD", TIER_SSD, TIER_CPU, ACT_SSD, ACT_CPU, 1, 1, 2, 0, 1,
+     0, 4096},
+    {"copies in chunks, 2 micro-batches", TIER_CPU, TIER_SSD, ACT_CPU, ACT_SSD, 2, 1, 1, 0, 2, 0,
+     8192},
 };
 
 static void read_ckpt(const char *dir, const TrainOptions *o, float **p, float **m, float **v)
@@ -134,6 +141,18 @@ START_TEST(placement_does_not_change_the_math)
     p.tail_blocks = x->tail;
     p.micro_batches = x->micro > 1 ? x->micro : 1;
     p.optim_cpu_groups = x->cpu_groups;
+    if (x->chunk) {
+        /* and the schedule does cut copies */
+        p.copy_chunk_bytes = x->chunk;
+        Schedule s;
+        Err e;
+        ck_assert_int_eq(sched_build(&s, &g, &p, 1, &e), 0);
+        int cut = 0;
+        for (int t = 0; t < s.n_tasks; t++)
+            cut += s.tasks[t].n_chunks > 1;
+        ck_assert_int_gt(cut, 0);
+        sched_free(&s);
+    }
     if (x->ring == 1) {
         p.prefetch_depth = 0;
         p.weight_buffers = p.pinned_buffers = p.act_buffers = p.grad_buffers = 1;

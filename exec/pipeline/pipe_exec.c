@@ -107,6 +107,35 @@ static uint8_t *act_host(const PipeMem *m, int b, int x, bool in, int pinned)
            m->ssd_off[b * BT_COUNT + x];
 }
 
+/* Keeps of job j the bytes of chunk k of n (Task.chunk): a share of the copies laid end to end,
+ * cut at 4 KiB boundaries (whole elements of any type), and of the sum after a gradient copy,
+ * the elements that share brings. */
+static void cut_chunk(CopyJob *j, int k, int n)
+{
+    size_t total = 0;
+    for (int i = 0; i < j->n; i++)
+        total += j->c[i].bytes;
+    size_t begin = total / n * k / 4096 * 4096,
+           end = k == n - 1 ? total : total / n * (k + 1) / 4096 * 4096;
+    int kept = 0;
+    size_t at = 0;
+    for (int i = 0; i < j->n; i++) {
+        DeviceCopy c = j->c[i];
+        size_t lo = begin > at ? begin - at : 0, hi = end - at < c.bytes ? end - at : c.bytes;
+        at += c.bytes;
+        if (end <= at - c.bytes || lo >= hi)
+            continue;
+        j->c[kept++] = (DeviceCopy){(uint8_t *)c.dst + lo, (const uint8_t *)c.src + lo, hi - lo};
+    }
+    j->n = kept;
+    if (j->sum) { /* one copy, into the bounce buffer */
+        size_t esz = dtype_bytes(j->bounce_type);
+        j->bounce = (const uint8_t *)j->bounce + begin;
+        j->sum += begin / esz;
+        j->n_add = (end - begin) / esz;
+    }
+}
+
 static void prepare_copy(Pipe *pp, const Task *t, CopyJob *j)
 {
     const PipeMem *m = &pp->mem;
@@ -152,6 +181,8 @@ static void prepare_copy(Pipe *pp, const Task *t, CopyJob *j)
                             m->gsz, src, n * m->gsz);
         }
     }
+    if (t->n_chunks > 1)
+        cut_chunk(j, t->chunk, t->n_chunks);
 }
 
 static int io(Pipe *pp, IoJob *j, bool write, const StoreTensor *t, uint64_t off, void *buf,
