@@ -64,7 +64,7 @@ static void usage(FILE *out)
 "  --seq N                 sequence length in tokens (default 1024, the paper's)\n"
 "  --policy P              fuyou (default) or zero-infinity\n"
 "  --iters N               iterations to simulate; N >= 2 reports the steady state (default 3;\n"
-"                          at most what 4 GiB of simulator memory holds, about 3600 for\n"
+"                          at most what 4 GiB of simulator memory holds, about 1460 for\n"
 "                          gpt3-175b)\n"
 "  --trace FILE            write the predicted timeline as TSV (traces/ schema)\n"
 "  --chrome FILE           write it as Chrome/Perfetto JSON, one lane per resource\n"
