@@ -17,13 +17,16 @@ double cost_gpu_op_s(const Hardware *hw, const Op *op, TaskKind kind)
         double eff = hw_gemm_efficiency(hw, op->m, op->n, op->k);
         return (bwd ? op->bwd_flops : op->fwd_flops) / (peak * eff) + (bwd ? 2 : 1) * launch;
     }
-    case OP_ATTENTION: {
-        double work = bwd ? 0.5 * 1.25 * op->bwd_flops : 0.5 * op->fwd_flops;
-        return work / (peak * hw->gpu_attn_efficiency) + launch;
-    }
+    case OP_ATTENTION:
+        return cost_attention_work(op, kind) / (peak * hw->gpu_attn_efficiency) + launch;
     default:
         return (double)(bwd ? op->bwd_io_bytes : op->fwd_io_bytes) / mem + launch;
     }
+}
+
+double cost_attention_work(const Op *op, TaskKind kind)
+{
+    return kind == TASK_BWD ? 0.5 * 1.25 * op->bwd_flops : 0.5 * op->fwd_flops;
 }
 
 double cost_gpu_adam_s(const Hardware *hw, double params)

@@ -56,6 +56,9 @@ typedef struct CostModel {
 
 /* Seconds a graph op takes on the GPU in the given kind (TASK_FWD, TASK_RECOMPUTE, TASK_BWD). */
 double cost_gpu_op_s(const Hardware *hw, const Op *op, TaskKind kind);
+/* The FLOPs an attention op runs at gpu.attn_efficiency of the peak, in that kind: half of its
+ * model FLOPs (causal), and a quarter more in backward (the recomputed scores). */
+double cost_attention_work(const Op *op, TaskKind kind);
 
 /* Seconds AdamW takes on the GPU over `params` parameters (the formula above). */
 double cost_gpu_adam_s(const Hardware *hw, double params);

@@ -4,6 +4,7 @@
  * Warp-per-row reductions, fp32 accumulation. */
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
+#include <errno.h>
 #include <math.h>
 
 #include "cuda_check.h"
@@ -403,6 +404,62 @@ static int cmp_float(const void *a, const void *b)
 {
     float x = *(const float *)a, y = *(const float *)b;
     return (x > y) - (x < y);
+}
+
+static double median_ms(float *ms, int n)
+{
+    qsort(ms, (size_t)n, sizeof *ms, cmp_float);
+    return ms[n / 2];
+}
+
+extern "C" int gk_attention_ms(int B, int T, int C, int NH, int reps, double *fwd_ms,
+                               double *bwd_ms)
+{
+    size_t N = (size_t)B * T;
+    bf16 *qkv = (bf16 *)gk_alloc(3 * N * C * 2), *out = (bf16 *)gk_alloc(N * C * 2);
+    bf16 *dout = (bf16 *)gk_alloc(N * C * 2), *dqkv = (bf16 *)gk_alloc(3 * N * C * 2);
+    float *lse = (float *)gk_alloc((size_t)B * NH * T * 4);
+    float *delta = (float *)gk_alloc((size_t)B * NH * T * 4);
+    void *ws = gk_alloc(gk_attention_workspace_bytes(B, T, C, NH));
+    float *ms = (float *)malloc(2 * (size_t)reps * sizeof(float));
+    cublasHandle_t h = nullptr;
+    cudaEvent_t e[3] = {};
+    int rc = qkv && out && dout && dqkv && lse && delta && ws && ms ? 0 : -ENOMEM;
+    if (!rc) {
+        gk_fill_random((bf16_t *)qkv, 3 * N * C, 3);
+        gk_fill_random((bf16_t *)dout, N * C, 4);
+        CUBLAS_CHECK(cublasCreate(&h));
+        for (int i = 0; i < 3; i++)
+            CUDA_CHECK(cudaEventCreate(&e[i]));
+        for (int r = -2; r < reps; r++) {
+            CUDA_CHECK(cudaEventRecord(e[0]));
+            gk_attention_forward((act16_t *)out, lse, (const act16_t *)qkv, B, T, C, NH, ws, h,
+                                 GK_BF16, nullptr);
+            CUDA_CHECK(cudaEventRecord(e[1]));
+            gk_attention_backward((act16_t *)dqkv, delta, (const act16_t *)dout,
+                                  (const act16_t *)out, (const act16_t *)qkv, lse, B, T, C, NH,
+                                  ws, h, GK_BF16, nullptr);
+            CUDA_CHECK(cudaEventRecord(e[2]));
+            CUDA_CHECK(cudaEventSynchronize(e[2]));
+            if (r >= 0) {
+                CUDA_CHECK(cudaEventElapsedTime(&ms[r], e[0], e[1]));
+                CUDA_CHECK(cudaEventElapsedTime(&ms[reps + r], e[1], e[2]));
+            }
+        }
+        *fwd_ms = median_ms(ms, reps);
+        *bwd_ms = median_ms(ms + reps, reps);
+    }
+    for (int i = 0; i < 3; i++)
+        if (e[i])
+            cudaEventDestroy(e[i]);
+    if (h)
+        cublasDestroy(h);
+    free(ms);
+    void *all[] = {qkv, out, dout, dqkv, lse, delta, ws};
+    for (void *p : all)
+        if (p)
+            gk_free(p);
+    return rc;
 }
 
 extern "C" double gk_gemm_tflops(int N, int C, int OC, int reps)

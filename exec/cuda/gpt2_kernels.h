@@ -107,5 +107,9 @@ void gk_fill_random(bf16_t *x, size_t n, unsigned seed);
  * elements, as the LM head's logits are), median of reps timed with CUDA events on random
  * data. */
 double gk_gemm_tflops(int N, int C, int OC, int reps);
+/* For benchmarks: milliseconds of the attention's forward and of its backward (the launchers
+ * above, bf16) over (B, T) tokens of C channels in NH heads, medians of reps timed with CUDA
+ * events on random data. 0, or -ENOMEM without host memory (device memory as gk_alloc). */
+int gk_attention_ms(int B, int T, int C, int NH, int reps, double *fwd_ms, double *bwd_ms);
 
 #endif

@@ -16,6 +16,7 @@
 
 #include "config.h"
 #include "cost.h"
+#include "graph.h"
 #include "hw.h"
 #include "profile.h"
 #include "units.h"
@@ -331,6 +332,47 @@ int main(int argc, char **argv)
              "8192 and the presets' GEMMs at 8 x 1024 tokens), median of %d runs each; per "
              "octave of size (the harmonic mean of m, n, k) the median: %s TFLOP/s", day,
              n_shapes, quick ? 5 : 20, curve);
+
+        /* the attention's efficiency: its kernels, forward and backward, at the presets' shapes
+         * (8 x 1024 tokens), the work the cost model charges (cost_attention_work) over the time
+         * at the peak; the median over the shapes */
+        enum { MAX_ATT = 16 };
+        double aeff[MAX_ATT];
+        int seen_c[MAX_ATT], seen_h[MAX_ATT], n_att = 0;
+        char att[MAX_ATT * 24] = "";
+        for (int i = 0; i < model_preset_count() && n_att < MAX_ATT; i++) {
+            const ModelConfig *c = model_preset_at(i);
+            bool dup = false;
+            for (int j = 0; j < n_att; j++)
+                dup |= seen_c[j] == c->d_model && seen_h[j] == c->n_head;
+            Graph g = {0};
+            if (dup || model_param_count(c) > (quick ? 1400000000 : 14000000000) ||
+                c->max_seq < 1024 || graph_init(&g, c, 8, 1024, &e))
+                continue;
+            const Op *op = graph_block_op(&g, 0, 2);
+            double work = cost_attention_work(op, TASK_FWD) + cost_attention_work(op, TASK_BWD);
+            graph_free(&g);
+            double f_ms, b_ms;
+            if (gk_attention_ms(8, 1024, c->d_model, c->n_head, quick ? 5 : 20, &f_ms, &b_ms))
+                continue;
+            seen_c[n_att] = c->d_model, seen_h[n_att] = c->n_head;
+            aeff[n_att] = work / ((f_ms + b_ms) * 1e-3 * hw.gpu_bf16_TFLOPS * 1e12);
+            fprintf(stderr, "  attention %d x %d heads (%s): forward %.3f ms, backward %.3f ms, "
+                    "efficiency %.3f\n", c->n_head, c->d_model / c->n_head, c->name, f_ms, b_ms,
+                    aeff[n_att]);
+            size_t len = strlen(att);
+            snprintf(att + len, sizeof att - len, "%s%d/%d %.2f", n_att ? ", " : "",
+                     c->n_head, c->d_model / c->n_head, aeff[n_att]);
+            n_att++;
+        }
+        if (n_att) {
+            Stat st;
+            profile_stat(aeff, n_att, &st);
+            hw.gpu_attn_efficiency = st.median;
+            note(&ns, "gpu", "attn_efficiency", "[meas %s] the attention kernels, forward and "
+                 "backward, at 8 x 1024 tokens, median of %d runs each; per heads/head size: %s; "
+                 "the median", day, quick ? 5 : 20, att);
+        }
     }
 #endif
 
