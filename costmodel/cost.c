@@ -38,7 +38,9 @@ double cost_gpu_adam_s(const Hardware *hw, double params)
 double cost_grad_sum_s(const Hardware *hw, double params, double grad_bytes)
 {
     double share = (double)plan_grad_sum_threads(hw->cpu_cores) / hw->cpu_cores;
-    return params * (grad_bytes + 8) / (hw->cpu_mem_GBps * 1e9 * (share < 1 ? share : 1));
+    double GBps = hw->cpu_sum_GBps > 0 ? hw->cpu_sum_GBps
+                                       : hw->cpu_mem_GBps * (share < 1 ? share : 1);
+    return params * (grad_bytes + 8) / (GBps * 1e9);
 }
 
 /* Latency of one copy on a link, in seconds. */

@@ -56,6 +56,9 @@ typedef struct Hardware {
     double cpu_mem_GBps;       /* host memory, bytes read plus written; the cores, PCIe and
                                   SSD transfers share it (costmodel/cost.h) */
     double adam_Gparams_per_s; /* fp32 AdamW over master, m, v with all cores */
+    double cpu_sum_GBps;       /* optional: host memory bytes a second the executor's
+                                  gradient-sum threads move (exec/optim/grad_sum.h); 0: their
+                                  share of the cores of mem_GBps */
 
     /* [ssd] */
     char ssd_name[64];

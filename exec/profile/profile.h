@@ -29,6 +29,10 @@ int profile_adam(int threads, size_t params, int reps, Stat *gparams, Err *e);
  * traffic (bytes read plus bytes written). */
 int profile_memory(int threads, size_t bytes, int reps, Stat *GBps, Err *e);
 
+/* The pipeline's host sum of micro-batch gradients (grad_sum_add over params bf16 gradients) on
+ * threads threads, reps times: GB/s of memory traffic (grad_sum_bytes_per_element each). */
+int profile_grad_sum(int threads, size_t params, int reps, Stat *GBps, Err *e);
+
 /* The store over dirs (O_DIRECT where the file system has it): bytes written, then read back,
  * then one tensor read while another is written; GB/s of each over all directories together. */
 typedef struct SsdProfile {
