@@ -1,6 +1,8 @@
 /* schedule (sched_*): building the task DAG of the fuyou and zero-infinity policies; see
- * schedule.h. The zero-infinity policy's gradients and optimizer step are in schedule_zero.c;
- * the builder both files use is in schedule_build.h.
+ * schedule.h. Here: the walk over the run (weights, activations, gradients' first copy) and
+ * finishing. The optimizer's tasks (states, Adam, new weights; fuyou's update, the GPU update)
+ * are in schedule_optim.c; the zero-infinity policy's gradients and optimizer step in
+ * schedule_zero.c; the builder the three files use is in schedule_build.h.
  *
  * The builder walks the run in GPU program order: per iteration and micro-batch, the forward
  * "uses" of blocks 0..L-1, then the backward uses L-1..0, with the embedding before and the head
@@ -25,10 +27,8 @@
 
 /* Adds a task; returns its index, or -1 when out of memory (sticky: b->oom, checked at the end;
  * every helper ignores a -1 task). */
-static int add_task(Builder *b, Resource res, TaskKind kind, Phase ph, int layer, int op,
-                    int priority, const char *fmt, ...) __attribute__((format(printf, 8, 9)));
-static int add_task(Builder *b, Resource res, TaskKind kind, Phase ph, int layer, int op,
-                    int priority, const char *fmt, ...)
+int sched_add_task(Builder *b, Resource res, TaskKind kind, Phase ph, int layer, int op,
+                   int priority, const char *fmt, ...)
 {
     Schedule *s = b->s;
     if (grow((void **)&s->tasks, &b->task_cap, s->n_tasks + 1, sizeof *s->tasks)) {
@@ -81,7 +81,7 @@ static int gpu_task(Builder *b, TaskKind kind, Phase ph, const Op *op, int op_in
     else
         snprintf(where, sizeof where, "b%d.%s", layer, op->name);
     const char *tag = kind == TASK_FWD ? "F" : kind == TASK_RECOMPUTE ? "R" : "B";
-    int t = add_task(b, RES_GPU, kind, ph, layer, op_index, 0, "%s.%s", tag, where);
+    int t = sched_add_task(b, RES_GPU, kind, ph, layer, op_index, 0, "%s.%s", tag, where);
     if (t < 0)
         return t;
     b->s->tasks[t].flops = flops;
@@ -98,7 +98,7 @@ int sched_copy_task(Builder *b, Resource res, Phase ph, int layer, double bytes,
     va_start(ap, fmt);
     vsnprintf(id, sizeof id, fmt, ap);
     va_end(ap);
-    int t = add_task(b, res, TASK_COPY, ph, layer, -1, priority, "%s", id);
+    int t = sched_add_task(b, res, TASK_COPY, ph, layer, -1, priority, "%s", id);
     if (t >= 0)
         b->s->tasks[t].bytes = bytes;
     return t;
@@ -421,8 +421,6 @@ static void emit_forward_block(Builder *b, int u, int blk)
     b->use_last[u] = b->last_gpu;
 }
 
-static void emit_update(Builder *b, int s);
-
 static void emit_backward_block(Builder *b, int u, int blk, bool last_micro)
 {
     const Plan *p = b->p;
@@ -491,141 +489,9 @@ static void emit_backward_block(Builder *b, int u, int blk, bool last_micro)
                                            slots.gpu_grads);
     bool tail = s == b->n_groups - 1;
     if (last_micro && blk == gfirst && !tail && fuyou)
-        emit_update(b, s);
+        sched_emit_update(b, s);
     else if (last_micro && blk == gfirst && !tail)
         sched_emit_zero_grad_write(b, s);
-}
-
-/* ---- the optimizer ------------------------------------------------------------------------ */
-
-/* Sub-group s's blocks [first, first + count) and its parameters (the tail's with the edges). */
-int64_t sched_group_params(const Builder *b, int s, int *first, int *count)
-{
-    const ModelConfig *c = &b->g->cfg;
-    plan_subgroup_blocks(b->p, s, first, count);
-    bool tail = s == b->n_groups - 1;
-    return *count * model_block_params(c) + (tail ? model_embed_params(c) : 0);
-}
-
-/* Sub-group s's new 16-bit weights (Adam task a) on their way home from pinned state buffer
- * slot: written to SSD or copied to the GPU; in CPU memory Adam wrote them in place. Returns the
- * task after which they are there. The tail's are what the next forward loads first: written
- * with the weight loads' priority, ahead of its states. */
-int sched_emit_new_weights(Builder *b, int s, int first, int64_t params, int a, int slot)
-{
-    const Plan *p = b->p;
-    double bytes = (double)dtype_bytes(b->g->cfg.dtype) * (double)params;
-    int upd = a;
-    if (p->weights == TIER_SSD) {
-        bool tail = s == b->n_groups - 1;
-        upd = sched_copy_task(b, RES_SSD_WRITE, PHASE_OPTIMIZER, first, bytes,
-                              tail ? PRIO_WEIGHTS : PRIO_OPTIM, "SSDW.g%d.w", s);
-        set_move(b, upd, CARGO_UPDATE, TIER_CPU, TIER_SSD, s);
-        dep(b, upd, a);
-    } else if (p->weights == TIER_GPU) {
-        upd = sched_copy_task(b, RES_H2D, PHASE_OPTIMIZER, first, bytes, PRIO_OPTIM, "H2D.g%d.w",
-                              s);
-        set_move(b, upd, CARGO_UPDATE, TIER_CPU, TIER_GPU, s);
-        dep(b, upd, a);
-    }
-    if (upd != a && upd >= 0)
-        b->s->tasks[upd].slot.pinned = slot;
-    return upd;
-}
-
-/* The pinned state buffer of the k-th update of the run, when sub-group s needs one: its states
- * (optimizer on SSD) and the new weights on their way to SSD or the GPU; else -1. */
-int sched_update_slot(const Builder *b, int s, int k)
-{
-    const Plan *p = b->p;
-    bool pinned = plan_optim_tier(p, s) == TIER_SSD || p->weights != TIER_CPU;
-    return pinned ? k % p->state_buffers : -1;
-}
-
-/* Sub-group s's fp32 master, m and v (12 B a parameter) read from SSD into pinned state buffer
- * slot, or written back from it. */
-int sched_emit_states(Builder *b, int s, int first, int64_t params, bool write, int slot)
-{
-    double bytes = 12.0 * (double)params;
-    int t = write ? sched_copy_task(b, RES_SSD_WRITE, PHASE_OPTIMIZER, first, bytes, PRIO_OPTIM,
-                                    "SSDW.g%d.state", s)
-                  : sched_copy_task(b, RES_SSD_READ, PHASE_OPTIMIZER, first, bytes, PRIO_OPTIM,
-                                    "SSDR.g%d.state", s);
-    set_move(b, t, CARGO_STATES, write ? TIER_CPU : TIER_SSD, write ? TIER_SSD : TIER_CPU, s);
-    if (t >= 0)
-        b->s->tasks[t].slot.pinned = slot;
-    return t;
-}
-
-/* Sub-group s's AdamW on the CPU, its states in pinned state buffer slot (or -1). */
-int sched_emit_adam(Builder *b, int s, int first, int64_t params, int slot)
-{
-    int a = add_task(b, RES_CPU_ADAM, TASK_ADAM, PHASE_OPTIMIZER, first, -1, 0, "ADAM.g%d", s);
-    if (a >= 0) {
-        Task *t = &b->s->tasks[a];
-        t->params = params;
-        t->group = s;
-        t->slot.pinned = slot;
-    }
-    b->adam[s] = a;
-    return a;
-}
-
-/* Fuyou's update of sub-group s during backward: read states (SSD), Adam on the CPU, write
- * states and new weights; the state buffer ring bounds the updates in flight. */
-static void emit_update(Builder *b, int s)
-{
-    const Plan *p = b->p;
-    int first, count;
-    int64_t params = sched_group_params(b, s, &first, &count);
-    bool tail = s == b->n_groups - 1;
-    int gate = b->bwd_first;
-
-    int k = b->n_updates++;
-    bool on_ssd = plan_optim_tier(p, s) == TIER_SSD;
-    int slot = sched_update_slot(b, s, k);
-    const int *freed = slot >= 0 && k >= p->state_buffers
-                           ? &b->upd_release[2 * (k - p->state_buffers)] : NULL;
-    int rd = on_ssd ? sched_emit_states(b, s, first, params, false, slot) : -1;
-    dep(b, rd, gate);
-    int a = sched_emit_adam(b, s, first, params, slot);
-    if (a >= 0)
-        b->s->tasks[a].slot.host_grads = s % p->host_grad_groups;
-    if (freed) {
-        dep(b, rd >= 0 ? rd : a, freed[0]);
-        dep(b, rd >= 0 ? rd : a, freed[1]);
-    }
-    dep(b, a, rd);
-    dep(b, a, gate);
-    for (int blk = first; blk < first + count; blk++)
-        dep(b, a, b->grad_d2h[blk]);
-    if (tail)
-        dep(b, a, b->embed_grad_d2h);
-    int sw = on_ssd ? sched_emit_states(b, s, first, params, true, slot) : -1;
-    dep(b, sw, a);
-    int upd = sched_emit_new_weights(b, s, first, params, a, slot);
-    b->upd_release[2 * k] = sw >= 0 ? sw : a;
-    b->upd_release[2 * k + 1] = upd;
-    for (int blk = first; blk < first + count; blk++)
-        b->upd_block[b->iter * b->L + blk] = upd;
-    if (tail)
-        b->upd_edge[b->iter] = upd;
-}
-
-/* With everything on the GPU: one fused AdamW over all parameters after backward. */
-static void emit_gpu_update(Builder *b)
-{
-    int a = add_task(b, RES_GPU, TASK_ADAM, PHASE_OPTIMIZER, 0, -1, 0, "ADAM.gpu");
-    if (a < 0)
-        return;
-    GraphTotals t;
-    graph_totals(b->g, &t);
-    b->s->tasks[a].params = t.params;
-    dep(b, a, b->last_gpu);
-    b->last_gpu = a;
-    for (int blk = 0; blk < b->L; blk++)
-        b->upd_block[b->iter * b->L + blk] = a;
-    b->upd_edge[b->iter] = a;
 }
 
 /* ---- one micro-batch ------------------------------------------------------------------------ */
@@ -706,7 +572,7 @@ static void emit_micro_batch(Builder *b, int m)
                                : sched_emit_zero_grad(b, b->embed_grad_d2h, -1, tail,
                                                       model_embed_params(&b->g->cfg), -1);
     if (fuyou && last_micro)
-        emit_update(b, b->n_groups - 1);
+        sched_emit_update(b, b->n_groups - 1);
     else if (last_micro)
         sched_emit_zero_grad_write(b, tail);
 }
@@ -907,7 +773,7 @@ int sched_build(Schedule *s, const Graph *g, const Plan *p, int iters, Err *e)
             emit_micro_batch(&b, m);
         snprintf(b.prefix, sizeof b.prefix, "%s", "");
         if (p->optim == TIER_GPU)
-            emit_gpu_update(&b);
+            sched_emit_gpu_update(&b);
         else if (p->policy == POLICY_ZERO_INFINITY)
             sched_emit_zero_step(&b);
     }

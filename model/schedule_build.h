@@ -1,8 +1,9 @@
-/* schedule_build: the builder sched_build uses, shared by schedule.c (the walk over the run, the
- * fuyou policy's optimizer, finishing) and schedule_zero.c (the zero-infinity policy's gradients
- * and step). Private to model/: not installed, and no part of the schedule's interface, which is
- * schedule.h. The builder's state and the helpers that add tasks, dependencies and optimizer
- * work; every helper ignores a task index of -1 (out of memory, sticky in b->oom). */
+/* schedule_build: the builder sched_build uses, shared by schedule.c (the walk over the run,
+ * finishing), schedule_optim.c (the optimizer's tasks, the fuyou policy's update) and
+ * schedule_zero.c (the zero-infinity policy's gradients and step). Private to model/: not
+ * installed, and no part of the schedule's interface, which is schedule.h. The builder's state and
+ * the helpers that add tasks, dependencies and optimizer work; every helper ignores a task index
+ * of -1 (out of memory, sticky in b->oom). */
 #ifndef FUYOU_SCHEDULE_BUILD_H
 #define FUYOU_SCHEDULE_BUILD_H
 
@@ -127,10 +128,18 @@ enum { PRIO_WEIGHTS = 0, PRIO_ACT_IN = 1, PRIO_GRAD = 1, PRIO_ACT_OUT = 2, PRIO_
 
 /* ---- schedule.c ---------------------------------------------------------------------------- */
 
+/* Adds a task of the builder's iteration and micro-batch (layer, op, priority as in Task) with id
+ * fmt after its micro-batch prefix. Returns its index, or -1 when out of memory (sticky: b->oom,
+ * checked at the end). */
+int sched_add_task(Builder *b, Resource res, TaskKind kind, Phase ph, int layer, int op,
+                   int priority, const char *fmt, ...) __attribute__((format(printf, 8, 9)));
+
 /* Adds a copy of bytes over link res (block layer, -1 the edges; a sub-group's: its first block)
  * with id fmt after the builder's micro-batch prefix. Returns its index, or -1. */
 int sched_copy_task(Builder *b, Resource res, Phase ph, int layer, double bytes, int priority,
                     const char *fmt, ...) __attribute__((format(printf, 7, 8)));
+
+/* ---- schedule_optim.c: the optimizer ------------------------------------------------------- */
 
 /* Sub-group s's blocks [*first, *first + *count) and its parameters (the tail's with the
  * edges). */
@@ -149,6 +158,13 @@ int sched_emit_adam(Builder *b, int s, int first, int64_t params, int slot);
 /* Sub-group s's new 16-bit weights, from Adam task a, on their way home. Returns the task after
  * which they are there (a itself when Adam wrote them in place). */
 int sched_emit_new_weights(Builder *b, int s, int first, int64_t params, int a, int slot);
+
+/* Fuyou's update of sub-group s during backward, once its gradients are there: states read,
+ * Adam, states and new weights written; records the task after which its weights are new. */
+void sched_emit_update(Builder *b, int s);
+
+/* Everything on the GPU: one fused AdamW after iteration b->iter's backward. */
+void sched_emit_gpu_update(Builder *b);
 
 /* ---- schedule_zero.c: the zero-infinity policy --------------------------------------------- */
 

@@ -2,9 +2,9 @@
  * DeepSpeed runs it by default (ARCHITECTURE.md, "ZeRO-Infinity as DeepSpeed runs it"): each
  * block's gradients from their 16-bit copy to the CPU on (back to the GPU, out in fp32, to SSD
  * per sub-group) and the optimizer step after backward, one sub-group at a time. Not the walk
- * over the run, the weight and activation movement both policies share, or the optimizer tasks
- * themselves (states, Adam, new weights): schedule.c emits those, with the builder of
- * schedule_build.h; sched_build calls in here. */
+ * over the run or the weight and activation movement both policies share (schedule.c), nor the
+ * optimizer tasks themselves (states, Adam, new weights: schedule_optim.c); all with the
+ * builder of schedule_build.h; sched_build calls in here. */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -1,0 +1,306 @@
+/* Check suite for model/sched's buffer rings: no task overwrites a buffer another still reads
+ * (every pool, several plans, copies whole and in chunks), and every task names the buffers it
+ * uses. The rest of the schedule's structure is test_sched.c's. */
+#include <stdbool.h>
+#include <stdlib.h>
+
+#include "sched_testutil.h"
+
+/* reach[t * n + u]: t waits (transitively) for u. */
+static unsigned char *reachability(const Schedule *s)
+{
+    int n = s->n_tasks;
+    unsigned char *r = calloc((size_t)n * n, 1);
+    int *order = malloc((size_t)n * sizeof(int)), *indeg = calloc((size_t)n, sizeof(int));
+    int *first, *succ;
+    ck_assert_int_eq(sched_successors(s, &first, &succ), 0);
+    int head = 0, tail = 0;
+    for (int t = 0; t < n; t++)
+        if (!(indeg[t] = s->tasks[t].n_deps))
+            order[tail++] = t;
+    while (head < tail) {
+        int t = order[head++];
+        for (int k = first[t]; k < first[t + 1]; k++)
+            if (--indeg[succ[k]] == 0)
+                order[tail++] = succ[k];
+    }
+    ck_assert_int_eq(tail, n);
+    for (int i = 0; i < n; i++) {
+        int t = order[i];
+        for (int k = 0; k < s->tasks[t].n_deps; k++) {
+            int d = sched_deps(s, t)[k];
+            r[(size_t)t * n + d] = 1;
+            for (int u = 0; u < n; u++)
+                r[(size_t)t * n + u] |= r[(size_t)d * n + u];
+        }
+    }
+    free(order), free(indeg), free(first), free(succ);
+    return r;
+}
+
+/* One buffer pool: which tasks fill a buffer (writers) and read it (readers), the buffer, and
+ * whether a writer fills it for this reader (same block or sub-group, iteration, part). */
+typedef struct Pool {
+    const char *name;
+    bool (*writer)(const Task *t);
+    bool (*reader)(const Task *t);
+    int (*slot)(const Task *t);
+    bool (*intended)(const Task *w, const Task *r);
+} Pool;
+
+static bool is_gpu(const Task *t)
+{
+    return t->res == RES_GPU && t->layer >= 0 && t->layer < p.n_layer;
+}
+static bool w_weights(const Task *t)
+{
+    return t->res == RES_H2D && t->cargo == CARGO_WEIGHTS && t->layer >= 0;
+}
+static int s_weights(const Task *t) { return t->slot.gpu_weights; }
+static bool same_block(const Task *w, const Task *r)
+{
+    return w->layer == r->layer && w->iter == r->iter;
+}
+static bool w_fetch(const Task *t)
+{
+    return t->res == RES_H2D && (t->cargo == CARGO_CKPT || t->cargo == CARGO_ACTS);
+}
+static bool r_fetch(const Task *t) { return is_gpu(t) && t->kind != TASK_FWD; }
+static int s_fetch(const Task *t) { return t->slot.gpu_acts; }
+/* zero-infinity's gradient comes back to its GPU buffer before its fp32 copy leaves it */
+static bool w_grads(const Task *t)
+{
+    return (is_gpu(t) && t->kind == TASK_BWD) ||
+           (t->res == RES_H2D && t->cargo == CARGO_GRADS && t->layer >= 0);
+}
+static bool r_grads(const Task *t)
+{
+    return t->res == RES_D2H && (t->cargo == CARGO_GRADS || t->cargo == CARGO_FP32_GRADS) &&
+           t->layer >= 0;
+}
+static int s_grads(const Task *t) { return t->slot.gpu_grads; }
+static bool w_host_grads(const Task *t) { return t->res == RES_D2H && t->cargo == CARGO_GRADS; }
+static bool r_host_grads(const Task *t) { return t->res == RES_CPU_ADAM; }
+static int s_host_grads(const Task *t) { return t->slot.host_grads; }
+static bool same_group(const Task *w, const Task *r)
+{
+    return w->group == r->group && w->iter == r->iter;
+}
+/* zero-infinity's fp32 gradients on their way to SSD */
+static bool w_staging(const Task *t) { return t->res == RES_D2H && t->cargo == CARGO_FP32_GRADS; }
+static bool r_staging(const Task *t)
+{
+    return t->res == RES_SSD_WRITE && t->cargo == CARGO_FP32_GRADS;
+}
+/* states, and zero-infinity's fp32 gradients read back with them */
+static bool w_states(const Task *t)
+{
+    return (t->res == RES_SSD_READ &&
+            (t->cargo == CARGO_STATES || t->cargo == CARGO_FP32_GRADS)) ||
+           t->res == RES_CPU_ADAM;
+}
+static bool r_states(const Task *t)
+{
+    return t->res == RES_CPU_ADAM || (t->res == RES_SSD_WRITE && t->group >= 0);
+}
+static int s_pinned(const Task *t) { return t->slot.pinned; }
+static bool w_pinned_w(const Task *t)
+{
+    return t->res == RES_SSD_READ && t->cargo == CARGO_WEIGHTS && t->layer >= 0;
+}
+static bool r_pinned_w(const Task *t) { return w_weights(t) && t->from == TIER_SSD; }
+static bool same_load(const Task *w, const Task *r)
+{
+    return same_block(w, r) && w->phase == r->phase;
+}
+
+static bool is_act(const Task *t) { return t->cargo == CARGO_CKPT || t->cargo == CARGO_ACTS; }
+static bool w_stage_in(const Task *t) { return t->res == RES_SSD_READ && is_act(t); }
+static bool r_stage_in(const Task *t) { return t->res == RES_H2D && is_act(t); }
+static bool w_stage_out(const Task *t) { return t->res == RES_D2H && is_act(t); }
+static bool r_stage_out(const Task *t) { return t->res == RES_SSD_WRITE && is_act(t); }
+static bool same_part(const Task *w, const Task *r)
+{
+    return same_block(w, r) && w->cargo == r->cargo;
+}
+/* The forward out-slots: a block's swapped tensors, written by its forward and drained by its
+ * D2H .act; its input (the checkpoint), written by the block before (res2) and drained by D2H
+ * .ckpt. */
+static bool w_out_inner(const Task *t) { return is_gpu(t) && t->kind == TASK_FWD; }
+static bool r_out_inner(const Task *t) { return t->res == RES_D2H && t->cargo == CARGO_ACTS; }
+static bool w_out_ckpt(const Task *t)
+{
+    if (t->res != RES_GPU || t->kind != TASK_FWD)
+        return false;
+    return t->layer == -1 || (is_gpu(t) && t->op == 1 + GRAPH_OPS_PER_BLOCK * t->layer + 9 &&
+                              t->layer + 1 < p.n_layer);
+}
+static bool r_out_ckpt(const Task *t) { return t->res == RES_D2H && t->cargo == CARGO_CKPT; }
+static int s_out_ckpt(const Task *t)
+{
+    return sched_fwd_act_slot(&p, t->res == RES_GPU ? t->layer + 1 : t->layer);
+}
+static bool next_block(const Task *w, const Task *r)
+{
+    return w->layer + 1 == r->layer && w->iter == r->iter;
+}
+/* One ring serves both ways (schedule.h): backward's fetches write the slots forward computes
+ * into and drains, and forward's compute the slots backward's fetches fill. */
+static bool w_ring_inner(const Task *t) { return w_out_inner(t) || w_fetch(t); }
+static bool w_ring_ckpt(const Task *t) { return w_out_ckpt(t) || w_fetch(t); }
+static int s_ring_ckpt(const Task *t) { return w_fetch(t) ? s_fetch(t) : s_out_ckpt(t); }
+static bool fwd_same_block(const Task *w, const Task *r) { return is_gpu(w) && same_block(w, r); }
+static bool fwd_next_block(const Task *w, const Task *r)
+{
+    return w->res == RES_GPU && next_block(w, r);
+}
+static bool fetch_same_block(const Task *w, const Task *r)
+{
+    return w_fetch(w) && same_block(w, r);
+}
+
+static const Pool pools[] = {
+    {"pinned activation in-slots", w_stage_in, r_stage_in, s_pinned, same_block},
+    {"pinned activation out-slots", w_stage_out, r_stage_out, s_pinned, same_part},
+    {"GPU activation ring, forward's drains", w_ring_inner, r_out_inner, s_fetch, fwd_same_block},
+    {"GPU activation ring, checkpoints", w_ring_ckpt, r_out_ckpt, s_ring_ckpt, fwd_next_block},
+    {"GPU weight buffers", w_weights, is_gpu, s_weights, same_block},
+    {"GPU activation ring, backward's reads", w_ring_inner, r_fetch, s_fetch,
+     fetch_same_block},
+    {"GPU gradient buffers", w_grads, r_grads, s_grads, same_block},
+    {"CPU gradient buffers", w_host_grads, r_host_grads, s_host_grads, same_group},
+    {"pinned gradient staging", w_staging, r_staging, s_host_grads, same_group},
+    {"pinned state buffers", w_states, r_states, s_pinned, same_group},
+    {"pinned weight buffers", w_pinned_w, r_pinned_w, s_pinned, same_load},
+};
+
+/* Every reader's data was written by an intended writer before it, and every other writer of
+ * its buffer either came before that one or waits for the reader. */
+static int check_pool(const Schedule *s, const unsigned char *r, const Pool *pl)
+{
+    int n = s->n_tasks, pairs = 0;
+    for (int rd = 0; rd < n; rd++) {
+        const Task *R = &s->tasks[rd];
+        if (!pl->reader(R) || pl->slot(R) < 0)
+            continue;
+        for (int w = 0; w < n; w++) {
+            const Task *W = &s->tasks[w];
+            if (w == rd || !pl->writer(W) || pl->slot(W) != pl->slot(R))
+                continue;
+            if (pl->intended(W, R))
+                continue;
+            bool before = false, fed = false;
+            for (int w0 = 0; w0 < n && !before; w0++) {
+                const Task *W0 = &s->tasks[w0];
+                if (w0 == rd || !pl->writer(W0) || pl->slot(W0) != pl->slot(R) ||
+                    !pl->intended(W0, R))
+                    continue;
+                fed = true;
+                before = r[(size_t)rd * n + w0] && r[(size_t)w0 * n + w];
+            }
+            /* a reader that writes the buffer first itself (Adam's new weights, with the states
+             * in CPU memory) needs only the other writers done before it */
+            if (!fed && pl->writer(R) && r[(size_t)rd * n + w])
+                before = true;
+            bool after = r[(size_t)w * n + rd];
+            ck_assert_msg(before || after, "%s: %s (iteration %d) may overwrite buffer %d while "
+                          "%s (iteration %d) reads it", pl->name, W->id, W->iter, pl->slot(R),
+                          R->id, R->iter);
+            pairs++;
+        }
+    }
+    return pairs;
+}
+
+START_TEST(buffer_rings_are_safe)
+{
+    /* sub: sub-group blocks on the ten-block model (0: the tiny one, sub-groups of ring) */
+    static const struct { Policy pol; Tier w, o; ActPlace ckpt, inner; int ring, sub; } cases[] = {
+        {POLICY_FUYOU, TIER_SSD, TIER_SSD, ACT_CPU, ACT_RECOMPUTE, 2, 0},
+        {POLICY_FUYOU, TIER_SSD, TIER_SSD, ACT_SSD, ACT_SSD, 1, 0},
+        {POLICY_FUYOU, TIER_CPU, TIER_SSD, ACT_CPU, ACT_CPU, 1, 0},
+        {POLICY_FUYOU, TIER_SSD, TIER_CPU, ACT_GPU, ACT_SSD, 3, 0},
+        /* sub-groups of several blocks, more than host_grad_groups of them: each block's
+         * gradients wait for the update that read its CPU buffer before */
+        {POLICY_FUYOU, TIER_CPU, TIER_CPU, ACT_CPU, ACT_RECOMPUTE, 2, 2},
+        {POLICY_FUYOU, TIER_CPU, TIER_SSD, ACT_CPU, ACT_RECOMPUTE, 1, 3},
+        {POLICY_ZERO_INFINITY, TIER_SSD, TIER_SSD, ACT_CPU, ACT_RECOMPUTE, 1, 0},
+        {POLICY_ZERO_INFINITY, TIER_SSD, TIER_SSD, ACT_SSD, ACT_CPU, 2, 0},
+        {POLICY_ZERO_INFINITY, TIER_GPU, TIER_CPU, ACT_CPU, ACT_RECOMPUTE, 1, 0},
+    };
+    Err e;
+    /* each case with copies whole, and the first four with every PCIe copy in its most chunks
+     * (reachability is quadratic in the tasks) */
+    for (size_t cc = 0; cc < 2 * sizeof cases / sizeof cases[0]; cc++) {
+        size_t c = cc / 2;
+        if (cc % 2 && c >= 4)
+            continue;
+        /* zero-infinity on ten blocks of one-block sub-groups: its gradient buffers wrap */
+        bool zi = cases[c].pol == POLICY_ZERO_INFINITY, ten = zi || cases[c].sub;
+        setup_model(ten ? &deep : &tiny, cases[c].pol);
+        p.weights = cases[c].w;
+        p.optim = cases[c].o;
+        plan_set_all_act(&p, cases[c].ckpt, cases[c].inner);
+        int k = cases[c].ring;
+        p.prefetch_depth = k - 1;
+        p.weight_buffers = p.pinned_buffers = p.act_buffers = p.grad_buffers = k;
+        p.state_buffers = p.host_grad_groups = k;
+        p.subgroup_blocks = zi ? 1 : cases[c].sub ? cases[c].sub : k;
+        p.copy_chunk_bytes = cc % 2;
+        Schedule s;
+        ck_assert_int_eq(sched_build(&s, &g, &p, zi ? 2 : 3, &e), 0);
+        unsigned char *r = reachability(&s);
+        int pairs = 0;
+        for (size_t i = 0; i < sizeof pools / sizeof pools[0]; i++)
+            pairs += check_pool(&s, r, &pools[i]);
+        ck_assert_int_gt(pairs, 0);
+        free(r);
+        sched_free(&s);
+        teardown();
+    }
+}
+END_TEST
+
+/* Every copy says what it moves; every block task, which weight buffer it reads; every update,
+ * its pinned buffer and (fuyou) its CPU gradient buffer; zero-infinity's fp32 gradients, their
+ * pinned buffer on the way to SSD. */
+START_TEST(tasks_name_their_buffers)
+{
+    Err e;
+    for (int policy = 0; policy < 2; policy++) {
+        setup(policy);
+        p.weights = p.optim = TIER_SSD;
+        plan_set_all_act(&p, ACT_SSD, ACT_CPU);
+        Schedule s;
+        ck_assert_int_eq(sched_build(&s, &g, &p, 2, &e), 0);
+        for (int i = 0; i < s.n_tasks; i++) {
+            const Task *t = &s.tasks[i];
+            if (t->kind == TASK_COPY)
+                ck_assert_msg(t->cargo != CARGO_NONE && t->from != t->to, "%s", t->id);
+            if (is_gpu(t))
+                ck_assert_msg(t->slot.gpu_weights >= 0 &&
+                                  t->slot.gpu_weights < p.weight_buffers, "%s", t->id);
+            if (t->res == RES_CPU_ADAM)
+                ck_assert_msg(t->group >= 0 && t->slot.pinned >= 0 &&
+                                  (t->slot.host_grads >= 0) == (policy == POLICY_FUYOU),
+                              "%s", t->id);
+            if (t->cargo == CARGO_FP32_GRADS && t->to != TIER_CPU)
+                ck_assert_msg(t->slot.host_grads >= 0 && t->slot.host_grads < ZI_OPTIM_BUFFERS,
+                              "%s", t->id);
+        }
+        sched_free(&s);
+        teardown();
+    }
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("sched_rings");
+    TCase *tc = tcase_create("sched_rings");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, buffer_rings_are_safe);
+    tcase_add_test(tc, tasks_name_their_buffers);
+    suite_add_tcase(s, tc);
+    return tu_run(s);
+}
