@@ -4,8 +4,8 @@
  * cleanly instead (the out-of-core pipeline's compute lane, which drains its other lanes and
  * names the task) points cuda_failure at its own record for the length of a call: the first
  * failure is kept there and the call goes on to its end, its later failures unrecorded.
- * FUYOU_CUDA_SYNC=1 in the environment synchronises after every launch, so an asynchronous
- * fault names its kernel. */
+ * FUYOU_CUDA_SYNC=1 in the environment synchronises after every launch and cuBLAS call, so an
+ * asynchronous fault names its kernel or call. */
 #ifndef FUYOU_CUDA_CHECK_H
 #define FUYOU_CUDA_CHECK_H
 
@@ -49,12 +49,6 @@ static inline void cuda_fail(cudaError_t st, const char *what, const char *file,
             cuda_fail(st_, #call, __FILE__, __LINE__);                                        \
     } while (0)
 
-#define CUBLAS_CHECK(call)                                                                    \
-    do {                                                                                      \
-        cublasStatus_t st_ = (call);                                                          \
-        if (st_ != CUBLAS_STATUS_SUCCESS)                                                     \
-            cuda_report(__FILE__, __LINE__, #call, cublasGetStatusString(st_));               \
-    } while (0)
 
 /* After every launch: the launch error, and with FUYOU_CUDA_SYNC=1 the execution error. */
 static inline void cuda_after_launch(const char *kernel, const char *file, int line)
@@ -72,5 +66,16 @@ static inline void cuda_after_launch(const char *kernel, const char *file, int l
 }
 
 #define LAUNCHED(kernel) cuda_after_launch(#kernel, __FILE__, __LINE__)
+
+/* A cuBLAS call: its status, then as after a launch (its kernels, with FUYOU_CUDA_SYNC=1 their
+ * execution). */
+#define CUBLAS_CHECK(call)                                                                    \
+    do {                                                                                      \
+        cublasStatus_t st_ = (call);                                                          \
+        if (st_ != CUBLAS_STATUS_SUCCESS)                                                     \
+            cuda_report(__FILE__, __LINE__, #call, cublasGetStatusString(st_));               \
+        else                                                                                  \
+            cuda_after_launch(#call, __FILE__, __LINE__);                                     \
+    } while (0)
 
 #endif
