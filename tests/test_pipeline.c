@@ -312,6 +312,57 @@ START_TEST(trace_is_the_schedule)
 }
 END_TEST
 
+/* The CPU device, but F.b1.qkv of the second iteration fails as a device can. */
+static DeviceOps failing_cpu;
+
+static int compute_or_fail(Device *d, const ComputeCall *c, DeviceSpan *span, Err *e)
+{
+    if (c->task->iter == 1 && !strcmp(c->task->id, "F.b1.qkv"))
+        return err_set(e, -EIO, "an injected device failure");
+    return device_cpu.compute(d, c, span, e);
+}
+
+/* A failure inside the run is the error, naming the task, and the trace keeps what ran. */
+START_TEST(failure_keeps_its_trace)
+{
+    char path[] = "/tmp/fuyou-pipe-fail-XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    failing_cpu = device_cpu;
+    failing_cpu.compute = compute_or_fail;
+    Err e;
+    TrainOptions o = opts(3);
+    Plan p;
+    Graph g;
+    base_plan(&p, &g, &o);
+    PipeConfig pc = {.device = &failing_cpu, .trace_path = path};
+    TrainResult r;
+    ck_assert_int_eq(pipe_train(&o, &p, &pc, &r, NULL, &e), -EIO);
+    free(r.losses);
+    tu_assert_contains(e.msg, "F.b1.qkv");
+    tu_assert_contains(e.msg, "an injected device failure");
+    tu_assert_contains(e.msg, "the trace holds the");
+    TraceTable t;
+    ck_assert_msg(trace_read_tsv(path, &t, &e) == 0, "%s", e.msg);
+    /* the first iteration whole, none of the failed task, nothing of the third */
+    Schedule s;
+    ck_assert_int_eq(sched_build(&s, &g, &p, 1, &e), 0);
+    int first = 0;
+    for (int k = 0; k < t.n; k++) {
+        first += t.rows[k].iter == 0;
+        ck_assert_int_lt(t.rows[k].iter, 2);
+        ck_assert(t.rows[k].iter != 1 || strcmp(t.rows[k].task_id, "F.b1.qkv"));
+    }
+    ck_assert_int_eq(first, s.n_tasks);
+    sched_free(&s);
+    trace_table_free(&t);
+    plan_free(&p);
+    graph_free(&g);
+    unlink(path);
+}
+END_TEST
+
 START_TEST(budgets_hold)
 {
     Err e;
@@ -391,6 +442,7 @@ int main(void)
     tcase_add_test(tc, resume_is_exact);
     tcase_add_test(tc, trace_is_the_schedule);
     tcase_add_test(tc, budgets_hold);
+    tcase_add_test(tc, failure_keeps_its_trace);
     tcase_add_test(tc, bad_input);
     suite_add_tcase(s, tc);
     return tu_run(s);

@@ -257,8 +257,16 @@ int pipe_train(const TrainOptions *o, const Plan *plan, const PipeConfig *pc, Tr
     double elapsed = clock_monotonic_s() - pp.t0;
     r->tokens_per_s = elapsed > 0 ? (double)r->n_losses * pp.M * (double)N / elapsed : 0;
     r->loss_scale = 1;
-    if (!rc)
+    if (!rc) {
         rc = write_traces(&pp, pc, e);
+    } else if (e && pp.n_rows && (pc->trace_path || pc->chrome_path)) {
+        /* what ran before the failure, for its diagnosis; the failure stays the error */
+        Err e2;
+        size_t len = strlen(e->msg);
+        if (!write_traces(&pp, pc, &e2) && len < sizeof e->msg)
+            snprintf(e->msg + len, sizeof e->msg - len, " (the trace holds the %d tasks that "
+                     "ran: %s)", pp.n_rows, pc->trace_path ? pc->trace_path : pc->chrome_path);
+    }
     if (rep)
         memset(rep, 0, sizeof *rep);
     if (rep && g.ops) {
