@@ -3,7 +3,8 @@
 # tools/device_check.sh MODE=offload made (its runs.txt, meas<n>.tsv and log<n>.tsv in each
 # DIR, unpacked from fuyou-logs.tgz), predicts the same model, batch and plan with fuyou-sim on
 # --hw INI (e.g. what MODE=hwprofile measured) and compares the traces with fuyou-trace; prints
-# one row per run and the median and worst |error| of the steady-state iteration time; writes
+# one row per run, the median and worst |error| of the steady-state iteration time and of each
+# busy resource's busy time (busy_errors.tsv); writes
 # rows.tsv and batch.tsv (model TFLOPS, predicted and measured: fuyou-plot batch) under --out.
 #   tools/regress.sh [--build DIR] [--out DIR] --hw INI RUNDIR...
 set -euo pipefail
@@ -13,7 +14,7 @@ while [ $# -gt 0 ]; do
     --build) build=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --hw) hw=$2; shift 2 ;;
-    -h|--help) sed -n 2,7p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n 2,8p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) break ;;
     esac
 done
@@ -60,3 +61,36 @@ n=$(printf '%s\n' "$errs" | grep -c . || true)
 printf '%s\n' "$errs" | awk -F'\t' -v n="$n" '{ a[NR] = $1; who = $2 }
     END { m = n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
           printf "%d runs: iteration time |error| median %.1f%%, worst %.1f%% (%s)\n", n, m, a[n], who }'
+# per-resource busy time (issue 12's second goal): |error| over every run's resources that are
+# busy at least 5% of its measured iteration, median and worst
+k=0
+for dir in "$@"; do
+    n=0
+    while IFS='|' read -r name model batch iters plan extra; do
+        [ -n "${name// }" ] || continue
+        n=$((n + 1))
+        [ -s "$dir/meas$n.tsv" ] || continue
+        k=$((k + 1))
+        [ -s "$out/cmp$k.txt" ] || continue
+        awk -v name="$name" '/^iteration:/ { it = $6 }
+            /^(gpu|h2d|d2h|ssd_read|ssd_write|cpu_adam) / && it > 0 && $3 >= 0.05 * it {
+                e = $4; sub(/%/, "", e); e += 0; printf "%s\t%s %s\n", (e < 0 ? -e : e), name, $1 }' \
+            "$out/cmp$k.txt"
+    done < "$dir/runs.txt"
+done | sort -g > "$out/busy_errors.tsv"
+nb=$(grep -c . "$out/busy_errors.tsv" || true)
+[ "$nb" -gt 0 ] && awk -F'\t' -v n="$nb" '{ a[NR] = $1; who = $2 }
+    END { m = n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+          printf "%d busy resources: busy time |error| median %.1f%%, worst %.1f%% (%s)\n", n, m,
+                 a[n], who }' "$out/busy_errors.tsv"
+# the planner's regret (issue 12's third goal), where a DIR holds a sweep (MODE=sweep: runs named
+# "<config> swap <amount>", one of them "swap auto"): the planner's measured time over the best
+awk -F'\t' 'NR > 1 && $1 ~ / swap [^ ]+$/ {
+        cfg = $1; sub(/ swap [^ ]+$/, "", cfg); amt = $1; sub(/.* swap /, "", amt)
+        n[cfg]++; if (!(cfg in best) || $2 < best[cfg]) { best[cfg] = $2; who[cfg] = amt }
+        if (amt == "auto") auto[cfg] = $2 }
+    END { for (c in auto)
+              printf "%s: the planner'"'"'s amount measured %.4f s, the best of %d amounts %.4f s " \
+                     "(swap %s): regret %.1f%%\n", c, auto[c], n[c], best[c], who[c],
+                     100 * (auto[c] / best[c] - 1) }' "$rows"
+exit 0
