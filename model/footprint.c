@@ -43,7 +43,7 @@ void footprint_cuda_lane(const Graph *g, LaneSizes *lane)
 {
     const ModelConfig *c = &g->cfg;
     double N = (double)g->tokens, C = c->d_model, F = c->d_ff, H = c->n_head;
-    double Vp = ceil(c->vocab / 64.0) * 64, chunk = (double)graph_head_chunk(g->tokens);
+    double Vp = (double)model_padded_vocab(c), chunk = (double)graph_head_chunk(g->tokens);
     double d = (double)dtype_bytes(c->dtype); /* an element of the lane's 16-bit buffers */
     double stats = 2 * N * 4, lse = N * H * 4, act = N * C * d;
     const double t[FOOTPRINT_BLOCK_TENSORS] = {act + stats, 3 * act, act + lse, act, act,

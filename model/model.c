@@ -99,6 +99,11 @@ int64_t model_embed_params(const ModelConfig *c)
     return wte + wpe + 2 * h + (c->tied ? 0 : wte);
 }
 
+int64_t model_padded_vocab(const ModelConfig *c)
+{
+    return ((int64_t)c->vocab + MODEL_VOCAB_ALIGN - 1) / MODEL_VOCAB_ALIGN * MODEL_VOCAB_ALIGN;
+}
+
 int64_t model_param_count(const ModelConfig *c)
 {
     return c->n_layer * model_block_params(c) + model_embed_params(c);

@@ -63,4 +63,10 @@ int64_t model_block_params(const ModelConfig *c);
 int64_t model_embed_params(const ModelConfig *c);
 int64_t model_param_count(const ModelConfig *c);
 
+/* The GPU executors lay the LM head's logits out in rows of the vocabulary rounded up to
+ * MODEL_VOCAB_ALIGN elements, and run its GEMMs over the largest multiple of it and the rest
+ * apart: cuBLAS runs an unaligned dimension (GPT-2's 50257) several times slower. */
+enum { MODEL_VOCAB_ALIGN = 64 };
+int64_t model_padded_vocab(const ModelConfig *c);
+
 #endif

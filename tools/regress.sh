@@ -24,6 +24,7 @@ mkdir -p "$out"
 rows="$out/rows.tsv" batch_tsv="$out/batch.tsv"
 printf 'run\tmeasured_s\tpredicted_s\terror\tbottleneck_pred\tbottleneck_meas\n' > "$rows"
 printf 'model\tbatch\tpredicted_tflops\tmeasured_tflops\n' > "$batch_tsv"
+: > "$out/busy_errors.tsv"
 # the knobs device_check.sh pinned for every run (its flags come after and win)
 knobs=$(cat "$(dirname "$0")/regression_plan_knobs")
 k=0
@@ -47,6 +48,11 @@ for dir in "$@"; do
             /^bottleneck:/ { split($0, f, " "); bp = f[3]; bm = f[5] }
             END { printf "%s\t%s\t%s\t%s\t%s\t%s\n", name, meas, pred, err, bp, bm }' \
             "$out/cmp$k.txt" | tr -d ',' >> "$rows"
+        # each resource busy at least 5% of the measured iteration: its busy time's |error|
+        awk -v name="$name" '/^iteration:/ { it = $6 }
+            /^(gpu|h2d|d2h|ssd_read|ssd_write|cpu_adam) / && it > 0 && $3 >= 0.05 * it {
+                e = $4; sub(/%/, "", e); e += 0; printf "%s\t%s %s\n", (e < 0 ? -e : e), name, $1 }' \
+            "$out/cmp$k.txt" >> "$out/busy_errors.tsv"
         # model TFLOPS (fuyou-sim's convention, 6 P tokens): the same work over the measured time
         tail -1 "$rows" | awk -F'\t' -v model="$model" -v batch="$batch" -v tf="$(awk \
             '/^TFLOPS/ {print $2}' "$out/sim$k.txt")" '{ printf "%s\t%s\t%s\t%.1f\n", model,
@@ -54,35 +60,19 @@ for dir in "$@"; do
     done < "$dir/runs.txt"
 done
 column -t -s $'\t' "$rows"
-# median and worst |error| (sort, not gawk's asort: Debian's awk is mawk)
-errs=$(awk -F'\t' 'NR > 1 { e = $4; sub(/%/, "", e); e += 0; print (e < 0 ? -e : e) "\t" $1 }' "$rows" | sort -g)
-n=$(printf '%s\n' "$errs" | grep -c . || true)
-[ "$n" -gt 0 ] || { echo "no run compared" >&2; exit 1; }
-printf '%s\n' "$errs" | awk -F'\t' -v n="$n" '{ a[NR] = $1; who = $2 }
-    END { m = n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-          printf "%d runs: iteration time |error| median %.1f%%, worst %.1f%% (%s)\n", n, m, a[n], who }'
-# per-resource busy time (issue 12's second goal): |error| over every run's resources that are
-# busy at least 5% of its measured iteration, median and worst
-k=0
-for dir in "$@"; do
-    n=0
-    while IFS='|' read -r name model batch iters plan extra; do
-        [ -n "${name// }" ] || continue
-        n=$((n + 1))
-        [ -s "$dir/meas$n.tsv" ] || continue
-        k=$((k + 1))
-        [ -s "$out/cmp$k.txt" ] || continue
-        awk -v name="$name" '/^iteration:/ { it = $6 }
-            /^(gpu|h2d|d2h|ssd_read|ssd_write|cpu_adam) / && it > 0 && $3 >= 0.05 * it {
-                e = $4; sub(/%/, "", e); e += 0; printf "%s\t%s %s\n", (e < 0 ? -e : e), name, $1 }' \
-            "$out/cmp$k.txt"
-    done < "$dir/runs.txt"
-done | sort -g > "$out/busy_errors.tsv"
-nb=$(grep -c . "$out/busy_errors.tsv" || true)
-[ "$nb" -gt 0 ] && awk -F'\t' -v n="$nb" '{ a[NR] = $1; who = $2 }
-    END { m = n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-          printf "%d busy resources: busy time |error| median %.1f%%, worst %.1f%% (%s)\n", n, m,
-                 a[n], who }' "$out/busy_errors.tsv"
+# median and worst of "|error|<TAB>who" lines on stdin, sorted here (sort, not gawk's asort:
+# Debian's awk is mawk): "<count> <what>: <measure> |error| median M%, worst W% (who)"
+summary() {
+    sort -g | awk -F'\t' -v what="$1" -v measure="$2" '{ a[NR] = $1; who = $2 }
+        END { if (!NR) exit 1
+              m = NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2
+              printf "%d %s: %s |error| median %.1f%%, worst %.1f%% (%s)\n", NR, what, measure,
+                     m, a[NR], who }'
+}
+awk -F'\t' 'NR > 1 { e = $4; sub(/%/, "", e); e += 0; print (e < 0 ? -e : e) "\t" $1 }' "$rows" |
+    summary runs "iteration time" || { echo "no run compared" >&2; exit 1; }
+# per-resource busy time (issue 12's second goal): over every run's busy resources
+summary "busy resources" "busy time" < "$out/busy_errors.tsv" || true
 # the planner's regret (issue 12's third goal), where a DIR holds a sweep (MODE=sweep: runs named
 # "<config> swap <amount>", one of them "swap auto"): the planner's measured time over the best
 awk -F'\t' 'NR > 1 && $1 ~ / swap [^ ]+$/ {

@@ -58,15 +58,10 @@ struct Gpt2Cuda {
     float *losses_host;
 };
 
-static int padded_vocab(const ModelConfig *c)
-{
-    return (c->vocab + 63) / 64 * 64;
-}
-
 static void sizes(const ModelConfig *c, int B, int T, size_t n[A_COUNT])
 {
     size_t L = (size_t)c->n_layer, N = (size_t)B * T, C = (size_t)c->d_model;
-    size_t F = (size_t)c->d_ff, V = (size_t)padded_vocab(c), NH = (size_t)c->n_head;
+    size_t F = (size_t)c->d_ff, V = (size_t)model_padded_vocab(c), NH = (size_t)c->n_head;
     n[A_ENCODED] = n[A_LNF] = N * C;
     n[A_LN1] = n[A_ATTY] = n[A_ATTPROJ] = n[A_RESIDUAL2] = n[A_LN2] = n[A_FCPROJ] =
         n[A_RESIDUAL3] = L * N * C;
@@ -154,7 +149,7 @@ static int cuda_create(Backend **out, const ModelConfig *c, int B, int T, WorkPo
     size_t free_b = 0, total_b = 0;
     cudaMemGetInfo(&free_b, &total_b);
     size_t ws = gk_attention_workspace_bytes(B, T, c->d_model, c->n_head);
-    g->Vp = padded_vocab(c);
+    g->Vp = (int)model_padded_vocab(c);
     size_t pad = (size_t)g->Vp * c->d_model * (2 + 4);
     size_t need = total + ws + pad + P * (4 * 4 + 2);
     if (need > free_b) {

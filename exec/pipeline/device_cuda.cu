@@ -37,53 +37,6 @@ typedef act16_t a16;
 
 enum { STREAM_COMPUTE, STREAM_UP, STREAM_DOWN };
 
-struct Device {
-    ModelConfig cfg;
-    int B, T, C, F, NH, V, Vp, N;
-    GkType t;
-    cudaStream_t compute, up, down;
-    cudaEvent_t began[3], ended[3]; /* per stream, in STREAM_* order: times each call's work */
-    cublasHandle_t blas;
-    void *lt;
-    Gpt2BlockOffsets bo;
-    Gpt2EdgeOffsets eo;
-    /* own memory */
-    void *att_ws;
-    a16 *logits;                /* (chunk, Vp): a chunk's logits, then their gradient; rows
-                                   padded to Vp so that they stay 16-byte aligned */
-    a16 *lnf, *dres_bf, *dc, *dqkv, *df2;
-    float *lnf_mean, *lnf_rstd, *losses, *dres, *dln, *delta, *edge_acc;
-    float *small;               /* a block's bias and layernorm gradients (small_runs) */
-    int *tokens;                /* inputs then targets, (B,T) each */
-    float *losses_host;         /* pinned */
-    bool loss_pending;
-    float loss;
-};
-
-static size_t rnd(size_t n)
-{
-    return (n + 255) / 256 * 256;
-}
-
-static int padded_vocab(const ModelConfig *c)
-{
-    return (c->vocab + 63) / 64 * 64;
-}
-
-static void cuda_tensor_bytes(const ModelConfig *c, int B, int T, size_t bytes[BT_COUNT])
-{
-    size_t N = (size_t)B * T, C = (size_t)c->d_model, F = (size_t)c->d_ff;
-    size_t stats = 2 * N * 4, lse = (size_t)B * c->n_head * T * 4;
-    const size_t b[BT_COUNT] = {N * C * 2 + stats, 3 * N * C * 2, N * C * 2 + lse, N * C * 2,
-                                N * C * 2, N * C * 2 + stats, N * F * 2, N * F * 2, N * C * 2,
-                                N * C * 2, N * C * 2};
-    memcpy(bytes, b, sizeof b);
-}
-
-/* What the device allocates for itself: its sizes in one table. */
-enum { O_WS, O_LOGITS, O_LNF, O_DRESBF, O_DC, O_DQKV, O_DF2, O_LNFSTAT, O_LOSSES,
-       O_DRES, O_DLN, O_DELTA, O_SMALL, O_EDGEACC, O_TOKENS, O_COUNT };
-
 /* A block's parameters that kernels sum over tokens (biases, layernorm gains and biases), as
  * runs of the block layout, in layout order; the small fp32 buffer holds them back to back. */
 enum { SMALL_RUNS = 6 };
@@ -104,10 +57,54 @@ static size_t small_runs(const ModelConfig *c, SmallRun r[SMALL_RUNS])
     return n;
 }
 
+struct Device {
+    ModelConfig cfg;
+    int B, T, C, F, NH, V, Vp, N;
+    GkType t;
+    cudaStream_t compute, up, down;
+    cudaEvent_t began[3], ended[3]; /* per stream, in STREAM_* order: times each call's work */
+    cublasHandle_t blas;
+    void *lt;
+    Gpt2BlockOffsets bo;
+    Gpt2EdgeOffsets eo;
+    /* own memory */
+    void *att_ws;
+    a16 *logits;                /* (chunk, Vp): a chunk's logits, then their gradient; rows
+                                   padded to Vp so that they stay 16-byte aligned */
+    a16 *lnf, *dres_bf, *dc, *dqkv, *df2;
+    float *lnf_mean, *lnf_rstd, *losses, *dres, *dln, *delta, *edge_acc;
+    float *small;               /* a block's bias and layernorm gradients, runs[] back to back */
+    SmallRun runs[SMALL_RUNS];  /* where they sit in the block layout (small_runs) */
+    size_t n_small;
+    int *tokens;                /* inputs then targets, (B,T) each */
+    float *losses_host;         /* pinned */
+    bool loss_pending;
+    float loss;
+};
+
+static size_t rnd(size_t n)
+{
+    return (n + 255) / 256 * 256;
+}
+
+static void cuda_tensor_bytes(const ModelConfig *c, int B, int T, size_t bytes[BT_COUNT])
+{
+    size_t N = (size_t)B * T, C = (size_t)c->d_model, F = (size_t)c->d_ff;
+    size_t stats = 2 * N * 4, lse = (size_t)B * c->n_head * T * 4;
+    const size_t b[BT_COUNT] = {N * C * 2 + stats, 3 * N * C * 2, N * C * 2 + lse, N * C * 2,
+                                N * C * 2, N * C * 2 + stats, N * F * 2, N * F * 2, N * C * 2,
+                                N * C * 2, N * C * 2};
+    memcpy(bytes, b, sizeof b);
+}
+
+/* What the device allocates for itself: its sizes in one table. */
+enum { O_WS, O_LOGITS, O_LNF, O_DRESBF, O_DC, O_DQKV, O_DF2, O_LNFSTAT, O_LOSSES,
+       O_DRES, O_DLN, O_DELTA, O_SMALL, O_EDGEACC, O_TOKENS, O_COUNT };
+
 static void own_sizes(const ModelConfig *c, int B, int T, size_t s[O_COUNT])
 {
     size_t N = (size_t)B * T, C = (size_t)c->d_model, F = (size_t)c->d_ff;
-    size_t Vp = (size_t)padded_vocab(c);
+    size_t Vp = (size_t)model_padded_vocab(c);
     s[O_WS] = gk_attention_workspace_bytes(B, T, c->d_model, c->n_head);
     s[O_LOGITS] = (size_t)graph_head_chunk((int64_t)N) * Vp * 2;
     s[O_LNF] = s[O_DRESBF] = s[O_DC] = N * C * 2;
@@ -175,10 +172,11 @@ static int cuda_create(Device **out, const ModelConfig *c, int B, int T, WorkPoo
         return err_set(e, -ENOMEM, "out of memory");
     d->cfg = *c;
     d->B = B, d->T = T, d->C = c->d_model, d->F = c->d_ff, d->NH = c->n_head;
-    d->V = c->vocab, d->Vp = padded_vocab(c), d->N = B * T;
+    d->V = c->vocab, d->Vp = (int)model_padded_vocab(c), d->N = B * T;
     d->t = GK_BF16;
     gpt2_block_offsets(c, &d->bo);
     gpt2_edge_offsets(c, &d->eo);
+    d->n_small = small_runs(c, d->runs);
     CUDA_CHECK(cudaStreamCreateWithFlags(&d->compute, cudaStreamNonBlocking));
     CUDA_CHECK(cudaStreamCreateWithFlags(&d->up, cudaStreamNonBlocking));
     CUDA_CHECK(cudaStreamCreateWithFlags(&d->down, cudaStreamNonBlocking));
@@ -232,8 +230,7 @@ static void cuda_release(Device *d, void *p)
 /* Where the small buffer keeps the gradient of the block parameter at layout offset `at`. */
 static float *small_at(const Device *d, size_t at)
 {
-    SmallRun r[SMALL_RUNS];
-    small_runs(&d->cfg, r);
+    const SmallRun *r = d->runs;
     size_t base = 0;
     for (int i = 0; i < SMALL_RUNS; i++) {
         if (at >= r[i].at && at < r[i].at + r[i].n)
@@ -309,10 +306,8 @@ static void block_backward(Device *d, const ComputeCall *c, int op)
     a16 **t = (a16 **)c->t;
     const a16 *w = (const a16 *)c->w;
     a16 *g = (a16 *)c->dw;
-    SmallRun runs[SMALL_RUNS];
-    size_t n_small = small_runs(&d->cfg, runs);
     if (c->first_bwd)
-        CUDA_CHECK(cudaMemsetAsync(d->small, 0, n_small * 4, d->compute));
+        CUDA_CHECK(cudaMemsetAsync(d->small, 0, d->n_small * 4, d->compute));
     switch (op) {
     case 8: /* through fcproj and the GELU in one GEMM: d(fch) from the residual's gradient */
         gk_from_f32(d->dres_bf, d->dres, NC, d->t, s);
@@ -345,8 +340,8 @@ static void block_backward(Device *d, const ComputeCall *c, int op)
         /* the summed ones join the GEMMs' in the gradient buffer, in bf16 */
         const float *from = d->small;
         for (int i = 0; i < SMALL_RUNS; i++) {
-            gk_from_f32(g + runs[i].at, from, runs[i].n, d->t, s);
-            from += runs[i].n;
+            gk_from_f32(g + d->runs[i].at, from, d->runs[i].n, d->t, s);
+            from += d->runs[i].n;
         }
         break;
     }
@@ -357,14 +352,15 @@ static void block_backward(Device *d, const ComputeCall *c, int op)
  * (V, C) where the edges' buffer has them: the chunk's logits (V of each padded row; the loss
  * kernel reads no further and zeroes the rest of the gradient), their losses and, in place,
  * their gradient, then the head's input gradient (its rows of dln) and weight gradient (added
- * into the edges' fp32 sum). Each GEMM runs over the vocabulary's first multiple of 64 rows,
- * then the few left: cuBLAS runs a dimension of 50257 at an eighth of the speed of 50240 (97
- * against about 700 TFLOP/s on the H200, measured by fuyou-profile). */
+ * into the edges' fp32 sum). Each GEMM runs over the vocabulary's largest multiple of
+ * MODEL_VOCAB_ALIGN rows, then the few left (model.h): cuBLAS runs a dimension of 50257 at an
+ * eighth of the speed of 50240 (97 against about 700 TFLOP/s on the H200, fuyou-profile). */
 static void head_chunk(Device *d, const a16 *wlm, float grad_scale, int r, int n)
 {
     cudaStream_t_c s = (cudaStream_t_c)d->compute;
     int C = d->C, V = d->V, Vp = d->Vp;
-    int part[2] = {V / 64 * 64, V % 64}, at[2] = {0, V / 64 * 64};
+    int aligned = V / MODEL_VOCAB_ALIGN * MODEL_VOCAB_ALIGN;
+    int part[2] = {aligned, V - aligned}, at[2] = {0, aligned};
     const a16 *x = d->lnf + (size_t)r * C;
     for (int i = 0; i < 2; i++)
         if (part[i])

@@ -16,6 +16,7 @@
 
 #include "config.h"
 #include "cost.h"
+#include "grad_sum.h"
 #include "graph.h"
 #include "hw.h"
 #include "profile.h"
@@ -237,10 +238,9 @@ int main(int argc, char **argv)
         goto fail;
     hw.cpu_sum_GBps = sum.median;
     note(&ns, "cpu", "sum_GBps", "[meas %s] the pipeline's sum of micro-batch gradients, %d "
-         "thread%s as the pipeline takes here, %zu M bf16 gradients into fp32, 10 B each: median "
-         "of %d, %.1f..%.1f",
-         day, sum_threads, sum_threads == 1 ? "" : "s", sum_params >> 20, sum.n, sum.min,
-         sum.max);
+         "thread%s as the pipeline takes here, %zu M bf16 gradients into fp32, %zu B each: "
+         "median of %d, %.1f..%.1f", day, sum_threads, sum_threads == 1 ? "" : "s",
+         sum_params >> 20, grad_sum_bytes_per_element(DTYPE_BF16), sum.n, sum.min, sum.max);
     hw.cpu_mem_GiB = mem_total_GiB();
     note(&ns, "memory", "cpu_mem_GiB", "[meas %s] MemTotal", day);
 

@@ -414,10 +414,10 @@ int profile_gemm_shapes(int64_t max_params, int tokens, GemmShape *out, int max)
             if (op->kind != OP_GEMM)
                 continue;
             GemmShape s = {(int)op->m, (int)op->n, (int)op->k};
-            /* the executors run the head over the vocabulary's first multiple of 64 rows and
-             * the few left apart (exec/pipeline/device_cuda.cu): the first is its time */
-            if (strcmp(op->name, "lm_head") == 0 && s.n >= 64)
-                s.n = s.n / 64 * 64;
+            /* the executors run the head over the vocabulary's largest multiple of
+             * MODEL_VOCAB_ALIGN and the few left apart (model.h): the first is its time */
+            if (strcmp(op->name, "lm_head") == 0 && s.n >= MODEL_VOCAB_ALIGN)
+                s.n = s.n / MODEL_VOCAB_ALIGN * MODEL_VOCAB_ALIGN;
             bool seen = false;
             for (int j = 0; j < n && !seen; j++)
                 seen = out[j].m == s.m && out[j].n == s.n && out[j].k == s.k;
