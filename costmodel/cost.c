@@ -18,7 +18,8 @@ double cost_gpu_op_s(const Hardware *hw, const Op *op, TaskKind kind)
         return (bwd ? op->bwd_flops : op->fwd_flops) / (peak * eff) + (bwd ? 2 : 1) * launch;
     }
     case OP_ATTENTION:
-        return cost_attention_work(op, kind) / (peak * hw->gpu_attn_efficiency) + launch;
+        return cost_attention_work(op, kind) / (peak * hw_attn_efficiency(hw, op->head_size)) +
+               launch;
     default:
         return (double)(bwd ? op->bwd_io_bytes : op->fwd_io_bytes) / mem + launch;
     }

@@ -27,9 +27,12 @@
  * GPU op times (op from graph.h, P = bf16_TFLOPS, B = mem_GBps, l = launch_us):
  *   GEMM forward       2mnk / (P * eff(m,n,k)) + l
  *   GEMM backward      4mnk / (P * eff(m,n,k)) + 2l     (input and weight gradients)
- *   attention forward  0.5 * F / (P * attn_efficiency) + l      (causal: half the s x s work)
- *   attention backward 0.5 * 1.25 * F_bwd / (P * attn_efficiency) + l   (the fused backward
- *                      recomputes the scores: 2.5x the forward's products where F_bwd counts 2x)
+ *   attention forward  0.5 * F / (P * attn_efficiency(head size)) + l   (causal: half the
+ *                      s x s work; attn_efficiency's point of that head size, else the nearest
+ *                      in log2, never interpolated: hw_attn_efficiency)
+ *   attention backward 0.5 * 1.25 * F_bwd / (P * attn_efficiency(head size)) + l   (the fused
+ *                      backward recomputes the scores: 2.5x the forward's products where F_bwd
+ *                      counts 2x)
  *   memory-bound ops   io_bytes / B + l
  *   AdamW on the GPU   28 B/param / B + l   (fp32 master, m, v read and written, 16-bit
  *                      gradient in and weight out)
@@ -56,8 +59,9 @@ typedef struct CostModel {
 
 /* Seconds a graph op takes on the GPU in the given kind (TASK_FWD, TASK_RECOMPUTE, TASK_BWD). */
 double cost_gpu_op_s(const Hardware *hw, const Op *op, TaskKind kind);
-/* The FLOPs an attention op runs at gpu.attn_efficiency of the peak, in that kind: half of its
- * model FLOPs (causal), and a quarter more in backward (the recomputed scores). */
+/* The FLOPs an attention op runs at gpu.attn_efficiency (of its head size) of the peak, in that
+ * kind: half of its model FLOPs (causal), and a quarter more in backward (the recomputed
+ * scores). */
 double cost_attention_work(const Op *op, TaskKind kind);
 
 /* Seconds AdamW takes on the GPU over `params` parameters (the formula above). */

@@ -45,9 +45,9 @@ static void add_block(Op *op, const ModelConfig *c, int b, int64_t batch, int64_
     op[0] = layernorm("ln1", b, T, h, dsz);
     op[1] = gemm("qkv", b, T, 3 * h, h, 3 * h * h + 3 * h, T * h * dsz, dsz);
     double attn = 4.0 * (double)batch * (double)s * (double)s * (double)h;
-    op[2] = (Op){.kind = OP_ATTENTION, .name = "attn", .block = b, .fwd_flops = attn,
-                 .bwd_flops = 2 * attn, .fwd_io_bytes = 4 * T * h * dsz,
-                 .bwd_io_bytes = 9 * T * h * dsz,
+    op[2] = (Op){.kind = OP_ATTENTION, .name = "attn", .block = b,
+                 .head_size = model_head_dim(c), .fwd_flops = attn, .bwd_flops = 2 * attn,
+                 .fwd_io_bytes = 4 * T * h * dsz, .bwd_io_bytes = 9 * T * h * dsz,
                  .act_bytes = 3 * T * h * dsz + T * h * dsz + T * a * 4, /* q k v, out, lse */
                  .out_bytes = T * h * dsz};
     op[3] = gemm("proj", b, T, h, h, h * h + h, 0, dsz); /* its input is attn's kept output */

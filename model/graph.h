@@ -38,6 +38,8 @@ typedef struct Op {
     const char *name;     /* "qkv", "fc1", ...: static */
     int block;            /* block index; -1 for the embedding, n_layer for lnf, lm_head, loss */
     int64_t m, n, k;      /* GEMM: m tokens, n outputs, k inputs; 0 for other kinds */
+    int64_t head_size;    /* attention: d_model / n_head (its kernels depend on it); 0 for
+                             other kinds */
     int64_t params;       /* parameters this op owns (the tied LM head owns none) */
     double fwd_flops;
     double bwd_flops;

@@ -1,4 +1,5 @@
-/* hw: the hardware ini schema, presets, overrides and GEMM efficiency curve; see hw.h. */
+/* hw: the hardware ini schema, presets, overrides, and the GEMM and attention efficiency
+ * curves; see hw.h. */
 #include "hw.h"
 
 #include <assert.h>
@@ -15,13 +16,15 @@
 #include <sys/stat.h>
 
 #include "inifile.h"
+#include "model.h"
 #include "presets.h"
 
 typedef enum KeyKind {
     K_NAME,   /* free text */
     K_NUMBER, /* double in the key's range */
     K_COUNT,  /* integer in the key's range */
-    K_CURVE,  /* dim:eff pairs */
+    K_CURVE,  /* dim:eff pairs, interpolated (HwCurve) */
+    K_HEADS,  /* one eff, or head_size:eff pairs, looked up (HwCurve) */
 } KeyKind;
 
 /* Every number has a plausible range, inclusive, checked where it is read so the message names
@@ -33,7 +36,7 @@ typedef struct HwKey {
     KeyKind kind;
     size_t offset;
     bool required;
-    double lo, hi;
+    double lo, hi;     /* curves: their efficiencies' */
     bool above_lo;     /* lo itself excluded (sizes: greater than 0) */
     const char *range; /* says the range in words instead of the numbers */
 } HwKey;
@@ -58,8 +61,10 @@ static const HwKey keys[] = {
     NUM("gpu", "fp32_TFLOPS", gpu_fp32_TFLOPS, true, TFLOPS, false),
     NUM("gpu", "mem_GBps", gpu_mem_GBps, true, 1e-3, 1e6, false),
     NUM("gpu", "launch_us", gpu_launch_us, true, US_LINK, false),
-    NUM("gpu", "attn_efficiency", gpu_attn_efficiency, true, 1e-3, 1, false),
-    {"gpu", "gemm_efficiency", K_CURVE, offsetof(Hardware, gemm), true, 0, 0, false, NULL},
+    {"gpu", "attn_efficiency", K_HEADS, offsetof(Hardware, attn), true, 1e-3, 1, false, NULL},
+    /* small GEMMs are measured near 0.2% of peak (h200.ini); far below that, every GEMM would
+     * last for ages */
+    {"gpu", "gemm_efficiency", K_CURVE, offsetof(Hardware, gemm), true, 1e-4, 1.2, false, NULL},
     NUM("gpu", "nvlink_GBps", gpu_nvlink_GBps, false, GBPS, false),
     NUM("pcie", "h2d_GBps", h2d_GBps, true, GBPS, false),
     NUM("pcie", "d2h_GBps", d2h_GBps, true, GBPS, false),
@@ -114,31 +119,41 @@ static bool hw_section_ok(void *user, const char *section)
     return false;
 }
 
-static int parse_curve(const char *value, HwCurve *c, Err *e)
+/* A curve key's dim:eff pairs into c, each efficiency in the key's range: gemm_efficiency's
+ * GEMM sizes (K_CURVE) or attn_efficiency's whole head sizes (K_HEADS), increasing. Messages
+ * name the key. */
+static int parse_curve(const HwKey *k, const char *value, HwCurve *c, Err *e)
 {
+    const bool heads = k->kind == K_HEADS;
+    const char *dim_name = heads ? "head_size" : "dim", *dims = heads ? "head sizes" : "dims";
+    const double dim_max = heads ? MODEL_MAX_HIDDEN : 1e9;
     const char *p = value;
     int n = 0;
     while (*p) {
         double dim, eff;
         int used = 0;
         if (sscanf(p, " %lf : %lf %n", &dim, &eff, &used) != 2 || used == 0)
-            return err_set(e, -EINVAL, "gemm_efficiency: expected dim:efficiency pairs such as "
-                           "'1024:0.6 4096:0.9', got '%s'", value);
+            return err_set(e, -EINVAL, "%s: expected %s:efficiency pairs such as %s, got '%s'",
+                           k->key, dim_name, heads ? "'64:0.12 128:0.15' (or one efficiency "
+                           "for every head size)" : "'1024:0.6 4096:0.9'", value);
         if (n == HW_CURVE_MAX)
-            return err_set(e, -EINVAL, "gemm_efficiency: at most %d points", HW_CURVE_MAX);
-        /* small GEMMs are measured near 0.2% of peak (h200.ini); far below that, every GEMM
-         * would last for ages */
-        if (!(dim >= 1 && dim <= 1e9) || !(eff >= 1e-4 && eff <= 1.2))
-            return err_set(e, -EINVAL, "gemm_efficiency: point %d (%g:%g) needs 1 <= dim <= %g "
-                           "and %g <= efficiency <= 1.2", n + 1, dim, eff, 1e9, 1e-4);
+            return err_set(e, -EINVAL, "%s: at most %d points", k->key, HW_CURVE_MAX);
+        if (!(dim >= 1 && dim <= dim_max) || !(eff >= k->lo && eff <= k->hi))
+            return err_set(e, -EINVAL, "%s: point %d (%g:%g) needs 1 <= %s <= %g and %g <= "
+                           "efficiency <= %g", k->key, n + 1, dim, eff, dim_name, dim_max, k->lo,
+                           k->hi);
+        if (heads && dim != floor(dim))
+            return err_set(e, -EINVAL, "%s: point %d's head size %.17g is not a whole number",
+                           k->key, n + 1, dim);
         if (n > 0 && dim <= c->dim[n - 1])
-            return err_set(e, -EINVAL, "gemm_efficiency: dims must increase (%g after %g)",
-                           dim, c->dim[n - 1]);
-        /* the curve is interpolated in log2 of the size, where GSL needs the points strictly
-         * increasing too (else its error handler aborts the process) */
-        if (n > 0 && !(log2(dim) > log2(c->dim[n - 1])))
-            return err_set(e, -EINVAL, "gemm_efficiency: dims %.17g and %.17g are too close "
-                           "to interpolate between; drop one", c->dim[n - 1], dim);
+            return err_set(e, -EINVAL, "%s: %s must increase (%g after %g)", k->key, dims, dim,
+                           c->dim[n - 1]);
+        /* the GEMM curve is interpolated in log2 of the size, where GSL needs the points
+         * strictly increasing too (else its error handler aborts the process); whole head
+         * sizes that increase always do */
+        if (!heads && n > 0 && !(log2(dim) > log2(c->dim[n - 1])))
+            return err_set(e, -EINVAL, "%s: %s %.17g and %.17g are too close to interpolate "
+                           "between; drop one", k->key, dims, c->dim[n - 1], dim);
         c->dim[n] = dim;
         c->eff[n] = eff;
         n++;
@@ -147,7 +162,7 @@ static int parse_curve(const char *value, HwCurve *c, Err *e)
             p++;
     }
     if (n == 0)
-        return err_set(e, -EINVAL, "gemm_efficiency: no points given");
+        return err_set(e, -EINVAL, "%s: no points given", k->key);
     c->n = n;
     return 0;
 }
@@ -181,8 +196,9 @@ static int set_value(Hardware *hw, const HwKey *k, const char *value, Err *e)
         strcpy(field, value);
         return 0;
     }
-    if (k->kind == K_CURVE)
-        return parse_curve(value, field, e);
+    /* attn_efficiency is pairs, or one number as the other number keys */
+    if (k->kind == K_CURVE || (k->kind == K_HEADS && strchr(value, ':')))
+        return parse_curve(k, value, field, e);
     if (k->kind == K_COUNT) {
         long v;
         if (inifile_int(value, &v) || v < k->lo || v > k->hi)
@@ -193,7 +209,9 @@ static int set_value(Hardware *hw, const HwKey *k, const char *value, Err *e)
     }
     double v;
     if (inifile_double(value, &v))
-        return err_set(e, -EINVAL, "%s: expected a number, got '%s'", k->key, value);
+        return err_set(e, -EINVAL, "%s: expected %s, got '%s'", k->key, k->kind == K_HEADS ?
+                       "one efficiency, or head_size:efficiency pairs such as '64:0.12 128:0.15'"
+                       : "a number", value);
     if (!(k->above_lo ? v > k->lo : v >= k->lo) || v > k->hi) {
         if (k->range)
             return err_set(e, -EINVAL, "%s must be %s (got %s)", k->key, k->range, value);
@@ -201,7 +219,10 @@ static int set_value(Hardware *hw, const HwKey *k, const char *value, Err *e)
                        "%.10g (got %s)" : "%s must be from %.10g to %.10g (got %s)", k->key, k->lo,
                        k->hi, value);
     }
-    *(double *)field = v;
+    if (k->kind == K_HEADS)
+        *(HwCurve *)field = (HwCurve){.n = 1, .eff = {v}}; /* dim 0: every head size */
+    else
+        *(double *)field = v;
     return 0;
 }
 
@@ -442,8 +463,13 @@ int hw_write(FILE *f, const Hardware *hw, HwNoteFn note, void *ctx)
         case K_COUNT:
             snprintf(value, sizeof value, "%d", *(const int *)field);
             break;
-        case K_CURVE: {
+        case K_CURVE:
+        case K_HEADS: {
             const HwCurve *c = (const HwCurve *)field;
+            if (c->n == 1 && c->dim[0] == 0) { /* one number, every head size */
+                snprintf(value, sizeof value, "%.6g", c->eff[0]);
+                break;
+            }
             int digits = ordered_digits(c->dim, c->n, 6, true);
             size_t n = 0;
             value[0] = 0;
@@ -491,6 +517,25 @@ double hw_gemm_efficiency(const Hardware *hw, int64_t m, int64_t n, int64_t k)
     if (size >= c->dim[c->n - 1])
         return c->eff[c->n - 1];
     return gsl_interp_eval(c->interp, c->logdim, c->eff, log2(size), NULL);
+}
+
+double hw_attn_efficiency(const Hardware *hw, int64_t head_size)
+{
+    assert(head_size >= 1);
+    const HwCurve *c = &hw->attn;
+    assert(c->n >= 1);
+    /* b, the first point at or above the head size h, is h itself; or, with a the point below
+     * it, the one of a and b nearer h in log2 is a when h / a <= b / h, h^2 <= a * b (a tie
+     * too; exact in doubles below 2^26) */
+    int i = 0;
+    while (i < c->n && c->dim[i] < (double)head_size)
+        i++;
+    if (i == 0)
+        return c->eff[0];
+    if (i == c->n)
+        return c->eff[c->n - 1];
+    double h = (double)head_size, a = c->dim[i - 1], b = c->dim[i];
+    return h * h > a * b ? c->eff[i] : c->eff[i - 1];
 }
 
 double hw_gpu_bytes(const Hardware *hw)

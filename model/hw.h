@@ -19,15 +19,20 @@
 
 enum { HW_CURVE_MAX = 16 };
 
-/* GEMM efficiency (fraction of bf16_TFLOPS) against a GEMM's effective size, the harmonic-style
- * mean 3 / (1/m + 1/n + 1/k) of its dimensions (N for an N^3 GEMM): interpolated monotonically
- * (GSL's Steffen method) in log2 of the size, clamped at the ends. */
+/* An efficiency (fraction of bf16_TFLOPS) against a size, n points of dim:eff.
+ * gemm_efficiency: against a GEMM's effective size, the harmonic-style mean
+ * 3 / (1/m + 1/n + 1/k) of its dimensions (N for an N^3 GEMM): interpolated monotonically (GSL's
+ * Steffen method) in log2 of the size, clamped at the ends.
+ * attn_efficiency: against the head size, whole numbers; a head size takes the point of that
+ * size, else the nearest in log2 (the smaller on a tie), never a value between two: different
+ * head sizes run different kernels (exec/cuda/flash_attention.cu). One bare number, for every
+ * head size, is n = 1 with dim[0] = 0. */
 typedef struct HwCurve {
     int n;
     double dim[HW_CURVE_MAX]; /* strictly increasing */
-    double eff[HW_CURVE_MAX]; /* in (0, 1.2] */
-    double logdim[HW_CURVE_MAX]; /* log2(dim), the interpolation's x */
-    void *interp;             /* gsl_interp, built by hw_load */
+    double eff[HW_CURVE_MAX]; /* gemm in [1e-4, 1.2], attn in [1e-3, 1] */
+    double logdim[HW_CURVE_MAX]; /* log2(dim), the interpolation's x (gemm) */
+    void *interp;             /* gsl_interp, built by hw_load (gemm) */
 } HwCurve;
 
 typedef struct Hardware {
@@ -40,7 +45,7 @@ typedef struct Hardware {
     double gpu_fp32_TFLOPS;
     double gpu_mem_GBps;        /* device memory bandwidth, for memory-bound kernels */
     double gpu_launch_us;       /* per-kernel gap */
-    double gpu_attn_efficiency; /* fused attention, fraction of bf16_TFLOPS */
+    HwCurve attn;               /* attn_efficiency = eff, or head_size:eff head_size:eff ... */
     HwCurve gemm;               /* gemm_efficiency = dim:eff dim:eff ... */
     double gpu_nvlink_GBps;     /* NVLink to the node's other GPUs, each direction; 0: none
                                    given (optional; the tensor-parallel baseline's all-reduces) */
@@ -93,7 +98,7 @@ void hw_free(Hardware *hw);
 /* Writes hw as an ini that hw_load reads back to the same values: every key that is set
  * (optional ones left unset, and a section all of whose keys are, are left out), each after
  * what note(ctx, section, key) says, as `; ` comment lines, when it says something (where the
- * number came from). 0, -EIO, or -E2BIG when a value (a GEMM curve of many points) makes a
+ * number came from). 0, -EIO, or -E2BIG when a value (a curve of many points) makes a
  * line longer than an ini reader takes (INIFILE_LINE_MAX); nothing is written after that line. */
 typedef const char *(*HwNoteFn)(void *ctx, const char *section, const char *key);
 int hw_write(FILE *f, const Hardware *hw, HwNoteFn note, void *ctx);
@@ -103,6 +108,10 @@ const char *hw_preset_name(int i);
 
 /* GEMM efficiency (fraction of bf16 peak) for an (m x k) by (k x n) product. */
 double hw_gemm_efficiency(const Hardware *hw, int64_t m, int64_t n, int64_t k);
+/* Attention efficiency (fraction of bf16 peak, forward and backward kernels) for heads of
+ * head_size (>= 1): attn_efficiency's point of that head size, else the nearest in log2 (the
+ * smaller on a tie); not interpolated (HwCurve). */
+double hw_attn_efficiency(const Hardware *hw, int64_t head_size);
 
 /* Capacities in bytes after the reserves; SSD is all devices together. */
 double hw_gpu_bytes(const Hardware *hw);

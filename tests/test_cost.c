@@ -37,7 +37,7 @@ START_TEST(attention_and_memory_bound)
     const char *sets[] = {"gpu.attn_efficiency=0.5", "gpu.launch_us=0", "gpu.bf16_TFLOPS=100",
                           "gpu.mem_GBps=1000"};
     load(sets, 4);
-    Op attn = {.kind = OP_ATTENTION, .fwd_flops = 1e12, .bwd_flops = 2e12};
+    Op attn = {.kind = OP_ATTENTION, .head_size = 64, .fwd_flops = 1e12, .bwd_flops = 2e12};
     ck_assert_double_eq_tol(cost_gpu_op_s(&hw, &attn, TASK_FWD), 0.5e12 / 50e12, 1e-15);
     ck_assert_double_eq_tol(cost_gpu_op_s(&hw, &attn, TASK_BWD), 0.5 * 1.25 * 2e12 / 50e12,
                             1e-15);
@@ -45,6 +45,38 @@ START_TEST(attention_and_memory_bound)
     ck_assert_double_eq_tol(cost_gpu_op_s(&hw, &ln, TASK_FWD), 2e-3, 1e-15);
     ck_assert_double_eq_tol(cost_gpu_op_s(&hw, &ln, TASK_BWD), 3e-3, 1e-15);
     hw_free(&hw);
+}
+END_TEST
+
+/* Each attention op runs at the efficiency of its graph's head size: the point of that size,
+ * else the nearest in log2 (96 is nearer 80 than 128; 32 takes the first point); one number
+ * is every head size's. */
+START_TEST(attention_by_head_size)
+{
+    static const struct { const char *model; int head_size; double eff; } cases[] = {
+        {"gpt2-124m", 64, 0.2}, {"gpt3-2.7b", 80, 0.05}, {"gpt3-760m", 96, 0.05},
+        {"gpt3-1.3b", 128, 0.4}, {"gpt2-tiny", 32, 0.2},
+    };
+    const char *sets[] = {"gpu.attn_efficiency=64:0.2 80:0.05 128:0.4", "gpu.launch_us=0",
+                          "gpu.bf16_TFLOPS=100"};
+    for (int one = 0; one < 2; one++) {
+        if (one)
+            sets[0] = "gpu.attn_efficiency=0.25";
+        load(sets, 3);
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            Graph g;
+            Err e;
+            ck_assert_msg(graph_init(&g, model_preset_find(cases[i].model), 1, 256, &e) == 0,
+                          "%s", e.msg);
+            const Op *attn = graph_block_op(&g, 0, 2);
+            ck_assert_int_eq(attn->kind, OP_ATTENTION);
+            ck_assert_int_eq(attn->head_size, cases[i].head_size);
+            double want = 0.5 * attn->fwd_flops / (100e12 * (one ? 0.25 : cases[i].eff));
+            ck_assert_double_eq_tol(cost_gpu_op_s(&hw, attn, TASK_FWD), want, 1e-12 * want);
+            graph_free(&g);
+        }
+        hw_free(&hw);
+    }
 }
 END_TEST
 
@@ -231,6 +263,7 @@ int main(void)
     TCase *tc = tcase_create("cost");
     tcase_add_test(tc, gemm_times);
     tcase_add_test(tc, attention_and_memory_bound);
+    tcase_add_test(tc, attention_by_head_size);
     tcase_add_test(tc, rates);
     tcase_add_test(tc, task_work);
     tcase_add_test(tc, grad_sum_on_the_host);

@@ -273,6 +273,11 @@ START_TEST(write_round_trips)
         ck_assert_int_eq(b.gemm.n, a.gemm.n);
         for (int k = 0; k < a.gemm.n; k++)
             ck_assert_double_eq_tol(b.gemm.eff[k], a.gemm.eff[k], 1e-4);
+        ck_assert_int_eq(b.attn.n, a.attn.n);
+        for (int k = 0; k < a.attn.n; k++) {
+            ck_assert_double_eq(b.attn.dim[k], a.attn.dim[k]);
+            ck_assert_double_eq(b.attn.eff[k], a.attn.eff[k]);
+        }
         ck_assert_str_eq(b.gpu_name, a.gpu_name);
         char text[8192];
         f = fopen(path, "r");
@@ -321,6 +326,9 @@ START_TEST(key_ranges)
         {"memory.cpu_reserved_GiB=1e300", "cpu_reserved_GiB", "from 0 to 1048576"},
         {"gpu.gemm_efficiency=1024:1e-300", "gemm_efficiency", "0.0001 <= efficiency"},
         {"gpu.gemm_efficiency=1e300:0.5", "gemm_efficiency", "dim <= 1e+09"},
+        {"gpu.attn_efficiency=64:1e-300", "attn_efficiency", "0.001 <= efficiency <= 1"},
+        {"gpu.attn_efficiency=64:1.2", "attn_efficiency", "0.001 <= efficiency <= 1"},
+        {"gpu.attn_efficiency=262144:0.5", "attn_efficiency", "1 <= head_size <= 131072"},
         {"gpu.nvlink_GBps=0", "nvlink_GBps", "from 0.001 to 10000"},
         {"gpu.nvlink_GBps=1e5", "nvlink_GBps", "from 0.001 to 10000"},
         {"price.gpu_usd=0", "gpu_usd", "greater than 0 and at most 100000000"},
@@ -342,7 +350,7 @@ START_TEST(key_ranges)
                           "ssd.count=1024", "cpu.cores=65536", "gpu.attn_efficiency=1",
                           "memory.gpu_reserved_GiB=0", "gpu.mem_GiB=1048576",
                           "ssd.host_GBps=0.001", "gpu.nvlink_GBps=10000", "price.gpu_usd=1e8",
-                          "price.ssd_usd=0.01"};
+                          "price.ssd_usd=0.01", "gpu.attn_efficiency=1:0.001 131072:1"};
     Hardware hw;
     Err e;
     ck_assert_msg(hw_load("4090.ini", ends, sizeof ends / sizeof ends[0], &hw, &e) == 0, "%s",
@@ -645,6 +653,146 @@ START_TEST(price_and_nvlink_keys)
 }
 END_TEST
 
+/* attn_efficiency as head_size:efficiency pairs: a head size takes its own point, else the
+ * nearest in log2 (the smaller on a tie), never a value between two; one number is every head
+ * size's. */
+START_TEST(attn_by_head_size)
+{
+    char path[64];
+    Hardware hw;
+    Err e;
+    ck_assert_msg(load_text(edit("attn_efficiency = 0.5", "attn_efficiency = 32:0.3, 64:0.1 "
+                                 "80 : 0.05 256:0.2"), NULL, 0, &hw, &e, path, sizeof path) == 0,
+                  "%s", e.msg);
+    ck_assert_int_eq(hw.attn.n, 4);
+    static const struct { int head_size; double eff; } at[] = {
+        {32, 0.3}, {64, 0.1}, {80, 0.05}, {256, 0.2}, /* the points */
+        {1, 0.3}, {16, 0.3}, {1024, 0.2},            /* beyond the ends */
+        {40, 0.3}, {48, 0.1}, {45, 0.3}, /* 32 and 64: 45^2 < 2048 < 46^2; 48 is nearer 64 */
+        {71, 0.1}, {72, 0.05}, {73, 0.05}, /* 64 and 80: 71^2 < 5120 < 72^2 */
+        {96, 0.05}, {128, 0.05}, {160, 0.2}, /* 80 and 256: 143^2 < 20480 < 144^2 */
+        {143, 0.05}, {144, 0.2},
+    };
+    for (size_t i = 0; i < sizeof at / sizeof at[0]; i++)
+        ck_assert_msg(hw_attn_efficiency(&hw, at[i].head_size) == at[i].eff,
+                      "head size %d: %g, not %g", at[i].head_size,
+                      hw_attn_efficiency(&hw, at[i].head_size), at[i].eff);
+    hw_free(&hw);
+    /* a tie in log2 takes the smaller head size: 64 between 32 and 128 */
+    const char *sets[] = {"gpu.attn_efficiency=32:0.3 128:0.1"};
+    ck_assert_msg(hw_load("4090.ini", sets, 1, &hw, &e) == 0, "%s", e.msg);
+    ck_assert_double_eq(hw_attn_efficiency(&hw, 64), 0.3);
+    ck_assert_double_eq(hw_attn_efficiency(&hw, 65), 0.1);
+    hw_free(&hw);
+    /* one point, or one number, is every head size's */
+    sets[0] = "gpu.attn_efficiency=80:0.07";
+    ck_assert_msg(hw_load("4090.ini", sets, 1, &hw, &e) == 0, "%s", e.msg);
+    ck_assert_double_eq(hw_attn_efficiency(&hw, 1), 0.07);
+    ck_assert_double_eq(hw_attn_efficiency(&hw, 4096), 0.07);
+    hw_free(&hw);
+    ck_assert_msg(load_text(good_ini, NULL, 0, &hw, &e, path, sizeof path) == 0, "%s", e.msg);
+    ck_assert_int_eq(hw.attn.n, 1);
+    for (int h = 1; h <= 4096; h *= 4)
+        ck_assert_double_eq(hw_attn_efficiency(&hw, h), 0.5);
+    hw_free(&hw);
+    /* the H200 preset: 80 and 96 run the cuBLAS-chunked path */
+    ck_assert_int_eq(hw_load("h200", NULL, 0, &hw, &e), 0);
+    ck_assert_double_eq(hw_attn_efficiency(&hw, 64), 0.115);
+    ck_assert_double_eq(hw_attn_efficiency(&hw, 80), 0.05);
+    ck_assert_double_eq(hw_attn_efficiency(&hw, 96), 0.05);
+    ck_assert_double_eq(hw_attn_efficiency(&hw, 128), 0.15);
+    hw_free(&hw);
+}
+END_TEST
+
+/* A bad attn_efficiency is one line naming the key, and file:line or the --set argument; the
+ * GEMM curve's messages name their key too. */
+START_TEST(attn_bad)
+{
+    static const struct { const char *value, *what; } bad[] = {
+        {"64:0.1 32:0.2", "attn_efficiency: head sizes must increase (32 after 64)"},
+        {"64:0.1 64:0.2", "attn_efficiency: head sizes must increase"},
+        {"64.5:0.1", "attn_efficiency: point 1's head size 64.5 is not a whole number"},
+        {"64:0.1 1e-3:0.1", "attn_efficiency: point 2 (0.001:0.1) needs 1 <= head_size <= 131072"},
+        {"64:1.5", "attn_efficiency: point 1 (64:1.5) needs 1 <= head_size <= 131072 and 0.001 "
+                   "<= efficiency <= 1"},
+        {"64:0.0001", "0.001 <= efficiency <= 1"},
+        {"64:", "attn_efficiency: expected head_size:efficiency pairs such as '64:0.12 128:0.15'"},
+        {"64:0.1 128", "attn_efficiency: expected head_size:efficiency pairs"},
+        {"fast", "attn_efficiency: expected one efficiency, or head_size:efficiency pairs"},
+        {"0.1 0.2", "attn_efficiency: expected one efficiency"},
+        {"0", "attn_efficiency must be from 0.001 to 1 (got 0)"},
+        {"1:0.1 2:0.1 3:0.1 4:0.1 5:0.1 6:0.1 7:0.1 8:0.1 9:0.1 10:0.1 11:0.1 12:0.1 13:0.1 "
+         "14:0.1 15:0.1 16:0.1 17:0.1", "attn_efficiency: at most 16 points"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char line[256];
+        snprintf(line, sizeof line, "attn_efficiency = %s", bad[i].value);
+        expect_bad(edit("attn_efficiency = 0.5", line), ":8:", bad[i].what);
+        Hardware hw;
+        Err e;
+        snprintf(line, sizeof line, "gpu.attn_efficiency=%s", bad[i].value);
+        const char *sets[] = {line};
+        ck_assert_int_eq(hw_load("4090.ini", sets, 1, &hw, &e), -EINVAL);
+        tu_assert_contains(e.msg, line);
+        tu_assert_contains(e.msg, bad[i].what);
+        ck_assert_ptr_null(strstr(e.msg, "gemm"));
+    }
+    expect_bad(edit("4096:0.9", "256:0.9"), ":9:", "gemm_efficiency: dims must increase");
+    expect_bad(edit("4096:0.9", "4096:"), ":9:", "gemm_efficiency: expected dim:efficiency");
+    expect_bad(edit("4096:0.9", "4096:2"), ":9:", "gemm_efficiency: point 3 (4096:2) needs 1 <= "
+               "dim <= 1e+09 and 0.0001 <= efficiency <= 1.2");
+    /* a GEMM curve is pairs: one number is not one */
+    expect_bad(edit("512:0.4 1024:0.6 4096:0.9", "0.5"), ":9:", "gemm_efficiency: expected dim");
+}
+END_TEST
+
+/* hw_write writes attn_efficiency as it was given, one number or pairs, and reads it back to the
+ * same points. */
+START_TEST(attn_write_round_trips)
+{
+    static const struct { const char *set, *line; } cases[] = {
+        {NULL, "\nattn_efficiency = 0.55\n"}, /* 4090.ini as shipped */
+        {"gpu.attn_efficiency=0.123456", "\nattn_efficiency = 0.123456\n"},
+        {"gpu.attn_efficiency=128:0.15", "\nattn_efficiency = 128:0.15\n"},
+        {"gpu.attn_efficiency= 64:0.115, 80:0.05 96 : 0.05 128:0.15 ",
+         "\nattn_efficiency = 64:0.115 80:0.05 96:0.05 128:0.15\n"},
+        {"gpu.attn_efficiency=1:0.001 131072:1", "\nattn_efficiency = 1:0.001 131072:1\n"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        Hardware a, b;
+        Err e;
+        ck_assert_msg(hw_load("4090.ini", &cases[i].set, cases[i].set ? 1 : 0, &a, &e) == 0,
+                      "%s", e.msg);
+        char *text = written(&a), path[64];
+        tu_assert_contains(text, cases[i].line);
+        tu_temp_file(path, sizeof path, ".ini", text);
+        ck_assert_msg(hw_load(path, NULL, 0, &b, &e) == 0, "%s", e.msg);
+        unlink(path);
+        ck_assert_int_eq(b.attn.n, a.attn.n);
+        for (int k = 0; k < a.attn.n; k++) {
+            ck_assert_double_eq(b.attn.dim[k], a.attn.dim[k]);
+            ck_assert_double_eq(b.attn.eff[k], a.attn.eff[k]);
+        }
+        /* and writes the same again */
+        char *again = written(&b);
+        ck_assert_str_eq(again, text);
+        free(again);
+        free(text);
+        hw_free(&a);
+        hw_free(&b);
+    }
+    /* the H200 preset's pairs, as in the file */
+    Hardware hw;
+    Err e;
+    ck_assert_int_eq(hw_load("h200.ini", NULL, 0, &hw, &e), 0);
+    char *text = written(&hw);
+    tu_assert_contains(text, "\nattn_efficiency = 64:0.115 80:0.05 96:0.05 128:0.15\n");
+    free(text);
+    hw_free(&hw);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("hw");
@@ -667,6 +815,9 @@ int main(void)
     tcase_add_test(tc, write_names_digits_and_long_curves);
     tcase_add_test(tc, ssd_host_key);
     tcase_add_test(tc, price_and_nvlink_keys);
+    tcase_add_test(tc, attn_by_head_size);
+    tcase_add_test(tc, attn_bad);
+    tcase_add_test(tc, attn_write_round_trips);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

@@ -167,6 +167,27 @@ START_TEST(gemm_curve)
 }
 END_TEST
 
+/* The attention's curve: each head size once, increasing, at the median of its shapes (the
+ * H200's measurements of 2026-11-30, in the order the presets give them) */
+START_TEST(attn_curve)
+{
+    const int head_size[] = {64, 64, 64, 64, 96, 128, 80, 128, 128};
+    const double eff[] = {0.09, 0.11, 0.12, 0.13, 0.05, 0.14, 0.05, 0.15, 0.16};
+    HwCurve c;
+    ck_assert_int_eq(profile_attn_curve(head_size, eff, 9, &c), 0);
+    ck_assert_int_eq(c.n, 4);
+    const double dim[] = {64, 80, 96, 128}, med[] = {0.115, 0.05, 0.05, 0.15};
+    for (int i = 0; i < 4; i++) {
+        ck_assert_double_eq(c.dim[i], dim[i]);
+        ck_assert_double_eq_tol(c.eff[i], med[i], 1e-12);
+    }
+    ck_assert_int_eq(profile_attn_curve(head_size + 6, eff + 6, 1, &c), 0);
+    ck_assert_int_eq(c.n, 1);
+    ck_assert_double_eq(c.dim[0], 80);
+    ck_assert_int_eq(profile_attn_curve(head_size, eff, 0, &c), -EINVAL);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("profile");
@@ -178,6 +199,7 @@ int main(void)
     tcase_add_test(tc, ssd_keys);
     tcase_add_test(tc, gemm_shapes);
     tcase_add_test(tc, gemm_curve);
+    tcase_add_test(tc, attn_curve);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

@@ -18,8 +18,10 @@ static const ModelConfig cfg = {.name = "tp-test", .n_layer = 1, .d_model = 64, 
  * memory, no launch gap, NVLink 100 GB/s each way, 1 GiB with no reserve. */
 static Hardware test_hw(void)
 {
-    Hardware hw = {.gpu_bf16_TFLOPS = 100, .gpu_mem_GBps = 1000, .gpu_attn_efficiency = 0.5,
-                   .gpu_nvlink_GBps = 100, .gpu_mem_GiB = 1};
+    Hardware hw = {.gpu_bf16_TFLOPS = 100, .gpu_mem_GBps = 1000, .gpu_nvlink_GBps = 100,
+                   .gpu_mem_GiB = 1};
+    hw.attn.n = 1; /* one number (dim 0): every head size */
+    hw.attn.eff[0] = 0.5;
     hw.gemm.n = 1;
     hw.gemm.dim[0] = 1024;
     hw.gemm.eff[0] = 0.5;

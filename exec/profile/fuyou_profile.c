@@ -68,8 +68,9 @@ static void usage(FILE *out)
 "Measures this machine and writes a hardware ini for fuyou-sim --hw: the CPU Adam task's rate\n"
 "by thread count and host memory bandwidth, the io_uring store's read, write and read + write\n"
 "GB/s over every --ssd-dir (and over the first alone: whether the host path caps the stripes),\n"
-"host memory, and with a GPU its memory, pinned PCIe copies alone and both ways, and the bf16\n"
-"GEMM efficiency curve. Other keys come from --base.\n"
+"host memory, and with a GPU its memory, pinned PCIe copies alone and both ways, the bf16\n"
+"GEMM efficiency curve and the attention's efficiency by head size. Other keys come from\n"
+"--base.\n"
 "\n"
 "  --quick             seconds instead of minutes: smaller sizes, fewer repetitions\n"
 "  --out FILE          write the ini there (default: standard output)\n"
@@ -334,11 +335,9 @@ int main(int argc, char **argv)
         }
         profile_gemm_curve(size, eff, n_shapes, &hw.gemm);
         char curve[HW_CURVE_MAX * 24] = "";
-        for (int i = 0; i < hw.gemm.n; i++) {
-            size_t len = strlen(curve);
-            snprintf(curve + len, sizeof curve - len, "%s%.0f %.0f", i ? ", " : "",
-                     hw.gemm.dim[i], hw.gemm.eff[i] * hw.gpu_bf16_TFLOPS);
-        }
+        for (int i = 0; i < hw.gemm.n; i++)
+            err_append(curve, sizeof curve, "%s%.0f %.0f", i ? ", " : "", hw.gemm.dim[i],
+                       hw.gemm.eff[i] * hw.gpu_bf16_TFLOPS);
         note(&ns, "gpu", "gemm_efficiency", "[meas %s] cuBLAS bf16, %d shapes (squares 256 to "
              "8192 and the presets' GEMMs at 8 x 1024 tokens), median of %d runs each; per "
              "octave of size (the harmonic mean of m, n, k) the median: %s TFLOP/s", day,
@@ -346,10 +345,10 @@ int main(int argc, char **argv)
 
         /* the attention's efficiency: its kernels, forward and backward, at the presets' shapes
          * (8 x 1024 tokens), the work the cost model charges (cost_attention_work) over the time
-         * at the peak; the median over the shapes */
+         * at the peak; per head size (which picks the kernels) the median over its shapes */
         enum { MAX_ATT = 16 };
         double aeff[MAX_ATT];
-        int seen_c[MAX_ATT], seen_h[MAX_ATT], n_att = 0;
+        int seen_c[MAX_ATT], seen_h[MAX_ATT], head_size[MAX_ATT], n_att = 0;
         char att[MAX_ATT * 24] = "";
         for (int i = 0; i < model_preset_count() && n_att < MAX_ATT; i++) {
             const ModelConfig *c = model_preset_at(i);
@@ -367,22 +366,20 @@ int main(int argc, char **argv)
             if (gk_attention_ms(8, 1024, c->d_model, c->n_head, quick ? 5 : 20, &f_ms, &b_ms))
                 continue;
             seen_c[n_att] = c->d_model, seen_h[n_att] = c->n_head;
+            head_size[n_att] = c->d_model / c->n_head;
             aeff[n_att] = work / ((f_ms + b_ms) * 1e-3 * hw.gpu_bf16_TFLOPS * 1e12);
             fprintf(stderr, "  attention %d x %d heads (%s): forward %.3f ms, backward %.3f ms, "
-                    "efficiency %.3f\n", c->n_head, c->d_model / c->n_head, c->name, f_ms, b_ms,
+                    "efficiency %.3f\n", c->n_head, head_size[n_att], c->name, f_ms, b_ms,
                     aeff[n_att]);
-            size_t len = strlen(att);
-            snprintf(att + len, sizeof att - len, "%s%d/%d %.2f", n_att ? ", " : "",
-                     c->n_head, c->d_model / c->n_head, aeff[n_att]);
+            err_append(att, sizeof att, "%s%d/%d %.2f", n_att ? ", " : "", c->n_head,
+                       head_size[n_att], aeff[n_att]);
             n_att++;
         }
         if (n_att) {
-            Stat st;
-            profile_stat(aeff, n_att, &st);
-            hw.gpu_attn_efficiency = st.median;
+            profile_attn_curve(head_size, aeff, n_att, &hw.attn);
             note(&ns, "gpu", "attn_efficiency", "[meas %s] the attention kernels, forward and "
                  "backward, at 8 x 1024 tokens, median of %d runs each; per heads/head size: %s; "
-                 "the median", day, quick ? 5 : 20, att);
+                 "per head size the median", day, quick ? 5 : 20, att);
         }
     }
 #endif
@@ -396,8 +393,8 @@ int main(int argc, char **argv)
     fprintf(f, "# fuyou-profile %s on %s, %s%s\n", FUYOU_VERSION, hw.cpu_name, day,
             quick ? " (--quick)" : "");
     if (hw_write(f, &hw, lookup, &ns) == -E2BIG) {
-        fprintf(stderr, "fuyou-profile: the GEMM curve has too many points for one ini line "
-                "(%d); this is a bug, please report it\n", hw.gemm.n);
+        fprintf(stderr, "fuyou-profile: a curve has too many points for one ini line (GEMM "
+                "%d, attention %d); this is a bug, please report it\n", hw.gemm.n, hw.attn.n);
         if (out_path)
             fclose(f);
         status = 1;

@@ -462,3 +462,28 @@ int profile_gemm_curve(const double *size, const double *eff, int n, HwCurve *c)
     }
     return 0;
 }
+
+int profile_attn_curve(const int *head_size, const double *eff, int n, HwCurve *c)
+{
+    if (n <= 0)
+        return -EINVAL;
+    double e_of[n];
+    c->n = 0;
+    /* the head sizes in increasing order: the least above the last one taken, each time */
+    for (int last = 0; c->n < HW_CURVE_MAX;) {
+        int next = 0, k = 0;
+        for (int i = 0; i < n; i++)
+            if (head_size[i] > last && (next == 0 || head_size[i] < next))
+                next = head_size[i];
+        if (next == 0)
+            break;
+        for (int i = 0; i < n; i++)
+            if (head_size[i] == next)
+                e_of[k++] = eff[i];
+        gsl_sort(e_of, 1, (size_t)k);
+        c->dim[c->n] = next;
+        c->eff[c->n++] = gsl_stats_median_from_sorted_data(e_of, 1, (size_t)k);
+        last = next;
+    }
+    return 0;
+}

@@ -83,4 +83,10 @@ int profile_gemm_shapes(int64_t max_params, int tokens, GemmShape *out, int max)
  * (hw_load's interpolation is not built here). 0, or -EINVAL when n is 0. */
 int profile_gemm_curve(const double *size, const double *eff, int n, HwCurve *c);
 
+/* The attn_efficiency curve from n measured points (head_size, >= 1; eff: the kernels' work
+ * over their time at the dense peak): each head size that has points once, increasing, at the
+ * median of its points' efficiencies; at most HW_CURVE_MAX head sizes, the smallest. Sets
+ * c->dim, c->eff and c->n. 0, or -EINVAL when n is 0. */
+int profile_attn_curve(const int *head_size, const double *eff, int n, HwCurve *c);
+
 #endif

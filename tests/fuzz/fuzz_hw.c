@@ -39,7 +39,7 @@ static void check_round_trip(const Hardware *hw)
     fclose(f);
     /* a curve of many points with long numbers does not fit an ini line: hw_write says so
      * rather than write what the reader refuses */
-    fuzz_check(wrc == 0 || (wrc == -E2BIG && hw->gemm.n > 4));
+    fuzz_check(wrc == 0 || (wrc == -E2BIG && (hw->gemm.n > 4 || hw->attn.n > 4)));
     if (wrc) {
         free(text);
         return;
@@ -70,6 +70,10 @@ static void check_round_trip(const Hardware *hw)
     for (int i = 0; i < b.gemm.n; i++)
         fuzz_check(close_to(b.gemm.dim[i], hw->gemm.dim[i]) &&
                    close_to(b.gemm.eff[i], hw->gemm.eff[i]));
+    /* one number stays one number (dim 0), pairs stay pairs: whole head sizes, exactly */
+    fuzz_check(b.attn.n == hw->attn.n);
+    for (int i = 0; i < b.attn.n; i++)
+        fuzz_check(b.attn.dim[i] == hw->attn.dim[i] && close_to(b.attn.eff[i], hw->attn.eff[i]));
     hw_free(&b);
 }
 
@@ -125,6 +129,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                                                                                     m + 1, m);
             fuzz_check(isfinite(at) && at > 0 && isfinite(next) && next > 0);
         }
+        for (int64_t h = 1; h <= (INT64_C(1) << 17); h *= 2) /* the head sizes models have */
+            for (int64_t d = -1; d <= 1; d++) {
+                double eff = hw_attn_efficiency(&hw, h + d > 0 ? h + d : 1);
+                fuzz_check(eff >= 1e-3 && eff <= 1);
+            }
         check_round_trip(&hw);
         hw_free(&hw);
     }
