@@ -91,14 +91,20 @@ static void link_rates(const Hardware *hw, const bool busy[RES_COUNT], double ra
     }
 }
 
-/* Host memory bytes per second the busy resources ask for at these rates. */
-static double host_demand(const bool busy[RES_COUNT], const double rate[RES_COUNT])
+/* Host memory bytes per second the busy resources ask for at these rates, each moving host[r]
+ * bytes per unit of its work (0 where idle). */
+static double host_demand(const double host[RES_COUNT], const double rate[RES_COUNT])
 {
     double sum = 0;
     for (int r = 0; r < RES_COUNT; r++)
-        if (busy[r])
-            sum += rate[r] * cost_host_bytes(r);
+        sum += rate[r] * host[r];
     return sum;
+}
+
+static void resource_host_bytes(const bool busy[RES_COUNT], double host[RES_COUNT])
+{
+    for (int r = 0; r < RES_COUNT; r++)
+        host[r] = busy[r] ? cost_host_bytes(r) : 0;
 }
 
 double cost_host_mem_Bps(const Hardware *hw)
@@ -113,9 +119,10 @@ double cost_host_mem_Bps(const Hardware *hw)
             busy[RES_H2D] = busy[RES_D2H] = true;
         else
             busy[RES_SSD_READ] = busy[RES_SSD_WRITE] = true;
-        double rate[RES_COUNT];
+        double rate[RES_COUNT], host[RES_COUNT];
         link_rates(hw, busy, rate);
-        double demand = host_demand(busy, rate);
+        resource_host_bytes(busy, host);
+        double demand = host_demand(host, rate);
         if (demand > ceiling)
             ceiling = demand;
     }
@@ -153,21 +160,53 @@ double cost_task_work(const CostModel *m, const Task *t)
     return 0;
 }
 
-void cost_rates(const CostModel *m, const bool busy[RES_COUNT], double rate[RES_COUNT])
+/* cost_rates with each busy resource moving host[r] bytes of host memory per unit of work. */
+static void rates_moving(const CostModel *m, const bool busy[RES_COUNT],
+                         const double host[RES_COUNT], double rate[RES_COUNT])
 {
     const Hardware *hw = m->hw;
     link_rates(hw, busy, rate);
     /* host memory, shared in proportion to demand; the ceiling is only worked out when the
      * demand passes mem_GBps, which it can only raise */
-    double demand = host_demand(busy, rate);
+    double demand = host_demand(host, rate);
     if (demand <= hw->cpu_mem_GBps * 1e9)
         return;
     double ceiling = cost_host_mem_Bps(hw);
     if (demand <= ceiling)
         return;
     for (int r = 0; r < RES_COUNT; r++)
-        if (busy[r] && cost_host_bytes(r) > 0)
+        if (host[r] > 0)
             rate[r] *= ceiling / demand;
+}
+
+void cost_rates(const CostModel *m, const bool busy[RES_COUNT], double rate[RES_COUNT])
+{
+    double host[RES_COUNT];
+    resource_host_bytes(busy, host);
+    rates_moving(m, busy, host, rate);
+}
+
+/* Host memory bytes a task moves per unit of its work: its resource's, but for a gradient copy
+ * that adds into the step's sum: the copy's bytes and the sum's (gradient and sum read, sum
+ * written) over its work, where the sum's seconds count as bytes at the link's rate. */
+static double task_host_bytes(const CostModel *m, const Task *t)
+{
+    if (t->kind != TASK_COPY || t->params <= 0)
+        return cost_host_bytes(t->res);
+    double moved = 2 * (double)t->bytes + 8 * (double)t->params;
+    return moved / cost_task_work(m, t);
+}
+
+void cost_task_rates(const CostModel *m, const Task *const running[RES_COUNT],
+                     double rate[RES_COUNT])
+{
+    bool busy[RES_COUNT];
+    double host[RES_COUNT];
+    for (int r = 0; r < RES_COUNT; r++) {
+        busy[r] = running[r] != NULL;
+        host[r] = busy[r] ? task_host_bytes(m, running[r]) : 0;
+    }
+    rates_moving(m, busy, host, rate);
 }
 
 double cost_task_alone_s(const CostModel *m, const Task *t)

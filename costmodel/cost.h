@@ -22,8 +22,10 @@
  * A copy's fixed latency (pcie or ssd latency_us) is added as bytes at the rate its link has
  * alone. A gradient copy of a step with several micro-batches also adds its parameters into the
  * step's sum on the host, on the same lane after the copy: (grad bytes + 8) per parameter
- * (gradient and sum read, sum written) at cpu.mem_GBps * min(1, t / cores),
- * t = plan_grad_sum_threads, added as bytes at the rate the link has alone.
+ * (gradient and sum read, sum written) at cpu.sum_GBps (measured), else at cpu.mem_GBps *
+ * min(1, t / cores), t = plan_grad_sum_threads, added as bytes at the rate the link has alone;
+ * in the memory step such a copy asks for what it moves over its time (the copy's and the
+ * sum's bytes), not its link's rate: the sum's few threads run well below it.
  * GPU op times (op from graph.h, P = bf16_TFLOPS, B = mem_GBps, l = launch_us):
  *   GEMM forward       2mnk / (P * eff(m,n,k)) + l
  *   GEMM backward      4mnk / (P * eff(m,n,k)) + 2l     (input and weight gradients)
@@ -77,8 +79,14 @@ double cost_grad_sum_s(const Hardware *hw, double params, double grad_bytes);
 double cost_task_work(const CostModel *m, const Task *t);
 
 /* Every resource's rate (work per second) given which resources are busy: the three steps
- * above. A resource that is not busy gets cost_alone_rate. */
+ * above, each busy resource moving cost_host_bytes per unit of work. A resource that is not
+ * busy gets cost_alone_rate. */
 void cost_rates(const CostModel *m, const bool busy[RES_COUNT], double rate[RES_COUNT]);
+/* The same given the task each resource runs (NULL: idle), what the engine asks: a gradient
+ * copy that adds into the step's sum moves host memory at the copy's and the sum's bytes over
+ * its time, not at its link's rate (the sum's threads run below it). */
+void cost_task_rates(const CostModel *m, const Task *const running[RES_COUNT],
+                     double rate[RES_COUNT]);
 
 /* Resource r's rate alone in work per second, before the SSD host ceiling and host memory
  * (the closed form's "alone seconds" are work over this). */

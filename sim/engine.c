@@ -95,6 +95,7 @@ static int record_segment(Sim *sim)
 static int dispatch(Sim *sim)
 {
     bool started[RES_COUNT] = {false}, busy[RES_COUNT];
+    const Task *running[RES_COUNT];
     for (int r = 0; r < RES_COUNT; r++) {
         Server *v = &sim->srv[r];
         if (v->running < 0 && v->ready.n > 0) {
@@ -106,9 +107,10 @@ static int dispatch(Sim *sim)
             started[r] = true;
         }
         busy[r] = v->running >= 0;
+        running[r] = busy[r] ? &sim->s->tasks[v->running] : NULL;
     }
     double rate[RES_COUNT];
-    sim->m->rates(sim->m->ctx, busy, rate);
+    sim->m->rates(sim->m->ctx, running, rate);
     if (sim->record && (memcmp(busy, sim->seg_busy, sizeof busy) ||
                         memcmp(rate, sim->seg_rate, sizeof rate))) {
         if (record_segment(sim))

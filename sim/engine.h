@@ -20,8 +20,8 @@ typedef struct SimModel {
     void *ctx;
     /* Work of a task, in its resource's units. */
     double (*work)(void *ctx, const Task *t);
-    /* Rate of every resource (work per second) given which are busy. */
-    void (*rates)(void *ctx, const bool busy[RES_COUNT], double rate[RES_COUNT]);
+    /* Rate of every resource (work per second) given the task each runs (NULL: idle). */
+    void (*rates)(void *ctx, const Task *const running[RES_COUNT], double rate[RES_COUNT]);
 } SimModel;
 
 /* A stretch of time during which no resource changed state (recorded on request, for tests and

@@ -16,9 +16,9 @@ static double work_cb(void *ctx, const Task *t)
     return cost_task_work(ctx, t);
 }
 
-static void rates_cb(void *ctx, const bool busy[RES_COUNT], double rate[RES_COUNT])
+static void rates_cb(void *ctx, const Task *const running[RES_COUNT], double rate[RES_COUNT])
 {
-    cost_rates(ctx, busy, rate);
+    cost_task_rates(ctx, running, rate);
 }
 
 static void derive(Prediction *pr, const Graph *g, const Plan *p)

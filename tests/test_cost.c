@@ -153,6 +153,43 @@ START_TEST(grad_sum_on_the_host)
 }
 END_TEST
 
+/* The memory step asks a gradient copy that adds into the step's sum for what it moves over its
+ * time (the copy's bytes and the sum's), not for its link's rate: the engine's rates take the
+ * running tasks. */
+START_TEST(grad_sum_host_demand)
+{
+    const char *sets[] = {"cpu.cores=16", "cpu.mem_GBps=80", "cpu.sum_GBps=20",
+                          "cpu.adam_Gparams_per_s=2", "pcie.latency_us=0"};
+    load(sets, 5);
+    CostModel m = {&hw, NULL};
+    Task adam = {.res = RES_CPU_ADAM, .kind = TASK_ADAM, .params = 1000000000};
+    Task copy = {.res = RES_D2H, .kind = TASK_COPY, .bytes = 2e9};
+    const Task *running[RES_COUNT] = {[RES_CPU_ADAM] = &adam, [RES_D2H] = &copy};
+    double rate[RES_COUNT];
+    /* a plain copy asks for its link's 25 GB/s beside Adam's 60: 85 of 80, all at 80/85 */
+    cost_task_rates(&m, running, rate);
+    ck_assert_double_eq_tol(rate[RES_D2H], 25e9 * 80 / 85, 1);
+    ck_assert_double_eq_tol(rate[RES_CPU_ADAM], 2e9 * 80 / 85, 1e-3);
+    bool busy[RES_COUNT] = {[RES_CPU_ADAM] = true, [RES_D2H] = true};
+    double by_resource[RES_COUNT];
+    cost_rates(&m, busy, by_resource);
+    ck_assert_double_eq(by_resource[RES_D2H], rate[RES_D2H]);
+    /* with a sum of 1 G bf16 gradients (10 GB at 20 GB/s, 0.5 s, 12.5e9 bytes of work at the
+     * link's rate): 12 GB moved (2 + 2 copied and read, 8 of the sum read and written) over
+     * 14.5e9 of work */
+    copy.params = 1000000000;
+    cost_task_rates(&m, running, rate);
+    double demand = 25e9 * 12 / 14.5 + 60e9;
+    ck_assert_double_eq_tol(rate[RES_D2H], 25e9 * 80e9 / demand, 1);
+    ck_assert_double_eq_tol(rate[RES_CPU_ADAM], 2e9 * 80e9 / demand, 1e-3);
+    /* idle resources keep their rates alone */
+    const Task *idle[RES_COUNT] = {NULL};
+    cost_task_rates(&m, idle, rate);
+    ck_assert_double_eq(rate[RES_D2H], 25e9);
+    hw_free(&hw);
+}
+END_TEST
+
 /* Rates with the given resources busy. */
 static void rates_with(const CostModel *m, const Resource *on, int n, double rate[RES_COUNT])
 {
@@ -267,6 +304,7 @@ int main(void)
     tcase_add_test(tc, rates);
     tcase_add_test(tc, task_work);
     tcase_add_test(tc, grad_sum_on_the_host);
+    tcase_add_test(tc, grad_sum_host_demand);
     tcase_add_test(tc, host_memory_shared);
     tcase_add_test(tc, host_memory_floor);
     tcase_add_test(tc, ssd_host_ceiling);

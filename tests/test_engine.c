@@ -56,14 +56,14 @@ static double mini_work(void *ctx, const Task *t)
     return mini.work[t - mini.s.tasks];
 }
 
-static void mini_rates(void *ctx, const bool busy[RES_COUNT], double rate[RES_COUNT])
+static void mini_rates(void *ctx, const Task *const running[RES_COUNT], double rate[RES_COUNT])
 {
     (void)ctx;
     double alone[RES_COUNT] = {1, 50, 40, 100, 50, 1};
     memcpy(rate, alone, sizeof alone);
-    if (busy[RES_H2D] && busy[RES_D2H])
+    if (running[RES_H2D] && running[RES_D2H])
         rate[RES_H2D] = 25, rate[RES_D2H] = 20;
-    if (busy[RES_SSD_READ] && busy[RES_SSD_WRITE])
+    if (running[RES_SSD_READ] && running[RES_SSD_WRITE])
         rate[RES_SSD_READ] = 50, rate[RES_SSD_WRITE] = 25;
 }
 
@@ -161,9 +161,10 @@ static double cost_work(void *ctx, const Task *t)
     return cost_task_work(ctx, t);
 }
 
-static void cost_rates_cb(void *ctx, const bool busy[RES_COUNT], double rate[RES_COUNT])
+static void cost_rates_cb(void *ctx, const Task *const running[RES_COUNT],
+                          double rate[RES_COUNT])
 {
-    cost_rates(ctx, busy, rate);
+    cost_task_rates(ctx, running, rate);
 }
 
 /* The engine on the cost model's rates (cost.h): an Adam of 2 G params (1 s alone at 2 G/s, 60
@@ -261,9 +262,9 @@ END_TEST
 
 static double alone_rate(Resource r)
 {
-    bool busy[RES_COUNT] = {false};
+    const Task *idle[RES_COUNT] = {NULL};
     double rate[RES_COUNT];
-    mini_rates(NULL, busy, rate);
+    mini_rates(NULL, idle, rate);
     return rate[r];
 }
 
