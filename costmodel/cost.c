@@ -15,7 +15,9 @@ double cost_gpu_op_s(const Hardware *hw, const Op *op, TaskKind kind)
     switch (op->kind) {
     case OP_GEMM: {
         double eff = hw_gemm_efficiency(hw, op->m, op->n, op->k);
-        return (bwd ? op->bwd_flops : op->fwd_flops) / (peak * eff) + (bwd ? 2 : 1) * launch;
+        return (bwd ? op->bwd_flops : op->fwd_flops) / (peak * eff) +
+               (double)(bwd ? op->bwd_io_bytes : op->fwd_io_bytes) / mem +
+               (bwd ? 2 : 1) * launch;
     }
     case OP_ATTENTION:
         return cost_attention_work(op, kind) / (peak * hw_attn_efficiency(hw, op->head_size)) +

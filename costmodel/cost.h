@@ -27,8 +27,10 @@
  * in the memory step such a copy asks for what it moves over its time (the copy's and the
  * sum's bytes), not its link's rate: the sum's few threads run well below it.
  * GPU op times (op from graph.h, P = bf16_TFLOPS, B = mem_GBps, l = launch_us):
- *   GEMM forward       2mnk / (P * eff(m,n,k)) + l
- *   GEMM backward      4mnk / (P * eff(m,n,k)) + 2l     (input and weight gradients)
+ *   GEMM forward       2mnk / (P * eff(m,n,k)) + io_bytes / B + l
+ *   GEMM backward      4mnk / (P * eff(m,n,k)) + io_bytes / B + 2l   (input and weight
+ *                      gradients; io_bytes: the memory-bound work the executors run with
+ *                      them, graph.c: conversions, fused epilogues, the head's loss)
  *   attention forward  0.5 * F / (P * attn_efficiency(head size)) + l   (causal: half the
  *                      s x s work; attn_efficiency's point of that head size, else the nearest
  *                      in log2, never interpolated: hw_attn_efficiency)

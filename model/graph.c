@@ -23,12 +23,15 @@ static Op gemm(const char *name, int block, int64_t m, int64_t n, int64_t k, int
 }
 
 /* A layernorm over T rows of h: ~8 FLOPs per element forward, ~14 backward; it keeps its input
- * and the fp32 mean and rstd of each row. */
+ * and the fp32 mean and rstd of each row. Its backward moves what the CUDA executors' kernels
+ * do: the residual stream's gradient is fp32 there, so the incoming gradient (fp32) and the
+ * input are each read twice (the rows' pass and the weight's column sums) and the residual
+ * gradient (fp32) read and written: 2 dsz + 16 bytes an element. */
 static Op layernorm(const char *name, int block, int64_t T, int64_t h, int64_t dsz)
 {
     return (Op){.kind = OP_LAYERNORM, .name = name, .block = block, .params = 2 * h,
                 .fwd_flops = 8.0 * T * h, .bwd_flops = 14.0 * T * h,
-                .fwd_io_bytes = 2 * T * h * dsz, .bwd_io_bytes = 3 * T * h * dsz,
+                .fwd_io_bytes = 2 * T * h * dsz, .bwd_io_bytes = T * h * (2 * dsz + 16),
                 .act_bytes = T * h * dsz + 2 * T * 4, .out_bytes = T * h * dsz};
 }
 
@@ -51,14 +54,18 @@ static void add_block(Op *op, const ModelConfig *c, int b, int64_t batch, int64_
                  .act_bytes = 3 * T * h * dsz + T * h * dsz + T * a * 4, /* q k v, out, lse */
                  .out_bytes = T * h * dsz};
     op[3] = gemm("proj", b, T, h, h, h * h + h, 0, dsz); /* its input is attn's kept output */
+    /* the executors' backward first turns the residual's fp32 gradient into dsz: 4 + dsz bytes
+     * an element beside the GEMMs */
+    op[3].bwd_io_bytes = T * h * (4 + dsz);
     op[4] = residual("res1", b, T, h, dsz);
     op[5] = layernorm("ln2", b, T, h, dsz);
     op[6] = gemm("fc1", b, T, f, h, f * h + f, T * h * dsz, dsz);
+    /* the GELU's backward runs in fc2's: its GEMM's epilogue reads the GELU's input */
     op[7] = (Op){.kind = OP_GELU, .name = "gelu", .block = b, .fwd_flops = 10.0 * T * f,
                  .bwd_flops = 14.0 * T * f, .fwd_io_bytes = 2 * T * f * dsz,
-                 .bwd_io_bytes = 3 * T * f * dsz, .act_bytes = T * f * dsz,
-                 .out_bytes = T * f * dsz};
+                 .bwd_io_bytes = 0, .act_bytes = T * f * dsz, .out_bytes = T * f * dsz};
     op[8] = gemm("fc2", b, T, h, f, h * f + h, T * f * dsz, dsz);
+    op[8].bwd_io_bytes = T * h * (4 + dsz) + T * f * dsz; /* as proj's, and the GELU's input */
     op[9] = residual("res2", b, T, h, dsz);
 }
 
@@ -91,11 +98,14 @@ int graph_init(Graph *g, const ModelConfig *cfg, int batch, int seq, Err *e)
     int64_t T = g->tokens, h = cfg->d_model, V = cfg->vocab, dsz = (int64_t)dtype_bytes(cfg->dtype);
     int L = cfg->n_layer;
     Op *op = g->ops;
-    *op++ = (Op){.kind = OP_EMBED, .name = "embed", .block = -1,
-                 .params = V * h + (int64_t)cfg->max_seq * h, .fwd_flops = (double)T * h,
-                 .bwd_flops = 2.0 * T * h, .fwd_io_bytes = 3 * T * h * dsz,
-                 .bwd_io_bytes = 3 * T * h * dsz, .act_bytes = T * 4, /* token ids */
-                 .out_bytes = T * h * dsz};
+    /* its backward adds the fp32 residual gradient into the fp32 token and position rows (read
+     * and written each), then turns the whole table's gradient into dsz */
+    int64_t embed_params = V * h + (int64_t)cfg->max_seq * h;
+    *op++ = (Op){.kind = OP_EMBED, .name = "embed", .block = -1, .params = embed_params,
+                 .fwd_flops = (double)T * h, .bwd_flops = 2.0 * T * h,
+                 .fwd_io_bytes = 3 * T * h * dsz,
+                 .bwd_io_bytes = 20 * T * h + (4 + dsz) * embed_params,
+                 .act_bytes = T * 4, /* token ids */ .out_bytes = T * h * dsz};
     for (int b = 0; b < L; b++, op += GRAPH_OPS_PER_BLOCK)
         add_block(op, cfg, b, batch, seq, dsz);
     *op++ = layernorm("lnf", L, T, h, dsz);
@@ -107,11 +117,17 @@ int graph_init(Graph *g, const ModelConfig *cfg, int batch, int seq, Err *e)
     head.fwd_flops += head.bwd_flops;
     head.bwd_flops = 0;
     head.out_bytes = head.m * V * dsz; /* one chunk's logits at a time */
+    /* Beside its GEMMs: the embedding's fp32 gradient zeroed, each chunk's logits read and
+     * their gradient written in place by the softmax + cross-entropy, and the weight gradient's
+     * GEMM adding into that fp32 sum (read and written) once a chunk. */
+    int64_t chunks = (T + head.m - 1) / head.m;
+    head.fwd_io_bytes = 4 * embed_params + 2 * T * V * dsz + 8 * V * h * chunks;
     *op++ = head;
-    /* Softmax + cross-entropy within the head's chunks: each chunk's logits read and their
-     * gradient written in place; it keeps the targets. */
+    /* Softmax + cross-entropy, computed within the head's chunks (its FLOPs are counted here,
+     * its time there): what is left is the per-token losses' copy to the host; it keeps the
+     * targets. */
     *op++ = (Op){.kind = OP_LOSS, .name = "loss", .block = L, .fwd_flops = 5.0 * T * V,
-                 .bwd_flops = 0, .fwd_io_bytes = 2 * T * V * dsz, .bwd_io_bytes = 0,
+                 .bwd_flops = 0, .fwd_io_bytes = T * 4, .bwd_io_bytes = 0,
                  .act_bytes = T * 4, .out_bytes = T * 4};
     assert(op - g->ops == g->n_ops);
     /* Each op's sizes are exact (tokens and model sizes are limited); their sum over the blocks

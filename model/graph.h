@@ -43,7 +43,8 @@ typedef struct Op {
     int64_t params;       /* parameters this op owns (the tied LM head owns none) */
     double fwd_flops;
     double bwd_flops;
-    int64_t fwd_io_bytes; /* device-memory bytes read + written by a memory-bound kernel */
+    int64_t fwd_io_bytes; /* device-memory bytes read + written by memory-bound kernels, as
+                             the CUDA executors run the op (for a GEMM: those beside it) */
     int64_t bwd_io_bytes;
     int64_t act_bytes;    /* bytes first saved here for backward */
     int64_t out_bytes;    /* size of the op's output */

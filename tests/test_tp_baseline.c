@@ -68,7 +68,7 @@ START_TEST(shard_splits_as_megatron)
     ck_assert_int_eq(attn.act_bytes, (3 * 4096 + 4096 + 32 * 4 * 4) / 2);
     Op ln = tp_baseline_shard(graph_block_op(&g, 0, 0), 2);
     ck_assert_int_eq(ln.fwd_io_bytes, 4096);
-    ck_assert_int_eq(ln.bwd_io_bytes, 6144);
+    ck_assert_int_eq(ln.bwd_io_bytes, 20480); /* 32 x 64 x 20 / 2 */
     Op one = tp_baseline_shard(graph_block_op(&g, 0, 1), 1);
     ck_assert_int_eq(one.n, 192);
     ck_assert_double_eq(one.fwd_flops, graph_block_op(&g, 0, 1)->fwd_flops);
@@ -93,12 +93,14 @@ END_TEST
  *   lm_head 6291456 = 15728640 FLOPs, / 2 GPUs / 5e13 = 1.572864e-7 s;
  * attention: F = 4·b·s²·h = 131072; causal forward 0.5 F, backward 0.5·1.25·2F: 1.75 F = 229376,
  *   / 2 / 5e13 = 2.29376e-9 s;
- * memory-bound ops, bytes forward + backward: embed 24576, ln1 20480, res1 12288, ln2 20480,
- *   gelu 81920, res2 12288, lnf 20480, loss 65536 = 258048, / 2 / 1e12 = 1.29024e-7 s;
- *   compute 2.8860416e-7 s;
+ * memory-bound work, bytes forward + backward (graph.c): embed 12288 + 243712 (20 T h + 6 x
+ *   33792 table), ln1 8192 + 40960 (20 T h), res1 12288, ln2 49152, gelu 32768 (its backward in
+ *   fc2's), res2 12288, lnf 49152, loss 128; beside the GEMMs proj 12288 (6 T h), fc2 28672
+ *   (6 T h + 2 T f), lm_head 462848 (4 x 33792 + 2 T V 2 + 8 V h) = 964736, / 2 / 1e12 =
+ *   4.82368e-7 s; compute 6.4194816e-7 s;
  * all-reduce: 4 a block of T·h·2 = 4096 bytes, 2(N-1)/N = 1: 16384 / 1e11 = 1.6384e-7 s;
  * AdamW: 28 B x P / 2 = 1174656 bytes / 1e12 = 1.174656e-6 s;
- * iteration 1.62710016e-6 s. Memory: 16 x 83904 / 2 = 671232 B of state, 75264 / 2 = 37632 of
+ * iteration 1.98044416e-6 s. Memory: 16 x 83904 / 2 = 671232 B of state, 75264 / 2 = 37632 of
  * activations a GPU. */
 START_TEST(predict_by_hand)
 {
@@ -112,10 +114,10 @@ START_TEST(predict_by_hand)
     tp_baseline_predict(&g, 1, &hw, 2, &tb);
     ck_assert_int_eq(tb.gpus, 2);
     ck_assert(tb.even);
-    ck_assert_close(tb.compute_s, 2.8860416e-7);
+    ck_assert_close(tb.compute_s, 6.4194816e-7);
     ck_assert_close(tb.allreduce_s, 1.6384e-7);
     ck_assert_close(tb.adam_s, 1.174656e-6);
-    ck_assert_close(tb.iter_s, 1.62710016e-6);
+    ck_assert_close(tb.iter_s, 1.98044416e-6);
     ck_assert_double_eq(tb.tokens, 32);
     ck_assert_double_eq(tb.model_flops, 6.0 * 83904 * 32);
     ck_assert_double_eq(tb.state_bytes, 671232);
@@ -126,14 +128,14 @@ START_TEST(predict_by_hand)
 
     /* two micro-batches: compute and all-reduces twice, the optimizer once */
     tp_baseline_predict(&g, 2, &hw, 2, &tb);
-    ck_assert_close(tb.iter_s, 2 * (2.8860416e-7 + 1.6384e-7) + 1.174656e-6);
+    ck_assert_close(tb.iter_s, 2 * (6.4194816e-7 + 1.6384e-7) + 1.174656e-6);
     ck_assert_double_eq(tb.tokens, 64);
     /* a launch gap of 1 us: 14 forward kernels, 10 backward tasks of which the 4 block GEMMs
      * launch two kernels each (res1, res2, the fused head and the loss have no backward), and
      * the AdamW kernel */
     hw.gpu_launch_us = 1;
     tp_baseline_predict(&g, 1, &hw, 2, &tb);
-    ck_assert_close(tb.compute_s, 2.8860416e-7 + 28e-6);
+    ck_assert_close(tb.compute_s, 6.4194816e-7 + 28e-6);
     ck_assert_close(tb.adam_s, 1.174656e-6 + 1e-6);
     graph_free(&g);
 }
@@ -148,7 +150,7 @@ START_TEST(one_gpu)
     TpBaseline tb;
     tp_baseline_predict(&g, 1, &hw, 1, &tb);
     ck_assert_double_eq(tb.allreduce_s, 0);
-    ck_assert_close(tb.compute_s, 2 * 2.8860416e-7);
+    ck_assert_close(tb.compute_s, 2 * 6.4194816e-7);
     ck_assert_close(tb.adam_s, 2 * 1.174656e-6);
     ck_assert_double_eq(tb.state_bytes, 16.0 * 83904);
     graph_free(&g);
