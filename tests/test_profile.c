@@ -188,6 +188,32 @@ START_TEST(attn_curve)
 }
 END_TEST
 
+/* The memory-bound line: points on t = bytes / B + l give B and l back; noise of a few percent
+ * on every point moves neither far, because each point counts by its relative error */
+START_TEST(mem_fit)
+{
+    double bytes[10], t[10], GBps, launch_us;
+    for (int i = 0; i < 10; i++) {
+        bytes[i] = 6144.0 * (1 << (2 * i)); /* 6 KiB to 1.5 GiB */
+        t[i] = bytes[i] / 3000e9 + 4e-6;
+    }
+    ck_assert_int_eq(profile_mem_fit(bytes, t, 10, &GBps, &launch_us), 0);
+    ck_assert_double_eq_tol(GBps, 3000, 1e-6);
+    ck_assert_double_eq_tol(launch_us, 4, 1e-9);
+    for (int i = 0; i < 10; i++)
+        t[i] *= i % 2 ? 1.03 : 0.97;
+    ck_assert_int_eq(profile_mem_fit(bytes, t, 10, &GBps, &launch_us), 0);
+    ck_assert_double_eq_tol(GBps, 3000, 150);
+    ck_assert_double_eq_tol(launch_us, 4, 0.3);
+    /* a slope that is not positive, too few points, a time that is not */
+    double flat[3] = {1e-5, 1e-5, 0.9e-5};
+    ck_assert_int_eq(profile_mem_fit(bytes, flat, 3, &GBps, &launch_us), -EINVAL);
+    ck_assert_int_eq(profile_mem_fit(bytes, t, 1, &GBps, &launch_us), -EINVAL);
+    t[3] = 0;
+    ck_assert_int_eq(profile_mem_fit(bytes, t, 10, &GBps, &launch_us), -EINVAL);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("profile");
@@ -200,6 +226,7 @@ int main(void)
     tcase_add_test(tc, gemm_shapes);
     tcase_add_test(tc, gemm_curve);
     tcase_add_test(tc, attn_curve);
+    tcase_add_test(tc, mem_fit);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

@@ -461,6 +461,35 @@ extern "C" int gk_attention_ms(int B, int T, int C, int NH, int reps, double *fw
     return rc;
 }
 
+extern "C" double gk_residual_ms(size_t n, int reps)
+{
+    bf16 *a = (bf16 *)gk_alloc(n * 2), *b = (bf16 *)gk_alloc(n * 2), *o = (bf16 *)gk_alloc(n * 2);
+    gk_fill_random((bf16_t *)a, n, 5);
+    gk_fill_random((bf16_t *)b, n, 6);
+    cudaEvent_t e0, e1;
+    CUDA_CHECK(cudaEventCreate(&e0));
+    CUDA_CHECK(cudaEventCreate(&e1));
+    float *ms = (float *)malloc((size_t)reps * sizeof(float));
+    double t = -1;
+    if (ms) {
+        for (int r = -3; r < reps; r++) {
+            CUDA_CHECK(cudaEventRecord(e0));
+            gk_residual_forward((act16_t *)o, (const act16_t *)a, (const act16_t *)b, n,
+                                GK_BF16, nullptr);
+            CUDA_CHECK(cudaEventRecord(e1));
+            CUDA_CHECK(cudaEventSynchronize(e1));
+            if (r >= 0)
+                CUDA_CHECK(cudaEventElapsedTime(&ms[r], e0, e1));
+        }
+        t = median_ms(ms, reps);
+    }
+    free(ms);
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    gk_free(a), gk_free(b), gk_free(o);
+    return t;
+}
+
 extern "C" double gk_gemm_tflops(int N, int C, int OC, int reps)
 {
     bf16 *a = (bf16 *)gk_alloc((size_t)N * C * 2), *w = (bf16 *)gk_alloc((size_t)OC * C * 2);

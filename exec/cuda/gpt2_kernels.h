@@ -111,5 +111,8 @@ double gk_gemm_tflops(int N, int C, int OC, int reps);
  * above, bf16) over (B, T) tokens of C channels in NH heads, medians of reps timed with CUDA
  * events on random data. 0, or -ENOMEM without host memory (device memory as gk_alloc). */
 int gk_attention_ms(int B, int T, int C, int NH, int reps, double *fwd_ms, double *bwd_ms);
+/* For benchmarks: milliseconds of the residual add (gk_residual_forward, bf16: 6 bytes an
+ * element read and written) over n elements, median of reps timed with CUDA events. */
+double gk_residual_ms(size_t n, int reps);
 
 #endif

@@ -69,8 +69,8 @@ static void usage(FILE *out)
 "by thread count and host memory bandwidth, the io_uring store's read, write and read + write\n"
 "GB/s over every --ssd-dir (and over the first alone: whether the host path caps the stripes),\n"
 "host memory, and with a GPU its memory, pinned PCIe copies alone and both ways, the bf16\n"
-"GEMM efficiency curve and the attention's efficiency by head size. Other keys come from\n"
-"--base.\n"
+"GEMM efficiency curve, the attention's efficiency by head size, and the bandwidth and\n"
+"per-kernel time of memory-bound kernels. Other keys come from --base.\n"
 "\n"
 "  --quick             seconds instead of minutes: smaller sizes, fewer repetitions\n"
 "  --out FILE          write the ini there (default: standard output)\n"
@@ -381,6 +381,30 @@ int main(int argc, char **argv)
             note(&ns, "gpu", "attn_efficiency", "[meas %s] the attention kernels, forward and "
                  "backward, at 8 x 1024 tokens, median of %d runs each; per heads/head size: %s; "
                  "per head size the median", day, quick ? 5 : 20, att);
+        }
+
+        /* memory-bound kernels (layernorms, residuals, conversions): the residual add from 1 K
+         * to 64 M elements, fitted to bytes / mem_GBps + launch_us as the cost model times
+         * them; the datasheet's bandwidth is more than such kernels reach */
+        enum { MEM_POINTS = 9 };
+        double mbytes[MEM_POINTS], msec[MEM_POINTS];
+        for (int i = 0; i < MEM_POINTS; i++) {
+            size_t n = (size_t)1 << (10 + 2 * i);
+            mbytes[i] = 6.0 * (double)n;
+            msec[i] = gk_residual_ms(n, quick ? 5 : 20) * 1e-3;
+            fprintf(stderr, "  residual add over %zu elements: %.1f us\n", n, msec[i] * 1e6);
+        }
+        double GBps, launch_us;
+        if (profile_mem_fit(mbytes, msec, MEM_POINTS, &GBps, &launch_us) == 0) {
+            hw.gpu_mem_GBps = GBps;
+            hw.gpu_launch_us = launch_us;
+            note(&ns, "gpu", "mem_GBps", "[meas %s] the residual add (6 B an element), 1 K to "
+                 "64 M elements, median of %d runs each, fitted to bytes / mem_GBps + launch_us "
+                 "(GSL, by relative error): %.1f us at 1 K, %.0f GB/s at 64 M", day,
+                 quick ? 5 : 20, msec[0] * 1e6, mbytes[MEM_POINTS - 1] / msec[MEM_POINTS - 1] /
+                 1e9);
+            note(&ns, "gpu", "launch_us", "[meas %s] the same fit's intercept: a kernel's time "
+                 "beyond its bytes, launch included", day);
         }
     }
 #endif

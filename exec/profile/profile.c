@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <gsl/gsl_fit.h>
 #include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
 #include <stdlib.h>
@@ -498,5 +499,26 @@ int profile_attn_curve(const int *head_size, const double *eff, int n, HwCurve *
         c->eff[c->n++] = gsl_stats_median_from_sorted_data(e_of, 1, (size_t)k);
         last = next;
     }
+    return 0;
+}
+
+int profile_mem_fit(const double *bytes, const double *seconds, int n, double *GBps,
+                    double *launch_us)
+{
+    if (n < 2)
+        return -EINVAL;
+    double w[n];
+    for (int i = 0; i < n; i++) {
+        if (!(seconds[i] > 0))
+            return -EINVAL;
+        w[i] = 1 / (seconds[i] * seconds[i]);
+    }
+    double c0, c1, cov00, cov01, cov11, chisq;
+    gsl_fit_wlinear(bytes, 1, w, 1, seconds, 1, (size_t)n, &c0, &c1, &cov00, &cov01, &cov11,
+                    &chisq);
+    if (!(c1 > 0))
+        return -EINVAL;
+    *GBps = 1e-9 / c1;
+    *launch_us = c0 > 0 ? c0 * 1e6 : 0;
     return 0;
 }
