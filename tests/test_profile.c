@@ -188,6 +188,44 @@ START_TEST(attn_curve)
 }
 END_TEST
 
+/* A load that spins until told to stop, reporting 1.5 GB/s; one that fails at once */
+static int spin_load(void *ctx, bool (*stopped)(void *token), void *token, double *GBps, Err *e)
+{
+    (void)e;
+    long *spins = ctx;
+    while (!stopped(token))
+        (*spins)++;
+    *GBps = 1.5;
+    return 0;
+}
+
+static int failing_load(void *ctx, bool (*stopped)(void *token), void *token, double *GBps,
+                        Err *e)
+{
+    (void)ctx, (void)stopped, (void)token, (void)GBps;
+    return err_set(e, -EIO, "the load failed");
+}
+
+/* The Adam task beside a load: its rate, the load's report, the load stopped when Adam is done
+ * (else this never returns); the load's failure is the result */
+START_TEST(adam_beside)
+{
+    long spins = 0;
+    Stat s;
+    double GBps = 0;
+    Err e;
+    ck_assert_int_eq(profile_adam_beside(2, 1 << 20, 3, spin_load, &spins, &s, &GBps, &e), 0);
+    ck_assert_int_eq(s.n, 3);
+    ck_assert_double_gt(s.median, 0);
+    ck_assert_double_eq(GBps, 1.5);
+    ck_assert_int_eq(profile_adam_beside(2, 1 << 20, 1, failing_load, NULL, &s, &GBps, &e),
+                     -EIO);
+    tu_assert_contains(e.msg, "the load failed");
+    ck_assert_int_eq(profile_adam_beside(2, 1 << 20, 0, spin_load, &spins, &s, &GBps, &e),
+                     -EINVAL);
+}
+END_TEST
+
 /* The memory-bound line: points on t = bytes / B + l give B and l back; noise of a few percent
  * on every point moves neither far, because each point counts by its relative error */
 START_TEST(mem_fit)
@@ -227,6 +265,7 @@ int main(void)
     tcase_add_test(tc, gemm_curve);
     tcase_add_test(tc, attn_curve);
     tcase_add_test(tc, mem_fit);
+    tcase_add_test(tc, adam_beside);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

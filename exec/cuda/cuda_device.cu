@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 extern "C" {
 #include "cuda_device.h"
@@ -111,6 +112,45 @@ extern "C" int cudadev_copy_bench(size_t bytes, int reps, double *GBps, Err *e)
     }
     if (st != cudaSuccess)
         return err_set(e, -EIO, "copying %zu bytes between host and GPU: %s", bytes,
+                       cudaGetErrorString(st));
+    return 0;
+}
+
+extern "C" int cudadev_copy_until(size_t bytes, bool (*stopped)(void *token), void *token,
+                                  double *GBps, Err *e)
+{
+    void *host[2] = {NULL, NULL}, *dev[2] = {NULL, NULL};
+    cudaStream_t s[2] = {NULL, NULL};
+    cudaError_t st = cudaSuccess;
+    for (int i = 0; i < 2 && st == cudaSuccess; i++) {
+        st = cudaMallocHost(&host[i], bytes);
+        if (st == cudaSuccess)
+            st = cudaMalloc(&dev[i], bytes);
+        if (st == cudaSuccess)
+            st = cudaStreamCreateWithFlags(&s[i], cudaStreamNonBlocking);
+    }
+    double moved = 0;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (st == cudaSuccess && !stopped(token)) {
+        st = cudaMemcpyAsync(dev[0], host[0], bytes, cudaMemcpyHostToDevice, s[0]);
+        if (st == cudaSuccess)
+            st = cudaMemcpyAsync(host[1], dev[1], bytes, cudaMemcpyDeviceToHost, s[1]);
+        for (int i = 0; i < 2 && st == cudaSuccess; i++)
+            st = cudaStreamSynchronize(s[i]);
+        moved += 2.0 * (double)bytes;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    *GBps = secs > 0 ? moved / secs / 1e9 : 0;
+    for (int i = 0; i < 2; i++) {
+        if (s[i])
+            cudaStreamDestroy(s[i]);
+        cudaFreeHost(host[i]);
+        cudaFree(dev[i]);
+    }
+    if (st != cudaSuccess)
+        return err_set(e, -EIO, "copying %zu bytes both ways between host and GPU: %s", bytes,
                        cudaGetErrorString(st));
     return 0;
 }

@@ -4,6 +4,7 @@
 #ifndef FUYOU_CUDA_DEVICE_H
 #define FUYOU_CUDA_DEVICE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "fuyou_err.h"
@@ -24,5 +25,11 @@ int cudadev_probe(CudaDeviceInfo *info, Err *e);
  * summarises them): GBps[k * reps + r] for k = 0 host to device alone, 1 device to host alone,
  * 2 and 3 the same while the other direction runs (two streams). 0 or -errno with e. */
 int cudadev_copy_bench(size_t bytes, int reps, double *GBps, Err *e);
+
+/* Pinned copies of bytes both ways at once (two streams), over and over until stopped(token)
+ * says so: a load on host memory for something else to run beside. *GBps: both directions'
+ * bytes over the time. 0 or -errno with e. */
+int cudadev_copy_until(size_t bytes, bool (*stopped)(void *token), void *token, double *GBps,
+                       Err *e);
 
 #endif

@@ -60,6 +60,15 @@ static const char *lookup(void *ctx, const char *section, const char *key)
     return from;
 }
 
+#if FUYOU_HAVE_CUDA
+/* The load beside the Adam task for the host memory's ceiling: pinned copies both ways. */
+static int copies_both_ways(void *ctx, bool (*stopped)(void *token), void *token, double *GBps,
+                            Err *e)
+{
+    return cudadev_copy_until(*(const size_t *)ctx, stopped, token, GBps, e);
+}
+#endif
+
 static void usage(FILE *out)
 {
     fprintf(out,
@@ -317,6 +326,27 @@ int main(int argc, char **argv)
                  "%.1f..%.1f", day, quick ? "256 MiB" : "1 GiB",
                  k < 2 ? "alone" : "both directions at once", st.n, st.min, st.max);
         }
+        /* host memory's ceiling: the Adam task beside pinned copies both ways, the most the
+         * pipeline's backward moves at once (memcpy alone falls well short of it) */
+        size_t cbytes = quick ? (size_t)64 << 20 : (size_t)256 << 20;
+        Stat beside;
+        double copy_GBps;
+        if (profile_adam_beside(used, params, reps, copies_both_ways, &cbytes, &beside,
+                                &copy_GBps, &e))
+            goto fail;
+        double moved = beside.median * COST_ADAM_HOST_BYTES + copy_GBps;
+        fprintf(stderr, "  the Adam task beside pinned copies both ways: %.3f G params/s "
+                "(alone %.3f), copies %.1f GB/s: %.1f GB/s of host memory at once\n",
+                beside.median, adam.median, copy_GBps, moved);
+        if (moved > hw.cpu_mem_GBps) {
+            note(&ns, "cpu", "mem_GBps", "[meas %s] the most host memory measured moving at "
+                 "once: the Adam task (%d threads, %.3f G params/s, alone %.3f; %d B each) "
+                 "beside pinned copies both ways (%.1f GB/s); parallel memcpy moved %.1f "
+                 "(%.1f..%.1f)", day, used, beside.median, adam.median, COST_ADAM_HOST_BYTES,
+                 copy_GBps, mem.median, mem.min, mem.max);
+            hw.cpu_mem_GBps = moved;
+        }
+
         /* the GEMM efficiency curve: squares from 256 to 8192 and the presets' own shapes
          * (8 x 1024 tokens; with --quick up to 1.3B parameters), against the base's peak */
         enum { SQUARES = 6, MAX_SHAPES = 96 };

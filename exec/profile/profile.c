@@ -389,6 +389,50 @@ int profile_adam_under_io(int threads, size_t params, int reps, const char *cons
     return rc;
 }
 
+typedef struct Beside {
+    ProfileLoad load;
+    void *ctx;
+    atomic_bool stop;
+    double GBps;
+    int rc;
+    Err e;
+} Beside;
+
+static bool beside_stopped(void *token)
+{
+    return atomic_load(&((Beside *)token)->stop);
+}
+
+static void *run_beside(void *arg)
+{
+    Beside *b = arg;
+    b->rc = b->load(b->ctx, beside_stopped, b, &b->GBps, &b->e);
+    return NULL;
+}
+
+int profile_adam_beside(int threads, size_t params, int reps, ProfileLoad load, void *ctx,
+                        Stat *gparams, double *load_GBps, Err *e)
+{
+    if (reps < 1 || reps > MAX_REPS)
+        return err_set(e, -EINVAL, "1 to %d repetitions", MAX_REPS);
+    Beside b = {.load = load, .ctx = ctx};
+    pthread_t th;
+    int prc = pthread_create(&th, NULL, run_beside, &b);
+    if (prc)
+        return err_set(e, -prc, "cannot start the load's thread: %s", strerror(prc));
+    double x[MAX_REPS];
+    int rc = adam_runs(threads, params, reps, x, e);
+    atomic_store(&b.stop, true);
+    pthread_join(th, NULL);
+    if (b.rc)
+        rc = b.rc, *e = b.e;
+    if (!rc) {
+        profile_stat(x, reps, gparams);
+        *load_GBps = b.GBps;
+    }
+    return rc;
+}
+
 /* The most the store moved in one of its three tests, GB/s. */
 static double most_moved(const SsdProfile *p)
 {
