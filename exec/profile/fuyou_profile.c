@@ -271,9 +271,9 @@ int main(int argc, char **argv)
     hw.ssd_capacity_GB = sp.free_GB > 0 ? sp.free_GB : hw.ssd_capacity_GB;
     const char *how = sp.direct ? "O_DIRECT" : "buffered (no O_DIRECT here)";
     note(&ns, "ssd", "count", "[meas %s] store directories", day);
-    note(&ns, "ssd", "read_GBps", "[meas %s] store, %s, 256 MiB requests one at a time (4 MiB "
-         "pieces QD 32) into locked buffers, as the pipeline's; in all: median %.2f of %d, "
-         "%.2f..%.2f GB/s (the key: per directory)", day, how, sp.read_GBps.median,
+    note(&ns, "ssd", "read_GBps", "[meas %s] store, %s, 256 MiB requests two in flight (4 MiB "
+         "pieces QD 32) through locked buffers; in all: median %.2f of %d, %.2f..%.2f GB/s "
+         "(the key: per directory)", day, how, sp.read_GBps.median,
          sp.read_GBps.n, sp.read_GBps.min, sp.read_GBps.max);
     note(&ns, "ssd", "write_GBps", "[meas %s] the same, writing: %.2f..%.2f GB/s in all", day,
          sp.write_GBps.min, sp.write_GBps.max);

@@ -159,8 +159,7 @@ int profile_grad_sum(int threads, size_t params, int reps, Stat *GBps, Err *e)
 
 /* Queues the request for the next len bytes of t at *off and advances it: the id, or -errno. */
 /* The two I/O buffers of len bytes, locked in RAM as the pipeline's staging buffers are (its
- * host pool): reads into pageable memory measured ~20% below what the pipeline's reads move on
- * the H200 machine's virtual disk (1.61 against 1.96 GB/s in one call). */
+ * host pool). */
 static int io_buffers(HostPool *pool, size_t len, uint8_t *buf[2], Err *e)
 {
     int rc = hostpool_init(pool, 2 * len, e);
@@ -170,65 +169,89 @@ static int io_buffers(HostPool *pool, size_t len, uint8_t *buf[2], Err *e)
     return rc;
 }
 
-static int next(Store *st, const StoreTensor *t, uint64_t *off, uint8_t *buf, size_t len,
-                bool write, Err *e)
+/* One direction of a store test: a tensor moved through buf, len bytes a request, IO_DEPTH
+ * requests in flight (each cut into chunk-sized pieces the store keeps queue_depth deep), so
+ * the device's queue never drains between requests. One request at a time measured 1.53-1.63
+ * GB/s on the H200 machine's virtual disk where two in flight (bench_store) moved 1.96 and the
+ * pipeline's reads 1.85-1.89: the measurement is of the device, the pipeline's per-request
+ * cost is ssd.latency_us. */
+enum { IO_DEPTH = 2 };
+typedef struct Flow {
+    const StoreTensor *t;
+    uint8_t *buf;
+    size_t len;
+    bool write;
+    uint64_t off;
+    int id[IO_DEPTH], n; /* in flight, oldest first */
+    double end;          /* when its last request completed */
+} Flow;
+
+static int flow_fill(Store *st, Flow *f, Err *e)
 {
-    size_t n = t->bytes - *off < len ? (size_t)(t->bytes - *off) : len;
-    int id = write ? store_write(st, t, *off, buf, n, e) : store_read(st, t, *off, buf, n, e);
-    *off += n;
-    return id;
+    while (f->n < IO_DEPTH && f->off < f->t->bytes) {
+        size_t n = f->t->bytes - f->off < f->len ? (size_t)(f->t->bytes - f->off) : f->len;
+        int id = f->write ? store_write(st, f->t, f->off, f->buf, n, e)
+                          : store_read(st, f->t, f->off, f->buf, n, e);
+        if (id < 0)
+            return id;
+        f->off += n;
+        f->id[f->n++] = id;
+    }
+    return 0;
 }
 
-/* Moves a whole tensor through buf (len bytes a request), one request after another: each is
- * cut into chunk-sized pieces that the store keeps queue_depth deep. Returns GB/s, or a
- * negative errno. */
+/* Reaps the oldest request (waiting for it when wait, else only if done) and refills; sets end
+ * once the whole tensor has moved. 0, or a negative errno. */
+static int flow_step(Store *st, Flow *f, bool wait, Err *e)
+{
+    if (f->n && (wait || store_done(st, f->id[0]))) {
+        int rc = store_wait(st, f->id[0], e);
+        if (rc)
+            return rc;
+        memmove(f->id, f->id + 1, (size_t)--f->n * sizeof f->id[0]);
+        if (!f->n && f->off >= f->t->bytes)
+            f->end = clock_monotonic_s();
+    }
+    return flow_fill(st, f, e);
+}
+
+/* Moves a whole tensor through buf. Returns GB/s, or a negative errno. */
 static double stream(Store *st, const StoreTensor *t, uint8_t *buf, size_t len, bool write,
                      Err *e)
 {
+    Flow f = {.t = t, .buf = buf, .len = len, .write = write};
     double t0 = clock_monotonic_s();
-    for (uint64_t off = 0; off < t->bytes;) {
-        int id = next(st, t, &off, buf, len, write, e);
-        int rc = id < 0 ? id : store_wait(st, id, e);
-        if (rc)
-            return rc;
-    }
-    return (double)t->bytes / (clock_monotonic_s() - t0) / 1e9;
+    int rc = flow_fill(st, &f, e);
+    while (!rc && f.n)
+        rc = flow_step(st, &f, true, e);
+    return rc ? rc : (double)t->bytes / (f.end - t0) / 1e9;
 }
 
-/* One tensor read while another is written, both with one request at a time in flight. */
+/* One tensor read while another is written, each direction as stream moves it. */
 static int duplex(Store *st, const StoreTensor *rt, const StoreTensor *wt, uint8_t *rbuf,
                   uint8_t *wbuf, size_t len, double *r_GBps, double *w_GBps, Err *e)
 {
-    uint64_t roff = 0, woff = 0;
-    int rid = -1, wid = -1, rc = 0;
-    double t0 = clock_monotonic_s(), r_end = 0, w_end = 0;
-    while (!rc && (roff < rt->bytes || woff < wt->bytes || rid >= 0 || wid >= 0)) {
-        if (rid < 0 && roff < rt->bytes && (rid = next(st, rt, &roff, rbuf, len, false, e)) < 0)
-            return rid;
-        if (wid < 0 && woff < wt->bytes && (wid = next(st, wt, &woff, wbuf, len, true, e)) < 0)
-            return wid;
+    Flow r = {.t = rt, .buf = rbuf, .len = len}, w = {.t = wt, .buf = wbuf, .len = len,
+                                                     .write = true};
+    double t0 = clock_monotonic_s();
+    int rc = flow_fill(st, &r, e);
+    if (!rc)
+        rc = flow_fill(st, &w, e);
+    while (!rc && (r.n || w.n)) {
         rc = store_poll(st, e);
-        if (!rc && rid >= 0 && store_done(st, rid)) {
-            rc = store_wait(st, rid, e);
-            rid = -1;
-            if (roff >= rt->bytes)
-                r_end = clock_monotonic_s();
-        }
-        if (!rc && wid >= 0 && store_done(st, wid)) {
-            rc = store_wait(st, wid, e);
-            wid = -1;
-            if (woff >= wt->bytes)
-                w_end = clock_monotonic_s();
-        }
+        if (!rc)
+            rc = flow_step(st, &r, false, e);
+        if (!rc)
+            rc = flow_step(st, &w, false, e);
     }
     if (!rc) {
         /* each direction's rate over the time both ran: the overlap is what duplex means */
-        double both = (r_end < w_end ? r_end : w_end) - t0;
+        double both = (r.end < w.end ? r.end : w.end) - t0;
         double r_bytes = (double)rt->bytes, w_bytes = (double)wt->bytes;
-        if (r_end < w_end)
-            w_bytes *= both / (w_end - t0);
+        if (r.end < w.end)
+            w_bytes *= both / (w.end - t0);
         else
-            r_bytes *= both / (r_end - t0);
+            r_bytes *= both / (r.end - t0);
         *r_GBps = r_bytes / both / 1e9;
         *w_GBps = w_bytes / both / 1e9;
     }
