@@ -149,7 +149,7 @@ double cost_task_work(const CostModel *m, const Task *t)
     case TASK_RECOMPUTE:
     case TASK_BWD:
         assert(t->op >= 0 && t->op < m->g->n_ops);
-        return cost_gpu_op_s(hw, &m->g->ops[t->op], t->kind);
+        return cost_gpu_op_s(hw, &m->g->ops[t->op], t->kind) + hw->gpu_task_us * 1e-6;
     case TASK_ADAM:
         return t->res == RES_GPU ? cost_gpu_adam_s(hw, (double)t->params) : (double)t->params;
     case TASK_COPY: {

@@ -38,6 +38,8 @@
  *                      backward recomputes the scores: 2.5x the forward's products where F_bwd
  *                      counts 2x)
  *   memory-bound ops   io_bytes / B + l
+ *   and each GPU task of the schedule (one op in one kind) gpu.task_us more: the executor's
+ *   time around it (its lane waits on the task's end event, then dispatches the next)
  *   AdamW on the GPU   28 B/param / B + l   (fp32 master, m, v read and written, 16-bit
  *                      gradient in and weight out)
  *   AdamW on the CPU   params, at adam_Gparams_per_s alone */

@@ -61,6 +61,7 @@ static const HwKey keys[] = {
     NUM("gpu", "fp32_TFLOPS", gpu_fp32_TFLOPS, true, TFLOPS, false),
     NUM("gpu", "mem_GBps", gpu_mem_GBps, true, 1e-3, 1e6, false),
     NUM("gpu", "launch_us", gpu_launch_us, true, US_LINK, false),
+    NUM("gpu", "task_us", gpu_task_us, false, US_LINK, false),
     {"gpu", "attn_efficiency", K_HEADS, offsetof(Hardware, attn), true, 1e-3, 1, false, NULL},
     /* small GEMMs are measured near 0.2% of peak (h200.ini); far below that, every GEMM would
      * last for ages */

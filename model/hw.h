@@ -45,6 +45,9 @@ typedef struct Hardware {
     double gpu_fp32_TFLOPS;
     double gpu_mem_GBps;        /* device memory bandwidth, for memory-bound kernels */
     double gpu_launch_us;       /* per-kernel gap */
+    double gpu_task_us;         /* optional: the executor's own time around each GPU task (its
+                                   lane's wait on the task's end event, the next task's
+                                   dispatch), beyond its kernels'; 0: none */
     HwCurve attn;               /* attn_efficiency = eff, or head_size:eff head_size:eff ... */
     HwCurve gemm;               /* gemm_efficiency = dim:eff dim:eff ... */
     double gpu_nvlink_GBps;     /* NVLink to the node's other GPUs, each direction; 0: none

@@ -103,7 +103,11 @@ START_TEST(presets_load)
     ck_assert_double_eq(hw.gpu_bf16_TFLOPS, 165.2);
     hw_free(&hw);
     ck_assert_int_eq(hw_load("h200.ini", NULL, 0, &hw, &e), 0);
-    ck_assert_double_eq(hw.d2h_bidir_GBps, 52.3);
+    ck_assert_double_eq(hw.d2h_bidir_GBps, 50.9);
+    ck_assert_double_eq(hw.gpu_task_us, 20); /* optional, given */
+    hw_free(&hw);
+    ck_assert_int_eq(hw_load("4090.ini", NULL, 0, &hw, &e), 0);
+    ck_assert_double_eq(hw.gpu_task_us, 0); /* optional, absent */
     hw_free(&hw);
 }
 END_TEST
@@ -697,10 +701,10 @@ START_TEST(attn_by_head_size)
     hw_free(&hw);
     /* the H200 preset: 80 and 96 run the cuBLAS-chunked path */
     ck_assert_int_eq(hw_load("h200", NULL, 0, &hw, &e), 0);
-    ck_assert_double_eq(hw_attn_efficiency(&hw, 64), 0.115);
-    ck_assert_double_eq(hw_attn_efficiency(&hw, 80), 0.05);
+    ck_assert_double_eq(hw_attn_efficiency(&hw, 64), 0.11);
+    ck_assert_double_eq(hw_attn_efficiency(&hw, 80), 0.045);
     ck_assert_double_eq(hw_attn_efficiency(&hw, 96), 0.05);
-    ck_assert_double_eq(hw_attn_efficiency(&hw, 128), 0.15);
+    ck_assert_double_eq(hw_attn_efficiency(&hw, 128), 0.155);
     hw_free(&hw);
 }
 END_TEST
@@ -787,7 +791,7 @@ START_TEST(attn_write_round_trips)
     Err e;
     ck_assert_int_eq(hw_load("h200.ini", NULL, 0, &hw, &e), 0);
     char *text = written(&hw);
-    tu_assert_contains(text, "\nattn_efficiency = 64:0.115 80:0.05 96:0.05 128:0.15\n");
+    tu_assert_contains(text, "\nattn_efficiency = 64:0.11 80:0.045 96:0.05 128:0.155\n");
     free(text);
     hw_free(&hw);
 }
