@@ -19,12 +19,22 @@ static double pcie_s(const Hardware *hw, double h, double d)
     return pcie_h > pcie_d ? pcie_h : pcie_d;
 }
 
-/* Both SSD directions from the same start: r and w alone seconds. The duplex share, then the
- * host path's ceiling over the bytes of both. */
+/* Both SSD directions from the same start: r and w alone seconds. Together at the measured
+ * rates (the one that finishes first, then the other alone) or the duplex share, then the host
+ * path's ceiling over the bytes of both. */
 static double ssd_s(const Hardware *hw, double r, double w)
 {
-    double c = 2 / hw->ssd_duplex - 1, ssd_r = r + c * w, ssd_w = w + c * r;
-    double t = ssd_r > ssd_w ? ssd_r : ssd_w;
+    double t;
+    if (hw->ssd_read_bidir_GBps > 0) {
+        double ra = cost_alone_rate(hw, RES_SSD_READ), wa = cost_alone_rate(hw, RES_SSD_WRITE);
+        double rb = hw->ssd_count * hw->ssd_read_bidir_GBps * 1e9;
+        double wb = hw->ssd_count * hw->ssd_write_bidir_GBps * 1e9;
+        double rbytes = r * ra, wbytes = w * wa, tr = rbytes / rb, tw = wbytes / wb;
+        t = tr < tw ? tr + (wbytes - tr * wb) / wa : tw + (rbytes - tw * rb) / ra;
+    } else {
+        double c = 2 / hw->ssd_duplex - 1, ssd_r = r + c * w, ssd_w = w + c * r;
+        t = ssd_r > ssd_w ? ssd_r : ssd_w;
+    }
     if (hw->ssd_host_GBps > 0) {
         double bytes = r * cost_alone_rate(hw, RES_SSD_READ) +
                        w * cost_alone_rate(hw, RES_SSD_WRITE);

@@ -80,7 +80,10 @@ static void link_rates(const Hardware *hw, const bool busy[RES_COUNT], double ra
         rate[RES_D2H] = hw->d2h_bidir_GBps * 1e9;
     }
     bool rd = busy[RES_SSD_READ], wr = busy[RES_SSD_WRITE];
-    if (rd && wr) {
+    if (rd && wr && hw->ssd_read_bidir_GBps > 0) { /* measured together */
+        rate[RES_SSD_READ] = hw->ssd_count * hw->ssd_read_bidir_GBps * 1e9;
+        rate[RES_SSD_WRITE] = hw->ssd_count * hw->ssd_write_bidir_GBps * 1e9;
+    } else if (rd && wr) {
         double share = hw->ssd_duplex / 2; /* in [0.5, 1] */
         rate[RES_SSD_READ] *= share;
         rate[RES_SSD_WRITE] *= share;

@@ -7,7 +7,9 @@
  *   alone  gpu 1; cpu_adam adam_Gparams_per_s; h2d_GBps, d2h_GBps; the SSDs, all `count`
  *          striped devices: R = count * read_GBps, W = count * write_GBps.
  *   links  PCIe: h2d runs at h2d_bidir_GBps while d2h is busy (and vice versa).
- *          SSD: reads and writes together each get a duplex/2 share, so r/R + w/W = duplex;
+ *          SSD: reads and writes together run at read_bidir_GBps and write_bidir_GBps (times
+ *          count) where the ini gives them (measured), else each gets a duplex/2 share, so
+ *          r/R + w/W = duplex;
  *          then the host path's ceiling H = ssd.host_GBps (when given): r + w <= H, both scaled
  *          by H / (r + w) where above it (alone too).
  *   memory every busy resource but the GPU moves host memory: d bytes per unit of work, 1 for

@@ -84,6 +84,8 @@ static const HwKey keys[] = {
     {"ssd", "duplex_factor", K_NUMBER, offsetof(Hardware, ssd_duplex), true, 1, 2, false,
      "between 1 (reads and writes share the bandwidth) and 2 (full duplex)"},
     NUM("ssd", "host_GBps", ssd_host_GBps, false, GBPS, false),
+    NUM("ssd", "read_bidir_GBps", ssd_read_bidir_GBps, false, GBPS, false),
+    NUM("ssd", "write_bidir_GBps", ssd_write_bidir_GBps, false, GBPS, false),
     NUM("ssd", "latency_us", ssd_latency_us, true, 0, 1e5, false),
     NUM("ssd", "capacity_GB", ssd_capacity_GB, true, 0, 1e7, true),
     NUM("memory", "cpu_mem_GiB", cpu_mem_GiB, true, MEM_GIB, true),
@@ -344,6 +346,16 @@ static int finish(HwParse *hp, Err *e)
                        "at once is not faster than one way; set both, e.g. --set pcie.%s=%g",
                        both, v2, w2, one, v1, w1, both, v1);
     }
+    if ((hw->ssd_read_bidir_GBps > 0) != (hw->ssd_write_bidir_GBps > 0))
+        return err_set(e, -EINVAL, "%s: [ssd] read_bidir_GBps and write_bidir_GBps come "
+                       "together (each direction while the other runs); give both or neither",
+                       hw->source);
+    if (hw->ssd_read_bidir_GBps > hw->ssd_read_GBps ||
+        hw->ssd_write_bidir_GBps > hw->ssd_write_GBps)
+        return err_set(e, -EINVAL, "%s: [ssd] read_bidir_GBps %g / write_bidir_GBps %g above "
+                       "read_GBps %g / write_GBps %g: a direction is not faster while the other "
+                       "runs", hw->source, hw->ssd_read_bidir_GBps, hw->ssd_write_bidir_GBps,
+                       hw->ssd_read_GBps, hw->ssd_write_GBps);
     if (hw->gpu_reserved_GiB >= hw->gpu_mem_GiB)
         return err_set(e, -EINVAL, "%s: [memory] gpu_reserved_GiB (%g) leaves no GPU memory "
                        "of [gpu] mem_GiB (%g)", hw->source, hw->gpu_reserved_GiB,

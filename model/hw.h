@@ -74,6 +74,9 @@ typedef struct Hardware {
     double ssd_read_GBps;    /* per device, sequential, large blocks, O_DIRECT */
     double ssd_write_GBps;
     double ssd_duplex;       /* reads and writes together: r/read + w/write <= duplex (1..2) */
+    double ssd_read_bidir_GBps, ssd_write_bidir_GBps; /* optional, together: each direction's
+                                rate per device while the other runs (measured); given, they
+                                replace duplex's shares. 0: not given */
     double ssd_host_GBps;    /* the host path's ceiling, all devices together, reads plus
                                 writes; 0: none (optional) */
     double ssd_latency_us;

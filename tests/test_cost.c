@@ -107,6 +107,16 @@ START_TEST(rates)
     cost_rates(&m, busy, rate);
     ck_assert_double_eq_tol(rate[RES_SSD_READ], 78e9, 1);
     hw_free(&hw);
+    /* the rates together, measured, take duplex's place: 12 devices' 4 and 2 GB/s */
+    const char *bidir[] = {"ssd.read_bidir_GBps=4", "ssd.write_bidir_GBps=2"};
+    load(bidir, 2);
+    cost_rates(&m, busy, rate);
+    ck_assert_double_eq_tol(rate[RES_SSD_READ], 48e9, 1);
+    ck_assert_double_eq_tol(rate[RES_SSD_WRITE], 24e9, 1);
+    busy[RES_SSD_WRITE] = false; /* alone: the alone rate */
+    cost_rates(&m, busy, rate);
+    ck_assert_double_eq_tol(rate[RES_SSD_READ], 78e9, 1);
+    hw_free(&hw);
 }
 END_TEST
 

@@ -185,6 +185,11 @@ START_TEST(bad_files)
     expect_bad(edit("mem_GiB = 24", "mem_GiB = 0"), ":3:", "greater than 0 and at most 1048576");
     expect_bad(edit("attn_efficiency = 0.5", "attn_efficiency = 1.5"), ":8:", "from 0.001 to 1");
     expect_bad(edit("duplex_factor = 1", "duplex_factor = 3"), ":22:", "between 1");
+    /* the SSD's rates together: both or neither, neither above its rate alone */
+    expect_bad(edit("duplex_factor = 1\n", "duplex_factor = 1\nread_bidir_GBps = 3\n"), ":",
+               "read_bidir_GBps and write_bidir_GBps come together");
+    expect_bad(edit("duplex_factor = 1\n", "duplex_factor = 1\nread_bidir_GBps = 7\n"
+                    "write_bidir_GBps = 1\n"), ":", "a direction is not faster while the other");
     expect_bad(edit("count = 2", "count = 2.5"), ":19:", "whole number");
     expect_bad(edit("d2h_GBps = 24\n", "d2h_GBps = 24\nd2h_GBps = 20\n"), ":13:",
                "given twice (first on line 12)");

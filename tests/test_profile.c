@@ -90,6 +90,8 @@ START_TEST(ssd_keys)
     ck_assert_double_eq(hw.ssd_read_GBps, 2);
     ck_assert_double_eq(hw.ssd_write_GBps, 1);
     ck_assert_double_eq(hw.ssd_duplex, 1.25); /* 1.5/2 + 0.5/1 */
+    ck_assert_double_eq(hw.ssd_read_bidir_GBps, 1.5); /* the rates together themselves */
+    ck_assert_double_eq(hw.ssd_write_bidir_GBps, 0.5);
     ck_assert_double_eq(hw.ssd_host_GBps, 0);
     ck_assert_double_eq(ratio, 1);
     /* four stripes that scale: 8 + 4 of 4 x 2 (the most one moved, read + write together) */
@@ -106,6 +108,7 @@ START_TEST(ssd_keys)
     ratio = profile_ssd_keys(&all, &one, 4, &hw);
     ck_assert_double_eq(hw.ssd_read_GBps, 1.25);
     ck_assert_double_eq(hw.ssd_duplex, 1.125); /* 2.5/5 + 2.5/4 */
+    ck_assert_double_eq(hw.ssd_read_bidir_GBps, 2.5 / 4); /* per directory */
     ck_assert_double_eq(ratio, 5.0 / 8);
     ck_assert_double_eq(hw.ssd_host_GBps, 5);
     /* within the noise allowed: no ceiling; and the duplex clamped to its range */

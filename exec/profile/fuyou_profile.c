@@ -280,6 +280,12 @@ int main(int argc, char **argv)
     note(&ns, "ssd", "duplex_factor", "[meas %s] read %.2f + write %.2f GB/s together over "
          "alone (1: they share, 2: independent)", day, sp.duplex_read_GBps.median,
          sp.duplex_write_GBps.median);
+    note(&ns, "ssd", "read_bidir_GBps", "[meas %s] a tensor read while another is written, "
+         "each two requests in flight: median of %d, %.2f..%.2f GB/s in all (the key: per "
+         "directory); the model takes these over duplex_factor's shares", day,
+         sp.duplex_read_GBps.n, sp.duplex_read_GBps.min, sp.duplex_read_GBps.max);
+    note(&ns, "ssd", "write_bidir_GBps", "[meas %s] the same, writing: %.2f..%.2f GB/s in all",
+         day, sp.duplex_write_GBps.min, sp.duplex_write_GBps.max);
     if (hw.ssd_host_GBps > 0)
         note(&ns, "ssd", "host_GBps", "[meas %s] the most the store moved over the %d directories "
              "together, %.2f of %d times what %s moved alone: the host path binds", day,

@@ -66,7 +66,8 @@ int profile_adam_beside(int threads, size_t params, int reps, ProfileLoad load, 
 /* The [ssd] keys of hw from the store measured over n_dirs directories, one device each (all)
  * and, with several, over the first alone (one; NULL with one directory): count = n_dirs;
  * read_GBps and write_GBps all's medians over n_dirs (so count times each is what was measured);
- * duplex_factor = all's read and write together over alone, r2/r + w2/w, within [1, 2]; and
+ * duplex_factor = all's read and write together over alone, r2/r + w2/w, within [1, 2];
+ * read_bidir_GBps and write_bidir_GBps those rates together over n_dirs (at most alone's); and
  * host_GBps, the most all moved (read alone, write alone, or read plus write together), when it
  * falls short of PROFILE_HOST_BOUND times n_dirs times the most one moved: the host path bound
  * the stripes. Otherwise, and with one directory (a device's own limit cannot be told from its
