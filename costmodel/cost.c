@@ -174,14 +174,26 @@ static void rates_moving(const CostModel *m, const bool busy[RES_COUNT],
     /* host memory, shared in proportion to demand; the ceiling is only worked out when the
      * demand passes mem_GBps, which it can only raise */
     double demand = host_demand(host, rate);
-    if (demand <= hw->cpu_mem_GBps * 1e9)
-        return;
-    double ceiling = cost_host_mem_Bps(hw);
-    if (demand <= ceiling)
-        return;
-    for (int r = 0; r < RES_COUNT; r++)
-        if (host[r] > 0)
-            rate[r] *= ceiling / demand;
+    double ceiling = demand <= hw->cpu_mem_GBps * 1e9 ? demand : cost_host_mem_Bps(hw);
+    if (demand > ceiling)
+        for (int r = 0; r < RES_COUNT; r++)
+            if (host[r] > 0)
+                rate[r] *= ceiling / demand;
+    if (busy[RES_CPU_ADAM])
+        rate[RES_CPU_ADAM] /= 1 + cost_link_io_Bps(busy, rate) * cost_adam_io_per_B(hw);
+}
+
+double cost_link_io_Bps(const bool busy[RES_COUNT], const double rate[RES_COUNT])
+{
+    double io = 0;
+    for (int r = RES_H2D; r <= RES_SSD_WRITE; r++)
+        io += busy[r] ? rate[r] : 0;
+    return io;
+}
+
+double cost_adam_io_per_B(const Hardware *hw)
+{
+    return hw->cpu_adam_io_GBps > 0 ? 1 / (hw->cpu_adam_io_GBps * 1e9) : 0;
 }
 
 void cost_rates(const CostModel *m, const bool busy[RES_COUNT], double rate[RES_COUNT])
@@ -217,4 +229,16 @@ void cost_task_rates(const CostModel *m, const Task *const running[RES_COUNT],
 double cost_task_alone_s(const CostModel *m, const Task *t)
 {
     return cost_task_work(m, t) / solo_rate(m, t->res);
+}
+
+double cost_fit_adam_io_GBps(const Hardware *hw, double measured)
+{
+    Hardware h = *hw; /* read only: its rates, none of its curves */
+    h.cpu_adam_io_GBps = 0;
+    CostModel m = {&h, NULL};
+    bool busy[RES_COUNT] = {[RES_CPU_ADAM] = true, [RES_H2D] = true, [RES_D2H] = true};
+    double rate[RES_COUNT];
+    cost_rates(&m, busy, rate);
+    double slow = rate[RES_CPU_ADAM] / measured;
+    return slow > 1 ? cost_link_io_Bps(busy, rate) / (slow - 1) / 1e9 : 0;
 }

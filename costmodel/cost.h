@@ -20,7 +20,13 @@
  *          D = cpu.mem_GBps, raised to the largest demand of any one configuration whose rates
  *          the ini states (each resource alone, PCIe both ways, the SSDs both ways): those were
  *          measured through the same memory, so it moves at least that much and none of them is
- *          slowed by sharing (h200.ini: memcpy 80.6 GB/s, PCIe both ways 96.2).
+ *          slowed by sharing (h200.ini: 151 GB/s, what fuyou-profile saw the Adam and PCIe
+ *          copies both ways move at once).
+ *   adam   then the CPU Adam task, where cpu.adam_io_GBps is given, is divided by 1 + io /
+ *          adam_io_GBps, io the bytes per second the busy links move: the traces show it ~9%
+ *          slower beside one PCIe direction that host memory's ceiling leaves alone, and the
+ *          profile ~25% slower beside both (its threads share the cores with the copies' and
+ *          the pipeline's, not only the memory).
  * A copy's fixed latency (pcie or ssd latency_us) is added as bytes at the rate its link has
  * alone. A gradient copy of a step with several micro-batches also adds its parameters into the
  * step's sum on the host, on the same lane after the copy: (grad bytes + 8) per parameter
@@ -93,6 +99,16 @@ void cost_rates(const CostModel *m, const bool busy[RES_COUNT], double rate[RES_
  * its time, not at its link's rate (the sum's threads run below it). */
 void cost_task_rates(const CostModel *m, const Task *const running[RES_COUNT],
                      double rate[RES_COUNT]);
+
+/* Bytes per second the busy links (PCIe both ways, SSD reads and writes) move at these rates;
+ * and how much each slows the CPU Adam task beyond host memory's share (1 / cpu.adam_io_GBps,
+ * 0 without it): its rate is divided by 1 + io * that. */
+double cost_link_io_Bps(const bool busy[RES_COUNT], const double rate[RES_COUNT]);
+double cost_adam_io_per_B(const Hardware *hw);
+/* The cpu.adam_io_GBps with which these rates give the CPU Adam task `measured` parameters a
+ * second beside both PCIe directions (what fuyou-profile measures); 0 where host memory's share
+ * alone slows it that much. */
+double cost_fit_adam_io_GBps(const Hardware *hw, double measured);
 
 /* Resource r's rate alone in work per second, before the SSD host ceiling and host memory
  * (the closed form's "alone seconds" are work over this). */

@@ -77,6 +77,7 @@ static const HwKey keys[] = {
     NUM("cpu", "mem_GBps", cpu_mem_GBps, true, 1e-3, 1e5, false),
     NUM("cpu", "adam_Gparams_per_s", adam_Gparams_per_s, true, 1e-4, 1e4, false),
     NUM("cpu", "sum_GBps", cpu_sum_GBps, false, 1e-3, 1e5, false),
+    NUM("cpu", "adam_io_GBps", cpu_adam_io_GBps, false, 1e-3, 1e6, false),
     NAME("ssd", "name", ssd_name),
     COUNT("ssd", "count", ssd_count, true, 1, 1024, false),
     NUM("ssd", "read_GBps", ssd_read_GBps, true, GBPS, false),

@@ -64,6 +64,11 @@ typedef struct Hardware {
     double cpu_mem_GBps;       /* host memory, bytes read plus written; the cores, PCIe and
                                   SSD transfers share it (costmodel/cost.h) */
     double adam_Gparams_per_s; /* fp32 AdamW over master, m, v with all cores */
+    double cpu_adam_io_GBps;   /* optional: I/O beside the Adam task slows it beyond host
+                                  memory's share: its rate / (1 + io / adam_io_GBps), io the
+                                  bytes per second the links (PCIe, SSD) move meanwhile
+                                  (fuyou-profile: the Adam beside pinned copies both ways); 0:
+                                  none */
     double cpu_sum_GBps;       /* optional: host memory bytes a second the executor's
                                   gradient-sum threads move (exec/optim/grad_sum.h); 0: their
                                   share of the cores of mem_GBps */

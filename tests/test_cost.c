@@ -200,6 +200,34 @@ START_TEST(grad_sum_host_demand)
 }
 END_TEST
 
+/* cpu.adam_io_GBps: the links' bytes slow the Adam task beyond host memory's share, rate / (1 +
+ * io / adam_io_GBps); fitted to a measured rate beside both PCIe directions, it gives that rate
+ * back; where memory's share explains the measurement there is nothing to fit */
+START_TEST(adam_beside_io)
+{
+    const char *sets[] = {"cpu.mem_GBps=200", "cpu.adam_Gparams_per_s=2", "pcie.latency_us=0"};
+    load(sets, 3); /* 4090.ini's PCIe: 25 alone, 21 + 21 both ways */
+    CostModel m = {&hw, NULL};
+    bool busy[RES_COUNT] = {[RES_CPU_ADAM] = true, [RES_H2D] = true, [RES_D2H] = true};
+    double rate[RES_COUNT];
+    /* memory asks 60 + 42 of 200: no share; 1.5 measured: 2 / (1 + 42 / X) = 1.5, X = 126 */
+    double X = cost_fit_adam_io_GBps(&hw, 1.5e9);
+    ck_assert_double_eq_tol(X, 126, 1e-9);
+    hw.cpu_adam_io_GBps = X;
+    cost_rates(&m, busy, rate);
+    ck_assert_double_eq_tol(rate[RES_CPU_ADAM], 1.5e9, 1);
+    ck_assert_double_eq_tol(rate[RES_H2D], 21e9, 1); /* the links keep theirs */
+    busy[RES_D2H] = false; /* one direction: 2 / (1 + 25 / 126) */
+    cost_rates(&m, busy, rate);
+    ck_assert_double_eq_tol(rate[RES_CPU_ADAM], 2e9 / (1 + 25.0 / 126), 1);
+    busy[RES_H2D] = false; /* alone: its rate */
+    cost_rates(&m, busy, rate);
+    ck_assert_double_eq(rate[RES_CPU_ADAM], 2e9);
+    ck_assert_double_eq(cost_fit_adam_io_GBps(&hw, 2e9), 0); /* nothing left to explain */
+    hw_free(&hw);
+}
+END_TEST
+
 /* Rates with the given resources busy. */
 static void rates_with(const CostModel *m, const Resource *on, int n, double rate[RES_COUNT])
 {
@@ -315,6 +343,7 @@ int main(void)
     tcase_add_test(tc, task_work);
     tcase_add_test(tc, grad_sum_on_the_host);
     tcase_add_test(tc, grad_sum_host_demand);
+    tcase_add_test(tc, adam_beside_io);
     tcase_add_test(tc, host_memory_shared);
     tcase_add_test(tc, host_memory_floor);
     tcase_add_test(tc, ssd_host_ceiling);

@@ -352,6 +352,12 @@ int main(int argc, char **argv)
                  copy_GBps, mem.median, mem.min, mem.max);
             hw.cpu_mem_GBps = moved;
         }
+        /* what host memory's share does not explain of that slowdown */
+        hw.cpu_adam_io_GBps = cost_fit_adam_io_GBps(&hw, beside.median * 1e9);
+        if (hw.cpu_adam_io_GBps > 0)
+            note(&ns, "cpu", "adam_io_GBps", "[meas %s] the same Adam task beside the copies: "
+                 "%.3f G params/s where host memory's share gives it more; the I/O rate that "
+                 "slows it that much more (rate / (1 + io / adam_io_GBps))", day, beside.median);
 
         /* the GEMM efficiency curve: squares from 256 to 8192 and the presets' own shapes
          * (8 x 1024 tokens; with --quick up to 1.3B parameters), against the base's peak */

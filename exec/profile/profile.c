@@ -157,7 +157,6 @@ int profile_grad_sum(int threads, size_t params, int reps, Stat *GBps, Err *e)
     return rc;
 }
 
-/* Queues the request for the next len bytes of t at *off and advances it: the id, or -errno. */
 /* The two I/O buffers of len bytes, locked in RAM as the pipeline's staging buffers are (its
  * host pool). */
 static int io_buffers(HostPool *pool, size_t len, uint8_t *buf[2], Err *e)
