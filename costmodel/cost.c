@@ -152,7 +152,7 @@ double cost_task_work(const CostModel *m, const Task *t)
     case TASK_RECOMPUTE:
     case TASK_BWD:
         assert(t->op >= 0 && t->op < m->g->n_ops);
-        return cost_gpu_op_s(hw, &m->g->ops[t->op], t->kind) + hw->gpu_task_us * 1e-6;
+        return cost_gpu_op_s(hw, &m->g->ops[t->op], t->kind);
     case TASK_ADAM:
         return t->res == RES_GPU ? cost_gpu_adam_s(hw, (double)t->params) : (double)t->params;
     case TASK_COPY: {
@@ -241,4 +241,10 @@ double cost_fit_adam_io_GBps(const Hardware *hw, double measured)
     cost_rates(&m, busy, rate);
     double slow = rate[RES_CPU_ADAM] / measured;
     return slow > 1 ? cost_link_io_Bps(busy, rate) / (slow - 1) / 1e9 : 0;
+}
+
+double cost_task_lead_s(const CostModel *m, const Task *t)
+{
+    bool op = t->kind == TASK_FWD || t->kind == TASK_RECOMPUTE || t->kind == TASK_BWD;
+    return t->res == RES_GPU && op ? m->hw->gpu_task_us * 1e-6 : 0;
 }

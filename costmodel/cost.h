@@ -46,8 +46,9 @@
  *                      backward recomputes the scores: 2.5x the forward's products where F_bwd
  *                      counts 2x)
  *   memory-bound ops   io_bytes / B + l
- *   and each GPU task of the schedule (one op in one kind) gpu.task_us more: the executor's
- *   time around it (its lane waits on the task's end event, then dispatches the next)
+ *   and before each GPU task of the schedule (one op in one kind) gpu.task_us of lead, the GPU
+ *   held but not busy: the executor's time around it (its lane waits on the previous task's
+ *   end event, then dispatches this one; cost_task_lead_s; the closed form adds it)
  *   AdamW on the GPU   28 B/param / B + l   (fp32 master, m, v read and written, 16-bit
  *                      gradient in and weight out)
  *   AdamW on the CPU   params, at adam_Gparams_per_s alone */
@@ -120,6 +121,10 @@ double cost_host_bytes(Resource r);
 /* The host memory ceiling D in bytes per second: cpu.mem_GBps, raised to the largest demand of
  * a configuration the ini states rates for (above). */
 double cost_host_mem_Bps(const Hardware *hw);
+
+/* Seconds a task holds its resource before its work starts (SimModel.lead): gpu.task_us for a
+ * GPU op task, else 0. */
+double cost_task_lead_s(const CostModel *m, const Task *t);
 
 /* Seconds a task takes alone on its resource (nothing else busy). */
 double cost_task_alone_s(const CostModel *m, const Task *t);

@@ -17,6 +17,7 @@ typedef struct Server {
     double remaining; /* work left of the running task */
     double rate;
     double last;      /* time remaining was last brought up to date */
+    double work_from; /* when the running task's work starts (after its lead) */
     int version;      /* bumps whenever the pending completion event is superseded */
     Heap ready;
 } Server;
@@ -59,8 +60,9 @@ static void advance(Sim *sim)
 {
     for (int r = 0; r < RES_COUNT; r++) {
         Server *v = &sim->srv[r];
-        if (v->running >= 0) {
-            v->remaining -= v->rate * (sim->now - v->last);
+        if (v->running >= 0 && sim->now > v->work_from) {
+            double from = v->last > v->work_from ? v->last : v->work_from;
+            v->remaining -= v->rate * (sim->now - from);
             if (v->remaining < 0)
                 v->remaining = 0;
         }
@@ -103,7 +105,9 @@ static int dispatch(Sim *sim)
             v->running = t;
             v->remaining = sim->m->work(sim->m->ctx, &sim->s->tasks[t]);
             v->last = sim->now;
-            sim->r->start[t] = sim->now;
+            v->work_from = sim->now + (sim->m->lead ? sim->m->lead(sim->m->ctx,
+                                                                   &sim->s->tasks[t]) : 0);
+            sim->r->start[t] = v->work_from;
             started[r] = true;
         }
         busy[r] = v->running >= 0;
@@ -125,7 +129,7 @@ static int dispatch(Sim *sim)
         assert(rate[r] > 0);
         v->rate = rate[r];
         v->version++;
-        double end = sim->now + v->remaining / v->rate;
+        double end = (v->work_from > sim->now ? v->work_from : sim->now) + v->remaining / v->rate;
         if (heap_push(&sim->events, (HeapItem){.k1 = end, .k2 = 0, .k3 = sim->seq++, .a = r,
                                                .b = v->version}))
             return -ENOMEM;

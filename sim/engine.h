@@ -4,7 +4,8 @@
  * ready time, task index). Its speed is a rate that may depend on which other resources are busy
  * (PCIe directions, SSD reads and writes share bandwidth): tasks are fluid, so when a rate
  * changes the remaining work of the running task is re-timed. Events are ordered by (time,
- * priority, sequence number), so ties are deterministic and runs reproducible. The engine knows
+ * priority, sequence number), so ties are deterministic and runs reproducible. A task may hold
+ * its server for a lead time before its work starts (SimModel.lead). The engine knows
  * no hardware: work and rates come from a SimModel (costmodel/ provides the real one; tests
  * provide exact ones). It never includes CUDA or liburing headers. */
 #ifndef FUYOU_ENGINE_H
@@ -22,6 +23,10 @@ typedef struct SimModel {
     double (*work)(void *ctx, const Task *t);
     /* Rate of every resource (work per second) given the task each runs (NULL: idle). */
     void (*rates)(void *ctx, const Task *const running[RES_COUNT], double rate[RES_COUNT]);
+    /* Optional (NULL: none): seconds a task holds its server before its work starts (an
+     * executor's dispatch), neither busy nor moving work; its start is after them. The server
+     * counts as running the task for the rates meanwhile. */
+    double (*lead)(void *ctx, const Task *t);
 } SimModel;
 
 /* A stretch of time during which no resource changed state (recorded on request, for tests and

@@ -21,6 +21,11 @@ static void rates_cb(void *ctx, const Task *const running[RES_COUNT], double rat
     cost_task_rates(ctx, running, rate);
 }
 
+static double lead_cb(void *ctx, const Task *t)
+{
+    return cost_task_lead_s(ctx, t);
+}
+
 static void derive(Prediction *pr, const Graph *g, const Plan *p)
 {
     const Schedule *s = &pr->sched;
@@ -65,7 +70,7 @@ int predict_run(Prediction *pr, const Graph *g, const Hardware *hw, const Plan *
     if (rc)
         return rc;
     CostModel cm = {hw, g};
-    SimModel m = {&cm, work_cb, rates_cb};
+    SimModel m = {&cm, work_cb, rates_cb, lead_cb};
     rc = sim_run(&pr->sched, &m, false, &pr->res, e);
     if (rc) {
         predict_free(pr);

@@ -67,7 +67,7 @@ static void mini_rates(void *ctx, const Task *const running[RES_COUNT], double r
         rate[RES_SSD_READ] = 50, rate[RES_SSD_WRITE] = 25;
 }
 
-static const SimModel mini_model = {NULL, mini_work, mini_rates};
+static const SimModel mini_model = {NULL, mini_work, mini_rates, NULL};
 
 static void run_mini(SimResult *r)
 {
@@ -94,6 +94,39 @@ START_TEST(chain)
     EXACT(r.makespan, 6);
     EXACT(r.busy_s[RES_GPU], 4);
     EXACT(r.busy_s[RES_H2D], 2);
+    sim_result_free(&r);
+}
+END_TEST
+
+/* A lead of 0.5 s before every GPU task: the GPU held, not busy; its work starts after it. The
+ * H2D copy beside the second GPU task runs at its rate throughout. */
+static double gpu_lead(void *ctx, const Task *t)
+{
+    (void)ctx;
+    return t->res == RES_GPU ? 0.5 : 0;
+}
+
+START_TEST(lead_before_work)
+{
+    mini_reset();
+    int a = mk(RES_GPU, 1, 0);
+    int b = mk(RES_GPU, 2, 0);
+    on(b, a);
+    int c = mk(RES_H2D, 100, 0);
+    on(c, a);
+    SimModel m = mini_model;
+    m.lead = gpu_lead;
+    SimResult r;
+    Err e;
+    ck_assert_msg(sim_run(&mini.s, &m, false, &r, &e) == 0, "%s", e.msg);
+    EXACT(r.start[a], 0.5);
+    EXACT(r.end[a], 1.5);
+    EXACT(r.start[b], 2); /* ready at 1.5, its lead, then 2 s of work */
+    EXACT(r.end[b], 4);
+    EXACT(r.start[c], 1.5); /* no lead: 100 B at 50 B/s */
+    EXACT(r.end[c], 3.5);
+    EXACT(r.busy_s[RES_GPU], 3);
+    EXACT(r.makespan, 4);
     sim_result_free(&r);
 }
 END_TEST
@@ -180,7 +213,7 @@ START_TEST(host_memory_through_cost)
     Err e;
     ck_assert_int_eq(hw_load("4090.ini", sets, 7, &hw, &e), 0);
     CostModel cm = {&hw, NULL};
-    const SimModel model = {&cm, cost_work, cost_rates_cb};
+    const SimModel model = {&cm, cost_work, cost_rates_cb, NULL};
     mini_reset();
     int adam = mk(RES_CPU_ADAM, 0, 0), rd = mk(RES_SSD_READ, 0, 0), wr = mk(RES_SSD_WRITE, 0, 0);
     mini.s.tasks[adam].kind = TASK_ADAM;
@@ -352,6 +385,7 @@ int main(void)
     TCase *tc = tcase_create("engine");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, chain);
+    tcase_add_test(tc, lead_before_work);
     tcase_add_test(tc, fork_join);
     tcase_add_test(tc, shared_ssd);
     tcase_add_test(tc, bidirectional_pcie);
