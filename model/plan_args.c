@@ -135,3 +135,27 @@ int plan_args_apply(const PlanArgs *pa, Plan *p, const char *prog)
         p->weight_buffers = p->prefetch_depth + 1;
     return 0;
 }
+
+int plan_budget_parse(const char *prog, const char *opt, const char *value, double *bytes)
+{
+    if (units_parse_bytes(value, bytes) || *bytes < 1) {
+        fprintf(stderr, "%s: %s expects a size such as 24GiB, got '%s'\n", prog, opt, value);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+int plan_budget_sets(const PlanBudget *b, char sets[PLAN_BUDGET_SETS][PLAN_BUDGET_SET_LEN])
+{
+    int n = 0;
+    if (b->gpu_bytes > 0) {
+        snprintf(sets[n++], PLAN_BUDGET_SET_LEN, "gpu.mem_GiB=%.9g", b->gpu_bytes / 0x1p30);
+        snprintf(sets[n++], PLAN_BUDGET_SET_LEN, "memory.gpu_reserved_GiB=0");
+    }
+    if (b->cpu_bytes > 0) {
+        snprintf(sets[n++], PLAN_BUDGET_SET_LEN, "memory.cpu_mem_GiB=%.9g",
+                 b->cpu_bytes / 0x1p30);
+        snprintf(sets[n++], PLAN_BUDGET_SET_LEN, "memory.cpu_reserved_GiB=0");
+    }
+    return n;
+}

@@ -41,6 +41,19 @@ int plan_args_int(const char *prog, const char *opt, const char *s, int64_t lo, 
 int plan_args_count(const char *prog, const char *opt, const char *s, int min, int max,
                     int *out);
 bool plan_args_given(const PlanArgs *a);
+
+/* --gpu-mem and --cpu-mem, the budgets both command lines take: the capacity a plan may use,
+ * with nothing reserved (a run's budget is what it may hold). */
+typedef struct PlanBudget {
+    double gpu_bytes, cpu_bytes; /* 0: not given */
+} PlanBudget;
+enum { PLAN_BUDGET_SETS = 4, PLAN_BUDGET_SET_LEN = 64 };
+/* Parses value as a size (e.g. 24GiB) into *bytes: 0, or -EINVAL with one line on stderr,
+ * "prog: opt expects a size such as 24GiB, got 's'", the same in both programs. */
+int plan_budget_parse(const char *prog, const char *opt, const char *value, double *bytes);
+/* The hardware overrides (hw_load's --set form) that give the ini those budgets: gpu.mem_GiB
+ * and memory.gpu_reserved_GiB=0, the same for the CPU; how many were written into sets. */
+int plan_budget_sets(const PlanBudget *b, char sets[PLAN_BUDGET_SETS][PLAN_BUDGET_SET_LEN]);
 /* Sets what a names over p (a prefetch depth beyond the weight buffers raises them unless
  * they were given). 0 or -EINVAL, printed. */
 int plan_args_apply(const PlanArgs *a, Plan *p, const char *prog);

@@ -29,8 +29,9 @@ enum { MAX_SETS = 64 };
 
 typedef struct SimArgs {
     const char *hw, *model, *policy, *trace, *chrome, *swap, *sweep_out;
-    const char *sets[MAX_SETS];
+    const char *sets[MAX_SETS + PLAN_BUDGET_SETS]; /* --set's, then the budgets' */
     int n_sets;
+    PlanBudget budget;
     int batch, seq, iters;
     bool describe;
     PlanArgs plan;
@@ -51,6 +52,10 @@ static void usage(FILE *out)
     fprintf(out, ") or a file\n"
 "                          (default 4090.ini, the Fuyou paper's testbed)\n"
 "  --set SEC.KEY=VALUE     override one hardware key, repeatable (e.g. --set ssd.count=3)\n"
+"  --gpu-mem BYTES         the GPU memory a plan may use, e.g. 24GiB, nothing reserved: as\n"
+"                          fuyou-run's --gpu-mem (--set gpu.mem_GiB=24 keeps the ini's\n"
+"                          gpu_reserved_GiB); applied after --set\n"
+"  --cpu-mem BYTES         the same for host memory, as fuyou-run's --cpu-mem\n"
 "  --model NAME|PATH       a preset or a model ini (default gpt3-13b); presets:\n"
 "                          ");
     for (int i = 0; i < model_preset_count(); i++)
@@ -125,11 +130,12 @@ static int parse_args(int argc, char **argv, SimArgs *a)
            O_SWEEP_OUT, O_WEIGHTS,
            O_OPTIM, O_CKPT, O_ACT, O_BATCH, O_SEQ, O_ITERS, O_MICRO, O_SUBGROUP, O_TAIL,
            O_PREFETCH, O_WBUF, O_PBUF, O_ABUF, O_GBUF, O_SBUF, O_OCPU,
-           O_COST, O_TP_GPUS, O_TP_HW, O_TP_SET };
+           O_COST, O_TP_GPUS, O_TP_HW, O_TP_SET, O_GPUMEM, O_CPUMEM };
     _Static_assert(O_OCPU - O_MICRO == PC_N - 1, "count options follow enum PlanCount");
     _Static_assert(O_TP_SET - O_COST == COST_OPT_N - 1, "cost options follow enum CostOpt");
     static const struct option opts[] = {
         {"hw", required_argument, 0, O_HW}, {"set", required_argument, 0, O_SET},
+        {"gpu-mem", required_argument, 0, O_GPUMEM}, {"cpu-mem", required_argument, 0, O_CPUMEM},
         {"model", required_argument, 0, O_MODEL}, {"policy", required_argument, 0, O_POLICY},
         {"trace", required_argument, 0, O_TRACE}, {"chrome", required_argument, 0, O_CHROME},
         {"describe", no_argument, 0, O_DESCRIBE}, {"swap", required_argument, 0, O_SWAP},
@@ -192,6 +198,13 @@ static int parse_args(int argc, char **argv, SimArgs *a)
         case O_ACT: a->plan.act = optarg; break;
         case O_COST: case O_TP_GPUS: case O_TP_HW: case O_TP_SET:
             if (cost_report_take(&a->cost, c - O_COST, optarg, "fuyou-sim"))
+                return -EINVAL;
+            break;
+        case O_GPUMEM:
+        case O_CPUMEM:
+            if (plan_budget_parse("fuyou-sim", c == O_GPUMEM ? "--gpu-mem" : "--cpu-mem",
+                                  optarg, c == O_GPUMEM ? &a->budget.gpu_bytes
+                                                        : &a->budget.cpu_bytes))
                 return -EINVAL;
             break;
         case O_SET:
@@ -408,7 +421,11 @@ int main(int argc, char **argv)
     SwapMode swap;
     double swap_bytes = 0;
     int status = 2;
-    if (model_load(a.model, &cfg, &e) || hw_load(a.hw, a.sets, a.n_sets, &hw, &e))
+    char budget[PLAN_BUDGET_SETS][PLAN_BUDGET_SET_LEN];
+    int n_budget = plan_budget_sets(&a.budget, budget);
+    for (int i = 0; i < n_budget; i++)
+        a.sets[a.n_sets + i] = budget[i];
+    if (model_load(a.model, &cfg, &e) || hw_load(a.hw, a.sets, a.n_sets + n_budget, &hw, &e))
         goto out_msg;
     if (cost_report_check(&a.cost, !a.describe && strcmp(a.swap, "sweep"), &hw, &e))
         goto out_hw;

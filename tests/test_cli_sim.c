@@ -36,6 +36,32 @@ START_TEST(usage_errors)
     ck_assert_int_eq(tu_run_sim("--model gpt2-124m --seq 2048", out, sizeof out), 2);
     tu_assert_contains(out, "max_seq");
     ck_assert_int_eq(tu_run_sim("stray", out, sizeof out), 2);
+    ck_assert_int_eq(tu_run_sim("--gpu-mem 24XB", out, sizeof out), 2);
+    tu_assert_contains(out, "fuyou-sim: --gpu-mem expects a size such as 24GiB, got '24XB'");
+}
+END_TEST
+
+/* --gpu-mem is fuyou-run's budget: the capacity with nothing reserved, so the planner places
+ * the same plan the run does; --set gpu.mem_GiB keeps the ini's reserve */
+START_TEST(gpu_mem_budget)
+{
+    static char with_budget[sizeof out];
+    const char *plan = "--hw h200.ini --model gpt3-350m --batch 64 --weights cpu --optim cpu "
+                       "--checkpoints gpu --iters 2";
+    char args[512];
+    snprintf(args, sizeof args, "%s --gpu-mem 24GiB", plan);
+    ck_assert_int_eq(tu_run_sim(args, with_budget, sizeof with_budget), 0);
+    tu_assert_contains(with_budget, "of 24.00 GiB");
+    snprintf(args, sizeof args, "%s --set gpu.mem_GiB=24 --set memory.gpu_reserved_GiB=0", plan);
+    ck_assert_int_eq(tu_run_sim(args, out, sizeof out), 0);
+    /* the same report but for the simulator's own wall time */
+    const char *a = strstr(with_budget, "swap (auto)"), *b = strstr(out, "swap (auto)");
+    ck_assert_ptr_nonnull(a);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_int_eq(strncmp(a, b, strcspn(a, "\n")), 0);
+    snprintf(args, sizeof args, "%s --set gpu.mem_GiB=24", plan);
+    ck_assert_int_eq(tu_run_sim(args, out, sizeof out), 0);
+    tu_assert_contains(out, "of 22.00 GiB");
 }
 END_TEST
 
@@ -505,6 +531,7 @@ int main(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, help);
     tcase_add_test(tc, usage_errors);
+    tcase_add_test(tc, gpu_mem_budget);
     tcase_add_test(tc, bad_hw_file);
     tcase_add_test(tc, describe);
     tcase_add_test(tc, sim_zero_infinity);

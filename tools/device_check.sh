@@ -176,9 +176,9 @@ if [ "${MODE:-all}" = offload ]; then
         n=$((n + 1))
         plan="$knobs $plan"
         step "run $n: $name: $model batch $batch x 1024, $plan, --gpu-mem 24GiB"
-        # the simulator on the budget fuyou-run's --gpu-mem gives (its capacity, none reserved):
-        # with the ini's reserve the planner placed swap amounts and --swap auto differently
-        $sim --hw "${HW:-h200.ini}" --set gpu.mem_GiB=24 --set memory.gpu_reserved_GiB=0 --model "$model" --batch "$batch" \
+        # the simulator on the run's budget (--gpu-mem: the capacity, none reserved; with the
+        # ini's reserve the planner placed swap amounts and --swap auto differently)
+        $sim --hw "${HW:-h200.ini}" --gpu-mem 24GiB --model "$model" --batch "$batch" \
             --seq 1024 --iters "$iters" $plan --trace "$OUT/pred$n.tsv" > "$OUT/sim$n.txt" 2>&1
         grep -E "^iteration|^bound by|memory peak" "$OUT/sim$n.txt"
         timeout 540 $run --backend cuda --offload --model "$model" --batch "$batch" --seq 1024 \

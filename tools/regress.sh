@@ -36,9 +36,8 @@ for dir in "$@"; do
         plan="$knobs $plan"
         [ -s "$dir/meas$n.tsv" ] || { echo "$dir: run $n ($name) has no measured trace, skipped" >&2; continue; }
         k=$((k + 1))
-        # the plan as measured, on the ini given, with the run's GPU budget as fuyou-run's
-        # --gpu-mem sets it (the capacity, none reserved)
-        if ! "$sim" --hw "$hw" --set gpu.mem_GiB=24 --set memory.gpu_reserved_GiB=0 --model "$model" --batch "$batch" --seq 1024 \
+        # the plan as measured, on the ini given, with the run's GPU budget (--gpu-mem)
+        if ! "$sim" --hw "$hw" --gpu-mem 24GiB --model "$model" --batch "$batch" --seq 1024 \
             --iters "$iters" $plan --trace "$out/pred$k.tsv" > "$out/sim$k.txt" 2>&1; then
             echo "$name: fuyou-sim failed: $(tail -1 "$out/sim$k.txt")" >&2; continue
         fi

@@ -130,18 +130,10 @@ static int run_offload(TrainOptions *o, const PlanArgs *pa, const char *swap_arg
     }
     Err e = {""};
     /* a budget is what the plan may use: the ini's capacity, with nothing reserved */
-    char sets[4][64];
-    const char *set[4];
-    int n_sets = 0;
-    if (pc->gpu_budget) {
-        snprintf(sets[n_sets++], sizeof sets[0], "gpu.mem_GiB=%.9g", pc->gpu_budget / 0x1p30);
-        snprintf(sets[n_sets++], sizeof sets[0], "memory.gpu_reserved_GiB=0");
-    }
-    if (pc->cpu_budget) {
-        snprintf(sets[n_sets++], sizeof sets[0], "memory.cpu_mem_GiB=%.9g",
-                 pc->cpu_budget / 0x1p30);
-        snprintf(sets[n_sets++], sizeof sets[0], "memory.cpu_reserved_GiB=0");
-    }
+    char sets[PLAN_BUDGET_SETS][PLAN_BUDGET_SET_LEN];
+    const char *set[PLAN_BUDGET_SETS];
+    PlanBudget budget = {(double)pc->gpu_budget, (double)pc->cpu_budget};
+    int n_sets = plan_budget_sets(&budget, sets);
     for (int i = 0; i < n_sets; i++)
         set[i] = sets[i];
     ModelConfig gc = o->model;
@@ -280,11 +272,9 @@ int main(int argc, char **argv)
         case O_GPUMEM:
         case O_CPUMEM: {
             double bytes;
-            if (units_parse_bytes(optarg, &bytes) || bytes < 1) {
-                fprintf(stderr, "fuyou-run: %s expects a size such as 24GiB, got '%s'\n",
-                        c == O_GPUMEM ? "--gpu-mem" : "--cpu-mem", optarg);
+            if (plan_budget_parse("fuyou-run", c == O_GPUMEM ? "--gpu-mem" : "--cpu-mem",
+                                  optarg, &bytes))
                 return 2;
-            }
             *(c == O_GPUMEM ? &pc.gpu_budget : &pc.cpu_budget) = (size_t)bytes;
             break;
         }
