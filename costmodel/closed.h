@@ -6,7 +6,10 @@
  *   pcie(a, b) = max(b + a (1 - rho_d) / rho_h,  a + b (1 - rho_h) / rho_d)
  *                a = h2d alone s, b = d2h alone s, rho_h = h2d_bidir/h2d, rho_d = d2h_bidir/d2h
  *   ssd(r, w)  = max(r + c w, w + c r, (r R + w W) / H),  c = 2 / duplex - 1, R and W the
- *                SSDs' rates alone, H = ssd.host_GBps (the last term only when it is given)
+ *                SSDs' rates alone, H = ssd.host_GBps (the last term only when it is given);
+ *                with read_bidir and write_bidir given, the two at those rates until one
+ *                ends, the rest alone, in place of the duplex terms
+ *   gpu        = the op tasks' times, each with its gpu.task_us lead
  *   mem        = sum over resources of load * rate alone * host bytes per unit of work, over
  *                the host memory ceiling D (cost.h): the phase's host memory bytes
  *   phase      = max(gpu, cpu_adam, pcie(h2d, d2h), ssd(ssd_read, ssd_write), mem)
@@ -14,7 +17,10 @@
  * It is exact when the phase's memory-bound resources overlap from end to end; where they
  * overlap in part (a weight copy during a fraction of a long Adam) the simulator slows the
  * Adam while the copy runs, so the phase is longer than both mem and the Adam alone, and the
- * closed form is optimistic. A
+ * closed form is optimistic; it also leaves out cpu.adam_io_GBps's slowdown of the Adam beside
+ * the links and counts a gradient sum's host bytes at its link's rate (the simulator does
+ * neither: the planner simulates each candidate configuration, the closed form picks only the
+ * swap amount within one). A
  * phase bound by mem names as binding the resource that moves the most of those bytes. A copy
  * that runs by itself (stalls, the fill, the tail's chain) takes its alone seconds on the SSDs
  * at the host path's ceiling where that is lower.

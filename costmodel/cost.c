@@ -22,8 +22,12 @@ double cost_gpu_op_s(const Hardware *hw, const Op *op, TaskKind kind)
     case OP_ATTENTION:
         return cost_attention_work(op, kind) / (peak * hw_attn_efficiency(hw, op->head_size)) +
                launch;
-    default:
-        return (double)(bwd ? op->bwd_io_bytes : op->fwd_io_bytes) / mem + launch;
+    default: {
+        /* an op whose work runs inside another's kernels (the GELU's backward in fc2's) moves
+         * nothing and launches nothing of its own */
+        double io = (double)(bwd ? op->bwd_io_bytes : op->fwd_io_bytes);
+        return io > 0 ? io / mem + launch : 0;
+    }
     }
 }
 
@@ -165,9 +169,11 @@ double cost_task_work(const CostModel *m, const Task *t)
     return 0;
 }
 
-/* cost_rates with each busy resource moving host[r] bytes of host memory per unit of work. */
+/* cost_rates with each busy resource moving host[r] bytes of host memory and link[r] bytes
+ * over its link per unit of work. */
 static void rates_moving(const CostModel *m, const bool busy[RES_COUNT],
-                         const double host[RES_COUNT], double rate[RES_COUNT])
+                         const double host[RES_COUNT], const double link[RES_COUNT],
+                         double rate[RES_COUNT])
 {
     const Hardware *hw = m->hw;
     link_rates(hw, busy, rate);
@@ -179,15 +185,25 @@ static void rates_moving(const CostModel *m, const bool busy[RES_COUNT],
         for (int r = 0; r < RES_COUNT; r++)
             if (host[r] > 0)
                 rate[r] *= ceiling / demand;
-    if (busy[RES_CPU_ADAM])
-        rate[RES_CPU_ADAM] /= 1 + cost_link_io_Bps(busy, rate) * cost_adam_io_per_B(hw);
+    if (busy[RES_CPU_ADAM]) {
+        double io = 0;
+        for (int r = 0; r < RES_COUNT; r++)
+            io += rate[r] * link[r];
+        rate[RES_CPU_ADAM] /= 1 + io * cost_adam_io_per_B(hw);
+    }
+}
+
+/* Bytes a resource's link moves per unit of its work: 1 for the PCIe and SSD links. */
+static double link_bytes(Resource r)
+{
+    return r >= RES_H2D && r <= RES_SSD_WRITE ? 1 : 0;
 }
 
 double cost_link_io_Bps(const bool busy[RES_COUNT], const double rate[RES_COUNT])
 {
     double io = 0;
-    for (int r = RES_H2D; r <= RES_SSD_WRITE; r++)
-        io += busy[r] ? rate[r] : 0;
+    for (int r = 0; r < RES_COUNT; r++)
+        io += busy[r] ? rate[r] * link_bytes(r) : 0;
     return io;
 }
 
@@ -198,9 +214,11 @@ double cost_adam_io_per_B(const Hardware *hw)
 
 void cost_rates(const CostModel *m, const bool busy[RES_COUNT], double rate[RES_COUNT])
 {
-    double host[RES_COUNT];
+    double host[RES_COUNT], link[RES_COUNT];
     resource_host_bytes(busy, host);
-    rates_moving(m, busy, host, rate);
+    for (int r = 0; r < RES_COUNT; r++)
+        link[r] = busy[r] ? link_bytes(r) : 0;
+    rates_moving(m, busy, host, link, rate);
 }
 
 /* Host memory bytes a task moves per unit of its work: its resource's, but for a gradient copy
@@ -218,12 +236,16 @@ void cost_task_rates(const CostModel *m, const Task *const running[RES_COUNT],
                      double rate[RES_COUNT])
 {
     bool busy[RES_COUNT];
-    double host[RES_COUNT];
+    double host[RES_COUNT], link[RES_COUNT];
     for (int r = 0; r < RES_COUNT; r++) {
-        busy[r] = running[r] != NULL;
-        host[r] = busy[r] ? task_host_bytes(m, running[r]) : 0;
+        const Task *t = running[r];
+        busy[r] = t != NULL;
+        host[r] = busy[r] ? task_host_bytes(m, t) : 0;
+        /* a copy that adds into the step's sum moves its bytes over the link, not the sum's */
+        link[r] = !busy[r] ? 0 : t->kind == TASK_COPY && t->params > 0
+                                     ? (double)t->bytes / cost_task_work(m, t) : link_bytes(r);
     }
-    rates_moving(m, busy, host, rate);
+    rates_moving(m, busy, host, link, rate);
 }
 
 double cost_task_alone_s(const CostModel *m, const Task *t)

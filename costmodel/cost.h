@@ -25,8 +25,9 @@
  *   adam   then the CPU Adam task, where cpu.adam_io_GBps is given, is divided by 1 + io /
  *          adam_io_GBps, io the bytes per second the busy links move: the traces show it ~9%
  *          slower beside one PCIe direction that host memory's ceiling leaves alone, and the
- *          profile ~25% slower beside both (its threads share the cores with the copies' and
- *          the pipeline's, not only the memory).
+ *          profile ~25% slower than alone beside both, ~15% more than the ceiling's share
+ *          explains (its threads share the cores with the copies' and the pipeline's, not
+ *          only the memory).
  * A copy's fixed latency (pcie or ssd latency_us) is added as bytes at the rate its link has
  * alone. A gradient copy of a step with several micro-batches also adds its parameters into the
  * step's sum on the host, on the same lane after the copy: (grad bytes + 8) per parameter
@@ -45,7 +46,7 @@
  *   attention backward 0.5 * 1.25 * F_bwd / (P * attn_efficiency(head size)) + l   (the fused
  *                      backward recomputes the scores: 2.5x the forward's products where F_bwd
  *                      counts 2x)
- *   memory-bound ops   io_bytes / B + l
+ *   memory-bound ops   io_bytes / B + l    (0 where io_bytes is: its work runs in another's)
  *   and before each GPU task of the schedule (one op in one kind) gpu.task_us of lead, the GPU
  *   held but not busy: the executor's time around it (its lane waits on the previous task's
  *   end event, then dispatches this one; cost_task_lead_s; the closed form adds it)

@@ -77,7 +77,7 @@ static const HwKey keys[] = {
     NUM("cpu", "mem_GBps", cpu_mem_GBps, true, 1e-3, 1e5, false),
     NUM("cpu", "adam_Gparams_per_s", adam_Gparams_per_s, true, 1e-4, 1e4, false),
     NUM("cpu", "sum_GBps", cpu_sum_GBps, false, 1e-3, 1e5, false),
-    NUM("cpu", "adam_io_GBps", cpu_adam_io_GBps, false, 1e-3, 1e6, false),
+    NUM("cpu", "adam_io_GBps", cpu_adam_io_GBps, false, 0, 1e6, false), /* 0: none */
     NAME("ssd", "name", ssd_name),
     COUNT("ssd", "count", ssd_count, true, 1, 1024, false),
     NUM("ssd", "read_GBps", ssd_read_GBps, true, GBPS, false),
@@ -85,8 +85,9 @@ static const HwKey keys[] = {
     {"ssd", "duplex_factor", K_NUMBER, offsetof(Hardware, ssd_duplex), true, 1, 2, false,
      "between 1 (reads and writes share the bandwidth) and 2 (full duplex)"},
     NUM("ssd", "host_GBps", ssd_host_GBps, false, GBPS, false),
-    NUM("ssd", "read_bidir_GBps", ssd_read_bidir_GBps, false, GBPS, false),
-    NUM("ssd", "write_bidir_GBps", ssd_write_bidir_GBps, false, GBPS, false),
+    /* optional, 0 as absent: an override can go back to duplex_factor's shares */
+    NUM("ssd", "read_bidir_GBps", ssd_read_bidir_GBps, false, 0, 1e4, false),
+    NUM("ssd", "write_bidir_GBps", ssd_write_bidir_GBps, false, 0, 1e4, false),
     NUM("ssd", "latency_us", ssd_latency_us, true, 0, 1e5, false),
     NUM("ssd", "capacity_GB", ssd_capacity_GB, true, 0, 1e7, true),
     NUM("memory", "cpu_mem_GiB", cpu_mem_GiB, true, MEM_GIB, true),
@@ -355,8 +356,10 @@ static int finish(HwParse *hp, Err *e)
         hw->ssd_write_bidir_GBps > hw->ssd_write_GBps)
         return err_set(e, -EINVAL, "%s: [ssd] read_bidir_GBps %g / write_bidir_GBps %g above "
                        "read_GBps %g / write_GBps %g: a direction is not faster while the other "
-                       "runs", hw->source, hw->ssd_read_bidir_GBps, hw->ssd_write_bidir_GBps,
-                       hw->ssd_read_GBps, hw->ssd_write_GBps);
+                       "runs; lower them too, or set both to 0 for duplex_factor's shares (e.g. "
+                       "--set ssd.read_bidir_GBps=0 --set ssd.write_bidir_GBps=0)", hw->source,
+                       hw->ssd_read_bidir_GBps, hw->ssd_write_bidir_GBps, hw->ssd_read_GBps,
+                       hw->ssd_write_GBps);
     if (hw->gpu_reserved_GiB >= hw->gpu_mem_GiB)
         return err_set(e, -EINVAL, "%s: [memory] gpu_reserved_GiB (%g) leaves no GPU memory "
                        "of [gpu] mem_GiB (%g)", hw->source, hw->gpu_reserved_GiB,

@@ -224,6 +224,18 @@ START_TEST(adam_beside_io)
     cost_rates(&m, busy, rate);
     ck_assert_double_eq(rate[RES_CPU_ADAM], 2e9);
     ck_assert_double_eq(cost_fit_adam_io_GBps(&hw, 2e9), 0); /* nothing left to explain */
+    /* a gradient copy that adds into the step's sum moves only its copy's bytes over PCIe: 2 GB
+     * of its 14.5e9 of work (0.5 s of sum at 25 GB/s), so the Adam beside it slows by 25 GB/s
+     * x 2 / 14.5 */
+    hw_free(&hw);
+    const char *sum_sets[] = {"cpu.mem_GBps=200", "cpu.adam_Gparams_per_s=2",
+                              "pcie.latency_us=0", "cpu.sum_GBps=20", "cpu.adam_io_GBps=126"};
+    load(sum_sets, 5);
+    Task adam = {.res = RES_CPU_ADAM, .kind = TASK_ADAM, .params = 1000000000};
+    Task copy = {.res = RES_D2H, .kind = TASK_COPY, .bytes = 2e9, .params = 1000000000};
+    const Task *running[RES_COUNT] = {[RES_CPU_ADAM] = &adam, [RES_D2H] = &copy};
+    cost_task_rates(&m, running, rate);
+    ck_assert_double_eq_tol(rate[RES_CPU_ADAM], 2e9 / (1 + 25.0 * 2 / 14.5 / 126), 1);
     hw_free(&hw);
 }
 END_TEST

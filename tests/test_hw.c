@@ -275,6 +275,12 @@ START_TEST(write_round_trips)
         ck_assert_double_eq_tol(b.ssd_duplex, a.ssd_duplex, 1e-9);
         ck_assert_double_eq_tol(b.h2d_bidir_GBps, a.h2d_bidir_GBps, 1e-5);
         ck_assert_double_eq(b.gpu_nvlink_GBps, a.gpu_nvlink_GBps);
+        /* the optional keys of the H200's measurements (0 where a preset has none) */
+        ck_assert_double_eq(b.gpu_task_us, a.gpu_task_us);
+        ck_assert_double_eq(b.cpu_adam_io_GBps, a.cpu_adam_io_GBps);
+        ck_assert_double_eq(b.ssd_read_bidir_GBps, a.ssd_read_bidir_GBps);
+        ck_assert_double_eq(b.ssd_write_bidir_GBps, a.ssd_write_bidir_GBps);
+        ck_assert_double_eq(b.cpu_sum_GBps, a.cpu_sum_GBps);
         ck_assert_double_eq(b.price_gpu_usd, a.price_gpu_usd);
         ck_assert_double_eq(b.price_ssd_usd, a.price_ssd_usd);
         ck_assert_double_eq(b.price_host_usd, a.price_host_usd);

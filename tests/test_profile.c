@@ -191,21 +191,21 @@ START_TEST(attn_curve)
 }
 END_TEST
 
-/* A load that spins until told to stop, reporting 1.5 GB/s; one that fails at once */
-static int spin_load(void *ctx, bool (*stopped)(void *token), void *token, double *GBps, Err *e)
+/* A load that spins until told to stop, counting the spins while told to count (the Adam's
+ * timed runs) and reporting 1.5 GB/s; one that fails at once */
+static int spin_load(void *ctx, const ProfileLoadControl *lc, double *GBps, Err *e)
 {
     (void)e;
     long *spins = ctx;
-    while (!stopped(token))
-        (*spins)++;
+    while (!lc->stopped(lc->token))
+        spins[lc->counting(lc->token)]++;
     *GBps = 1.5;
     return 0;
 }
 
-static int failing_load(void *ctx, bool (*stopped)(void *token), void *token, double *GBps,
-                        Err *e)
+static int failing_load(void *ctx, const ProfileLoadControl *lc, double *GBps, Err *e)
 {
-    (void)ctx, (void)stopped, (void)token, (void)GBps;
+    (void)ctx, (void)lc, (void)GBps;
     return err_set(e, -EIO, "the load failed");
 }
 
@@ -213,18 +213,20 @@ static int failing_load(void *ctx, bool (*stopped)(void *token), void *token, do
  * (else this never returns); the load's failure is the result */
 START_TEST(adam_beside)
 {
-    long spins = 0;
+    long spins[2] = {0, 0}; /* outside, inside the timed runs */
     Stat s;
     double GBps = 0;
     Err e;
-    ck_assert_int_eq(profile_adam_beside(2, 1 << 20, 3, spin_load, &spins, &s, &GBps, &e), 0);
+    ck_assert_int_eq(profile_adam_beside(2, 1 << 22, 3, spin_load, spins, &s, &GBps, &e), 0);
+    /* the timed runs (tens of ms) waited for the load to start, and it counted during them */
+    ck_assert_int_gt(spins[1], 0);
     ck_assert_int_eq(s.n, 3);
     ck_assert_double_gt(s.median, 0);
     ck_assert_double_eq(GBps, 1.5);
     ck_assert_int_eq(profile_adam_beside(2, 1 << 20, 1, failing_load, NULL, &s, &GBps, &e),
                      -EIO);
     tu_assert_contains(e.msg, "the load failed");
-    ck_assert_int_eq(profile_adam_beside(2, 1 << 20, 0, spin_load, &spins, &s, &GBps, &e),
+    ck_assert_int_eq(profile_adam_beside(2, 1 << 20, 0, spin_load, spins, &s, &GBps, &e),
                      -EINVAL);
 }
 END_TEST

@@ -178,7 +178,8 @@ if [ "${MODE:-all}" = offload ]; then
         step "run $n: $name: $model batch $batch x 1024, $plan, --gpu-mem 24GiB"
         # the simulator on the run's budget (--gpu-mem: the capacity, none reserved; with the
         # ini's reserve the planner placed swap amounts and --swap auto differently)
-        $sim --hw "${HW:-h200.ini}" --gpu-mem 24GiB --model "$model" --batch "$batch" \
+        budget=$(printf '%s\n' "$extra" | grep -o -- '--cpu-mem [^ ]*' || true)
+        $sim --hw "${HW:-h200.ini}" --gpu-mem 24GiB $budget --model "$model" --batch "$batch" \
             --seq 1024 --iters "$iters" $plan --trace "$OUT/pred$n.tsv" > "$OUT/sim$n.txt" 2>&1
         grep -E "^iteration|^bound by|memory peak" "$OUT/sim$n.txt"
         timeout 540 $run --backend cuda --offload --model "$model" --batch "$batch" --seq 1024 \

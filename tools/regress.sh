@@ -37,7 +37,8 @@ for dir in "$@"; do
         [ -s "$dir/meas$n.tsv" ] || { echo "$dir: run $n ($name) has no measured trace, skipped" >&2; continue; }
         k=$((k + 1))
         # the plan as measured, on the ini given, with the run's GPU budget (--gpu-mem)
-        if ! "$sim" --hw "$hw" --gpu-mem 24GiB --model "$model" --batch "$batch" --seq 1024 \
+        budget=$(printf '%s\n' "$extra" | grep -o -- '--cpu-mem [^ ]*' || true)
+        if ! "$sim" --hw "$hw" --gpu-mem 24GiB $budget --model "$model" --batch "$batch" --seq 1024 \
             --iters "$iters" $plan --trace "$out/pred$k.tsv" > "$out/sim$k.txt" 2>&1; then
             echo "$name: fuyou-sim failed: $(tail -1 "$out/sim$k.txt")" >&2; continue
         fi

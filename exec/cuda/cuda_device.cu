@@ -116,8 +116,9 @@ extern "C" int cudadev_copy_bench(size_t bytes, int reps, double *GBps, Err *e)
     return 0;
 }
 
-extern "C" int cudadev_copy_until(size_t bytes, bool (*stopped)(void *token), void *token,
-                                  double *GBps, Err *e)
+extern "C" int cudadev_copy_until(size_t bytes, bool (*stopped)(void *token),
+                                  bool (*counting)(void *token), void *token, double *GBps,
+                                  Err *e)
 {
     void *host[2] = {NULL, NULL}, *dev[2] = {NULL, NULL};
     cudaStream_t s[2] = {NULL, NULL};
@@ -129,19 +130,22 @@ extern "C" int cudadev_copy_until(size_t bytes, bool (*stopped)(void *token), vo
         if (st == cudaSuccess)
             st = cudaStreamCreateWithFlags(&s[i], cudaStreamNonBlocking);
     }
-    double moved = 0;
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double moved = 0, secs = 0;
     while (st == cudaSuccess && !stopped(token)) {
+        bool count = counting(token);
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
         st = cudaMemcpyAsync(dev[0], host[0], bytes, cudaMemcpyHostToDevice, s[0]);
         if (st == cudaSuccess)
             st = cudaMemcpyAsync(host[1], dev[1], bytes, cudaMemcpyDeviceToHost, s[1]);
         for (int i = 0; i < 2 && st == cudaSuccess; i++)
             st = cudaStreamSynchronize(s[i]);
-        moved += 2.0 * (double)bytes;
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        if (count && counting(token)) {
+            moved += 2.0 * (double)bytes;
+            secs += (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+        }
     }
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    double secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     *GBps = secs > 0 ? moved / secs / 1e9 : 0;
     for (int i = 0; i < 2; i++) {
         if (s[i])

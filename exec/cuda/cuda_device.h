@@ -28,8 +28,9 @@ int cudadev_copy_bench(size_t bytes, int reps, double *GBps, Err *e);
 
 /* Pinned copies of bytes both ways at once (two streams), over and over until stopped(token)
  * says so: a load on host memory for something else to run beside. *GBps: both directions'
- * bytes over the time. 0 or -errno with e. */
-int cudadev_copy_until(size_t bytes, bool (*stopped)(void *token), void *token, double *GBps,
-                       Err *e);
+ * bytes over the time of the rounds that counting(token) held before and after. 0 or -errno
+ * with e. */
+int cudadev_copy_until(size_t bytes, bool (*stopped)(void *token), bool (*counting)(void *token),
+                       void *token, double *GBps, Err *e);
 
 #endif

@@ -62,10 +62,10 @@ static const char *lookup(void *ctx, const char *section, const char *key)
 
 #if FUYOU_HAVE_CUDA
 /* The load beside the Adam task for the host memory's ceiling: pinned copies both ways. */
-static int copies_both_ways(void *ctx, bool (*stopped)(void *token), void *token, double *GBps,
-                            Err *e)
+static int copies_both_ways(void *ctx, const ProfileLoadControl *lc, double *GBps, Err *e)
 {
-    return cudadev_copy_until(*(const size_t *)ctx, stopped, token, GBps, e);
+    return cudadev_copy_until(*(const size_t *)ctx, lc->stopped, lc->counting, lc->token, GBps,
+                              e);
 }
 #endif
 

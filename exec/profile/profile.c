@@ -11,6 +11,7 @@
 #include <gsl/gsl_statistics_double.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -32,8 +33,42 @@ void profile_stat(double *x, int n, Stat *s)
 
 enum { MAX_REPS = 64 };
 
-/* The Adam task reps times into x[0..reps): G params/s each. */
-static int adam_runs(int threads, size_t params, int reps, double *x, Err *e)
+/* A load beside the Adam task (profile_adam_beside): told when to stop, and to count only the
+ * work it does while the Adam's timed runs go on. */
+typedef struct Beside {
+    ProfileLoad load;
+    void *ctx;
+    atomic_bool stop, counting, started;
+    double GBps;
+    int rc;
+    Err e;
+} Beside;
+
+static bool beside_stopped(void *token)
+{
+    return atomic_load(&((Beside *)token)->stop);
+}
+
+static bool beside_counting(void *token)
+{
+    Beside *b = token;
+    atomic_store(&b->started, true);
+    return atomic_load(&b->counting);
+}
+
+/* Before the timed runs: the load has started (it asked whether to count) or ended; at most
+ * 10 s. */
+static void beside_wait_started(Beside *b)
+{
+    for (int i = 0; i < 10000 && !atomic_load(&b->started); i++) {
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
+}
+
+/* The Adam task reps times into x[0..reps): G params/s each; with b, its load counts during the
+ * timed runs only (not this function's set-up). */
+static int adam_runs_beside(int threads, size_t params, int reps, double *x, Beside *b, Err *e)
 {
     WorkPool wp = {0};
     int rc = workpool_init(&wp, threads, e);
@@ -49,6 +84,10 @@ static int adam_runs(int threads, size_t params, int reps, double *x, Err *e)
     AdamConfig cfg = {.lr = 1e-4f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
                       .weight_decay = 0.1f};
     AdamIsa isa = adam_isa_best();
+    if (b && !rc) {
+        beside_wait_started(b);
+        atomic_store(&b->counting, true);
+    }
     for (int r = 0; !rc && r < reps; r++) {
         AdamStep st;
         adam_step_init(&st, &cfg, r + 1, 1.0f);
@@ -62,9 +101,25 @@ static int adam_runs(int threads, size_t params, int reps, double *x, Err *e)
         adam_update(isa, &st, &s, &wp);
         x[r] = (double)params / (clock_monotonic_s() - t0) / 1e9;
     }
+    if (b)
+        atomic_store(&b->counting, false);
     free(state), free(grad), free(out);
     workpool_free(&wp);
     return rc;
+}
+
+static int adam_runs(int threads, size_t params, int reps, double *x, Err *e)
+{
+    return adam_runs_beside(threads, params, reps, x, NULL, e);
+}
+
+static void *run_beside(void *arg)
+{
+    Beside *b = arg;
+    ProfileLoadControl lc = {beside_stopped, beside_counting, b};
+    b->rc = b->load(b->ctx, &lc, &b->GBps, &b->e);
+    atomic_store(&b->started, true);
+    return NULL;
 }
 
 int profile_adam(int threads, size_t params, int reps, Stat *gparams, Err *e)
@@ -157,11 +212,12 @@ int profile_grad_sum(int threads, size_t params, int reps, Stat *GBps, Err *e)
     return rc;
 }
 
-/* The two I/O buffers of len bytes, locked in RAM as the pipeline's staging buffers are (its
- * host pool). */
+/* The two I/O buffers of len bytes from a host pool, as the pipeline's staging buffers are
+ * (locked in RAM where the system allows). */
 static int io_buffers(HostPool *pool, size_t len, uint8_t *buf[2], Err *e)
 {
-    int rc = hostpool_init(pool, 2 * len, e);
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), each = (len + page - 1) / page * page;
+    int rc = hostpool_init(pool, 2 * each, e);
     for (int k = 0; k < 2 && !rc; k++)
         if (!(buf[k] = hostpool_alloc(pool, len, MEM_STAGING, e)))
             rc = -ENOMEM;
@@ -411,27 +467,6 @@ int profile_adam_under_io(int threads, size_t params, int reps, const char *cons
     return rc;
 }
 
-typedef struct Beside {
-    ProfileLoad load;
-    void *ctx;
-    atomic_bool stop;
-    double GBps;
-    int rc;
-    Err e;
-} Beside;
-
-static bool beside_stopped(void *token)
-{
-    return atomic_load(&((Beside *)token)->stop);
-}
-
-static void *run_beside(void *arg)
-{
-    Beside *b = arg;
-    b->rc = b->load(b->ctx, beside_stopped, b, &b->GBps, &b->e);
-    return NULL;
-}
-
 int profile_adam_beside(int threads, size_t params, int reps, ProfileLoad load, void *ctx,
                         Stat *gparams, double *load_GBps, Err *e)
 {
@@ -443,7 +478,7 @@ int profile_adam_beside(int threads, size_t params, int reps, ProfileLoad load, 
     if (prc)
         return err_set(e, -prc, "cannot start the load's thread: %s", strerror(prc));
     double x[MAX_REPS];
-    int rc = adam_runs(threads, params, reps, x, e);
+    int rc = adam_runs_beside(threads, params, reps, x, &b, e);
     atomic_store(&b.stop, true);
     pthread_join(th, NULL);
     if (b.rc)

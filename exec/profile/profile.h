@@ -52,11 +52,17 @@ int profile_ssd(const char *const *dirs, int n_dirs, size_t bytes, int reps, Ssd
 int profile_adam_under_io(int threads, size_t params, int reps, const char *const *dirs,
                           int n_dirs, size_t bytes, Stat *gparams, double *io_GBps, Err *e);
 
-/* The Adam task (as profile_adam) while load runs on a thread of its own until the stopped
- * function it is given says so: Adam's G params/s, and *load_GBps what the load reports it
- * moved. 0 or -errno with e (the load's error first). */
-typedef int (*ProfileLoad)(void *ctx, bool (*stopped)(void *token), void *token,
-                           double *load_GBps, Err *e);
+/* The Adam task (as profile_adam) while load runs on a thread of its own: Adam's G params/s,
+ * and *load_GBps what the load reports. The load runs until stopped(token) and reports the GB/s
+ * of the work it did while counting(token) held, each piece asked before and after (the Adam's
+ * timed runs, which start once the load first asked). 0 or -errno with e (the load's error
+ * first). */
+typedef struct ProfileLoadControl {
+    bool (*stopped)(void *token);
+    bool (*counting)(void *token);
+    void *token;
+} ProfileLoadControl;
+typedef int (*ProfileLoad)(void *ctx, const ProfileLoadControl *lc, double *load_GBps, Err *e);
 int profile_adam_beside(int threads, size_t params, int reps, ProfileLoad load, void *ctx,
                         Stat *gparams, double *load_GBps, Err *e);
 
