@@ -169,8 +169,17 @@ double cost_task_work(const CostModel *m, const Task *t)
     return 0;
 }
 
+/* Bytes per second the links move at these rates, each link[r] bytes per unit of work. */
+static double link_io_Bps(const double link[RES_COUNT], const double rate[RES_COUNT])
+{
+    double io = 0;
+    for (int r = 0; r < RES_COUNT; r++)
+        io += rate[r] * link[r];
+    return io;
+}
+
 /* cost_rates with each busy resource moving host[r] bytes of host memory and link[r] bytes
- * over its link per unit of work. */
+ * over its link per unit of work; the CPU Adam then divided by 1 + io / cpu.adam_io_GBps. */
 static void rates_moving(const CostModel *m, const bool busy[RES_COUNT],
                          const double host[RES_COUNT], const double link[RES_COUNT],
                          double rate[RES_COUNT])
@@ -185,12 +194,8 @@ static void rates_moving(const CostModel *m, const bool busy[RES_COUNT],
         for (int r = 0; r < RES_COUNT; r++)
             if (host[r] > 0)
                 rate[r] *= ceiling / demand;
-    if (busy[RES_CPU_ADAM]) {
-        double io = 0;
-        for (int r = 0; r < RES_COUNT; r++)
-            io += rate[r] * link[r];
-        rate[RES_CPU_ADAM] /= 1 + io * cost_adam_io_per_B(hw);
-    }
+    if (busy[RES_CPU_ADAM] && hw->cpu_adam_io_GBps > 0)
+        rate[RES_CPU_ADAM] /= 1 + link_io_Bps(link, rate) / (hw->cpu_adam_io_GBps * 1e9);
 }
 
 /* Bytes a resource's link moves per unit of its work: 1 for the PCIe and SSD links. */
@@ -199,37 +204,18 @@ static double link_bytes(Resource r)
     return r >= RES_H2D && r <= RES_SSD_WRITE ? 1 : 0;
 }
 
-double cost_link_io_Bps(const bool busy[RES_COUNT], const double rate[RES_COUNT])
+static void resource_link_bytes(const bool busy[RES_COUNT], double link[RES_COUNT])
 {
-    double io = 0;
     for (int r = 0; r < RES_COUNT; r++)
-        io += busy[r] ? rate[r] * link_bytes(r) : 0;
-    return io;
-}
-
-double cost_adam_io_per_B(const Hardware *hw)
-{
-    return hw->cpu_adam_io_GBps > 0 ? 1 / (hw->cpu_adam_io_GBps * 1e9) : 0;
+        link[r] = busy[r] ? link_bytes(r) : 0;
 }
 
 void cost_rates(const CostModel *m, const bool busy[RES_COUNT], double rate[RES_COUNT])
 {
     double host[RES_COUNT], link[RES_COUNT];
     resource_host_bytes(busy, host);
-    for (int r = 0; r < RES_COUNT; r++)
-        link[r] = busy[r] ? link_bytes(r) : 0;
+    resource_link_bytes(busy, link);
     rates_moving(m, busy, host, link, rate);
-}
-
-/* Host memory bytes a task moves per unit of its work: its resource's, but for a gradient copy
- * that adds into the step's sum: the copy's bytes and the sum's (gradient and sum read, sum
- * written) over its work, where the sum's seconds count as bytes at the link's rate. */
-static double task_host_bytes(const CostModel *m, const Task *t)
-{
-    if (t->kind != TASK_COPY || t->params <= 0)
-        return cost_host_bytes(t->res);
-    double moved = 2 * (double)t->bytes + 8 * (double)t->params;
-    return moved / cost_task_work(m, t);
 }
 
 void cost_task_rates(const CostModel *m, const Task *const running[RES_COUNT],
@@ -240,10 +226,16 @@ void cost_task_rates(const CostModel *m, const Task *const running[RES_COUNT],
     for (int r = 0; r < RES_COUNT; r++) {
         const Task *t = running[r];
         busy[r] = t != NULL;
-        host[r] = busy[r] ? task_host_bytes(m, t) : 0;
-        /* a copy that adds into the step's sum moves its bytes over the link, not the sum's */
-        link[r] = !busy[r] ? 0 : t->kind == TASK_COPY && t->params > 0
-                                     ? (double)t->bytes / cost_task_work(m, t) : link_bytes(r);
+        host[r] = busy[r] ? cost_host_bytes(r) : 0;
+        link[r] = busy[r] ? link_bytes(r) : 0;
+        if (busy[r] && t->kind == TASK_COPY && t->params > 0) {
+            /* a gradient copy that adds into the step's sum, whose seconds count as bytes at
+             * the link's rate: its host memory is the copy's bytes and the sum's (gradient
+             * and sum read, sum written) over its work, its link's only the copy's */
+            double work = cost_task_work(m, t);
+            host[r] = (2 * (double)t->bytes + 8 * (double)t->params) / work;
+            link[r] = (double)t->bytes / work;
+        }
     }
     rates_moving(m, busy, host, link, rate);
 }
@@ -259,10 +251,11 @@ double cost_fit_adam_io_GBps(const Hardware *hw, double measured)
     h.cpu_adam_io_GBps = 0;
     CostModel m = {&h, NULL};
     bool busy[RES_COUNT] = {[RES_CPU_ADAM] = true, [RES_H2D] = true, [RES_D2H] = true};
-    double rate[RES_COUNT];
+    double rate[RES_COUNT], link[RES_COUNT];
     cost_rates(&m, busy, rate);
+    resource_link_bytes(busy, link);
     double slow = rate[RES_CPU_ADAM] / measured;
-    return slow > 1 ? cost_link_io_Bps(busy, rate) / (slow - 1) / 1e9 : 0;
+    return slow > 1 ? link_io_Bps(link, rate) / (slow - 1) / 1e9 : 0;
 }
 
 double cost_task_lead_s(const CostModel *m, const Task *t)

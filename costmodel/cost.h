@@ -102,11 +102,6 @@ void cost_rates(const CostModel *m, const bool busy[RES_COUNT], double rate[RES_
 void cost_task_rates(const CostModel *m, const Task *const running[RES_COUNT],
                      double rate[RES_COUNT]);
 
-/* Bytes per second the busy links (PCIe both ways, SSD reads and writes) move at these rates;
- * and how much each slows the CPU Adam task beyond host memory's share (1 / cpu.adam_io_GBps,
- * 0 without it): its rate is divided by 1 + io * that. */
-double cost_link_io_Bps(const bool busy[RES_COUNT], const double rate[RES_COUNT]);
-double cost_adam_io_per_B(const Hardware *hw);
 /* The cpu.adam_io_GBps with which these rates give the CPU Adam task `measured` parameters a
  * second beside both PCIe directions (what fuyou-profile measures); 0 where host memory's share
  * alone slows it that much. */

@@ -4,9 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 extern "C" {
+#include "clock.h"
 #include "cuda_device.h"
 }
 
@@ -53,22 +53,47 @@ extern "C" int cudadev_probe(CudaDeviceInfo *info, Err *e)
     return 0;
 }
 
+/* Two pinned host buffers, two device buffers and two streams of bytes each: what both copy
+ * measurements move through (index 0 host to device, 1 device to host). */
+typedef struct CopyRig {
+    void *host[2], *dev[2];
+    cudaStream_t s[2];
+} CopyRig;
+
+static cudaError_t rig_open(CopyRig *r, size_t bytes)
+{
+    *r = CopyRig{};
+    cudaError_t st = cudaSuccess;
+    for (int i = 0; i < 2 && st == cudaSuccess; i++) {
+        st = cudaMallocHost(&r->host[i], bytes);
+        if (st == cudaSuccess)
+            st = cudaMalloc(&r->dev[i], bytes);
+        if (st == cudaSuccess)
+            st = cudaStreamCreateWithFlags(&r->s[i], cudaStreamNonBlocking);
+    }
+    return st;
+}
+
+static void rig_close(CopyRig *r)
+{
+    for (int i = 0; i < 2; i++) {
+        if (r->s[i])
+            cudaStreamDestroy(r->s[i]);
+        cudaFreeHost(r->host[i]);
+        cudaFree(r->dev[i]);
+    }
+}
+
 extern "C" int cudadev_copy_bench(size_t bytes, int reps, double *GBps, Err *e)
 {
     enum { MAX_REPS = 64 };
     if (reps < 1 || reps > MAX_REPS)
         return err_set(e, -EINVAL, "1 to %d repetitions", MAX_REPS);
-    void *host[2] = {NULL, NULL}, *dev[2] = {NULL, NULL};
-    cudaStream_t s[2] = {NULL, NULL};
+    CopyRig rig;
+    cudaError_t st = rig_open(&rig, bytes);
+    void *const *host = rig.host, *const *dev = rig.dev;
+    const cudaStream_t *s = rig.s;
     cudaEvent_t ev[4] = {NULL, NULL, NULL, NULL};
-    cudaError_t st = cudaSuccess;
-    for (int i = 0; i < 2 && st == cudaSuccess; i++) {
-        st = cudaMallocHost(&host[i], bytes);
-        if (st == cudaSuccess)
-            st = cudaMalloc(&dev[i], bytes);
-        if (st == cudaSuccess)
-            st = cudaStreamCreateWithFlags(&s[i], cudaStreamNonBlocking);
-    }
     for (int i = 0; i < 4 && st == cudaSuccess; i++)
         st = cudaEventCreate(&ev[i]);
     double *x[4] = {GBps, GBps + reps, GBps + 2 * reps, GBps + 3 * reps};
@@ -104,12 +129,7 @@ extern "C" int cudadev_copy_bench(size_t bytes, int reps, double *GBps, Err *e)
     for (int i = 0; i < 4; i++)
         if (ev[i])
             cudaEventDestroy(ev[i]);
-    for (int i = 0; i < 2; i++) {
-        if (s[i])
-            cudaStreamDestroy(s[i]);
-        cudaFreeHost(host[i]);
-        cudaFree(dev[i]);
-    }
+    rig_close(&rig);
     if (st != cudaSuccess)
         return err_set(e, -EIO, "copying %zu bytes between host and GPU: %s", bytes,
                        cudaGetErrorString(st));
@@ -120,39 +140,24 @@ extern "C" int cudadev_copy_until(size_t bytes, bool (*stopped)(void *token),
                                   bool (*counting)(void *token), void *token, double *GBps,
                                   Err *e)
 {
-    void *host[2] = {NULL, NULL}, *dev[2] = {NULL, NULL};
-    cudaStream_t s[2] = {NULL, NULL};
-    cudaError_t st = cudaSuccess;
-    for (int i = 0; i < 2 && st == cudaSuccess; i++) {
-        st = cudaMallocHost(&host[i], bytes);
-        if (st == cudaSuccess)
-            st = cudaMalloc(&dev[i], bytes);
-        if (st == cudaSuccess)
-            st = cudaStreamCreateWithFlags(&s[i], cudaStreamNonBlocking);
-    }
+    CopyRig r;
+    cudaError_t st = rig_open(&r, bytes);
     double moved = 0, secs = 0;
     while (st == cudaSuccess && !stopped(token)) {
         bool count = counting(token);
-        struct timespec t0, t1;
-        clock_gettime(CLOCK_MONOTONIC, &t0);
-        st = cudaMemcpyAsync(dev[0], host[0], bytes, cudaMemcpyHostToDevice, s[0]);
+        double t0 = clock_monotonic_s();
+        st = cudaMemcpyAsync(r.dev[0], r.host[0], bytes, cudaMemcpyHostToDevice, r.s[0]);
         if (st == cudaSuccess)
-            st = cudaMemcpyAsync(host[1], dev[1], bytes, cudaMemcpyDeviceToHost, s[1]);
+            st = cudaMemcpyAsync(r.host[1], r.dev[1], bytes, cudaMemcpyDeviceToHost, r.s[1]);
         for (int i = 0; i < 2 && st == cudaSuccess; i++)
-            st = cudaStreamSynchronize(s[i]);
-        clock_gettime(CLOCK_MONOTONIC, &t1);
+            st = cudaStreamSynchronize(r.s[i]);
         if (count && counting(token)) {
             moved += 2.0 * (double)bytes;
-            secs += (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+            secs += clock_monotonic_s() - t0;
         }
     }
     *GBps = secs > 0 ? moved / secs / 1e9 : 0;
-    for (int i = 0; i < 2; i++) {
-        if (s[i])
-            cudaStreamDestroy(s[i]);
-        cudaFreeHost(host[i]);
-        cudaFree(dev[i]);
-    }
+    rig_close(&r);
     if (st != cudaSuccess)
         return err_set(e, -EIO, "copying %zu bytes both ways between host and GPU: %s", bytes,
                        cudaGetErrorString(st));
