@@ -1,12 +1,14 @@
 /* bench_adam: CPU AdamW parameters per second for each implementation and thread count, against
  * a memory-copy loop measured in the same run and converted to the bytes Adam must move (28 per
- * parameter: fp32 master, m, v read and written, bf16 gradient in, bf16 weight out).
+ * parameter: fp32 master, m, v read and written, bf16 gradient in, bf16 weight out); then the
+ * micro-batch gradient sum (grad_sum_add, bf16 into fp32) against its scalar reference.
  * Usage: bench_adam [--mparams N] [--threads T] */
 #include <immintrin.h>
 #include <unistd.h>
 
 #include "adam.h"
 #include "bench_util.h"
+#include "grad_sum.h"
 
 enum { REPEATS = 7, ADAM_BYTES = 28 };
 
@@ -50,6 +52,50 @@ static double copy_gbps(WorkPool *wp, uint8_t *dst, const uint8_t *src, size_t b
         t[r] = bench_now() - t0;
     }
     return 2.0 * bytes / bench_median(t, REPEATS) / 1e9; /* bytes read + written */
+}
+
+typedef struct SumJob {
+    float *sum;
+    const uint16_t *g;
+    bool ref;
+} SumJob;
+
+static void sum_range(void *ctx, size_t b, size_t e)
+{
+    SumJob *j = ctx;
+    (j->ref ? grad_sum_add_ref : grad_sum_add)(j->sum, j->g, DTYPE_BF16, b, e, false);
+}
+
+/* The pipeline's sum of micro-batch gradients on one thread and on its four (plan.h), the
+ * vector path against the scalar reference. */
+static void sum_bench(float *sum, const uint16_t *g, size_t n)
+{
+    double bytes = (double)n * (double)grad_sum_bytes(2, false);
+    printf("\ngradient sum over %.0f M bf16 gradients (%zu B each)\n%7s %14s %14s %8s\n",
+           n / 1e6, grad_sum_bytes(2, false), "threads", "GB/s", "scalar GB/s", "ratio");
+    int threads[] = {1, 4};
+    for (int ti = 0; ti < 2; ti++) {
+        WorkPool wp;
+        Err e;
+        if (workpool_init(&wp, threads[ti], &e)) {
+            fprintf(stderr, "bench_adam: %s\n", e.msg);
+            return;
+        }
+        double GBps[2];
+        for (int ref = 0; ref < 2; ref++) {
+            SumJob j = {sum, g, ref};
+            double t[REPEATS];
+            for (int r = 0; r < REPEATS; r++) {
+                double t0 = bench_now();
+                workpool_run(&wp, sum_range, &j, n, 64);
+                t[r] = bench_now() - t0;
+            }
+            GBps[ref] = bytes / bench_median(t, REPEATS) / 1e9;
+        }
+        printf("%7d %14.1f %14.1f %8.2f\n", threads[ti], GBps[0], GBps[1], GBps[0] / GBps[1]);
+        workpool_free(&wp);
+    }
+    printf("ratio = grad_sum_add against grad_sum_add_ref (the scalar loop -O2 leaves)\n");
 }
 
 int main(int argc, char **argv)
@@ -114,5 +160,6 @@ int main(int argc, char **argv)
     }
     printf("ratio = Adam params/s against the copy loop's bandwidth over %d B/param (goal >= "
            "0.8 with all threads)\n", ADAM_BYTES);
+    sum_bench(m, g, n);
     return 0;
 }

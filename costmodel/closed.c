@@ -137,8 +137,13 @@ static void grad_loads(const Hardware *hw, const Plan *p, double params, double 
         B[RES_H2D] += link_s(hw, RES_H2D, params * w);
         return;
     }
-    B[RES_D2H] += link_s(hw, RES_D2H, params * w) +
-                  (p->micro_batches > 1 ? cost_grad_sum_s(hw, params, w) : 0);
+    /* the step's first micro-batch writes the sum, the others add into it: per micro-batch,
+     * the mean */
+    int M = p->micro_batches;
+    double sum_s = M > 1 ? (cost_grad_sum_s(hw, params, w, true) +
+                            (M - 1) * cost_grad_sum_s(hw, params, w, false)) / M
+                         : 0;
+    B[RES_D2H] += link_s(hw, RES_D2H, params * w) + sum_s;
 }
 
 /* Seconds of zero-infinity's 16-bit copies of params gradients that the next block's backward

@@ -42,12 +42,12 @@ double cost_gpu_adam_s(const Hardware *hw, double params)
            hw->gpu_launch_us * 1e-6;
 }
 
-double cost_grad_sum_s(const Hardware *hw, double params, double grad_bytes)
+double cost_grad_sum_s(const Hardware *hw, double params, double grad_bytes, bool first)
 {
     double share = (double)plan_grad_sum_threads(hw->cpu_cores) / hw->cpu_cores;
     double GBps = hw->cpu_sum_GBps > 0 ? hw->cpu_sum_GBps
                                        : hw->cpu_mem_GBps * (share < 1 ? share : 1);
-    return params * (grad_bytes + 8) / (GBps * 1e9);
+    return params * (double)grad_sum_bytes((size_t)grad_bytes, first) / (GBps * 1e9);
 }
 
 /* Latency of one copy on a link, in seconds. */
@@ -162,7 +162,8 @@ double cost_task_work(const CostModel *m, const Task *t)
     case TASK_COPY: {
         double extra_s = link_latency_s(hw, t->res);
         if (t->params > 0) /* a micro-batch's gradients, added into the step's sum */
-            extra_s += cost_grad_sum_s(hw, (double)t->params, t->bytes / (double)t->params);
+            extra_s += cost_grad_sum_s(hw, (double)t->params, t->bytes / (double)t->params,
+                                       t->micro == 0);
         return t->bytes + extra_s * solo_rate(m, t->res);
     }
     }
@@ -231,9 +232,12 @@ void cost_task_rates(const CostModel *m, const Task *const running[RES_COUNT],
         if (busy[r] && t->kind == TASK_COPY && t->params > 0) {
             /* a gradient copy that adds into the step's sum, whose seconds count as bytes at
              * the link's rate: its host memory is the copy's bytes and the sum's (gradient
-             * and sum read, sum written) over its work, its link's only the copy's */
+             * read, sum read unless first, sum written) over its work, its link's only the
+             * copy's */
             double work = cost_task_work(m, t);
-            host[r] = (2 * (double)t->bytes + 8 * (double)t->params) / work;
+            double sum_bytes = (double)grad_sum_bytes((size_t)(t->bytes / (double)t->params),
+                                                      t->micro == 0);
+            host[r] = ((double)t->bytes + sum_bytes * (double)t->params) / work;
             link[r] = (double)t->bytes / work;
         }
     }

@@ -13,6 +13,11 @@ size_t dtype_bytes(DType t)
     return t == DTYPE_FP32 ? 4 : 2;
 }
 
+size_t grad_sum_bytes(size_t grad_bytes, bool first)
+{
+    return grad_bytes + (first ? 4 : 8);
+}
+
 const char *dtype_name(DType t)
 {
     static const char *names[] = {"fp32", "bf16", "fp16"};

@@ -16,6 +16,11 @@
 typedef enum DType { DTYPE_FP32, DTYPE_BF16, DTYPE_FP16 } DType;
 
 size_t dtype_bytes(DType t);
+/* Host memory bytes one element of the micro-batch gradient sum moves (the out-of-core
+ * pipeline's add after each gradient copy, and the cost model's charge for it): the gradient
+ * read (grad_bytes), the fp32 sum written, and read first unless it is the step's first
+ * micro-batch, which writes the sum without reading it. */
+size_t grad_sum_bytes(size_t grad_bytes, bool first);
 const char *dtype_name(DType t);
 /* "fp32", "bf16", "fp16" (also "float32", "bfloat16", "float16"); 0 or -EINVAL. */
 int dtype_parse(const char *s, DType *out);

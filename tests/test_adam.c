@@ -7,6 +7,7 @@
 #include <math.h>
 
 #include "adam.h"
+#include "grad_sum.h"
 #include "testutil.h"
 
 typedef struct Data {
@@ -237,6 +238,44 @@ START_TEST(sum_sq_does_not_depend_on_threads)
 }
 END_TEST
 
+/* The micro-batch gradient sum: the vector path's bits are the scalar reference's (fp32 and bf16
+ * gradients, a range that starts and ends off the vector width, -0, infinities), and the first
+ * micro-batch's write is adding into a zeroed sum (0 + -0 is +0). */
+START_TEST(grad_sum_matches_reference)
+{
+    size_t n = 1000;
+    float *gf = malloc(n * sizeof *gf), *fast = malloc(n * sizeof *fast);
+    float *ref = malloc(n * sizeof *ref), *zeroed = malloc(n * sizeof *zeroed);
+    uint16_t *gb = malloc(n * sizeof *gb);
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    for (size_t i = 0; i < n; i++) {
+        gf[i] = i % 97 == 5 ? -0.0f : i == 333 ? INFINITY : (float)gsl_ran_gaussian(r, 1e-3);
+        gb[i] = adam_f32_to_bf16(gf[i]);
+    }
+    const void *grads[2] = {gf, gb};
+    DType types[2] = {DTYPE_FP32, DTYPE_BF16};
+    for (int k = 0; k < 2; k++)
+        for (int first = 0; first < 2; first++) {
+            for (size_t i = 0; i < n; i++)
+                fast[i] = ref[i] = (float)gsl_ran_gaussian(r, 1e-2);
+            memcpy(zeroed, ref, n * sizeof *ref);
+            size_t b = 3, e = n - 5;
+            grad_sum_add(fast, grads[k], types[k], b, e, first);
+            grad_sum_add_ref(ref, grads[k], types[k], b, e, first);
+            ck_assert_mem_eq(fast, ref, n * sizeof *ref);
+            if (first) {
+                memset(zeroed + b, 0, (e - b) * sizeof *zeroed);
+                for (size_t i = b; i < e; i++)
+                    zeroed[i] += types[k] == DTYPE_FP32 ? gf[i] : adam_bf16_to_f32(gb[i]);
+                ck_assert_mem_eq(fast, zeroed, n * sizeof *ref);
+                ck_assert(!signbit(fast[5])); /* -0 summed into 0 */
+            }
+        }
+    gsl_rng_free(r);
+    free(gf), free(fast), free(ref), free(zeroed), free(gb);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("adam");
@@ -247,6 +286,7 @@ int main(void)
     tcase_add_test(tc, threads_match_reference);
     tcase_add_test(tc, bf16_rounding);
     tcase_add_test(tc, sum_sq_does_not_depend_on_threads);
+    tcase_add_test(tc, grad_sum_matches_reference);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

@@ -138,27 +138,30 @@ END_TEST
 
 /* A micro-batch's gradient copy also adds its parameters into the step's sum on the host:
  * (grad bytes + 8) each at cpu.sum_GBps, or without it at cpu.mem_GBps times the sum threads'
- * share of the cores */
+ * share of the cores; the step's first micro-batch writes the sum without reading it (+ 4) */
 START_TEST(grad_sum_on_the_host)
 {
     const char *sets[] = {"cpu.cores=16", "cpu.mem_GBps=80", "pcie.latency_us=0"};
     load(sets, 3);
     CostModel m = {&hw, NULL};
-    /* 4 threads of 16: 20 GB/s; 1 G bf16 gradients: 10 GB, 0.5 s */
-    ck_assert_double_eq_tol(cost_grad_sum_s(&hw, 1e9, 2), 0.5, 1e-12);
-    Task copy = {.res = RES_D2H, .kind = TASK_COPY, .bytes = 2e9};
+    /* 4 threads of 16: 20 GB/s; 1 G bf16 gradients: 10 GB, 0.5 s; the first 6 GB, 0.3 s */
+    ck_assert_double_eq_tol(cost_grad_sum_s(&hw, 1e9, 2, false), 0.5, 1e-12);
+    ck_assert_double_eq_tol(cost_grad_sum_s(&hw, 1e9, 2, true), 0.3, 1e-12);
+    Task copy = {.res = RES_D2H, .kind = TASK_COPY, .bytes = 2e9, .micro = 1};
     double alone = cost_task_alone_s(&m, &copy);
     ck_assert_double_eq_tol(alone, 2e9 / 25e9, 1e-12);
     copy.params = 1000000000;
     ck_assert_double_eq_tol(cost_task_alone_s(&m, &copy), alone + 0.5, 1e-12);
+    copy.micro = 0;
+    ck_assert_double_eq_tol(cost_task_alone_s(&m, &copy), alone + 0.3, 1e-12);
     hw_free(&hw);
     const char *few[] = {"cpu.cores=2", "cpu.mem_GBps=80"};
     load(few, 2); /* one thread of two: half the bandwidth */
-    ck_assert_double_eq_tol(cost_grad_sum_s(&hw, 1e9, 2), 0.25, 1e-12);
+    ck_assert_double_eq_tol(cost_grad_sum_s(&hw, 1e9, 2, false), 0.25, 1e-12);
     hw_free(&hw);
     const char *measured[] = {"cpu.cores=16", "cpu.mem_GBps=80", "cpu.sum_GBps=40"};
     load(measured, 3); /* what fuyou-profile measured, whatever the share */
-    ck_assert_double_eq_tol(cost_grad_sum_s(&hw, 1e9, 2), 0.25, 1e-12);
+    ck_assert_double_eq_tol(cost_grad_sum_s(&hw, 1e9, 2, false), 0.25, 1e-12);
     hw_free(&hw);
 }
 END_TEST
@@ -173,7 +176,7 @@ START_TEST(grad_sum_host_demand)
     load(sets, 5);
     CostModel m = {&hw, NULL};
     Task adam = {.res = RES_CPU_ADAM, .kind = TASK_ADAM, .params = 1000000000};
-    Task copy = {.res = RES_D2H, .kind = TASK_COPY, .bytes = 2e9};
+    Task copy = {.res = RES_D2H, .kind = TASK_COPY, .bytes = 2e9, .micro = 1};
     const Task *running[RES_COUNT] = {[RES_CPU_ADAM] = &adam, [RES_D2H] = &copy};
     double rate[RES_COUNT];
     /* a plain copy asks for its link's 25 GB/s beside Adam's 60: 85 of 80, all at 80/85 */
@@ -192,6 +195,12 @@ START_TEST(grad_sum_host_demand)
     double demand = 25e9 * 12 / 14.5 + 60e9;
     ck_assert_double_eq_tol(rate[RES_D2H], 25e9 * 80e9 / demand, 1);
     ck_assert_double_eq_tol(rate[RES_CPU_ADAM], 2e9 * 80e9 / demand, 1e-3);
+    /* the first micro-batch's: 6 GB of sum (0.3 s, 7.5e9 of work): 8 GB (2 copied and read,
+     * 4 of the sum written) over 9.5e9 */
+    copy.micro = 0;
+    cost_task_rates(&m, running, rate);
+    demand = 25e9 * 8 / 9.5 + 60e9;
+    ck_assert_double_eq_tol(rate[RES_D2H], 25e9 * 80e9 / demand, 1);
     /* idle resources keep their rates alone */
     const Task *idle[RES_COUNT] = {NULL};
     cost_task_rates(&m, idle, rate);
@@ -232,7 +241,8 @@ START_TEST(adam_beside_io)
                               "pcie.latency_us=0", "cpu.sum_GBps=20", "cpu.adam_io_GBps=126"};
     load(sum_sets, 5);
     Task adam = {.res = RES_CPU_ADAM, .kind = TASK_ADAM, .params = 1000000000};
-    Task copy = {.res = RES_D2H, .kind = TASK_COPY, .bytes = 2e9, .params = 1000000000};
+    Task copy = {.res = RES_D2H, .kind = TASK_COPY, .bytes = 2e9, .params = 1000000000,
+                 .micro = 1};
     const Task *running[RES_COUNT] = {[RES_CPU_ADAM] = &adam, [RES_D2H] = &copy};
     cost_task_rates(&m, running, rate);
     ck_assert_double_eq_tol(rate[RES_CPU_ADAM], 2e9 / (1 + 25.0 * 2 / 14.5 / 126), 1);

@@ -1,32 +1,66 @@
 /* grad_sum: see grad_sum.h. */
 #include "grad_sum.h"
 
+#include <immintrin.h>
 #include <stdint.h>
 #include <string.h>
 
-size_t grad_sum_bytes_per_element(DType grad_type)
+/* bf16 widens exactly: its bits are a float's top half */
+static float bf16_value(uint16_t h)
 {
-    return dtype_bytes(grad_type) + 8;
+    uint32_t bits = (uint32_t)h << 16;
+    float x;
+    memcpy(&x, &bits, sizeof x);
+    return x;
+}
+
+/* The first micro-batch writes 0 + g, not g: the same bits as adding into a zeroed sum (a -0
+ * gradient sums to +0), without a pass that zeroes it. */
+void grad_sum_add_ref(float *sum, const void *grad, DType grad_type, size_t begin, size_t end,
+                      bool first)
+{
+    const float *f = grad;
+    const uint16_t *h = grad;
+    bool fp32 = grad_type == DTYPE_FP32;
+    if (first)
+        for (size_t i = begin; i < end; i++)
+            sum[i] = 0.0f + (fp32 ? f[i] : bf16_value(h[i]));
+    else if (fp32)
+        for (size_t i = begin; i < end; i++)
+            sum[i] += f[i];
+    else
+        for (size_t i = begin; i < end; i++)
+            sum[i] += bf16_value(h[i]);
+}
+
+#define AVX2 __attribute__((target("avx2")))
+
+/* Eight elements at a time; the scalar reference finishes the range. */
+AVX2 static void add_avx2(float *sum, const void *grad, DType grad_type, size_t begin,
+                          size_t end, bool first)
+{
+    size_t i = begin;
+    for (; i + 8 <= end; i += 8) {
+        __m256 g;
+        if (grad_type == DTYPE_FP32) {
+            g = _mm256_loadu_ps((const float *)grad + i);
+        } else {
+            __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)grad + i));
+            g = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+        }
+        __m256 s = first ? _mm256_setzero_ps() : _mm256_loadu_ps(sum + i);
+        _mm256_storeu_ps(sum + i, _mm256_add_ps(s, g));
+    }
+    grad_sum_add_ref(sum, grad, grad_type, i, end, first);
 }
 
 void grad_sum_add(float *sum, const void *grad, DType grad_type, size_t begin, size_t end,
                   bool first)
 {
-    if (first)
-        memset(sum + begin, 0, (end - begin) * sizeof *sum);
-    if (grad_type == DTYPE_FP32) {
-        const float *g = grad;
-        for (size_t i = begin; i < end; i++)
-            sum[i] += g[i];
-        return;
-    }
-    /* bf16 widens exactly: its bits are a float's top half (a loop that vectorises; a call per
-     * element took the D2H lane 0.5 s per GPT-2 124M step) */
-    const uint16_t *g = grad;
-    for (size_t i = begin; i < end; i++) {
-        uint32_t bits = (uint32_t)g[i] << 16;
-        float x;
-        memcpy(&x, &bits, sizeof x);
-        sum[i] += x;
-    }
+    /* a scalar loop is not vectorised at -O2 (measured on the H200 machine: the pipeline's sum
+     * of one micro-batch's bf16 gradients ran at 21 GB/s on 4 threads) */
+    if (__builtin_cpu_supports("avx2"))
+        add_avx2(sum, grad, grad_type, begin, end, first);
+    else
+        grad_sum_add_ref(sum, grad, grad_type, begin, end, first);
 }

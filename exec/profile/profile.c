@@ -122,12 +122,17 @@ static void *run_beside(void *arg)
     return NULL;
 }
 
-int profile_adam(int threads, size_t params, int reps, Stat *gparams, Err *e)
+int profile_adam_runs(int threads, size_t params, int reps, double *x, Err *e)
 {
     if (reps < 1 || reps > MAX_REPS)
         return err_set(e, -EINVAL, "1 to %d repetitions", MAX_REPS);
+    return adam_runs(threads, params, reps, x, e);
+}
+
+int profile_adam(int threads, size_t params, int reps, Stat *gparams, Err *e)
+{
     double x[MAX_REPS];
-    int rc = adam_runs(threads, params, reps, x, e);
+    int rc = profile_adam_runs(threads, params, reps, x, e);
     if (!rc)
         profile_stat(x, reps, gparams);
     return rc;
@@ -198,7 +203,7 @@ int profile_grad_sum(int threads, size_t params, int reps, Stat *GBps, Err *e)
         for (size_t i = 0; i < params; i++)
             grad[i] = 0x3c00 + (uint16_t)(i & 0xff); /* small bf16 values: sums stay finite */
     }
-    double bytes = (double)params * (double)grad_sum_bytes_per_element(DTYPE_BF16);
+    double bytes = (double)params * (double)grad_sum_bytes(dtype_bytes(DTYPE_BF16), false);
     for (int r = 0; !rc && r < reps; r++) {
         SumJob j = {sum, grad};
         double t0 = clock_monotonic_s();

@@ -24,13 +24,15 @@ void profile_stat(double *x, int n, Stat *s);
 /* The Adam task on threads threads over params parameters, reps times: G params/s. 0 or
  * -errno with e. */
 int profile_adam(int threads, size_t params, int reps, Stat *gparams, Err *e);
+/* The same, each run's G params/s into x[0..reps) (for samples taken at several times). */
+int profile_adam_runs(int threads, size_t params, int reps, double *x, Err *e);
 
 /* Copying bytes between two host buffers on threads threads, reps times: GB/s of memory
  * traffic (bytes read plus bytes written). */
 int profile_memory(int threads, size_t bytes, int reps, Stat *GBps, Err *e);
 
 /* The pipeline's host sum of micro-batch gradients (grad_sum_add over params bf16 gradients) on
- * threads threads, reps times: GB/s of memory traffic (grad_sum_bytes_per_element each). */
+ * threads threads, reps times: GB/s of memory traffic (grad_sum_bytes each, model.h). */
 int profile_grad_sum(int threads, size_t params, int reps, Stat *GBps, Err *e);
 
 /* The store over dirs (O_DIRECT where the file system has it): bytes written, then read back,
