@@ -1,4 +1,4 @@
-/* workpool: persistent worker threads with a generation counter; see workpool.h. */
+/* workpool: persistent worker threads claiming chunks of one job at a time; see workpool.h. */
 #include "workpool.h"
 
 #include <errno.h>
@@ -6,20 +6,54 @@
 #include <string.h>
 #include <unistd.h>
 
+enum { CHUNKS_PER_THREAD = 8 };
+
 typedef struct Worker {
     WorkPool *pool;
     int index; /* 1..n_threads-1; the caller is 0 */
 } Worker;
 
-static void range_of(const WorkPool *p, int index, size_t *begin, size_t *end)
+/* One job as a thread saw it when it woke (under the mutex, with its generation). */
+typedef struct Job {
+    unsigned generation;
+    WorkFn fn;
+    void *ctx;
+    size_t n, align, chunks, chunk_units;
+} Job;
+
+static uint64_t next_word(unsigned generation, size_t chunk)
 {
-    size_t units = (p->n + p->align - 1) / p->align;
-    size_t per = units / (size_t)p->n_threads, extra = units % (size_t)p->n_threads;
-    size_t i = (size_t)index;
-    size_t b = i * per + (i < extra ? i : extra);
-    size_t e = b + per + (i < extra);
-    *begin = b * p->align < p->n ? b * p->align : p->n;
-    *end = e * p->align < p->n ? e * p->align : p->n;
+    return (uint64_t)generation << 32 | (uint64_t)chunk;
+}
+
+/* The next chunk of job j, or false once they are all claimed or the pool has moved on to
+ * another job (a worker that woke late: it must not touch j's context any more). */
+static bool claim(WorkPool *p, const Job *j, size_t *chunk)
+{
+    uint64_t w = atomic_load(&p->next);
+    for (;;) {
+        if ((unsigned)(w >> 32) != j->generation || (w & 0xffffffffu) >= j->chunks)
+            return false;
+        if (atomic_compare_exchange_weak(&p->next, &w, w + 1)) {
+            *chunk = (size_t)(w & 0xffffffffu);
+            return true;
+        }
+    }
+}
+
+static void run_chunks(WorkPool *p, const Job *j)
+{
+    size_t c;
+    while (claim(p, j, &c)) {
+        size_t b = c * j->chunk_units * j->align, e = b + j->chunk_units * j->align;
+        j->fn(j->ctx, b, e < j->n ? e : j->n);
+        if (atomic_fetch_add(&p->finished, 1) + 1 == j->chunks) {
+            pthread_mutex_lock(&p->mu);
+            if (p->waiting)
+                pthread_cond_signal(&p->done);
+            pthread_mutex_unlock(&p->mu);
+        }
+    }
 }
 
 static void *worker_main(void *arg)
@@ -37,15 +71,9 @@ static void *worker_main(void *arg)
             return NULL;
         }
         seen = p->generation;
+        Job j = {seen, p->fn, p->ctx, p->n, p->align, p->chunks, p->chunk_units};
         pthread_mutex_unlock(&p->mu);
-        size_t b, e;
-        range_of(p, self.index, &b, &e);
-        if (b < e)
-            p->fn(p->ctx, b, e);
-        pthread_mutex_lock(&p->mu);
-        if (--p->pending == 0)
-            pthread_cond_signal(&p->done);
-        pthread_mutex_unlock(&p->mu);
+        run_chunks(p, &j);
     }
 }
 
@@ -100,21 +128,37 @@ void workpool_free(WorkPool *p)
 
 void workpool_run(WorkPool *p, WorkFn fn, void *ctx, size_t n, size_t align)
 {
+    if (n == 0)
+        return;
+    if (p->started == 0) {
+        fn(ctx, 0, n);
+        return;
+    }
+    align = align ? align : 1;
+    size_t units = (n + align - 1) / align;
+    size_t want = (size_t)(p->started + 1) * CHUNKS_PER_THREAD;
+    size_t chunk_units = (units + want - 1) / want;
     pthread_mutex_lock(&p->mu);
+    Job j = {p->generation + 1, fn, ctx, n, align, (units + chunk_units - 1) / chunk_units,
+             chunk_units};
     p->fn = fn;
     p->ctx = ctx;
     p->n = n;
-    p->align = align ? align : 1;
-    p->pending = p->started;
-    p->generation++;
+    p->align = align;
+    p->chunks = j.chunks;
+    p->chunk_units = chunk_units;
+    atomic_store(&p->finished, 0);
+    atomic_store(&p->next, next_word(j.generation, 0));
+    p->generation = j.generation;
     pthread_cond_broadcast(&p->start);
     pthread_mutex_unlock(&p->mu);
-    size_t b, e;
-    range_of(p, 0, &b, &e);
-    if (b < e)
-        fn(ctx, b, e);
+    run_chunks(p, &j);
+    if (atomic_load(&p->finished) == j.chunks)
+        return;
     pthread_mutex_lock(&p->mu);
-    while (p->pending > 0)
+    p->waiting = true;
+    while (atomic_load(&p->finished) < j.chunks)
         pthread_cond_wait(&p->done, &p->mu);
+    p->waiting = false;
     pthread_mutex_unlock(&p->mu);
 }
