@@ -2,11 +2,20 @@
 #include "workpool.h"
 
 #include <errno.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 enum { CHUNKS_PER_THREAD = 8 };
+
+/* The next chunk to claim, the job's generation in the top bits (a late worker's claim fails
+ * once the job has changed), and the chunks done. */
+struct WorkClaims {
+    _Atomic uint64_t next;
+    atomic_size_t finished;
+};
 
 typedef struct Worker {
     WorkPool *pool;
@@ -30,11 +39,11 @@ static uint64_t next_word(unsigned generation, size_t chunk)
  * another job (a worker that woke late: it must not touch j's context any more). */
 static bool claim(WorkPool *p, const Job *j, size_t *chunk)
 {
-    uint64_t w = atomic_load(&p->next);
+    uint64_t w = atomic_load(&p->claims->next);
     for (;;) {
         if ((unsigned)(w >> 32) != j->generation || (w & 0xffffffffu) >= j->chunks)
             return false;
-        if (atomic_compare_exchange_weak(&p->next, &w, w + 1)) {
+        if (atomic_compare_exchange_weak(&p->claims->next, &w, w + 1)) {
             *chunk = (size_t)(w & 0xffffffffu);
             return true;
         }
@@ -47,7 +56,7 @@ static void run_chunks(WorkPool *p, const Job *j)
     while (claim(p, j, &c)) {
         size_t b = c * j->chunk_units * j->align, e = b + j->chunk_units * j->align;
         j->fn(j->ctx, b, e < j->n ? e : j->n);
-        if (atomic_fetch_add(&p->finished, 1) + 1 == j->chunks) {
+        if (atomic_fetch_add(&p->claims->finished, 1) + 1 == j->chunks) {
             pthread_mutex_lock(&p->mu);
             if (p->waiting)
                 pthread_cond_signal(&p->done);
@@ -89,8 +98,13 @@ int workpool_init(WorkPool *p, int n_threads, Err *e)
     pthread_cond_init(&p->start, NULL);
     pthread_cond_init(&p->done, NULL);
     p->threads = calloc((size_t)n_threads, sizeof *p->threads);
-    if (!p->threads)
+    p->claims = calloc(1, sizeof *p->claims);
+    if (!p->threads || !p->claims) {
+        free(p->claims);
+        p->claims = NULL;
+        workpool_free(p);
         return err_set(e, -ENOMEM, "out of memory for %d worker threads", n_threads);
+    }
     for (int i = 1; i < n_threads; i++) {
         Worker *w = malloc(sizeof *w);
         if (!w) {
@@ -120,7 +134,9 @@ void workpool_free(WorkPool *p)
     for (int i = 0; i < p->started; i++)
         pthread_join(p->threads[i], NULL);
     free(p->threads);
+    free(p->claims);
     p->threads = NULL;
+    p->claims = NULL;
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->start);
     pthread_cond_destroy(&p->done);
@@ -147,17 +163,17 @@ void workpool_run(WorkPool *p, WorkFn fn, void *ctx, size_t n, size_t align)
     p->align = align;
     p->chunks = j.chunks;
     p->chunk_units = chunk_units;
-    atomic_store(&p->finished, 0);
-    atomic_store(&p->next, next_word(j.generation, 0));
+    atomic_store(&p->claims->finished, 0);
+    atomic_store(&p->claims->next, next_word(j.generation, 0));
     p->generation = j.generation;
     pthread_cond_broadcast(&p->start);
     pthread_mutex_unlock(&p->mu);
     run_chunks(p, &j);
-    if (atomic_load(&p->finished) == j.chunks)
+    if (atomic_load(&p->claims->finished) == j.chunks)
         return;
     pthread_mutex_lock(&p->mu);
     p->waiting = true;
-    while (atomic_load(&p->finished) < j.chunks)
+    while (atomic_load(&p->claims->finished) < j.chunks)
         pthread_cond_wait(&p->done, &p->mu);
     p->waiting = false;
     pthread_mutex_unlock(&p->mu);

@@ -13,10 +13,8 @@
 #define FUYOU_WORKPOOL_H
 
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
-#include <stdint.h>
 
 #include "fuyou_err.h"
 
@@ -34,10 +32,8 @@ typedef struct WorkPool {
     WorkFn fn;
     void *ctx;
     size_t n, align, chunks, chunk_units;
-    /* the next chunk to claim, the job's generation in the top bits (a late worker's claim
-     * fails once the job has changed) */
-    _Atomic uint64_t next;
-    atomic_size_t finished;  /* chunks done */
+    struct WorkClaims *claims; /* the chunks' counters (workpool.c; C11 atomics, which the
+                                  CUDA sources that include this header do not have) */
     bool waiting;            /* the caller sleeps on done (under mu) */
 } WorkPool;
 
