@@ -57,8 +57,8 @@ AVX2 static void add_avx2(float *sum, const void *grad, DType grad_type, size_t 
 void grad_sum_add(float *sum, const void *grad, DType grad_type, size_t begin, size_t end,
                   bool first)
 {
-    /* a scalar loop is not vectorised at -O2 (measured on the H200 machine: the pipeline's sum
-     * of one micro-batch's bf16 gradients ran at 21 GB/s on 4 threads) */
+    /* gcc leaves the scalar loop scalar at -O2; on the H200 machine (bench_adam, 128 M bf16
+     * gradients, 4 threads) this moved 49.0 GB/s where the scalar loop moved 37.5 */
     if (__builtin_cpu_supports("avx2"))
         add_avx2(sum, grad, grad_type, begin, end, first);
     else
