@@ -224,11 +224,12 @@ void cost_task_rates(const CostModel *m, const Task *const running[RES_COUNT],
 {
     bool busy[RES_COUNT];
     double host[RES_COUNT], link[RES_COUNT];
+    for (int r = 0; r < RES_COUNT; r++)
+        busy[r] = running[r] != NULL;
+    resource_host_bytes(busy, host);
+    resource_link_bytes(busy, link);
     for (int r = 0; r < RES_COUNT; r++) {
         const Task *t = running[r];
-        busy[r] = t != NULL;
-        host[r] = busy[r] ? cost_host_bytes(r) : 0;
-        link[r] = busy[r] ? link_bytes(r) : 0;
         if (busy[r] && t->kind == TASK_COPY && t->params > 0) {
             /* a gradient copy that adds into the step's sum, whose seconds count as bytes at
              * the link's rate: its host memory is the copy's bytes and the sum's (gradient

@@ -30,8 +30,9 @@
  *          only the memory).
  * A copy's fixed latency (pcie or ssd latency_us) is added as bytes at the rate its link has
  * alone. A gradient copy of a step with several micro-batches also adds its parameters into the
- * step's sum on the host, on the same lane after the copy: (grad bytes + 8) per parameter
- * (gradient and sum read, sum written) at cpu.sum_GBps (measured), else at cpu.mem_GBps *
+ * step's sum on the host, on the same lane after the copy: grad_sum_bytes per parameter (model.h:
+ * the gradient read, the sum written, and read but in the step's first micro-batch) at
+ * cpu.sum_GBps (measured), else at cpu.mem_GBps *
  * min(1, t / cores), t = plan_grad_sum_threads, added as bytes at the rate the link has alone;
  * in the memory step such a copy asks for what it moves over its time (the copy's and the
  * sum's bytes), not its link's rate: the sum's few threads run well below it.

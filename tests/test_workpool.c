@@ -1,6 +1,7 @@
 /* Check suite for exec/cpu/workpool: every item of every job is done exactly once, whatever the
  * thread count, size and alignment; chunk boundaries fall on multiples of align; back-to-back
- * short jobs (where a worker wakes after its job has ended) and empty jobs; a pool of one. */
+ * short jobs (where a worker wakes after its job has ended), a pool freed right after its job
+ * (a worker may still be asking for another chunk), empty jobs; a pool of one. */
 #include <stdatomic.h>
 
 #include "testutil.h"
@@ -82,6 +83,21 @@ START_TEST(back_to_back_short_jobs)
 }
 END_TEST
 
+START_TEST(free_right_after_a_job)
+{
+    for (int k = 0; k < 500; k++) {
+        WorkPool wp;
+        Err e;
+        ck_assert_int_eq(workpool_init(&wp, 4, &e), 0);
+        Sum s;
+        atomic_init(&s.total, 0);
+        workpool_run(&wp, add_items, &s, 64, 1);
+        workpool_free(&wp);
+        ck_assert_int_eq(atomic_load(&s.total), 64 * 65 / 2);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("workpool");
@@ -89,6 +105,7 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, every_item_once);
     tcase_add_test(tc, back_to_back_short_jobs);
+    tcase_add_test(tc, free_right_after_a_job);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

@@ -100,8 +100,6 @@ int workpool_init(WorkPool *p, int n_threads, Err *e)
     p->threads = calloc((size_t)n_threads, sizeof *p->threads);
     p->claims = calloc(1, sizeof *p->claims);
     if (!p->threads || !p->claims) {
-        free(p->claims);
-        p->claims = NULL;
         workpool_free(p);
         return err_set(e, -ENOMEM, "out of memory for %d worker threads", n_threads);
     }
@@ -125,21 +123,22 @@ int workpool_init(WorkPool *p, int n_threads, Err *e)
 
 void workpool_free(WorkPool *p)
 {
-    if (!p->threads)
-        return;
-    pthread_mutex_lock(&p->mu);
-    p->quit = true;
-    pthread_cond_broadcast(&p->start);
-    pthread_mutex_unlock(&p->mu);
-    for (int i = 0; i < p->started; i++)
-        pthread_join(p->threads[i], NULL);
-    free(p->threads);
+    if (p->threads) {
+        pthread_mutex_lock(&p->mu);
+        p->quit = true;
+        pthread_cond_broadcast(&p->start);
+        pthread_mutex_unlock(&p->mu);
+        for (int i = 0; i < p->started; i++)
+            pthread_join(p->threads[i], NULL);
+        free(p->threads);
+        p->threads = NULL;
+        pthread_mutex_destroy(&p->mu);
+        pthread_cond_destroy(&p->start);
+        pthread_cond_destroy(&p->done);
+    }
+    /* after the joins: a worker that did the last chunk may still be asking for another */
     free(p->claims);
-    p->threads = NULL;
     p->claims = NULL;
-    pthread_mutex_destroy(&p->mu);
-    pthread_cond_destroy(&p->start);
-    pthread_cond_destroy(&p->done);
 }
 
 void workpool_run(WorkPool *p, WorkFn fn, void *ctx, size_t n, size_t align)

@@ -230,9 +230,9 @@ int main(int argc, char **argv)
         if (t == cores)
             break;
     }
-    /* the pipeline's thread count, sampled now and again after the store's tests: this
-     * machine's CPU drifted by 10-20% over minutes (the H200 machine: 2.81 then 2.34 G params/s
-     * three minutes apart), and one burst of runs took whichever it met */
+    /* the pipeline's thread count, sampled now and again after the store's tests: the H200
+     * machine's CPU drifts (the same 7 runs: 2.81 G params/s, then 2.34 later in the same
+     * program, and 2.58 in another three minutes on), and one burst took whichever it met */
     double adam_x[2 * 8]; /* reps is at most 7 */
     if (profile_adam_runs(used, params, reps, adam_x, &e))
         goto fail;

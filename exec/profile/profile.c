@@ -66,9 +66,9 @@ static void beside_wait_started(Beside *b)
     }
 }
 
-/* The Adam task reps times into x[0..reps): G params/s each; with b, its load counts during the
- * timed runs only (not this function's set-up). */
-static int adam_runs_beside(int threads, size_t params, int reps, double *x, Beside *b, Err *e)
+/* The Adam task reps times into x[0..reps): G params/s each; with a load beside it (b, else
+ * NULL), the load counts during the timed runs only (not this function's set-up). */
+static int adam_runs(int threads, size_t params, int reps, double *x, Beside *b, Err *e)
 {
     WorkPool wp = {0};
     int rc = workpool_init(&wp, threads, e);
@@ -108,11 +108,6 @@ static int adam_runs_beside(int threads, size_t params, int reps, double *x, Bes
     return rc;
 }
 
-static int adam_runs(int threads, size_t params, int reps, double *x, Err *e)
-{
-    return adam_runs_beside(threads, params, reps, x, NULL, e);
-}
-
 static void *run_beside(void *arg)
 {
     Beside *b = arg;
@@ -126,7 +121,7 @@ int profile_adam_runs(int threads, size_t params, int reps, double *x, Err *e)
 {
     if (reps < 1 || reps > MAX_REPS)
         return err_set(e, -EINVAL, "1 to %d repetitions", MAX_REPS);
-    return adam_runs(threads, params, reps, x, e);
+    return adam_runs(threads, params, reps, x, NULL, e);
 }
 
 int profile_adam(int threads, size_t params, int reps, Stat *gparams, Err *e)
@@ -453,7 +448,7 @@ int profile_adam_under_io(int threads, size_t params, int reps, const char *cons
     }
     double x[MAX_REPS];
     if (started)
-        rc = adam_runs(threads, params, reps, x, e);
+        rc = adam_runs(threads, params, reps, x, NULL, e);
     if (started) {
         atomic_store(&s.stop, true);
         pthread_join(io, NULL);
@@ -483,7 +478,7 @@ int profile_adam_beside(int threads, size_t params, int reps, ProfileLoad load, 
     if (prc)
         return err_set(e, -prc, "cannot start the load's thread: %s", strerror(prc));
     double x[MAX_REPS];
-    int rc = adam_runs_beside(threads, params, reps, x, &b, e);
+    int rc = adam_runs(threads, params, reps, x, &b, e);
     atomic_store(&b.stop, true);
     pthread_join(th, NULL);
     if (b.rc)
