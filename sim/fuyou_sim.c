@@ -28,7 +28,7 @@
 enum { MAX_SETS = 64 };
 
 typedef struct SimArgs {
-    const char *hw, *model, *policy, *trace, *chrome, *swap, *sweep_out;
+    const char *hw, *model, *policy, *trace, *chrome, *deps, *swap, *sweep_out;
     const char *sets[MAX_SETS + PLAN_BUDGET_SETS]; /* --set's, then the budgets' */
     int n_sets;
     PlanBudget budget;
@@ -73,6 +73,8 @@ static void usage(FILE *out)
 "                          gpt3-175b)\n"
 "  --trace FILE            write the predicted timeline as TSV (traces/ schema)\n"
 "  --chrome FILE           write it as Chrome/Perfetto JSON, one lane per resource\n"
+"  --deps FILE             write the schedule's dependencies as TSV (for fuyou-trace compare\n"
+"                          --deps: the critical path of this and a measured trace)\n"
 "  --describe              print the layer graph and the memory footprint instead\n"
 "  --swap auto|none|all|BYTES|sweep\n"
 "                          intra-block activations kept (GPU, else swapped to CPU, else SSD)\n"
@@ -126,7 +128,7 @@ static void usage(FILE *out)
 /* Returns 0 to go on, 1 when --help/--version was served, -EINVAL on a usage error. */
 static int parse_args(int argc, char **argv, SimArgs *a)
 {
-    enum { O_HW = 256, O_SET, O_MODEL, O_POLICY, O_TRACE, O_CHROME, O_DESCRIBE, O_SWAP,
+    enum { O_HW = 256, O_SET, O_MODEL, O_POLICY, O_TRACE, O_CHROME, O_DEPS, O_DESCRIBE, O_SWAP,
            O_SWEEP_OUT, O_WEIGHTS,
            O_OPTIM, O_CKPT, O_ACT, O_BATCH, O_SEQ, O_ITERS, O_MICRO, O_SUBGROUP, O_TAIL,
            O_PREFETCH, O_WBUF, O_PBUF, O_ABUF, O_GBUF, O_SBUF, O_OCPU,
@@ -138,6 +140,7 @@ static int parse_args(int argc, char **argv, SimArgs *a)
         {"gpu-mem", required_argument, 0, O_GPUMEM}, {"cpu-mem", required_argument, 0, O_CPUMEM},
         {"model", required_argument, 0, O_MODEL}, {"policy", required_argument, 0, O_POLICY},
         {"trace", required_argument, 0, O_TRACE}, {"chrome", required_argument, 0, O_CHROME},
+        {"deps", required_argument, 0, O_DEPS},
         {"describe", no_argument, 0, O_DESCRIBE}, {"swap", required_argument, 0, O_SWAP},
         {"sweep-out", required_argument, 0, O_SWEEP_OUT},
         {"weights", required_argument, 0, O_WEIGHTS},
@@ -188,6 +191,7 @@ static int parse_args(int argc, char **argv, SimArgs *a)
         case O_MODEL: a->model = optarg; break;
         case O_POLICY: a->policy = optarg; break;
         case O_TRACE: a->trace = optarg; break;
+        case O_DEPS: a->deps = optarg; break;
         case O_CHROME: a->chrome = optarg; break;
         case O_DESCRIBE: a->describe = true; break;
         case O_SWAP: a->swap = optarg; break;
@@ -463,7 +467,8 @@ int main(int argc, char **argv)
     if (a.cost.on && cost_report_print(stdout, &a.cost, &pr, &g, &p, &hw, &e))
         status = 1;
     if ((a.trace && predict_write_trace(&pr, a.trace, false, &e)) ||
-        (a.chrome && predict_write_trace(&pr, a.chrome, true, &e)))
+        (a.chrome && predict_write_trace(&pr, a.chrome, true, &e)) ||
+        (a.deps && predict_write_deps(&pr, a.deps, &e)))
         status = 1;
     predict_free(&pr);
 out_hw:

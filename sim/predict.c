@@ -125,6 +125,17 @@ int predict_write_trace(const Prediction *pr, const char *path, bool chrome, Err
     return rc;
 }
 
+int predict_write_deps(const Prediction *pr, const char *path, Err *e)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return err_set(e, -errno, "%s: cannot write: %s", path, strerror(errno));
+    int rc = trace_write_deps(f, path, &pr->sched, e);
+    if (fclose(f) && rc == 0)
+        rc = err_set(e, -EIO, "%s: write failed: %s", path, strerror(errno));
+    return rc;
+}
+
 void predict_report(FILE *out, const Prediction *pr, const Graph *g, const Hardware *hw,
                     const Plan *p)
 {

@@ -203,8 +203,10 @@ START_TEST(trace_compare_cli)
      * the model's bf16, and the planner's pick between near-equal sizes may differ */
     const char *plan = "--batch 2 --seq 32 --weights ssd --optim ssd --checkpoints cpu "
                        "--act recompute --subgroup 1";
-    snprintf(args, sizeof args, "--hw h200.ini --model %s %s --iters 3 --trace %s",
-             getenv("TINY_INI"), plan, pred);
+    char deps[80], where[96];
+    snprintf(deps, sizeof deps, "%s.deps", pred);
+    snprintf(args, sizeof args, "--hw h200.ini --model %s %s --iters 3 --trace %s --deps %s",
+             getenv("TINY_INI"), plan, pred, deps);
     ck_assert_int_eq(tu_run_sim(args, out, sizeof out), 0);
     snprintf(args, sizeof args, "--offload --model %s %s --steps 3 --segment 3 --trace %s",
              getenv("TINY_INI"), plan, meas);
@@ -214,6 +216,17 @@ START_TEST(trace_compare_cli)
     tu_assert_contains(out, "iterations compared: 3 (steady state from iteration 1)");
     tu_assert_contains(out, "0 only predicted, 0 only measured");
     tu_assert_contains(out, "bottleneck: predicted");
+    /* with the schedule's dependencies, each trace's critical path; every edge resolves */
+    snprintf(args, sizeof args, "compare %s %s --deps %s", pred, meas, deps);
+    ck_assert_int_eq(tu_run_bin("FUYOU_TRACE", args, out, sizeof out), 0);
+    tu_assert_contains(out, "critical path, per iteration:");
+    tu_assert_contains(out, "predicted path of iteration 2:");
+    tu_assert_contains(out, "measured path of iteration 2:");
+    ck_assert_ptr_null(strstr(out, "dependencies not in the trace"));
+    snprintf(args, sizeof args, "compare %s %s --deps %s", pred, meas, pred);
+    ck_assert_int_eq(tu_run_bin("FUYOU_TRACE", args, out, sizeof out), 2);
+    snprintf(where, sizeof where, "%s:1: not a dependencies TSV", pred);
+    tu_assert_contains(out, where);
     snprintf(args, sizeof args, "compare %s %s --max-error 0", pred, meas);
     ck_assert_int_eq(tu_run_bin("FUYOU_TRACE", args, out, sizeof out), 1);
     tu_assert_contains(out, "is above --max-error");
@@ -222,7 +235,6 @@ START_TEST(trace_compare_cli)
     fclose(f);
     snprintf(args, sizeof args, "compare %s %s", pred, meas);
     ck_assert_int_eq(tu_run_bin("FUYOU_TRACE", args, out, sizeof out), 2);
-    char where[64];
     snprintf(where, sizeof where, "%s:1:", meas);
     tu_assert_contains(out, where);
     ck_assert_int_eq(tu_run_bin("FUYOU_TRACE", "compare only-one.tsv", out, sizeof out), 2);
@@ -233,6 +245,7 @@ START_TEST(trace_compare_cli)
     unlink(args);
     unlink(pred);
     unlink(meas);
+    unlink(deps);
 }
 END_TEST
 

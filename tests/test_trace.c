@@ -1,10 +1,12 @@
 /* Check suite for traces/trace: the TSV schema byte for byte, the Chrome export's lanes, the
- * task -> row mapping, and the TSV reader (round trip and its one-line errors). */
+ * task -> row mapping, the TSV reader (round trip and its one-line errors), the dependencies
+ * file, and critpath's path on a trace whose path is known. */
 #include <errno.h>
 #include <stdbool.h>
 
 #include "testutil.h"
 #include "compare.h"
+#include "critpath.h"
 #include "trace.h"
 
 static const TraceRow rows[] = {
@@ -259,6 +261,106 @@ START_TEST(compare_known)
 }
 END_TEST
 
+/* The dependencies file: written from a schedule, read back edge for edge; its errors */
+START_TEST(deps_round_trip)
+{
+    Task tasks[3] = {{.id = "H2D.b0.w", .res = RES_H2D, .iter = 0},
+                     {.id = "F.b0.qkv", .res = RES_GPU, .iter = 0, .dep_first = 0, .n_deps = 1},
+                     {.id = "H2D.b0.w", .res = RES_H2D, .iter = 1, .dep_first = 1, .n_deps = 2}};
+    int deps[3] = {0, 1, 0};
+    Schedule s = {.tasks = tasks, .n_tasks = 3, .deps = deps, .n_deps = 3, .iters = 2};
+    char path[64];
+    tu_temp_file(path, sizeof path, ".tsv", "");
+    FILE *f = fopen(path, "w");
+    Err e;
+    ck_assert_int_eq(trace_write_deps(f, path, &s, &e), 0);
+    fclose(f);
+    TraceDeps d;
+    ck_assert_int_eq(trace_read_deps(path, &d, &e), 0);
+    ck_assert_int_eq(d.n, 3);
+    ck_assert_int_eq(d.edges[0].iter, 0);
+    ck_assert_str_eq(d.edges[0].task_id, "F.b0.qkv");
+    ck_assert_str_eq(d.edges[0].dep_id, "H2D.b0.w");
+    ck_assert_int_eq(d.edges[2].iter, 1);
+    ck_assert_str_eq(d.edges[2].task_id, "H2D.b0.w");
+    ck_assert_int_eq(d.edges[2].dep_iter, 0);
+    ck_assert_str_eq(d.edges[2].dep_id, "H2D.b0.w");
+    trace_deps_free(&d);
+    trace_deps_free(&d); /* twice is safe */
+    unlink(path);
+
+    static const struct { const char *text; int line; const char *what; } bad[] = {
+        {"iter\ttask_id\n", 1, "not a dependencies TSV"},
+        {"", 1, "empty file"},
+        {TRACE_DEPS_HEADER "\n0\tA\t0\n", 2, "expected 4 tab-separated fields, got 3"},
+        {TRACE_DEPS_HEADER "\n0\tA\t0\tB\n0\tA\tx\tB\n", 3, "dep_iter is not an integer"},
+        {TRACE_DEPS_HEADER "\n0\t\t0\tB\n", 2, "a task id is empty"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        char where[128];
+        tu_temp_file(path, sizeof path, ".tsv", bad[k].text);
+        ck_assert_int_eq(trace_read_deps(path, &d, &e), -EINVAL);
+        snprintf(where, sizeof where, "%s:%d: ", path, bad[k].line);
+        tu_assert_contains(e.msg, where);
+        tu_assert_contains(e.msg, bad[k].what);
+        ck_assert_ptr_null(d.edges);
+        ck_assert_int_eq(d.n, 0);
+        unlink(path);
+    }
+    ck_assert_int_eq(trace_read_deps("/nonexistent/deps.tsv", &d, &e), -ENOENT);
+}
+END_TEST
+
+/* critpath: two iterations of A (h2d), B and C (gpu, C after A), D (cpu_adam, after C), the
+ * second iteration's A after the first's D; each iteration starts 10 s after the one before.
+ * Iteration 1's path: D <- C (0.2 s waiting) <- B (the lane binds C: B ends after A; 0.5 s
+ * waiting) <- the previous iteration's end (B's lane binder, the first C, ended before it; 1 s
+ * waiting): gpu 2 + 2.5, cpu_adam 3.8, waiting 1.7, which add up to the iteration's 10 s. */
+START_TEST(critical_path_known)
+{
+    TraceRow r[8];
+    int n = 0;
+    for (int i = 0; i < 2; i++) {
+        double b = 10.0 * i;
+        r[n++] = (TraceRow){i, "A", "h2d", "forward", 0, b + 0, b + 2, 1, 0};
+        r[n++] = (TraceRow){i, "B", "gpu", "forward", 0, b + 1, b + 3, 0, 1};
+        r[n++] = (TraceRow){i, "C", "gpu", "backward", 0, b + 3.5, b + 6, 0, 1};
+        r[n++] = (TraceRow){i, "D", "cpu_adam", "optimizer", 0, b + 6.2, b + 10, 0, 0};
+    }
+    TraceDep e_[] = {{0, 0, "C", "A"}, {0, 0, "D", "C"}, {1, 1, "C", "A"}, {1, 1, "D", "C"},
+                     {1, 0, "A", "D"}, {1, 0, "A", "nowhere"}};
+    TraceTable t = {.rows = r, .n = n};
+    TraceDeps d = {.edges = e_, .n = 6};
+    CritPath cp;
+    Err e;
+    ck_assert_int_eq(trace_critical_path(&t, &d, 1, 2, &cp, &e), 0);
+    ck_assert_int_eq(cp.iters, 1);
+    ck_assert_int_eq(cp.unresolved, 1);
+    ck_assert_double_eq_tol(cp.res_s[RES_GPU], 4.5, 1e-12);
+    ck_assert_double_eq_tol(cp.res_s[RES_CPU_ADAM], 3.8, 1e-12);
+    ck_assert_double_eq_tol(cp.res_s[RES_H2D], 0, 1e-12);
+    ck_assert_double_eq_tol(cp.wait_s, 1.7, 1e-12);
+    ck_assert_int_eq(cp.iter_shown, 1);
+    ck_assert_int_eq(cp.n_runs, 2);
+    ck_assert_int_eq(cp.n_runs_total, 2);
+    ck_assert_int_eq(cp.runs[0].res, RES_GPU);
+    ck_assert_int_eq(cp.runs[0].tasks, 2);
+    ck_assert_str_eq(cp.runs[0].first, "B");
+    ck_assert_str_eq(cp.runs[0].last, "C");
+    ck_assert_double_eq_tol(cp.runs[0].wait_s, 1.5, 1e-12);
+    ck_assert_int_eq(cp.runs[1].res, RES_CPU_ADAM);
+    ck_assert_double_eq_tol(cp.runs[1].busy_s, 3.8, 1e-12);
+    /* iteration 0, from its first start (A's, at 0): the same path, B binds to nothing and
+     * its 1 s after that start is waiting */
+    ck_assert_int_eq(trace_critical_path(&t, &d, 0, 1, &cp, &e), 0);
+    ck_assert_double_eq_tol(cp.res_s[RES_GPU], 4.5, 1e-12);
+    ck_assert_double_eq_tol(cp.wait_s, 1.7, 1e-12);
+    /* an iteration the trace lacks */
+    ck_assert_int_eq(trace_critical_path(&t, &d, 1, 3, &cp, &e), -EINVAL);
+    tu_assert_contains(e.msg, "iteration 2 has no task");
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("trace");
@@ -272,6 +374,8 @@ int main(void)
     tcase_add_test(tc, read_errors);
     tcase_add_test(tc, read_missing_file);
     tcase_add_test(tc, compare_known);
+    tcase_add_test(tc, deps_round_trip);
+    tcase_add_test(tc, critical_path_known);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

@@ -39,10 +39,11 @@ for dir in "$@"; do
         # the plan as measured, on the ini given, with the run's GPU budget (--gpu-mem)
         budget=$(printf '%s\n' "$extra" | grep -o -- '--cpu-mem [^ ]*' || true)
         if ! "$sim" --hw "$hw" --gpu-mem 24GiB $budget --model "$model" --batch "$batch" --seq 1024 \
-            --iters "$iters" $plan --trace "$out/pred$k.tsv" > "$out/sim$k.txt" 2>&1; then
+            --iters "$iters" $plan --trace "$out/pred$k.tsv" --deps "$out/deps$k.tsv" > "$out/sim$k.txt" 2>&1; then
             echo "$name: fuyou-sim failed: $(tail -1 "$out/sim$k.txt")" >&2; continue
         fi
-        "$trace" compare "$out/pred$k.tsv" "$dir/meas$n.tsv" --tsv "$out/joined$k.tsv" \
+        "$trace" compare "$out/pred$k.tsv" "$dir/meas$n.tsv" --deps "$out/deps$k.tsv" \
+            --tsv "$out/joined$k.tsv" \
             > "$out/cmp$k.txt" 2>&1 || true
         awk -v name="$name" -F'\n' '
             /^iteration:/ { split($0, f, " "); pred = f[3]; meas = f[6]; err = f[9] }

@@ -6,40 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int cmp_key(const TraceRow *x, const TraceRow *y)
-{
-    if (x->iter != y->iter)
-        return (x->iter > y->iter) - (x->iter < y->iter);
-    return strcmp(x->task_id, y->task_id);
-}
-
-static int cmp_row(const void *a, const void *b, void *table)
-{
-    const TraceTable *t = table;
-    return cmp_key(&t->rows[*(const int *)a], &t->rows[*(const int *)b]);
-}
-
-/* Rows in (iter, task_id) order, by index. */
-typedef struct Sorted {
-    const TraceTable *t;
-    int *idx;
-} Sorted;
-
-
-
-static int sort_rows(const TraceTable *t, Sorted *s)
-{
-    s->t = t;
-    s->idx = malloc(((size_t)t->n + 1) * sizeof *s->idx);
-    if (!s->idx)
-        return -ENOMEM;
-    for (int i = 0; i < t->n; i++)
-        s->idx[i] = i;
-    qsort_r(s->idx, (size_t)t->n, sizeof *s->idx, cmp_row, (void *)t);
-    return 0;
-}
-
-
 static int max_iter(const TraceTable *t)
 {
     int m = -1;
@@ -138,12 +104,14 @@ int trace_compare(const TraceTable *pred, const TraceTable *meas, TraceCompare *
                        "%d)", max_iter(pred) + 1, max_iter(meas) + 1);
     c->iters = n;
     c->steady_from = n > 1 ? 1 : 0;
-    Sorted sp = {0}, sm = {0};
+    int *sp = NULL, *sm = NULL;
     double *scratch = malloc((size_t)n * (4 + 4 * COMPARE_PHASES) * sizeof(double));
     double *errs = malloc(((size_t)pred->n + 1) * sizeof(double));
-    int rc = !scratch || !errs || sort_rows(pred, &sp) || sort_rows(meas, &sm) ? -ENOMEM : 0;
+    int rc = !scratch || !errs || trace_sort_index(pred, &sp) || trace_sort_index(meas, &sm)
+                 ? -ENOMEM
+                 : 0;
     if (rc) {
-        free(scratch), free(errs), free(sp.idx), free(sm.idx);
+        free(scratch), free(errs), free(sp), free(sm);
         return err_set(e, rc, "out of memory comparing traces");
     }
     double *ends = scratch, *starts = ends + n, *pmin = starts + n;
@@ -158,9 +126,9 @@ int trace_compare(const TraceTable *pred, const TraceTable *meas, TraceCompare *
     /* merge the two sorted lists */
     int i = 0, j = 0;
     while (i < pred->n || j < meas->n) {
-        const TraceRow *p = i < pred->n ? &pred->rows[sp.idx[i]] : NULL;
-        const TraceRow *m = j < meas->n ? &meas->rows[sm.idx[j]] : NULL;
-        int cmp = !p ? 1 : !m ? -1 : cmp_key(p, m);
+        const TraceRow *p = i < pred->n ? &pred->rows[sp[i]] : NULL;
+        const TraceRow *m = j < meas->n ? &meas->rows[sm[j]] : NULL;
+        int cmp = !p ? 1 : !m ? -1 : trace_row_cmp(p, m);
         if (cmp < 0 || cmp > 0) {
             const TraceRow *x = cmp < 0 ? p : m;
             if (x->iter < n) {
@@ -187,11 +155,54 @@ int trace_compare(const TraceTable *pred, const TraceTable *meas, TraceCompare *
         c->dur_err_median = errs[(c->timed - 1) / 2];
         c->dur_err_p90 = errs[(int)ceil(0.9 * c->timed) - 1];
     }
-    free(scratch), free(errs), free(sp.idx), free(sm.idx);
+    free(scratch), free(errs), free(sp), free(sm);
     if (!c->matched)
         return err_set(e, -EINVAL, "the traces share no task: are they of the same model and "
                        "plan?");
     return 0;
+}
+
+int trace_compare_paths(const TraceTable *pred, const TraceTable *meas, const TraceDeps *d,
+                        TraceCompare *c, Err *e)
+{
+    int rc = trace_critical_path(pred, d, c->steady_from, c->iters, &c->pred_path, e);
+    if (!rc)
+        rc = trace_critical_path(meas, d, c->steady_from, c->iters, &c->meas_path, e);
+    c->has_paths = !rc;
+    return rc;
+}
+
+static const char *res_label(Resource r)
+{
+    return r < RES_COUNT ? resource_name(r) : "other";
+}
+
+static void print_runs(FILE *out, const char *which, const CritPath *p)
+{
+    fprintf(out, "%s path of iteration %d: %d runs%s\n", which, p->iter_shown, p->n_runs_total,
+            p->n_runs < p->n_runs_total ? ", the longest in order" : "");
+    for (int k = 0; k < p->n_runs; k++) {
+        const CritRun *r = &p->runs[k];
+        fprintf(out, "  %-9s %8.4f s + %.4f s waiting, %d task%s: %s%s%s\n", res_label(r->res),
+                r->busy_s, r->wait_s, r->tasks, r->tasks == 1 ? "" : "s", r->first,
+                r->tasks > 1 ? " .. " : "", r->tasks > 1 ? r->last : "");
+    }
+}
+
+static void print_paths(FILE *out, const TraceCompare *c)
+{
+    const CritPath *p = &c->pred_path, *m = &c->meas_path;
+    fprintf(out, "critical path, per iteration:\n  %-10s %12s %12s\n", "on path", "predicted s",
+            "measured s");
+    for (int r = 0; r < RES_COUNT; r++)
+        if (p->res_s[r] > 0 || m->res_s[r] > 0)
+            fprintf(out, "  %-10s %12.4f %12.4f\n", resource_name(r), p->res_s[r], m->res_s[r]);
+    fprintf(out, "  %-10s %12.4f %12.4f\n", "waiting", p->wait_s, m->wait_s);
+    if (p->unresolved || m->unresolved)
+        fprintf(out, "  dependencies not in the trace: %d predicted, %d measured\n",
+                p->unresolved, m->unresolved);
+    print_runs(out, "predicted", p);
+    print_runs(out, "measured", m);
 }
 
 void trace_compare_print(FILE *out, const TraceCompare *c)
@@ -224,6 +235,8 @@ void trace_compare_print(FILE *out, const TraceCompare *c)
             resource_name(c->meas_bottleneck));
     fprintf(out, "task durations (%d timed): |error| median %.1f%%, p90 %.1f%%\n", c->timed,
             100 * c->dur_err_median, 100 * c->dur_err_p90);
+    if (c->has_paths)
+        print_paths(out, c);
     if (c->n_worst)
         fprintf(out, "largest differences:\n");
     for (int k = 0; k < c->n_worst; k++) {
@@ -236,17 +249,17 @@ void trace_compare_print(FILE *out, const TraceCompare *c)
 int trace_write_joined(FILE *f, const char *path, const TraceTable *pred,
                        const TraceTable *meas, Err *e)
 {
-    Sorted sp = {0}, sm = {0};
-    if (sort_rows(pred, &sp) || sort_rows(meas, &sm)) {
-        free(sp.idx), free(sm.idx);
+    int *sp = NULL, *sm = NULL;
+    if (trace_sort_index(pred, &sp) || trace_sort_index(meas, &sm)) {
+        free(sp), free(sm);
         return err_set(e, -ENOMEM, "out of memory joining traces");
     }
     fprintf(f, "iter\ttask_id\tresource\tpred_start_s\tpred_end_s\tmeas_start_s\tmeas_end_s\n");
     int i = 0, j = 0;
     while (i < pred->n || j < meas->n) {
-        const TraceRow *p = i < pred->n ? &pred->rows[sp.idx[i]] : NULL;
-        const TraceRow *m = j < meas->n ? &meas->rows[sm.idx[j]] : NULL;
-        int cmp = !p ? 1 : !m ? -1 : cmp_key(p, m);
+        const TraceRow *p = i < pred->n ? &pred->rows[sp[i]] : NULL;
+        const TraceRow *m = j < meas->n ? &meas->rows[sm[j]] : NULL;
+        int cmp = !p ? 1 : !m ? -1 : trace_row_cmp(p, m);
         const TraceRow *x = cmp <= 0 ? p : m;
         fprintf(f, "%d\t%s\t%s\t", x->iter, x->task_id, x->resource);
         if (cmp <= 0)
@@ -262,7 +275,7 @@ int trace_write_joined(FILE *f, const char *path, const TraceTable *pred,
         if (cmp >= 0)
             j++;
     }
-    free(sp.idx), free(sm.idx);
+    free(sp), free(sm);
     if (ferror(f) || fflush(f))
         return err_set(e, -EIO, "%s: write failed: %s", path, strerror(errno));
     return 0;

@@ -4,12 +4,15 @@
  * (iterations after the first, or the first alone when there is one) gives the iteration time
  * (the mean gap between consecutive iterations' last task ends), each resource's busy time and
  * each phase's span per iteration, and the distribution of per-task duration errors; tasks found
- * in one trace only are counted. The bottleneck of each is its busiest resource. */
+ * in one trace only are counted. The bottleneck of each is its busiest resource. With the
+ * schedule's dependencies, the critical path of each, per resource and as its longest runs. */
 #ifndef FUYOU_COMPARE_H
 #define FUYOU_COMPARE_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
+#include "critpath.h"
 #include "schedule.h"
 #include "trace.h"
 
@@ -36,11 +39,18 @@ typedef struct TraceCompare {
     CompareTask worst[COMPARE_WORST];   /* by |meas - pred|, largest first */
     int n_worst;
     Resource pred_bottleneck, meas_bottleneck;
+    bool has_paths;               /* trace_compare_paths filled the two below */
+    CritPath pred_path, meas_path;
 } TraceCompare;
 
 /* Compares pred with meas into c. 0, -EINVAL when they share no iteration or task (e says
  * which), -ENOMEM. */
 int trace_compare(const TraceTable *pred, const TraceTable *meas, TraceCompare *c, Err *e);
+
+/* Follows both traces' critical paths over c's steady iterations with the schedule's
+ * dependencies d (after trace_compare). 0 or as trace_critical_path. */
+int trace_compare_paths(const TraceTable *pred, const TraceTable *meas, const TraceDeps *d,
+                        TraceCompare *c, Err *e);
 
 /* The report fuyou-trace compare prints. */
 void trace_compare_print(FILE *out, const TraceCompare *c);

@@ -14,7 +14,7 @@
 static void usage(FILE *out)
 {
     fprintf(out,
-"usage: fuyou-trace compare PRED.tsv MEAS.tsv [--max-error X] [--tsv FILE]\n"
+"usage: fuyou-trace compare PRED.tsv MEAS.tsv [--deps FILE] [--max-error X] [--tsv FILE]\n"
 "       fuyou-trace export --chrome IN.tsv -o OUT.json\n"
 "\n"
 "compare   joins a predicted and a measured trace (the traces/ schema) on (iter, task_id) and\n"
@@ -22,6 +22,9 @@ static void usage(FILE *out)
 "          resource's busy time per iteration, the distribution of per-task duration errors\n"
 "          with the largest differences, the bottleneck of each, and the tasks present in one\n"
 "          trace only\n"
+"  --deps FILE     the schedule's dependencies (fuyou-sim --deps FILE, same model, plan and\n"
+"                  iterations): also follow each trace's critical path, per resource (what\n"
+"                  set the iteration's time) and as its longest runs of tasks\n"
 "  --max-error X   exit 1 when |iteration error| is above X (a fraction: 0.05 is 5%%)\n"
 "  --tsv FILE      also write the joined table (iter task_id resource pred_start_s pred_end_s\n"
 "                  meas_start_s meas_end_s)\n"
@@ -43,17 +46,19 @@ static int read_trace(const char *path, TraceTable *t)
 
 static int compare(int argc, char **argv)
 {
-    const char *paths[2] = {NULL, NULL}, *tsv = NULL;
+    const char *paths[2] = {NULL, NULL}, *tsv = NULL, *deps_path = NULL;
     double max_error = -1;
     int n = 0;
     for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--max-error") || !strcmp(argv[i], "--tsv")) {
+        if (!strcmp(argv[i], "--max-error") || !strcmp(argv[i], "--tsv") ||
+            !strcmp(argv[i], "--deps")) {
             if (i + 1 == argc) {
                 fprintf(stderr, "fuyou-trace: %s needs a value\n", argv[i]);
                 return 2;
             }
-            if (argv[i][2] == 't') {
-                tsv = argv[++i];
+            if (!strcmp(argv[i], "--tsv") || !strcmp(argv[i], "--deps")) {
+                *(argv[i][2] == 't' ? &tsv : &deps_path) = argv[i + 1];
+                i++;
                 continue;
             }
             char *end;
@@ -81,12 +86,19 @@ static int compare(int argc, char **argv)
         return 2;
     }
     TraceTable pred = {0}, meas = {0};
+    TraceDeps deps = {0};
     int status = 2;
+    Err e;
     if (read_trace(paths[0], &pred) || read_trace(paths[1], &meas))
         goto out;
+    if (deps_path && trace_read_deps(deps_path, &deps, &e)) {
+        fprintf(stderr, "fuyou-trace: %s\n", e.msg);
+        goto out;
+    }
     TraceCompare c;
-    Err e;
     int rc = trace_compare(&pred, &meas, &c, &e);
+    if (!rc && deps_path)
+        rc = trace_compare_paths(&pred, &meas, &deps, &c, &e);
     if (rc) {
         fprintf(stderr, "fuyou-trace: %s vs %s: %s\n", paths[0], paths[1], e.msg);
         status = rc == -ENOMEM ? 1 : 2;
@@ -114,6 +126,7 @@ static int compare(int argc, char **argv)
 out:
     trace_table_free(&pred);
     trace_table_free(&meas);
+    trace_deps_free(&deps);
     return status;
 }
 

@@ -95,18 +95,36 @@ int trace_write_chrome(FILE *f, const char *path, const TraceRow *rows, int n, E
     return finish(f, path, e);
 }
 
+int trace_write_deps(FILE *f, const char *path, const Schedule *s, Err *e)
+{
+    fprintf(f, "%s\n", TRACE_DEPS_HEADER);
+    for (int t = 0; t < s->n_tasks; t++) {
+        const Task *task = &s->tasks[t];
+        const int *deps = sched_deps(s, t);
+        for (int k = 0; k < task->n_deps; k++)
+            fprintf(f, "%d\t%s\t%d\t%s\n", task->iter, task->id, s->tasks[deps[k]].iter,
+                    s->tasks[deps[k]].id);
+    }
+    return finish(f, path, e);
+}
+
 /* ---- reading TSV ---------------------------------------------------------------------------- */
 
-enum { TSV_FIELDS = 9 };
-
-typedef struct TsvReader {
+/* One reader for both files (traces and dependencies): lines split on tabs, each data line
+ * handed to take() with its fields; rows and strings grow as they come. */
+typedef struct TsvReader TsvReader;
+struct TsvReader {
     const char *path;
     long line; /* 1-based number of the line being read */
     Err *e;
-    TraceTable *t;
-    size_t rows_cap;
+    int n_fields;
+    int (*take)(TsvReader *r, char **f);
+    void **rows;     /* the table's row array */
+    int *n;          /* and its count */
+    size_t row_size, rows_cap;
+    char **strings;  /* the table's string storage */
     size_t strings_len, strings_cap;
-} TsvReader;
+};
 
 __attribute__((format(printf, 2, 3))) static int bad_line(const TsvReader *r, const char *fmt,
                                                           ...)
@@ -146,6 +164,8 @@ static int parse_number(const char *s, double *out)
     return 0;
 }
 
+/* Strings go to the end of the table's storage in the order a row names them; the pointers are
+ * set once all lines are read, because the storage moves as it grows. */
 static int append_string(TsvReader *r, const char *s)
 {
     size_t len = strlen(s) + 1;
@@ -153,36 +173,45 @@ static int append_string(TsvReader *r, const char *s)
         size_t cap = r->strings_cap ? r->strings_cap : 4096;
         while (cap - r->strings_len < len)
             cap *= 2;
-        char *p = realloc(r->t->strings, cap);
+        char *p = realloc(*r->strings, cap);
         if (!p)
             return err_set(r->e, -ENOMEM, "%s:%ld: out of memory", r->path, r->line);
-        r->t->strings = p;
+        *r->strings = p;
         r->strings_cap = cap;
     }
-    memcpy(r->t->strings + r->strings_len, s, len);
+    memcpy(*r->strings + r->strings_len, s, len);
     r->strings_len += len;
     return 0;
 }
 
-/* Parses one data line (its newline removed; split in place). The row's strings go to the end
- * of t->strings in the order task_id, resource, phase; the pointers are set once all lines are
- * read, because strings moves as it grows. */
-static int read_row(TsvReader *r, char *line)
+static int append_row(TsvReader *r, const void *row)
 {
-    char *f[TSV_FIELDS];
-    int n = 0;
-    for (char *p = line;;) {
-        char *tab = strchr(p, '\t');
-        if (n < TSV_FIELDS)
-            f[n] = p;
-        n++;
-        if (!tab)
-            break;
-        *tab = '\0';
-        p = tab + 1;
+    if (*r->n == INT_MAX)
+        return err_set(r->e, -EFBIG, "%s:%ld: more than %d rows", r->path, r->line, INT_MAX);
+    if ((size_t)*r->n == r->rows_cap) {
+        size_t cap = r->rows_cap ? 2 * r->rows_cap : 256;
+        void *p = realloc(*r->rows, cap * r->row_size);
+        if (!p)
+            return err_set(r->e, -ENOMEM, "%s:%ld: out of memory", r->path, r->line);
+        *r->rows = p;
+        r->rows_cap = cap;
     }
-    if (n != TSV_FIELDS)
-        return bad_line(r, "expected %d tab-separated fields, got %d", TSV_FIELDS, n);
+    memcpy((char *)*r->rows + (size_t)*r->n * r->row_size, row, r->row_size);
+    ++*r->n;
+    return 0;
+}
+
+/* The strings of a row in order (task_id, resource, phase, or task_id, dep_id). */
+static int append_strings(TsvReader *r, char **f, const int *which, int n)
+{
+    int rc = 0;
+    for (int i = 0; i < n && !rc; i++)
+        rc = append_string(r, f[which[i]]);
+    return rc;
+}
+
+static int take_trace_row(TsvReader *r, char **f)
+{
     TraceRow row = {0};
     if (parse_int(f[0], &row.iter))
         return bad_line(r, "iter is not an integer: \"%.40s\"", f[0]);
@@ -195,66 +224,92 @@ static int read_row(TsvReader *r, char *line)
             return bad_line(r, "%s is not a finite number: \"%.40s\"", num_names[i], f[5 + i]);
     if (row.end_s < row.start_s)
         return bad_line(r, "end_s %.9f is before start_s %.9f", row.end_s, row.start_s);
-
-    TraceTable *t = r->t;
-    if (t->n == INT_MAX)
-        return err_set(r->e, -EFBIG, "%s:%ld: more than %d rows", r->path, r->line, INT_MAX);
-    if ((size_t)t->n == r->rows_cap) {
-        size_t cap = r->rows_cap ? 2 * r->rows_cap : 256;
-        TraceRow *p = realloc(t->rows, cap * sizeof *p);
-        if (!p)
-            return err_set(r->e, -ENOMEM, "%s:%ld: out of memory", r->path, r->line);
-        t->rows = p;
-        r->rows_cap = cap;
-    }
-    int rc = append_string(r, f[1]);
-    if (!rc)
-        rc = append_string(r, f[2]);
-    if (!rc)
-        rc = append_string(r, f[3]);
-    if (rc)
-        return rc;
-    t->rows[t->n++] = row;
-    return 0;
+    static const int strings[] = {1, 2, 3};
+    int rc = append_strings(r, f, strings, 3);
+    return rc ? rc : append_row(r, &row);
 }
 
-int trace_read_tsv(const char *path, TraceTable *t, Err *e)
+static int take_dep(TsvReader *r, char **f)
 {
-    memset(t, 0, sizeof *t);
-    FILE *f = fopen(path, "r");
+    TraceDep dep = {0};
+    if (parse_int(f[0], &dep.iter))
+        return bad_line(r, "iter is not an integer: \"%.40s\"", f[0]);
+    if (parse_int(f[2], &dep.dep_iter))
+        return bad_line(r, "dep_iter is not an integer: \"%.40s\"", f[2]);
+    if (!*f[1] || !*f[3])
+        return bad_line(r, "a task id is empty");
+    static const int strings[] = {1, 3};
+    int rc = append_strings(r, f, strings, 2);
+    return rc ? rc : append_row(r, &dep);
+}
+
+/* Splits one data line in place (its newline removed) and hands it to take(). */
+static int read_line(TsvReader *r, char *line)
+{
+    enum { MAX_FIELDS = 16 };
+    char *f[MAX_FIELDS];
+    int n = 0;
+    for (char *p = line;;) {
+        char *tab = strchr(p, '\t');
+        if (n < MAX_FIELDS)
+            f[n] = p;
+        n++;
+        if (!tab)
+            break;
+        *tab = '\0';
+        p = tab + 1;
+    }
+    if (n != r->n_fields)
+        return bad_line(r, "expected %d tab-separated fields, got %d", r->n_fields, n);
+    return r->take(r, f);
+}
+
+/* Reads path with r (its table's rows, count and strings set, all empty): the first line must
+ * be header (what names the file's kind in the error), every other a row. */
+static int read_tsv(TsvReader *r, const char *header, const char *what)
+{
+    FILE *f = fopen(r->path, "r");
     if (!f)
-        return err_set(e, -errno, "%s: cannot read: %s", path, strerror(errno));
-    TsvReader r = {.path = path, .e = e, .t = t};
+        return err_set(r->e, -errno, "%s: cannot read: %s", r->path, strerror(errno));
     char *line = NULL;
     size_t line_cap = 0;
     ssize_t len;
     int rc = 0;
     while (!rc && (errno = 0, len = getline(&line, &line_cap, f)) >= 0) {
-        r.line++;
+        r->line++;
         if (len > 0 && line[len - 1] == '\n')
             line[--len] = '\0';
         if (strlen(line) != (size_t)len)
-            rc = bad_line(&r, "contains a NUL byte");
-        else if (r.line == 1)
-            rc = strcmp(line, TRACE_TSV_HEADER)
-                     ? bad_line(&r, "not a trace TSV: the header must be iter, task_id, "
-                                    "resource, phase, layer, start_s, end_s, bytes, flops, "
-                                    "separated by tabs")
-                     : 0;
+            rc = bad_line(r, "contains a NUL byte");
+        else if (r->line == 1)
+            rc = strcmp(line, header) ? bad_line(r, "not a %s", what) : 0;
         else
-            rc = read_row(&r, line);
+            rc = read_line(r, line);
     }
     if (!rc) {
         int err = errno;
         if (err == ENOMEM)
-            rc = err_set(e, -ENOMEM, "%s:%ld: out of memory", path, r.line + 1);
+            rc = err_set(r->e, -ENOMEM, "%s:%ld: out of memory", r->path, r->line + 1);
         else if (ferror(f))
-            rc = err_set(e, -EIO, "%s: read failed: %s", path, strerror(err));
-        else if (r.line == 0)
-            rc = err_set(e, -EINVAL, "%s:1: empty file, expected the trace TSV header", path);
+            rc = err_set(r->e, -EIO, "%s: read failed: %s", r->path, strerror(err));
+        else if (r->line == 0)
+            rc = err_set(r->e, -EINVAL, "%s:1: empty file, expected the header of a %s", r->path,
+                         what);
     }
     free(line);
     fclose(f);
+    return rc;
+}
+
+int trace_read_tsv(const char *path, TraceTable *t, Err *e)
+{
+    memset(t, 0, sizeof *t);
+    TsvReader r = {.path = path, .e = e, .n_fields = 9, .take = take_trace_row,
+                   .rows = (void **)&t->rows, .n = &t->n, .row_size = sizeof *t->rows,
+                   .strings = &t->strings};
+    int rc = read_tsv(&r, TRACE_TSV_HEADER,
+                      "trace TSV: the header must be iter, task_id, resource, phase, layer, "
+                      "start_s, end_s, bytes, flops, separated by tabs");
     if (rc) {
         trace_table_free(t);
         return rc;
@@ -277,4 +332,82 @@ void trace_table_free(TraceTable *t)
     free(t->rows);
     free(t->strings);
     memset(t, 0, sizeof *t);
+}
+
+int trace_read_deps(const char *path, TraceDeps *d, Err *e)
+{
+    memset(d, 0, sizeof *d);
+    TsvReader r = {.path = path, .e = e, .n_fields = 4, .take = take_dep,
+                   .rows = (void **)&d->edges, .n = &d->n, .row_size = sizeof *d->edges,
+                   .strings = &d->strings};
+    int rc = read_tsv(&r, TRACE_DEPS_HEADER,
+                      "dependencies TSV (fuyou-sim --deps): the header must be iter, task_id, "
+                      "dep_iter, dep_task_id, separated by tabs");
+    if (rc) {
+        trace_deps_free(d);
+        return rc;
+    }
+    const char *s = d->strings;
+    for (int i = 0; i < d->n; i++) {
+        d->edges[i].task_id = s;
+        s += strlen(s) + 1;
+        d->edges[i].dep_id = s;
+        s += strlen(s) + 1;
+    }
+    return 0;
+}
+
+void trace_deps_free(TraceDeps *d)
+{
+    free(d->edges);
+    free(d->strings);
+    memset(d, 0, sizeof *d);
+}
+
+/* ---- looking tasks up ----------------------------------------------------------------------- */
+
+static int cmp_key(int iter, const char *id, const TraceRow *y)
+{
+    if (iter != y->iter)
+        return (iter > y->iter) - (iter < y->iter);
+    return strcmp(id, y->task_id);
+}
+
+int trace_row_cmp(const TraceRow *x, const TraceRow *y)
+{
+    return cmp_key(x->iter, x->task_id, y);
+}
+
+static int cmp_row(const void *a, const void *b, void *table)
+{
+    const TraceTable *t = table;
+    const TraceRow *x = &t->rows[*(const int *)a];
+    return cmp_key(x->iter, x->task_id, &t->rows[*(const int *)b]);
+}
+
+int trace_sort_index(const TraceTable *t, int **idx)
+{
+    *idx = malloc(((size_t)t->n + 1) * sizeof **idx);
+    if (!*idx)
+        return -ENOMEM;
+    for (int i = 0; i < t->n; i++)
+        (*idx)[i] = i;
+    qsort_r(*idx, (size_t)t->n, sizeof **idx, cmp_row, (void *)t);
+    return 0;
+}
+
+int trace_find(const TraceTable *t, const int *idx, int iter, const char *id)
+{
+    int lo = 0, hi = t->n;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        int c = cmp_key(iter, id, &t->rows[idx[mid]]);
+        if (!c)
+            return idx[mid];
+        if (c < 0)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return -1;
 }

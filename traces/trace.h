@@ -55,4 +55,36 @@ int trace_read_tsv(const char *path, TraceTable *t, Err *e);
 /* Frees what t owns and zeroes it; safe on a zeroed or failed table, and twice. */
 void trace_table_free(TraceTable *t);
 
+/* The (iter, task_id) order: negative, 0 or positive as x comes before, with or after y. */
+int trace_row_cmp(const TraceRow *x, const TraceRow *y);
+/* Row indices of t in (iter, task_id) order, for trace_find. The caller frees *idx. 0 or
+ * -ENOMEM. */
+int trace_sort_index(const TraceTable *t, int **idx);
+/* The row of task id in iteration iter (idx from trace_sort_index), or -1. */
+int trace_find(const TraceTable *t, const int *idx, int iter, const char *id);
+
+/* A schedule's dependencies, beside its traces (fuyou-sim --deps): tab-separated, a header line,
+ * one edge per line: task (iter, task_id) waits for (dep_iter, dep_task_id). With them a trace's
+ * critical path can be followed (critpath.h); the trace schema itself stays as it is. */
+#define TRACE_DEPS_HEADER "iter	task_id	dep_iter	dep_task_id"
+
+typedef struct TraceDep {
+    int iter, dep_iter;
+    const char *task_id, *dep_id;
+} TraceDep;
+
+typedef struct TraceDeps {
+    TraceDep *edges;
+    int n;
+    char *strings; /* owned storage for task_id/dep_id */
+} TraceDeps;
+
+/* Writes every dependency of s. 0 or -EIO (e names path). */
+int trace_write_deps(FILE *f, const char *path, const Schedule *s, Err *e);
+/* Reads a dependencies TSV as trace_read_tsv reads a trace: the header must equal
+ * TRACE_DEPS_HEADER, every other line four fields with integer iterations; errors name
+ * "PATH:LINE". On failure d is left empty. */
+int trace_read_deps(const char *path, TraceDeps *d, Err *e);
+void trace_deps_free(TraceDeps *d);
+
 #endif
