@@ -45,6 +45,10 @@ START_TEST(run_offload)
     tu_assert_contains(out, "lanes busy over 2 iterations");
     ck_assert_int_eq(tu_run_bin("FUYOU_RUN", "--weights ssd", out, sizeof out), 2);
     tu_assert_contains(out, "need --offload");
+    ck_assert_int_eq(tu_run_bin("FUYOU_RUN", "--optimizer-nice 5", out, sizeof out), 2);
+    tu_assert_contains(out, "need --offload");
+    ck_assert_int_eq(tu_run_bin("FUYOU_RUN", "--offload --optimizer-nice 20", out, sizeof out), 2);
+    tu_assert_contains(out, "--optimizer-nice expects a whole number from 0 to 19, got '20'");
     snprintf(args, sizeof args, "%s --gpu-mem 1MiB", small);
     ck_assert_int_eq(tu_run_bin("FUYOU_RUN", args, out, sizeof out), 2);
     tu_assert_contains(out, "--gpu-mem 1.00 MiB is too small for this plan: it needs");

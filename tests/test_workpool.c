@@ -1,8 +1,12 @@
 /* Check suite for exec/cpu/workpool: every item of every job is done exactly once, whatever the
  * thread count, size and alignment; chunk boundaries fall on multiples of align; back-to-back
  * short jobs (where a worker wakes after its job has ended), a pool freed right after its job
- * (a worker may still be asking for another chunk), empty jobs; a pool of one. */
+ * (a worker may still be asking for another chunk), empty jobs; a pool of one; a background
+ * pool's workers run at its nice increment, its caller as it was. */
 #include <stdatomic.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "testutil.h"
 #include "workpool.h"
@@ -98,6 +102,48 @@ START_TEST(free_right_after_a_job)
 }
 END_TEST
 
+/* per chunk: the thread that ran it and that thread's nice value */
+typedef struct Seen {
+    atomic_int n;
+    long tid[64];
+    int nice[64];
+} Seen;
+
+static void note_thread(void *ctx, size_t b, size_t e)
+{
+    (void)b, (void)e;
+    Seen *s = ctx;
+    long tid = syscall(SYS_gettid);
+    int k = atomic_fetch_add(&s->n, 1);
+    if (k < 64) {
+        s->tid[k] = tid;
+        s->nice[k] = getpriority(PRIO_PROCESS, (id_t)tid);
+    }
+    usleep(2000); /* long enough that the workers, not the caller alone, take chunks */
+}
+
+START_TEST(background_pool_nice)
+{
+    long me = syscall(SYS_gettid);
+    int base = getpriority(PRIO_PROCESS, (id_t)me), want = base + 3 > 19 ? 19 : base + 3;
+    WorkPool wp;
+    Err e;
+    ck_assert_int_eq(workpool_init_nice(&wp, 4, 3, &e), 0);
+    Seen s = {0};
+    atomic_init(&s.n, 0);
+    workpool_run(&wp, note_thread, &s, 32, 1);
+    workpool_free(&wp);
+    int n = atomic_load(&s.n), by_workers = 0;
+    ck_assert_int_eq(n, 32);
+    for (int k = 0; k < n; k++) {
+        ck_assert_int_eq(s.nice[k], s.tid[k] == me ? base : want);
+        by_workers += s.tid[k] != me;
+    }
+    ck_assert_int_gt(by_workers, 0);
+    ck_assert_int_eq(getpriority(PRIO_PROCESS, (id_t)me), base);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("workpool");
@@ -106,6 +152,7 @@ int main(void)
     tcase_add_test(tc, every_item_once);
     tcase_add_test(tc, back_to_back_short_jobs);
     tcase_add_test(tc, free_right_after_a_job);
+    tcase_add_test(tc, background_pool_nice);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

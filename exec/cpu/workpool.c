@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 enum { CHUNKS_PER_THREAD = 8 };
@@ -65,11 +67,25 @@ static void run_chunks(WorkPool *p, const Job *j)
     }
 }
 
+/* Raises the calling thread's nice value by nice (Linux: nice is per thread). 0 or -errno. */
+static int thread_nice(int nice)
+{
+    id_t tid = (id_t)syscall(SYS_gettid);
+    errno = 0;
+    int now = getpriority(PRIO_PROCESS, tid);
+    if (now == -1 && errno)
+        return -errno;
+    int to = now + nice > 19 ? 19 : now + nice;
+    return setpriority(PRIO_PROCESS, tid, to) ? -errno : 0;
+}
+
 static void *worker_main(void *arg)
 {
     Worker self = *(Worker *)arg;
     free(arg);
     WorkPool *p = self.pool;
+    if (p->nice)
+        thread_nice(p->nice);
     unsigned seen = 0;
     for (;;) {
         pthread_mutex_lock(&p->mu);
@@ -88,7 +104,13 @@ static void *worker_main(void *arg)
 
 int workpool_init(WorkPool *p, int n_threads, Err *e)
 {
+    return workpool_init_nice(p, n_threads, 0, e);
+}
+
+int workpool_init_nice(WorkPool *p, int n_threads, int nice, Err *e)
+{
     memset(p, 0, sizeof *p);
+    p->nice = nice;
     if (n_threads <= 0) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         n_threads = n > 0 ? (int)n : 1;

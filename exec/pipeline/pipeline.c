@@ -122,12 +122,13 @@ int pipe_train(const TrainOptions *o, const Plan *plan, const PipeConfig *pc, Tr
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     int adam_threads = o->threads ? o->threads : on_gpu && cores > 3 ? (int)cores - 2 : 0;
     if (!rc)
-        rc = workpool_init(&pp.wp_adam, adam_threads, e);
+        rc = workpool_init_nice(&pp.wp_adam, adam_threads, pc->optim_nice, e);
     if (!rc)
         rc = workpool_init(&pp.wp_compute, on_gpu ? 1 : o->threads, e);
     if (!rc) /* micro-batch gradient sums (the cost model charges them for these threads) */
-        rc = workpool_init(&pp.wp_sum, plan->micro_batches > 1 ? plan_grad_sum_threads((int)cores)
-                                                               : 1, e);
+        rc = workpool_init_nice(&pp.wp_sum, plan->micro_batches > 1
+                                                ? plan_grad_sum_threads((int)cores)
+                                                : 1, pc->optim_nice, e);
     if (!rc)
         rc = pipe_mem_init(&pp.mem, c, plan, o->batch, o->seq, pc, &pp.wp_compute, e);
     size_t P = pp.layout.total, N = (size_t)o->batch * o->seq;

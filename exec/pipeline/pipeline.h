@@ -35,7 +35,14 @@ typedef struct PipeConfig {
     const char *trace_path;        /* measured trace, TSV (NULL: none) */
     const char *chrome_path;       /* the same as Chrome/Perfetto JSON */
     int segment_iters;             /* iterations per DAG (0: 8) */
+    int optim_nice;                /* the CPU optimizer's and the micro-batch sums' threads'
+                                      nice increment (workpool_init_nice; fuyou-run's default
+                                      PIPE_OPTIM_NICE), 0: the lanes' priority */
 } PipeConfig;
+
+/* fuyou-run's --optimizer-nice default: a lane sharing a core with an optimizer thread gets it
+ * back within the scheduler's minimum slice instead of its share of 2-5 ms ones. */
+enum { PIPE_OPTIM_NICE = 10 };
 
 /* What a run used, for the report: bytes per footprint row and tier, measured at their peak
  * (the plan's prediction beside them), and the lanes' busy time. */

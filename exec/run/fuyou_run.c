@@ -76,6 +76,8 @@ static void usage(FILE *out)
 "  --trace FILE          the measured timeline, TSV (the simulator's schema and task ids)\n"
 "  --chrome FILE         the same as Chrome/Perfetto JSON\n"
 "  --segment N           iterations per DAG run (default 8); checkpoints end a segment\n"
+"  --optimizer-nice N    the CPU optimizer's worker threads run N nice levels below the\n"
+"                        lanes that feed the device (0-19, default %d; 0: the same level)\n"
 "  plan options, as fuyou-sim's: --weights --optim --checkpoints (cpu, ssd; gpu for\n"
 "  checkpoints), --act (recompute, gpu, cpu, ssd), --prefetch, --weight-buffers,\n"
 "  --pinned-buffers, --act-buffers, --grad-buffers, --state-buffers, --optim-cpu-groups\n"
@@ -85,7 +87,8 @@ static void usage(FILE *out)
 "  and the budgets: always the plan fuyou-sim predicts for the same options\n"
 "  -h, --help, -V, --version\n"
 "\n"
-"Exit status: 0 success, 1 runtime failure, 2 usage or input error.\n", default_data);
+"Exit status: 0 success, 1 runtime failure, 2 usage or input error.\n", default_data,
+            PIPE_OPTIM_NICE);
 }
 
 static int num(const char *opt, const char *s, double lo, double hi, double *out)
@@ -225,7 +228,7 @@ int main(int argc, char **argv)
     enum { O_BACKEND = 256, O_MODEL, O_DATA, O_FORMAT, O_STEPS, O_BATCH, O_SEQ, O_LR, O_WARMUP,
            O_MINLR, O_WD, O_B1, O_B2, O_EPS, O_CLIP, O_SEED, O_SUBGROUP, O_TAIL, O_SAVE,
            O_SAVE_EVERY, O_RESUME, O_INIT, O_LOG, O_THREADS, O_DTYPE, O_LSCALE, O_LWINDOW,
-           O_OFFLOAD, O_HW, O_GPUMEM, O_CPUMEM, O_SSDDIR, O_TRACE, O_CHROME, O_SEGMENT,
+           O_OFFLOAD, O_HW, O_GPUMEM, O_CPUMEM, O_SSDDIR, O_TRACE, O_CHROME, O_SEGMENT, O_NICE,
            O_OVERWRITE, O_SWAP, O_PLAN };
     static const struct option opts[] = {
         {"backend", 1, 0, O_BACKEND}, {"model", 1, 0, O_MODEL}, {"data", 1, 0, O_DATA},
@@ -241,7 +244,7 @@ int main(int argc, char **argv)
         {"loss-scale-window", 1, 0, O_LWINDOW}, {"offload", 0, 0, O_OFFLOAD},
         {"hw", 1, 0, O_HW}, {"gpu-mem", 1, 0, O_GPUMEM}, {"cpu-mem", 1, 0, O_CPUMEM},
         {"ssd-dir", 1, 0, O_SSDDIR}, {"trace", 1, 0, O_TRACE}, {"chrome", 1, 0, O_CHROME},
-        {"segment", 1, 0, O_SEGMENT},
+        {"segment", 1, 0, O_SEGMENT}, {"optimizer-nice", 1, 0, O_NICE},
         /* the plan options beside --subgroup and --tail (plan_args.h) */
         {"weights", 1, 0, O_PLAN}, {"optim", 1, 0, O_PLAN}, {"checkpoints", 1, 0, O_PLAN},
         {"act", 1, 0, O_PLAN}, {"micro-batches", 1, 0, O_PLAN}, {"prefetch", 1, 0, O_PLAN},
@@ -252,7 +255,7 @@ int main(int argc, char **argv)
     };
     bool offload = false, overwrite = false;
     const char *hw_name = "h200.ini", *swap_arg = "auto";
-    PipeConfig pc = {0};
+    PipeConfig pc = {.optim_nice = PIPE_OPTIM_NICE};
     PlanArgs pa;
     plan_args_init(&pa);
     const char *backend = "cpu", *model = "gpt2-tiny", *format = "auto", *dtype = NULL;
@@ -288,6 +291,8 @@ int main(int argc, char **argv)
         case O_TRACE: pc.trace_path = optarg; break;
         case O_CHROME: pc.chrome_path = optarg; break;
         case O_SEGMENT: bad = whole("--segment", optarg, 1, 1e6, &x); pc.segment_iters = (int)x;
+            break;
+        case O_NICE: bad = whole("--optimizer-nice", optarg, 0, 19, &x); pc.optim_nice = (int)x;
             break;
         case O_SWAP: swap_arg = optarg; break;
         case O_PLAN: bad = plan_args_take(&pa, opts[li].name, optarg, "fuyou-run") < 0; break;
@@ -401,8 +406,10 @@ int main(int argc, char **argv)
         o.micro_batches = micro;
     }
     if (!offload && (placed || strcmp(swap_arg, "auto") || pc.gpu_budget || pc.cpu_budget ||
-                     pc.n_ssd_dirs || pc.trace_path || pc.chrome_path || pc.segment_iters)) {
-        fprintf(stderr, "fuyou-run: placement, budgets, --ssd-dir and traces need --offload\n");
+                     pc.n_ssd_dirs || pc.trace_path || pc.chrome_path || pc.segment_iters ||
+                     pc.optim_nice != PIPE_OPTIM_NICE)) {
+        fprintf(stderr, "fuyou-run: placement, budgets, --ssd-dir, traces and --optimizer-nice "
+                "need --offload\n");
         return 2;
     }
     /* a run must not move another run's latest back or replace its steps: a fresh run's --save,
