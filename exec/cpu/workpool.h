@@ -42,11 +42,9 @@ typedef struct WorkPool {
 /* Starts n_threads - 1 workers (n_threads <= 0: one per online CPU). 0 or -errno with e. */
 int workpool_init(WorkPool *p, int n_threads, Err *e);
 /* The same with the workers' nice value raised by nice (0..19; the caller's thread, which
- * takes chunks too, stays as it is): a background pool, which the threads that feed the GPU
- * preempt as soon as they wake. On the H200 machine, with the Adam's
- * threads at the lanes' priority, a lane that shared a core with one was off it for 2-5 ms at a
- * time (the scheduler's slices), and the GPU idle meanwhile. Raising the value cannot fail for
- * lack of privilege; where it fails anyway the workers run as they are. */
+ * takes chunks too, stays as it is): a background pool, which threads at the normal level
+ * (the pipeline's lanes) preempt when they wake. Raising the value cannot fail for lack of
+ * privilege; where it fails anyway the workers run as they are. */
 int workpool_init_nice(WorkPool *p, int n_threads, int nice, Err *e);
 /* Stops the workers; safe on a half-built or zeroed pool. */
 void workpool_free(WorkPool *p);
