@@ -23,6 +23,7 @@
 #include "planner.h"
 #include "predict.h"
 #include "sweep.h"
+#include "trace.h"
 #include "units.h"
 
 enum { MAX_SETS = 64 };
@@ -468,7 +469,7 @@ int main(int argc, char **argv)
         status = 1;
     if ((a.trace && predict_write_trace(&pr, a.trace, false, &e)) ||
         (a.chrome && predict_write_trace(&pr, a.chrome, true, &e)) ||
-        (a.deps && predict_write_deps(&pr, a.deps, &e)))
+        (a.deps && trace_save_deps(a.deps, &pr.sched, &e)))
         status = 1;
     predict_free(&pr);
 out_hw:

@@ -111,28 +111,8 @@ int predict_write_trace(const Prediction *pr, const char *path, bool chrome, Err
     for (int t = 0; t < s->n_tasks; t++)
         trace_row_from_task(&rows[t], &s->tasks[t], s->tasks[t].iter, pr->res.start[t],
                             pr->res.end[t]);
-    FILE *f = fopen(path, "w");
-    int rc;
-    if (!f) {
-        rc = err_set(e, -errno, "%s: cannot write: %s", path, strerror(errno));
-    } else {
-        rc = chrome ? trace_write_chrome(f, path, rows, s->n_tasks, e)
-                    : trace_write_tsv(f, path, rows, s->n_tasks, e);
-        if (fclose(f) && rc == 0)
-            rc = err_set(e, -EIO, "%s: write failed: %s", path, strerror(errno));
-    }
+    int rc = trace_save(path, chrome ? TRACE_CHROME : TRACE_TSV, rows, s->n_tasks, e);
     free(rows);
-    return rc;
-}
-
-int predict_write_deps(const Prediction *pr, const char *path, Err *e)
-{
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return err_set(e, -errno, "%s: cannot write: %s", path, strerror(errno));
-    int rc = trace_write_deps(f, path, &pr->sched, e);
-    if (fclose(f) && rc == 0)
-        rc = err_set(e, -EIO, "%s: write failed: %s", path, strerror(errno));
     return rc;
 }
 

@@ -37,8 +37,6 @@ void predict_free(Prediction *pr);
 
 /* Writes the predicted timeline: TSV (chrome false) or Chrome/Perfetto JSON. 0 or -errno. */
 int predict_write_trace(const Prediction *pr, const char *path, bool chrome, Err *e);
-/* Writes the schedule's dependencies (trace.h, TRACE_DEPS_HEADER). 0 or -errno. */
-int predict_write_deps(const Prediction *pr, const char *path, Err *e);
 
 /* A PlanScoreFn (planner.h) that simulates two iterations and gives the steady-state time. */
 typedef struct PredictScoreCtx {

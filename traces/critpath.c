@@ -93,7 +93,8 @@ static int binder(const TraceTable *t, const Binders *b, int r)
     double end = t->rows[r].end_s;
     for (int k = b->first[r]; k <= b->first[r + 1]; k++) {
         int p = k < b->first[r + 1] ? b->pred[k] : b->lane[r];
-        if (p >= 0 && t->rows[p].end_s < end && (best < 0 || t->rows[p].end_s > t->rows[best].end_s))
+        if (p >= 0 && t->rows[p].end_s < end &&
+            (best < 0 || t->rows[p].end_s > t->rows[best].end_s))
             best = p;
     }
     return best;

@@ -56,14 +56,18 @@ static int compare(int argc, char **argv)
                 fprintf(stderr, "fuyou-trace: %s needs a value\n", argv[i]);
                 return 2;
             }
-            if (!strcmp(argv[i], "--tsv") || !strcmp(argv[i], "--deps")) {
-                *(argv[i][2] == 't' ? &tsv : &deps_path) = argv[i + 1];
-                i++;
+            const char *opt = argv[i++];
+            if (!strcmp(opt, "--tsv")) {
+                tsv = argv[i];
+                continue;
+            }
+            if (!strcmp(opt, "--deps")) {
+                deps_path = argv[i];
                 continue;
             }
             char *end;
             errno = 0;
-            max_error = strtod(argv[++i], &end);
+            max_error = strtod(argv[i], &end);
             if (end == argv[i] || *end || errno || !(max_error >= 0) || isinf(max_error)) {
                 fprintf(stderr, "fuyou-trace: --max-error expects a fraction >= 0 such as "
                         "0.05, got '%s'\n", argv[i]);
@@ -152,23 +156,11 @@ static int export_chrome(int argc, char **argv)
     if (read_trace(in, &t))
         return 2;
     Err e;
-    FILE *f = fopen(out, "w");
-    int status = 0;
-    if (!f) {
-        fprintf(stderr, "fuyou-trace: %s: cannot write: %s\n", out, strerror(errno));
-        status = 2;
-    } else {
-        if (trace_write_chrome(f, out, t.rows, t.n, &e)) {
-            fprintf(stderr, "fuyou-trace: %s\n", e.msg);
-            status = 1;
-        }
-        if (fclose(f) && !status) {
-            fprintf(stderr, "fuyou-trace: %s: write failed\n", out);
-            status = 1;
-        }
-    }
+    int rc = trace_save(out, TRACE_CHROME, t.rows, t.n, &e);
+    if (rc)
+        fprintf(stderr, "fuyou-trace: %s\n", e.msg);
     trace_table_free(&t);
-    return status;
+    return !rc ? 0 : rc == -EIO ? 1 : 2; /* a file that cannot be opened is the caller's */
 }
 
 int main(int argc, char **argv)

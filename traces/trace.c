@@ -108,6 +108,32 @@ int trace_write_deps(FILE *f, const char *path, const Schedule *s, Err *e)
     return finish(f, path, e);
 }
 
+/* One file written by one of the writers above: rows as TSV or Chrome JSON, or s's
+ * dependencies. */
+static int save(const char *path, TraceFormat fmt, const TraceRow *rows, int n,
+                const Schedule *s, Err *e)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return err_set(e, -errno, "%s: cannot write: %s", path, strerror(errno));
+    int rc = s ? trace_write_deps(f, path, s, e)
+           : fmt == TRACE_CHROME ? trace_write_chrome(f, path, rows, n, e)
+                                 : trace_write_tsv(f, path, rows, n, e);
+    if (fclose(f) && !rc)
+        rc = err_set(e, -EIO, "%s: write failed: %s", path, strerror(errno));
+    return rc;
+}
+
+int trace_save(const char *path, TraceFormat fmt, const TraceRow *rows, int n, Err *e)
+{
+    return save(path, fmt, rows, n, NULL, e);
+}
+
+int trace_save_deps(const char *path, const Schedule *s, Err *e)
+{
+    return save(path, TRACE_TSV, NULL, 0, s, e);
+}
+
 /* ---- reading TSV ---------------------------------------------------------------------------- */
 
 /* One reader for both files (traces and dependencies): lines split on tabs, each data line
@@ -119,10 +145,10 @@ struct TsvReader {
     Err *e;
     int n_fields;
     int (*take)(TsvReader *r, char **f);
-    void **rows;     /* the table's row array */
-    int *n;          /* and its count */
+    void *rows; /* row_size bytes each; the caller moves them and strings into its table */
+    int n;
     size_t row_size, rows_cap;
-    char **strings;  /* the table's string storage */
+    char *strings;
     size_t strings_len, strings_cap;
 };
 
@@ -173,31 +199,31 @@ static int append_string(TsvReader *r, const char *s)
         size_t cap = r->strings_cap ? r->strings_cap : 4096;
         while (cap - r->strings_len < len)
             cap *= 2;
-        char *p = realloc(*r->strings, cap);
+        char *p = realloc(r->strings, cap);
         if (!p)
             return err_set(r->e, -ENOMEM, "%s:%ld: out of memory", r->path, r->line);
-        *r->strings = p;
+        r->strings = p;
         r->strings_cap = cap;
     }
-    memcpy(*r->strings + r->strings_len, s, len);
+    memcpy(r->strings + r->strings_len, s, len);
     r->strings_len += len;
     return 0;
 }
 
 static int append_row(TsvReader *r, const void *row)
 {
-    if (*r->n == INT_MAX)
+    if (r->n == INT_MAX)
         return err_set(r->e, -EFBIG, "%s:%ld: more than %d rows", r->path, r->line, INT_MAX);
-    if ((size_t)*r->n == r->rows_cap) {
+    if ((size_t)r->n == r->rows_cap) {
         size_t cap = r->rows_cap ? 2 * r->rows_cap : 256;
-        void *p = realloc(*r->rows, cap * r->row_size);
+        void *p = realloc(r->rows, cap * r->row_size);
         if (!p)
             return err_set(r->e, -ENOMEM, "%s:%ld: out of memory", r->path, r->line);
-        *r->rows = p;
+        r->rows = p;
         r->rows_cap = cap;
     }
-    memcpy((char *)*r->rows + (size_t)*r->n * r->row_size, row, r->row_size);
-    ++*r->n;
+    memcpy((char *)r->rows + (size_t)r->n * r->row_size, row, r->row_size);
+    r->n++;
     return 0;
 }
 
@@ -264,8 +290,8 @@ static int read_line(TsvReader *r, char *line)
     return r->take(r, f);
 }
 
-/* Reads path with r (its table's rows, count and strings set, all empty): the first line must
- * be header (what names the file's kind in the error), every other a row. */
+/* Reads path with r (empty): the first line must be header (what names the file's kind in the
+ * error), every other a row. */
 static int read_tsv(TsvReader *r, const char *header, const char *what)
 {
     FILE *f = fopen(r->path, "r");
@@ -301,28 +327,31 @@ static int read_tsv(TsvReader *r, const char *header, const char *what)
     return rc;
 }
 
+/* The string at *s, and *s moved past it (the strings of a table's storage, in order). */
+static const char *next_string(const char **s)
+{
+    const char *x = *s;
+    *s += strlen(x) + 1;
+    return x;
+}
+
 int trace_read_tsv(const char *path, TraceTable *t, Err *e)
 {
-    memset(t, 0, sizeof *t);
     TsvReader r = {.path = path, .e = e, .n_fields = 9, .take = take_trace_row,
-                   .rows = (void **)&t->rows, .n = &t->n, .row_size = sizeof *t->rows,
-                   .strings = &t->strings};
+                   .row_size = sizeof *t->rows};
     int rc = read_tsv(&r, TRACE_TSV_HEADER,
                       "trace TSV: the header must be iter, task_id, resource, phase, layer, "
                       "start_s, end_s, bytes, flops, separated by tabs");
+    *t = (TraceTable){.rows = r.rows, .n = r.n, .strings = r.strings};
     if (rc) {
         trace_table_free(t);
         return rc;
     }
     const char *s = t->strings;
     for (int i = 0; i < t->n; i++) {
-        TraceRow *row = &t->rows[i];
-        row->task_id = s;
-        s += strlen(s) + 1;
-        row->resource = s;
-        s += strlen(s) + 1;
-        row->phase = s;
-        s += strlen(s) + 1;
+        t->rows[i].task_id = next_string(&s);
+        t->rows[i].resource = next_string(&s);
+        t->rows[i].phase = next_string(&s);
     }
     return 0;
 }
@@ -336,23 +365,20 @@ void trace_table_free(TraceTable *t)
 
 int trace_read_deps(const char *path, TraceDeps *d, Err *e)
 {
-    memset(d, 0, sizeof *d);
     TsvReader r = {.path = path, .e = e, .n_fields = 4, .take = take_dep,
-                   .rows = (void **)&d->edges, .n = &d->n, .row_size = sizeof *d->edges,
-                   .strings = &d->strings};
+                   .row_size = sizeof *d->edges};
     int rc = read_tsv(&r, TRACE_DEPS_HEADER,
                       "dependencies TSV (fuyou-sim --deps): the header must be iter, task_id, "
                       "dep_iter, dep_task_id, separated by tabs");
+    *d = (TraceDeps){.edges = r.rows, .n = r.n, .strings = r.strings};
     if (rc) {
         trace_deps_free(d);
         return rc;
     }
     const char *s = d->strings;
     for (int i = 0; i < d->n; i++) {
-        d->edges[i].task_id = s;
-        s += strlen(s) + 1;
-        d->edges[i].dep_id = s;
-        s += strlen(s) + 1;
+        d->edges[i].task_id = next_string(&s);
+        d->edges[i].dep_id = next_string(&s);
     }
     return 0;
 }

@@ -30,6 +30,11 @@ typedef struct TraceRow {
 int trace_write_tsv(FILE *f, const char *path, const TraceRow *rows, int n, Err *e);
 int trace_write_chrome(FILE *f, const char *path, const TraceRow *rows, int n, Err *e);
 
+typedef enum TraceFormat { TRACE_TSV, TRACE_CHROME } TraceFormat;
+/* Writes n rows to the file at path (created or truncated) in fmt. 0; -errno when it cannot be
+ * opened, -EIO when writing fails (e names path either way). */
+int trace_save(const char *path, TraceFormat fmt, const TraceRow *rows, int n, Err *e);
+
 /* Fills *row for task t run as iteration iter over [start_s, end_s]: the one mapping from a
  * schedule task to a trace row, shared by the simulator and the executor. iter is explicit
  * because the executor runs iteration r from a template task whose t->iter differs. row borrows:
@@ -81,6 +86,8 @@ typedef struct TraceDeps {
 
 /* Writes every dependency of s. 0 or -EIO (e names path). */
 int trace_write_deps(FILE *f, const char *path, const Schedule *s, Err *e);
+/* The same into the file at path, as trace_save. */
+int trace_save_deps(const char *path, const Schedule *s, Err *e);
 /* Reads a dependencies TSV as trace_read_tsv reads a trace: the header must equal
  * TRACE_DEPS_HEADER, every other line four fields with integer iterations; errors name
  * "PATH:LINE". On failure d is left empty. */

@@ -53,22 +53,13 @@ static void pipe_free(Pipe *pp)
 
 static int write_traces(Pipe *pp, const PipeConfig *pc, Err *e)
 {
-    const char *paths[2] = {pc->trace_path, pc->chrome_path};
     pipe_trace_fix_ids(pp);
-    for (int k = 0; k < 2; k++) {
-        if (!paths[k])
-            continue;
-        FILE *f = fopen(paths[k], "w");
-        if (!f)
-            return err_set(e, -errno, "%s: cannot write: %s", paths[k], strerror(errno));
-        int rc = k ? trace_write_chrome(f, paths[k], pp->rows, pp->n_rows, e)
-                   : trace_write_tsv(f, paths[k], pp->rows, pp->n_rows, e);
-        if (fclose(f) && !rc)
-            rc = err_set(e, -EIO, "%s: write failed", paths[k]);
-        if (rc)
-            return rc;
-    }
-    return 0;
+    int rc = 0;
+    if (pc->trace_path)
+        rc = trace_save(pc->trace_path, TRACE_TSV, pp->rows, pp->n_rows, e);
+    if (!rc && pc->chrome_path)
+        rc = trace_save(pc->chrome_path, TRACE_CHROME, pp->rows, pp->n_rows, e);
+    return rc;
 }
 
 static int alloc_arrays(size_t P, float **params, float **m, float **v)
