@@ -407,6 +407,85 @@ int hw_load(const char *name_or_path, const char *const *overrides, int n_overri
     return rc;
 }
 
+/* The description's whole text: a preset's, or a file's read into *owned (freed by the
+ * caller). NULL with *rc = -errno when it cannot be read. */
+static const char *description_text(const char *name_or_path, char **owned, int *rc)
+{
+    *owned = NULL;
+    const EmbeddedText *preset = strchr(name_or_path, '/') ? NULL : find_preset(name_or_path);
+    if (preset)
+        return preset->text;
+    FILE *f = fopen(name_or_path, "r");
+    size_t len = 0, cap = 0;
+    bool oom = false;
+    for (size_t got = 1; f && got && !oom;) {
+        if (len + 4096 + 1 > cap) {
+            char *more = realloc(*owned, cap = 2 * cap + 8192);
+            oom = !more;
+            if (oom)
+                break;
+            *owned = more;
+        }
+        len += got = fread(*owned + len, 1, cap - len - 1, f);
+    }
+    *rc = !f ? -errno : ferror(f) ? -EIO : oom ? -ENOMEM : 0;
+    if (f)
+        fclose(f);
+    if (*rc) {
+        free(*owned);
+        *owned = NULL;
+        return NULL;
+    }
+    (*owned)[len] = 0;
+    return *owned;
+}
+
+int hw_comment(const char *name_or_path, const char *section, const char *key, char *out,
+               size_t n)
+{
+    char *owned;
+    int rc = 0;
+    const char *text = description_text(name_or_path, &owned, &rc);
+    if (!text)
+        return rc;
+    char here[64] = "";
+    bool comment = false; /* out holds the comment lines right above this line */
+    out[0] = 0;
+    for (const char *line = text, *end; *line && rc == 0; line = *end ? end + 1 : end) {
+        end = line + strcspn(line, "\n");
+        const char *p = line;
+        while (p < end && isspace((unsigned char)*p))
+            p++;
+        size_t len = (size_t)(end - p);
+        while (len && isspace((unsigned char)p[len - 1]))
+            len--;
+        if (len && (*p == '#' || *p == ';')) {
+            p++, len--;
+            if (len && *p == ' ')
+                p++, len--;
+            err_append(out, n, "%s%.*s", comment ? " " : "", (int)len, p);
+            comment = true;
+            continue;
+        }
+        const char *eq = len ? memchr(p, '=', len) : NULL;
+        if (len && *p == '[' && p[len - 1] == ']') {
+            snprintf(here, sizeof here, "%.*s", (int)(len - 2), p + 1);
+        } else if (eq && comment && !strcmp(here, section)) {
+            size_t k = (size_t)(eq - p);
+            while (k && isspace((unsigned char)p[k - 1]))
+                k--;
+            if (k == strlen(key) && !strncmp(p, key, k))
+                rc = 1;
+        }
+        if (!rc) {
+            comment = false;
+            out[0] = 0;
+        }
+    }
+    free(owned);
+    return rc;
+}
+
 /* A note as comment lines of at most about 100 columns, broken between words, so that a long
  * note never makes a line the reader refuses. */
 static void write_comment(FILE *f, const char *text)

@@ -114,6 +114,13 @@ void hw_free(Hardware *hw);
 typedef const char *(*HwNoteFn)(void *ctx, const char *section, const char *key);
 int hw_write(FILE *f, const Hardware *hw, HwNoteFn note, void *ctx);
 
+/* The comment lines right above [section] key in a description (a preset name or a path, as
+ * hw_load takes it), their `#` or `;` and the space after it dropped, joined by spaces into out
+ * (n bytes, cut short if need be): where that value came from. 1 when there is such a comment,
+ * 0 when the key has none or is absent, -errno when the file cannot be read. */
+int hw_comment(const char *name_or_path, const char *section, const char *key, char *out,
+               size_t n);
+
 /* Names of the shipped presets ("4090.ini", ...), NULL past the end. */
 const char *hw_preset_name(int i);
 

@@ -254,7 +254,8 @@ START_TEST(trace_compare_cli)
 END_TEST
 
 /* fuyou-profile --quick writes an ini fuyou-sim reads (two store directories: the [ssd] keys
- * per directory, the first measured alone too); a bad directory is one line, status 2 */
+ * per directory, the first measured alone too); --ssd-only on it as the base; a bad directory
+ * is one line, status 2 */
 START_TEST(profile_cli)
 {
     char dir[] = "/tmp/fuyou-prof-XXXXXX", args[512], ini[64], second[64];
@@ -276,6 +277,24 @@ START_TEST(profile_cli)
     tu_assert_contains(out, "adam_Gparams_per_s = ");
     tu_assert_contains(out, "[meas ");
     tu_assert_contains(out, "\ncount = 2\n");
+    char adam[128];
+    const char *line = strstr(out, "adam_Gparams_per_s = ");
+    snprintf(adam, sizeof adam, "%.*s", (int)strcspn(line, "\n"), line);
+    /* the disk measured again over one directory: every other key and its comment from the
+     * base, the comment saying so */
+    char again[64], said[128];
+    snprintf(again, sizeof again, "%s/again.ini", dir);
+    snprintf(args, sizeof args, "--ssd-only --base %s --ssd-dir %s --gib 0.0625 --out %s", ini,
+             dir, again);
+    ck_assert_int_eq(tu_run_bin("FUYOU_PROFILE", args, out, sizeof out), 0);
+    f = fopen(again, "r");
+    n = fread(out, 1, sizeof out - 1, f);
+    out[n] = 0;
+    fclose(f);
+    tu_assert_contains(out, "\ncount = 1\n");
+    tu_assert_contains(out, adam);
+    snprintf(said, sizeof said, "; [base %s] [meas ", ini);
+    tu_assert_contains(out, said);
     ck_assert_int_eq(tu_run_bin("FUYOU_PROFILE", "--ssd-dir /nonexistent/x", out, sizeof out), 2);
     tu_assert_contains(out, "--ssd-dir /nonexistent/x: not a directory");
     tu_rm_tree(dir);

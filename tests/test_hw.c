@@ -87,6 +87,35 @@ START_TEST(good_file)
 }
 END_TEST
 
+/* Where a value came from: the comment lines right above the key in its section, `#` and `;`
+ * alike, joined; none for a key without one, one in another section, a key only named in a
+ * comment, or after a blank line; a preset's own; a file that is not there */
+START_TEST(comments)
+{
+    const char *text = "# the file\n[gpu]\n# measured\n;   twice\nname = g\n\nmem_GiB = 24\n"
+                       "[cpu]\n# the cores\n\ncores = 8\n; mem_GBps = 5 in a comment\n"
+                       "[ssd]\n; the disk\nname = s\n";
+    char path[64], out[64];
+    tu_temp_file(path, sizeof path, ".ini", text);
+    ck_assert_int_eq(hw_comment(path, "gpu", "name", out, sizeof out), 1);
+    ck_assert_str_eq(out, "measured   twice");
+    ck_assert_int_eq(hw_comment(path, "ssd", "name", out, sizeof out), 1);
+    ck_assert_str_eq(out, "the disk");
+    ck_assert_int_eq(hw_comment(path, "gpu", "mem_GiB", out, sizeof out), 0);
+    ck_assert_int_eq(hw_comment(path, "cpu", "cores", out, sizeof out), 0);
+    ck_assert_int_eq(hw_comment(path, "cpu", "mem_GBps", out, sizeof out), 0);
+    ck_assert_int_eq(hw_comment(path, "pcie", "name", out, sizeof out), 0);
+    char small[8];
+    ck_assert_int_eq(hw_comment(path, "gpu", "name", small, sizeof small), 1);
+    ck_assert_str_eq(small, "measure");
+    unlink(path);
+    ck_assert_int_eq(hw_comment(path, "gpu", "name", out, sizeof out), -ENOENT);
+    char big[512];
+    ck_assert_int_eq(hw_comment("h200", "gpu", "task_us", big, sizeof big), 1);
+    tu_assert_contains(big, "gaps between dependent GPU tasks");
+}
+END_TEST
+
 START_TEST(presets_load)
 {
     for (int i = 0; hw_preset_name(i); i++) {
@@ -833,6 +862,7 @@ int main(void)
     tcase_add_test(tc, attn_by_head_size);
     tcase_add_test(tc, attn_bad);
     tcase_add_test(tc, attn_write_round_trips);
+    tcase_add_test(tc, comments);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

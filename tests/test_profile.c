@@ -1,10 +1,14 @@
 /* Check suite for exec/profile: the summary statistics, the CPU, memory and store measurements
- * on small sizes (positive, finite, in their ranges), and the [ssd] keys derived from the store's
- * numbers. */
+ * on small sizes (positive, finite, in their ranges), the [ssd] keys derived from the store's
+ * numbers, and the executor's time between tasks on the CPU reference and a fake device. */
 #include <errno.h>
 #include <math.h>
 #include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
+#include "clock.h"
 #include "graph.h"
 #include "profile.h"
 #include "testutil.h"
@@ -231,6 +235,70 @@ START_TEST(adam_beside)
 }
 END_TEST
 
+/* A device for profile_dispatch: copies that take 1 ms on the lane, the last half of it on
+ * the device's own clock when it has one (timed) */
+static bool fake_timed;
+static int fake_create(Device **out, const ModelConfig *c, int B, int T, WorkPool *wp, Err *e)
+{
+    (void)c, (void)B, (void)T, (void)wp, (void)e;
+    *out = (Device *)&fake_timed; /* any non-NULL pointer: nothing is kept */
+    return 0;
+}
+static void fake_destroy(Device *d) { (void)d; }
+static void *fake_alloc(Device *d, size_t bytes, Err *e)
+{
+    (void)d, (void)e;
+    return malloc(bytes);
+}
+static void fake_release(Device *d, void *p) { (void)d, free(p); }
+static int fake_copy(Device *d, bool to_device, int n, const DeviceCopy *c, DeviceSpan *span,
+                     Err *e)
+{
+    (void)d, (void)to_device, (void)e;
+    for (int i = 0; i < n; i++)
+        memcpy(c[i].dst, c[i].src, c[i].bytes);
+    struct timespec ms = {0, 1000000};
+    double t0 = clock_monotonic_s();
+    nanosleep(&ms, NULL);
+    double t1 = clock_monotonic_s();
+    *span = (DeviceSpan){fake_timed, t0 + (t1 - t0) / 2, t1};
+    return 0;
+}
+static const DeviceOps fake_device = {
+    .name = "fake", .weight_type = DTYPE_FP32, .grad_type = DTYPE_FP32, .create = fake_create,
+    .destroy = fake_destroy, .alloc = fake_alloc, .release = fake_release, .copy = fake_copy,
+};
+
+/* The executor's time between tasks: the CPU reference's copies (no timers: the lane's clock)
+ * give gaps that are positive and not the tasks' own time; a task 1 ms long on the lane leaves
+ * gaps well under it; where the device times only the second half of it, the first half is the
+ * executor's and counts in every gap. Beside the Adam task, the gaps while it ran. */
+START_TEST(dispatch)
+{
+    Stat s;
+    double mean;
+    Err e;
+    ck_assert_int_eq(profile_dispatch(&device_cpu, 200, &s, &mean, &e), 0);
+    ck_assert_int_eq(s.n, 199);
+    ck_assert_double_gt(s.min, 0);
+    ck_assert(s.min <= s.median && s.median <= s.max && s.min <= mean && mean <= s.max);
+    fake_timed = false;
+    ck_assert_int_eq(profile_dispatch(&fake_device, 20, &s, &mean, &e), 0);
+    ck_assert_double_lt(s.median, 500);
+    fake_timed = true;
+    ck_assert_int_eq(profile_dispatch(&fake_device, 20, &s, &mean, &e), 0);
+    ck_assert_double_ge(s.min, 450);
+    ck_assert_int_eq(profile_dispatch(&device_cpu, 1, &s, &mean, &e), -EINVAL);
+    DispatchLoad dl = {.ops = &device_cpu};
+    double GBps = 1;
+    ck_assert_int_eq(profile_adam_beside(2, 1 << 22, 3, profile_dispatch_load, &dl, &s, &GBps,
+                                         &e), 0);
+    ck_assert_int_ge(dl.gap_us.n, 2);
+    ck_assert_double_gt(dl.gap_us.min, 0);
+    ck_assert_double_eq(GBps, 0);
+}
+END_TEST
+
 /* The memory-bound line: points on t = bytes / B + l give B and l back; noise of a few percent
  * on every point moves neither far, because each point counts by its relative error */
 START_TEST(mem_fit)
@@ -271,6 +339,7 @@ int main(void)
     tcase_add_test(tc, attn_curve);
     tcase_add_test(tc, mem_fit);
     tcase_add_test(tc, adam_beside);
+    tcase_add_test(tc, dispatch);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

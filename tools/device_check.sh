@@ -13,6 +13,8 @@
 #   the speed runs)
 #   this machine measured into a hardware ini: MODE=hwprofile bash tools/device_check.sh
 #   the regression's other eight runs (issue 12): MODE=regression bash tools/device_check.sh
+#   (a run on the SSD tier has the disk measured again just before it, fuyou-profile
+#   --ssd-only into hw<n>.ini, and is predicted on that; SSD_AGAIN=0: not)
 #   the planner's regret over a swap sweep (issue 12): MODE=sweep bash tools/device_check.sh
 #   here, to fetch the packages once: tools/device_check.sh --fetch-deps
 set -uo pipefail
@@ -78,7 +80,8 @@ trap pack EXIT
 
 # The speed runs need two programs, not the whole tree (minutes of nvcc on the device's clock).
 targets=""
-[ "${MODE:-all}" = offload ] && [ "${CHECK:-1}" = 0 ] && targets="exec/fuyou-run sim/fuyou-sim traces/fuyou-trace"
+[ "${MODE:-all}" = offload ] && [ "${CHECK:-1}" = 0 ] &&
+    targets="exec/fuyou-run sim/fuyou-sim traces/fuyou-trace exec/profile/fuyou-profile"
 [ "${MODE:-all}" = hwprofile ] && targets="exec/profile/fuyou-profile"
 
 step "build ${targets:-everything}"
@@ -179,7 +182,17 @@ if [ "${MODE:-all}" = offload ]; then
         # the simulator on the run's budget (--gpu-mem: the capacity, none reserved; with the
         # ini's reserve the planner placed swap amounts and --swap auto differently)
         budget=$(printf '%s\n' "$extra" | grep -o -- '--cpu-mem [^ ]*' || true)
-        $sim --hw "${HW:-h200.ini}" --gpu-mem 24GiB $budget --model "$model" --batch "$batch" \
+        # a run on the SSD tier: the disk measured again just before it (SSD_AGAIN=0: not), and
+        # predicted on that. This virtual disk drifts: one probe read 2.30-2.44 GB/s on a fresh
+        # machine and 1.75-1.96 four minutes later, reads with writes 1.29-1.47 then 1.18-1.23
+        hw_run=${HW:-h200.ini}
+        if [ "${SSD_AGAIN:-1}" = 1 ] && printf '%s\n' "$plan" | grep -qE -- '--[a-z]+ ssd'; then
+            ./build-dev/exec/profile/fuyou-profile --ssd-only --base "$hw_run" --ssd-dir "$ssd" \
+                --gib 4 --out "$OUT/hw$n.ini" > "$OUT/ssd$n.txt" 2>&1 && hw_run=$OUT/hw$n.ini
+            grep -E "^(read|write)_(bidir_)?GBps" "$OUT/hw$n.ini"
+            rm -rf "${ssd:?}"/*
+        fi
+        $sim --hw "$hw_run" --gpu-mem 24GiB $budget --model "$model" --batch "$batch" \
             --seq 1024 --iters "$iters" $plan --trace "$OUT/pred$n.tsv" > "$OUT/sim$n.txt" 2>&1
         grep -E "^iteration|^bound by|memory peak" "$OUT/sim$n.txt"
         timeout 540 $run --backend cuda --offload --model "$model" --batch "$batch" --seq 1024 \

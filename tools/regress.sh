@@ -6,19 +6,22 @@
 # one row per run, the median and worst |error| of the steady-state iteration time and of each
 # busy resource's busy time (busy_errors.tsv); writes
 # rows.tsv and batch.tsv (model TFLOPS, predicted and measured: fuyou-plot batch) under --out.
-#   tools/regress.sh [--build DIR] [--out DIR] --hw INI RUNDIR...
+# --ssd-again: a run on the SSD tier predicted on the ini its call measured the disk into just
+# before it (hw<n>.ini beside its trace: device_check.sh's SSD_AGAIN), where there is one.
+#   tools/regress.sh [--build DIR] [--out DIR] [--ssd-again] --hw INI RUNDIR...
 set -euo pipefail
-build=build out=${TMPDIR:-/tmp}/fuyou-regress hw=""
+build=build out=${TMPDIR:-/tmp}/fuyou-regress hw="" again=0
 while [ $# -gt 0 ]; do
     case "$1" in
     --build) build=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --hw) hw=$2; shift 2 ;;
-    -h|--help) sed -n 2,8p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --ssd-again) again=1; shift ;;
+    -h|--help) sed -n 2,11p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) break ;;
     esac
 done
-[ -n "$hw" ] && [ $# -gt 0 ] || { echo "usage: tools/regress.sh [--build DIR] [--out DIR] --hw INI RUNDIR..." >&2; exit 2; }
+[ -n "$hw" ] && [ $# -gt 0 ] || { echo "usage: tools/regress.sh [--build DIR] [--out DIR] [--ssd-again] --hw INI RUNDIR..." >&2; exit 2; }
 sim=$build/sim/fuyou-sim trace=$build/traces/fuyou-trace
 mkdir -p "$out"
 rows="$out/rows.tsv" batch_tsv="$out/batch.tsv"
@@ -38,7 +41,9 @@ for dir in "$@"; do
         k=$((k + 1))
         # the plan as measured, on the ini given, with the run's GPU budget (--gpu-mem)
         budget=$(printf '%s\n' "$extra" | grep -o -- '--cpu-mem [^ ]*' || true)
-        if ! "$sim" --hw "$hw" --gpu-mem 24GiB $budget --model "$model" --batch "$batch" --seq 1024 \
+        hw_k=$hw
+        [ "$again" = 1 ] && [ -s "$dir/hw$n.ini" ] && hw_k=$dir/hw$n.ini
+        if ! "$sim" --hw "$hw_k" --gpu-mem 24GiB $budget --model "$model" --batch "$batch" --seq 1024 \
             --iters "$iters" $plan --trace "$out/pred$k.tsv" --deps "$out/deps$k.tsv" > "$out/sim$k.txt" 2>&1; then
             echo "$name: fuyou-sim failed: $(tail -1 "$out/sim$k.txt")" >&2; continue
         fi

@@ -1,6 +1,7 @@
 /* device: the compute devices this build has; see device.h. */
 #include "device.h"
 
+#include <math.h>
 #include <string.h>
 
 const DeviceOps *device_find(const char *name)
@@ -15,4 +16,12 @@ const DeviceOps *device_find(const char *name)
         if (!strcmp(all[i]->name, name))
             return all[i];
     return NULL;
+}
+
+void device_span_within(const DeviceSpan *span, double *t0, double *t1)
+{
+    if (!span->set)
+        return;
+    *t0 = fmax(*t0, fmin(span->start_s, *t1));
+    *t1 = fmax(*t0, fmin(span->end_s, *t1));
 }

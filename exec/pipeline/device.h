@@ -51,6 +51,11 @@ typedef struct DeviceSpan {
     double start_s, end_s;
 } DeviceSpan;
 
+/* A task's times as the trace records them: the lane's interval [*t0, *t1] narrowed to the
+ * device's span where it has one, kept inside the lane's interval so that every task still
+ * starts after its dependencies ended. */
+void device_span_within(const DeviceSpan *span, double *t0, double *t1);
+
 /* One host <-> device copy. */
 typedef struct DeviceCopy {
     void *dst;

@@ -372,14 +372,11 @@ static bool poll_task(Pipe *pp, Resource r, double *t0, double *t1, int *rc, Err
         return false;
     *t0 = l->start_s;
     *t1 = l->end_s;
-    /* the device's own timing where it has one, kept inside the lane's interval so that the
-     * trace still orders every task after its dependencies */
+    /* the device's own timing where it has one */
     const DeviceSpan *sp = r == RES_GPU ? &pp->call_span
                          : r == RES_H2D || r == RES_D2H ? &pp->copy[r == RES_D2H].span : NULL;
-    if (sp && sp->set && !l->rc) {
-        *t0 = fmax(*t0, fmin(sp->start_s, *t1));
-        *t1 = fmax(*t0, fmin(sp->end_s, *t1));
-    }
+    if (sp && !l->rc)
+        device_span_within(sp, t0, t1);
     *rc = l->rc;
     if (l->rc)
         *e = l->err;

@@ -55,8 +55,16 @@ static const char *lookup(void *ctx, const char *section, const char *key)
     for (int i = ns->count - 1; i >= 0; i--)
         if (!strcmp(ns->n[i].section, section) && !strcmp(ns->n[i].key, key))
             return ns->n[i].text;
-    static char from[300];
-    snprintf(from, sizeof from, "[base %s] not measured here", ns->base);
+    /* the base's own word for it where it has one (an earlier profile's measurement); one
+     * that already names the base it came from as it is */
+    static char from[1200], said[1000];
+    bool said_so = hw_comment(ns->base, section, key, said, sizeof said) == 1;
+    if (said_so && !strncmp(said, "[base ", 6))
+        snprintf(from, sizeof from, "%s", said);
+    else if (said_so)
+        snprintf(from, sizeof from, "[base %s] %s", ns->base, said);
+    else
+        snprintf(from, sizeof from, "[base %s] not measured here", ns->base);
     return from;
 }
 
@@ -73,7 +81,7 @@ static void usage(FILE *out)
 {
     fprintf(out,
 "usage: fuyou-profile [--quick] [--out FILE] [--base NAME|PATH] [--ssd-dir DIR]... [--gib N]\n"
-"                     [--no-gpu] [--threads N]\n"
+"                     [--no-gpu] [--threads N] [--ssd-only]\n"
 "Measures this machine and writes a hardware ini for fuyou-sim --hw: the CPU Adam task's rate\n"
 "by thread count and host memory bandwidth, the io_uring store's read, write and read + write\n"
 "GB/s over every --ssd-dir (and over the first alone: whether the host path caps the stripes),\n"
@@ -89,6 +97,8 @@ static void usage(FILE *out)
 "  --gib N             GiB written and read per SSD test (default 8, --quick 1)\n"
 "  --no-gpu            skip the GPU even when one is present\n"
 "  --threads N         the Adam task's threads (default: the cores the pipeline gives it)\n"
+"  --ssd-only          measure the store alone, every other key as --base has it with its\n"
+"                      comment (e.g. an earlier fuyou-profile's ini: the disk measured again)\n"
 "  -h, --help, -V, --version\n"
 "\n"
 "Exit status: 0 success, 1 a measurement failed, 2 usage or input error.\n");
@@ -127,9 +137,10 @@ int main(int argc, char **argv)
     static const struct option opts[] = {
         {"quick", 0, 0, 'q'}, {"out", 1, 0, 'o'}, {"base", 1, 0, 'b'}, {"ssd-dir", 1, 0, 'd'},
         {"gib", 1, 0, 'g'}, {"no-gpu", 0, 0, 'n'}, {"threads", 1, 0, 't'},
+        {"ssd-only", 0, 0, 's'},
         {"help", 0, 0, 'h'}, {"version", 0, 0, 'V'}, {0, 0, 0, 0},
     };
-    bool quick = false, gpu = true;
+    bool quick = false, gpu = true, ssd_only = false;
     const char *out_path = NULL, *base = "h200.ini", *dirs[MAX_DIRS];
     int n_dirs = 0, threads = 0;
     double gib = 0;
@@ -157,6 +168,7 @@ int main(int argc, char **argv)
             }
             break;
         case 'n': gpu = false; break;
+        case 's': ssd_only = true; break;
         case 't':
             threads = (int)strtol(optarg, &end, 10);
             if (end == optarg || *end || threads < 1 || threads > 4096) {
@@ -202,59 +214,62 @@ int main(int argc, char **argv)
     int reps = quick ? 3 : 7, status = 1;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
 
-    /* CPU: the Adam task by thread count; the ini keeps the pipeline's thread count */
-    cpu_name(hw.cpu_name, sizeof hw.cpu_name);
-    hw.cpu_cores = (int)cores;
-    note(&ns, "cpu", "cores", "[meas %s] online CPUs", day);
-    note(&ns, "cpu", "name", "[meas %s] /proc/cpuinfo", day);
     bool have_gpu = false;
 #if FUYOU_HAVE_CUDA
     CudaDeviceInfo gi;
     Err ge;
-    have_gpu = gpu && cudadev_probe(&gi, &ge) == 0;
-    if (gpu && !have_gpu)
+    have_gpu = gpu && !ssd_only && cudadev_probe(&gi, &ge) == 0;
+    if (gpu && !ssd_only && !have_gpu)
         fprintf(stderr, "fuyou-profile: no GPU measured: %s\n", ge.msg);
 #else
     (void)gpu;
 #endif
     int used = threads ? threads : have_gpu && cores > 3 ? (int)cores - 2 : (int)cores;
     size_t params = quick ? (size_t)16 << 20 : (size_t)128 << 20;
-    fprintf(stderr, "fuyou-profile: Adam task over %zu M parameters by thread count\n",
-            params >> 20);
-    for (int t = 1; t <= cores; t = t * 2 <= cores || t == cores ? t * 2 : (int)cores) {
-        Stat s;
-        if (profile_adam(t, params, reps, &s, &e))
-            goto fail;
-        fprintf(stderr, "  %3d threads: %.3f G params/s (%.3f..%.3f, %d runs)\n", t, s.median,
-                s.min, s.max, s.n);
-        if (t == cores)
-            break;
-    }
-    /* the pipeline's thread count, sampled now and again after the store's tests: the H200
-     * machine's CPU drifts (the same 7 runs: 2.81 G params/s, then 2.34 later in the same
-     * program, and 2.58 in another three minutes on), and one burst took whichever it met */
     double adam_x[2 * 8]; /* reps is at most 7 */
-    if (profile_adam_runs(used, params, reps, adam_x, &e))
-        goto fail;
-    Stat mem;
-    size_t mbytes = quick ? (size_t)256 << 20 : (size_t)2 << 30;
-    if (profile_memory((int)cores, mbytes, reps, &mem, &e))
-        goto fail;
-    hw.cpu_mem_GBps = mem.median;
-    note(&ns, "cpu", "mem_GBps", "[meas %s] parallel memcpy of %s, read + written: median of "
-         "%d, %.1f..%.1f", day, quick ? "256 MiB" : "2 GiB", mem.n, mem.min, mem.max);
-    Stat sum;
-    int sum_threads = plan_grad_sum_threads((int)cores);
-    size_t sum_params = quick ? (size_t)16 << 20 : (size_t)128 << 20;
-    if (profile_grad_sum(sum_threads, sum_params, reps, &sum, &e))
-        goto fail;
-    hw.cpu_sum_GBps = sum.median;
-    note(&ns, "cpu", "sum_GBps", "[meas %s] the pipeline's sum of micro-batch gradients, %d "
-         "thread%s as the pipeline takes here, %zu M bf16 gradients into fp32, %zu B each: "
-         "median of %d, %.1f..%.1f", day, sum_threads, sum_threads == 1 ? "" : "s",
-         sum_params >> 20, grad_sum_bytes(dtype_bytes(DTYPE_BF16), false), sum.n, sum.min, sum.max);
-    hw.cpu_mem_GiB = mem_total_GiB();
-    note(&ns, "memory", "cpu_mem_GiB", "[meas %s] MemTotal", day);
+    Stat mem = {0};
+    if (!ssd_only) {
+        /* CPU: the Adam task by thread count; the ini keeps the pipeline's thread count */
+        cpu_name(hw.cpu_name, sizeof hw.cpu_name);
+        hw.cpu_cores = (int)cores;
+        note(&ns, "cpu", "cores", "[meas %s] online CPUs", day);
+        note(&ns, "cpu", "name", "[meas %s] /proc/cpuinfo", day);
+        fprintf(stderr, "fuyou-profile: Adam task over %zu M parameters by thread count\n",
+                params >> 20);
+        for (int t = 1; t <= cores; t = t * 2 <= cores || t == cores ? t * 2 : (int)cores) {
+            Stat s;
+            if (profile_adam(t, params, reps, &s, &e))
+                goto fail;
+            fprintf(stderr, "  %3d threads: %.3f G params/s (%.3f..%.3f, %d runs)\n", t, s.median,
+                    s.min, s.max, s.n);
+            if (t == cores)
+                break;
+        }
+        /* the pipeline's thread count, sampled now and again after the store's tests: the H200
+         * machine's CPU drifts (the same 7 runs: 2.81 G params/s, then 2.34 later in the same
+         * program, and 2.58 in another three minutes on), and one burst took whichever it met */
+        if (profile_adam_runs(used, params, reps, adam_x, &e))
+            goto fail;
+        size_t mbytes = quick ? (size_t)256 << 20 : (size_t)2 << 30;
+        if (profile_memory((int)cores, mbytes, reps, &mem, &e))
+            goto fail;
+        hw.cpu_mem_GBps = mem.median;
+        note(&ns, "cpu", "mem_GBps", "[meas %s] parallel memcpy of %s, read + written: median of "
+             "%d, %.1f..%.1f", day, quick ? "256 MiB" : "2 GiB", mem.n, mem.min, mem.max);
+        Stat sum;
+        int sum_threads = plan_grad_sum_threads((int)cores);
+        size_t sum_params = quick ? (size_t)16 << 20 : (size_t)128 << 20;
+        if (profile_grad_sum(sum_threads, sum_params, reps, &sum, &e))
+            goto fail;
+        hw.cpu_sum_GBps = sum.median;
+        note(&ns, "cpu", "sum_GBps", "[meas %s] the pipeline's sum of micro-batch gradients, %d "
+             "thread%s as the pipeline takes here, %zu M bf16 gradients into fp32, %zu B each: "
+             "median of %d, %.1f..%.1f", day, sum_threads, sum_threads == 1 ? "" : "s",
+             sum_params >> 20, grad_sum_bytes(dtype_bytes(DTYPE_BF16), false), sum.n, sum.min,
+             sum.max);
+        hw.cpu_mem_GiB = mem_total_GiB();
+        note(&ns, "memory", "cpu_mem_GiB", "[meas %s] MemTotal", day);
+    }
 
     /* SSD through the store */
     size_t sbytes = (size_t)((gib > 0 ? gib : quick ? 1 : 8) * (double)(1u << 30));
@@ -294,35 +309,38 @@ int main(int argc, char **argv)
              n_dirs, scaling, n_dirs, dirs[0]);
     note(&ns, "ssd", "capacity_GB", "[meas %s] free space, least of the directories", day);
 
-    if (profile_adam_runs(used, params, reps, adam_x + reps, &e))
-        goto fail;
-    Stat adam_late, adam;
-    profile_stat(adam_x + reps, reps, &adam_late);
-    profile_stat(adam_x, 2 * reps, &adam);
-    hw.adam_Gparams_per_s = adam.median; /* its note, below, adds its rate under I/O */
-    fprintf(stderr, "  the Adam task, %d threads, again: %.3f G params/s; both times: %.3f\n",
-            used, adam_late.median, adam.median);
+    Stat adam = {0};
+    if (!ssd_only) {
+        if (profile_adam_runs(used, params, reps, adam_x + reps, &e))
+            goto fail;
+        Stat adam_late;
+        profile_stat(adam_x + reps, reps, &adam_late);
+        profile_stat(adam_x, 2 * reps, &adam);
+        hw.adam_Gparams_per_s = adam.median; /* its note, below, adds its rate under I/O */
+        fprintf(stderr, "  the Adam task, %d threads, again: %.3f G params/s; both times: %.3f\n",
+                used, adam_late.median, adam.median);
 
-    /* Adam while the store streams: what sharing host memory costs it, against what the cost
-     * model's sharing predicts from the keys measured above */
-    Stat busy_adam;
-    double io_GBps;
-    size_t iobytes = sbytes < ((size_t)512 << 20) ? sbytes : (size_t)512 << 20;
-    fprintf(stderr, "fuyou-profile: the Adam task while the store reads and writes\n");
-    if (profile_adam_under_io(used, params, reps, dirs, n_dirs, iobytes, &busy_adam, &io_GBps,
-                              &e))
-        goto fail;
-    CostModel cm = {.hw = &hw};
-    bool busy[RES_COUNT] = {[RES_CPU_ADAM] = true, [RES_SSD_READ] = true,
-                            [RES_SSD_WRITE] = true};
-    double rate[RES_COUNT];
-    cost_rates(&cm, busy, rate);
-    note(&ns, "cpu", "adam_Gparams_per_s", "[meas %s] norm + AdamW over %zu M params, bf16 grads "
-         "and weights, %d threads: median of %d (half before the store's tests, half after), "
-         "%.3f..%.3f; while the store read and wrote "
-         "%.2f GB/s together: %.3f (%.3f..%.3f), where the cost model's host-memory sharing "
-         "predicts %.3f", day, params >> 20, used, adam.n, adam.min, adam.max, io_GBps,
-         busy_adam.median, busy_adam.min, busy_adam.max, rate[RES_CPU_ADAM] / 1e9);
+        /* Adam while the store streams: what sharing host memory costs it, against what the cost
+         * model's sharing predicts from the keys measured above */
+        Stat busy_adam;
+        double io_GBps;
+        size_t iobytes = sbytes < ((size_t)512 << 20) ? sbytes : (size_t)512 << 20;
+        fprintf(stderr, "fuyou-profile: the Adam task while the store reads and writes\n");
+        if (profile_adam_under_io(used, params, reps, dirs, n_dirs, iobytes, &busy_adam,
+                                  &io_GBps, &e))
+            goto fail;
+        CostModel cm = {.hw = &hw};
+        bool busy[RES_COUNT] = {[RES_CPU_ADAM] = true, [RES_SSD_READ] = true,
+                                [RES_SSD_WRITE] = true};
+        double rate[RES_COUNT];
+        cost_rates(&cm, busy, rate);
+        note(&ns, "cpu", "adam_Gparams_per_s", "[meas %s] norm + AdamW over %zu M params, bf16 "
+             "grads and weights, %d threads: median of %d (half before the store's tests, half "
+             "after), %.3f..%.3f; while the store read and wrote %.2f GB/s together: %.3f "
+             "(%.3f..%.3f), where the cost model's host-memory sharing predicts %.3f", day,
+             params >> 20, used, adam.n, adam.min, adam.max, io_GBps, busy_adam.median,
+             busy_adam.min, busy_adam.max, rate[RES_CPU_ADAM] / 1e9);
+    }
 
 #if FUYOU_HAVE_CUDA
     if (have_gpu) {
@@ -370,6 +388,29 @@ int main(int argc, char **argv)
             note(&ns, "cpu", "adam_io_GBps", "[meas %s] the same Adam task beside the copies: "
                  "%.3f G params/s where host memory's share gives it more; the I/O rate that "
                  "slows it that much more (rate / (1 + io / adam_io_GBps))", day, beside.median);
+
+        /* the executor's own time around each GPU task: empty tasks through a pipeline lane,
+         * alone (the key) and beside the Adam task (the note: what its threads add) */
+        Stat gap, adam_gpu;
+        double gap_mean, unused;
+        int tasks = quick ? 2000 : 20000;
+        DispatchLoad dl = {.ops = &device_cuda};
+        if (profile_dispatch(&device_cuda, tasks, &gap, &gap_mean, &e) ||
+            profile_adam_beside(used, params, reps, profile_dispatch_load, &dl, &adam_gpu,
+                                &unused, &e))
+            goto fail;
+        hw.gpu_task_us = gap_mean;
+        fprintf(stderr, "  between GPU tasks: mean %.1f us, median %.1f (%.1f..%.1f, %d); beside "
+                "the Adam task: mean %.1f, median %.1f, greatest %.0f (%d)\n", gap_mean,
+                gap.median, gap.min, gap.max, gap.n, dl.mean_us, dl.gap_us.median,
+                dl.gap_us.max, dl.gap_us.n);
+        note(&ns, "gpu", "task_us", "[meas %s] the executor's own time between GPU tasks: %d "
+             "empty tasks (a 256-byte copy, timed by CUDA events as a compute task is) through "
+             "a pipeline lane, waited for as the dispatcher waits; the mean gap from one's end "
+             "to the next's start (median %.1f, %.1f..%.1f us). Beside the Adam task (%d "
+             "threads, not niced): mean %.1f, median %.1f, greatest %.0f us over %d gaps",
+             day, tasks, gap.median, gap.min, gap.max, used, dl.mean_us, dl.gap_us.median,
+             dl.gap_us.max, dl.gap_us.n);
 
         /* the GEMM efficiency curve: squares from 256 to 8192 and the presets' own shapes
          * (8 x 1024 tokens; with --quick up to 1.3B parameters), against the base's peak */

@@ -20,6 +20,7 @@
 #include "grad_sum.h"
 #include "graph.h"
 #include "hostpool.h"
+#include "lane.h"
 #include "model.h"
 #include "store.h"
 #include "workpool.h"
@@ -487,6 +488,166 @@ int profile_adam_beside(int threads, size_t params, int reps, ProfileLoad load, 
         profile_stat(x, reps, gparams);
         *load_GBps = b.GBps;
     }
+    return rc;
+}
+
+/* profile_dispatch's tasks: one lane running 256-byte copies to the device, the caller waiting
+ * for each as the pipeline's dispatcher waits (pipe_exec.c). */
+enum { DISPATCH_BYTES = 256, DISPATCH_WARMUP = 64, DISPATCH_MAX_GAPS = 1 << 20 };
+typedef struct Dispatch {
+    const DeviceOps *ops;
+    Device *d;
+    void *dev_buf;
+    void *host;
+    bool pinned, bell_ok;
+    LaneBell bell;
+    unsigned seen;
+    Lane lane;
+    DeviceCopy copy;
+    DeviceSpan span;
+    double prev_end;
+} Dispatch;
+
+static int dispatch_task(void *ctx, void *job, Err *e)
+{
+    (void)job;
+    Dispatch *p = ctx;
+    return p->ops->copy(p->d, true, 1, &p->copy, &p->span, e);
+}
+
+static void dispatch_close(Dispatch *p)
+{
+    lane_free(&p->lane);
+    if (p->bell_ok)
+        lane_bell_free(&p->bell);
+    if (p->pinned)
+        p->ops->unpin(NULL, p->host);
+    free(p->host);
+    if (p->dev_buf)
+        p->ops->release(p->d, p->dev_buf);
+    if (p->d)
+        p->ops->destroy(p->d);
+}
+
+/* The device (the smallest preset, at its own weight type) and the lane. */
+static int dispatch_open(Dispatch *p, const DeviceOps *ops, Err *e)
+{
+    *p = (Dispatch){.ops = ops};
+    ModelConfig c = *model_preset_find("gpt2-tiny");
+    c.dtype = ops->weight_type;
+    int rc = ops->create(&p->d, &c, 1, 64, NULL, e);
+    if (!rc && !(p->dev_buf = ops->alloc(p->d, DISPATCH_BYTES, e)))
+        rc = -ENOMEM;
+    if (!rc && posix_memalign(&p->host, STORE_ALIGN, STORE_ALIGN))
+        rc = err_set(e, -ENOMEM, "out of memory");
+    if (!rc && ops->pin) {
+        rc = ops->pin(NULL, p->host, STORE_ALIGN, e);
+        p->pinned = !rc;
+    }
+    if (!rc) {
+        memset(p->host, 0, STORE_ALIGN);
+        p->copy = (DeviceCopy){p->dev_buf, p->host, DISPATCH_BYTES};
+        lane_bell_init(&p->bell);
+        p->bell_ok = true;
+        rc = lane_init(&p->lane, dispatch_task, p, &p->bell, e);
+    }
+    if (rc)
+        dispatch_close(p);
+    return rc;
+}
+
+/* One task, waited for as the dispatcher waits; *gap_s from the previous task's end to this
+ * one's start, as the trace records them (device_span_within); -1 for the first. */
+static int dispatch_one(Dispatch *p, double *gap_s, Err *e)
+{
+    lane_post(&p->lane, NULL);
+    while (!lane_poll(&p->lane))
+        lane_bell_wait(&p->bell, &p->seen, 10e-3);
+    if (p->lane.rc) {
+        *e = p->lane.err;
+        return p->lane.rc;
+    }
+    double t0 = p->lane.start_s, t1 = p->lane.end_s;
+    device_span_within(&p->span, &t0, &t1);
+    *gap_s = p->prev_end > 0 ? t0 - p->prev_end : -1;
+    p->prev_end = t1;
+    return 0;
+}
+
+/* The gaps x[0..n) in seconds summarised in microseconds (x reordered). */
+static void gap_stat(double *x, int n, Stat *s, double *mean_us)
+{
+    double sum = 0;
+    for (int i = 0; i < n; i++)
+        sum += x[i] *= 1e6;
+    *mean_us = sum / n;
+    profile_stat(x, n, s);
+}
+
+int profile_dispatch(const DeviceOps *ops, int n, Stat *gap_us, double *mean_us, Err *e)
+{
+    if (n < 2)
+        return err_set(e, -EINVAL, "at least 2 tasks");
+    double *x = malloc((size_t)n * sizeof *x), gap;
+    if (!x)
+        return err_set(e, -ENOMEM, "out of memory");
+    Dispatch p;
+    int rc = dispatch_open(&p, ops, e);
+    bool opened = !rc;
+    for (int i = 0; !rc && i < DISPATCH_WARMUP; i++)
+        rc = dispatch_one(&p, &gap, e);
+    p.prev_end = 0;
+    for (int i = 0; !rc && i < n; i++) {
+        rc = dispatch_one(&p, &gap, e);
+        if (i)
+            x[i - 1] = gap;
+    }
+    if (opened)
+        dispatch_close(&p);
+    if (!rc)
+        gap_stat(x, n - 1, gap_us, mean_us);
+    free(x);
+    return rc;
+}
+
+int profile_dispatch_load(void *ctx, const ProfileLoadControl *lc, double *load_GBps, Err *e)
+{
+    DispatchLoad *dl = ctx;
+    *load_GBps = 0;
+    size_t cap = 4096;
+    int n = 0;
+    double *x = malloc(cap * sizeof *x), gap;
+    if (!x)
+        return err_set(e, -ENOMEM, "out of memory");
+    Dispatch p;
+    int rc = dispatch_open(&p, dl->ops, e);
+    bool opened = !rc;
+    for (int i = 0; !rc && i < DISPATCH_WARMUP; i++)
+        rc = dispatch_one(&p, &gap, e);
+    while (!rc && !lc->stopped(lc->token)) {
+        bool counting = lc->counting(lc->token);
+        rc = dispatch_one(&p, &gap, e);
+        if (rc || !counting || !lc->counting(lc->token) || n == DISPATCH_MAX_GAPS)
+            continue;
+        if ((size_t)n == cap) {
+            double *y = realloc(x, 2 * cap * sizeof *x);
+            if (!y) {
+                rc = err_set(e, -ENOMEM, "out of memory");
+                break;
+            }
+            x = y, cap *= 2;
+        }
+        x[n++] = gap;
+    }
+    if (opened)
+        dispatch_close(&p);
+    if (!rc) {
+        if (n < 2)
+            rc = err_set(e, -EAGAIN, "no GPU tasks ran while the Adam task was timed");
+        else
+            gap_stat(x, n, &dl->gap_us, &dl->mean_us);
+    }
+    free(x);
     return rc;
 }
 

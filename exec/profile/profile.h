@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "device.h"
 #include "fuyou_err.h"
 #include "hw.h"
 
@@ -67,6 +68,26 @@ typedef struct ProfileLoadControl {
 typedef int (*ProfileLoad)(void *ctx, const ProfileLoadControl *lc, double *load_GBps, Err *e);
 int profile_adam_beside(int threads, size_t params, int reps, ProfileLoad load, void *ctx,
                         Stat *gparams, double *load_GBps, Err *e);
+
+/* The executor's own time around each GPU task (gpu.task_us): n tasks of nothing (one 256-byte
+ * copy to the device, which the device times with its events exactly as it times a compute
+ * task) run one after another through a pipeline lane (lane.h), the caller waiting for each as
+ * the dispatcher does (lane_poll, then the lanes' bell). Each gap runs from one task's end on
+ * the device to the next one's start: the lane's wake-up from its event wait, the bells, the
+ * dispatcher posting the next, the lane's wake-up and the launch. gap_us summarises the n - 1
+ * gaps (median, least, greatest), *mean_us is their mean (what they add to a schedule). A
+ * device without timers of its own (the CPU reference) is timed by the lane's clock. 0 or
+ * -errno with e (no device of ops here, n below 2). */
+int profile_dispatch(const DeviceOps *ops, int n, Stat *gap_us, double *mean_us, Err *e);
+/* The same as a load beside the Adam task (profile_adam_beside, ctx a DispatchLoad): tasks
+ * until stopped, the gaps of those that ran while counting summarised into the DispatchLoad;
+ * it reports 0 GB/s. */
+typedef struct DispatchLoad {
+    const DeviceOps *ops;
+    Stat gap_us;
+    double mean_us;
+} DispatchLoad;
+int profile_dispatch_load(void *ctx, const ProfileLoadControl *lc, double *load_GBps, Err *e);
 
 /* A shortfall below this fraction of n devices' own bandwidth is the host path's, not noise. */
 #define PROFILE_HOST_BOUND 0.9
