@@ -4,18 +4,55 @@
  * does running the LM head in chunks of tokens (a micro-batch of more than two chunks, the head
  * tied and untied), whose devices then hold one chunk's logits however many tokens there are;
  * the measured trace holds exactly the schedule's tasks and respects every dependency, the host
- * budget holds, and bad budgets, directories and plans give one clear error each. */
+ * budget holds, and bad budgets, directories and plans give one clear error each; a lane's bell
+ * waited for by spinning. */
 #include <errno.h>
 #include <math.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "checkpoint.h"
 #include "graph.h"
+#include "lane.h"
 #include "pipeline.h"
 #include "testutil.h"
 #include "trace.h"
 
 static const char *text = "/usr/share/common-licenses/GPL-3";
+
+/* A lane's bell, waited for without sleeping (lane_bell_spin, the dispatcher's wait while a GPU
+ * task runs): with nothing posted it gives up after its time and nothing has rung; with a job
+ * it returns once the job has ended and rung, the count seen */
+static int sleep_job(void *ctx, void *job, Err *e)
+{
+    (void)ctx, (void)job, (void)e;
+    struct timespec ms = {0, 2000000};
+    nanosleep(&ms, NULL);
+    return 7;
+}
+
+START_TEST(bell_spin)
+{
+    LaneBell bell;
+    lane_bell_init(&bell);
+    Lane l;
+    Err e;
+    ck_assert_int_eq(lane_init(&l, sleep_job, NULL, &bell, &e), 0);
+    unsigned seen = 0;
+    lane_bell_spin(&bell, &seen, 1e-3);
+    ck_assert_uint_eq(seen, 0);
+    ck_assert(!lane_poll(&l));
+    lane_post(&l, NULL);
+    while (seen == 0)
+        lane_bell_spin(&bell, &seen, 10.0);
+    ck_assert_uint_eq(seen, 1);
+    ck_assert(lane_poll(&l));
+    ck_assert_int_eq(l.rc, 7);
+    ck_assert_double_ge(l.end_s - l.start_s, 1e-3);
+    lane_free(&l);
+    lane_bell_free(&bell);
+}
+END_TEST
 
 static TrainOptions opts(int64_t steps)
 {
@@ -444,6 +481,7 @@ int main(void)
     tcase_add_test(tc, budgets_hold);
     tcase_add_test(tc, failure_keeps_its_trace);
     tcase_add_test(tc, bad_input);
+    tcase_add_test(tc, bell_spin);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

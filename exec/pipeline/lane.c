@@ -14,11 +14,11 @@ static inline void cpu_relax(void)
 #endif
 }
 
-/* Spins while *word reads `while_equal`, at most LANE_SPIN_S: a lane waiting for a post (its
- * pending flag) and the dispatcher waiting for a bell (its ring count) alike. */
-static void spin_while(const atomic_uint *word, unsigned while_equal)
+/* Spins while *word reads `while_equal`, at most max_s: a lane waiting for a post (its pending
+ * flag) and the dispatcher waiting for a bell (its ring count) alike. */
+static void spin_while(const atomic_uint *word, unsigned while_equal, double max_s)
 {
-    double until = clock_monotonic_s() + LANE_SPIN_S;
+    double until = clock_monotonic_s() + max_s;
     for (unsigned i = 1; atomic_load_explicit(word, memory_order_acquire) == while_equal; i++) {
         cpu_relax();
         if (!(i & 63) && clock_monotonic_s() > until)
@@ -33,7 +33,7 @@ static void *lane_main(void *arg)
     for (;;) {
         if (!l->posted && !l->quit) {
             pthread_mutex_unlock(&l->mu);
-            spin_while(&l->pending, 0);
+            spin_while(&l->pending, 0, LANE_SPIN_S);
             pthread_mutex_lock(&l->mu);
         }
         while (!l->posted && !l->quit)
@@ -81,7 +81,7 @@ void lane_bell_free(LaneBell *b)
 
 void lane_bell_wait(LaneBell *b, unsigned *seen, double timeout_s)
 {
-    spin_while(&b->rings, *seen);
+    spin_while(&b->rings, *seen, LANE_SPIN_S);
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     long ns = ts.tv_nsec + (long)(timeout_s * 1e9);
@@ -93,6 +93,12 @@ void lane_bell_wait(LaneBell *b, unsigned *seen, double timeout_s)
             break;
     *seen = atomic_load_explicit(&b->rings, memory_order_relaxed);
     pthread_mutex_unlock(&b->mu);
+}
+
+void lane_bell_spin(LaneBell *b, unsigned *seen, double max_s)
+{
+    spin_while(&b->rings, *seen, max_s);
+    *seen = atomic_load_explicit(&b->rings, memory_order_acquire);
 }
 
 int lane_init(Lane *l, LaneFn fn, void *ctx, LaneBell *bell, Err *e)

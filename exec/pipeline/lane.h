@@ -33,6 +33,10 @@ void lane_bell_init(LaneBell *b);
 void lane_bell_free(LaneBell *b);
 /* Waits until the bell has rung since *seen (then updates it) or timeout_s has passed. */
 void lane_bell_wait(LaneBell *b, unsigned *seen, double timeout_s);
+/* The same without ever sleeping: spins until the bell rings or max_s has passed (then *seen
+ * is the count as it stands). For a waiter whose wake-up would cost more than the core it
+ * holds: the dispatcher while a GPU task runs (pipe_exec.c). */
+void lane_bell_spin(LaneBell *b, unsigned *seen, double max_s);
 
 typedef struct Lane {
     pthread_t thread;

@@ -561,8 +561,11 @@ static int dispatch_open(Dispatch *p, const DeviceOps *ops, Err *e)
 static int dispatch_one(Dispatch *p, double *gap_s, Err *e)
 {
     lane_post(&p->lane, NULL);
-    while (!lane_poll(&p->lane))
-        lane_bell_wait(&p->bell, &p->seen, 10e-3);
+    while (!lane_poll(&p->lane)) /* as the dispatcher while a GPU task runs (idle_wait) */
+        if (p->ops->on_host)
+            lane_bell_wait(&p->bell, &p->seen, 10e-3);
+        else
+            lane_bell_spin(&p->bell, &p->seen, 10e-3);
     if (p->lane.rc) {
         *e = p->lane.err;
         return p->lane.rc;

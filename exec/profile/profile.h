@@ -72,7 +72,8 @@ int profile_adam_beside(int threads, size_t params, int reps, ProfileLoad load, 
 /* The executor's own time around each GPU task (gpu.task_us): n tasks of nothing (one 256-byte
  * copy to the device, which the device times with its events exactly as it times a compute
  * task) run one after another through a pipeline lane (lane.h), the caller waiting for each as
- * the dispatcher does (lane_poll, then the lanes' bell). Each gap runs from one task's end on
+ * the dispatcher does (lane_poll, spinning on the lanes' bell while a GPU task runs, sleeping on
+ * it for the CPU reference's). Each gap runs from one task's end on
  * the device to the next one's start: the lane's wake-up from its event wait, the bells, the
  * dispatcher posting the next, the lane's wake-up and the launch. gap_us summarises the n - 1
  * gaps (median, least, greatest), *mean_us is their mean (what they add to a schedule). A
