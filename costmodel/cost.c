@@ -180,7 +180,8 @@ static double link_io_Bps(const double link[RES_COUNT], const double rate[RES_CO
 }
 
 /* cost_rates with each busy resource moving host[r] bytes of host memory and link[r] bytes
- * over its link per unit of work; the CPU Adam then divided by 1 + io / cpu.adam_io_GBps. */
+ * over its link per unit of work; the CPU Adam then divided by 1 + io / cpu.adam_io_GBps, and
+ * while the GPU is busy multiplied by cpu.adam_gpu_share. */
 static void rates_moving(const CostModel *m, const bool busy[RES_COUNT],
                          const double host[RES_COUNT], const double link[RES_COUNT],
                          double rate[RES_COUNT])
@@ -197,6 +198,9 @@ static void rates_moving(const CostModel *m, const bool busy[RES_COUNT],
                 rate[r] *= ceiling / demand;
     if (busy[RES_CPU_ADAM] && hw->cpu_adam_io_GBps > 0)
         rate[RES_CPU_ADAM] /= 1 + link_io_Bps(link, rate) / (hw->cpu_adam_io_GBps * 1e9);
+    /* the cores the GPU lane and the dispatcher hold while a GPU task runs */
+    if (busy[RES_CPU_ADAM] && busy[RES_GPU] && hw->cpu_adam_gpu_share > 0)
+        rate[RES_CPU_ADAM] *= hw->cpu_adam_gpu_share;
 }
 
 /* Bytes a resource's link moves per unit of its work: 1 for the PCIe and SSD links. */

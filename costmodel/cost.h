@@ -27,7 +27,9 @@
  *          slower beside one PCIe direction that host memory's ceiling leaves alone, and the
  *          profile ~25% slower than alone beside both, ~15% more than the ceiling's share
  *          explains (its threads share the cores with the copies' and the pipeline's, not
- *          only the memory).
+ *          only the memory). While the GPU is busy too, it is multiplied by
+ *          cpu.adam_gpu_share where given: the GPU lane and the dispatcher each hold a core
+ *          then (the dispatcher spins; pipe_exec.c).
  * A copy's fixed latency (pcie or ssd latency_us) is added as bytes at the rate its link has
  * alone. A gradient copy of a step with several micro-batches also adds its parameters into the
  * step's sum on the host, on the same lane after the copy: grad_sum_bytes per parameter (model.h:

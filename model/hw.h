@@ -69,6 +69,10 @@ typedef struct Hardware {
                                   bytes per second the links (PCIe, SSD) move meanwhile
                                   (fuyou-profile: the Adam beside pinned copies both ways); 0:
                                   none */
+    double cpu_adam_gpu_share; /* optional: the share of its rate the Adam task keeps while a
+                                  GPU task runs (the executor's GPU lane and its dispatcher each
+                                  hold a core then; fuyou-profile: the Adam beside empty GPU
+                                  tasks run as the pipeline runs them, over alone); 0: 1 */
     double cpu_sum_GBps;       /* optional: host memory bytes a second the executor's
                                   gradient-sum threads move (exec/optim/grad_sum.h); 0: their
                                   share of the cores of mem_GBps */

@@ -1,6 +1,7 @@
 /* Check suite for costmodel/cost: op times against the formulas in cost.h computed by hand, the
  * rate coupling of PCIe directions and SSD reads and writes, the SSDs' host path ceiling, and
  * host memory shared by the CPU Adam and the links. */
+#include <errno.h>
 #include <math.h>
 
 #include "cost.h"
@@ -250,6 +251,33 @@ START_TEST(adam_beside_io)
 }
 END_TEST
 
+/* cpu.adam_gpu_share: the Adam task keeps that share of its rate while the GPU is busy, and
+ * only then; the GPU keeps its own; absent, nothing changes */
+START_TEST(adam_beside_gpu)
+{
+    const char *sets[] = {"cpu.adam_Gparams_per_s=2", "cpu.adam_gpu_share=0.8"};
+    load(sets, 2);
+    CostModel m = {&hw, NULL};
+    bool busy[RES_COUNT] = {[RES_CPU_ADAM] = true, [RES_GPU] = true};
+    double rate[RES_COUNT], alone[RES_COUNT];
+    cost_rates(&m, busy, rate);
+    ck_assert_double_eq_tol(rate[RES_CPU_ADAM], 1.6e9, 1);
+    ck_assert_double_eq(rate[RES_GPU], 1);
+    busy[RES_GPU] = false;
+    cost_rates(&m, busy, alone);
+    ck_assert_double_eq(alone[RES_CPU_ADAM], 2e9);
+    hw.cpu_adam_gpu_share = 0;
+    busy[RES_GPU] = true;
+    cost_rates(&m, busy, rate);
+    ck_assert_double_eq(rate[RES_CPU_ADAM], 2e9);
+    hw_free(&hw);
+    const char *more[] = {"cpu.adam_gpu_share=1.5"}; /* a share, at most 1 */
+    Err e;
+    ck_assert_int_eq(hw_load("4090.ini", more, 1, &hw, &e), -EINVAL);
+    tu_assert_contains(e.msg, "adam_gpu_share");
+}
+END_TEST
+
 /* Rates with the given resources busy. */
 static void rates_with(const CostModel *m, const Resource *on, int n, double rate[RES_COUNT])
 {
@@ -366,6 +394,7 @@ int main(void)
     tcase_add_test(tc, grad_sum_on_the_host);
     tcase_add_test(tc, grad_sum_host_demand);
     tcase_add_test(tc, adam_beside_io);
+    tcase_add_test(tc, adam_beside_gpu);
     tcase_add_test(tc, host_memory_shared);
     tcase_add_test(tc, host_memory_floor);
     tcase_add_test(tc, ssd_host_ceiling);

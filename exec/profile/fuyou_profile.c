@@ -404,11 +404,20 @@ int main(int argc, char **argv)
                 "the Adam task: mean %.1f, median %.1f, greatest %.0f (%d)\n", gap_mean,
                 gap.median, gap.min, gap.max, gap.n, dl.mean_us, dl.gap_us.median,
                 dl.gap_us.max, dl.gap_us.n);
+        /* and what the lane and the dispatcher, each on a core, leave the Adam */
+        hw.cpu_adam_gpu_share = fmin(adam_gpu.median / adam.median, 1);
+        fprintf(stderr, "  the Adam task beside them: %.3f G params/s (%.3f..%.3f), alone %.3f\n",
+                adam_gpu.median, adam_gpu.min, adam_gpu.max, adam.median);
+        note(&ns, "cpu", "adam_gpu_share", "[meas %s] the Adam task (%d threads, %zu M params) "
+             "beside empty GPU tasks run as the pipeline runs them: median of %d, %.3f G "
+             "params/s (%.3f..%.3f), over alone %.3f (at most 1)", day, used, params >> 20,
+             adam_gpu.n, adam_gpu.median, adam_gpu.min, adam_gpu.max, adam.median);
         note(&ns, "gpu", "task_us", "[meas %s] the executor's own time between GPU tasks: %d "
              "empty tasks (a 256-byte copy, timed by CUDA events as a compute task is) through "
              "a pipeline lane, waited for as the dispatcher waits; the mean gap from one's end "
              "to the next's start (median %.1f, %.1f..%.1f us). Beside the Adam task (%d "
-             "threads, not niced): mean %.1f, median %.1f, greatest %.0f us over %d gaps",
+             "threads, niced as the pipeline's): mean %.1f, median %.1f, greatest %.0f us over "
+             "%d gaps",
              day, tasks, gap.median, gap.min, gap.max, used, dl.mean_us, dl.gap_us.median,
              dl.gap_us.max, dl.gap_us.n);
 

@@ -22,6 +22,7 @@
 #include "hostpool.h"
 #include "lane.h"
 #include "model.h"
+#include "pipeline.h"
 #include "store.h"
 #include "workpool.h"
 
@@ -72,7 +73,9 @@ static void beside_wait_started(Beside *b)
 static int adam_runs(int threads, size_t params, int reps, double *x, Beside *b, Err *e)
 {
     WorkPool wp = {0};
-    int rc = workpool_init(&wp, threads, e);
+    /* its workers niced as the pipeline's are by default (fuyou-run --optimizer-nice), which
+     * matters only beside a load: what the load's threads take from it */
+    int rc = workpool_init_nice(&wp, threads, PIPE_OPTIM_NICE, e);
     float *state = malloc(params * 3 * sizeof(float));
     uint16_t *grad = malloc(params * 2), *out = malloc(params * 2);
     if (!rc && (!state || !grad || !out))
