@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # fuzz_seeds.sh: writes the seed corpora of the fuzz targets (tests/fuzz/corpus/TARGET/) from
 # real files: the hardware presets, the model inis, a checkpoint of the micro model
-# (tests/fuzz/micro.ini) that fuyou-run trains and saves, and small token and safetensors files
-# made here. Run it when a format changes, then review and commit the corpus; the inputs of
+# (tests/fuzz/micro.ini) that fuyou-run trains and saves, small token and safetensors files
+# made here, and a predicted trace and its dependencies from fuyou-sim. Run it when a format changes, then review and commit the corpus; the inputs of
 # findings (regress-*, each with its test in the Check suites, and crash-*) are kept, the rest
 # is replaced.
 #
@@ -23,7 +23,7 @@ fi
 corpus=tests/fuzz/corpus
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-for t in hw model_ini safetensors tokens state; do
+for t in hw model_ini safetensors tokens state trace; do
     mkdir -p "$corpus/$t"
     find "$corpus/$t" -type f ! -name 'crash-*' ! -name 'regress-*' -delete
 done
@@ -60,6 +60,11 @@ cp "$step/state.json" "$corpus/state/state.json"
 cp "$step/model.safetensors" "$corpus/safetensors/micro-model.safetensors"
 cp "$step/optimizer.safetensors" "$corpus/safetensors/micro-optimizer.safetensors"
 
+# traces: the golden one, and a predicted trace with its dependencies (fuyou-sim --deps)
+cp tests/golden/tiny_fuyou_h200.tsv "$corpus/trace/golden.tsv"
+"$build/sim/fuyou-sim" --model gpt2-tiny --hw h200 --seq 64 --batch 2 --iters 2 \
+    --trace "$corpus/trace/tiny-pred.tsv" --deps "$corpus/trace/tiny-deps.tsv" > /dev/null
+
 # token files: text, llm.c (and its header with a damaged magic), headerless uint16; and a
 # safetensors file of every dtype the reader converts, without checksums (as the hub's are)
 python3 - "$corpus" <<'PY'
@@ -90,6 +95,6 @@ for name, content in files.items():
     with open(f"{corpus}/{name}", "wb") as f:
         f.write(content)
 PY
-for t in hw model_ini safetensors tokens state; do
+for t in hw model_ini safetensors tokens state trace; do
     echo "$corpus/$t: $(find "$corpus/$t" -type f | wc -l) files"
 done

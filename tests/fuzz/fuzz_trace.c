@@ -1,0 +1,92 @@
+/* fuzz_trace: the trace and dependency TSV readers (traces/trace.h: trace_read_tsv,
+ * trace_read_deps), which read files users hand fuyou-trace, under libFuzzer.
+ *
+ * The input is the file, given to both readers (its header picks at most one). A read either
+ * fails with one line naming what is wrong and leaves its table empty, or gives rows whose
+ * times are finite and ordered and whose strings are there; the (iter, task_id) index finds
+ * every row's task again, and a trace written back reads back with the same rows. */
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "fuzz_util.h"
+#include "trace.h"
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc, (void)argv;
+    return 0;
+}
+
+static void check_failure(int rc, const Err *e)
+{
+    fuzz_check(rc == -EINVAL || rc == -ENOMEM);
+    fuzz_check_message(e->msg);
+}
+
+static void check_trace(const char *path)
+{
+    TraceTable t;
+    Err e = {""};
+    int rc = trace_read_tsv(path, &t, &e);
+    if (rc) {
+        check_failure(rc, &e);
+        fuzz_check(t.rows == NULL && t.n == 0 && t.strings == NULL);
+        return;
+    }
+    int *idx = NULL;
+    fuzz_check(t.n >= 0 && trace_sort_index(&t, &idx) == 0);
+    for (int i = 0; i < t.n; i++) {
+        const TraceRow *r = &t.rows[i];
+        fuzz_check(r->task_id && r->resource && r->phase);
+        fuzz_check(isfinite(r->start_s) && isfinite(r->end_s) && r->end_s >= r->start_s);
+        fuzz_check(isfinite(r->bytes) && isfinite(r->flops));
+        int k = trace_find(&t, idx, r->iter, r->task_id);
+        fuzz_check(k >= 0 && k < t.n && t.rows[k].iter == r->iter &&
+                   !strcmp(t.rows[k].task_id, r->task_id));
+    }
+    free(idx);
+    /* written back and read again: the same tasks, in the same order */
+    char back[512];
+    fuzz_path(back, sizeof back, "back.tsv");
+    TraceTable u;
+    fuzz_check(trace_save(back, TRACE_TSV, t.rows, t.n, &e) == 0);
+    fuzz_check(trace_read_tsv(back, &u, &e) == 0 && u.n == t.n);
+    for (int i = 0; i < t.n; i++)
+        fuzz_check(u.rows[i].iter == t.rows[i].iter && u.rows[i].layer == t.rows[i].layer &&
+                   !strcmp(u.rows[i].task_id, t.rows[i].task_id) &&
+                   !strcmp(u.rows[i].resource, t.rows[i].resource) &&
+                   !strcmp(u.rows[i].phase, t.rows[i].phase));
+    trace_table_free(&u);
+    char chrome[512]; /* and as JSON for Perfetto: every string escaped as it comes */
+    fuzz_path(chrome, sizeof chrome, "back.json");
+    fuzz_check(trace_save(chrome, TRACE_CHROME, t.rows, t.n, &e) == 0);
+    trace_table_free(&t);
+    trace_table_free(&t); /* safe twice */
+}
+
+static void check_deps(const char *path)
+{
+    TraceDeps d;
+    Err e = {""};
+    int rc = trace_read_deps(path, &d, &e);
+    if (rc) {
+        check_failure(rc, &e);
+        fuzz_check(d.edges == NULL && d.n == 0 && d.strings == NULL);
+        return;
+    }
+    fuzz_check(d.n >= 0);
+    for (int i = 0; i < d.n; i++)
+        fuzz_check(d.edges[i].task_id && d.edges[i].dep_id);
+    trace_deps_free(&d);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    char path[512];
+    fuzz_file(path, sizeof path, "in.tsv", data, size);
+    check_trace(path);
+    check_deps(path);
+    return 0;
+}
