@@ -44,10 +44,15 @@ REGRESSION_RUNS="124m b8 all-gpu|gpt2-124m|8|3|--weights cpu --optim cpu --check
 # planner's own (--swap auto, planned on HW like the prediction); its measured time against the
 # best measured. 1.3B b32 is bound by the CPU's Adam and the copies (the predicted curve flat,
 # then rising), 350M b64 by the GPU (predicted: a minimum near 9.5 GiB, recomputation on one
-# side, the swap's copies on the other). About 3 minutes; tools/regress.sh compares each run.
+# side, the swap's copies on the other). About 3.5 minutes; tools/regress.sh compares each run.
+# The planner's own plan runs first and again last ("swap auto-again"): the machine's CPU drifts
+# (one sweep's first two runs had every Adam task 25% slower than the rest had, whatever ran
+# beside it), and the two bracket the sweep; regress.sh takes their mean and prints the drift.
 sweep_runs() { # name prefix, model, batch, plan, amounts...
     local pre=$1 model=$2 batch=$3 plan=$4 a; shift 4
-    for a in auto "$@"; do printf '%s swap %s|%s|%s|3|%s --swap %s|;' "$pre" "$a" "$model" "$batch" "$plan" "$a"; done
+    for a in auto "$@" auto-again; do
+        printf '%s swap %s|%s|%s|3|%s --swap %s|;' "$pre" "$a" "$model" "$batch" "$plan" "${a%-again}"
+    done
 }
 SWEEP_RUNS="$(sweep_runs "1.3b b32" gpt3-1.3b 32 "--weights cpu --optim cpu --checkpoints cpu" none 7GiB 13GiB 19GiB 25GiB)\
 $(sweep_runs "350m b64" gpt3-350m 64 "--weights cpu --optim cpu --checkpoints gpu" none 5GiB 14GiB 20GiB 26GiB)"
