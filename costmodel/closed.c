@@ -188,17 +188,16 @@ static void block_loads(const Hardware *hw, const Graph *g, const Plan *p, int b
     double w = (double)dtype_bytes(c->dtype), block_w = (double)model_block_params(c) * w;
     memset(F, 0, RES_COUNT * sizeof *F);
     memset(B, 0, RES_COUNT * sizeof *B);
-    double lead = hw->gpu_task_us * 1e-6; /* each GPU task's dispatch (cost_task_lead_s) */
     bool rerun[GRAPH_OPS_PER_BLOCK];
     sched_recompute_set(p, b, rerun);
     double swapped[TIER_COUNT] = {0};
     for (int i = 0; i < GRAPH_OPS_PER_BLOCK; i++) {
         const Op *op = graph_block_op(g, b, i);
-        F[RES_GPU] += cost_gpu_op_s(hw, op, TASK_FWD) + lead;
+        F[RES_GPU] += cost_gpu_task_s(hw, op, TASK_FWD);
         if (op->bwd_flops > 0 || op->bwd_io_bytes > 0)
-            B[RES_GPU] += cost_gpu_op_s(hw, op, TASK_BWD) + lead;
+            B[RES_GPU] += cost_gpu_task_s(hw, op, TASK_BWD);
         if (rerun[i])
-            B[RES_GPU] += cost_gpu_op_s(hw, op, TASK_RECOMPUTE) + lead;
+            B[RES_GPU] += cost_gpu_task_s(hw, op, TASK_RECOMPUTE);
         ActPlace a = plan_act(p, b, i);
         if (a == ACT_CPU || a == ACT_SSD)
             swapped[a] += (double)op->act_bytes;
@@ -277,14 +276,14 @@ void cost_closed_form(const Hardware *hw, const Graph *g, const Plan *p, ClosedF
         }
     }
     /* The edges: embedding, final LN, LM head and loss, and their weights once an iteration. */
-    double fe[RES_COUNT] = {0}, be[RES_COUNT] = {0}, lead = hw->gpu_task_us * 1e-6;
+    double fe[RES_COUNT] = {0}, be[RES_COUNT] = {0};
     for (int i = 0; i < g->n_ops; i++) {
         const Op *op = &g->ops[i];
         if (op->block >= 0 && op->block < L)
             continue;
-        fe[RES_GPU] += cost_gpu_op_s(hw, op, TASK_FWD) + lead;
+        fe[RES_GPU] += cost_gpu_task_s(hw, op, TASK_FWD);
         if (op->bwd_flops > 0 || op->bwd_io_bytes > 0)
-            be[RES_GPU] += cost_gpu_op_s(hw, op, TASK_BWD) + lead;
+            be[RES_GPU] += cost_gpu_task_s(hw, op, TASK_BWD);
     }
     if (p->weights != TIER_GPU)
         fe[RES_H2D] += link_s(hw, RES_H2D, edge_w / M);

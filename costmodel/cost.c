@@ -267,8 +267,19 @@ double cost_fit_adam_io_GBps(const Hardware *hw, double measured)
     return slow > 1 ? link_io_Bps(link, rate) / (slow - 1) / 1e9 : 0;
 }
 
+/* The executor's own time before each GPU op task (gpu.task_us). */
+static double gpu_lead_s(const Hardware *hw)
+{
+    return hw->gpu_task_us * 1e-6;
+}
+
+double cost_gpu_task_s(const Hardware *hw, const Op *op, TaskKind kind)
+{
+    return cost_gpu_op_s(hw, op, kind) + gpu_lead_s(hw);
+}
+
 double cost_task_lead_s(const CostModel *m, const Task *t)
 {
     bool op = t->kind == TASK_FWD || t->kind == TASK_RECOMPUTE || t->kind == TASK_BWD;
-    return t->res == RES_GPU && op ? m->hw->gpu_task_us * 1e-6 : 0;
+    return t->res == RES_GPU && op ? gpu_lead_s(m->hw) : 0;
 }

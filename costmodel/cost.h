@@ -78,6 +78,9 @@ typedef struct CostModel {
 
 /* Seconds a graph op takes on the GPU in the given kind (TASK_FWD, TASK_RECOMPUTE, TASK_BWD). */
 double cost_gpu_op_s(const Hardware *hw, const Op *op, TaskKind kind);
+/* The same with the lead the op's task holds the GPU for before it (cost_task_lead_s): what
+ * one op task takes of the GPU's time, for sums over a schedule (closed.h). */
+double cost_gpu_task_s(const Hardware *hw, const Op *op, TaskKind kind);
 /* The FLOPs an attention op runs at gpu.attn_efficiency (of its head size) of the peak, in that
  * kind: half of its model FLOPs (causal), and a quarter more in backward (the recomputed
  * scores). */
