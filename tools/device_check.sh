@@ -192,9 +192,16 @@ if [ "${MODE:-all}" = offload ]; then
         # machine and 1.75-1.96 four minutes later, reads with writes 1.29-1.47 then 1.18-1.23
         hw_run=${HW:-h200.ini}
         if [ "${SSD_AGAIN:-1}" = 1 ] && printf '%s\n' "$plan" | grep -qE -- '--[a-z]+ ssd'; then
-            ./build-dev/exec/profile/fuyou-profile --ssd-only --base "$hw_run" --ssd-dir "$ssd" \
-                --gib 4 --out "$OUT/hw$n.ini" > "$OUT/ssd$n.txt" 2>&1 && hw_run=$OUT/hw$n.ini
-            grep -E "^(read|write)_(bidir_)?GBps" "$OUT/hw$n.ini"
+            # written aside and kept only when fuyou-profile succeeded: regress.sh --ssd-again
+            # predicts on hw<n>.ini wherever there is one
+            if ./build-dev/exec/profile/fuyou-profile --ssd-only --base "$hw_run" \
+                --ssd-dir "$ssd" --gib 4 --out "$OUT/hw$n.tmp" > "$OUT/ssd$n.txt" 2>&1; then
+                mv "$OUT/hw$n.tmp" "$OUT/hw$n.ini" && hw_run=$OUT/hw$n.ini
+                grep -E "^(read|write)_(bidir_)?GBps" "$hw_run"
+            else
+                rm -f "$OUT/hw$n.tmp"
+                echo "the disk not measured again ($(tail -1 "$OUT/ssd$n.txt")): predicted on $hw_run"
+            fi
             rm -rf "${ssd:?}"/*
         fi
         $sim --hw "$hw_run" --gpu-mem 24GiB $budget --model "$model" --batch "$batch" \

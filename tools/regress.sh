@@ -83,8 +83,9 @@ summary "busy resources" "busy time" < "$out/busy_errors.tsv" || true
 # the planner's regret (issue 12's third goal), where a DIR holds a sweep (MODE=sweep: runs named
 # "<config> swap <amount>", one of them "swap auto"): the planner's measured time over the best.
 # Where the planner's plan also ran last ("swap auto-again"), its time is the mean of the two
-# and their difference is printed: how far the machine drifted over the sweep.
-awk -F'\t' 'NR > 1 && $1 ~ / swap [^ ]+$/ {
+# and their difference is printed: how far the machine drifted over the sweep. A run without a
+# measured time (its comparison failed) is left out.
+awk -F'\t' 'NR > 1 && $1 ~ / swap [^ ]+$/ && $2 + 0 > 0 {
         cfg = $1; sub(/ swap [^ ]+$/, "", cfg); amt = $1; sub(/.* swap /, "", amt)
         if (amt == "auto-again") { again[cfg] = $2; next }
         n[cfg]++

@@ -433,20 +433,22 @@ static int finish_task(Pipe *pp, int ti, double now)
     return 0;
 }
 
+void pipe_wait_compute(LaneBell *b, unsigned *seen, const DeviceOps *ops, double timeout_s)
+{
+    if (ops->on_host)
+        lane_bell_wait(b, seen, timeout_s);
+    else
+        lane_bell_spin(b, seen, timeout_s);
+}
+
 /* Nothing to start or finish: wait until a lane ends a job, or briefly while SSD requests are
- * in flight (the store is polled, not rung). While a GPU task runs the dispatcher spins rather
- * than sleeps: the next GPU task waits on its wake-up. Sleeping, the gap between dependent GPU
- * tasks on the H200 machine had a median of 25-45 us and, while the Adam's threads held the
- * cores, a mean of 74-360 us with single gaps of 4-8 ms (the woken dispatcher waited for a
- * core); spinning, medians of 10-17 us, means of 11-17 us beside the Adam, and 1.3B b32 ran
- * 6.5% faster, 1.3B b8 (bound by the Adam) 9%, two GPU-bound runs 1.2-1.3% (one run each,
- * one machine): the core it holds cost the Adam nothing measurable there. Not where the
- * compute lane computes on the host's cores (the CPU reference). */
+ * in flight (the store is polled, not rung); while a compute task runs, as pipe_wait_compute
+ * says. */
 static void idle_wait(Pipe *pp)
 {
     bool io = pp->running[RES_SSD_READ] >= 0 || pp->running[RES_SSD_WRITE] >= 0;
-    if (pp->running[RES_GPU] >= 0 && !pp->mem.ops->on_host)
-        lane_bell_spin(&pp->bell, &pp->rings_seen, io ? 20e-6 : 10e-3);
+    if (pp->running[RES_GPU] >= 0)
+        pipe_wait_compute(&pp->bell, &pp->rings_seen, pp->mem.ops, io ? 20e-6 : 10e-3);
     else
         lane_bell_wait(&pp->bell, &pp->rings_seen, io ? 20e-6 : 10e-3);
 }

@@ -88,6 +88,16 @@ extern const LaneFn pipe_lane_fns[N_THREAD_LANES];
  * flight finish, and returns the first error (-errno with e naming the task). Every task's
  * start and end are appended to pp->rows. */
 int pipe_run_dag(Pipe *pp, Err *e);
+
+/* How the dispatcher waits on the lanes' bell while a compute task of ops runs (at most
+ * timeout_s): spinning, except where the compute runs on the host's cores (the CPU reference).
+ * Sleeping, its wake-ups put a median of 25-45 us between dependent GPU tasks on the H200
+ * machine and, while the Adam's threads held the cores, means of 74-360 us with gaps of 4-8
+ * ms; spinning, medians of 10-17 us and means of 11-17 us beside the Adam (A/B, one run each
+ * on one machine: 1.3B b32 0.727 -> 0.680 s, 1.3B b8 0.506 -> 0.459, 350M b64 0.469 -> 0.463,
+ * 1.3B b64 x 2 1.469 -> 1.452). The core it holds slowed the Adam tasks 10-18% in the three
+ * GPU-busy runs ([cpu] adam_gpu_share). fuyou-profile's task probe waits the same way. */
+void pipe_wait_compute(LaneBell *b, unsigned *seen, const DeviceOps *ops, double timeout_s);
 /* Points every trace row at its copied task id (after the last append, before writing). */
 void pipe_trace_fix_ids(Pipe *pp);
 

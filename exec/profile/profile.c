@@ -22,6 +22,7 @@
 #include "hostpool.h"
 #include "lane.h"
 #include "model.h"
+#include "pipe_exec.h"
 #include "pipeline.h"
 #include "store.h"
 #include "workpool.h"
@@ -137,14 +138,14 @@ int profile_adam(int threads, size_t params, int reps, Stat *gparams, Err *e)
     return rc;
 }
 
-typedef struct CopyJob {
+typedef struct MemcpyJob {
     uint8_t *dst;
     const uint8_t *src;
-} CopyJob;
+} MemcpyJob;
 
 static void copy_range(void *ctx, size_t begin, size_t end)
 {
-    CopyJob *j = ctx;
+    MemcpyJob *j = ctx;
     memcpy(j->dst + begin, j->src + begin, end - begin);
 }
 
@@ -163,7 +164,7 @@ int profile_memory(int threads, size_t bytes, int reps, Stat *GBps, Err *e)
         memset(b, 2, bytes); /* both touched: no page faults in the timing */
     }
     for (int r = 0; !rc && r < reps; r++) {
-        CopyJob j = {r % 2 ? a : b, r % 2 ? b : a};
+        MemcpyJob j = {r % 2 ? a : b, r % 2 ? b : a};
         double t0 = clock_monotonic_s();
         workpool_run(&wp, copy_range, &j, bytes, 4096);
         x[r] = 2.0 * (double)bytes / (clock_monotonic_s() - t0) / 1e9;
@@ -564,11 +565,8 @@ static int dispatch_open(Dispatch *p, const DeviceOps *ops, Err *e)
 static int dispatch_one(Dispatch *p, double *gap_s, Err *e)
 {
     lane_post(&p->lane, NULL);
-    while (!lane_poll(&p->lane)) /* as the dispatcher while a GPU task runs (idle_wait) */
-        if (p->ops->on_host)
-            lane_bell_wait(&p->bell, &p->seen, 10e-3);
-        else
-            lane_bell_spin(&p->bell, &p->seen, 10e-3);
+    while (!lane_poll(&p->lane))
+        pipe_wait_compute(&p->bell, &p->seen, p->ops, 10e-3);
     if (p->lane.rc) {
         *e = p->lane.err;
         return p->lane.rc;
