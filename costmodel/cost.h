@@ -90,8 +90,9 @@ double cost_attention_work(const Op *op, TaskKind kind);
 double cost_gpu_adam_s(const Hardware *hw, double params);
 
 /* Seconds the host takes to add `params` gradients of grad_bytes each into a float sum (the
- * step's first micro-batch writes it): their bytes (grad_sum_bytes, model.h) at cpu.sum_GBps,
- * or without it at mem_GBps times the sum threads' share of the cores. */
+ * step's first micro-batch writes it): their bytes (grad_sum_bytes, model.h) at cpu.sum_GBps
+ * (the first micro-batch's at cpu.sum_first_GBps where given), or without it at mem_GBps times
+ * the sum threads' share of the cores. */
 double cost_grad_sum_s(const Hardware *hw, double params, double grad_bytes, bool first);
 
 /* A task's work in its resource's unit (seconds for gpu, parameters for cpu_adam, bytes for

@@ -73,6 +73,8 @@ typedef struct Hardware {
                                   GPU task runs (the executor's GPU lane and its dispatcher each
                                   hold a core then; fuyou-profile: the Adam beside empty GPU
                                   tasks run as the pipeline runs them, over alone); 0: 1 */
+    double cpu_sum_first_GBps; /* optional: the same for the step's first micro-batch, which
+                                  writes the sum without reading it; 0: sum_GBps */
     double cpu_sum_GBps;       /* optional: host memory bytes a second the executor's
                                   gradient-sum threads move (exec/optim/grad_sum.h); 0: their
                                   share of the cores of mem_GBps */

@@ -139,7 +139,8 @@ END_TEST
 
 /* A micro-batch's gradient copy also adds its parameters into the step's sum on the host:
  * (grad bytes + 8) each at cpu.sum_GBps, or without it at cpu.mem_GBps times the sum threads'
- * share of the cores; the step's first micro-batch writes the sum without reading it (+ 4) */
+ * share of the cores; the step's first micro-batch writes the sum without reading it (+ 4), at
+ * cpu.sum_first_GBps where that is given */
 START_TEST(grad_sum_on_the_host)
 {
     const char *sets[] = {"cpu.cores=16", "cpu.mem_GBps=80", "pcie.latency_us=0"};
@@ -162,6 +163,13 @@ START_TEST(grad_sum_on_the_host)
     hw_free(&hw);
     const char *measured[] = {"cpu.cores=16", "cpu.mem_GBps=80", "cpu.sum_GBps=40"};
     load(measured, 3); /* what fuyou-profile measured, whatever the share */
+    ck_assert_double_eq_tol(cost_grad_sum_s(&hw, 1e9, 2, false), 0.25, 1e-12);
+    ck_assert_double_eq_tol(cost_grad_sum_s(&hw, 1e9, 2, true), 0.15, 1e-12);
+    hw_free(&hw);
+    /* the first micro-batch's own rate where measured: 6 GB at 24 GB/s; the others keep 40 */
+    const char *first[] = {"cpu.cores=16", "cpu.sum_GBps=40", "cpu.sum_first_GBps=24"};
+    load(first, 3);
+    ck_assert_double_eq_tol(cost_grad_sum_s(&hw, 1e9, 2, true), 0.25, 1e-12);
     ck_assert_double_eq_tol(cost_grad_sum_s(&hw, 1e9, 2, false), 0.25, 1e-12);
     hw_free(&hw);
 }

@@ -36,9 +36,11 @@ START_TEST(cpu_and_memory)
     ck_assert(isfinite(a.median) && a.median > 0 && a.min <= a.median && a.median <= a.max);
     ck_assert_msg(profile_memory(2, 1 << 22, 2, &m, &e) == 0, "%s", e.msg);
     ck_assert(isfinite(m.median) && m.median > 0);
-    ck_assert_msg(profile_grad_sum(2, 1 << 20, 2, &m, &e) == 0, "%s", e.msg);
+    ck_assert_msg(profile_grad_sum(2, 1 << 20, 2, false, &m, &e) == 0, "%s", e.msg);
     ck_assert(isfinite(m.median) && m.median > 0);
-    ck_assert_int_eq(profile_grad_sum(1, 1024, 0, &m, &e), -EINVAL);
+    ck_assert_msg(profile_grad_sum(2, 1 << 20, 2, true, &m, &e) == 0, "%s", e.msg);
+    ck_assert(isfinite(m.median) && m.median > 0);
+    ck_assert_int_eq(profile_grad_sum(1, 1024, 0, false, &m, &e), -EINVAL);
     ck_assert_int_eq(profile_adam(1, 1024, 0, &a, &e), -EINVAL);
 }
 END_TEST

@@ -256,17 +256,23 @@ int main(int argc, char **argv)
         hw.cpu_mem_GBps = mem.median;
         note(&ns, "cpu", "mem_GBps", "[meas %s] parallel memcpy of %s, read + written: median of "
              "%d, %.1f..%.1f", day, quick ? "256 MiB" : "2 GiB", mem.n, mem.min, mem.max);
-        Stat sum;
+        Stat sum, first;
         int sum_threads = plan_grad_sum_threads((int)cores);
         size_t sum_params = quick ? (size_t)16 << 20 : (size_t)128 << 20;
-        if (profile_grad_sum(sum_threads, sum_params, reps, &sum, &e))
+        if (profile_grad_sum(sum_threads, sum_params, reps, false, &sum, &e) ||
+            profile_grad_sum(sum_threads, sum_params, reps, true, &first, &e))
             goto fail;
         hw.cpu_sum_GBps = sum.median;
+        hw.cpu_sum_first_GBps = first.median;
         note(&ns, "cpu", "sum_GBps", "[meas %s] the pipeline's sum of micro-batch gradients, %d "
              "thread%s as the pipeline takes here, %zu M bf16 gradients into fp32, %zu B each: "
              "median of %d, %.1f..%.1f", day, sum_threads, sum_threads == 1 ? "" : "s",
              sum_params >> 20, grad_sum_bytes(dtype_bytes(DTYPE_BF16), false), sum.n, sum.min,
              sum.max);
+        note(&ns, "cpu", "sum_first_GBps", "[meas %s] the same as the step's first micro-batch "
+             "writes the sum (%zu B each as counted; its stores read each line before writing "
+             "it): median of %d, %.1f..%.1f", day, grad_sum_bytes(dtype_bytes(DTYPE_BF16), true),
+             first.n, first.min, first.max);
         hw.cpu_mem_GiB = mem_total_GiB();
         note(&ns, "memory", "cpu_mem_GiB", "[meas %s] MemTotal", day);
     }

@@ -179,15 +179,16 @@ int profile_memory(int threads, size_t bytes, int reps, Stat *GBps, Err *e)
 typedef struct SumJob {
     float *sum;
     const uint16_t *grad;
+    bool first;
 } SumJob;
 
 static void sum_range(void *ctx, size_t begin, size_t end)
 {
     const SumJob *j = ctx;
-    grad_sum_add(j->sum, j->grad, DTYPE_BF16, begin, end, false);
+    grad_sum_add(j->sum, j->grad, DTYPE_BF16, begin, end, j->first);
 }
 
-int profile_grad_sum(int threads, size_t params, int reps, Stat *GBps, Err *e)
+int profile_grad_sum(int threads, size_t params, int reps, bool first, Stat *GBps, Err *e)
 {
     if (reps < 1 || reps > MAX_REPS)
         return err_set(e, -EINVAL, "1 to %d repetitions", MAX_REPS);
@@ -203,9 +204,9 @@ int profile_grad_sum(int threads, size_t params, int reps, Stat *GBps, Err *e)
         for (size_t i = 0; i < params; i++)
             grad[i] = 0x3c00 + (uint16_t)(i & 0xff); /* small bf16 values: sums stay finite */
     }
-    double bytes = (double)params * (double)grad_sum_bytes(dtype_bytes(DTYPE_BF16), false);
+    double bytes = (double)params * (double)grad_sum_bytes(dtype_bytes(DTYPE_BF16), first);
     for (int r = 0; !rc && r < reps; r++) {
-        SumJob j = {sum, grad};
+        SumJob j = {sum, grad, first};
         double t0 = clock_monotonic_s();
         workpool_run(&wp, sum_range, &j, params, 64);
         x[r] = bytes / (clock_monotonic_s() - t0) / 1e9;

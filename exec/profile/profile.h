@@ -33,8 +33,9 @@ int profile_adam_runs(int threads, size_t params, int reps, double *x, Err *e);
 int profile_memory(int threads, size_t bytes, int reps, Stat *GBps, Err *e);
 
 /* The pipeline's host sum of micro-batch gradients (grad_sum_add over params bf16 gradients) on
- * threads threads, reps times: GB/s of memory traffic (grad_sum_bytes each, model.h). */
-int profile_grad_sum(int threads, size_t params, int reps, Stat *GBps, Err *e);
+ * threads threads, reps times, as a later micro-batch adds (first false) or as the step's first
+ * writes the sum (first): GB/s of memory traffic as grad_sum_bytes counts it (model.h). */
+int profile_grad_sum(int threads, size_t params, int reps, bool first, Stat *GBps, Err *e);
 
 /* The store over dirs (O_DIRECT where the file system has it): bytes written, then read back,
  * then one tensor read while another is written; GB/s of each over all directories together. */
