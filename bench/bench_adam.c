@@ -57,22 +57,36 @@ static double copy_gbps(WorkPool *wp, uint8_t *dst, const uint8_t *src, size_t b
 typedef struct SumJob {
     float *sum;
     const uint16_t *g;
-    bool ref;
+    bool ref, first;
 } SumJob;
 
 static void sum_range(void *ctx, size_t b, size_t e)
 {
     SumJob *j = ctx;
-    (j->ref ? grad_sum_add_ref : grad_sum_add)(j->sum, j->g, DTYPE_BF16, b, e, false);
+    (j->ref ? grad_sum_add_ref : grad_sum_add)(j->sum, j->g, DTYPE_BF16, b, e, j->first);
 }
 
-/* The pipeline's sum of micro-batch gradients on one thread and on its four (plan.h), the
- * vector path against the scalar reference. */
+/* Median seconds of one pass of j over n gradients. */
+static double sum_pass_s(WorkPool *wp, SumJob *j, size_t n)
+{
+    double t[REPEATS];
+    for (int r = 0; r < REPEATS; r++) {
+        double t0 = bench_now();
+        workpool_run(wp, sum_range, j, n, 64);
+        t[r] = bench_now() - t0;
+    }
+    return bench_median(t, REPEATS);
+}
+
+/* The pipeline's sum of micro-batch gradients on one thread and on its four (plan.h): a later
+ * micro-batch's add, the vector path against the scalar reference; and the step's first
+ * micro-batch's (which writes the sum) against the later one's, time per gradient. */
 static void sum_bench(float *sum, const uint16_t *g, size_t n)
 {
     double bytes = (double)n * (double)grad_sum_bytes(2, false);
-    printf("\ngradient sum over %.0f M bf16 gradients (%zu B each)\n%7s %14s %14s %8s\n",
-           n / 1e6, grad_sum_bytes(2, false), "threads", "GB/s", "scalar GB/s", "ratio");
+    printf("\ngradient sum over %.0f M bf16 gradients (%zu B each)\n%7s %14s %14s %8s %14s "
+           "%8s\n", n / 1e6, grad_sum_bytes(2, false), "threads", "GB/s", "scalar GB/s",
+           "ratio", "first ns/grad", "ratio");
     int threads[] = {1, 4};
     for (int ti = 0; ti < 2; ti++) {
         WorkPool wp;
@@ -81,21 +95,16 @@ static void sum_bench(float *sum, const uint16_t *g, size_t n)
             fprintf(stderr, "bench_adam: %s\n", e.msg);
             return;
         }
-        double GBps[2];
-        for (int ref = 0; ref < 2; ref++) {
-            SumJob j = {sum, g, ref};
-            double t[REPEATS];
-            for (int r = 0; r < REPEATS; r++) {
-                double t0 = bench_now();
-                workpool_run(&wp, sum_range, &j, n, 64);
-                t[r] = bench_now() - t0;
-            }
-            GBps[ref] = bytes / bench_median(t, REPEATS) / 1e9;
-        }
-        printf("%7d %14.1f %14.1f %8.2f\n", threads[ti], GBps[0], GBps[1], GBps[0] / GBps[1]);
+        SumJob vec = {sum, g, false, false}, ref = {sum, g, true, false},
+               first = {sum, g, false, true};
+        double later_s = sum_pass_s(&wp, &vec, n), ref_s = sum_pass_s(&wp, &ref, n),
+               first_s = sum_pass_s(&wp, &first, n);
+        printf("%7d %14.1f %14.1f %8.2f %14.3f %8.2f\n", threads[ti], bytes / later_s / 1e9,
+               bytes / ref_s / 1e9, ref_s / later_s, first_s / n * 1e9, later_s / first_s);
         workpool_free(&wp);
     }
-    printf("ratio = grad_sum_add against grad_sum_add_ref (the scalar loop -O2 leaves)\n");
+    printf("ratio = grad_sum_add against grad_sum_add_ref (the scalar loop -O2 leaves); second "
+           "ratio = a later micro-batch's add against the first's, time a gradient\n");
 }
 
 int main(int argc, char **argv)

@@ -270,9 +270,8 @@ int main(int argc, char **argv)
              sum_params >> 20, grad_sum_bytes(dtype_bytes(DTYPE_BF16), false), sum.n, sum.min,
              sum.max);
         note(&ns, "cpu", "sum_first_GBps", "[meas %s] the same as the step's first micro-batch "
-             "writes the sum (%zu B each as counted; its stores read each line before writing "
-             "it): median of %d, %.1f..%.1f", day, grad_sum_bytes(dtype_bytes(DTYPE_BF16), true),
-             first.n, first.min, first.max);
+             "writes the sum (%zu B each, with streaming stores): median of %d, %.1f..%.1f",
+             day, grad_sum_bytes(dtype_bytes(DTYPE_BF16), true), first.n, first.min, first.max);
         hw.cpu_mem_GiB = mem_total_GiB();
         note(&ns, "memory", "cpu_mem_GiB", "[meas %s] MemTotal", day);
     }
