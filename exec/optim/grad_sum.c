@@ -45,9 +45,9 @@ AVX2 static __m256 load8(const void *grad, DType grad_type, size_t i)
 
 /* Eight elements at a time; the scalar reference finishes the range. The first micro-batch
  * writes the sum with streaming stores once it is 32-byte aligned: a plain store reads each
- * line before writing it, so writing the sum cost as much as adding into it (bench_adam: the
- * first pass took 0.93-1.0 times a later one's time), and the sum (a whole model's) is not
- * read again before the next micro-batch's gradients come. */
+ * line before writing it, so writing the sum cost as much as adding into it (bench_adam on a
+ * 2-core machine: the first pass took 0.94-0.99 of a later one's time; streaming, 0.66-0.75),
+ * and the sum (a whole model's) is not read again before the next micro-batch's gradients. */
 AVX2 static void add_avx2(float *sum, const void *grad, DType grad_type, size_t begin,
                           size_t end, bool first)
 {
