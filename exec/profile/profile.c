@@ -534,6 +534,24 @@ static void dispatch_close(Dispatch *p)
         p->ops->destroy(p->d);
 }
 
+/* One task, waited for as the dispatcher waits; *gap_s from the previous task's end to this
+ * one's start, as the trace records them (device_span_within); -1 for the first. */
+static int dispatch_one(Dispatch *p, double *gap_s, Err *e)
+{
+    lane_post(&p->lane, NULL);
+    while (!lane_poll(&p->lane))
+        pipe_wait_compute(&p->bell, &p->seen, p->ops, 10e-3);
+    if (p->lane.rc) {
+        *e = p->lane.err;
+        return p->lane.rc;
+    }
+    double t0 = p->lane.start_s, t1 = p->lane.end_s;
+    device_span_within(&p->span, &t0, &t1);
+    *gap_s = p->prev_end > 0 ? t0 - p->prev_end : -1;
+    p->prev_end = t1;
+    return 0;
+}
+
 /* The device (the smallest preset, at its own weight type) and the lane. */
 static int dispatch_open(Dispatch *p, const DeviceOps *ops, Err *e)
 {
@@ -561,22 +579,16 @@ static int dispatch_open(Dispatch *p, const DeviceOps *ops, Err *e)
     return rc;
 }
 
-/* One task, waited for as the dispatcher waits; *gap_s from the previous task's end to this
- * one's start, as the trace records them (device_span_within); -1 for the first. */
-static int dispatch_one(Dispatch *p, double *gap_s, Err *e)
+/* dispatch_open, then DISPATCH_WARMUP tasks (the first ones pay for the device's and the
+ * lane's set-up); closed again on a failure. */
+static int dispatch_start(Dispatch *p, const DeviceOps *ops, Err *e)
 {
-    lane_post(&p->lane, NULL);
-    while (!lane_poll(&p->lane))
-        pipe_wait_compute(&p->bell, &p->seen, p->ops, 10e-3);
-    if (p->lane.rc) {
-        *e = p->lane.err;
-        return p->lane.rc;
-    }
-    double t0 = p->lane.start_s, t1 = p->lane.end_s;
-    device_span_within(&p->span, &t0, &t1);
-    *gap_s = p->prev_end > 0 ? t0 - p->prev_end : -1;
-    p->prev_end = t1;
-    return 0;
+    int rc = dispatch_open(p, ops, e);
+    double gap;
+    for (int i = 0; !rc && i < DISPATCH_WARMUP; i++)
+        if ((rc = dispatch_one(p, &gap, e)))
+            dispatch_close(p);
+    return rc;
 }
 
 /* The gaps x[0..n) in seconds summarised in microseconds (x reordered). */
@@ -597,10 +609,8 @@ int profile_dispatch(const DeviceOps *ops, int n, Stat *gap_us, double *mean_us,
     if (!x)
         return err_set(e, -ENOMEM, "out of memory");
     Dispatch p;
-    int rc = dispatch_open(&p, ops, e);
+    int rc = dispatch_start(&p, ops, e);
     bool opened = !rc;
-    for (int i = 0; !rc && i < DISPATCH_WARMUP; i++)
-        rc = dispatch_one(&p, &gap, e);
     p.prev_end = 0;
     for (int i = 0; !rc && i < n; i++) {
         rc = dispatch_one(&p, &gap, e);
@@ -625,10 +635,8 @@ int profile_dispatch_load(void *ctx, const ProfileLoadControl *lc, double *load_
     if (!x)
         return err_set(e, -ENOMEM, "out of memory");
     Dispatch p;
-    int rc = dispatch_open(&p, dl->ops, e);
+    int rc = dispatch_start(&p, dl->ops, e);
     bool opened = !rc;
-    for (int i = 0; !rc && i < DISPATCH_WARMUP; i++)
-        rc = dispatch_one(&p, &gap, e);
     while (!rc && !lc->stopped(lc->token)) {
         bool counting = lc->counting(lc->token);
         rc = dispatch_one(&p, &gap, e);
