@@ -73,13 +73,12 @@ int profile_adam_beside(int threads, size_t params, int reps, ProfileLoad load, 
 /* The executor's own time around each GPU task (gpu.task_us): n tasks of nothing (one 256-byte
  * copy to the device, which the device times with its events exactly as it times a compute
  * task) run one after another through a pipeline lane (lane.h), the caller waiting for each as
- * the dispatcher does (lane_poll, spinning on the lanes' bell while a GPU task runs, sleeping on
- * it for the CPU reference's). Each gap runs from one task's end on
- * the device to the next one's start: the lane's wake-up from its event wait, the bells, the
- * dispatcher posting the next, the lane's wake-up and the launch. gap_us summarises the n - 1
- * gaps (median, least, greatest), *mean_us is their mean (what they add to a schedule). A
- * device without timers of its own (the CPU reference) is timed by the lane's clock. 0 or
- * -errno with e (no device of ops here, n below 2). */
+ * the dispatcher does (lane_poll, then pipe_wait_compute). Each gap runs from one task's end on
+ * the device to the next one's start: the lane's wake-up from its event wait, the bell, the
+ * caller posting the next, the lane's wake-up and the launch. gap_us summarises the n - 1 gaps
+ * (median, least, greatest), *mean_us is their mean (what they add to a schedule). A device
+ * without timers of its own (the CPU reference) is timed by the lane's clock. 0 or -errno
+ * with e (no device of ops here, n below 2). */
 int profile_dispatch(const DeviceOps *ops, int n, Stat *gap_us, double *mean_us, Err *e);
 /* The same as a load beside the Adam task (profile_adam_beside, ctx a DispatchLoad): tasks
  * until stopped, the gaps of those that ran while counting summarised into the DispatchLoad;
