@@ -254,8 +254,8 @@ START_TEST(trace_compare_cli)
 END_TEST
 
 /* fuyou-profile --quick writes an ini fuyou-sim reads (two store directories: the [ssd] keys
- * per directory, the first measured alone too); --ssd-only on it as the base; a bad directory
- * is one line, status 2 */
+ * per directory, the first measured alone too); --ssd-only and --adam-only on it as the base;
+ * a bad directory is one line, status 2 */
 START_TEST(profile_cli)
 {
     char dir[] = "/tmp/fuyou-prof-XXXXXX", args[512], ini[64], second[64];
@@ -295,6 +295,22 @@ START_TEST(profile_cli)
     tu_assert_contains(out, adam);
     snprintf(said, sizeof said, "; [base %s] [meas ", ini);
     tu_assert_contains(out, said);
+    /* the Adam measured again: its key and comment new, the store's (two directories) the
+     * base's; with --ssd-only too, one line, status 2 */
+    snprintf(args, sizeof args, "--adam-only --no-gpu --threads 2 --quick --base %s --out %s",
+             ini, again);
+    ck_assert_int_eq(tu_run_bin("FUYOU_PROFILE", args, out, sizeof out), 0);
+    tu_assert_contains(out, "the Adam task, 2 threads: ");
+    f = fopen(again, "r");
+    n = fread(out, 1, sizeof out - 1, f);
+    out[n] = 0;
+    fclose(f);
+    tu_assert_contains(out, "\ncount = 2\n");
+    tu_assert_contains(out, "2 threads: median of 3");
+    tu_assert_contains(out, "(--adam-only)\nadam_Gparams_per_s = ");
+    tu_assert_contains(out, said);
+    ck_assert_int_eq(tu_run_bin("FUYOU_PROFILE", "--adam-only --ssd-only", out, sizeof out), 2);
+    tu_assert_contains(out, "exclude each other");
     ck_assert_int_eq(tu_run_bin("FUYOU_PROFILE", "--ssd-dir /nonexistent/x", out, sizeof out), 2);
     tu_assert_contains(out, "--ssd-dir /nonexistent/x: not a directory");
     tu_rm_tree(dir);

@@ -237,8 +237,8 @@ START_TEST(adam_beside)
 }
 END_TEST
 
-/* A device for profile_dispatch: copies that take 1 ms on the lane, the last half of it on
- * the device's own clock when it has one (timed) */
+/* A device for profile_dispatch: empty tasks that take 1 ms on the lane, the last half of it
+ * on the device's own clock when it has one (timed) */
 static bool fake_timed;
 static int fake_create(Device **out, const ModelConfig *c, int B, int T, WorkPool *wp, Err *e)
 {
@@ -247,18 +247,9 @@ static int fake_create(Device **out, const ModelConfig *c, int B, int T, WorkPoo
     return 0;
 }
 static void fake_destroy(Device *d) { (void)d; }
-static void *fake_alloc(Device *d, size_t bytes, Err *e)
+static int fake_compute_empty(Device *d, DeviceSpan *span, Err *e)
 {
     (void)d, (void)e;
-    return malloc(bytes);
-}
-static void fake_release(Device *d, void *p) { (void)d, free(p); }
-static int fake_copy(Device *d, bool to_device, int n, const DeviceCopy *c, DeviceSpan *span,
-                     Err *e)
-{
-    (void)d, (void)to_device, (void)e;
-    for (int i = 0; i < n; i++)
-        memcpy(c[i].dst, c[i].src, c[i].bytes);
     struct timespec ms = {0, 1000000};
     double t0 = clock_monotonic_s();
     nanosleep(&ms, NULL);
@@ -268,10 +259,10 @@ static int fake_copy(Device *d, bool to_device, int n, const DeviceCopy *c, Devi
 }
 static const DeviceOps fake_device = {
     .name = "fake", .weight_type = DTYPE_FP32, .grad_type = DTYPE_FP32, .create = fake_create,
-    .destroy = fake_destroy, .alloc = fake_alloc, .release = fake_release, .copy = fake_copy,
+    .destroy = fake_destroy, .compute_empty = fake_compute_empty,
 };
 
-/* The executor's time between tasks: the CPU reference's copies (no timers: the lane's clock)
+/* The executor's time between tasks: the CPU reference's empty tasks (no timers: the lane's clock)
  * and a device's 1 ms tasks timed by the lane give positive gaps; where the device times only
  * the second half of each task, the first half is the executor's and counts in every gap (at
  * least 0.5 ms by construction, whatever the machine's load). Beside the Adam task, the gaps

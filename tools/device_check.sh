@@ -13,8 +13,9 @@
 #   the speed runs)
 #   this machine measured into a hardware ini: MODE=hwprofile bash tools/device_check.sh
 #   the regression's other eight runs (issue 12): MODE=regression bash tools/device_check.sh
-#   (a run on the SSD tier has the disk measured again just before it, fuyou-profile
-#   --ssd-only into hw<n>.ini, and is predicted on that; SSD_AGAIN=0: not)
+#   (every run has the Adam measured again just before it, fuyou-profile --adam-only, and a
+#   run on the SSD tier the disk too, --ssd-only, into hw<n>.ini beside its trace: regress.sh
+#   --again predicts on that; AGAIN=0: not)
 #   the planner's regret over a swap sweep (issue 12): MODE=sweep bash tools/device_check.sh
 #   here, to fetch the packages once: tools/device_check.sh --fetch-deps
 set -uo pipefail
@@ -187,22 +188,32 @@ if [ "${MODE:-all}" = offload ]; then
         # the simulator on the run's budget (--gpu-mem: the capacity, none reserved; with the
         # ini's reserve the planner placed swap amounts and --swap auto differently)
         budget=$(printf '%s\n' "$extra" | grep -o -- '--cpu-mem [^ ]*' || true)
-        # a run on the SSD tier: the disk measured again just before it (SSD_AGAIN=0: not), and
-        # predicted on that. This virtual disk drifts: one probe read 2.30-2.44 GB/s on a fresh
-        # machine and 1.75-1.96 four minutes later, reads with writes 1.29-1.47 then 1.18-1.23
+        # the machine measured again just before the run (AGAIN=0: not), into hw<n>.ini, kept
+        # only when fuyou-profile succeeded (regress.sh --again predicts on it where there is
+        # one, as the prediction here does). The CPU drifts: one sweep's first two
+        # runs had every Adam task 25% slower than the four after; and a run on the SSD tier
+        # has the disk measured too: this virtual disk read 2.30-2.44 GB/s on a fresh machine
+        # and 1.75-1.96 four minutes later, reads with writes 1.29-1.47 then 1.18-1.23
         hw_run=${HW:-h200.ini}
-        if [ "${SSD_AGAIN:-1}" = 1 ] && printf '%s\n' "$plan" | grep -qE -- '--[a-z]+ ssd'; then
-            # written aside and kept only when fuyou-profile succeeded: regress.sh --ssd-again
-            # predicts on hw<n>.ini wherever there is one
-            if ./build-dev/exec/profile/fuyou-profile --ssd-only --base "$hw_run" \
-                --ssd-dir "$ssd" --gib 4 --out "$OUT/hw$n.tmp" > "$OUT/ssd$n.txt" 2>&1; then
-                mv "$OUT/hw$n.tmp" "$OUT/hw$n.ini" && hw_run=$OUT/hw$n.ini
-                grep -E "^(read|write)_(bidir_)?GBps" "$hw_run"
+        if [ "${AGAIN:-1}" = 1 ]; then
+            prof=./build-dev/exec/profile/fuyou-profile again=ok
+            $prof --adam-only --base "$hw_run" --out "$OUT/hw$n.tmp" > "$OUT/again$n.txt" 2>&1 ||
+                again=failed
+            if [ $again = ok ] && printf '%s\n' "$plan" | grep -qE -- '--[a-z]+ ssd'; then
+                $prof --ssd-only --base "$OUT/hw$n.tmp" --ssd-dir "$ssd" --gib 4 \
+                    --out "$OUT/hw$n.ini" >> "$OUT/again$n.txt" 2>&1 || again=failed
+                rm -rf "${ssd:?}"/*
             else
-                rm -f "$OUT/hw$n.tmp"
-                echo "the disk not measured again ($(tail -1 "$OUT/ssd$n.txt")): predicted on $hw_run"
+                [ $again = ok ] && mv "$OUT/hw$n.tmp" "$OUT/hw$n.ini"
             fi
-            rm -rf "${ssd:?}"/*
+            rm -f "$OUT/hw$n.tmp"
+            if [ $again = ok ]; then
+                hw_run=$OUT/hw$n.ini
+                grep -E "^(adam_Gparams_per_s|(read|write)_(bidir_)?GBps)" "$OUT/hw$n.ini"
+            else
+                rm -f "$OUT/hw$n.ini"
+                echo "not measured again: $(tail -1 "$OUT/again$n.txt")"
+            fi
         fi
         $sim --hw "$hw_run" --gpu-mem 24GiB $budget --model "$model" --batch "$batch" \
             --seq 1024 --iters "$iters" $plan --trace "$OUT/pred$n.tsv" > "$OUT/sim$n.txt" 2>&1

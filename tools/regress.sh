@@ -6,9 +6,10 @@
 # one row per run, the median and worst |error| of the steady-state iteration time and of each
 # busy resource's busy time (busy_errors.tsv); writes
 # rows.tsv and batch.tsv (model TFLOPS, predicted and measured: fuyou-plot batch) under --out.
-# --ssd-again: a run on the SSD tier predicted on the ini its call measured the disk into just
-# before it (hw<n>.ini beside its trace: device_check.sh's SSD_AGAIN), where there is one.
-#   tools/regress.sh [--build DIR] [--out DIR] [--ssd-again] --hw INI RUNDIR...
+# --again: each run predicted on the ini its call measured the Adam (and for a run on the SSD
+# tier, the disk) into just before it (hw<n>.ini beside its trace: device_check.sh's AGAIN),
+# where there is one.
+#   tools/regress.sh [--build DIR] [--out DIR] [--again] --hw INI RUNDIR...
 set -euo pipefail
 build=build out=${TMPDIR:-/tmp}/fuyou-regress hw="" again=0
 while [ $# -gt 0 ]; do
@@ -16,12 +17,12 @@ while [ $# -gt 0 ]; do
     --build) build=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --hw) hw=$2; shift 2 ;;
-    --ssd-again) again=1; shift ;;
-    -h|--help) sed -n 2,11p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --again) again=1; shift ;;
+    -h|--help) sed -n 2,12p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) break ;;
     esac
 done
-[ -n "$hw" ] && [ $# -gt 0 ] || { echo "usage: tools/regress.sh [--build DIR] [--out DIR] [--ssd-again] --hw INI RUNDIR..." >&2; exit 2; }
+[ -n "$hw" ] && [ $# -gt 0 ] || { echo "usage: tools/regress.sh [--build DIR] [--out DIR] [--again] --hw INI RUNDIR..." >&2; exit 2; }
 sim=$build/sim/fuyou-sim trace=$build/traces/fuyou-trace
 mkdir -p "$out"
 rows="$out/rows.tsv" batch_tsv="$out/batch.tsv"

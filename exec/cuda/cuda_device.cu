@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda_wait.h"
+
 extern "C" {
 #include "clock.h"
 #include "cuda_device.h"
@@ -142,21 +144,38 @@ extern "C" int cudadev_copy_until(size_t bytes, bool (*stopped)(void *token),
 {
     CopyRig r;
     cudaError_t st = rig_open(&r, bytes);
+    /* each direction timed and waited for as the pipeline's copy lanes wait (cuda_wait.h) */
+    cudaEvent_t ev[2][2] = {{NULL, NULL}, {NULL, NULL}}; /* [direction][began, done] */
+    CudaPace pace[2] = {};
+    for (int i = 0; i < 4 && st == cudaSuccess; i++)
+        st = cudaEventCreate(&ev[i / 2][i % 2]);
     double moved = 0, secs = 0;
     while (st == cudaSuccess && !stopped(token)) {
         bool count = counting(token);
         double t0 = clock_monotonic_s();
-        st = cudaMemcpyAsync(r.dev[0], r.host[0], bytes, cudaMemcpyHostToDevice, r.s[0]);
-        if (st == cudaSuccess)
-            st = cudaMemcpyAsync(r.host[1], r.dev[1], bytes, cudaMemcpyDeviceToHost, r.s[1]);
-        for (int i = 0; i < 2 && st == cudaSuccess; i++)
-            st = cudaStreamSynchronize(r.s[i]);
+        for (int i = 0; i < 2 && st == cudaSuccess; i++) {
+            st = cudaEventRecord(ev[i][0], r.s[i]);
+            if (st == cudaSuccess)
+                st = cudaMemcpyAsync(i ? r.host[1] : r.dev[0], i ? r.dev[1] : r.host[0], bytes,
+                                     i ? cudaMemcpyDeviceToHost : cudaMemcpyHostToDevice, r.s[i]);
+            if (st == cudaSuccess)
+                st = cudaEventRecord(ev[i][1], r.s[i]);
+        }
+        for (int i = 0; i < 2 && st == cudaSuccess; i++) {
+            st = cuda_wait_paced(&pace[i], ev[i][1], t0, bytes);
+            float ms = 0;
+            if (st == cudaSuccess && cudaEventElapsedTime(&ms, ev[i][0], ev[i][1]) == cudaSuccess)
+                cuda_pace_seen(&pace[i], bytes, ms * 1e-3);
+        }
         if (count && counting(token)) {
             moved += 2.0 * (double)bytes;
             secs += clock_monotonic_s() - t0;
         }
     }
     *GBps = secs > 0 ? moved / secs / 1e9 : 0;
+    for (int i = 0; i < 4; i++)
+        if (ev[i / 2][i % 2])
+            cudaEventDestroy(ev[i / 2][i % 2]);
     rig_close(&r);
     if (st != cudaSuccess)
         return err_set(e, -EIO, "copying %zu bytes both ways between host and GPU: %s", bytes,

@@ -79,6 +79,9 @@ typedef struct DeviceOps {
     /* Runs one compute task to completion (called on the compute lane's thread); span (not
      * NULL) says when it ran. */
     int (*compute)(Device *d, const ComputeCall *c, DeviceSpan *span, Err *e);
+    /* Runs an empty compute task, issued, timed and waited for as compute does with none of
+     * its work: what the lane and the device cost a task beyond it (fuyou-profile's task_us). */
+    int (*compute_empty)(Device *d, DeviceSpan *span, Err *e);
     /* The mean loss of the last F.head.loss. */
     float (*loss)(Device *d);
     /* Runs n copies between host and device memory, in order, to completion (called on a copy

@@ -289,9 +289,17 @@ static int cpu_copy(Device *d, bool to_device, int n, const DeviceCopy *c, Devic
     return 0;
 }
 
+static int cpu_compute_empty(Device *d, DeviceSpan *span, Err *e)
+{
+    (void)d, (void)e;
+    span->set = false;
+    return 0;
+}
+
 const DeviceOps device_cpu = {
     .name = "cpu", .on_host = true, .weight_type = DTYPE_FP32, .grad_type = DTYPE_FP32,
     .tensor_bytes = cpu_tensor_bytes, .own_bytes = cpu_own_bytes, .create = cpu_create,
     .destroy = cpu_destroy, .alloc = cpu_alloc, .release = cpu_release,
-    .compute = cpu_compute, .loss = cpu_loss, .copy = cpu_copy,
+    .compute = cpu_compute, .compute_empty = cpu_compute_empty, .loss = cpu_loss,
+    .copy = cpu_copy,
 };

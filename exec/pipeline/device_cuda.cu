@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "cuda_check.h"
+#include "cuda_wait.h"
 
 extern "C" {
 #include "clock.h"
@@ -63,6 +64,7 @@ struct Device {
     GkType t;
     cudaStream_t compute, up, down;
     cudaEvent_t began[3], ended[3]; /* per stream, in STREAM_* order: times each call's work */
+    CudaPace pace[3];               /* the copy streams' (cuda_wait.h) */
     cublasHandle_t blas;
     void *lt;
     Gpt2BlockOffsets bo;
@@ -454,13 +456,16 @@ static int begin(Device *d, int k, Err *e)
 
 /* Waits for the call's work on stream k: 0, or -EIO with the runtime's words. The span is the
  * events' duration ending when the wait returned (one call in flight per stream, so nothing
- * queued behind the work delays the end that the host sees). */
-static int finished(Device *d, int k, const char *what, DeviceSpan *span, Err *e)
+ * queued behind the work delays the end that the host sees). A compute task's wait spins; a
+ * copy's, of `bytes` issued at t0_s, sleeps through most of it (cuda_wait.h). */
+static int finished(Device *d, int k, const char *what, double t0_s, size_t bytes,
+                    DeviceSpan *span, Err *e)
 {
     span->set = false;
     cudaError_t st = cudaEventRecord(d->ended[k], stream_of(d, k));
     if (st == cudaSuccess)
-        st = cudaEventSynchronize(d->ended[k]);
+        st = k == STREAM_COMPUTE ? cudaEventSynchronize(d->ended[k])
+                                 : cuda_wait_paced(&d->pace[k], d->ended[k], t0_s, bytes);
     double now = clock_monotonic_s();
     if (st == cudaSuccess)
         st = cudaGetLastError();
@@ -469,6 +474,8 @@ static int finished(Device *d, int k, const char *what, DeviceSpan *span, Err *e
     float ms = 0;
     if (cudaEventElapsedTime(&ms, d->began[k], d->ended[k]) == cudaSuccess) {
         *span = (DeviceSpan){true, now - ms * 1e-3, now};
+        if (k != STREAM_COMPUTE)
+            cuda_pace_seen(&d->pace[k], bytes, ms * 1e-3);
     } else {
         cudaGetLastError();
     }
@@ -489,7 +496,7 @@ static int cuda_compute(Device *d, const ComputeCall *c, DeviceSpan *span, Err *
     else
         edge_call(d, c);
     cuda_failure = nullptr;
-    rc = finished(d, STREAM_COMPUTE, "CUDA kernels", span, e);
+    rc = finished(d, STREAM_COMPUTE, "CUDA kernels", 0, 0, span, e);
     if (failure.failed) {
         span->set = false;
         return err_set(e, -EIO, "%s", failure.msg);
@@ -504,6 +511,12 @@ static int cuda_compute(Device *d, const ComputeCall *c, DeviceSpan *span, Err *
     return rc;
 }
 
+static int cuda_compute_empty(Device *d, DeviceSpan *span, Err *e)
+{
+    int rc = begin(d, STREAM_COMPUTE, e);
+    return rc ? rc : finished(d, STREAM_COMPUTE, "an empty task", 0, 0, span, e);
+}
+
 static float cuda_loss(Device *d)
 {
     return d->loss;
@@ -513,8 +526,11 @@ static int cuda_copy(Device *d, bool to_device, int n, const DeviceCopy *c, Devi
                      Err *e)
 {
     int k = to_device ? STREAM_UP : STREAM_DOWN;
+    double t0 = clock_monotonic_s();
     int rc = begin(d, k, e);
+    size_t bytes = 0;
     for (int i = 0; i < n && !rc; i++) {
+        bytes += c[i].bytes;
         cudaError_t st = cudaMemcpyAsync(c[i].dst, c[i].src, c[i].bytes,
                                          to_device ? cudaMemcpyHostToDevice
                                                    : cudaMemcpyDeviceToHost, stream_of(d, k));
@@ -525,7 +541,7 @@ static int cuda_copy(Device *d, bool to_device, int n, const DeviceCopy *c, Devi
     /* wait even after a refused copy: the ones before it may still be running */
     DeviceSpan done;
     Err e2;
-    int rc2 = finished(d, k, "the copy", &done, &e2);
+    int rc2 = finished(d, k, "the copy", t0, bytes, &done, &e2);
     if (rc)
         return rc;
     if (rc2)
@@ -564,6 +580,6 @@ static size_t cuda_free_bytes(void)
 
 extern "C" const DeviceOps device_cuda = {
     "cuda", false, DTYPE_BF16, DTYPE_BF16, cuda_tensor_bytes, cuda_own_bytes, cuda_create,
-    cuda_destroy, cuda_alloc, cuda_release, cuda_compute, cuda_loss, cuda_copy, cuda_pin,
-    cuda_unpin, cuda_free_bytes,
+    cuda_destroy, cuda_alloc, cuda_release, cuda_compute, cuda_compute_empty, cuda_loss,
+    cuda_copy, cuda_pin, cuda_unpin, cuda_free_bytes,
 };

@@ -433,7 +433,7 @@ static int finish_task(Pipe *pp, int ti, double now)
     return 0;
 }
 
-void pipe_wait_compute(LaneBell *b, unsigned *seen, const DeviceOps *ops, double timeout_s)
+void pipe_wait_device(LaneBell *b, unsigned *seen, const DeviceOps *ops, double timeout_s)
 {
     if (ops->on_host)
         lane_bell_wait(b, seen, timeout_s);
@@ -442,13 +442,13 @@ void pipe_wait_compute(LaneBell *b, unsigned *seen, const DeviceOps *ops, double
 }
 
 /* Nothing to start or finish: wait until a lane ends a job, or briefly while SSD requests are
- * in flight (the store is polled, not rung); while a compute task runs, as pipe_wait_compute
- * says. */
+ * in flight (the store is polled, not rung); while the device computes or copies, as
+ * pipe_wait_device says. */
 static void idle_wait(Pipe *pp)
 {
     bool io = pp->running[RES_SSD_READ] >= 0 || pp->running[RES_SSD_WRITE] >= 0;
-    if (pp->running[RES_GPU] >= 0)
-        pipe_wait_compute(&pp->bell, &pp->rings_seen, pp->mem.ops, io ? 20e-6 : 10e-3);
+    if (pp->running[RES_GPU] >= 0 || pp->running[RES_H2D] >= 0 || pp->running[RES_D2H] >= 0)
+        pipe_wait_device(&pp->bell, &pp->rings_seen, pp->mem.ops, io ? 20e-6 : 10e-3);
     else
         lane_bell_wait(&pp->bell, &pp->rings_seen, io ? 20e-6 : 10e-3);
 }

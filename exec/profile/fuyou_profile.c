@@ -81,7 +81,7 @@ static void usage(FILE *out)
 {
     fprintf(out,
 "usage: fuyou-profile [--quick] [--out FILE] [--base NAME|PATH] [--ssd-dir DIR]... [--gib N]\n"
-"                     [--no-gpu] [--threads N] [--ssd-only]\n"
+"                     [--no-gpu] [--threads N] [--ssd-only | --adam-only]\n"
 "Measures this machine and writes a hardware ini for fuyou-sim --hw: the CPU Adam task's rate\n"
 "by thread count and host memory bandwidth, the io_uring store's read, write and read + write\n"
 "GB/s over every --ssd-dir (and over the first alone: whether the host path caps the stripes),\n"
@@ -99,6 +99,8 @@ static void usage(FILE *out)
 "  --threads N         the Adam task's threads (default: the cores the pipeline gives it)\n"
 "  --ssd-only          measure the store alone, every other key as --base has it with its\n"
 "                      comment (e.g. an earlier fuyou-profile's ini: the disk measured again)\n"
+"  --adam-only         the same for the Adam task alone at the pipeline's thread count (about\n"
+"                      a second): the rate of a CPU that drifts, measured again\n"
 "  -h, --help, -V, --version\n"
 "\n"
 "Exit status: 0 success, 1 a measurement failed, 2 usage or input error.\n");
@@ -137,10 +139,10 @@ int main(int argc, char **argv)
     static const struct option opts[] = {
         {"quick", 0, 0, 'q'}, {"out", 1, 0, 'o'}, {"base", 1, 0, 'b'}, {"ssd-dir", 1, 0, 'd'},
         {"gib", 1, 0, 'g'}, {"no-gpu", 0, 0, 'n'}, {"threads", 1, 0, 't'},
-        {"ssd-only", 0, 0, 's'},
+        {"ssd-only", 0, 0, 's'}, {"adam-only", 0, 0, 'a'},
         {"help", 0, 0, 'h'}, {"version", 0, 0, 'V'}, {0, 0, 0, 0},
     };
-    bool quick = false, gpu = true, ssd_only = false;
+    bool quick = false, gpu = true, ssd_only = false, adam_only = false;
     const char *out_path = NULL, *base = "h200.ini", *dirs[MAX_DIRS];
     int n_dirs = 0, threads = 0;
     double gib = 0;
@@ -169,6 +171,7 @@ int main(int argc, char **argv)
             break;
         case 'n': gpu = false; break;
         case 's': ssd_only = true; break;
+        case 'a': adam_only = true; break;
         case 't':
             threads = (int)strtol(optarg, &end, 10);
             if (end == optarg || *end || threads < 1 || threads > 4096) {
@@ -190,6 +193,11 @@ int main(int argc, char **argv)
     }
     if (optind < argc) {
         fprintf(stderr, "fuyou-profile: unexpected argument '%s'\n", argv[optind]);
+        return 2;
+    }
+    if (ssd_only && adam_only) {
+        fprintf(stderr, "fuyou-profile: --ssd-only and --adam-only exclude each other (the "
+                "second can take the first's ini as its --base)\n");
         return 2;
     }
     if (!n_dirs)
@@ -228,6 +236,20 @@ int main(int argc, char **argv)
     size_t params = quick ? (size_t)16 << 20 : (size_t)128 << 20;
     double adam_x[2 * 8]; /* reps is at most 7 */
     Stat mem = {0};
+    if (adam_only) {
+        /* the pipeline's thread count, one burst; every other key from the base */
+        Stat adam;
+        if (profile_adam_runs(used, params, reps, adam_x, &e))
+            goto fail;
+        profile_stat(adam_x, reps, &adam);
+        hw.adam_Gparams_per_s = adam.median;
+        note(&ns, "cpu", "adam_Gparams_per_s", "[meas %s] norm + AdamW over %zu M params, bf16 "
+             "grads and weights, %d threads: median of %d, %.3f..%.3f (--adam-only)", day,
+             params >> 20, used, adam.n, adam.min, adam.max);
+        fprintf(stderr, "fuyou-profile: the Adam task, %d threads: %.3f G params/s "
+                "(%.3f..%.3f, %d runs)\n", used, adam.median, adam.min, adam.max, adam.n);
+        goto write;
+    }
     if (!ssd_only) {
         /* CPU: the Adam task by thread count; the ini keeps the pipeline's thread count */
         cpu_name(hw.cpu_name, sizeof hw.cpu_name);
@@ -425,8 +447,8 @@ int main(int argc, char **argv)
              "most 1", day, used, params >> 20, adam_gpu.n, adam_gpu.median, adam_gpu.min,
              adam_gpu.max, adam_now.median, adam_now.min, adam_now.max);
         note(&ns, "gpu", "task_us", "[meas %s] the executor's own time between GPU tasks: %d "
-             "empty tasks (a 256-byte copy, timed by CUDA events as a compute task is) through "
-             "a pipeline lane, waited for as the dispatcher waits; the mean gap from one's end "
+             "empty compute tasks (issued, timed by CUDA events and waited for as a compute task "
+             "is) through a pipeline lane, waited for as the dispatcher waits; the mean gap from one's end "
              "to the next's start (median %.1f, %.1f..%.1f us). Beside the Adam task (%d "
              "threads, niced as the pipeline's): mean %.1f, median %.1f, greatest %.0f us over "
              "%d gaps. A lower bound: the pipeline's dispatcher adds its bookkeeping (its "
@@ -526,6 +548,7 @@ int main(int argc, char **argv)
     }
 #endif
 
+write:;
     FILE *f = out_path ? fopen(out_path, "w") : stdout;
     if (!f) {
         fprintf(stderr, "fuyou-profile: %s: cannot write: %s\n", out_path, strerror(errno));

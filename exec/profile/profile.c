@@ -496,19 +496,16 @@ int profile_adam_beside(int threads, size_t params, int reps, ProfileLoad load, 
     return rc;
 }
 
-/* profile_dispatch's tasks: one lane running 256-byte copies to the device, the caller waiting
- * for each as the pipeline's dispatcher waits (pipe_exec.c). */
-enum { DISPATCH_BYTES = 256, DISPATCH_WARMUP = 64, DISPATCH_MAX_GAPS = 1 << 20 };
+/* profile_dispatch's tasks: one lane running empty compute tasks (DeviceOps.compute_empty),
+ * the caller waiting for each as the pipeline's dispatcher waits (pipe_exec.c). */
+enum { DISPATCH_WARMUP = 64, DISPATCH_MAX_GAPS = 1 << 20 };
 typedef struct Dispatch {
     const DeviceOps *ops;
     Device *d;
-    void *dev_buf;
-    void *host;
-    bool pinned, bell_ok;
+    bool bell_ok;
     LaneBell bell;
     unsigned seen;
     Lane lane;
-    DeviceCopy copy;
     DeviceSpan span;
     double prev_end;
 } Dispatch;
@@ -517,7 +514,7 @@ static int dispatch_task(void *ctx, void *job, Err *e)
 {
     (void)job;
     Dispatch *p = ctx;
-    return p->ops->copy(p->d, true, 1, &p->copy, &p->span, e);
+    return p->ops->compute_empty(p->d, &p->span, e);
 }
 
 static void dispatch_close(Dispatch *p)
@@ -525,11 +522,6 @@ static void dispatch_close(Dispatch *p)
     lane_free(&p->lane);
     if (p->bell_ok)
         lane_bell_free(&p->bell);
-    if (p->pinned)
-        p->ops->unpin(NULL, p->host);
-    free(p->host);
-    if (p->dev_buf)
-        p->ops->release(p->d, p->dev_buf);
     if (p->d)
         p->ops->destroy(p->d);
 }
@@ -540,7 +532,7 @@ static int dispatch_one(Dispatch *p, double *gap_s, Err *e)
 {
     lane_post(&p->lane, NULL);
     while (!lane_poll(&p->lane))
-        pipe_wait_compute(&p->bell, &p->seen, p->ops, 10e-3);
+        pipe_wait_device(&p->bell, &p->seen, p->ops, 10e-3);
     if (p->lane.rc) {
         *e = p->lane.err;
         return p->lane.rc;
@@ -559,17 +551,7 @@ static int dispatch_open(Dispatch *p, const DeviceOps *ops, Err *e)
     ModelConfig c = *model_preset_find("gpt2-tiny");
     c.dtype = ops->weight_type;
     int rc = ops->create(&p->d, &c, 1, 64, NULL, e);
-    if (!rc && !(p->dev_buf = ops->alloc(p->d, DISPATCH_BYTES, e)))
-        rc = -ENOMEM;
-    if (!rc && posix_memalign(&p->host, STORE_ALIGN, STORE_ALIGN))
-        rc = err_set(e, -ENOMEM, "out of memory");
-    if (!rc && ops->pin) {
-        rc = ops->pin(NULL, p->host, STORE_ALIGN, e);
-        p->pinned = !rc;
-    }
     if (!rc) {
-        memset(p->host, 0, STORE_ALIGN);
-        p->copy = (DeviceCopy){p->dev_buf, p->host, DISPATCH_BYTES};
         lane_bell_init(&p->bell);
         p->bell_ok = true;
         rc = lane_init(&p->lane, dispatch_task, p, &p->bell, e);
