@@ -190,7 +190,7 @@ if [ "${MODE:-all}" = offload ]; then
         budget=$(printf '%s\n' "$extra" | grep -o -- '--cpu-mem [^ ]*' || true)
         # the machine measured again just before the run (AGAIN=0: not), into hw<n>.ini, kept
         # only when fuyou-profile succeeded (regress.sh --again predicts on it where there is
-        # one, as the prediction here does). The CPU drifts: one sweep's first two
+        # one, as the prediction and the run's own planner here do). The CPU drifts: one sweep's first two
         # runs had every Adam task 25% slower than the four after; and a run on the SSD tier
         # has the disk measured too: this virtual disk read 2.30-2.44 GB/s on a fresh machine
         # and 1.75-1.96 four minutes later, reads with writes 1.29-1.47 then 1.18-1.23
@@ -219,7 +219,7 @@ if [ "${MODE:-all}" = offload ]; then
             --seq 1024 --iters "$iters" $plan --trace "$OUT/pred$n.tsv" > "$OUT/sim$n.txt" 2>&1
         grep -E "^iteration|^bound by|memory peak" "$OUT/sim$n.txt"
         timeout 540 $run --backend cuda --offload --model "$model" --batch "$batch" --seq 1024 \
-            --steps "$iters" --segment "$iters" --warmup 1 --gpu-mem 24GiB --hw "${HW:-h200.ini}" $plan \
+            --steps "$iters" --segment "$iters" --warmup 1 --gpu-mem 24GiB --hw "$hw_run" $plan \
             --data "$data" --ssd-dir "$ssd" --trace "$OUT/meas$n.tsv" --log "$OUT/log$n.tsv" $extra \
             > "$OUT/run$n.txt" 2>&1
         echo "rc=$?"

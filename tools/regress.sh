@@ -44,9 +44,21 @@ for dir in "$@"; do
         budget=$(printf '%s\n' "$extra" | grep -o -- '--cpu-mem [^ ]*' || true)
         hw_k=$hw
         [ "$again" = 1 ] && [ -s "$dir/hw$n.ini" ] && hw_k=$dir/hw$n.ini
-        if ! "$sim" --hw "$hw_k" --gpu-mem 24GiB $budget --model "$model" --batch "$batch" --seq 1024 \
-            --iters "$iters" $plan --trace "$out/pred$k.tsv" --deps "$out/deps$k.tsv" > "$out/sim$k.txt" 2>&1; then
+        predict() {
+            "$sim" --hw "$1" --gpu-mem 24GiB $budget --model "$model" --batch "$batch" --seq 1024 \
+                --iters "$iters" $plan --trace "$out/pred$k.tsv" --deps "$out/deps$k.tsv" \
+                > "$out/sim$k.txt" 2>&1
+        }
+        if ! predict "$hw_k"; then
             echo "$name: fuyou-sim failed: $(tail -1 "$out/sim$k.txt")" >&2; continue
+        fi
+        # what the planner chose (--swap auto) on the ini measured again may not be what the
+        # run planned: then the run's own plan, on --hw (a run that planned on hw<n>.ini
+        # prints the same plan line as the prediction on it)
+        if [ "$hw_k" != "$hw" ] && [ -s "$dir/run$n.txt" ] &&
+            [ "$(grep -m1 '^plan:' "$out/sim$k.txt")" != "$(grep -m1 '^plan:' "$dir/run$n.txt")" ]; then
+            echo "$name: planned otherwise on $hw_k than the run did: predicted on $hw" >&2
+            predict "$hw" || { echo "$name: fuyou-sim failed: $(tail -1 "$out/sim$k.txt")" >&2; continue; }
         fi
         "$trace" compare "$out/pred$k.tsv" "$dir/meas$n.tsv" --deps "$out/deps$k.tsv" \
             --tsv "$out/joined$k.tsv" \
