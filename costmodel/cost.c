@@ -2,6 +2,7 @@
 #include "cost.h"
 
 #include <assert.h>
+#include <math.h>
 
 #include "plan.h"
 
@@ -85,6 +86,11 @@ static void link_rates(const Hardware *hw, const bool busy[RES_COUNT], double ra
         rate[RES_H2D] = hw->h2d_bidir_GBps * 1e9;
         rate[RES_D2H] = hw->d2h_bidir_GBps * 1e9;
     }
+    /* beside the CPU Adam, a direction's DMA moves at most what was measured there */
+    if (busy[RES_CPU_ADAM] && hw->h2d_adam_GBps > 0)
+        rate[RES_H2D] = fmin(rate[RES_H2D], hw->h2d_adam_GBps * 1e9);
+    if (busy[RES_CPU_ADAM] && hw->d2h_adam_GBps > 0)
+        rate[RES_D2H] = fmin(rate[RES_D2H], hw->d2h_adam_GBps * 1e9);
     bool rd = busy[RES_SSD_READ], wr = busy[RES_SSD_WRITE];
     if (rd && wr && hw->ssd_read_bidir_GBps > 0) { /* measured together */
         rate[RES_SSD_READ] = hw->ssd_count * hw->ssd_read_bidir_GBps * 1e9;

@@ -6,7 +6,10 @@
  * "The resource model"):
  *   alone  gpu 1; cpu_adam adam_Gparams_per_s; h2d_GBps, d2h_GBps; the SSDs, all `count`
  *          striped devices: R = count * read_GBps, W = count * write_GBps.
- *   links  PCIe: h2d runs at h2d_bidir_GBps while d2h is busy (and vice versa).
+ *   links  PCIe: h2d runs at h2d_bidir_GBps while d2h is busy (and vice versa); while the
+ *          CPU Adam runs, at most at pcie.h2d_adam_GBps (d2h at d2h_adam_GBps) where given:
+ *          the H200 traces show copies to the GPU at 41-46 GB/s beside the Adam against 55
+ *          alone, copies from it unslowed, where host memory's ceiling slows neither.
  *          SSD: reads and writes together run at read_bidir_GBps and write_bidir_GBps (times
  *          count) where the ini gives them (measured), else each gets a duplex/2 share, so
  *          r/R + w/W = duplex;

@@ -56,6 +56,10 @@ typedef struct Hardware {
     /* [pcie] */
     double h2d_GBps, d2h_GBps;             /* pinned, each direction alone */
     double h2d_bidir_GBps, d2h_bidir_GBps; /* each direction while the other runs */
+    double h2d_adam_GBps, d2h_adam_GBps;   /* optional: the most each direction moves while the
+                                              CPU Adam task runs (the DMA's host memory traffic
+                                              beside the Adam's; fuyou-profile: pinned copies one
+                                              way beside it); 0: no such cap */
     double pcie_latency_us;
 
     /* [cpu] */

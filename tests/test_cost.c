@@ -286,6 +286,33 @@ START_TEST(adam_beside_gpu)
 }
 END_TEST
 
+/* pcie.h2d_adam_GBps / d2h_adam_GBps: beside the CPU Adam a direction moves at most that, both
+ * ways as well; without the Adam, or the key 0, as before; a cap above the link's rate changes
+ * nothing (4090.ini: 25 GB/s each way alone, 21 together; host memory 300 GB/s, out of reach) */
+START_TEST(pcie_beside_adam)
+{
+    const char *sets[] = {"pcie.h2d_adam_GBps=20", "pcie.d2h_adam_GBps=30"};
+    load(sets, 2);
+    CostModel m = {&hw, NULL};
+    double rate[RES_COUNT];
+    bool busy[RES_COUNT] = {[RES_CPU_ADAM] = true, [RES_H2D] = true};
+    cost_rates(&m, busy, rate);
+    ck_assert_double_eq_tol(rate[RES_H2D], 20e9, 1);
+    busy[RES_D2H] = true;
+    cost_rates(&m, busy, rate);
+    ck_assert_double_eq_tol(rate[RES_H2D], 20e9, 1);
+    ck_assert_double_eq_tol(rate[RES_D2H], 21e9, 1);
+    busy[RES_CPU_ADAM] = false;
+    cost_rates(&m, busy, rate);
+    ck_assert_double_eq_tol(rate[RES_H2D], 21e9, 1);
+    hw.h2d_adam_GBps = 0;
+    busy[RES_CPU_ADAM] = true;
+    cost_rates(&m, busy, rate);
+    ck_assert_double_eq_tol(rate[RES_H2D], 21e9, 1);
+    hw_free(&hw);
+}
+END_TEST
+
 /* Rates with the given resources busy. */
 static void rates_with(const CostModel *m, const Resource *on, int n, double rate[RES_COUNT])
 {
@@ -403,6 +430,7 @@ int main(void)
     tcase_add_test(tc, grad_sum_host_demand);
     tcase_add_test(tc, adam_beside_io);
     tcase_add_test(tc, adam_beside_gpu);
+    tcase_add_test(tc, pcie_beside_adam);
     tcase_add_test(tc, host_memory_shared);
     tcase_add_test(tc, host_memory_floor);
     tcase_add_test(tc, ssd_host_ceiling);

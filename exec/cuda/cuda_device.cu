@@ -138,10 +138,13 @@ extern "C" int cudadev_copy_bench(size_t bytes, int reps, double *GBps, Err *e)
     return 0;
 }
 
-extern "C" int cudadev_copy_until(size_t bytes, bool (*stopped)(void *token),
+extern "C" int cudadev_copy_until(size_t bytes, int dirs, bool (*stopped)(void *token),
                                   bool (*counting)(void *token), void *token, double *GBps,
                                   Err *e)
 {
+    if (!(dirs & (CUDADEV_H2D | CUDADEV_D2H)) || (dirs & ~(CUDADEV_H2D | CUDADEV_D2H)))
+        return err_set(e, -EINVAL, "copy directions %d: CUDADEV_H2D, CUDADEV_D2H or both", dirs);
+    bool on[2] = {(dirs & CUDADEV_H2D) != 0, (dirs & CUDADEV_D2H) != 0};
     CopyRig r;
     cudaError_t st = rig_open(&r, bytes);
     /* each direction timed and waited for as the pipeline's copy lanes wait (cuda_wait.h) */
@@ -154,6 +157,8 @@ extern "C" int cudadev_copy_until(size_t bytes, bool (*stopped)(void *token),
         bool count = counting(token);
         double t0 = clock_monotonic_s();
         for (int i = 0; i < 2 && st == cudaSuccess; i++) {
+            if (!on[i])
+                continue;
             st = cudaEventRecord(ev[i][0], r.s[i]);
             if (st == cudaSuccess)
                 st = cudaMemcpyAsync(i ? r.host[1] : r.dev[0], i ? r.dev[1] : r.host[0], bytes,
@@ -162,13 +167,15 @@ extern "C" int cudadev_copy_until(size_t bytes, bool (*stopped)(void *token),
                 st = cudaEventRecord(ev[i][1], r.s[i]);
         }
         for (int i = 0; i < 2 && st == cudaSuccess; i++) {
+            if (!on[i])
+                continue;
             st = cuda_wait_paced(&pace[i], ev[i][1], t0, bytes);
             float ms = 0;
             if (st == cudaSuccess && cudaEventElapsedTime(&ms, ev[i][0], ev[i][1]) == cudaSuccess)
                 cuda_pace_seen(&pace[i], bytes, ms * 1e-3);
         }
         if (count && counting(token)) {
-            moved += 2.0 * (double)bytes;
+            moved += (on[0] + on[1]) * (double)bytes;
             secs += clock_monotonic_s() - t0;
         }
     }
@@ -178,7 +185,8 @@ extern "C" int cudadev_copy_until(size_t bytes, bool (*stopped)(void *token),
             cudaEventDestroy(ev[i / 2][i % 2]);
     rig_close(&r);
     if (st != cudaSuccess)
-        return err_set(e, -EIO, "copying %zu bytes both ways between host and GPU: %s", bytes,
+        return err_set(e, -EIO, "copying %zu bytes %s between host and GPU: %s", bytes,
+                       on[0] && on[1] ? "both ways" : on[0] ? "to the GPU" : "from the GPU",
                        cudaGetErrorString(st));
     return 0;
 }

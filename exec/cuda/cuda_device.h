@@ -26,11 +26,12 @@ int cudadev_probe(CudaDeviceInfo *info, Err *e);
  * 2 and 3 the same while the other direction runs (two streams). 0 or -errno with e. */
 int cudadev_copy_bench(size_t bytes, int reps, double *GBps, Err *e);
 
-/* Pinned copies of bytes both ways at once (two streams), over and over until stopped(token)
- * says so: a load on host memory for something else to run beside. *GBps: both directions'
- * bytes over the time of the rounds that counting(token) held before and after. 0 or -errno
- * with e. */
-int cudadev_copy_until(size_t bytes, bool (*stopped)(void *token), bool (*counting)(void *token),
-                       void *token, double *GBps, Err *e);
+/* Pinned copies of bytes in the directions `dirs` names (CUDADEV_H2D, CUDADEV_D2H or both, at
+ * once on two streams), over and over until stopped(token) says so: a load on host memory for
+ * something else to run beside. *GBps: the bytes copied over the time of the rounds that
+ * counting(token) held before and after. 0 or -errno with e. */
+enum { CUDADEV_H2D = 1, CUDADEV_D2H = 2 };
+int cudadev_copy_until(size_t bytes, int dirs, bool (*stopped)(void *token),
+                       bool (*counting)(void *token), void *token, double *GBps, Err *e);
 
 #endif

@@ -69,10 +69,17 @@ static const char *lookup(void *ctx, const char *section, const char *key)
 }
 
 #if FUYOU_HAVE_CUDA
-/* The load beside the Adam task for the host memory's ceiling: pinned copies both ways. */
-static int copies_both_ways(void *ctx, const ProfileLoadControl *lc, double *GBps, Err *e)
+/* A load beside the Adam task: pinned copies of `bytes` in the directions `dirs` (both: the
+ * host memory's ceiling; one: what that direction keeps beside the Adam). */
+typedef struct CopyLoad {
+    size_t bytes;
+    int dirs; /* CUDADEV_H2D, CUDADEV_D2H or both */
+} CopyLoad;
+
+static int copies(void *ctx, const ProfileLoadControl *lc, double *GBps, Err *e)
 {
-    return cudadev_copy_until(*(const size_t *)ctx, lc->stopped, lc->counting, lc->token, GBps,
+    const CopyLoad *cl = ctx;
+    return cudadev_copy_until(cl->bytes, cl->dirs, lc->stopped, lc->counting, lc->token, GBps,
                               e);
 }
 #endif
@@ -394,8 +401,8 @@ int main(int argc, char **argv)
         size_t cbytes = quick ? (size_t)64 << 20 : (size_t)256 << 20;
         Stat beside;
         double copy_GBps;
-        if (profile_adam_beside(used, params, reps, copies_both_ways, &cbytes, &beside,
-                                &copy_GBps, &e))
+        CopyLoad both = {cbytes, CUDADEV_H2D | CUDADEV_D2H};
+        if (profile_adam_beside(used, params, reps, copies, &both, &beside, &copy_GBps, &e))
             goto fail;
         double moved = beside.median * COST_ADAM_HOST_BYTES + copy_GBps;
         fprintf(stderr, "  the Adam task beside pinned copies both ways: %.3f G params/s "
@@ -408,6 +415,26 @@ int main(int argc, char **argv)
                  "(%.1f..%.1f)", day, used, beside.median, adam.median, COST_ADAM_HOST_BYTES,
                  copy_GBps, mem.median, mem.min, mem.max);
             hw.cpu_mem_GBps = moved;
+        }
+        /* each direction alone beside the Adam: the most it moves there (the H200 traces:
+         * copies to the GPU 41-46 GB/s beside it against 55 alone, where host memory's ceiling
+         * left them alone); before the fit below, which takes them */
+        for (int d = 0; d < 2; d++) {
+            CopyLoad one = {cbytes, d ? CUDADEV_D2H : CUDADEV_H2D};
+            Stat adam_one;
+            double one_GBps;
+            if (profile_adam_beside(used, params, reps, copies, &one, &adam_one, &one_GBps, &e))
+                goto fail;
+            double alone = d ? hw.d2h_GBps : hw.h2d_GBps;
+            *(d ? &hw.d2h_adam_GBps : &hw.h2d_adam_GBps) = fmin(one_GBps, alone);
+            fprintf(stderr, "  pinned copies %s beside the Adam task: %.1f GB/s (alone %.1f); "
+                    "the Adam %.3f G params/s\n", d ? "from the GPU" : "to the GPU", one_GBps,
+                    alone, adam_one.median);
+            note(&ns, "pcie", d ? "d2h_adam_GBps" : "h2d_adam_GBps", "[meas %s] pinned %s "
+                 "copies one way beside the Adam task (%d threads, %.3f G params/s, %.3f..%.3f, "
+                 "median of %d): %.1f GB/s over the rounds it ran (alone %.1f; at most that)",
+                 day, quick ? "64 MiB" : "256 MiB", used, adam_one.median, adam_one.min,
+                 adam_one.max, adam_one.n, one_GBps, alone);
         }
         /* what host memory's share does not explain of that slowdown */
         hw.cpu_adam_io_GBps = cost_fit_adam_io_GBps(&hw, beside.median * 1e9);
