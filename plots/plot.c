@@ -35,8 +35,6 @@ static void quoted(FILE *f, const char *s)
     fputc('\'', f);
 }
 
-/* The resource lanes of a timeline, from the top: gpu, h2d, d2h, ssd_read, ssd_write, cpu_adam;
- * other resources at 0. */
 /* One data series: the quoted file, its header line skipped, then `using` and the rest. */
 static void series(FILE *f, const char *path, const char *rest)
 {
@@ -44,6 +42,8 @@ static void series(FILE *f, const char *path, const char *rest)
     fprintf(f, " skip 1 using %s", rest);
 }
 
+/* The resource lanes of a timeline, from the top: gpu, h2d, d2h, ssd_read, ssd_write, cpu_adam;
+ * other resources at 0. */
 static void lanes(FILE *f)
 {
     fprintf(f, "lane(s) = s eq 'gpu' ? 6 : s eq 'h2d' ? 5 : s eq 'd2h' ? 4 : "
@@ -79,11 +79,17 @@ int plot_write_script(FILE *f, const PlotRequest *r, Err *e)
                             "title word('forward backward optimizer', p)\n");
     } else if (r->kind == PLOT_COMPARE) {
         /* Joined table: 1 iter, 3 resource, 4-5 predicted start/end, 6-7 measured start/end.
-         * Each lane has the predicted row above the measured one. */
-        fprintf(f, "plot ");
-        series(f, r->input, "(keep($1) ? ($4 + $5) / 2 : NaN):(lane(strcol(3)) + 0.2):"
+         * Each lane has the predicted row above the measured one; each trace is drawn from its
+         * own first task drawn (a measured iteration starts later than the predicted one
+         * after slower iterations before it). */
+        fprintf(f, "stats ");
+        series(f, r->input, "(keep($1) ? $4 : NaN) nooutput\np0 = STATS_min\nstats ");
+        series(f, r->input, "(keep($1) ? $6 : NaN) nooutput\nm0 = STATS_min\n");
+        fprintf(f, "set xlabel 'seconds from the first task drawn (each trace its own)'\n"
+                   "plot ");
+        series(f, r->input, "(keep($1) ? ($4 + $5) / 2 - p0 : NaN):(lane(strcol(3)) + 0.2):"
                             "(($5 - $4) / 2):(0.17) with boxxyerror title 'predicted', ");
-        series(f, r->input, "(keep($1) ? ($6 + $7) / 2 : NaN):(lane(strcol(3)) - 0.2):"
+        series(f, r->input, "(keep($1) ? ($6 + $7) / 2 - m0 : NaN):(lane(strcol(3)) - 0.2):"
                             "(($7 - $6) / 2):(0.17) with boxxyerror title 'measured'\n");
     } else if (r->kind == PLOT_SCATTER) {
         fprintf(f, "set logscale xy\nset xlabel 'predicted task duration (s)'\n"

@@ -42,8 +42,11 @@ START_TEST(scripts)
     PlotRequest c = {.kind = PLOT_COMPARE, .input = "j.tsv", .output = "o.png", .iter = 1};
     s = script(&c, &rc);
     ck_assert_int_eq(rc, 0);
-    tu_assert_contains(s, "($4 + $5) / 2"); /* predicted start and end */
-    tu_assert_contains(s, "($6 + $7) / 2"); /* measured */
+    /* predicted start and end, then measured, each from its own first task drawn */
+    tu_assert_contains(s, "stats 'j.tsv' skip 1 using (keep($1) ? $4 : NaN) nooutput\np0 = ");
+    tu_assert_contains(s, "stats 'j.tsv' skip 1 using (keep($1) ? $6 : NaN) nooutput\nm0 = ");
+    tu_assert_contains(s, "($4 + $5) / 2 - p0");
+    tu_assert_contains(s, "($6 + $7) / 2 - m0");
     tu_assert_contains(s, "title 'measured'");
     PlotRequest sc = {.kind = PLOT_SCATTER, .input = "j.tsv", .output = "o.pdf", .iter = -1};
     s = script(&sc, &rc);
