@@ -188,14 +188,17 @@ static double link_io_Bps(const double link[RES_COUNT], const double rate[RES_CO
 }
 
 /* cost_rates with each busy resource moving host[r] bytes of host memory and link[r] bytes
- * over its link per unit of work; the CPU Adam then divided by 1 + io / cpu.adam_io_GBps, and
- * while the GPU is busy multiplied by cpu.adam_gpu_share. */
+ * over its link per unit of work, its rate first multiplied by cores[r] (the share of the
+ * cores its threads get; NULL: all 1); the CPU Adam then divided by 1 + io / cpu.adam_io_GBps,
+ * and while the GPU is busy multiplied by cpu.adam_gpu_share. */
 static void rates_moving(const CostModel *m, const bool busy[RES_COUNT],
                          const double host[RES_COUNT], const double link[RES_COUNT],
-                         double rate[RES_COUNT])
+                         const double *cores, double rate[RES_COUNT])
 {
     const Hardware *hw = m->hw;
     link_rates(hw, busy, rate);
+    for (int r = 0; cores && r < RES_COUNT; r++)
+        rate[r] *= cores[r];
     /* host memory, shared in proportion to demand; the ceiling is only worked out when the
      * demand passes mem_GBps, which it can only raise */
     double demand = host_demand(host, rate);
@@ -228,7 +231,13 @@ void cost_rates(const CostModel *m, const bool busy[RES_COUNT], double rate[RES_
     double host[RES_COUNT], link[RES_COUNT];
     resource_host_bytes(busy, host);
     resource_link_bytes(busy, link);
-    rates_moving(m, busy, host, link, rate);
+    rates_moving(m, busy, host, link, NULL, rate);
+}
+
+double cost_sum_core_share(const Hardware *hw)
+{
+    int a = plan_adam_threads(hw->cpu_cores, true), s = plan_grad_sum_threads(hw->cpu_cores);
+    return (double)a / (a + s);
 }
 
 void cost_task_rates(const CostModel *m, const Task *const running[RES_COUNT],
@@ -240,8 +249,21 @@ void cost_task_rates(const CostModel *m, const Task *const running[RES_COUNT],
         busy[r] = running[r] != NULL;
     resource_host_bytes(busy, host);
     resource_link_bytes(busy, link);
+    double cores[RES_COUNT];
+    for (int r = 0; r < RES_COUNT; r++)
+        cores[r] = 1;
     for (int r = 0; r < RES_COUNT; r++) {
         const Task *t = running[r];
+        if (busy[r] && t->kind == TASK_COPY && t->params > 0 && busy[RES_CPU_ADAM]) {
+            /* the sum's threads and the Adam's share the Adam's cores: each gets the share of
+             * its rate, the copy only over the part of its work that is the sum */
+            double share = cost_sum_core_share(m->hw);
+            double sum = cost_grad_sum_s(m->hw, (double)t->params, t->bytes / (double)t->params,
+                                         t->micro == 0) * solo_rate(m, t->res);
+            double f = sum / cost_task_work(m, t);
+            cores[RES_CPU_ADAM] = share;
+            cores[r] = 1 / (1 - f + f / share);
+        }
         if (busy[r] && t->kind == TASK_COPY && t->params > 0) {
             /* a gradient copy that adds into the step's sum, whose seconds count as bytes at
              * the link's rate: its host memory is the copy's bytes and the sum's (gradient
@@ -254,7 +276,7 @@ void cost_task_rates(const CostModel *m, const Task *const running[RES_COUNT],
             link[r] = (double)t->bytes / work;
         }
     }
-    rates_moving(m, busy, host, link, rate);
+    rates_moving(m, busy, host, link, cores, rate);
 }
 
 double cost_task_alone_s(const CostModel *m, const Task *t)

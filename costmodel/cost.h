@@ -40,7 +40,11 @@
  * cpu.sum_GBps (measured), else at cpu.mem_GBps *
  * min(1, t / cores), t = plan_grad_sum_threads, added as bytes at the rate the link has alone;
  * in the memory step such a copy asks for what it moves over its time (the copy's and the
- * sum's bytes), not its link's rate: the sum's few threads run well below it.
+ * sum's bytes), not its link's rate: the sum's few threads run well below it. Beside the CPU
+ * Adam the sum's threads and the Adam's share the Adam's cores (cost_sum_core_share: A / (A +
+ * S), A and S their thread counts, plan.h; 14 / 18 on 16 cores), applied before the memory
+ * step to the Adam and to the sum's part of the copy: the H200 traces showed the Adam tasks
+ * beside a summing copy 18-42% slower than the model had them without it, the copies +17%.
  * GPU op times (op from graph.h, P = bf16_TFLOPS, B = mem_GBps, l = launch_us):
  *   GEMM forward       2mnk / (P * eff(m,n,k)) + io_bytes / B + l
  *   GEMM backward      4mnk / (P * eff(m,n,k)) + io_bytes / B + 2l   (input and weight
@@ -109,6 +113,10 @@ void cost_rates(const CostModel *m, const bool busy[RES_COUNT], double rate[RES_
 /* The same given the task each resource runs (NULL: idle), what the engine asks: a gradient
  * copy that adds into the step's sum moves host memory at the copy's and the sum's bytes over
  * its time, not at its link's rate (the sum's threads run below it). */
+/* The share of its rate each of the Adam and the micro-batch sum keeps while both run: their
+ * threads on the Adam's cores (plan_adam_threads, plan_grad_sum_threads). */
+double cost_sum_core_share(const Hardware *hw);
+
 void cost_task_rates(const CostModel *m, const Task *const running[RES_COUNT],
                      double rate[RES_COUNT]);
 

@@ -268,3 +268,8 @@ int plan_grad_sum_threads(int cores)
 {
     return cores >= 8 ? 4 : 1;
 }
+
+int plan_adam_threads(int cores, bool gpu)
+{
+    return gpu && cores > 3 ? cores - 2 : cores;
+}

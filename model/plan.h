@@ -8,6 +8,8 @@
 #ifndef FUYOU_PLAN_H
 #define FUYOU_PLAN_H
 
+#include <stdbool.h>
+
 #include "fuyou_err.h"
 #include "graph.h"
 
@@ -127,5 +129,12 @@ void plan_zero_infinity_config(Plan *p, const ModelConfig *c);
  * enough, and the optimizer's threads are busy in the last micro-batch); the cost model
  * charges the sum at the DRAM bandwidth these threads get (cost.h). */
 int plan_grad_sum_threads(int cores);
+
+/* Threads the executor runs the CPU Adam with on `cores` online CPUs: with a GPU, two fewer,
+ * the dispatcher's and the compute lane's (with every core in Adam, the GPU lane waited for the
+ * scheduler for milliseconds between kernels on the H200 machine); on the host's cores alone,
+ * all of them. fuyou-profile times the Adam at this count; the cost model shares these cores
+ * with the sum's threads (cost.h). */
+int plan_adam_threads(int cores, bool gpu);
 
 #endif

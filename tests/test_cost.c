@@ -176,40 +176,54 @@ START_TEST(grad_sum_on_the_host)
 END_TEST
 
 /* The memory step asks a gradient copy that adds into the step's sum for what it moves over its
- * time (the copy's bytes and the sum's), not for its link's rate: the engine's rates take the
- * running tasks. */
+ * time (the copy's bytes and the sum's), not for its link's rate; beside the Adam, the sum's
+ * threads and the Adam's share the Adam's cores first (14 of them on 16 cores, 4 sum threads:
+ * each keeps 14 / 18), the copy only over its sum's part: the engine's rates take the running
+ * tasks. */
 START_TEST(grad_sum_host_demand)
 {
-    const char *sets[] = {"cpu.cores=16", "cpu.mem_GBps=80", "cpu.sum_GBps=20",
-                          "cpu.adam_Gparams_per_s=2", "pcie.latency_us=0"};
-    load(sets, 5);
+    /* host memory 61 GB/s: above any one configuration alone (the Adam's 60; one SSD) */
+    const char *sets[] = {"cpu.cores=16", "cpu.mem_GBps=61", "cpu.sum_GBps=20",
+                          "cpu.adam_Gparams_per_s=2", "pcie.latency_us=0", "ssd.count=1"};
+    load(sets, 6);
     CostModel m = {&hw, NULL};
+    double s = 14.0 / 18;
+    ck_assert_double_eq_tol(cost_sum_core_share(&hw), s, 1e-15);
     Task adam = {.res = RES_CPU_ADAM, .kind = TASK_ADAM, .params = 1000000000};
     Task copy = {.res = RES_D2H, .kind = TASK_COPY, .bytes = 2e9, .micro = 1};
     const Task *running[RES_COUNT] = {[RES_CPU_ADAM] = &adam, [RES_D2H] = &copy};
     double rate[RES_COUNT];
-    /* a plain copy asks for its link's 25 GB/s beside Adam's 60: 85 of 80, all at 80/85 */
+    /* a plain copy asks for its link's 25 GB/s beside Adam's 60: 85 of 61, all at 61/85 */
     cost_task_rates(&m, running, rate);
-    ck_assert_double_eq_tol(rate[RES_D2H], 25e9 * 80 / 85, 1);
-    ck_assert_double_eq_tol(rate[RES_CPU_ADAM], 2e9 * 80 / 85, 1e-3);
+    ck_assert_double_eq_tol(rate[RES_D2H], 25e9 * 61 / 85, 1);
+    ck_assert_double_eq_tol(rate[RES_CPU_ADAM], 2e9 * 61 / 85, 1e-3);
     bool busy[RES_COUNT] = {[RES_CPU_ADAM] = true, [RES_D2H] = true};
     double by_resource[RES_COUNT];
     cost_rates(&m, busy, by_resource);
     ck_assert_double_eq(by_resource[RES_D2H], rate[RES_D2H]);
     /* with a sum of 1 G bf16 gradients (10 GB at 20 GB/s, 0.5 s, 12.5e9 bytes of work at the
-     * link's rate): 12 GB moved (2 + 2 copied and read, 8 of the sum read and written) over
-     * 14.5e9 of work */
+     * link's rate, of 14.5e9): the copy at 1 / (2 / 14.5 + 12.5 / 14.5 / s) of its rate, the
+     * Adam at s of its; then 12 GB moved (2 + 2 copied and read, 8 of the sum read and
+     * written) over the copy's 14.5e9 of work, beside the Adam's 30 B a parameter */
     copy.params = 1000000000;
     cost_task_rates(&m, running, rate);
-    double demand = 25e9 * 12 / 14.5 + 60e9;
-    ck_assert_double_eq_tol(rate[RES_D2H], 25e9 * 80e9 / demand, 1);
-    ck_assert_double_eq_tol(rate[RES_CPU_ADAM], 2e9 * 80e9 / demand, 1e-3);
-    /* the first micro-batch's: 6 GB of sum (0.3 s, 7.5e9 of work): 8 GB (2 copied and read,
-     * 4 of the sum written) over 9.5e9 */
+    double c = 1 / (2 / 14.5 + 12.5 / 14.5 / s);
+    double demand = 25e9 * c * 12 / 14.5 + 60e9 * s;
+    ck_assert(demand > 61e9);
+    ck_assert_double_eq_tol(rate[RES_D2H], 25e9 * c * 61e9 / demand, 1);
+    ck_assert_double_eq_tol(rate[RES_CPU_ADAM], 2e9 * s * 61e9 / demand, 1e-3);
+    /* the first micro-batch's: 6 GB of sum (0.3 s, 7.5e9 of work of 9.5e9): 8 GB (2 copied
+     * and read, 4 of the sum written) over 9.5e9 */
     copy.micro = 0;
     cost_task_rates(&m, running, rate);
-    demand = 25e9 * 8 / 9.5 + 60e9;
-    ck_assert_double_eq_tol(rate[RES_D2H], 25e9 * 80e9 / demand, 1);
+    c = 1 / (2 / 9.5 + 7.5 / 9.5 / s);
+    demand = 25e9 * c * 8 / 9.5 + 60e9 * s;
+    ck_assert(demand > 61e9);
+    ck_assert_double_eq_tol(rate[RES_D2H], 25e9 * c * 61e9 / demand, 1);
+    /* without the Adam the copy keeps its rate (memory: 25 x 8 / 9.5 of 61) */
+    const Task *alone[RES_COUNT] = {[RES_D2H] = &copy};
+    cost_task_rates(&m, alone, rate);
+    ck_assert_double_eq_tol(rate[RES_D2H], 25e9, 1);
     /* idle resources keep their rates alone */
     const Task *idle[RES_COUNT] = {NULL};
     cost_task_rates(&m, idle, rate);
@@ -243,8 +257,8 @@ START_TEST(adam_beside_io)
     ck_assert_double_eq(rate[RES_CPU_ADAM], 2e9);
     ck_assert_double_eq(cost_fit_adam_io_GBps(&hw, 2e9), 0); /* nothing left to explain */
     /* a gradient copy that adds into the step's sum moves only its copy's bytes over PCIe: 2 GB
-     * of its 14.5e9 of work (0.5 s of sum at 25 GB/s), so the Adam beside it slows by 25 GB/s
-     * x 2 / 14.5 */
+     * of its 14.5e9 of work (0.5 s of sum at 25 GB/s), so the Adam beside it slows by the
+     * copy's rate x 2 / 14.5, after the two share the Adam's cores (grad_sum_host_demand) */
     hw_free(&hw);
     const char *sum_sets[] = {"cpu.mem_GBps=200", "cpu.adam_Gparams_per_s=2",
                               "pcie.latency_us=0", "cpu.sum_GBps=20", "cpu.adam_io_GBps=126"};
@@ -254,7 +268,8 @@ START_TEST(adam_beside_io)
                  .micro = 1};
     const Task *running[RES_COUNT] = {[RES_CPU_ADAM] = &adam, [RES_D2H] = &copy};
     cost_task_rates(&m, running, rate);
-    ck_assert_double_eq_tol(rate[RES_CPU_ADAM], 2e9 / (1 + 25.0 * 2 / 14.5 / 126), 1);
+    double s = cost_sum_core_share(&hw), c = 1 / (2 / 14.5 + 12.5 / 14.5 / s);
+    ck_assert_double_eq_tol(rate[RES_CPU_ADAM], 2e9 * s / (1 + 25.0 * c * 2 / 14.5 / 126), 1);
     hw_free(&hw);
 }
 END_TEST

@@ -107,11 +107,10 @@ int pipe_train(const TrainOptions *o, const Plan *plan, const PipeConfig *pc, Tr
         rc = err_set(e, -ENOMEM, "out of memory");
     /* The compute and optimizer lanes each have a worker pool (a pool runs one job at a time).
      * On a GPU the compute lane needs no CPU threads, and the optimizer's pool leaves two cores
-     * to the dispatcher and the lane threads: with every core in Adam, the GPU lane waited for
-     * the scheduler for milliseconds between kernels (seen on the H200 machine). */
+     * to the dispatcher and the lane threads (plan_adam_threads). */
     bool on_gpu = !pc->device->on_host;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    int adam_threads = o->threads ? o->threads : on_gpu && cores > 3 ? (int)cores - 2 : 0;
+    int adam_threads = o->threads ? o->threads : plan_adam_threads((int)cores, on_gpu);
     if (!rc)
         rc = workpool_init_nice(&pp.wp_adam, adam_threads, pc->optim_nice, e);
     if (!rc)

@@ -239,7 +239,7 @@ int main(int argc, char **argv)
 #else
     (void)gpu;
 #endif
-    int used = threads ? threads : have_gpu && cores > 3 ? (int)cores - 2 : (int)cores;
+    int used = threads ? threads : plan_adam_threads((int)cores, have_gpu);
     size_t params = quick ? (size_t)16 << 20 : (size_t)128 << 20;
     double adam_x[2 * 8]; /* reps is at most 7 */
     Stat mem = {0};

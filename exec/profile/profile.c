@@ -389,13 +389,14 @@ int profile_ssd(const char *const *dirs, int n_dirs, size_t bytes, int reps, Ssd
 }
 
 /* The store streaming on a thread of its own: one tensor read while the other is written,
- * over and over, until stop; what it moved and for how long. */
+ * over and over, until stop (a round begun is finished: once `running`, at least one is); what
+ * it moved and for how long. */
 typedef struct Streamer {
     Store *st;
     StoreTensor *t;
     uint8_t *buf[2];
     size_t len;
-    atomic_bool stop;
+    atomic_bool stop, running;
     double bytes, seconds;
     int rc;
     Err e;
@@ -406,6 +407,7 @@ static void *stream_until_stopped(void *arg)
     Streamer *s = arg;
     double t0 = clock_monotonic_s(), r, w;
     for (int i = 0; !s->rc && !atomic_load(&s->stop); i++) {
+        atomic_store(&s->running, true);
         s->rc = duplex(s->st, &s->t[i % 2], &s->t[(i + 1) % 2], s->buf[0], s->buf[1], s->len,
                        &r, &w, &s->e);
         if (!s->rc)
@@ -452,6 +454,11 @@ int profile_adam_under_io(int threads, size_t params, int reps, const char *cons
             rc = err_set(e, -prc, "cannot start the I/O thread: %s", strerror(prc));
         started = !prc;
     }
+    /* the Adam timed only once the store streams (a loaded machine may not have started the
+     * thread yet; a short Adam then ran, and finished, alone) */
+    struct timespec nap = {0, 100000};
+    while (started && !atomic_load(&s.running))
+        nanosleep(&nap, NULL);
     double x[MAX_REPS];
     if (started)
         rc = adam_runs(threads, params, reps, x, NULL, e);
