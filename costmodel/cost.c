@@ -2,7 +2,6 @@
 #include "cost.h"
 
 #include <assert.h>
-#include <math.h>
 
 #include "plan.h"
 
@@ -86,11 +85,6 @@ static void link_rates(const Hardware *hw, const bool busy[RES_COUNT], double ra
         rate[RES_H2D] = hw->h2d_bidir_GBps * 1e9;
         rate[RES_D2H] = hw->d2h_bidir_GBps * 1e9;
     }
-    /* beside the CPU Adam, a direction's DMA moves at most what was measured there */
-    if (busy[RES_CPU_ADAM] && hw->h2d_adam_GBps > 0)
-        rate[RES_H2D] = fmin(rate[RES_H2D], hw->h2d_adam_GBps * 1e9);
-    if (busy[RES_CPU_ADAM] && hw->d2h_adam_GBps > 0)
-        rate[RES_D2H] = fmin(rate[RES_D2H], hw->d2h_adam_GBps * 1e9);
     bool rd = busy[RES_SSD_READ], wr = busy[RES_SSD_WRITE];
     if (rd && wr && hw->ssd_read_bidir_GBps > 0) { /* measured together */
         rate[RES_SSD_READ] = hw->ssd_count * hw->ssd_read_bidir_GBps * 1e9;
@@ -199,6 +193,14 @@ static void rates_moving(const CostModel *m, const bool busy[RES_COUNT],
     link_rates(hw, busy, rate);
     for (int r = 0; cores && r < RES_COUNT; r++)
         rate[r] *= cores[r];
+    /* beside the CPU Adam a PCIe direction moves at most what was measured there
+     * (pcie.*_adam_GBps): over the link's part of the work, link[r] (a summing copy's sum runs
+     * on at its own pace) */
+    double cap[RES_COUNT] = {[RES_H2D] = hw->h2d_adam_GBps * 1e9,
+                             [RES_D2H] = hw->d2h_adam_GBps * 1e9};
+    for (int r = RES_H2D; r <= RES_D2H && busy[RES_CPU_ADAM]; r++)
+        if (cap[r] > 0 && rate[r] > cap[r] && link[r] > 0)
+            rate[r] /= 1 - link[r] + link[r] * rate[r] / cap[r];
     /* host memory, shared in proportion to demand; the ceiling is only worked out when the
      * demand passes mem_GBps, which it can only raise */
     double demand = host_demand(host, rate);
@@ -255,14 +257,16 @@ void cost_task_rates(const CostModel *m, const Task *const running[RES_COUNT],
     for (int r = 0; r < RES_COUNT; r++) {
         const Task *t = running[r];
         if (busy[r] && t->kind == TASK_COPY && t->params > 0 && busy[RES_CPU_ADAM]) {
-            /* the sum's threads and the Adam's share the Adam's cores: each gets the share of
-             * its rate, the copy only over the part of its work that is the sum */
+            /* the sum's threads and the Adam's share the Adam's cores while the sum runs, after
+             * the copy on the same lane: the copy's sum, f of its work, at the share of its
+             * rate; the Adam at it over the sum's part of the copy's time, q */
             double share = cost_sum_core_share(m->hw);
             double sum = cost_grad_sum_s(m->hw, (double)t->params, t->bytes / (double)t->params,
                                          t->micro == 0) * solo_rate(m, t->res);
-            double f = sum / cost_task_work(m, t);
-            cores[RES_CPU_ADAM] = share;
-            cores[r] = 1 / (1 - f + f / share);
+            double f = sum / cost_task_work(m, t), slow = 1 - f + f / share;
+            double q = f / share / slow;
+            cores[r] = 1 / slow;
+            cores[RES_CPU_ADAM] = 1 - q * (1 - share);
         }
         if (busy[r] && t->kind == TASK_COPY && t->params > 0) {
             /* a gradient copy that adds into the step's sum, whose seconds count as bytes at

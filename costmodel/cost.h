@@ -8,7 +8,7 @@
  *          striped devices: R = count * read_GBps, W = count * write_GBps.
  *   links  PCIe: h2d runs at h2d_bidir_GBps while d2h is busy (and vice versa); while the
  *          CPU Adam runs, at most at pcie.h2d_adam_GBps (d2h at d2h_adam_GBps) where given:
- *          the H200 traces show copies to the GPU at 41-46 GB/s beside the Adam against 55
+ *          the H200 traces show copies to the GPU at 37-46 GB/s beside the Adam against 55
  *          alone, copies from it unslowed, where host memory's ceiling slows neither.
  *          SSD: reads and writes together run at read_bidir_GBps and write_bidir_GBps (times
  *          count) where the ini gives them (measured), else each gets a duplex/2 share, so
@@ -110,13 +110,15 @@ double cost_task_work(const CostModel *m, const Task *t);
  * above, each busy resource moving cost_host_bytes per unit of work. A resource that is not
  * busy gets cost_alone_rate. */
 void cost_rates(const CostModel *m, const bool busy[RES_COUNT], double rate[RES_COUNT]);
-/* The same given the task each resource runs (NULL: idle), what the engine asks: a gradient
- * copy that adds into the step's sum moves host memory at the copy's and the sum's bytes over
- * its time, not at its link's rate (the sum's threads run below it). */
 /* The share of its rate each of the Adam and the micro-batch sum keeps while both run: their
  * threads on the Adam's cores (plan_adam_threads, plan_grad_sum_threads). */
 double cost_sum_core_share(const Hardware *hw);
 
+/* The same given the task each resource runs (NULL: idle), what the engine asks: a gradient
+ * copy that adds into the step's sum moves host memory at the copy's and the sum's bytes over
+ * its time, not at its link's rate (the sum's threads run below it); beside the Adam its sum
+ * and the Adam share the Adam's cores (cost_sum_core_share, over the sum's part), and a
+ * pcie.*_adam_GBps cap slows only its link's part. */
 void cost_task_rates(const CostModel *m, const Task *const running[RES_COUNT],
                      double rate[RES_COUNT]);
 

@@ -72,8 +72,8 @@ static const HwKey keys[] = {
     NUM("pcie", "d2h_GBps", d2h_GBps, true, GBPS, false),
     NUM("pcie", "h2d_bidir_GBps", h2d_bidir_GBps, false, GBPS, false),
     NUM("pcie", "d2h_bidir_GBps", d2h_bidir_GBps, false, GBPS, false),
-    NUM("pcie", "h2d_adam_GBps", h2d_adam_GBps, false, 0, 1e5, false), /* 0: none */
-    NUM("pcie", "d2h_adam_GBps", d2h_adam_GBps, false, 0, 1e5, false),
+    NUM("pcie", "h2d_adam_GBps", h2d_adam_GBps, false, 0, 1e4, false), /* 0: none */
+    NUM("pcie", "d2h_adam_GBps", d2h_adam_GBps, false, 0, 1e4, false),
     NUM("pcie", "latency_us", pcie_latency_us, true, US_LINK, false),
     NAME("cpu", "name", cpu_name),
     COUNT("cpu", "cores", cpu_cores, true, 1, 65536, false),

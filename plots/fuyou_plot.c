@@ -100,6 +100,22 @@ int main(int argc, char **argv)
             return 2;
         }
     Err e;
+    int lo, hi;
+    if (r.iter >= 0 && r.kind != PLOT_SWEEP && r.kind != PLOT_BATCH) {
+        int found = plot_find_iter(r.input, r.iter, &lo, &hi, &e);
+        if (found < 0) {
+            fprintf(stderr, "fuyou-plot: %s\n", e.msg);
+            return 2;
+        }
+        if (!found) {
+            if (hi < 0)
+                fprintf(stderr, "fuyou-plot: %s: no rows to draw\n", r.input);
+            else
+                fprintf(stderr, "fuyou-plot: --iter %d: %s has iterations %d to %d\n", r.iter,
+                        r.input, lo, hi);
+            return 2;
+        }
+    }
     int rc = plot_render(&r, &e);
     if (rc) {
         fprintf(stderr, "fuyou-plot: %s\n", e.msg);

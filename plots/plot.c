@@ -2,7 +2,10 @@
 #include "plot.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <spawn.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -81,7 +84,8 @@ int plot_write_script(FILE *f, const PlotRequest *r, Err *e)
         /* Joined table: 1 iter, 3 resource, 4-5 predicted start/end, 6-7 measured start/end.
          * Each lane has the predicted row above the measured one; each trace is drawn from its
          * own first task drawn (a measured iteration starts later than the predicted one
-         * after slower iterations before it). */
+         * after slower iterations before it; fuyou-plot checks the table has rows of the
+         * iteration asked for, plot_find_iter). */
         fprintf(f, "stats ");
         series(f, r->input, "(keep($1) ? $4 : NaN) nooutput\np0 = STATS_min\nstats ");
         series(f, r->input, "(keep($1) ? $6 : NaN) nooutput\nm0 = STATS_min\n");
@@ -119,6 +123,30 @@ int plot_write_script(FILE *f, const PlotRequest *r, Err *e)
         fputc('\n', f);
     }
     return ferror(f) ? err_set(e, -EIO, "cannot write the gnuplot script") : 0;
+}
+
+int plot_find_iter(const char *path, int iter, int *lo, int *hi, Err *e)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return err_set(e, -errno, "%s: cannot read: %s", path, strerror(errno));
+    char line[512];
+    bool found = false;
+    *lo = INT_MAX, *hi = -1;
+    for (int n = 0; fgets(line, sizeof line, f); n++) {
+        char *end;
+        long v = strtol(line, &end, 10);
+        bool whole = strchr(line, '\n') != NULL || feof(f);
+        if (n > 0 && end != line && *end == '\t' && v >= 0 && v <= INT_MAX) {
+            found |= v == iter;
+            *lo = v < *lo ? (int)v : *lo;
+            *hi = v > *hi ? (int)v : *hi;
+        }
+        while (!whole && fgets(line, sizeof line, f)) /* the rest of a long line */
+            whole = strchr(line, '\n') != NULL;
+    }
+    fclose(f);
+    return found;
 }
 
 int plot_render(const PlotRequest *r, Err *e)

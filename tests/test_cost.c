@@ -5,6 +5,7 @@
 #include <math.h>
 
 #include "cost.h"
+#include "plan.h"
 #include "testutil.h"
 
 static Hardware hw;
@@ -178,8 +179,8 @@ END_TEST
 /* The memory step asks a gradient copy that adds into the step's sum for what it moves over its
  * time (the copy's bytes and the sum's), not for its link's rate; beside the Adam, the sum's
  * threads and the Adam's share the Adam's cores first (14 of them on 16 cores, 4 sum threads:
- * each keeps 14 / 18), the copy only over its sum's part: the engine's rates take the running
- * tasks. */
+ * each keeps s = 14 / 18 while the sum runs), the copy over its sum's part f of its work, the
+ * Adam over the sum's part q of the copy's time: the engine's rates take the running tasks. */
 START_TEST(grad_sum_host_demand)
 {
     /* host memory 61 GB/s: above any one configuration alone (the Adam's 60; one SSD) */
@@ -202,22 +203,23 @@ START_TEST(grad_sum_host_demand)
     cost_rates(&m, busy, by_resource);
     ck_assert_double_eq(by_resource[RES_D2H], rate[RES_D2H]);
     /* with a sum of 1 G bf16 gradients (10 GB at 20 GB/s, 0.5 s, 12.5e9 bytes of work at the
-     * link's rate, of 14.5e9): the copy at 1 / (2 / 14.5 + 12.5 / 14.5 / s) of its rate, the
-     * Adam at s of its; then 12 GB moved (2 + 2 copied and read, 8 of the sum read and
-     * written) over the copy's 14.5e9 of work, beside the Adam's 30 B a parameter */
+     * link's rate, of 14.5e9): the copy at 1 / (1 - f + f / s) of its rate, f = 12.5 / 14.5,
+     * the Adam at 1 - q (1 - s), q = (f / s) / (1 - f + f / s); then 12 GB moved (2 + 2 copied
+     * and read, 8 of the sum read and written) over the copy's 14.5e9 of work, beside the
+     * Adam's 30 B a parameter */
     copy.params = 1000000000;
     cost_task_rates(&m, running, rate);
-    double c = 1 / (2 / 14.5 + 12.5 / 14.5 / s);
-    double demand = 25e9 * c * 12 / 14.5 + 60e9 * s;
+    double f = 12.5 / 14.5, slow = 1 - f + f / s, c = 1 / slow, a = 1 - f / s / slow * (1 - s);
+    double demand = 25e9 * c * 12 / 14.5 + 60e9 * a;
     ck_assert(demand > 61e9);
     ck_assert_double_eq_tol(rate[RES_D2H], 25e9 * c * 61e9 / demand, 1);
-    ck_assert_double_eq_tol(rate[RES_CPU_ADAM], 2e9 * s * 61e9 / demand, 1e-3);
+    ck_assert_double_eq_tol(rate[RES_CPU_ADAM], 2e9 * a * 61e9 / demand, 1e-3);
     /* the first micro-batch's: 6 GB of sum (0.3 s, 7.5e9 of work of 9.5e9): 8 GB (2 copied
      * and read, 4 of the sum written) over 9.5e9 */
     copy.micro = 0;
     cost_task_rates(&m, running, rate);
-    c = 1 / (2 / 9.5 + 7.5 / 9.5 / s);
-    demand = 25e9 * c * 8 / 9.5 + 60e9 * s;
+    f = 7.5 / 9.5, slow = 1 - f + f / s, c = 1 / slow, a = 1 - f / s / slow * (1 - s);
+    demand = 25e9 * c * 8 / 9.5 + 60e9 * a;
     ck_assert(demand > 61e9);
     ck_assert_double_eq_tol(rate[RES_D2H], 25e9 * c * 61e9 / demand, 1);
     /* without the Adam the copy keeps its rate (memory: 25 x 8 / 9.5 of 61) */
@@ -268,8 +270,9 @@ START_TEST(adam_beside_io)
                  .micro = 1};
     const Task *running[RES_COUNT] = {[RES_CPU_ADAM] = &adam, [RES_D2H] = &copy};
     cost_task_rates(&m, running, rate);
-    double s = cost_sum_core_share(&hw), c = 1 / (2 / 14.5 + 12.5 / 14.5 / s);
-    ck_assert_double_eq_tol(rate[RES_CPU_ADAM], 2e9 * s / (1 + 25.0 * c * 2 / 14.5 / 126), 1);
+    double s = cost_sum_core_share(&hw), f = 12.5 / 14.5, slow = 1 - f + f / s;
+    double a = 1 - f / s / slow * (1 - s);
+    ck_assert_double_eq_tol(rate[RES_CPU_ADAM], 2e9 * a / (1 + 25.0 / slow * 2 / 14.5 / 126), 1);
     hw_free(&hw);
 }
 END_TEST
@@ -324,6 +327,37 @@ START_TEST(pcie_beside_adam)
     busy[RES_CPU_ADAM] = true;
     cost_rates(&m, busy, rate);
     ck_assert_double_eq_tol(rate[RES_H2D], 21e9, 1);
+    hw_free(&hw);
+    /* a gradient copy that adds into the step's sum: the cap (15 GB/s) over its link's part
+     * only, g = 2 of its 14.5e9 of work (the sum's 12.5 at the cores' share, as
+     * grad_sum_host_demand); host memory (4090.ini: 300 GB/s) out of reach */
+    const char *sum_sets[] = {"cpu.cores=16", "cpu.sum_GBps=20", "pcie.latency_us=0",
+                              "pcie.d2h_adam_GBps=15", "cpu.adam_Gparams_per_s=2"};
+    load(sum_sets, 5);
+    Task adam = {.res = RES_CPU_ADAM, .kind = TASK_ADAM, .params = 1000000000};
+    Task copy = {.res = RES_D2H, .kind = TASK_COPY, .bytes = 2e9, .params = 1000000000,
+                 .micro = 1};
+    const Task *running[RES_COUNT] = {[RES_CPU_ADAM] = &adam, [RES_D2H] = &copy};
+    cost_task_rates(&m, running, rate);
+    double s = cost_sum_core_share(&hw), f = 12.5 / 14.5, g = 2 / 14.5;
+    double c = 25e9 / (1 - f + f / s); /* the cores' share first: 20.06 GB/s of work */
+    ck_assert_double_eq_tol(rate[RES_D2H], c / (1 - g + g * c / 15e9), 1);
+    hw_free(&hw);
+}
+END_TEST
+
+/* The executor's thread counts the model shares cores by: the Adam on two cores fewer with a
+ * GPU (on all of them without, and on tiny machines), four sum threads from 8 cores (else 1) */
+START_TEST(thread_policy)
+{
+    ck_assert_int_eq(plan_adam_threads(16, true), 14);
+    ck_assert_int_eq(plan_adam_threads(16, false), 16);
+    ck_assert_int_eq(plan_adam_threads(3, true), 3);
+    ck_assert_int_eq(plan_grad_sum_threads(16), 4);
+    ck_assert_int_eq(plan_grad_sum_threads(4), 1);
+    const char *sets[] = {"cpu.cores=4"};
+    load(sets, 1);
+    ck_assert_double_eq_tol(cost_sum_core_share(&hw), 2.0 / 3, 1e-15);
     hw_free(&hw);
 }
 END_TEST
@@ -446,6 +480,7 @@ int main(void)
     tcase_add_test(tc, adam_beside_io);
     tcase_add_test(tc, adam_beside_gpu);
     tcase_add_test(tc, pcie_beside_adam);
+    tcase_add_test(tc, thread_policy);
     tcase_add_test(tc, host_memory_shared);
     tcase_add_test(tc, host_memory_floor);
     tcase_add_test(tc, ssd_host_ceiling);

@@ -110,6 +110,29 @@ START_TEST(render_png)
     unlink(out);
     unlink(gp);
     unlink(tsv);
+    /* a joined table (fuyou-trace compare --tsv): each trace from its own first task; which
+     * iterations it has (fuyou-plot refuses an --iter in no row: gnuplot would fail on it) */
+    tu_temp_file(tsv, sizeof tsv, ".tsv",
+                 "iter\ttask_id\tresource\tpred_start_s\tpred_end_s\tmeas_start_s\tmeas_end_s\n"
+                 "1\tF.b0.qkv\tgpu\t0.5\t0.6\t0.9\t1.05\n"
+                 "1\tH2D.b1.w\th2d\t0.5\t0.7\t0.9\t1.2\n");
+    int lo, hi;
+    ck_assert_int_eq(plot_find_iter(tsv, 1, &lo, &hi, &e), 1);
+    ck_assert_int_eq(plot_find_iter(tsv, 2, &lo, &hi, &e), 0);
+    ck_assert_int_eq(lo, 1);
+    ck_assert_int_eq(hi, 1);
+    ck_assert_int_lt(plot_find_iter("/nonexistent/j.tsv", 1, &lo, &hi, &e), 0);
+    tu_assert_contains(e.msg, "/nonexistent/j.tsv");
+    PlotRequest c = {.kind = PLOT_COMPARE, .input = tsv, .output = out, .iter = 1};
+    rc = plot_render(&c, &e);
+    ck_assert_msg(rc == 0, "%s", e.msg);
+    f = fopen(out, "rb");
+    ck_assert_int_eq(fread(magic, 1, 8, f), 8);
+    fclose(f);
+    ck_assert_int_eq(memcmp(magic, "\x89PNG\r\n\x1a\n", 8), 0);
+    unlink(out);
+    unlink(gp);
+    unlink(tsv);
 }
 END_TEST
 

@@ -196,17 +196,17 @@ if [ "${MODE:-all}" = offload ]; then
         # and 1.75-1.96 four minutes later, reads with writes 1.29-1.47 then 1.18-1.23
         hw_run=${HW:-h200.ini}
         if [ "${AGAIN:-1}" = 1 ]; then
+            # the Adam's ini kept as hw<n>.adam.ini: the SSD one's comments name it as its base
             prof=./build-dev/exec/profile/fuyou-profile again=ok
-            $prof --adam-only --base "$hw_run" --out "$OUT/hw$n.tmp" > "$OUT/again$n.txt" 2>&1 ||
-                again=failed
+            $prof --adam-only --base "$hw_run" --out "$OUT/hw$n.adam.ini" > "$OUT/again$n.txt" \
+                2>&1 || again=failed
             if [ $again = ok ] && printf '%s\n' "$plan" | grep -qE -- '--[a-z]+ ssd'; then
-                $prof --ssd-only --base "$OUT/hw$n.tmp" --ssd-dir "$ssd" --gib 4 \
+                $prof --ssd-only --base "$OUT/hw$n.adam.ini" --ssd-dir "$ssd" --gib 4 \
                     --out "$OUT/hw$n.ini" >> "$OUT/again$n.txt" 2>&1 || again=failed
                 rm -rf "${ssd:?}"/*
             else
-                [ $again = ok ] && mv "$OUT/hw$n.tmp" "$OUT/hw$n.ini"
+                [ $again = ok ] && cp "$OUT/hw$n.adam.ini" "$OUT/hw$n.ini"
             fi
-            rm -f "$OUT/hw$n.tmp"
             if [ $again = ok ]; then
                 hw_run=$OUT/hw$n.ini
                 grep -E "^(adam_Gparams_per_s|(read|write)_(bidir_)?GBps)" "$OUT/hw$n.ini"

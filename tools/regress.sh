@@ -8,7 +8,8 @@
 # rows.tsv and batch.tsv (model TFLOPS, predicted and measured: fuyou-plot batch) under --out.
 # --again: each run predicted on the ini its call measured the Adam (and for a run on the SSD
 # tier, the disk) into just before it (hw<n>.ini beside its trace: device_check.sh's AGAIN),
-# where there is one.
+# where there is one; a run whose plan as predicted there differs from the plan it printed
+# (--swap auto, planned on another ini) is predicted on --hw instead, and said so.
 #   tools/regress.sh [--build DIR] [--out DIR] [--again] --hw INI RUNDIR...
 set -euo pipefail
 build=build out=${TMPDIR:-/tmp}/fuyou-regress hw="" again=0
@@ -53,12 +54,15 @@ for dir in "$@"; do
             echo "$name: fuyou-sim failed: $(tail -1 "$out/sim$k.txt")" >&2; continue
         fi
         # what the planner chose (--swap auto) on the ini measured again may not be what the
-        # run planned: then the run's own plan, on --hw (a run that planned on hw<n>.ini
-        # prints the same plan line as the prediction on it)
+        # run planned (runs before device_check.sh planned on that ini too planned on its HW):
+        # then on --hw, which should be that HW; said so, and again if that differs as well
+        plan_of() { grep -m1 '^plan:' "$1" || true; }
         if [ "$hw_k" != "$hw" ] && [ -s "$dir/run$n.txt" ] &&
-            [ "$(grep -m1 '^plan:' "$out/sim$k.txt")" != "$(grep -m1 '^plan:' "$dir/run$n.txt")" ]; then
+            [ "$(plan_of "$out/sim$k.txt")" != "$(plan_of "$dir/run$n.txt")" ]; then
             echo "$name: planned otherwise on $hw_k than the run did: predicted on $hw" >&2
             predict "$hw" || { echo "$name: fuyou-sim failed: $(tail -1 "$out/sim$k.txt")" >&2; continue; }
+            [ "$(plan_of "$out/sim$k.txt")" = "$(plan_of "$dir/run$n.txt")" ] ||
+                echo "$name: planned otherwise on $hw too: its prediction is of another plan" >&2
         fi
         "$trace" compare "$out/pred$k.tsv" "$dir/meas$n.tsv" --deps "$out/deps$k.tsv" \
             --tsv "$out/joined$k.tsv" \

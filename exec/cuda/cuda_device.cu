@@ -149,7 +149,7 @@ extern "C" int cudadev_copy_until(size_t bytes, int dirs, bool (*stopped)(void *
     cudaError_t st = rig_open(&r, bytes);
     /* each direction timed and waited for as the pipeline's copy lanes wait (cuda_wait.h) */
     cudaEvent_t ev[2][2] = {{NULL, NULL}, {NULL, NULL}}; /* [direction][began, done] */
-    CudaPace pace[2] = {};
+    CopyPace pace[2] = {};
     for (int i = 0; i < 4 && st == cudaSuccess; i++)
         st = cudaEventCreate(&ev[i / 2][i % 2]);
     double moved = 0, secs = 0;
@@ -172,7 +172,7 @@ extern "C" int cudadev_copy_until(size_t bytes, int dirs, bool (*stopped)(void *
             st = cuda_wait_paced(&pace[i], ev[i][1], t0, bytes);
             float ms = 0;
             if (st == cudaSuccess && cudaEventElapsedTime(&ms, ev[i][0], ev[i][1]) == cudaSuccess)
-                cuda_pace_seen(&pace[i], bytes, ms * 1e-3);
+                copy_pace_seen(&pace[i], bytes, ms * 1e-3);
         }
         if (count && counting(token)) {
             moved += (on[0] + on[1]) * (double)bytes;

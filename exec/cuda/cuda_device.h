@@ -26,11 +26,13 @@ int cudadev_probe(CudaDeviceInfo *info, Err *e);
  * 2 and 3 the same while the other direction runs (two streams). 0 or -errno with e. */
 int cudadev_copy_bench(size_t bytes, int reps, double *GBps, Err *e);
 
+/* Copy directions, for cudadev_copy_until. */
+enum { CUDADEV_H2D = 1, CUDADEV_D2H = 2 };
+
 /* Pinned copies of bytes in the directions `dirs` names (CUDADEV_H2D, CUDADEV_D2H or both, at
  * once on two streams), over and over until stopped(token) says so: a load on host memory for
  * something else to run beside. *GBps: the bytes copied over the time of the rounds that
- * counting(token) held before and after. 0 or -errno with e. */
-enum { CUDADEV_H2D = 1, CUDADEV_D2H = 2 };
+ * counting(token) held before and after. 0 or -errno with e (-EINVAL: no direction). */
 int cudadev_copy_until(size_t bytes, int dirs, bool (*stopped)(void *token),
                        bool (*counting)(void *token), void *token, double *GBps, Err *e);
 

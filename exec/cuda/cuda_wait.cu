@@ -16,8 +16,8 @@ static inline void cpu_relax(void)
 #endif
 }
 
-/* Sleeps until the monotonic clock reads until_s. The thread's timer slack (50 us by default,
- * as long as the margin) is cut to 1 us the first time. */
+/* Sleeps until the monotonic clock reads until_s. The thread's timer slack (50 us by default:
+ * a wake-up that late would eat half the margin) is cut to 1 us the first time. */
 static void sleep_until(double until_s)
 {
     static thread_local bool slack_cut;
@@ -32,23 +32,14 @@ static void sleep_until(double until_s)
         ;
 }
 
-cudaError_t cuda_wait_paced(const CudaPace *pace, cudaEvent_t done, double t0_s, size_t bytes)
+cudaError_t cuda_wait_paced(const CopyPace *pace, cudaEvent_t done, double t0_s, size_t bytes)
 {
-    if (pace->bytes_per_s > 0) {
-        double wake = t0_s + CUDA_WAIT_SLEEP_SHARE * (double)bytes / pace->bytes_per_s -
-                      CUDA_WAIT_MARGIN_S;
-        if (wake > clock_monotonic_s())
-            sleep_until(wake);
-    }
+    double wake = copy_pace_wake_s(pace, t0_s, bytes);
+    if (wake > clock_monotonic_s())
+        sleep_until(wake);
     cudaError_t st;
     while ((st = cudaEventQuery(done)) == cudaErrorNotReady)
         for (int i = 0; i < 16; i++)
             cpu_relax();
     return st;
-}
-
-void cuda_pace_seen(CudaPace *pace, size_t bytes, double secs)
-{
-    if (secs > 0 && (double)bytes / secs > pace->bytes_per_s)
-        pace->bytes_per_s = (double)bytes / secs;
 }

@@ -64,7 +64,7 @@ struct Device {
     GkType t;
     cudaStream_t compute, up, down;
     cudaEvent_t began[3], ended[3]; /* per stream, in STREAM_* order: times each call's work */
-    CudaPace pace[3];               /* the copy streams' (cuda_wait.h) */
+    CopyPace pace[3];               /* the copy streams' (cuda_wait.h) */
     cublasHandle_t blas;
     void *lt;
     Gpt2BlockOffsets bo;
@@ -475,7 +475,7 @@ static int finished(Device *d, int k, const char *what, double t0_s, size_t byte
     if (cudaEventElapsedTime(&ms, d->began[k], d->ended[k]) == cudaSuccess) {
         *span = (DeviceSpan){true, now - ms * 1e-3, now};
         if (k != STREAM_COMPUTE)
-            cuda_pace_seen(&d->pace[k], bytes, ms * 1e-3);
+            copy_pace_seen(&d->pace[k], bytes, ms * 1e-3);
     } else {
         cudaGetLastError();
     }
@@ -528,15 +528,16 @@ static int cuda_copy(Device *d, bool to_device, int n, const DeviceCopy *c, Devi
     int k = to_device ? STREAM_UP : STREAM_DOWN;
     double t0 = clock_monotonic_s();
     int rc = begin(d, k, e);
-    size_t bytes = 0;
+    size_t bytes = 0; /* issued */
     for (int i = 0; i < n && !rc; i++) {
-        bytes += c[i].bytes;
         cudaError_t st = cudaMemcpyAsync(c[i].dst, c[i].src, c[i].bytes,
                                          to_device ? cudaMemcpyHostToDevice
                                                    : cudaMemcpyDeviceToHost, stream_of(d, k));
         if (st != cudaSuccess)
             rc = err_set(e, -EIO, "cudaMemcpyAsync of %zu bytes: %s", c[i].bytes,
                          cudaGetErrorString(st));
+        else
+            bytes += c[i].bytes;
     }
     /* wait even after a refused copy: the ones before it may still be running */
     DeviceSpan done;

@@ -417,7 +417,7 @@ int main(int argc, char **argv)
             hw.cpu_mem_GBps = moved;
         }
         /* each direction alone beside the Adam: the most it moves there (the H200 traces:
-         * copies to the GPU 41-46 GB/s beside it against 55 alone, where host memory's ceiling
+         * copies to the GPU 37-46 GB/s beside it against 55 alone, where host memory's ceiling
          * left them alone); before the fit below, which takes them */
         for (int d = 0; d < 2; d++) {
             CopyLoad one = {cbytes, d ? CUDADEV_D2H : CUDADEV_H2D};
@@ -474,9 +474,10 @@ int main(int argc, char **argv)
              "most 1", day, used, params >> 20, adam_gpu.n, adam_gpu.median, adam_gpu.min,
              adam_gpu.max, adam_now.median, adam_now.min, adam_now.max);
         note(&ns, "gpu", "task_us", "[meas %s] the executor's own time between GPU tasks: %d "
-             "empty compute tasks (issued, timed by CUDA events and waited for as a compute task "
-             "is) through a pipeline lane, waited for as the dispatcher waits; the mean gap from one's end "
-             "to the next's start (median %.1f, %.1f..%.1f us). Beside the Adam task (%d "
+             "empty compute tasks (issued, timed by CUDA events and waited for as a compute "
+             "task is) through a pipeline lane, waited for as the dispatcher waits; the mean gap "
+             "from one's end to the next's start (median %.1f, %.1f..%.1f us). Beside the Adam "
+             "task (%d "
              "threads, niced as the pipeline's): mean %.1f, median %.1f, greatest %.0f us over "
              "%d gaps. A lower bound: the pipeline's dispatcher adds its bookkeeping (its "
              "traces on the H200 machine: 12-18 us mean)",
