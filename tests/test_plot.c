@@ -73,6 +73,24 @@ START_TEST(scripts)
 }
 END_TEST
 
+/* Renders r (its output a .png) and checks gnuplot wrote a PNG; removes it and its script. */
+static void renders_png(const PlotRequest *r)
+{
+    Err e;
+    int rc = plot_render(r, &e);
+    ck_assert_msg(rc == 0, "%s", e.msg);
+    FILE *f = fopen(r->output, "rb");
+    ck_assert_ptr_nonnull(f);
+    unsigned char magic[8] = {0};
+    ck_assert_int_eq(fread(magic, 1, 8, f), 8);
+    fclose(f);
+    ck_assert_int_eq(memcmp(magic, "\x89PNG\r\n\x1a\n", 8), 0);
+    unlink(r->output);
+    char gp[80];
+    snprintf(gp, sizeof gp, "%s.gp", r->output);
+    unlink(gp);
+}
+
 START_TEST(render_png)
 {
     const char *golden = getenv("GOLDEN_TRACE");
@@ -81,34 +99,14 @@ START_TEST(render_png)
     int fd = mkstemps(out, 4);
     ck_assert_int_ge(fd, 0);
     close(fd);
-    PlotRequest r = {.kind = PLOT_TIMELINE, .input = golden, .output = out, .iter = 1};
-    Err e;
-    int rc = plot_render(&r, &e);
-    ck_assert_msg(rc == 0, "%s", e.msg);
-    FILE *f = fopen(out, "rb");
-    unsigned char magic[8] = {0};
-    ck_assert_int_eq(fread(magic, 1, 8, f), 8);
-    fclose(f);
-    ck_assert_int_eq(memcmp(magic, "\x89PNG\r\n\x1a\n", 8), 0);
-    unlink(out);
-    char gp[80];
-    snprintf(gp, sizeof gp, "%s.gp", out);
-    unlink(gp);
+    renders_png(&(PlotRequest){.kind = PLOT_TIMELINE, .input = golden, .output = out, .iter = 1});
     /* a batch table as tools/regress.sh writes it, a NaN where a run was not measured */
     char tsv[64];
     tu_temp_file(tsv, sizeof tsv, ".tsv",
                  "model\tbatch\tpredicted_tflops\tmeasured_tflops\n"
                  "gpt3-2.7b\t8\t95.8\t101.2\ngpt3-2.7b\t32\t331.4\t304.7\n"
                  "gpt3-1.3b\t16\t120.0\tNaN\n");
-    PlotRequest b = {.kind = PLOT_BATCH, .input = tsv, .output = out};
-    rc = plot_render(&b, &e);
-    ck_assert_msg(rc == 0, "%s", e.msg);
-    f = fopen(out, "rb");
-    ck_assert_int_eq(fread(magic, 1, 8, f), 8);
-    fclose(f);
-    ck_assert_int_eq(memcmp(magic, "\x89PNG\r\n\x1a\n", 8), 0);
-    unlink(out);
-    unlink(gp);
+    renders_png(&(PlotRequest){.kind = PLOT_BATCH, .input = tsv, .output = out});
     unlink(tsv);
     /* a joined table (fuyou-trace compare --tsv): each trace from its own first task; which
      * iterations it has (fuyou-plot refuses an --iter in no row: gnuplot would fail on it) */
@@ -117,21 +115,14 @@ START_TEST(render_png)
                  "1\tF.b0.qkv\tgpu\t0.5\t0.6\t0.9\t1.05\n"
                  "1\tH2D.b1.w\th2d\t0.5\t0.7\t0.9\t1.2\n");
     int lo, hi;
+    Err e;
     ck_assert_int_eq(plot_find_iter(tsv, 1, &lo, &hi, &e), 1);
     ck_assert_int_eq(plot_find_iter(tsv, 2, &lo, &hi, &e), 0);
     ck_assert_int_eq(lo, 1);
     ck_assert_int_eq(hi, 1);
     ck_assert_int_lt(plot_find_iter("/nonexistent/j.tsv", 1, &lo, &hi, &e), 0);
     tu_assert_contains(e.msg, "/nonexistent/j.tsv");
-    PlotRequest c = {.kind = PLOT_COMPARE, .input = tsv, .output = out, .iter = 1};
-    rc = plot_render(&c, &e);
-    ck_assert_msg(rc == 0, "%s", e.msg);
-    f = fopen(out, "rb");
-    ck_assert_int_eq(fread(magic, 1, 8, f), 8);
-    fclose(f);
-    ck_assert_int_eq(memcmp(magic, "\x89PNG\r\n\x1a\n", 8), 0);
-    unlink(out);
-    unlink(gp);
+    renders_png(&(PlotRequest){.kind = PLOT_COMPARE, .input = tsv, .output = out, .iter = 1});
     unlink(tsv);
 }
 END_TEST
