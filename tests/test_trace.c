@@ -2,6 +2,8 @@
  * task -> row mapping, the TSV reader (round trip and its one-line errors), the dependencies
  * file, and critpath's path on a trace whose path is known. */
 #include <errno.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdbool.h>
 
 #include "testutil.h"
@@ -308,6 +310,19 @@ START_TEST(deps_round_trip)
         unlink(path);
     }
     ck_assert_int_eq(trace_read_deps("/nonexistent/deps.tsv", &d, &e), -ENOENT);
+    /* a FIFO named as a trace is refused before it is opened (opening would wait for a
+     * writer), and so is a directory */
+    char dir[] = "/tmp/fuyou-trace-XXXXXX", fifo[64];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(fifo, sizeof fifo, "%s/pred.tsv", dir);
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    ck_assert_int_eq(trace_read_deps(fifo, &d, &e), -EINVAL);
+    tu_assert_contains(e.msg, "is a FIFO");
+    TraceTable t;
+    ck_assert_int_eq(trace_read_tsv(fifo, &t, &e), -EINVAL);
+    ck_assert_int_eq(trace_read_tsv(dir, &t, &e), -EISDIR);
+    unlink(fifo);
+    rmdir(dir);
 }
 END_TEST
 

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "regfile.h"
+
 void trace_row_from_task(TraceRow *row, const Task *t, int iter, double start_s, double end_s)
 {
     *row = (TraceRow){.iter = iter, .task_id = t->id, .resource = resource_name(t->res),
@@ -294,9 +296,10 @@ static int read_line(TsvReader *r, char *line)
  * error), every other a row. */
 static int read_tsv(TsvReader *r, const char *header, const char *what)
 {
-    FILE *f = fopen(r->path, "r");
-    if (!f)
-        return err_set(r->e, -errno, "%s: cannot read: %s", r->path, strerror(errno));
+    FILE *f;
+    int orc = regfile_fopen(r->path, &f, r->e); /* a FIFO named as a trace is refused, not read */
+    if (orc)
+        return orc;
     char *line = NULL;
     size_t line_cap = 0;
     ssize_t len;
