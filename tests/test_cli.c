@@ -317,6 +317,66 @@ START_TEST(profile_cli)
 }
 END_TEST
 
+/* tools/regress.sh over a run directory as device_check.sh leaves it: a "measured" trace that
+ * is fuyou-sim's own on h200.ini predicts with no error; --again predicts on the hw1.ini beside
+ * it (the Adam at half its rate: slower); a run whose printed plan differs from the prediction's
+ * there is predicted on --hw instead, and said so (here it differs on --hw too) */
+START_TEST(regress_script)
+{
+    const char *script = getenv("REGRESS_SH"), *build = getenv("BUILD_ROOT"),
+               *preset = getenv("H200_INI");
+    ck_assert_ptr_nonnull(script);
+    ck_assert_ptr_nonnull(build);
+    ck_assert_ptr_nonnull(preset);
+    char dir[] = "/tmp/fuyou-regress-XXXXXX", path[128], args[1024];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    const char *plan = "--weights cpu --optim cpu --checkpoints gpu --act recompute";
+    snprintf(path, sizeof path, "%s/runs.txt", dir);
+    FILE *f = fopen(path, "w");
+    fprintf(f, "small|gpt2-124m|4|2|%s|\n", plan);
+    fclose(f);
+    snprintf(args, sizeof args, "--hw h200.ini --gpu-mem 24GiB --model gpt2-124m --batch 4 "
+             "--seq 1024 --iters 2 --micro-batches 1 --subgroup 1 --tail 1 --prefetch 1 "
+             "--weight-buffers 2 --pinned-buffers 4 --act-buffers 2 --grad-buffers 2 "
+             "--state-buffers 3 %s --trace %s/meas1.tsv", plan, dir);
+    ck_assert_int_eq(tu_run_sim(args, out, sizeof out), 0);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "bash '%s' --build '%s' --out %s/out --hw h200.ini %s 2>&1", script,
+             build, dir, dir);
+    ck_assert_int_eq(tu_run_shell(cmd, out, sizeof out), 0);
+    tu_assert_contains(out, "small");
+    tu_assert_contains(out, "0.0%");
+    /* the ini measured again beside the run: the Adam at half h200.ini's rate */
+    snprintf(cmd, sizeof cmd, "sed 's/^adam_Gparams_per_s = .*/adam_Gparams_per_s = 1.35/' '%s' "
+             "> %s/hw1.ini", preset, dir);
+    ck_assert_int_eq(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "bash '%s' --build '%s' --out %s/out --again --hw h200.ini %s 2>&1",
+             script, build, dir, dir);
+    ck_assert_int_eq(tu_run_shell(cmd, out, sizeof out), 0);
+    /* rows.tsv: run, measured, predicted, error: predicted slower than the trace measured */
+    snprintf(path, sizeof path, "%s/out/rows.tsv", dir);
+    f = fopen(path, "r");
+    char row[256] = "", name[64];
+    double meas = 0, pred = 0;
+    ck_assert_ptr_nonnull(fgets(row, sizeof row, f)); /* the header */
+    ck_assert_ptr_nonnull(fgets(row, sizeof row, f));
+    fclose(f);
+    ck_assert_int_eq(sscanf(row, "%63[^\t]\t%lf\t%lf", name, &meas, &pred), 3);
+    ck_assert_msg(pred > 1.2 * meas, "%s", row);
+    /* the run printed another plan: predicted on --hw, which plans otherwise as well */
+    snprintf(path, sizeof path, "%s/run1.txt", dir);
+    f = fopen(path, "w");
+    fprintf(f, "plan: not the plan fuyou-sim prints\n");
+    fclose(f);
+    ck_assert_int_eq(tu_run_shell(cmd, out, sizeof out), 0);
+    tu_assert_contains(out, "small: planned otherwise on ");
+    tu_assert_contains(out, "predicted on h200.ini");
+    tu_assert_contains(out, "small: planned otherwise on h200.ini too");
+    tu_assert_contains(out, "0.0%");
+    tu_rm_tree(dir);
+}
+END_TEST
+
 /* fuyou-run --steps beyond its limit: one line about --steps, not an allocation failure */
 START_TEST(run_steps_limit)
 {
@@ -447,6 +507,7 @@ int main(void)
                         (int)(sizeof plan_option_sets / sizeof plan_option_sets[0]));
     tcase_add_test(tc, trace_compare_cli);
     tcase_add_test(tc, profile_cli);
+    tcase_add_test(tc, regress_script);
     tcase_add_test(tc, cli_whole_numbers);
     tcase_add_test(tc, run_steps_limit);
     tcase_add_test(tc, run_log_survives_kill);

@@ -35,6 +35,19 @@ static inline int tu_count_lines(const char *path)
     return n;
 }
 
+/* Runs a shell command line as it stands (its own redirections), capturing stdout into out as
+ * tu_run_bin does; returns its exit status. */
+static inline int tu_run_shell(const char *cmd, char *out, size_t n)
+{
+    FILE *p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    size_t len = fread(out, 1, n - 1, p);
+    out[len] = '\0';
+    int st = pclose(p);
+    ck_assert(WIFEXITED(st));
+    return WEXITSTATUS(st);
+}
+
 /* Runs the binary named by environment variable var with args (shell words), capturing
  * stdout+stderr into out (n bytes, NUL-terminated, cut short past that); returns the exit status
  * (a binary killed by a signal fails the test). */
@@ -46,13 +59,7 @@ static inline int tu_run_bin(const char *var, const char *args, char *out, size_
     int cmd_len = snprintf(cmd, sizeof cmd, "'%s' %s 2>&1", bin, args);
     ck_assert_msg(cmd_len >= 0 && (size_t)cmd_len < sizeof cmd, "command too long: %s %s", bin,
                   args);
-    FILE *p = popen(cmd, "r");
-    ck_assert_ptr_nonnull(p);
-    size_t len = fread(out, 1, n - 1, p);
-    out[len] = '\0';
-    int st = pclose(p);
-    ck_assert(WIFEXITED(st));
-    return WEXITSTATUS(st);
+    return tu_run_shell(cmd, out, n);
 }
 
 /* tu_run_bin of fuyou-sim (FUYOU_SIM). */
