@@ -414,30 +414,32 @@ int hw_load(const char *name_or_path, const char *const *overrides, int n_overri
 
 enum { DESCRIPTION_MAX = 1 << 20 }; /* a hardware ini is a few KiB */
 
-/* The description's whole text: a preset's, or a regular file's (at most DESCRIPTION_MAX
- * bytes) read into *owned (freed by the caller). NULL with *rc = -errno when it cannot be
- * read, -EFBIG when it is longer. */
-static const char *description_text(const char *name_or_path, char **owned, int *rc)
+int hw_description_text(const char *name_or_path, const char **text, char **owned)
 {
     *owned = NULL;
+    *text = NULL;
     const EmbeddedText *preset = strchr(name_or_path, '/') ? NULL : find_preset(name_or_path);
-    if (preset)
-        return preset->text;
+    if (preset) {
+        *text = preset->text;
+        return 0;
+    }
     FILE *f;
     Err e;
-    if ((*rc = regfile_fopen(name_or_path, &f, &e)))
-        return NULL;
+    int rc = regfile_fopen(name_or_path, &f, &e);
+    if (rc)
+        return rc;
     *owned = malloc(DESCRIPTION_MAX + 1);
     size_t len = *owned ? fread(*owned, 1, DESCRIPTION_MAX + 1, f) : 0;
-    *rc = !*owned ? -ENOMEM : ferror(f) ? -EIO : len > DESCRIPTION_MAX ? -EFBIG : 0;
+    rc = !*owned ? -ENOMEM : ferror(f) ? -EIO : len > DESCRIPTION_MAX ? -EFBIG : 0;
     fclose(f);
-    if (*rc) {
+    if (rc) {
         free(*owned);
         *owned = NULL;
-        return NULL;
+        return rc;
     }
     (*owned)[len] = 0;
-    return *owned;
+    *text = *owned;
+    return 0;
 }
 
 /* The text of a line's [lo, hi) with the blanks at both ends dropped. */
@@ -452,11 +454,17 @@ static void trim(const char **lo, const char **hi)
 int hw_comment(const char *name_or_path, const char *section, const char *key, char *out,
                size_t n)
 {
+    const char *text;
     char *owned;
-    int rc = 0;
-    const char *text = description_text(name_or_path, &owned, &rc);
-    if (!text)
-        return rc;
+    int rc = hw_description_text(name_or_path, &text, &owned);
+    if (!rc)
+        rc = hw_comment_in(text, section, key, out, n);
+    free(owned);
+    return rc;
+}
+
+int hw_comment_in(const char *text, const char *section, const char *key, char *out, size_t n)
+{
     if (!strncmp(text, "\xEF\xBB\xBF", 3)) /* a UTF-8 byte order mark, as inih allows */
         text += 3;
     /* the lines as inih reads them (inifile.c): `;` or `#` starts a comment line, `[name]`
@@ -498,7 +506,6 @@ int hw_comment(const char *name_or_path, const char *section, const char *key, c
         }
         out[0] = 0;
     }
-    free(owned);
     return found && out[0] ? 1 : 0;
 }
 

@@ -133,6 +133,12 @@ int hw_write(FILE *f, const Hardware *hw, HwNoteFn note, void *ctx);
  * 1 MiB). */
 int hw_comment(const char *name_or_path, const char *section, const char *key, char *out,
                size_t n);
+/* A description's whole text as hw_comment reads it: 0 with *text set (and *owned, NULL for a
+ * preset, for the caller to free), or hw_comment's -errno. */
+int hw_description_text(const char *name_or_path, const char **text, char **owned);
+/* hw_comment over a text hw_description_text read: many keys of one description, read once.
+ * 1 or 0 as hw_comment. */
+int hw_comment_in(const char *text, const char *section, const char *key, char *out, size_t n);
 
 /* Names of the shipped presets ("4090.ini", ...), NULL past the end. */
 const char *hw_preset_name(int i);

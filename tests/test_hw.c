@@ -127,6 +127,16 @@ START_TEST(comments)
     ck_assert_int_eq(hw_comment("h200", "gpu", "task_us", big, sizeof big), 1);
     tu_assert_contains(big, "gaps between dependent GPU tasks in the pipeline's traces");
     ck_assert_int_eq(hw_comment("h200", "gpu", "bf16_TFLOPS", big, sizeof big), 1);
+    /* the text read once, then key after key: the same comments (a preset owns nothing) */
+    const char *desc;
+    char *owned, again[512];
+    ck_assert_int_eq(hw_description_text("h200", &desc, &owned), 0);
+    ck_assert_ptr_null(owned);
+    ck_assert_int_eq(hw_comment_in(desc, "gpu", "bf16_TFLOPS", again, sizeof again), 1);
+    ck_assert_str_eq(again, big);
+    ck_assert_int_eq(hw_comment_in(desc, "gpu", "no_such_key", again, sizeof again), 0);
+    ck_assert_int_eq(hw_description_text("/tmp", &desc, &owned), -EISDIR);
+    ck_assert_ptr_null(desc);
 }
 END_TEST
 

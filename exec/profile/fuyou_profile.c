@@ -32,6 +32,7 @@ typedef struct Notes {
     struct { const char *section, *key; char text[640]; } n[MAX_NOTES];
     int count;
     const char *base;
+    const char *base_text; /* the base's text, read once for its comments (NULL: unreadable) */
 } Notes;
 
 static void note(Notes *ns, const char *section, const char *key, const char *fmt, ...)
@@ -58,7 +59,8 @@ static const char *lookup(void *ctx, const char *section, const char *key)
     /* the base's own word for it where it has one (an earlier profile's measurement); one
      * that already names the base it came from as it is */
     static char from[1200], said[1000];
-    bool said_so = hw_comment(ns->base, section, key, said, sizeof said) == 1;
+    bool said_so = ns->base_text &&
+                   hw_comment_in(ns->base_text, section, key, said, sizeof said) == 1;
     if (said_so && !strncmp(said, "[base ", 6))
         snprintf(from, sizeof from, "%s", said);
     else if (said_so)
@@ -223,6 +225,9 @@ int main(int argc, char **argv)
         return 2;
     }
     Notes ns = {.base = base};
+    char *base_owned = NULL;
+    if (hw_description_text(base, &ns.base_text, &base_owned))
+        ns.base_text = NULL; /* hw_load read it: only a race; its keys then say "not measured" */
     char day[32];
     time_t now = time(NULL);
     strftime(day, sizeof day, "%Y-%m-%d", gmtime(&now));
@@ -612,6 +617,7 @@ write:;
 fail:
     fprintf(stderr, "fuyou-profile: %s\n", e.msg);
 out:
+    free(base_owned);
     hw_free(&hw);
     return status;
 }
