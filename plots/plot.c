@@ -10,6 +10,8 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "regfile.h"
+
 extern char **environ;
 
 static const char *terminal(const char *out)
@@ -127,9 +129,10 @@ int plot_write_script(FILE *f, const PlotRequest *r, Err *e)
 
 int plot_find_iter(const char *path, int iter, int *lo, int *hi, Err *e)
 {
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return err_set(e, -errno, "%s: cannot read: %s", path, strerror(errno));
+    FILE *f;
+    int rc = regfile_fopen(path, &f, e); /* as the trace readers open it: a FIFO is refused */
+    if (rc)
+        return rc;
     char line[512];
     bool found = false;
     *lo = INT_MAX, *hi = -1;

@@ -33,7 +33,7 @@ int plot_write_script(FILE *f, const PlotRequest *r, Err *e);
 
 /* Whether the table at path (a header line, then rows whose first field is an iteration) has
  * rows of iteration `iter`: 1 or 0, with the least and greatest iteration it has in *lo and *hi
- * (*hi -1: none), or -errno with e. */
+ * (*hi -1: none), or -errno with e (regfile.h's for what is not a regular file). */
 int plot_find_iter(const char *path, int iter, int *lo, int *hi, Err *e);
 
 /* Writes the script next to the output and runs gnuplot. 0, -ENOENT if gnuplot is not installed,

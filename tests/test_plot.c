@@ -122,6 +122,7 @@ START_TEST(render_png)
     ck_assert_int_eq(hi, 1);
     ck_assert_int_lt(plot_find_iter("/nonexistent/j.tsv", 1, &lo, &hi, &e), 0);
     tu_assert_contains(e.msg, "/nonexistent/j.tsv");
+    ck_assert_int_eq(plot_find_iter("/tmp", 1, &lo, &hi, &e), -EISDIR);
     renders_png(&(PlotRequest){.kind = PLOT_COMPARE, .input = tsv, .output = out, .iter = 1});
     unlink(tsv);
 }
