@@ -2,6 +2,7 @@
 #include "cost.h"
 
 #include <assert.h>
+#include <math.h>
 
 #include "plan.h"
 
@@ -181,10 +182,25 @@ static double link_io_Bps(const double link[RES_COUNT], const double rate[RES_CO
     return io;
 }
 
+/* The most the CPU Adam runs beside the PCIe copies at these rates (cpu.adam_h2d_GBps,
+ * adam_d2h_GBps): its rate alone, at its share of the cores, over 1 + what each direction's
+ * link moves / its key; with no key, its rate alone. */
+static double adam_beside_pcie(const Hardware *hw, const double link[RES_COUNT],
+                               const double *cores, const double rate[RES_COUNT])
+{
+    double key[RES_COUNT] = {[RES_H2D] = hw->cpu_adam_h2d_GBps,
+                             [RES_D2H] = hw->cpu_adam_d2h_GBps};
+    double slow = 1;
+    for (int r = RES_H2D; r <= RES_D2H; r++)
+        if (key[r] > 0)
+            slow += rate[r] * link[r] / (key[r] * 1e9);
+    return cost_alone_rate(hw, RES_CPU_ADAM) * (cores ? cores[RES_CPU_ADAM] : 1) / slow;
+}
+
 /* cost_rates with each busy resource moving host[r] bytes of host memory and link[r] bytes
  * over its link per unit of work, its rate first multiplied by cores[r] (the share of the
- * cores its threads get; NULL: all 1); the CPU Adam then divided by 1 + io / cpu.adam_io_GBps,
- * and while the GPU is busy multiplied by cpu.adam_gpu_share. */
+ * cores its threads get; NULL: all 1); the CPU Adam then at most adam_beside_pcie, divided
+ * by 1 + io / cpu.adam_io_GBps, and while the GPU is busy multiplied by cpu.adam_gpu_share. */
 static void rates_moving(const CostModel *m, const bool busy[RES_COUNT],
                          const double host[RES_COUNT], const double link[RES_COUNT],
                          const double *cores, double rate[RES_COUNT])
@@ -209,6 +225,8 @@ static void rates_moving(const CostModel *m, const bool busy[RES_COUNT],
         for (int r = 0; r < RES_COUNT; r++)
             if (host[r] > 0)
                 rate[r] *= ceiling / demand;
+    if (busy[RES_CPU_ADAM])
+        rate[RES_CPU_ADAM] = fmin(rate[RES_CPU_ADAM], adam_beside_pcie(hw, link, cores, rate));
     if (busy[RES_CPU_ADAM] && hw->cpu_adam_io_GBps > 0)
         rate[RES_CPU_ADAM] /= 1 + link_io_Bps(link, rate) / (hw->cpu_adam_io_GBps * 1e9);
     /* the cores the GPU lane and the dispatcher hold while a GPU task runs */
@@ -299,6 +317,23 @@ double cost_fit_adam_io_GBps(const Hardware *hw, double measured)
     resource_link_bytes(busy, link);
     double slow = rate[RES_CPU_ADAM] / measured;
     return slow > 1 ? link_io_Bps(link, rate) / (slow - 1) / 1e9 : 0;
+}
+
+double cost_fit_adam_pcie_GBps(const Hardware *hw, Resource dir, double ratio)
+{
+    assert(dir == RES_H2D || dir == RES_D2H);
+    Hardware h = *hw; /* read only: its rates, none of its curves */
+    *(dir == RES_H2D ? &h.cpu_adam_h2d_GBps : &h.cpu_adam_d2h_GBps) = 0;
+    h.cpu_adam_io_GBps = 0;
+    CostModel m = {&h, NULL};
+    bool busy[RES_COUNT] = {[RES_CPU_ADAM] = true};
+    busy[dir] = true;
+    double rate[RES_COUNT];
+    cost_rates(&m, busy, rate);
+    double want = cost_alone_rate(&h, RES_CPU_ADAM) * ratio;
+    if (!(ratio > 0 && ratio < 1) || rate[RES_CPU_ADAM] <= want)
+        return 0;
+    return rate[dir] / (1 / ratio - 1) / 1e9;
 }
 
 /* The executor's own time before each GPU op task (gpu.task_us). */

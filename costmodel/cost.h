@@ -25,6 +25,14 @@
  *          measured through the same memory, so it moves at least that much and none of them is
  *          slowed by sharing (h200.ini: 151 GB/s, what fuyou-profile saw the Adam and PCIe
  *          copies both ways move at once).
+ *   pcie   then the CPU Adam task runs at most at its rate alone (times its share of the
+ *          cores) / (1 + h2d / cpu.adam_h2d_GBps + d2h / adam_d2h_GBps), h2d and d2h what each
+ *          busy direction moves, where the keys are given: fuyou-profile measured the Adam
+ *          beside pinned copies one way 7.6% slower than alone (copies to the GPU at 44.6
+ *          GB/s) and 21% (from it at 55.0), where host memory's share gives 0% and 4%; beside
+ *          both ways that share binds first (2.13 G params/s against 2.19 measured). The
+ *          regression's traces showed the same: Adam tasks ~11% longer over copies to the
+ *          GPU, ~14% over copies from it, than the model had them without this step.
  *   adam   then the CPU Adam task, where cpu.adam_io_GBps is given, is divided by 1 + io /
  *          adam_io_GBps, io the bytes per second the busy links move: the traces show it ~9%
  *          slower beside one PCIe direction that host memory's ceiling leaves alone, and the
@@ -126,6 +134,12 @@ void cost_task_rates(const CostModel *m, const Task *const running[RES_COUNT],
  * second beside both PCIe directions (what fuyou-profile measures); 0 where host memory's share
  * alone slows it that much. */
 double cost_fit_adam_io_GBps(const Hardware *hw, double measured);
+
+/* The cpu.adam_h2d_GBps (dir RES_H2D) or adam_d2h_GBps (RES_D2H) with which the CPU Adam task
+ * beside copies that way runs at `ratio` of its rate alone (what fuyou-profile measures: the
+ * Adam beside pinned copies one way over alone just before and after); 0 where host memory's
+ * share alone slows it that much, or ratio is not in (0, 1). */
+double cost_fit_adam_pcie_GBps(const Hardware *hw, Resource dir, double ratio);
 
 /* Resource r's rate alone in work per second, before the SSD host ceiling and host memory
  * (the closed form's "alone seconds" are work over this). */

@@ -82,6 +82,8 @@ static const HwKey keys[] = {
     NUM("cpu", "sum_GBps", cpu_sum_GBps, false, 1e-3, 1e5, false),
     NUM("cpu", "sum_first_GBps", cpu_sum_first_GBps, false, 0, 1e5, false), /* 0: sum_GBps */
     NUM("cpu", "adam_io_GBps", cpu_adam_io_GBps, false, 0, 1e6, false), /* 0: none */
+    NUM("cpu", "adam_h2d_GBps", cpu_adam_h2d_GBps, false, 0, 1e6, false), /* 0: none */
+    NUM("cpu", "adam_d2h_GBps", cpu_adam_d2h_GBps, false, 0, 1e6, false),
     NUM("cpu", "adam_gpu_share", cpu_adam_gpu_share, false, 0, 1, false), /* 0: none */
     NAME("ssd", "name", ssd_name),
     COUNT("ssd", "count", ssd_count, true, 1, 1024, false),

@@ -73,6 +73,12 @@ typedef struct Hardware {
                                   bytes per second the links (PCIe, SSD) move meanwhile
                                   (fuyou-profile: the Adam beside pinned copies both ways); 0:
                                   none */
+    double cpu_adam_h2d_GBps, cpu_adam_d2h_GBps; /* optional: copies one way beside the Adam
+                                  task slow it beyond host memory's share: at most its rate /
+                                  (1 + h2d / adam_h2d_GBps + d2h / adam_d2h_GBps), h2d and d2h
+                                  the bytes per second each direction moves meanwhile
+                                  (fuyou-profile: the Adam beside pinned copies one way, over
+                                  alone just before and after); 0: none */
     double cpu_adam_gpu_share; /* optional: the share of its rate the Adam task keeps while a
                                   GPU task runs (the executor's GPU lane and its dispatcher each
                                   hold a core then; fuyou-profile: the Adam beside empty GPU

@@ -377,6 +377,60 @@ START_TEST(regress_script)
 }
 END_TEST
 
+/* tools/regress.sh's regret over a sweep: the planner's runs ("swap auto", "swap auto-again")
+ * against the other amounts, an amount that ran more than once at the mean of its runs. The
+ * "measured" traces are fuyou-sim's own, the one of "swap none" with its times scaled: 0.9 in
+ * one sweep (the best: 0.9 of a time within 1% of the planner's), 1.2 in the other (together
+ * 1.05: the planner's the best, regret 0) */
+START_TEST(regress_regret)
+{
+    const char *script = getenv("REGRESS_SH"), *build = getenv("BUILD_ROOT");
+    ck_assert_ptr_nonnull(script);
+    ck_assert_ptr_nonnull(build);
+    char base[] = "/tmp/fuyou-regret-XXXXXX", path[160], args[1024], cmd[1024];
+    ck_assert_ptr_nonnull(mkdtemp(base));
+    const char *plan = "--weights cpu --optim cpu --checkpoints gpu";
+    const char *amounts[] = {"auto", "none", "auto-again"};
+    const double scale[2] = {0.9, 1.2};
+    for (int d = 0; d < 2; d++) {
+        snprintf(path, sizeof path, "%s/%d", base, d);
+        ck_assert_int_eq(mkdir(path, 0700), 0);
+        snprintf(path, sizeof path, "%s/%d/runs.txt", base, d);
+        FILE *f = fopen(path, "w");
+        for (int a = 0; a < 3; a++)
+            fprintf(f, "s swap %s|gpt2-124m|4|2|%s --swap %s|\n", amounts[a], plan,
+                    a == 1 ? "none" : "auto");
+        fclose(f);
+        for (int a = 0; a < 3; a++) {
+            snprintf(args, sizeof args, "--hw h200.ini --gpu-mem 24GiB --model gpt2-124m "
+                     "--batch 4 --seq 1024 --iters 2 --micro-batches 1 --subgroup 1 --tail 1 "
+                     "--prefetch 1 --weight-buffers 2 --pinned-buffers 4 --act-buffers 2 "
+                     "--grad-buffers 2 --state-buffers 3 %s --swap %s --trace %s/%d/sim.tsv",
+                     plan, a == 1 ? "none" : "auto", base, d);
+            ck_assert_int_eq(tu_run_sim(args, out, sizeof out), 0);
+            snprintf(cmd, sizeof cmd, "awk -F'\\t' -v OFS='\\t' -v x=%g 'NR > 1 { $6 = "
+                     "sprintf(\"%%.9f\", $6 * x); $7 = sprintf(\"%%.9f\", $7 * x) } 1' "
+                     "%s/%d/sim.tsv > %s/%d/meas%d.tsv", a == 1 ? scale[d] : 1.0, base, d, base,
+                     d, a + 1);
+            ck_assert_int_eq(system(cmd), 0);
+        }
+    }
+    snprintf(cmd, sizeof cmd, "bash '%s' --build '%s' --out %s/out --hw h200.ini %s/0 2>&1",
+             script, build, base, base);
+    ck_assert_int_eq(tu_run_shell(cmd, out, sizeof out), 0);
+    tu_assert_contains(out, "the best of it and 1 amounts");
+    tu_assert_contains(out, "(swap none): regret ");
+    ck_assert_msg(!strstr(out, "regret 0.0%"), "%s", out);
+    ck_assert_msg(!strstr(out, "mean of its runs"), "%s", out);
+    snprintf(cmd, sizeof cmd, "bash '%s' --build '%s' --out %s/out --hw h200.ini %s/0 %s/1 "
+             "2>&1", script, build, base, base, base);
+    ck_assert_int_eq(tu_run_shell(cmd, out, sizeof out), 0);
+    tu_assert_contains(out, "(swap auto), each amount the mean of its runs (up to 2): regret "
+                       "0.0%");
+    tu_rm_tree(base);
+}
+END_TEST
+
 /* fuyou-run --steps beyond its limit: one line about --steps, not an allocation failure */
 START_TEST(run_steps_limit)
 {
@@ -508,6 +562,7 @@ int main(void)
     tcase_add_test(tc, trace_compare_cli);
     tcase_add_test(tc, profile_cli);
     tcase_add_test(tc, regress_script);
+    tcase_add_test(tc, regress_regret);
     tcase_add_test(tc, cli_whole_numbers);
     tcase_add_test(tc, run_steps_limit);
     tcase_add_test(tc, run_log_survives_kill);

@@ -277,6 +277,50 @@ START_TEST(adam_beside_io)
 }
 END_TEST
 
+/* cpu.adam_h2d_GBps / adam_d2h_GBps: copies one way slow the Adam task to at most its rate /
+ * (1 + what each direction moves / its key), summed over the busy directions, unless host
+ * memory's share slows it more; fitted to a measured ratio, they give that ratio back, and
+ * nothing where memory's share explains it (4090.ini: 25 GB/s each way alone, 21 together) */
+START_TEST(adam_beside_pcie)
+{
+    const char *sets[] = {"cpu.mem_GBps=1000", "cpu.adam_Gparams_per_s=2", "pcie.latency_us=0"};
+    load(sets, 3);
+    ck_assert_double_eq_tol(cost_fit_adam_pcie_GBps(&hw, RES_H2D, 0.8), 100, 1e-9);
+    ck_assert_double_eq_tol(cost_fit_adam_pcie_GBps(&hw, RES_D2H, 2.0 / 3), 50, 1e-9);
+    ck_assert_double_eq(cost_fit_adam_pcie_GBps(&hw, RES_H2D, 1), 0);
+    ck_assert_double_eq(cost_fit_adam_pcie_GBps(&hw, RES_H2D, 0), 0);
+    hw.cpu_adam_h2d_GBps = 100;
+    hw.cpu_adam_d2h_GBps = 50;
+    CostModel m = {&hw, NULL};
+    bool busy[RES_COUNT] = {[RES_CPU_ADAM] = true, [RES_H2D] = true};
+    double rate[RES_COUNT];
+    cost_rates(&m, busy, rate);
+    ck_assert_double_eq_tol(rate[RES_CPU_ADAM], 1.6e9, 1);
+    ck_assert_double_eq_tol(rate[RES_H2D], 25e9, 1); /* the copies keep theirs */
+    busy[RES_H2D] = false, busy[RES_D2H] = true;
+    cost_rates(&m, busy, rate);
+    ck_assert_double_eq_tol(rate[RES_CPU_ADAM], 2e9 / 1.5, 1);
+    busy[RES_H2D] = true; /* both ways: 21 each */
+    cost_rates(&m, busy, rate);
+    ck_assert_double_eq_tol(rate[RES_CPU_ADAM], 2e9 / (1 + 21.0 / 100 + 21.0 / 50), 1);
+    busy[RES_H2D] = busy[RES_D2H] = false;
+    cost_rates(&m, busy, rate);
+    ck_assert_double_eq(rate[RES_CPU_ADAM], 2e9);
+    /* the Adam at 4 G params/s moves 120 GB/s alone (30 B a parameter), which raises host
+     * memory's ceiling (mem_GBps 60) to that: beside copies to the GPU the two ask 145, each gets 120 / 145 of its rate,
+     * the Adam 3.31, below the key's rate at the copies' share, 4 / (1 + 20.7 / 200) = 3.62;
+     * and a fit to 0.9 finds nothing left to explain */
+    hw.adam_Gparams_per_s = 4;
+    hw.cpu_mem_GBps = 60;
+    hw.cpu_adam_h2d_GBps = 200;
+    busy[RES_H2D] = true;
+    cost_rates(&m, busy, rate);
+    ck_assert_double_eq_tol(rate[RES_CPU_ADAM], 4e9 * 120 / 145, 1);
+    ck_assert_double_eq(cost_fit_adam_pcie_GBps(&hw, RES_H2D, 0.9), 0);
+    hw_free(&hw);
+}
+END_TEST
+
 /* cpu.adam_gpu_share: the Adam task keeps that share of its rate while the GPU is busy, and
  * only then; the GPU keeps its own; absent, nothing changes */
 START_TEST(adam_beside_gpu)
@@ -479,6 +523,7 @@ int main(void)
     tcase_add_test(tc, grad_sum_host_demand);
     tcase_add_test(tc, adam_beside_io);
     tcase_add_test(tc, adam_beside_gpu);
+    tcase_add_test(tc, adam_beside_pcie);
     tcase_add_test(tc, pcie_beside_adam);
     tcase_add_test(tc, thread_policy);
     tcase_add_test(tc, host_memory_shared);

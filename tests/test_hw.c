@@ -331,6 +331,8 @@ START_TEST(write_round_trips)
         /* the optional keys of the H200's measurements (0 where a preset has none) */
         ck_assert_double_eq(b.gpu_task_us, a.gpu_task_us);
         ck_assert_double_eq(b.cpu_adam_io_GBps, a.cpu_adam_io_GBps);
+        ck_assert_double_eq(b.cpu_adam_h2d_GBps, a.cpu_adam_h2d_GBps);
+        ck_assert_double_eq(b.cpu_adam_d2h_GBps, a.cpu_adam_d2h_GBps);
         ck_assert_double_eq(b.ssd_read_bidir_GBps, a.ssd_read_bidir_GBps);
         ck_assert_double_eq(b.ssd_write_bidir_GBps, a.ssd_write_bidir_GBps);
         ck_assert_double_eq(b.cpu_sum_GBps, a.cpu_sum_GBps);

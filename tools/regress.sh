@@ -100,23 +100,30 @@ summary "busy resources" "busy time" < "$out/busy_errors.tsv" || true
 # the planner's regret (issue 12's third goal), where a DIR holds a sweep (MODE=sweep: runs named
 # "<config> swap <amount>", one of them "swap auto"): the planner's measured time over the best.
 # Where the planner's plan also ran last ("swap auto-again"), its time is the mean of the two
-# and their difference is printed: how far the machine drifted over the sweep. A run without a
-# measured time (its comparison failed) is left out.
+# and their difference is printed: how far the machine drifted over the sweep. An amount that
+# ran more than once (device_check.sh REPEAT=2, or a sweep in two DIRs) counts the mean of its
+# runs. A run without a measured time (its comparison failed) is left out.
 awk -F'\t' 'NR > 1 && $1 ~ / swap [^ ]+$/ && $2 + 0 > 0 {
         cfg = $1; sub(/ swap [^ ]+$/, "", cfg); amt = $1; sub(/.* swap /, "", amt)
-        if (amt == "auto-again") { again[cfg] = $2; next }
-        n[cfg]++
-        if (amt == "auto") auto[cfg] = $2
-        else if (!(cfg in best) || $2 < best[cfg]) { best[cfg] = $2; who[cfg] = amt } }
-    END { for (c in auto) {
-              t = auto[c]; drift = ""
-              if (c in again) {
-                  t = (auto[c] + again[c]) / 2
-                  drift = sprintf(" (first %.4f, last %.4f: drift %+.1f%%)", auto[c], again[c],
-                                  100 * (again[c] / auto[c] - 1))
+        if (amt == "auto" && !(cfg in first)) first[cfg] = $2
+        if (amt == "auto-again") { last[cfg] = $2; amt = "auto" }
+        if (!((cfg, amt) in sum)) { n[cfg] += amt != "auto"; seen[cfg] = 1 }
+        sum[cfg, amt] += $2; runs[cfg, amt]++ }
+    END { for (c in seen) {
+              if (!((c, "auto") in sum)) continue
+              t = sum[c, "auto"] / runs[c, "auto"]; best = t; who = "auto"; most = 0
+              for (k in sum) {
+                  split(k, f, SUBSEP)
+                  if (f[1] != c || f[2] == "auto") continue
+                  if (runs[k] > most) most = runs[k]
+                  if (sum[k] / runs[k] < best) { best = sum[k] / runs[k]; who = f[2] }
               }
-              if (!(c in best) || t <= best[c]) { best[c] = t; who[c] = "auto" }
-              printf "%s: the planner'"'"'s amount measured %.4f s%s, the best of %d amounts " \
-                     "%.4f s (swap %s): regret %.1f%%\n", c, t, drift, n[c], best[c], who[c],
-                     100 * (t / best[c] - 1) } }' "$rows"
+              drift = ""
+              if (c in last)
+                  drift = sprintf(" (first %.4f, last %.4f: drift %+.1f%%)", first[c], last[c],
+                                  100 * (last[c] / first[c] - 1))
+              mean = most > 1 ? sprintf(", each amount the mean of its runs (up to %d)", most) : ""
+              printf "%s: the planner'"'"'s amount measured %.4f s%s, the best of it and %d amounts " \
+                     "%.4f s (swap %s)%s: regret %.1f%%\n", c, t, drift, n[c], best, who,
+                     mean, 100 * (t / best - 1) } }' "$rows"
 exit 0

@@ -426,22 +426,41 @@ int main(int argc, char **argv)
          * left them alone); before the fit below, which takes them */
         for (int d = 0; d < 2; d++) {
             CopyLoad one = {cbytes, d ? CUDADEV_D2H : CUDADEV_H2D};
-            Stat adam_one;
-            double one_GBps;
-            if (profile_adam_beside(used, params, reps, copies, &one, &adam_one, &one_GBps, &e))
+            Stat adam_one, adam_by;
+            double one_GBps, by_x[2 * 8]; /* reps is at most 7 */
+            /* the Adam alone right before and after too: the CPU drifts by as much as the
+             * slowdown measured */
+            if (profile_adam_runs(used, params, reps, by_x, &e) ||
+                profile_adam_beside(used, params, reps, copies, &one, &adam_one, &one_GBps,
+                                    &e) ||
+                profile_adam_runs(used, params, reps, by_x + reps, &e))
                 goto fail;
+            profile_stat(by_x, 2 * reps, &adam_by);
             double alone = d ? hw.d2h_GBps : hw.h2d_GBps;
             *(d ? &hw.d2h_adam_GBps : &hw.h2d_adam_GBps) = fmin(one_GBps, alone);
+            const char *way = d ? "from the GPU" : "to the GPU";
             fprintf(stderr, "  pinned copies %s beside the Adam task: %.1f GB/s (alone %.1f); "
-                    "the Adam %.3f G params/s\n", d ? "from the GPU" : "to the GPU", one_GBps,
-                    alone, adam_one.median);
+                    "the Adam %.3f G params/s (alone just before and after %.3f)\n", way,
+                    one_GBps, alone, adam_one.median, adam_by.median);
             note(&ns, "pcie", d ? "d2h_adam_GBps" : "h2d_adam_GBps", "[meas %s] pinned %s "
                  "copies one way beside the Adam task (%d threads, %.3f G params/s, %.3f..%.3f, "
                  "median of %d): %.1f GB/s over the rounds it ran (alone %.1f; at most that)",
                  day, quick ? "64 MiB" : "256 MiB", used, adam_one.median, adam_one.min,
                  adam_one.max, adam_one.n, one_GBps, alone);
+            /* the Adam's side: what host memory's share leaves of its slowdown */
+            Resource dir = d ? RES_D2H : RES_H2D;
+            double ratio = adam_one.median / adam_by.median;
+            double key = cost_fit_adam_pcie_GBps(&hw, dir, ratio);
+            *(d ? &hw.cpu_adam_d2h_GBps : &hw.cpu_adam_h2d_GBps) = key;
+            if (key > 0)
+                note(&ns, "cpu", d ? "adam_d2h_GBps" : "adam_h2d_GBps", "[meas %s] the Adam "
+                     "task beside pinned copies %s: %.3f G params/s (%.3f..%.3f) against %.3f "
+                     "(%.3f..%.3f) alone just before and after, %.3f of it, where host "
+                     "memory's share gives it more; the copy rate that slows it that much "
+                     "(rate / (1 + GBps / key))", day, way, adam_one.median, adam_one.min,
+                     adam_one.max, adam_by.median, adam_by.min, adam_by.max, ratio);
         }
-        /* what host memory's share does not explain of that slowdown */
+        /* what host memory's share and the keys above do not explain of that slowdown */
         hw.cpu_adam_io_GBps = cost_fit_adam_io_GBps(&hw, beside.median * 1e9);
         if (hw.cpu_adam_io_GBps > 0)
             note(&ns, "cpu", "adam_io_GBps", "[meas %s] the same Adam task beside the copies: "
