@@ -400,8 +400,10 @@ START_TEST(regress_regret)
         for (int a = 0; a < 3; a++)
             fprintf(f, "s swap %s|gpt2-124m|4|2|%s --swap %s|\n", amounts[a], plan,
                     a == 1 ? "none" : "auto");
+        /* a configuration run at the planner's amount only: no regret to state */
+        fprintf(f, "t swap auto|gpt2-124m|4|2|%s --swap auto|\n", plan);
         fclose(f);
-        for (int a = 0; a < 3; a++) {
+        for (int a = 0; a < 4; a++) {
             snprintf(args, sizeof args, "--hw h200.ini --gpu-mem 24GiB --model gpt2-124m "
                      "--batch 4 --seq 1024 --iters 2 --micro-batches 1 --subgroup 1 --tail 1 "
                      "--prefetch 1 --weight-buffers 2 --pinned-buffers 4 --act-buffers 2 "
@@ -420,6 +422,7 @@ START_TEST(regress_regret)
     ck_assert_int_eq(tu_run_shell(cmd, out, sizeof out), 0);
     tu_assert_contains(out, "the best of it and 1 amounts");
     tu_assert_contains(out, "(swap none): regret ");
+    ck_assert_msg(!strstr(out, "t: the planner"), "%s", out);
     ck_assert_msg(!strstr(out, "regret 0.0%"), "%s", out);
     ck_assert_msg(!strstr(out, "mean of its runs"), "%s", out);
     snprintf(cmd, sizeof cmd, "bash '%s' --build '%s' --out %s/out --hw h200.ini %s/0 %s/1 "

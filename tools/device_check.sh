@@ -31,9 +31,10 @@ fi
 
 OUT=${OUT:-/tmp/fuyou-out}
 
-# The regression's other runs (issue 12): with issue 11's four (the default RUNS), eleven
-# configurations over the regimes; run as MODE=regression (CHECK=0 implied), then
-# tools/regress.sh here over every call's unpacked logs. About 8 minutes on the H200.
+# The regression's runs (issue 12): the regimes, from GPT-2 124M to GPT-3 6.7B (its states
+# in CPU memory: 90 GiB of the machine's 125; on the SSD they would not fit the 64 GB disk);
+# run as MODE=regression (CHECK=0 implied), then tools/regress.sh here over every call's
+# unpacked logs. About 5.5 minutes on the H200 after a profile.
 REGRESSION_RUNS="124m b8 all-gpu|gpt2-124m|8|3|--weights cpu --optim cpu --checkpoints gpu --act gpu|;\
 350m b16 sg2|gpt3-350m|16|3|--weights cpu --optim cpu --checkpoints gpu --act recompute --subgroup 2|;\
 760m b8 act-cpu|gpt3-760m|8|3|--weights cpu --optim cpu --checkpoints cpu --act cpu|;\
@@ -41,7 +42,9 @@ REGRESSION_RUNS="124m b8 all-gpu|gpt2-124m|8|3|--weights cpu --optim cpu --check
 1.3b b16 swap2g|gpt3-1.3b|16|3|--weights cpu --optim cpu --checkpoints gpu --swap 2GiB|;\
 1.3b b64 mb2|gpt3-1.3b|64|3|--weights cpu --optim cpu --checkpoints cpu --act recompute --micro-batches 2|;\
 1.3b b8 w-ssd|gpt3-1.3b|8|3|--weights ssd --optim cpu --checkpoints gpu --act recompute|;\
-760m b8 states-ssd sg4|gpt3-760m|8|3|--weights cpu --optim ssd --checkpoints gpu --act recompute --subgroup 4|"
+760m b8 states-ssd sg4|gpt3-760m|8|3|--weights cpu --optim ssd --checkpoints gpu --act recompute --subgroup 4|;\
+2.7b b8 recompute|gpt3-2.7b|8|3|--weights cpu --optim cpu --checkpoints gpu --act recompute|;\
+6.7b b8 recompute|gpt3-6.7b|8|3|--weights cpu --optim cpu --checkpoints gpu --act recompute|"
 # The planner's regret (issue 12): two configurations, each at five swap amounts and the
 # planner's own (--swap auto, planned on HW like the prediction); its measured time against the
 # best measured. 1.3B b32 is bound by the CPU's Adam and the copies (the predicted curve flat,

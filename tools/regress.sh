@@ -110,7 +110,7 @@ awk -F'\t' 'NR > 1 && $1 ~ / swap [^ ]+$/ && $2 + 0 > 0 {
         if (!((cfg, amt) in sum)) { n[cfg] += amt != "auto"; seen[cfg] = 1 }
         sum[cfg, amt] += $2; runs[cfg, amt]++ }
     END { for (c in seen) {
-              if (!((c, "auto") in sum)) continue
+              if (!((c, "auto") in sum) || !n[c]) continue # nothing to hold it against
               t = sum[c, "auto"] / runs[c, "auto"]; best = t; who = "auto"; most = 0
               for (k in sum) {
                   split(k, f, SUBSEP)
