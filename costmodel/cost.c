@@ -324,16 +324,30 @@ double cost_fit_adam_pcie_GBps(const Hardware *hw, Resource dir, double ratio)
     assert(dir == RES_H2D || dir == RES_D2H);
     Hardware h = *hw; /* read only: its rates, none of its curves */
     *(dir == RES_H2D ? &h.cpu_adam_h2d_GBps : &h.cpu_adam_d2h_GBps) = 0;
-    h.cpu_adam_io_GBps = 0;
     CostModel m = {&h, NULL};
     bool busy[RES_COUNT] = {[RES_CPU_ADAM] = true};
     busy[dir] = true;
-    double rate[RES_COUNT];
+    double rate[RES_COUNT], link[RES_COUNT];
+    resource_link_bytes(busy, link);
     cost_rates(&m, busy, rate);
-    double want = cost_alone_rate(&h, RES_CPU_ADAM) * ratio;
-    if (!(ratio > 0 && ratio < 1) || rate[RES_CPU_ADAM] <= want)
+    if (!(ratio > 0 && ratio < 1))
         return 0;
-    return rate[dir] / (1 / ratio - 1) / 1e9;
+    /* the rate before the io step (cpu.adam_io_GBps, applied after the key's bound) that
+     * leaves the measured one after it; the key's bound, alone / (1 + copy / key), is that */
+    double io = h.cpu_adam_io_GBps > 0 ? link_io_Bps(link, rate) / (h.cpu_adam_io_GBps * 1e9)
+                                       : 0;
+    double alone = cost_alone_rate(&h, RES_CPU_ADAM), want = alone * ratio * (1 + io);
+    if (rate[RES_CPU_ADAM] * (1 + io) <= want * (1 + 1e-12) || want >= alone)
+        return 0;
+    return rate[dir] * link[dir] / (alone / want - 1) / 1e9;
+}
+
+void cost_fit_adam_links(Hardware *hw, double both, const double ratio[2])
+{
+    hw->cpu_adam_h2d_GBps = hw->cpu_adam_d2h_GBps = 0;
+    hw->cpu_adam_io_GBps = cost_fit_adam_io_GBps(hw, both);
+    hw->cpu_adam_h2d_GBps = cost_fit_adam_pcie_GBps(hw, RES_H2D, ratio[0]);
+    hw->cpu_adam_d2h_GBps = cost_fit_adam_pcie_GBps(hw, RES_D2H, ratio[1]);
 }
 
 /* The executor's own time before each GPU op task (gpu.task_us). */

@@ -2,7 +2,7 @@
  *
  * The simulator's engine knows nothing of hardware: it asks this module how much work a task is
  * and how fast each resource goes given which resources are busy. Work is seconds for the GPU,
- * parameters for the CPU optimizer and bytes for links. Rates, in three steps (ARCHITECTURE.md,
+ * parameters for the CPU optimizer and bytes for links. Rates, in these steps (ARCHITECTURE.md,
  * "The resource model"):
  *   alone  gpu 1; cpu_adam adam_Gparams_per_s; h2d_GBps, d2h_GBps; the SSDs, all `count`
  *          striped devices: R = count * read_GBps, W = count * write_GBps.
@@ -27,19 +27,18 @@
  *          copies both ways move at once).
  *   pcie   then the CPU Adam task runs at most at its rate alone (times its share of the
  *          cores) / (1 + h2d / cpu.adam_h2d_GBps + d2h / adam_d2h_GBps), h2d and d2h what each
- *          busy direction moves, where the keys are given: fuyou-profile measured the Adam
- *          beside pinned copies one way 7.6% slower than alone (copies to the GPU at 44.6
- *          GB/s) and 21% (from it at 55.0), where host memory's share gives 0% and 4%; beside
- *          both ways that share binds first (2.13 G params/s against 2.19 measured). The
- *          regression's traces showed the same: Adam tasks ~11% longer over copies to the
- *          GPU, ~14% over copies from it, than the model had them without this step.
+ *          busy direction moves, where the keys are given. Profile j (traces/samples): the
+ *          Adam beside pinned copies from the GPU (54.4 GB/s) at 0.80 of its rate alone just
+ *          before and after, where host memory's share gives 0.835; beside copies to the GPU
+ *          (45.5) as fast as alone (no key; the share gives 0.889). On another machine's
+ *          traces the Adam tasks ran ~11% longer over copies to the GPU and ~14% over copies
+ *          from it than the model had them without this step.
  *   adam   then the CPU Adam task, where cpu.adam_io_GBps is given, is divided by 1 + io /
- *          adam_io_GBps, io the bytes per second the busy links move: the traces show it ~9%
- *          slower beside one PCIe direction that host memory's ceiling leaves alone, and the
- *          profile ~25% slower than alone beside both, ~15% more than the ceiling's share
- *          explains (its threads share the cores with the copies' and the pipeline's, not
- *          only the memory). While the GPU is busy too, it is multiplied by
- *          cpu.adam_gpu_share where given: the GPU lane and the dispatcher each hold a core
+ *          adam_io_GBps, io the bytes per second the busy links move (fitted first, to the
+ *          Adam beside copies both ways: profile j 1.915 G params/s where the share gives
+ *          1.993; the PCIe keys after it, with it in effect: cost_fit_adam_links). While the
+ *          GPU is busy too, it is multiplied by cpu.adam_gpu_share where given: the GPU lane
+ *          and the dispatcher each hold a core
  *          then (the dispatcher spins; pipe_exec.c).
  * A copy's fixed latency (pcie or ssd latency_us) is added as bytes at the rate its link has
  * alone. A gradient copy of a step with several micro-batches also adds its parameters into the
@@ -137,9 +136,21 @@ double cost_fit_adam_io_GBps(const Hardware *hw, double measured);
 
 /* The cpu.adam_h2d_GBps (dir RES_H2D) or adam_d2h_GBps (RES_D2H) with which the CPU Adam task
  * beside copies that way runs at `ratio` of its rate alone (what fuyou-profile measures: the
- * Adam beside pinned copies one way over alone just before and after); 0 where host memory's
- * share alone slows it that much, or ratio is not in (0, 1). */
+ * Adam beside pinned copies one way over alone just before and after), the hardware's other
+ * keys as they are (cpu.adam_io_GBps included: fit the two in turn, as fuyou-profile does);
+ * 0 where host memory's share and the io step alone slow it that much, or ratio is not in
+ * (0, 1). */
 double cost_fit_adam_pcie_GBps(const Hardware *hw, Resource dir, double ratio);
+
+/* cpu.adam_io_GBps, then adam_h2d_GBps and adam_d2h_GBps with it in effect, fitted to what
+ * fuyou-profile measures: the Adam task's rate beside pinned copies both ways (`both`,
+ * parameters a second) and its ratio beside copies one way to its rate alone (ratio[0] to the
+ * GPU, ratio[1] from it). Each one-way ratio comes back exactly (a key nothing is left to
+ * explain is 0: there the model may run the Adam slower than measured); the both-ways rate
+ * where the keys' bound is above host memory's share there (the H200's profiles), else the
+ * model runs it slower. Three measurements and this resource model have no exact joint fit in
+ * general (the io step divides every link's bytes after the keys' bound). */
+void cost_fit_adam_links(Hardware *hw, double both, const double ratio[2]);
 
 /* Resource r's rate alone in work per second, before the SSD host ceiling and host memory
  * (the closed form's "alone seconds" are work over this). */

@@ -317,6 +317,69 @@ START_TEST(adam_beside_pcie)
     cost_rates(&m, busy, rate);
     ck_assert_double_eq_tol(rate[RES_CPU_ADAM], 4e9 * 120 / 145, 1);
     ck_assert_double_eq(cost_fit_adam_pcie_GBps(&hw, RES_H2D, 0.9), 0);
+    ck_assert_double_eq(cost_fit_adam_pcie_GBps(&hw, RES_H2D, -0.5), 0);
+    /* fitted where host memory's share slows the copy too (its rate as shared, 20.7 GB/s) and
+     * with cpu.adam_io_GBps in effect, the key gives the measured ratio back */
+    hw.cpu_adam_io_GBps = 300;
+    hw.cpu_adam_h2d_GBps = cost_fit_adam_pcie_GBps(&hw, RES_H2D, 0.7);
+    ck_assert_double_gt(hw.cpu_adam_h2d_GBps, 0);
+    cost_rates(&m, busy, rate);
+    ck_assert_double_lt(rate[RES_H2D], 25e9 * 0.9);
+    ck_assert_double_eq_tol(rate[RES_CPU_ADAM], 4e9 * 0.7, 1);
+    hw_free(&hw);
+    /* beside a gradient copy that adds into the step's sum (4090.ini's d2h, 25 GB/s; 2 GB of
+     * its 14.5e9 of work over the link, the sum's 12.5 on the cores, which the Adam shares:
+     * grad_sum_host_demand), the key counts only the link's bytes and the bound the Adam's
+     * share of the cores: alone x a / (1 + c x g / key), c the copy's rate of work */
+    const char *sum_sets[] = {"cpu.mem_GBps=1000", "cpu.adam_Gparams_per_s=2",
+                              "pcie.latency_us=0", "cpu.sum_GBps=20", "cpu.adam_d2h_GBps=10"};
+    load(sum_sets, 5);
+    Task adam = {.res = RES_CPU_ADAM, .kind = TASK_ADAM, .params = 1000000000};
+    Task copy = {.res = RES_D2H, .kind = TASK_COPY, .bytes = 2e9, .params = 1000000000,
+                 .micro = 1};
+    const Task *running[RES_COUNT] = {[RES_CPU_ADAM] = &adam, [RES_D2H] = &copy};
+    cost_task_rates(&m, running, rate);
+    double sh = cost_sum_core_share(&hw), f = 12.5 / 14.5, g = 2 / 14.5, slow = 1 - f + f / sh;
+    double a = 1 - f / sh / slow * (1 - sh), c = 25e9 / slow;
+    ck_assert_double_eq_tol(rate[RES_D2H], c, 1);
+    ck_assert_double_eq_tol(rate[RES_CPU_ADAM], 2e9 * a / (1 + c * g / 10e9), 1);
+    hw_free(&hw);
+}
+END_TEST
+
+/* cost_fit_adam_links: the io key first, to the Adam beside copies both ways, then each
+ * direction's key with it in effect: every one-way ratio comes back; the both-ways rate where
+ * the keys' bound there is above host memory's share, else the model has the Adam slower; a
+ * direction whose slowdown the share and the io key explain keeps key 0 */
+START_TEST(adam_links_fit)
+{
+    /* the Adam at 4 G params/s moves 120 GB/s, the ceiling: beside both directions (21 + 21)
+     * its share is 4 x 120 / 162 = 2.96, measured 2.8 (io 535); one way the share and io
+     * leave it 0.8 of alone */
+    const char *sets[] = {"cpu.mem_GBps=60", "cpu.adam_Gparams_per_s=4", "pcie.latency_us=0"};
+    load(sets, 3);
+    CostModel m = {&hw, NULL};
+    bool both[RES_COUNT] = {[RES_CPU_ADAM] = true, [RES_H2D] = true, [RES_D2H] = true};
+    double rate[RES_COUNT], strong[2] = {0.7, 0.6}, mild[2] = {1.02, 0.79};
+    for (int k = 0; k < 2; k++) {
+        const double *ratio = k ? mild : strong;
+        cost_fit_adam_links(&hw, 2.8e9, ratio);
+        ck_assert_double_eq_tol(hw.cpu_adam_io_GBps, 535, 1);
+        for (int d = 0; d < 2; d++) {
+            bool one[RES_COUNT] = {[RES_CPU_ADAM] = true};
+            one[d ? RES_D2H : RES_H2D] = true;
+            cost_rates(&m, one, rate);
+            if (ratio[d] < 0.8)
+                ck_assert_double_eq_tol(rate[RES_CPU_ADAM], 4e9 * ratio[d], 1e3);
+            else /* no key: the share and io alone */
+                ck_assert_double_eq(d ? hw.cpu_adam_d2h_GBps : hw.cpu_adam_h2d_GBps, 0);
+        }
+        cost_rates(&m, both, rate);
+        if (k) /* the d2h key's bound beside both, 3.4, above the share */
+            ck_assert_double_eq_tol(rate[RES_CPU_ADAM], 2.8e9, 1e3);
+        else /* the strong keys' bound below it */
+            ck_assert_double_lt(rate[RES_CPU_ADAM], 2.8e9 * 0.9);
+    }
     hw_free(&hw);
 }
 END_TEST
@@ -524,6 +587,7 @@ int main(void)
     tcase_add_test(tc, adam_beside_io);
     tcase_add_test(tc, adam_beside_gpu);
     tcase_add_test(tc, adam_beside_pcie);
+    tcase_add_test(tc, adam_links_fit);
     tcase_add_test(tc, pcie_beside_adam);
     tcase_add_test(tc, thread_policy);
     tcase_add_test(tc, host_memory_shared);

@@ -12,12 +12,12 @@
 #   correctness part; RUNS="name|model|batch|iters|plan flags|fuyou-run flags;..." replaces
 #   the speed runs)
 #   this machine measured into a hardware ini: MODE=hwprofile bash tools/device_check.sh
-#   the regression's other eight runs (issue 12): MODE=regression bash tools/device_check.sh
+#   the regression's ten runs (issue 12): MODE=regression bash tools/device_check.sh
 #   (a run on the SSD tier has the disk measured again just before it, fuyou-profile
 #   --ssd-only, into hw<n>.ini beside its trace: regress.sh --again predicts on that; AGAIN=adam:
 #   every run has the Adam measured again too, --adam-only; AGAIN=0: neither)
 #   the planner's regret over a swap sweep (issue 12): MODE=sweep bash tools/device_check.sh
-#   (REPEAT=2: every run of it twice over, the whole sweep once, then again)
+#   (REPEAT=2: each configuration's sweep twice over, one after the other)
 #   here, to fetch the packages once: tools/device_check.sh --fetch-deps
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -30,6 +30,9 @@ if [ "${1:-}" = "--fetch-deps" ]; then
 fi
 
 OUT=${OUT:-/tmp/fuyou-out}
+case "${AGAIN:-1}" in 0|1|adam) ;; *) echo "AGAIN=$AGAIN: 0, 1 or adam" >&2; exit 2 ;; esac
+case "${REPEAT:-1}" in *[!0-9]*) REPEAT=0 ;; esac
+[ "${REPEAT:-1}" -ge 1 ] || { echo "REPEAT: a count of 1 or more" >&2; exit 2; }
 
 # The regression's runs (issue 12): the regimes, from GPT-2 124M to GPT-3 6.7B (its states
 # in CPU memory: 90 GiB of the machine's 125; on the SSD they would not fit the 64 GB disk);
@@ -205,9 +208,10 @@ if [ "${MODE:-all}" = offload ]; then
         # reads with writes 1.29-1.47 then 1.18-1.23; measured just before, the two SSD runs
         # were predicted within 1.5% where the call's profile had them 10-11% off. The Adam
         # is measured again only with AGAIN=adam: on one machine its rate measured just before
-        # each run (2.90-3.35 G params/s, a third of a second of it) did not follow the run's
-        # own (2.81-3.38), and the profile's median of 14 predicted the 20 runs off the SSD
-        # better (iteration |error| median 2.2%, worst 7.8%, against 3.8% and 11.7%)
+        # each of 22 runs (2.90-3.35 G params/s, a third of a second of it) did not follow the
+        # runs' own (their Adam tasks 0.92-1.10 times the typical run's), and the profile's
+        # median of 14 predicted the 20 runs off the SSD better (iteration |error| median 2.2%,
+        # worst 7.8%, against 3.8% and 11.7%)
         hw_run=${HW:-h200.ini}
         ssd_run=$(printf '%s\n' "$plan" | grep -cE -- '--[a-z]+ ssd' || true)
         if [ "${AGAIN:-1}" = adam ] || { [ "${AGAIN:-1}" = 1 ] && [ "$ssd_run" = 1 ]; }; then

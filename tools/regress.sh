@@ -6,10 +6,10 @@
 # one row per run, the median and worst |error| of the steady-state iteration time and of each
 # busy resource's busy time (busy_errors.tsv); writes
 # rows.tsv and batch.tsv (model TFLOPS, predicted and measured: fuyou-plot batch) under --out.
-# --again: each run predicted on the ini its call measured the Adam (and for a run on the SSD
-# tier, the disk) into just before it (hw<n>.ini beside its trace: device_check.sh's AGAIN),
-# where there is one; a run whose plan as predicted there differs from the plan it printed
-# (--swap auto, planned on another ini) is predicted on --hw instead, and said so.
+# --again: each run predicted on the hw<n>.ini beside its trace where its call left one (what
+# device_check.sh's AGAIN measured just before it: the disk for a run on the SSD tier, and with
+# AGAIN=adam the Adam for every run); a run whose plan as predicted there differs from the plan
+# it printed (--swap auto, planned on another ini) is predicted on --hw instead, and said so.
 #   tools/regress.sh [--build DIR] [--out DIR] [--again] --hw INI RUNDIR...
 set -euo pipefail
 build=build out=${TMPDIR:-/tmp}/fuyou-regress hw="" again=0
@@ -119,7 +119,7 @@ awk -F'\t' 'NR > 1 && $1 ~ / swap [^ ]+$/ && $2 + 0 > 0 {
                   if (sum[k] / runs[k] < best) { best = sum[k] / runs[k]; who = f[2] }
               }
               drift = ""
-              if (c in last)
+              if ((c in last) && (c in first))
                   drift = sprintf(" (first %.4f, last %.4f: drift %+.1f%%)", first[c], last[c],
                                   100 * (last[c] / first[c] - 1))
               mean = most > 1 ? sprintf(", each amount the mean of its runs (up to %d)", most) : ""

@@ -423,65 +423,61 @@ int main(int argc, char **argv)
         }
         /* each direction alone beside the Adam: the most it moves there (the H200 traces:
          * copies to the GPU 37-46 GB/s beside it against 55 alone, where host memory's ceiling
-         * left them alone); before the fit below, which takes them */
+         * left them alone), and what it leaves the Adam, over the Adam alone just before and
+         * after */
+        double ratio[2];
+        Stat adam_one[2], adam_by[2];
         for (int d = 0; d < 2; d++) {
             CopyLoad one = {cbytes, d ? CUDADEV_D2H : CUDADEV_H2D};
-            Stat adam_one, adam_by;
-            double one_GBps, by_x[2 * 8]; /* reps is at most 7 */
-            /* the Adam alone right before and after too: the CPU drifts by as much as the
-             * slowdown measured */
-            if (profile_adam_runs(used, params, reps, by_x, &e) ||
-                profile_adam_beside(used, params, reps, copies, &one, &adam_one, &one_GBps,
-                                    &e) ||
-                profile_adam_runs(used, params, reps, by_x + reps, &e))
+            double one_GBps;
+            if (profile_adam_bracketed(used, params, reps, copies, &one, &adam_one[d], &one_GBps,
+                                       &adam_by[d], &e))
                 goto fail;
-            profile_stat(by_x, 2 * reps, &adam_by);
+            ratio[d] = adam_one[d].median / adam_by[d].median;
             double alone = d ? hw.d2h_GBps : hw.h2d_GBps;
             *(d ? &hw.d2h_adam_GBps : &hw.h2d_adam_GBps) = fmin(one_GBps, alone);
-            const char *way = d ? "from the GPU" : "to the GPU";
             fprintf(stderr, "  pinned copies %s beside the Adam task: %.1f GB/s (alone %.1f); "
-                    "the Adam %.3f G params/s (alone just before and after %.3f)\n", way,
-                    one_GBps, alone, adam_one.median, adam_by.median);
+                    "the Adam %.3f G params/s, %.3f of its %.3f alone just before and after\n",
+                    d ? "from the GPU" : "to the GPU", one_GBps, alone, adam_one[d].median,
+                    ratio[d], adam_by[d].median);
             note(&ns, "pcie", d ? "d2h_adam_GBps" : "h2d_adam_GBps", "[meas %s] pinned %s "
                  "copies one way beside the Adam task (%d threads, %.3f G params/s, %.3f..%.3f, "
                  "median of %d): %.1f GB/s over the rounds it ran (alone %.1f; at most that)",
-                 day, quick ? "64 MiB" : "256 MiB", used, adam_one.median, adam_one.min,
-                 adam_one.max, adam_one.n, one_GBps, alone);
-            /* the Adam's side: what host memory's share leaves of its slowdown */
-            Resource dir = d ? RES_D2H : RES_H2D;
-            double ratio = adam_one.median / adam_by.median;
-            double key = cost_fit_adam_pcie_GBps(&hw, dir, ratio);
-            *(d ? &hw.cpu_adam_d2h_GBps : &hw.cpu_adam_h2d_GBps) = key;
-            if (key > 0)
+                 day, quick ? "64 MiB" : "256 MiB", used, adam_one[d].median, adam_one[d].min,
+                 adam_one[d].max, adam_one[d].n, one_GBps, alone);
+        }
+        /* the Adam's side: what host memory's share leaves of its slowdown beside the copies,
+         * each way and both ways, fitted together */
+        cost_fit_adam_links(&hw, beside.median * 1e9, ratio);
+        fprintf(stderr, "  fitted: adam_h2d_GBps %.1f, adam_d2h_GBps %.1f, adam_io_GBps %.1f "
+                "(0: nothing left to explain)\n", hw.cpu_adam_h2d_GBps, hw.cpu_adam_d2h_GBps,
+                hw.cpu_adam_io_GBps);
+        for (int d = 0; d < 2; d++)
+            if (*(d ? &hw.cpu_adam_d2h_GBps : &hw.cpu_adam_h2d_GBps) > 0)
                 note(&ns, "cpu", d ? "adam_d2h_GBps" : "adam_h2d_GBps", "[meas %s] the Adam "
                      "task beside pinned copies %s: %.3f G params/s (%.3f..%.3f) against %.3f "
                      "(%.3f..%.3f) alone just before and after, %.3f of it, where host "
                      "memory's share gives it more; the copy rate that slows it that much "
-                     "(rate / (1 + GBps / key))", day, way, adam_one.median, adam_one.min,
-                     adam_one.max, adam_by.median, adam_by.min, adam_by.max, ratio);
-        }
-        /* what host memory's share and the keys above do not explain of that slowdown */
-        hw.cpu_adam_io_GBps = cost_fit_adam_io_GBps(&hw, beside.median * 1e9);
+                     "(rate / (1 + GBps / key)), adam_io_GBps in effect", day,
+                     d ? "from the GPU" : "to the GPU", adam_one[d].median, adam_one[d].min,
+                     adam_one[d].max, adam_by[d].median, adam_by[d].min, adam_by[d].max,
+                     ratio[d]);
         if (hw.cpu_adam_io_GBps > 0)
             note(&ns, "cpu", "adam_io_GBps", "[meas %s] the same Adam task beside the copies: "
                  "%.3f G params/s where host memory's share gives it more; the I/O rate that "
-                 "slows it that much more (rate / (1 + io / adam_io_GBps))", day, beside.median);
+                 "slows it that much more (rate / (1 + io / adam_io_GBps)), fitted before "
+                 "the two keys above", day, beside.median);
 
         /* the executor's own time around each GPU task: empty tasks through a pipeline lane,
          * alone (the key) and beside the Adam task (the note: what its threads add) */
         Stat gap, adam_gpu, adam_now;
-        double gap_mean, unused, alone_x[2 * 8]; /* reps is at most 7 */
+        double gap_mean, unused;
         int tasks = quick ? 2000 : 20000;
         DispatchLoad dl = {.ops = &device_cuda};
-        /* the Adam alone right before and right after it ran beside them: the CPU drifts by
-         * as much as the share measured */
         if (profile_dispatch(&device_cuda, tasks, &gap, &gap_mean, &e) ||
-            profile_adam_runs(used, params, reps, alone_x, &e) ||
-            profile_adam_beside(used, params, reps, profile_dispatch_load, &dl, &adam_gpu,
-                                &unused, &e) ||
-            profile_adam_runs(used, params, reps, alone_x + reps, &e))
+            profile_adam_bracketed(used, params, reps, profile_dispatch_load, &dl, &adam_gpu,
+                                   &unused, &adam_now, &e))
             goto fail;
-        profile_stat(alone_x, 2 * reps, &adam_now);
         hw.gpu_task_us = gap_mean;
         fprintf(stderr, "  between GPU tasks: mean %.1f us, median %.1f (%.1f..%.1f, %d); beside "
                 "the Adam task: mean %.1f, median %.1f, greatest %.0f (%d)\n", gap_mean,

@@ -503,6 +503,22 @@ int profile_adam_beside(int threads, size_t params, int reps, ProfileLoad load, 
     return rc;
 }
 
+int profile_adam_bracketed(int threads, size_t params, int reps, ProfileLoad load, void *ctx,
+                           Stat *gparams, double *load_GBps, Stat *alone, Err *e)
+{
+    if (reps < 1 || reps > MAX_REPS)
+        return err_set(e, -EINVAL, "1 to %d repetitions", MAX_REPS);
+    double x[2 * MAX_REPS];
+    int rc = adam_runs(threads, params, reps, x, NULL, e);
+    if (!rc)
+        rc = profile_adam_beside(threads, params, reps, load, ctx, gparams, load_GBps, e);
+    if (!rc)
+        rc = adam_runs(threads, params, reps, x + reps, NULL, e);
+    if (!rc)
+        profile_stat(x, 2 * reps, alone);
+    return rc;
+}
+
 /* profile_dispatch's tasks: one lane running empty compute tasks (DeviceOps.compute_empty),
  * the caller waiting for each as the pipeline's dispatcher waits (pipe_exec.c). */
 enum { DISPATCH_WARMUP = 64, DISPATCH_MAX_GAPS = 1 << 20 };

@@ -69,6 +69,11 @@ typedef struct ProfileLoadControl {
 typedef int (*ProfileLoad)(void *ctx, const ProfileLoadControl *lc, double *load_GBps, Err *e);
 int profile_adam_beside(int threads, size_t params, int reps, ProfileLoad load, void *ctx,
                         Stat *gparams, double *load_GBps, Err *e);
+/* The same with the Adam alone right before and right after it (reps runs each, summarised
+ * together in *alone): the CPU drifts by as much as a load's slowdown, so a ratio to a rate
+ * measured minutes before says little. */
+int profile_adam_bracketed(int threads, size_t params, int reps, ProfileLoad load, void *ctx,
+                           Stat *gparams, double *load_GBps, Stat *alone, Err *e);
 
 /* The executor's own time around each GPU task (gpu.task_us): n empty compute tasks
  * (DeviceOps.compute_empty: issued, timed by the device's events and waited for exactly as a
