@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 
 #include "regfile.h"
+#include "schedule.h"
 
 extern char **environ;
 
@@ -47,16 +48,18 @@ static void series(FILE *f, const char *path, const char *rest)
     fprintf(f, " skip 1 using %s", rest);
 }
 
-/* The resource lanes of a timeline, from the top: gpu, h2d, d2h, ssd_read, ssd_write, cpu_adam;
- * other resources at 0. */
+/* The resource lanes of a timeline, from the top in the schedule's order (gpu, h2d, d2h,
+ * ssd_read, ssd_write, cpu_adam); other resources at 0. */
 static void lanes(FILE *f)
 {
-    fprintf(f, "lane(s) = s eq 'gpu' ? 6 : s eq 'h2d' ? 5 : s eq 'd2h' ? 4 : "
-               "s eq 'ssd_read' ? 3 : s eq 'ssd_write' ? 2 : s eq 'cpu_adam' ? 1 : 0\n"
-               "set ytics ('gpu' 6, 'h2d' 5, 'd2h' 4, 'ssd_read' 3, 'ssd_write' 2, "
-               "'cpu_adam' 1, 'other' 0)\n"
-               "set yrange [-0.6:6.6]\nset xlabel 'seconds'\n"
-               "set style fill solid 0.8 noborder\n");
+    fprintf(f, "lane(s) = ");
+    for (int r = 0; r < RES_COUNT; r++)
+        fprintf(f, "s eq '%s' ? %d : ", resource_name(r), RES_COUNT - r);
+    fprintf(f, "0\nset ytics (");
+    for (int r = 0; r < RES_COUNT; r++)
+        fprintf(f, "'%s' %d, ", resource_name(r), RES_COUNT - r);
+    fprintf(f, "'other' 0)\nset yrange [-0.6:%.1f]\nset xlabel 'seconds'\n"
+               "set style fill solid 0.8 noborder\n", RES_COUNT + 0.6);
 }
 
 int plot_write_script(FILE *f, const PlotRequest *r, Err *e)

@@ -31,6 +31,9 @@ START_TEST(scripts)
     tu_assert_contains(s, "set terminal svg");
     tu_assert_contains(s, "keep(i) = 2 < 0 || i == 2");
     tu_assert_contains(s, "lane(strcol(3))");  /* resource column */
+    /* a lane per resource of the schedule, from the top, then the rest */
+    tu_assert_contains(s, "s eq 'gpu' ? 6 : s eq 'h2d' ? 5");
+    tu_assert_contains(s, "'cpu_adam' 1, 'other' 0)");
     tu_assert_contains(s, "phase(strcol(4))"); /* phase column */
     tu_assert_contains(s, "'a.tsv' skip 1");
     PlotRequest w = {.kind = PLOT_SWEEP, .input = "it's.tsv", .output = "o.png"};

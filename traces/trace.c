@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "regfile.h"
+#include "schedule.h"
 
 void trace_row_from_task(TraceRow *row, const Task *t, int iter, double start_s, double end_s)
 {
@@ -37,10 +38,8 @@ int trace_write_tsv(FILE *f, const char *path, const TraceRow *rows, int n, Err 
     return finish(f, path, e);
 }
 
-/* Lanes in a fixed order; other resource names get lanes after them. */
-static const char *const known_lanes[] = {"gpu", "h2d", "d2h", "ssd_read", "ssd_write",
-                                          "cpu_adam"};
-enum { N_KNOWN = sizeof known_lanes / sizeof known_lanes[0], MAX_LANES = 32 };
+/* Lanes in the schedule's resource order; other resource names get lanes after them. */
+enum { MAX_LANES = 32 };
 
 static int lane_of(const char *res, const char *lanes[], int *n)
 {
@@ -71,8 +70,9 @@ static void json_string(FILE *f, const char *s)
 int trace_write_chrome(FILE *f, const char *path, const TraceRow *rows, int n, Err *e)
 {
     const char *lanes[MAX_LANES];
-    int n_lanes = N_KNOWN;
-    memcpy(lanes, known_lanes, sizeof known_lanes);
+    int n_lanes = RES_COUNT;
+    for (int r = 0; r < RES_COUNT; r++)
+        lanes[r] = resource_name(r);
     fprintf(f, "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n");
     for (int i = 0; i < n; i++) {
         const TraceRow *r = &rows[i];
