@@ -16,6 +16,17 @@ static void load(const char *const *sets, int n)
     ck_assert_msg(hw_load("4090.ini", sets, n, &hw, &e) == 0, "%s", e.msg);
 }
 
+/* The rates of a CPU Adam task beside a gradient copy from the GPU that adds 1 G bf16
+ * gradients into the step's sum (2 GB over the link; not the step's first micro-batch). */
+static void summing_copy_beside_adam(const CostModel *m, double rate[RES_COUNT])
+{
+    Task adam = {.res = RES_CPU_ADAM, .kind = TASK_ADAM, .params = 1000000000};
+    Task copy = {.res = RES_D2H, .kind = TASK_COPY, .bytes = 2e9, .params = 1000000000,
+                 .micro = 1};
+    const Task *running[RES_COUNT] = {[RES_CPU_ADAM] = &adam, [RES_D2H] = &copy};
+    cost_task_rates(m, running, rate);
+}
+
 START_TEST(gemm_times)
 {
     const char *sets[] = {"gpu.gemm_efficiency=1024:0.5", "gpu.launch_us=10",
@@ -265,11 +276,7 @@ START_TEST(adam_beside_io)
     const char *sum_sets[] = {"cpu.mem_GBps=200", "cpu.adam_Gparams_per_s=2",
                               "pcie.latency_us=0", "cpu.sum_GBps=20", "cpu.adam_io_GBps=126"};
     load(sum_sets, 5);
-    Task adam = {.res = RES_CPU_ADAM, .kind = TASK_ADAM, .params = 1000000000};
-    Task copy = {.res = RES_D2H, .kind = TASK_COPY, .bytes = 2e9, .params = 1000000000,
-                 .micro = 1};
-    const Task *running[RES_COUNT] = {[RES_CPU_ADAM] = &adam, [RES_D2H] = &copy};
-    cost_task_rates(&m, running, rate);
+    summing_copy_beside_adam(&m, rate);
     double s = cost_sum_core_share(&hw), f = 12.5 / 14.5, slow = 1 - f + f / s;
     double a = 1 - f / s / slow * (1 - s);
     ck_assert_double_eq_tol(rate[RES_CPU_ADAM], 2e9 * a / (1 + 25.0 / slow * 2 / 14.5 / 126), 1);
@@ -334,11 +341,7 @@ START_TEST(adam_beside_pcie)
     const char *sum_sets[] = {"cpu.mem_GBps=1000", "cpu.adam_Gparams_per_s=2",
                               "pcie.latency_us=0", "cpu.sum_GBps=20", "cpu.adam_d2h_GBps=10"};
     load(sum_sets, 5);
-    Task adam = {.res = RES_CPU_ADAM, .kind = TASK_ADAM, .params = 1000000000};
-    Task copy = {.res = RES_D2H, .kind = TASK_COPY, .bytes = 2e9, .params = 1000000000,
-                 .micro = 1};
-    const Task *running[RES_COUNT] = {[RES_CPU_ADAM] = &adam, [RES_D2H] = &copy};
-    cost_task_rates(&m, running, rate);
+    summing_copy_beside_adam(&m, rate);
     double sh = cost_sum_core_share(&hw), f = 12.5 / 14.5, g = 2 / 14.5, slow = 1 - f + f / sh;
     double a = 1 - f / sh / slow * (1 - sh), c = 25e9 / slow;
     ck_assert_double_eq_tol(rate[RES_D2H], c, 1);
@@ -441,11 +444,7 @@ START_TEST(pcie_beside_adam)
     const char *sum_sets[] = {"cpu.cores=16", "cpu.sum_GBps=20", "pcie.latency_us=0",
                               "pcie.d2h_adam_GBps=15", "cpu.adam_Gparams_per_s=2"};
     load(sum_sets, 5);
-    Task adam = {.res = RES_CPU_ADAM, .kind = TASK_ADAM, .params = 1000000000};
-    Task copy = {.res = RES_D2H, .kind = TASK_COPY, .bytes = 2e9, .params = 1000000000,
-                 .micro = 1};
-    const Task *running[RES_COUNT] = {[RES_CPU_ADAM] = &adam, [RES_D2H] = &copy};
-    cost_task_rates(&m, running, rate);
+    summing_copy_beside_adam(&m, rate);
     double s = cost_sum_core_share(&hw), f = 12.5 / 14.5, g = 2 / 14.5;
     double c = 25e9 / (1 - f + f / s); /* the cores' share first: 20.06 GB/s of work */
     ck_assert_double_eq_tol(rate[RES_D2H], c / (1 - g + g * c / 15e9), 1);
