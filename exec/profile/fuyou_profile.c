@@ -442,9 +442,10 @@ int main(int argc, char **argv)
                     ratio[d], adam_by[d].median);
             note(&ns, "pcie", d ? "d2h_adam_GBps" : "h2d_adam_GBps", "[meas %s] pinned %s "
                  "copies one way beside the Adam task (%d threads, %.3f G params/s, %.3f..%.3f, "
-                 "median of %d): %.1f GB/s over the rounds it ran (alone %.1f; at most that)",
+                 "median of %d, %.3f of its rate alone just before and after: [cpu] "
+                 "adam_%s_GBps): %.1f GB/s over the rounds it ran (alone %.1f; at most that)",
                  day, quick ? "64 MiB" : "256 MiB", used, adam_one[d].median, adam_one[d].min,
-                 adam_one[d].max, adam_one[d].n, one_GBps, alone);
+                 adam_one[d].max, adam_one[d].n, ratio[d], d ? "d2h" : "h2d", one_GBps, alone);
         }
         /* the Adam's side: what host memory's share leaves of its slowdown beside the copies,
          * each way and both ways, fitted together */
