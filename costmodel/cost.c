@@ -274,28 +274,27 @@ void cost_task_rates(const CostModel *m, const Task *const running[RES_COUNT],
         cores[r] = 1;
     for (int r = 0; r < RES_COUNT; r++) {
         const Task *t = running[r];
-        if (busy[r] && t->kind == TASK_COPY && t->params > 0 && busy[RES_CPU_ADAM]) {
+        if (!busy[r] || t->kind != TASK_COPY || t->params <= 0)
+            continue;
+        /* a gradient copy that adds into the step's sum, whose seconds count as bytes at the
+         * link's rate: its host memory is the copy's bytes and the sum's (gradient read, sum
+         * read unless first, sum written) over its work, its link's only the copy's */
+        double work = cost_task_work(m, t);
+        double sum_bytes = (double)grad_sum_bytes((size_t)(t->bytes / (double)t->params),
+                                                  t->micro == 0);
+        host[r] = ((double)t->bytes + sum_bytes * (double)t->params) / work;
+        link[r] = (double)t->bytes / work;
+        if (busy[RES_CPU_ADAM]) {
             /* the sum's threads and the Adam's share the Adam's cores while the sum runs, after
              * the copy on the same lane: the copy's sum, f of its work, at the share of its
              * rate; the Adam at it over the sum's part of the copy's time, q */
             double share = cost_sum_core_share(m->hw);
             double sum = cost_grad_sum_s(m->hw, (double)t->params, t->bytes / (double)t->params,
                                          t->micro == 0) * solo_rate(m, t->res);
-            double f = sum / cost_task_work(m, t), slow = 1 - f + f / share;
+            double f = sum / work, slow = 1 - f + f / share;
             double q = f / share / slow;
             cores[r] = 1 / slow;
             cores[RES_CPU_ADAM] = 1 - q * (1 - share);
-        }
-        if (busy[r] && t->kind == TASK_COPY && t->params > 0) {
-            /* a gradient copy that adds into the step's sum, whose seconds count as bytes at
-             * the link's rate: its host memory is the copy's bytes and the sum's (gradient
-             * read, sum read unless first, sum written) over its work, its link's only the
-             * copy's */
-            double work = cost_task_work(m, t);
-            double sum_bytes = (double)grad_sum_bytes((size_t)(t->bytes / (double)t->params),
-                                                      t->micro == 0);
-            host[r] = ((double)t->bytes + sum_bytes * (double)t->params) / work;
-            link[r] = (double)t->bytes / work;
         }
     }
     rates_moving(m, busy, host, link, cores, rate);
@@ -322,6 +321,8 @@ double cost_fit_adam_io_GBps(const Hardware *hw, double measured)
 double cost_fit_adam_pcie_GBps(const Hardware *hw, Resource dir, double ratio)
 {
     assert(dir == RES_H2D || dir == RES_D2H);
+    if (!(ratio > 0 && ratio < 1))
+        return 0;
     Hardware h = *hw; /* read only: its rates, none of its curves */
     *(dir == RES_H2D ? &h.cpu_adam_h2d_GBps : &h.cpu_adam_d2h_GBps) = 0;
     CostModel m = {&h, NULL};
@@ -330,8 +331,6 @@ double cost_fit_adam_pcie_GBps(const Hardware *hw, Resource dir, double ratio)
     double rate[RES_COUNT], link[RES_COUNT];
     resource_link_bytes(busy, link);
     cost_rates(&m, busy, rate);
-    if (!(ratio > 0 && ratio < 1))
-        return 0;
     /* the rate before the io step (cpu.adam_io_GBps, applied after the key's bound) that
      * leaves the measured one after it; the key's bound, alone / (1 + copy / key), is that */
     double io = h.cpu_adam_io_GBps > 0 ? link_io_Bps(link, rate) / (h.cpu_adam_io_GBps * 1e9)

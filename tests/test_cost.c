@@ -314,9 +314,9 @@ START_TEST(adam_beside_pcie)
     cost_rates(&m, busy, rate);
     ck_assert_double_eq(rate[RES_CPU_ADAM], 2e9);
     /* the Adam at 4 G params/s moves 120 GB/s alone (30 B a parameter), which raises host
-     * memory's ceiling (mem_GBps 60) to that: beside copies to the GPU the two ask 145, each gets 120 / 145 of its rate,
-     * the Adam 3.31, below the key's rate at the copies' share, 4 / (1 + 20.7 / 200) = 3.62;
-     * and a fit to 0.9 finds nothing left to explain */
+     * memory's ceiling (mem_GBps 60) to that: beside copies to the GPU the two ask 145, each
+     * gets 120 / 145 of its rate, the Adam 3.31, below the key's rate at the copies' share,
+     * 4 / (1 + 20.7 / 200) = 3.62; and a fit to 0.9 finds nothing left to explain */
     hw.adam_Gparams_per_s = 4;
     hw.cpu_mem_GBps = 60;
     hw.cpu_adam_h2d_GBps = 200;

@@ -107,9 +107,9 @@ awk -F'\t' 'NR > 1 && $1 ~ / swap [^ ]+$/ && $2 + 0 > 0 {
         cfg = $1; sub(/ swap [^ ]+$/, "", cfg); amt = $1; sub(/.* swap /, "", amt)
         if (amt == "auto" && !(cfg in first)) first[cfg] = $2
         if (amt == "auto-again") { last[cfg] = $2; amt = "auto" }
-        if (!((cfg, amt) in sum)) { n[cfg] += amt != "auto"; seen[cfg] = 1 }
+        if (!((cfg, amt) in sum)) n[cfg] += amt != "auto" # every configuration in n
         sum[cfg, amt] += $2; runs[cfg, amt]++ }
-    END { for (c in seen) {
+    END { for (c in n) {
               if (!((c, "auto") in sum) || !n[c]) continue # nothing to hold it against
               t = sum[c, "auto"] / runs[c, "auto"]; best = t; who = "auto"; most = 0
               for (k in sum) {

@@ -251,9 +251,8 @@ int main(int argc, char **argv)
     if (adam_only) {
         /* the pipeline's thread count, one burst; every other key from the base */
         Stat adam;
-        if (profile_adam_runs(used, params, reps, adam_x, &e))
+        if (profile_adam(used, params, reps, &adam, &e))
             goto fail;
-        profile_stat(adam_x, reps, &adam);
         hw.adam_Gparams_per_s = adam.median;
         note(&ns, "cpu", "adam_Gparams_per_s", "[meas %s] norm + AdamW over %zu M params, bf16 "
              "grads and weights, %d threads: median of %d, %.3f..%.3f (--adam-only)", day,
