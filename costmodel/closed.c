@@ -188,10 +188,10 @@ static void block_loads(const Hardware *hw, const Graph *g, const Plan *p, int b
     double w = (double)dtype_bytes(c->dtype), block_w = (double)model_block_params(c) * w;
     memset(F, 0, RES_COUNT * sizeof *F);
     memset(B, 0, RES_COUNT * sizeof *B);
-    bool rerun[GRAPH_OPS_PER_BLOCK];
+    bool rerun[ARCH_MAX_OPS];
     sched_recompute_set(p, b, rerun);
     double swapped[TIER_COUNT] = {0};
-    for (int i = 0; i < GRAPH_OPS_PER_BLOCK; i++) {
+    for (int i = 0; i < g->arch->n_ops; i++) {
         const Op *op = graph_block_op(g, b, i);
         F[RES_GPU] += cost_gpu_task_s(hw, op, TASK_FWD);
         if (op->bwd_flops > 0 || op->bwd_io_bytes > 0)

@@ -11,12 +11,13 @@
 /* Recompute seconds of one block when the ops in `kept` keep their activations. */
 static double recompute_s(const Hardware *hw, const Graph *g, Plan *p, const bool kept[])
 {
-    for (int i = 1; i < GRAPH_OPS_PER_BLOCK; i++)
-        plan_set_act(p, 0, i, kept[i] ? ACT_GPU : ACT_RECOMPUTE);
-    bool rerun[GRAPH_OPS_PER_BLOCK];
+    for (int i = 0; i < g->arch->n_ops; i++)
+        if (i != BLOCK_CKPT_OP)
+            plan_set_act(p, 0, i, kept[i] ? ACT_GPU : ACT_RECOMPUTE);
+    bool rerun[ARCH_MAX_OPS];
     sched_recompute_set(p, 0, rerun);
     double s = 0;
-    for (int i = 0; i < GRAPH_OPS_PER_BLOCK; i++)
+    for (int i = 0; i < g->arch->n_ops; i++)
         if (rerun[i])
             s += cost_gpu_op_s(hw, graph_block_op(g, 0, i), TASK_RECOMPUTE);
     return s;
@@ -36,15 +37,15 @@ void planner_ladder(const Hardware *hw, const Graph *g, const Plan *p, SwapLadde
     Err e;
     if (plan_copy(&scratch, p, &e))
         return; /* out of memory: an empty ladder (recompute everything) */
-    bool kept[GRAPH_OPS_PER_BLOCK] = {false};
+    bool kept[ARCH_MAX_OPS] = {false};
     double cost = recompute_s(hw, g, &scratch, kept);
     /* Greedy: each time the op whose kept activation saves the most recompute per byte. */
     for (;;) {
         int best = -1;
         double best_ratio = 0, best_cost = cost;
-        for (int i = 1; i < GRAPH_OPS_PER_BLOCK; i++) {
+        for (int i = 0; i < g->arch->n_ops; i++) {
             double bytes = (double)graph_block_op(g, 0, i)->act_bytes;
-            if (kept[i] || bytes == 0)
+            if (i == BLOCK_CKPT_OP || kept[i] || bytes == 0)
                 continue;
             kept[i] = true;
             double c = recompute_s(hw, g, &scratch, kept);
@@ -256,7 +257,7 @@ static Knobs knobs_of(const Plan *p)
     return (Knobs){{p->prefetch_depth, p->weight_buffers, p->grad_buffers, p->act_buffers,
                     p->subgroup_blocks, p->tail_blocks, p->pinned_buffers, p->state_buffers,
                     p->host_grad_groups, p->optim_cpu_groups, p->weights, p->optim,
-                    plan_act(p, 0, 0)}};
+                    plan_act(p, 0, BLOCK_CKPT_OP)}};
 }
 
 /* Where the search stands: the best plan so far is in the choice. */
@@ -404,12 +405,7 @@ int planner_choose(const Hardware *hw, const Graph *g, int micro_batches, Policy
         c->overflow = footprint_overflow(&c->mem, hw);
         cost_closed_form(hw, g, &st.frugal, &c->cf);
     }
-    for (int b = 0; b < c->plan.n_layer; b++)
-        for (int i = 1; i < GRAPH_OPS_PER_BLOCK; i++) {
-            ActPlace a = plan_act(&c->plan, b, i);
-            if (a != ACT_RECOMPUTE)
-                c->kept[a] += (double)graph_block_op(g, b, i)->act_bytes;
-        }
+    plan_inner_kept_bytes(&c->plan, g, c->kept);
 out:
     plan_free(&p);
     plan_free(&st.frugal);

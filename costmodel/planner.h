@@ -22,14 +22,14 @@
 
 /* One rung: ops of a block whose kept activations are taken together. */
 typedef struct SwapStep {
-    int ops[GRAPH_OPS_PER_BLOCK];
+    int ops[ARCH_MAX_OPS];
     int n_ops;
     double bytes;   /* per block */
     double saved_s; /* recompute seconds saved per block */
 } SwapStep;
 
 typedef struct SwapLadder {
-    SwapStep steps[GRAPH_OPS_PER_BLOCK];
+    SwapStep steps[ARCH_MAX_OPS];
     int n_steps;
     int n_layer;
     double room[TIER_COUNT]; /* bytes each tier can take beyond the base plan */

@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "gpt2_layout.h"
-#include "schedule.h"
 
 const char *mem_tag_name(MemTag m)
 {
@@ -45,12 +44,8 @@ void footprint_cuda_lane(const Graph *g, LaneSizes *lane)
     double N = (double)g->tokens, C = c->d_model, F = c->d_ff, H = c->n_head;
     double Vp = (double)model_padded_vocab(c), chunk = (double)graph_head_chunk(g->tokens);
     double d = (double)dtype_bytes(c->dtype); /* an element of the lane's 16-bit buffers */
-    double stats = 2 * N * 4, lse = N * H * 4, act = N * C * d;
-    const double t[FOOTPRINT_BLOCK_TENSORS] = {act + stats, 3 * act, act + lse, act, act,
-                                               act + stats, N * F * d, N * F * d, act, act,
-                                               act};
-    for (int x = 0; x < FOOTPRINT_BLOCK_TENSORS; x++)
-        lane->tensor[x] = (int64_t)t[x];
+    double act = N * C * d;
+    g->arch->lane_tensor_bytes(c, g->batch, g->seq, (int64_t)d, lane->tensor);
     /* attention: flash for head sizes 32, 64, 128 (an fp32 N x C workspace); other shapes are
      * tiled by query chunks of 256 rows (exec/cuda/gpt2_attention.cu) */
     int hs = c->d_model / c->n_head;
@@ -78,12 +73,12 @@ void footprint_cuda_lane(const Graph *g, LaneSizes *lane)
 
 /* Where each block tensor lives between forward and backward: home[b][x] is a tier, or -1 when
  * it is recomputed (or never kept). */
-static void tensor_homes(const Plan *p, int b, int home[FOOTPRINT_BLOCK_TENSORS])
+static void tensor_homes(const Plan *p, int b, int home[ARCH_MAX_TENSORS])
 {
-    for (int x = 0; x < FOOTPRINT_BLOCK_TENSORS; x++)
+    for (int x = 0; x < arch_tensors(p->arch); x++)
         home[x] = -1;
-    for (int i = 0; i < GRAPH_OPS_PER_BLOCK; i++)
-        for (const int *x = sched_op_saves(i); *x >= 0; x++) {
+    for (int i = 0; i < p->arch->n_ops; i++)
+        for (const signed char *x = p->arch->ops[i].saves; *x >= 0; x++) {
             ActPlace a = plan_act(p, b, i);
             home[*x] = a == ACT_RECOMPUTE ? -1 : (int)a;
         }
@@ -92,23 +87,25 @@ static void tensor_homes(const Plan *p, int b, int home[FOOTPRINT_BLOCK_TENSORS]
 static void add_activations(Footprint *f, const ModelConfig *c, const Plan *p,
                             const LaneSizes *lane)
 {
-    bool swapped[FOOTPRINT_BLOCK_TENSORS] = {false};
+    const BlockArch *arch = p->arch;
+    int n_tensors = arch_tensors(arch);
+    bool swapped[ARCH_MAX_TENSORS] = {false};
     double ckpt_ssd_max = 0, inner_ssd_max = 0;
     for (int b = 0; b < c->n_layer; b++) {
-        int home[FOOTPRINT_BLOCK_TENSORS];
+        int home[ARCH_MAX_TENSORS];
         tensor_homes(p, b, home);
         double cpu = 0, inner_ssd = 0;
-        for (int x = 0; x < FOOTPRINT_BLOCK_TENSORS; x++) {
+        for (int x = 0; x < n_tensors; x++) {
             double n = (double)lane->tensor[x];
             if (home[x] == TIER_GPU)
                 f->bytes[MEM_ACTIVATIONS][TIER_GPU] += n;
             else if (home[x] == TIER_CPU)
                 cpu += gpu_rnd(n);
-            else if (home[x] == TIER_SSD && x != FOOTPRINT_BLOCK_INPUT)
+            else if (home[x] == TIER_SSD && x != arch->input)
                 inner_ssd += gpu_rnd(n);
             else if (home[x] == TIER_SSD && n > ckpt_ssd_max)
                 ckpt_ssd_max = n;
-            if (home[x] == TIER_SSD && x == FOOTPRINT_BLOCK_INPUT)
+            if (home[x] == TIER_SSD && x == arch->input)
                 f->bytes[MEM_ACTIVATIONS][TIER_SSD] += n;
             swapped[x] |= home[x] == TIER_CPU || home[x] == TIER_SSD;
         }
@@ -119,13 +116,13 @@ static void add_activations(Footprint *f, const ModelConfig *c, const Plan *p,
             inner_ssd_max = inner_ssd;
     }
     double slot = 0, scratch = 0;
-    for (int x = 0; x < FOOTPRINT_BLOCK_TENSORS; x++) {
+    for (int x = 0; x < n_tensors; x++) {
         scratch += gpu_rnd((double)lane->tensor[x]);
         if (swapped[x])
             slot += gpu_rnd((double)lane->tensor[x]);
     }
     f->bytes[MEM_ACTIVATIONS][TIER_GPU] += p->act_buffers * slot + scratch +
-                                           (double)lane->tensor[GRAPH_OPS_PER_BLOCK - 1] +
+                                           (double)lane->tensor[arch->output] +
                                            (double)lane->own;
     double out = ckpt_ssd_max > inner_ssd_max ? ckpt_ssd_max : inner_ssd_max;
     if (out > 0)

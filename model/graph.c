@@ -13,13 +13,13 @@ const char *graph_op_kind_name(OpKind k)
     return names[k];
 }
 
-static Op gemm(const char *name, int block, int64_t m, int64_t n, int64_t k, int64_t params,
-               int64_t act_bytes, int64_t dsz)
+Op graph_gemm_op(int block, int64_t m, int64_t n, int64_t k, int64_t params, int64_t act_bytes,
+                 int64_t dsz)
 {
     double f = 2.0 * (double)m * (double)n * (double)k;
-    return (Op){.kind = OP_GEMM, .name = name, .block = block, .m = m, .n = n, .k = k,
-                .params = params, .fwd_flops = f, .bwd_flops = 2 * f,
-                .act_bytes = act_bytes, .out_bytes = m * n * dsz};
+    return (Op){.kind = OP_GEMM, .block = block, .m = m, .n = n, .k = k, .params = params,
+                .fwd_flops = f, .bwd_flops = 2 * f, .act_bytes = act_bytes,
+                .out_bytes = m * n * dsz};
 }
 
 /* A layernorm over T rows of h: ~8 FLOPs per element forward, ~14 backward; it keeps its input
@@ -27,46 +27,31 @@ static Op gemm(const char *name, int block, int64_t m, int64_t n, int64_t k, int
  * do: the residual stream's gradient is fp32 there, so the incoming gradient (fp32) and the
  * input are each read twice (the rows' pass and the weight's column sums) and the residual
  * gradient (fp32) read and written: 2 dsz + 16 bytes an element. */
-static Op layernorm(const char *name, int block, int64_t T, int64_t h, int64_t dsz)
+Op graph_layernorm_op(int block, int64_t T, int64_t h, int64_t dsz)
 {
-    return (Op){.kind = OP_LAYERNORM, .name = name, .block = block, .params = 2 * h,
+    return (Op){.kind = OP_LAYERNORM, .block = block, .params = 2 * h,
                 .fwd_flops = 8.0 * T * h, .bwd_flops = 14.0 * T * h,
                 .fwd_io_bytes = 2 * T * h * dsz, .bwd_io_bytes = T * h * (2 * dsz + 16),
                 .act_bytes = T * h * dsz + 2 * T * 4, .out_bytes = T * h * dsz};
 }
 
-static Op residual(const char *name, int block, int64_t T, int64_t h, int64_t dsz)
+Op graph_residual_op(int block, int64_t T, int64_t h, int64_t dsz)
 {
-    return (Op){.kind = OP_RESIDUAL, .name = name, .block = block, .fwd_flops = (double)T * h,
+    return (Op){.kind = OP_RESIDUAL, .block = block, .fwd_flops = (double)T * h,
                 .bwd_flops = 0, .fwd_io_bytes = 3 * T * h * dsz, .bwd_io_bytes = 0,
                 .out_bytes = T * h * dsz};
 }
 
-static void add_block(Op *op, const ModelConfig *c, int b, int64_t batch, int64_t s, int64_t dsz)
+/* Block b's ops from its family's builder, named by its table. */
+static void add_block(Op *op, const Graph *g, int b)
 {
-    int64_t T = batch * s, h = c->d_model, f = c->d_ff, a = c->n_head;
-    op[0] = layernorm("ln1", b, T, h, dsz);
-    op[1] = gemm("qkv", b, T, 3 * h, h, 3 * h * h + 3 * h, T * h * dsz, dsz);
-    double attn = 4.0 * (double)batch * (double)s * (double)s * (double)h;
-    op[2] = (Op){.kind = OP_ATTENTION, .name = "attn", .block = b,
-                 .head_size = model_head_dim(c), .fwd_flops = attn, .bwd_flops = 2 * attn,
-                 .fwd_io_bytes = 4 * T * h * dsz, .bwd_io_bytes = 9 * T * h * dsz,
-                 .act_bytes = 3 * T * h * dsz + T * h * dsz + T * a * 4, /* q k v, out, lse */
-                 .out_bytes = T * h * dsz};
-    op[3] = gemm("proj", b, T, h, h, h * h + h, 0, dsz); /* its input is attn's kept output */
-    /* the executors' backward first turns the residual's fp32 gradient into dsz: 4 + dsz bytes
-     * an element beside the GEMMs */
-    op[3].bwd_io_bytes = T * h * (4 + dsz);
-    op[4] = residual("res1", b, T, h, dsz);
-    op[5] = layernorm("ln2", b, T, h, dsz);
-    op[6] = gemm("fc1", b, T, f, h, f * h + f, T * h * dsz, dsz);
-    /* the GELU's backward runs in fc2's: its GEMM's epilogue reads the GELU's input */
-    op[7] = (Op){.kind = OP_GELU, .name = "gelu", .block = b, .fwd_flops = 10.0 * T * f,
-                 .bwd_flops = 14.0 * T * f, .fwd_io_bytes = 2 * T * f * dsz,
-                 .bwd_io_bytes = 0, .act_bytes = T * f * dsz, .out_bytes = T * f * dsz};
-    op[8] = gemm("fc2", b, T, h, f, h * f + h, T * f * dsz, dsz);
-    op[8].bwd_io_bytes = T * h * (4 + dsz) + T * f * dsz; /* as proj's, and the GELU's input */
-    op[9] = residual("res2", b, T, h, dsz);
+    const BlockArch *a = g->arch;
+    a->graph_ops(op, &g->cfg, b, g->batch, g->seq);
+    for (int i = 0; i < a->n_ops; i++) {
+        assert(op[i].kind == a->ops[i].kind && op[i].block == b);
+        op[i].id = i;
+        op[i].name = a->ops[i].name;
+    }
 }
 
 int graph_init(Graph *g, const ModelConfig *cfg, int batch, int seq, Err *e)
@@ -87,10 +72,11 @@ int graph_init(Graph *g, const ModelConfig *cfg, int batch, int seq, Err *e)
                        batch, seq, (long long)batch * seq,
                        (long long)GRAPH_MAX_TOKENS);
     g->cfg = *cfg;
+    g->arch = model_arch(cfg);
     g->batch = batch;
     g->seq = seq;
     g->tokens = (int64_t)batch * seq;
-    g->n_ops = 1 + GRAPH_OPS_PER_BLOCK * cfg->n_layer + 3;
+    g->n_ops = 1 + g->arch->n_ops * cfg->n_layer + 3;
     g->ops = calloc((size_t)g->n_ops, sizeof *g->ops);
     if (!g->ops)
         return err_set(e, -ENOMEM, "out of memory for a graph of %d ops", g->n_ops);
@@ -101,18 +87,21 @@ int graph_init(Graph *g, const ModelConfig *cfg, int batch, int seq, Err *e)
     /* its backward adds the fp32 residual gradient into the fp32 token and position rows (read
      * and written each), then turns the whole table's gradient into dsz */
     int64_t embed_params = V * h + (int64_t)cfg->max_seq * h;
-    *op++ = (Op){.kind = OP_EMBED, .name = "embed", .block = -1, .params = embed_params,
+    *op++ = (Op){.kind = OP_EMBED, .name = "embed", .id = EDGE_EMBED, .block = -1,
+                 .params = embed_params,
                  .fwd_flops = (double)T * h, .bwd_flops = 2.0 * T * h,
                  .fwd_io_bytes = 3 * T * h * dsz,
                  .bwd_io_bytes = 20 * T * h + (4 + dsz) * embed_params,
                  .act_bytes = T * 4, /* token ids */ .out_bytes = T * h * dsz};
-    for (int b = 0; b < L; b++, op += GRAPH_OPS_PER_BLOCK)
-        add_block(op, cfg, b, batch, seq, dsz);
-    *op++ = layernorm("lnf", L, T, h, dsz);
+    for (int b = 0; b < L; b++, op += g->arch->n_ops)
+        add_block(op, g, b);
+    *op = graph_layernorm_op(L, T, h, dsz);
+    op->name = "lnf", op->id = EDGE_NORM, op++;
     /* The head runs fused over chunks of tokens (graph.h, GRAPH_HEAD_CHUNK): its forward also
      * does its backward, so all its FLOPs are forward ones, at the chunk's GEMM shape, and what
      * it keeps for the lnf's backward is its input's gradient, not the logits. */
-    Op head = gemm("lm_head", L, T, V, h, cfg->tied ? 0 : V * h, T * h * dsz, dsz);
+    Op head = graph_gemm_op(L, T, V, h, cfg->tied ? 0 : V * h, T * h * dsz, dsz);
+    head.name = "lm_head", head.id = EDGE_HEAD;
     head.m = graph_head_chunk(T);
     head.fwd_flops += head.bwd_flops;
     head.bwd_flops = 0;
@@ -126,7 +115,8 @@ int graph_init(Graph *g, const ModelConfig *cfg, int batch, int seq, Err *e)
     /* Softmax + cross-entropy, computed within the head's chunks (its FLOPs are counted here,
      * its time there): what is left is the per-token losses' copy to the host; it keeps the
      * targets. */
-    *op++ = (Op){.kind = OP_LOSS, .name = "loss", .block = L, .fwd_flops = 5.0 * T * V,
+    *op++ = (Op){.kind = OP_LOSS, .name = "loss", .id = EDGE_LOSS, .block = L,
+                 .fwd_flops = 5.0 * T * V,
                  .bwd_flops = 0, .fwd_io_bytes = T * 4, .bwd_io_bytes = 0,
                  .act_bytes = T * 4, .out_bytes = T * 4};
     assert(op - g->ops == g->n_ops);
@@ -152,10 +142,48 @@ void graph_free(Graph *g)
     g->n_ops = 0;
 }
 
-const Op *graph_block_op(const Graph *g, int b, int i)
+/* The embedding comes first, the blocks' ops after it, the head's last. */
+int graph_block_op_index(const Graph *g, int b, int op)
 {
-    assert(b >= 0 && b < g->cfg.n_layer && i >= 0 && i < GRAPH_OPS_PER_BLOCK);
-    return &g->ops[1 + b * GRAPH_OPS_PER_BLOCK + i];
+    assert(b >= 0 && b < g->cfg.n_layer && op >= 0 && op < g->arch->n_ops);
+    return 1 + b * g->arch->n_ops + op;
+}
+
+int graph_edge_op_index(const Graph *g, EdgeOp e)
+{
+    assert(e >= EDGE_EMBED && e <= EDGE_LOSS);
+    int i = e == EDGE_EMBED ? 0 : g->n_ops - 3 + (int)(e - EDGE_NORM);
+    assert(g->ops[i].id == (int)e);
+    return i;
+}
+
+const Op *graph_block_op(const Graph *g, int b, int op)
+{
+    return &g->ops[graph_block_op_index(g, b, op)];
+}
+
+const Op *graph_edge_op(const Graph *g, EdgeOp e)
+{
+    return &g->ops[graph_edge_op_index(g, e)];
+}
+
+const Op *graph_block_op_of_kind(const Graph *g, OpKind k)
+{
+    for (int i = 0; i < g->arch->n_ops; i++)
+        if (g->arch->ops[i].kind == k)
+            return graph_block_op(g, 0, i);
+    return NULL;
+}
+
+int graph_first_bwd_op(const Graph *g)
+{
+    for (int i = g->arch->n_ops - 1; i >= 0; i--) {
+        const Op *op = graph_block_op(g, 0, i);
+        if (op->bwd_flops > 0 || op->bwd_io_bytes > 0)
+            return i;
+    }
+    assert(!"a block without backward work");
+    return -1;
 }
 
 void graph_totals(const Graph *g, GraphTotals *t)
@@ -179,7 +207,7 @@ void graph_totals(const Graph *g, GraphTotals *t)
         else if (op->block == 0)
             t->block_act_bytes += op->act_bytes, block_params += op->params;
     }
-    const Op *embed = &g->ops[0], *lm_head = &g->ops[g->n_ops - 2];
+    const Op *embed = graph_edge_op(g, EDGE_EMBED), *lm_head = graph_edge_op(g, EDGE_HEAD);
     t->max_block_params = block_params;
     if (embed->params > t->max_block_params)
         t->max_block_params = embed->params;

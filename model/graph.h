@@ -1,7 +1,8 @@
 /* graph: the layer graph of one GPT-style training step, for one micro-batch.
  *
- * Ops in execution order: embed, then per block ln1 qkv attn proj res1 ln2 fc1 gelu fc2 res2, then
- * lnf lm_head loss. Each op carries its GEMM shape, forward and backward FLOPs, parameter count,
+ * Ops in execution order: the embedding, then each block's ops as its family lists them (arch.h;
+ * GPT-2's in gpt2_arch.h, whose builder gives their costs), then the final norm, the LM head and
+ * the loss (EdgeOp). Each op carries its GEMM shape, forward and backward FLOPs, parameter count,
  * device-memory traffic for memory-bound kernels, and the activation bytes it must keep for the
  * backward pass. It describes work, not time: durations come from costmodel/.
  *
@@ -20,22 +21,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "arch.h"
 #include "fuyou_err.h"
 #include "model.h"
-
-typedef enum OpKind {
-    OP_EMBED,
-    OP_LAYERNORM,
-    OP_GEMM,
-    OP_ATTENTION,
-    OP_RESIDUAL,
-    OP_GELU,
-    OP_LOSS,
-} OpKind;
 
 typedef struct Op {
     OpKind kind;
     const char *name;     /* "qkv", "fc1", ...: static */
+    int id;               /* its name: the family's block op (gpt2_arch.h), or an EdgeOp */
     int block;            /* block index; -1 for the embedding, n_layer for lnf, lm_head, loss */
     int64_t m, n, k;      /* GEMM: m tokens, n outputs, k inputs; 0 for other kinds */
     int64_t head_size;    /* attention: d_model / n_head (its kernels depend on it); 0 for
@@ -49,8 +42,6 @@ typedef struct Op {
     int64_t act_bytes;    /* bytes first saved here for backward */
     int64_t out_bytes;    /* size of the op's output */
 } Op;
-
-enum { GRAPH_OPS_PER_BLOCK = 10 };
 
 /* The head runs over chunks of at most GRAPH_HEAD_CHUNK tokens, forward and backward fused per
  * chunk (logits, softmax + cross-entropy, the logits' gradient, then the head's input and weight
@@ -71,21 +62,21 @@ enum { GRAPH_MAX_BATCH = 1 << 20 };
 #define GRAPH_MAX_ACT_BYTES ((int64_t)1 << 50)
 
 /* What a compute lane allocates for one micro-batch (footprint.h): each tensor of a block as the
- * lane keeps it (the ten op outputs by op index, then the block input, FOOTPRINT_BLOCK_INPUT),
- * its own working set, and the bytes of one weight and of one gradient element. */
-enum { FOOTPRINT_BLOCK_INPUT = GRAPH_OPS_PER_BLOCK, FOOTPRINT_BLOCK_TENSORS };
+ * lane keeps it (by the family's tensor names, arch.h), its own working set, and the bytes of
+ * one weight and of one gradient element. */
 typedef struct LaneSizes {
-    int64_t tensor[FOOTPRINT_BLOCK_TENSORS];
+    int64_t tensor[ARCH_MAX_TENSORS];
     int64_t own;
     int weight_bytes, grad_bytes;
 } LaneSizes;
 
 typedef struct Graph {
     ModelConfig cfg;
+    const BlockArch *arch; /* cfg's block: its ops by name */
     int batch;      /* micro-batch size */
     int seq;        /* sequence length, <= cfg.max_seq */
     int64_t tokens; /* batch * seq */
-    Op *ops;        /* 1 + 10·n_layer + 3 */
+    Op *ops;        /* the embedding, n_layer blocks of arch->n_ops, the final norm, head, loss */
     int n_ops;
     bool has_lane;  /* planning for an executor's lane: its sizes (else the CUDA lane's) */
     LaneSizes lane;
@@ -97,9 +88,27 @@ typedef struct Graph {
 int graph_init(Graph *g, const ModelConfig *cfg, int batch, int seq, Err *e);
 void graph_free(Graph *g);
 
-/* Op i (0..9) of block b. */
-const Op *graph_block_op(const Graph *g, int b, int i);
+/* Op `op` (a name from the family's list, gpt2_arch.h) of block b. */
+const Op *graph_block_op(const Graph *g, int b, int op);
+/* The op outside the blocks named e. */
+const Op *graph_edge_op(const Graph *g, EdgeOp e);
+/* Where those are in g->ops (a schedule task's op, schedule.h). */
+int graph_block_op_index(const Graph *g, int b, int op);
+int graph_edge_op_index(const Graph *g, EdgeOp e);
+/* The op of a block whose backward runs first (the last one of the list with backward work:
+ * the residual adds pass their gradient through another op's). */
+int graph_first_bwd_op(const Graph *g);
+/* A block's first op of kind k (its attention, say), or NULL when it has none. */
+const Op *graph_block_op_of_kind(const Graph *g, OpKind k);
 const char *graph_op_kind_name(OpKind k);
+
+/* For the families' builders (BlockArch.graph_ops): a GEMM of m tokens, n outputs, k inputs
+ * with `params` parameters that keeps act_bytes; a layernorm over T rows of h; a residual add
+ * of T x h; each in elements of dsz bytes, named by the family's table. */
+Op graph_gemm_op(int block, int64_t m, int64_t n, int64_t k, int64_t params, int64_t act_bytes,
+                 int64_t dsz);
+Op graph_layernorm_op(int block, int64_t T, int64_t h, int64_t dsz);
+Op graph_residual_op(int block, int64_t T, int64_t h, int64_t dsz);
 
 typedef struct GraphTotals {
     int64_t params;

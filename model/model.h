@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "arch.h"
 #include "fuyou_err.h"
 
 typedef enum DType { DTYPE_FP32, DTYPE_BF16, DTYPE_FP16 } DType;
@@ -38,6 +39,7 @@ enum {
 
 typedef struct ModelConfig {
     char name[64];
+    Arch arch;    /* the block's family (arch.h); GPT-2's for every preset so far */
     int n_layer;
     int d_model;  /* hidden size h */
     int n_head;
@@ -62,6 +64,8 @@ int model_load(const char *name_or_path, ModelConfig *out, Err *e);
 int model_validate(const ModelConfig *c, Err *e);
 
 int64_t model_head_dim(const ModelConfig *c);
+/* The block of c's family: its ops and tensors by name. */
+const BlockArch *model_arch(const ModelConfig *c);
 /* Parameters of one transformer block: 2 LNs, qkv, attention projection, fc1, fc2 (with biases). */
 int64_t model_block_params(const ModelConfig *c);
 /* Parameters outside the blocks: token and position embeddings, final LN, untied LM head. */

@@ -50,12 +50,12 @@ const char *act_place_name(ActPlace a)
 int plan_init(Plan *p, const Graph *g, Policy policy, Err *e)
 {
     *p = (Plan){.policy = policy, .micro_batch = g->batch, .micro_batches = 1, .seq = g->seq,
-                .n_layer = g->cfg.n_layer, .weights = TIER_SSD, .optim = TIER_SSD,
+                .n_layer = g->cfg.n_layer, .arch = g->arch, .weights = TIER_SSD, .optim = TIER_SSD,
                 .subgroup_blocks = 1, .tail_blocks = 1, .prefetch_depth = 1,
                 .weight_buffers = 2, .pinned_buffers = 4, .act_buffers = 2, .grad_buffers = 2,
                 .state_buffers = 3, .host_grad_groups = 4,
                 .copy_chunk_bytes = PLAN_COPY_CHUNK_BYTES};
-    p->act = malloc((size_t)p->n_layer * GRAPH_OPS_PER_BLOCK * sizeof *p->act);
+    p->act = malloc((size_t)p->n_layer * (size_t)p->arch->n_ops * sizeof *p->act);
     if (!p->act)
         return err_set(e, -ENOMEM, "out of memory for a plan of %d blocks", p->n_layer);
     plan_set_all_act(p, ACT_CPU, ACT_RECOMPUTE);
@@ -71,7 +71,7 @@ void plan_free(Plan *p)
 int plan_copy(Plan *dst, const Plan *src, Err *e)
 {
     *dst = *src;
-    size_t n = (size_t)src->n_layer * GRAPH_OPS_PER_BLOCK * sizeof *src->act;
+    size_t n = (size_t)src->n_layer * (size_t)src->arch->n_ops * sizeof *src->act;
     dst->act = malloc(n);
     if (!dst->act)
         return err_set(e, -ENOMEM, "out of memory copying a plan");
@@ -81,29 +81,30 @@ int plan_copy(Plan *dst, const Plan *src, Err *e)
 
 ActPlace plan_act(const Plan *p, int block, int op)
 {
-    assert(block >= 0 && block < p->n_layer && op >= 0 && op < GRAPH_OPS_PER_BLOCK);
-    return p->act[block * GRAPH_OPS_PER_BLOCK + op];
+    assert(block >= 0 && block < p->n_layer && op >= 0 && op < p->arch->n_ops);
+    return p->act[block * p->arch->n_ops + op];
 }
 
 void plan_set_act(Plan *p, int block, int op, ActPlace a)
 {
-    assert(block >= 0 && block < p->n_layer && op >= 0 && op < GRAPH_OPS_PER_BLOCK);
-    assert(op != 0 || a != ACT_RECOMPUTE);
-    p->act[block * GRAPH_OPS_PER_BLOCK + op] = a;
+    assert(block >= 0 && block < p->n_layer && op >= 0 && op < p->arch->n_ops);
+    assert(op != BLOCK_CKPT_OP || a != ACT_RECOMPUTE);
+    p->act[block * p->arch->n_ops + op] = a;
 }
 
 void plan_set_all_act(Plan *p, ActPlace ckpt, ActPlace inner)
 {
     for (int b = 0; b < p->n_layer; b++)
-        plan_set_act(p, b, 0, ckpt);
+        plan_set_act(p, b, BLOCK_CKPT_OP, ckpt);
     plan_set_inner_act(p, inner);
 }
 
 void plan_set_inner_act(Plan *p, ActPlace inner)
 {
     for (int b = 0; b < p->n_layer; b++)
-        for (int i = 1; i < GRAPH_OPS_PER_BLOCK; i++)
-            plan_set_act(p, b, i, inner);
+        for (int i = 0; i < p->arch->n_ops; i++)
+            if (i != BLOCK_CKPT_OP)
+                plan_set_act(p, b, i, inner);
 }
 
 int plan_validate(const Plan *p, Err *e)
@@ -143,7 +144,7 @@ int plan_validate(const Plan *p, Err *e)
         return err_set(e, -EINVAL, "plan: tail of %d blocks exceeds the model's %d",
                        p->tail_blocks, p->n_layer);
     for (int b = 0; b < p->n_layer; b++)
-        if (plan_act(p, b, 0) == ACT_RECOMPUTE)
+        if (plan_act(p, b, BLOCK_CKPT_OP) == ACT_RECOMPUTE)
             return err_set(e, -EINVAL, "plan: block %d's checkpoint cannot be recomputed", b);
     return 0;
 }
@@ -188,11 +189,21 @@ int plan_subgroup_of_block(const Plan *p, int block)
     return (p->n_layer - 1 - block) / p->subgroup_blocks;
 }
 
+void plan_inner_kept_bytes(const Plan *p, const Graph *g, double kept[TIER_COUNT])
+{
+    for (int b = 0; b < p->n_layer; b++)
+        for (int i = 0; i < p->arch->n_ops; i++) {
+            ActPlace a = plan_act(p, b, i);
+            if (i != BLOCK_CKPT_OP && a != ACT_RECOMPUTE)
+                kept[a] += (double)graph_block_op(g, b, i)->act_bytes;
+        }
+}
+
 char *plan_summary(const Plan *p, const Graph *g, char *buf, size_t n)
 {
     double bytes[4] = {0};
     for (int b = 0; b < p->n_layer; b++)
-        for (int i = 0; i < GRAPH_OPS_PER_BLOCK; i++)
+        for (int i = 0; i < p->arch->n_ops; i++)
             bytes[plan_act(p, b, i)] += (double)graph_block_op(g, b, i)->act_bytes;
     char kb[4][24], cpu_groups[64] = "";
     for (int a = 0; a < 4; a++)

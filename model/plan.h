@@ -17,8 +17,8 @@ typedef enum Tier { TIER_GPU, TIER_CPU, TIER_SSD, TIER_COUNT } Tier;
 
 typedef enum Policy { POLICY_FUYOU, POLICY_ZERO_INFINITY } Policy;
 
-/* What happens to the activation an op keeps for backward. Op 0 of a block (ln1) keeps the block
- * input, the checkpoint: it is never recomputed. */
+/* What happens to the activation an op keeps for backward. A block's BLOCK_CKPT_OP keeps the
+ * block input, the checkpoint (arch.h): it is never recomputed. */
 typedef enum ActPlace { ACT_GPU, ACT_CPU, ACT_SSD, ACT_RECOMPUTE } ActPlace;
 
 /* The largest count a plan holds (micro-batches, sub-group and tail blocks, prefetch depth + 1,
@@ -31,9 +31,10 @@ typedef struct Plan {
     int micro_batches;   /* micro-batches per iteration (gradient accumulation) */
     int seq;
     int n_layer;
+    const BlockArch *arch; /* the model's block: the ops act places (arch.h) */
     Tier weights;        /* home of the 16-bit weights */
     Tier optim;          /* home of fp32 master, Adam m and v */
-    ActPlace *act;       /* [n_layer][GRAPH_OPS_PER_BLOCK]: each op's kept activation */
+    ActPlace *act;       /* [n_layer][arch->n_ops]: each op's kept activation */
     int subgroup_blocks; /* optimizer sub-group size in blocks */
     int tail_blocks;     /* blocks in the tail sub-group, with the embedding: updated last */
     int prefetch_depth;  /* weight loads are issued this many layer groups ahead of compute */
@@ -75,6 +76,10 @@ void plan_set_act(Plan *p, int block, int op, ActPlace a);
 void plan_set_all_act(Plan *p, ActPlace ckpt, ActPlace inner);
 /* Sets every block's intra-block activations (all but the checkpoint) to inner. */
 void plan_set_inner_act(Plan *p, ActPlace inner);
+
+/* Adds to kept[t] the bytes of the intra-block activations (all but the checkpoints) that p
+ * keeps on tier t, from g's ops; the recomputed ones count nowhere. */
+void plan_inner_kept_bytes(const Plan *p, const Graph *g, double kept[TIER_COUNT]);
 
 /* One paragraph naming every decision of p, for reports: policy, tiers, activation bytes by
  * decision, sub-groups, prefetch and buffers. Writes into buf and returns it. */

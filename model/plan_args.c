@@ -104,7 +104,7 @@ int plan_args_apply(const PlanArgs *pa, Plan *p, const char *prog)
         if (parse_tier(prog, "--checkpoints", pa->checkpoints, &t))
             return -EINVAL;
         for (int b = 0; b < p->n_layer; b++)
-            plan_set_act(p, b, 0, (ActPlace)t);
+            plan_set_act(p, b, BLOCK_CKPT_OP, (ActPlace)t);
     }
     if (pa->act) {
         Tier t;

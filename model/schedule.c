@@ -67,9 +67,10 @@ static void defer(Builder *b, int task, RefKind kind, int a, int c)
     b->defs[b->n_defs++] = (Deferred){task, kind, a, c};
 }
 
-/* A GPU task in program order. */
-static int gpu_task(Builder *b, TaskKind kind, Phase ph, const Op *op, int op_index)
+/* A GPU task in program order: g->ops[op_index]. */
+static int gpu_task(Builder *b, TaskKind kind, Phase ph, int op_index)
 {
+    const Op *op = &b->g->ops[op_index];
     const Graph *g = b->g;
     int layer = op->block;
     double flops = kind == TASK_BWD ? op->bwd_flops : op->fwd_flops;
@@ -141,18 +142,18 @@ static bool use_releases_weights(const Builder *b, bool bwd, int block)
     return bwd || block < b->L - resident_blocks(b);
 }
 
-/* Bytes of block activations at each tier (checkpoint: op 0; inner: the rest). */
+/* Bytes of block activations at each tier (checkpoint: BLOCK_CKPT_OP's; inner: the rest). */
 static void act_bytes(const Builder *b, int block, double ckpt[TIER_COUNT],
                       double inner[TIER_COUNT])
 {
     for (int t = 0; t < TIER_COUNT; t++)
         ckpt[t] = inner[t] = 0;
-    for (int i = 0; i < GRAPH_OPS_PER_BLOCK; i++) {
+    for (int i = 0; i < b->g->arch->n_ops; i++) {
         ActPlace a = plan_act(b->p, block, i);
         if (a == ACT_RECOMPUTE)
             continue;
         double n = (double)graph_block_op(b->g, block, i)->act_bytes;
-        if (i == 0)
+        if (i == BLOCK_CKPT_OP)
             ckpt[a] += n;
         else
             inner[a] += n;
@@ -171,10 +172,11 @@ static bool use_fetches_acts(const Builder *b, bool bwd, int block)
 static int prepare_uses(Builder *b)
 {
     int n = b->n_uses;
-    int **views[] = {&b->use_last, &b->swap_out[0], &b->swap_out[1], &b->w_acq, &b->w_rel,
-                     &b->w_acq_of_use, &b->w_h2d, &b->a_acq, &b->fetch_h2d[0], &b->fetch_h2d[1],
-                     &b->act_d2h, &b->ckpt_d2h, &b->load_h2d, &b->w_buf, &b->a_slot,
-                     &b->fetch_k_h2d[0], &b->fetch_k_h2d[1]};
+    int **views[] = {&b->use_last, &b->swap_out[PART_CKPT], &b->swap_out[PART_INNER],
+                     &b->w_acq, &b->w_rel, &b->w_acq_of_use, &b->w_h2d, &b->a_acq,
+                     &b->fetch_h2d[PART_CKPT], &b->fetch_h2d[PART_INNER], &b->act_d2h,
+                     &b->ckpt_d2h, &b->load_h2d, &b->w_buf, &b->a_slot,
+                     &b->fetch_k_h2d[PART_CKPT], &b->fetch_k_h2d[PART_INNER]};
     size_t n_views = sizeof views / sizeof views[0];
     b->per_use = malloc(n_views * (size_t)n * sizeof(int));
     int *hold = malloc((size_t)b->L * sizeof(int)), *rel_buf = malloc((size_t)n * sizeof(int));
@@ -192,11 +194,12 @@ static int prepare_uses(Builder *b)
         int it, m, blk;
         bool bwd;
         use_decode(b, u, &it, &m, &bwd, &blk);
-        b->use_last[u] = b->swap_out[0][u] = b->swap_out[1][u] = -1;
+        b->use_last[u] = b->swap_out[PART_CKPT][u] = b->swap_out[PART_INNER][u] = -1;
         b->w_acq_of_use[u] = -1;
-        b->fetch_h2d[0][u] = b->fetch_h2d[1][u] = b->act_d2h[u] = b->load_h2d[u] = -1;
+        b->fetch_h2d[PART_CKPT][u] = b->fetch_h2d[PART_INNER][u] = -1;
+        b->act_d2h[u] = b->load_h2d[u] = -1;
         b->ckpt_d2h[u] = b->w_buf[u] = b->a_slot[u] = -1;
-        b->fetch_k_h2d[0][u] = b->fetch_k_h2d[1][u] = -1;
+        b->fetch_k_h2d[PART_CKPT][u] = b->fetch_k_h2d[PART_INNER][u] = -1;
         if (use_loads_weights(b, bwd, blk)) {
             int j = b->n_w_acq;
             b->w_acq_of_use[u] = j;
@@ -283,22 +286,22 @@ static void emit_loads(Builder *b, int u)
         int k = b->n_a_acq;
         b->a_acq[b->n_a_acq++] = u;
         b->a_slot[u] = k;
-        for (int part = 0; part < 2; part++) {
-            double *tier = part == 0 ? c : in;
-            const char *what = part == 0 ? "ckpt" : "act";
+        for (int part = PART_CKPT; part < N_ACT_PARTS; part++) {
+            double *tier = part == PART_CKPT ? c : in;
+            const char *what = part_name(part);
             if (tier[TIER_CPU] + tier[TIER_SSD] == 0)
                 continue;
             int ssdr = -1;
             if (tier[TIER_SSD] > 0) {
                 ssdr = sched_copy_task(b, RES_SSD_READ, ph, blk, tier[TIER_SSD], PRIO_ACT_IN,
                                        "SSDR.b%d.%s", blk, what);
-                set_move(b, ssdr, part == 0 ? CARGO_CKPT : CARGO_ACTS, TIER_SSD, TIER_CPU, -1);
+                set_move(b, ssdr, part_cargo(part), TIER_SSD, TIER_CPU, -1);
                 if (ssdr >= 0)
                     b->s->tasks[ssdr].slot.pinned = k % 2;
                 /* two pinned in-slots: wait until fetch k - 2 has gone up */
                 if (k >= 2) {
-                    dep(b, ssdr, b->fetch_k_h2d[0][k - 2]);
-                    dep(b, ssdr, b->fetch_k_h2d[1][k - 2]);
+                    dep(b, ssdr, b->fetch_k_h2d[PART_CKPT][k - 2]);
+                    dep(b, ssdr, b->fetch_k_h2d[PART_INNER][k - 2]);
                 }
                 defer(b, ssdr, REF_SWAP_OUT, fu, part);
                 if (gate >= 0)
@@ -306,7 +309,7 @@ static void emit_loads(Builder *b, int u)
             }
             int h2d = sched_copy_task(b, RES_H2D, ph, blk, tier[TIER_CPU] + tier[TIER_SSD],
                                       PRIO_ACT_IN, "H2D.b%d.%s", blk, what);
-            set_move(b, h2d, part == 0 ? CARGO_CKPT : CARGO_ACTS, TIER_CPU, TIER_GPU, -1);
+            set_move(b, h2d, part_cargo(part), TIER_CPU, TIER_GPU, -1);
             if (h2d >= 0) {
                 b->s->tasks[h2d].slot.gpu_acts = k % p->act_buffers;
                 b->s->tasks[h2d].slot.pinned = tier[TIER_SSD] > 0 ? k % 2 : -1;
@@ -320,8 +323,8 @@ static void emit_loads(Builder *b, int u)
             if (user >= 0) {
                 int fu_last = use_index(b, it, m, false, user);
                 defer(b, h2d, REF_USE_END, fu_last, 0);
-                defer(b, h2d, REF_SWAP_OUT, fu_last, 0);
-                defer(b, h2d, REF_SWAP_OUT, fu_last, 1);
+                defer(b, h2d, REF_SWAP_OUT, fu_last, PART_CKPT);
+                defer(b, h2d, REF_SWAP_OUT, fu_last, PART_INNER);
             }
             if (k >= p->act_buffers)
                 defer(b, h2d, REF_USE_END, b->a_acq[k - p->act_buffers], 0);
@@ -351,19 +354,19 @@ static double block_weight_bytes(const Builder *b)
     return (double)model_block_params(&b->g->cfg) * (double)dtype_bytes(b->g->cfg.dtype);
 }
 
-/* The ten forward ops of block blk (use u). */
+/* The forward ops of block blk (use u). */
 static void emit_forward_ops(Builder *b, int u, int blk)
 {
     const Plan *p = b->p;
-    int base = 1 + blk * GRAPH_OPS_PER_BLOCK, A = p->act_buffers;
-    for (int i = 0; i < GRAPH_OPS_PER_BLOCK; i++) {
-        int t = gpu_task(b, TASK_FWD, PHASE_FORWARD, &b->g->ops[base + i], base + i);
+    int A = p->act_buffers;
+    for (int i = 0; i < b->g->arch->n_ops; i++) {
+        int t = gpu_task(b, TASK_FWD, PHASE_FORWARD, graph_block_op_index(b->g, blk, i));
         if (t >= 0) {
             b->s->tasks[t].slot.gpu_weights = b->w_buf[u];
             b->s->tasks[t].slot.gpu_acts = sched_fwd_act_slot(p, blk);
         }
         if (i > 0)
-            continue;
+            continue; /* what follows gates the block's first op */
         dep(b, t, b->load_h2d[u]);
         if (p->weights == TIER_GPU && b->iter > 0)
             defer(b, t, REF_BLOCK_UPDATE, b->iter - 1, blk);
@@ -386,19 +389,19 @@ static void emit_forward_block(Builder *b, int u, int blk)
 
     /* The checkpoint (this block's input) is ready once the previous GPU task ends. */
     int slot = sched_fwd_act_slot(p, blk);
-    for (int part = 0; part < 2; part++) {
+    for (int part = PART_CKPT; part < N_ACT_PARTS; part++) {
         /* The checkpoint (this block's input) is ready once the previous GPU task ends, the
          * inner activations once this block's forward has: emitted before and after it. */
-        double *tier = part == 0 ? c : in;
-        if (part == 1)
+        double *tier = part == PART_CKPT ? c : in;
+        if (part == PART_INNER)
             emit_forward_ops(b, u, blk);
         if (tier[TIER_CPU] + tier[TIER_SSD] == 0)
             continue;
         int d2h = sched_copy_task(b, RES_D2H, PHASE_FORWARD, blk, tier[TIER_CPU] + tier[TIER_SSD],
-                                  PRIO_ACT_OUT, "D2H.b%d.%s", blk, part == 0 ? "ckpt" : "act");
-        set_move(b, d2h, part == 0 ? CARGO_CKPT : CARGO_ACTS, TIER_GPU, TIER_CPU, -1);
+                                  PRIO_ACT_OUT, "D2H.b%d.%s", blk, part_name(part));
+        set_move(b, d2h, part_cargo(part), TIER_GPU, TIER_CPU, -1);
         dep(b, d2h, b->last_gpu);
-        (part == 0 ? b->ckpt_d2h : b->act_d2h)[u] = b->swap_out[part][u] = d2h;
+        (part == PART_CKPT ? b->ckpt_d2h : b->act_d2h)[u] = b->swap_out[part][u] = d2h;
         if (d2h >= 0)
             b->s->tasks[d2h].slot.gpu_acts = slot;
         if (tier[TIER_SSD] > 0) {
@@ -407,8 +410,8 @@ static void emit_forward_block(Builder *b, int u, int blk)
             if (b->n_act_ssdw > 2)
                 dep(b, d2h, b->act_ssdw[ring]);
             int w = sched_copy_task(b, RES_SSD_WRITE, PHASE_FORWARD, blk, tier[TIER_SSD],
-                                    PRIO_ACT_OUT, "SSDW.b%d.%s", blk, part == 0 ? "ckpt" : "act");
-            set_move(b, w, part == 0 ? CARGO_CKPT : CARGO_ACTS, TIER_CPU, TIER_SSD, -1);
+                                    PRIO_ACT_OUT, "SSDW.b%d.%s", blk, part_name(part));
+            set_move(b, w, part_cargo(part), TIER_CPU, TIER_SSD, -1);
             dep(b, w, d2h);
             if (d2h >= 0)
                 b->s->tasks[d2h].slot.pinned = ring;
@@ -425,35 +428,36 @@ static void emit_backward_block(Builder *b, int u, int blk, bool last_micro)
 {
     const Plan *p = b->p;
     emit_loads_ahead(b, u);
-    bool rerun[GRAPH_OPS_PER_BLOCK];
+    bool rerun[ARCH_MAX_OPS];
     sched_recompute_set(p, blk, rerun);
-    int base = 1 + blk * GRAPH_OPS_PER_BLOCK, first = -1;
+    int n_ops = b->g->arch->n_ops, first = -1;
     TaskSlots slots = {.gpu_weights = b->w_buf[u], .gpu_grads = b->n_bwd_d2h % p->grad_buffers,
                        .gpu_acts = b->a_slot[u] >= 0 ? b->a_slot[u] % p->act_buffers : -1,
                        .pinned = -1, .host_grads = -1};
     if (p->optim == TIER_GPU)
         slots.gpu_grads = -1;
-    for (int i = 0; i < GRAPH_OPS_PER_BLOCK; i++)
+    for (int i = 0; i < n_ops; i++)
         if (rerun[i]) {
-            int t = gpu_task(b, TASK_RECOMPUTE, PHASE_BACKWARD, &b->g->ops[base + i], base + i);
+            int t = gpu_task(b, TASK_RECOMPUTE, PHASE_BACKWARD,
+                             graph_block_op_index(b->g, blk, i));
             if (t >= 0)
                 b->s->tasks[t].slot = slots;
             if (first < 0)
                 first = t;
         }
-    for (int i = GRAPH_OPS_PER_BLOCK - 1; i >= 0; i--) {
-        const Op *op = &b->g->ops[base + i];
+    for (int i = n_ops - 1; i >= 0; i--) {
+        const Op *op = graph_block_op(b->g, blk, i);
         if (op->bwd_flops == 0 && op->bwd_io_bytes == 0)
             continue; /* a residual passes its gradient through */
-        int t = gpu_task(b, TASK_BWD, PHASE_BACKWARD, op, base + i);
+        int t = gpu_task(b, TASK_BWD, PHASE_BACKWARD, graph_block_op_index(b->g, blk, i));
         if (t >= 0)
             b->s->tasks[t].slot = slots;
         if (first < 0)
             first = t;
     }
     dep(b, first, b->load_h2d[u]);
-    dep(b, first, b->fetch_h2d[0][u]);
-    dep(b, first, b->fetch_h2d[1][u]);
+    dep(b, first, b->fetch_h2d[PART_CKPT][u]);
+    dep(b, first, b->fetch_h2d[PART_INNER][u]);
     if (b->n_bwd_d2h >= p->grad_buffers)
         dep(b, first, b->bwd_d2h_seq[b->n_bwd_d2h - p->grad_buffers]);
     b->use_last[u] = b->last_gpu;
@@ -523,30 +527,33 @@ static void emit_micro_batch(Builder *b, int m)
         if (b->iter > 0)
             defer(b, rd >= 0 ? rd : edge_h2d, REF_EDGE_UPDATE, b->iter - 1, 0);
     }
-    int t = gpu_task(b, TASK_FWD, PHASE_FORWARD, &g->ops[0], 0);
+    int t = gpu_task(b, TASK_FWD, PHASE_FORWARD, graph_edge_op_index(g, EDGE_EMBED));
     dep(b, t, edge_h2d);
     if (p->weights == TIER_GPU && b->iter > 0 && m == 0)
         defer(b, t, REF_EDGE_UPDATE, b->iter - 1, 0);
 
     for (int blk = 0; blk < b->L; blk++)
         emit_forward_block(b, use_index(b, b->iter, m, false, blk), blk);
-    for (int i = g->n_ops - 3; i < g->n_ops; i++) {
-        int head = gpu_task(b, TASK_FWD, PHASE_FORWARD, &g->ops[i], i);
+    static const EdgeOp head_ops[] = {EDGE_NORM, EDGE_HEAD, EDGE_LOSS};
+    enum { N_HEAD_OPS = sizeof head_ops / sizeof head_ops[0] };
+    for (int i = 0; i < N_HEAD_OPS; i++) {
+        int head = gpu_task(b, TASK_FWD, PHASE_FORWARD, graph_edge_op_index(g, head_ops[i]));
         /* the fused head starts the edges' gradients: the last micro-batch's must be on their
          * way to the CPU first */
-        if (i == g->n_ops - 2 && m > 0 && p->optim != TIER_GPU)
+        if (head_ops[i] == EDGE_HEAD && m > 0 && p->optim != TIER_GPU)
             dep(b, head, b->embed_grad_done);
     }
-    for (int i = g->n_ops - 1; i >= g->n_ops - 3; i--) {
-        if (g->ops[i].bwd_flops == 0 && g->ops[i].bwd_io_bytes == 0)
+    for (int i = N_HEAD_OPS - 1; i >= 0; i--) {
+        const Op *op = graph_edge_op(g, head_ops[i]);
+        if (op->bwd_flops == 0 && op->bwd_io_bytes == 0)
             continue; /* the fused loss wrote its gradient in forward */
-        int bt = gpu_task(b, TASK_BWD, PHASE_BACKWARD, &g->ops[i], i);
+        int bt = gpu_task(b, TASK_BWD, PHASE_BACKWARD, graph_edge_op_index(g, head_ops[i]));
         if (last_micro && b->bwd_first < 0)
             b->bwd_first = bt;
     }
     for (int blk = b->L - 1; blk >= 0; blk--)
         emit_backward_block(b, use_index(b, b->iter, m, true, blk), blk, last_micro);
-    gpu_task(b, TASK_BWD, PHASE_BACKWARD, &g->ops[0], 0);
+    gpu_task(b, TASK_BWD, PHASE_BACKWARD, graph_edge_op_index(g, EDGE_EMBED));
     if (last_micro)
         b->bwd_last = b->last_gpu;
     if (p->optim == TIER_GPU)
@@ -738,7 +745,7 @@ int sched_build(Schedule *s, const Graph *g, const Plan *p, int iters, Err *e)
                        g->cfg.n_layer, g->batch, g->seq);
     if (iters < 1)
         return err_set(e, -EINVAL, "iterations must be at least 1 (got %d)", iters);
-    double need = sched_estimate_bytes(p->n_layer, p->micro_batches, iters);
+    double need = sched_estimate_bytes(g->arch, p->n_layer, p->micro_batches, iters);
     if (need > SCHED_MAX_BYTES) {
         char b1[24], b2[24];
         return err_set(e, -EINVAL, "%d iteration%s of %d micro-batch%s of %d blocks would need "

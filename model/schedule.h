@@ -139,9 +139,9 @@ typedef struct Schedule {
  * than SCHED_MAX_BYTES is refused. That also keeps every task index well inside an int. */
 #define SCHED_BYTES_PER_TASK 256.0
 #define SCHED_MAX_BYTES (4.0 * 0x1p30)
-double sched_estimate_tasks(int n_layer, int micro_batches, int iters);
+double sched_estimate_tasks(const BlockArch *a, int n_layer, int micro_batches, int iters);
 /* sched_estimate_tasks * SCHED_BYTES_PER_TASK. */
-double sched_estimate_bytes(int n_layer, int micro_batches, int iters);
+double sched_estimate_bytes(const BlockArch *a, int n_layer, int micro_batches, int iters);
 
 /* Builds iters iterations of plan p over g (p's sizes must match g's). The caller owns s and
  * frees it with sched_free (safe after a failure). Returns 0, -EINVAL for an invalid plan or one
@@ -166,15 +166,12 @@ int resource_parse(const char *s, Resource *out);
 const char *phase_name(Phase p);
 int phase_parse(const char *s, Phase *out);
 
-/* The tensors op i (0..9) of a block keeps for backward, -1 terminated: op outputs by op index,
- * SCHED_BLOCK_INPUT for the block's input (the checkpoint, kept by op 0). */
-enum { SCHED_BLOCK_INPUT = GRAPH_OPS_PER_BLOCK };
-const int *sched_op_saves(int op);
 /* The forward out-slot of block b's activations (its input included). */
 int sched_fwd_act_slot(const Plan *p, int block);
 
-/* Which forward ops of a block backward must run again under p: rerun[i] for op i. Follows the
- * block's dataflow from each recomputed activation back to tensors that are kept. */
-void sched_recompute_set(const Plan *p, int block, bool rerun[GRAPH_OPS_PER_BLOCK]);
+/* Which forward ops of a block backward must run again under p: rerun[i] for op i (of
+ * p->arch->n_ops). Follows the block's dataflow from each recomputed activation back to
+ * tensors that are kept (arch_recompute_set). */
+void sched_recompute_set(const Plan *p, int block, bool rerun[]);
 
 #endif

@@ -18,8 +18,23 @@ typedef enum RefKind {
     REF_USE_END,      /* a = use index: the last GPU task of that use */
     REF_BLOCK_UPDATE, /* a = iteration, b = block: the task after which its weights are new */
     REF_EDGE_UPDATE,  /* a = iteration: same for the embedding and head parameters */
-    REF_SWAP_OUT,     /* a = forward use, b = 0 checkpoint / 1 inner acts: last swap-out task */
+    REF_SWAP_OUT,     /* a = forward use, b = its ActPart: the part's last swap-out task */
 } RefKind;
+
+/* A block's activations off the GPU move in two parts: its checkpoint (the block input) and
+ * the inner ones its ops keep. */
+typedef enum ActPart { PART_CKPT, PART_INNER, N_ACT_PARTS } ActPart;
+
+static inline Cargo part_cargo(int part)
+{
+    return part == PART_CKPT ? CARGO_CKPT : CARGO_ACTS;
+}
+
+/* The part in task ids: "D2H.b3.ckpt", "H2D.b3.act". */
+static inline const char *part_name(int part)
+{
+    return part == PART_CKPT ? "ckpt" : "act";
+}
 
 typedef struct Deferred {
     int task;
@@ -48,7 +63,7 @@ typedef struct Builder {
     /* per use (all iterations); these arrays are views of one allocation, per_use: */
     int *per_use;
     int *use_last;     /* last GPU task */
-    int *swap_out[2];  /* forward uses: last swap-out task of checkpoint / inner acts, or -1 */
+    int *swap_out[N_ACT_PARTS]; /* forward uses: each part's last swap-out task, or -1 */
     /* weight buffers: acquisitions (uses that load) and releases (uses whose end frees one) */
     int *w_acq, n_w_acq, *w_rel, n_w_rel;
     int *w_acq_of_use; /* acquisition index of a use, or -1 */
@@ -57,8 +72,8 @@ typedef struct Builder {
     int *a_acq, n_a_acq; /* activation fetches: acquiring uses in order */
     int *a_slot;       /* per use: its fetch index (backward uses that fetch), or -1 */
     int next_load_use;   /* next use whose loads are still to be emitted */
-    int *fetch_h2d[2];   /* per use: H2D of its fetched checkpoint / inner acts, or -1 */
-    int *fetch_k_h2d[2]; /* per fetch index: the same (the pinned in-staging ring) */
+    int *fetch_h2d[N_ACT_PARTS];   /* per use: H2D of each fetched part, or -1 */
+    int *fetch_k_h2d[N_ACT_PARTS]; /* per fetch index: the same (the pinned in-staging ring) */
     int *act_d2h;        /* per forward use: D2H of its inner acts (GPU staging pool), or -1 */
     int *ckpt_d2h;       /* per forward use: D2H of its checkpoint, or -1 */
     int *load_h2d;       /* per use: H2D task of its weights, or -1 */

@@ -1,6 +1,6 @@
 /* schedule_info: what the schedule says about ops and tasks, apart from building it (see
- * schedule.h): resource and phase names, the tensors each block op keeps and the recomputation
- * closure, successor lists and lookups by id, and the size bound a schedule is held to. */
+ * schedule.h): resource and phase names, the ops a plan recomputes, successor lists and lookups
+ * by id, and the size bound a schedule is held to. */
 #include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -39,52 +39,17 @@ int phase_parse(const char *s, Phase *out)
 
 /* ---- recomputation ---------------------------------------------------------------------- */
 
-enum { X_IN = GRAPH_OPS_PER_BLOCK }; /* the block input, as a tensor index beside op outputs */
-
-/* Inputs of each block op (tensor indices: op outputs 0..9, X_IN), -1 terminated. */
-static const int op_inputs[GRAPH_OPS_PER_BLOCK][3] = {
-    {X_IN, -1}, {0, -1}, {1, -1}, {2, -1}, {X_IN, 3, -1},
-    {4, -1},    {5, -1}, {6, -1}, {7, -1}, {4, 8, -1},
-};
-/* Tensors each op keeps for backward (its act_bytes), -1 terminated. */
-static const int op_saves[GRAPH_OPS_PER_BLOCK][3] = {
-    {X_IN, -1}, {0, -1}, {1, 2, -1}, {-1}, {-1}, {4, -1}, {5, -1}, {6, -1}, {7, -1}, {-1},
-};
-
-const int *sched_op_saves(int op)
-{
-    assert(op >= 0 && op < GRAPH_OPS_PER_BLOCK);
-    return op_saves[op];
-}
-
 int sched_fwd_act_slot(const Plan *p, int block)
 {
     return block % p->act_buffers;
 }
 
-static void need(int tensor, bool avail[], bool rerun[])
+void sched_recompute_set(const Plan *p, int block, bool rerun[])
 {
-    if (avail[tensor])
-        return;
-    assert(tensor != X_IN);
-    avail[tensor] = rerun[tensor] = true;
-    for (const int *in = op_inputs[tensor]; *in >= 0; in++)
-        need(*in, avail, rerun);
-}
-
-void sched_recompute_set(const Plan *p, int block, bool rerun[GRAPH_OPS_PER_BLOCK])
-{
-    bool avail[GRAPH_OPS_PER_BLOCK + 1] = {false};
-    avail[X_IN] = true;
-    memset(rerun, 0, GRAPH_OPS_PER_BLOCK * sizeof *rerun);
-    for (int i = 0; i < GRAPH_OPS_PER_BLOCK; i++)
-        if (plan_act(p, block, i) != ACT_RECOMPUTE)
-            for (const int *t = op_saves[i]; *t >= 0; t++)
-                avail[*t] = true;
-    for (int i = 0; i < GRAPH_OPS_PER_BLOCK; i++)
-        if (plan_act(p, block, i) == ACT_RECOMPUTE)
-            for (const int *t = op_saves[i]; *t >= 0; t++)
-                need(*t, avail, rerun);
+    bool kept[ARCH_MAX_OPS];
+    for (int i = 0; i < p->arch->n_ops; i++)
+        kept[i] = plan_act(p, block, i) != ACT_RECOMPUTE;
+    arch_recompute_set(p->arch, kept, rerun);
 }
 
 int sched_successors(const Schedule *s, int **first_out, int **succ_out)
@@ -122,25 +87,26 @@ int sched_find(const Schedule *s, int iter, const char *id)
     return -1;
 }
 
-/* The most tasks one block's use per micro-batch emits (forward 10, recompute up to 8,
- * backward 10, weight loads and activation swaps both ways, the gradient copy), those of the
- * embedding and head per micro-batch, and of one sub-group's update per iteration (state reads
- * and writes, Adam, the new weights' copies), each PCIe copy among them (at most 8, 8 and 2)
- * counted as its most chunks; tests/test_sched.c holds every plan below it. */
+/* The most tasks one block's use per micro-batch emits (forward, recompute and backward: at
+ * most three per op; weight loads and activation swaps both ways and the gradient copy: 10),
+ * those of the embedding and head per micro-batch, and of one sub-group's update per iteration
+ * (state reads and writes, Adam, the new weights' copies), each PCIe copy among them (at most 8,
+ * 8 and 2) counted as its most chunks; tests/test_sched.c holds every plan below it. */
 enum { PCIE_EXTRA = SCHED_COPY_CHUNKS - 1 };
-enum { TASKS_PER_BLOCK = 40 + 8 * PCIE_EXTRA, TASKS_PER_EDGE = 24 + 8 * PCIE_EXTRA,
+enum { TASKS_PER_BLOCK_COPIES = 10 + 8 * PCIE_EXTRA, TASKS_PER_EDGE = 24 + 8 * PCIE_EXTRA,
        TASKS_PER_GROUP = 8 + 2 * PCIE_EXTRA, TASKS_PER_ITER = 8 };
 
-double sched_estimate_tasks(int n_layer, int micro_batches, int iters)
+double sched_estimate_tasks(const BlockArch *a, int n_layer, int micro_batches, int iters)
 {
     /* doubles: the product of unchecked counts must not overflow before it is compared */
     double L = n_layer, groups = n_layer + 1.0; /* sub-groups of one block, and the tail */
-    double per_micro = TASKS_PER_BLOCK * L + TASKS_PER_EDGE;
+    double per_block = 3.0 * a->n_ops + TASKS_PER_BLOCK_COPIES;
+    double per_micro = per_block * L + TASKS_PER_EDGE;
     return (double)iters * ((double)micro_batches * per_micro + TASKS_PER_GROUP * groups +
                             TASKS_PER_ITER);
 }
 
-double sched_estimate_bytes(int n_layer, int micro_batches, int iters)
+double sched_estimate_bytes(const BlockArch *a, int n_layer, int micro_batches, int iters)
 {
-    return sched_estimate_tasks(n_layer, micro_batches, iters) * SCHED_BYTES_PER_TASK;
+    return sched_estimate_tasks(a, n_layer, micro_batches, iters) * SCHED_BYTES_PER_TASK;
 }

@@ -37,11 +37,12 @@ void describe_graph(FILE *out, const Graph *g)
 
     fprintf(out, "  %-12s %-10s %-20s %10s %12s %12s %11s %11s\n", "op", "kind",
             "gemm m x n x k", "params", "fwd", "bwd", "act kept", "output");
-    print_op(out, &g->ops[0], "", 1);
-    for (int i = 0; i < GRAPH_OPS_PER_BLOCK; i++)
+    print_op(out, graph_edge_op(g, EDGE_EMBED), "", 1);
+    for (int i = 0; i < g->arch->n_ops; i++)
         print_op(out, graph_block_op(g, 0, i), "b*.", c->n_layer);
-    for (int i = g->n_ops - 3; i < g->n_ops; i++)
-        print_op(out, &g->ops[i], "", 1);
+    static const EdgeOp head[] = {EDGE_NORM, EDGE_HEAD, EDGE_LOSS};
+    for (size_t i = 0; i < sizeof head / sizeof head[0]; i++)
+        print_op(out, graph_edge_op(g, head[i]), "", 1);
 
     double six_pt = 6.0 * (double)t.params * (double)g->tokens;
     double no_attn = t.gemm_flops + t.other_flops;

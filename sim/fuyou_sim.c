@@ -269,12 +269,7 @@ static void report_swap(FILE *out, SwapMode swap, const PlanInfo *info, const Gr
                         const Hardware *hw, const Plan *p, bool fits)
 {
     double kept[TIER_COUNT] = {0};
-    for (int b = 0; b < p->n_layer; b++)
-        for (int i = 1; i < GRAPH_OPS_PER_BLOCK; i++) {
-            ActPlace a = plan_act(p, b, i);
-            if (a != ACT_RECOMPUTE)
-                kept[a] += (double)graph_block_op(g, b, i)->act_bytes;
-        }
+    plan_inner_kept_bytes(p, g, kept);
     char k0[24], k1[24], k2[24];
     static const char *mode[] = {"auto", "none", "all", "fixed amount", "sweep"};
     fprintf(out, "swap (%s): intra-block activations kept on gpu %s, swapped to cpu %s, to ssd "
@@ -374,31 +369,32 @@ static int print_sweep(FILE *out, const SimArgs *a, const Graph *g, const Hardwa
 static int check_size(const SimArgs *a, const ModelConfig *c, int M, SwapMode swap, Err *e)
 {
     int L = c->n_layer;
+    const BlockArch *arch = model_arch(c);
     bool predicts = !a->describe && swap != SWAP_SWEEP;
     int iters = predicts && a->iters > 2 ? a->iters : 2;
-    double need = sched_estimate_bytes(L, M, iters);
+    double need = sched_estimate_bytes(arch, L, M, iters);
     if (need <= SCHED_MAX_BYTES)
         return 0;
     char b1[24], b2[24], what[64];
     units_bytes(b1, sizeof b1, need);
     units_bytes(b2, sizeof b2, SCHED_MAX_BYTES);
-    if (sched_estimate_bytes(L, M, 2) <= SCHED_MAX_BYTES) {
+    if (sched_estimate_bytes(arch, L, M, 2) <= SCHED_MAX_BYTES) {
         /* the estimate grows with the iterations: the most that fit */
         int lo = 2, hi = iters;
         while (hi - lo > 1) {
             int mid = lo + (hi - lo) / 2;
-            *(sched_estimate_bytes(L, M, mid) <= SCHED_MAX_BYTES ? &lo : &hi) = mid;
+            *(sched_estimate_bytes(arch, L, M, mid) <= SCHED_MAX_BYTES ? &lo : &hi) = mid;
         }
         return err_set(e, -EINVAL, "--iters %d would need about %s to simulate (%s: %d blocks x "
                        "%d micro-batch%s, up to %.0f tasks an iteration); at most %s: --iters %d "
                        "or fewer", a->iters, b1, c->name, L, M, M == 1 ? "" : "es",
-                       sched_estimate_tasks(L, M, 1), b2, lo);
+                       sched_estimate_tasks(arch, L, M, 1), b2, lo);
     }
-    if (M > 1 && sched_estimate_bytes(L, 1, iters) <= SCHED_MAX_BYTES) {
+    if (M > 1 && sched_estimate_bytes(arch, L, 1, iters) <= SCHED_MAX_BYTES) {
         int lo = 1, hi = M;
         while (hi - lo > 1) {
             int mid = lo + (hi - lo) / 2;
-            *(sched_estimate_bytes(L, mid, iters) <= SCHED_MAX_BYTES ? &lo : &hi) = mid;
+            *(sched_estimate_bytes(arch, L, mid, iters) <= SCHED_MAX_BYTES ? &lo : &hi) = mid;
         }
         snprintf(what, sizeof what, "%d iteration%s", iters, iters == 1 ? "" : "s");
         return err_set(e, -EINVAL, "--micro-batches %d would need about %s to simulate (%s of "

@@ -5,6 +5,7 @@
 #include <math.h>
 
 #include "cost.h"
+#include "gpt2_arch.h"
 #include "plan.h"
 #include "testutil.h"
 
@@ -81,7 +82,7 @@ START_TEST(attention_by_head_size)
             Err e;
             ck_assert_msg(graph_init(&g, model_preset_find(cases[i].model), 1, 256, &e) == 0,
                           "%s", e.msg);
-            const Op *attn = graph_block_op(&g, 0, 2);
+            const Op *attn = graph_block_op(&g, 0, GPT2_ATTN);
             ck_assert_int_eq(attn->kind, OP_ATTENTION);
             ck_assert_int_eq(attn->head_size, cases[i].head_size);
             double want = 0.5 * attn->fwd_flops / (100e12 * (one ? 0.25 : cases[i].eff));

@@ -3,6 +3,7 @@
 #include <math.h>
 
 #include "footprint.h"
+#include "gpt2_arch.h"
 #include "testutil.h"
 
 static const ModelConfig tiny = {.name = "tiny", .n_layer = 4, .d_model = 64, .n_head = 4,
@@ -15,7 +16,7 @@ static const ModelConfig tiny = {.name = "tiny", .n_layer = 4, .d_model = 64, .n
 static LaneSizes round_lane(void)
 {
     LaneSizes l = {.own = 7777, .weight_bytes = 2, .grad_bytes = 2};
-    for (int x = 0; x < FOOTPRINT_BLOCK_TENSORS; x++)
+    for (int x = 0; x < GPT2_TENSORS; x++)
         l.tensor[x] = 1024 * (x + 1);
     return l;
 }
@@ -187,7 +188,7 @@ START_TEST(cuda_lane)
     LaneSizes lane;
     footprint_cuda_lane(&g, &lane);
     double kept = 0, N = 8 * 1024, C = c->d_model;
-    for (int x = 0; x < FOOTPRINT_BLOCK_TENSORS; x++)
+    for (int x = 0; x < GPT2_TENSORS; x++)
         kept += (double)lane.tensor[x];
     /* the graph's 32 N C bytes and statistics, plus proj's, fc2's and res2's outputs */
     ck_assert_double_eq(kept, (double)t.block_act_bytes + 3 * N * C * 2);

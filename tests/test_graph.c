@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <math.h>
 
+#include "gpt2_arch.h"
 #include "graph.h"
 #include "testutil.h"
 
@@ -13,16 +14,31 @@ START_TEST(op_order)
     ck_assert_int_eq(g.n_ops, 1 + 12 * 10 + 3);
     static const char *block[] = {"ln1", "qkv", "attn", "proj", "res1",
                                   "ln2", "fc1", "gelu", "fc2", "res2"};
+    ck_assert_ptr_eq(g.arch, &gpt2_arch);
+    ck_assert_int_eq(g.arch->n_ops, GPT2_OPS);
+    ck_assert_int_eq(GPT2_OPS, sizeof block / sizeof block[0]);
     for (int b = 0; b < 12; b++)
-        for (int i = 0; i < GRAPH_OPS_PER_BLOCK; i++) {
-            ck_assert_str_eq(graph_block_op(&g, b, i)->name, block[i]);
-            ck_assert_int_eq(graph_block_op(&g, b, i)->block, b);
+        for (int i = 0; i < GPT2_OPS; i++) {
+            const Op *op = graph_block_op(&g, b, i);
+            ck_assert_str_eq(op->name, block[i]);
+            ck_assert_int_eq(op->id, i);
+            ck_assert_int_eq(op->block, b);
+            ck_assert_int_eq(graph_block_op_index(&g, b, i), 1 + b * GPT2_OPS + i);
         }
-    ck_assert_str_eq(g.ops[0].name, "embed");
-    ck_assert_str_eq(g.ops[g.n_ops - 3].name, "lnf");
-    ck_assert_str_eq(g.ops[g.n_ops - 2].name, "lm_head");
-    ck_assert_str_eq(g.ops[g.n_ops - 1].name, "loss");
-    const Op *fc1 = graph_block_op(&g, 3, 6);
+    /* the embedding first, the head's three last */
+    static const struct { EdgeOp e; const char *name; int at; } edges[] = {
+        {EDGE_EMBED, "embed", 0}, {EDGE_NORM, "lnf", 1 + 12 * 10},
+        {EDGE_HEAD, "lm_head", 2 + 12 * 10}, {EDGE_LOSS, "loss", 3 + 12 * 10}};
+    for (int i = 0; i < 4; i++) {
+        ck_assert_int_eq(graph_edge_op_index(&g, edges[i].e), edges[i].at);
+        ck_assert_str_eq(graph_edge_op(&g, edges[i].e)->name, edges[i].name);
+        ck_assert_int_eq(g.ops[edges[i].at].id, edges[i].e);
+    }
+    /* the residual adds pass their gradient through: fc2's backward runs first */
+    ck_assert_int_eq(graph_first_bwd_op(&g), GPT2_FC2);
+    ck_assert_ptr_eq(graph_block_op_of_kind(&g, OP_ATTENTION), graph_block_op(&g, 0, GPT2_ATTN));
+    ck_assert_ptr_null(graph_block_op_of_kind(&g, OP_LOSS));
+    const Op *fc1 = graph_block_op(&g, 3, GPT2_FC1);
     ck_assert_int_eq(fc1->m, 128);
     ck_assert_int_eq(fc1->n, 3072);
     ck_assert_int_eq(fc1->k, 768);
@@ -146,7 +162,7 @@ START_TEST(head_fused_per_chunk)
     Err e;
     const ModelConfig *c = model_preset_find("gpt2-124m");
     ck_assert_int_eq(graph_init(&g, c, 8, 1024, &e), 0);
-    const Op *head = &g.ops[g.n_ops - 2], *loss = &g.ops[g.n_ops - 1];
+    const Op *head = graph_edge_op(&g, EDGE_HEAD), *loss = graph_edge_op(&g, EDGE_LOSS);
     double T = 8 * 1024, V = c->vocab, h = c->d_model;
     ck_assert_int_eq(head->m, GRAPH_HEAD_CHUNK);
     ck_assert_double_eq(head->fwd_flops, 6 * T * V * h);
@@ -156,7 +172,7 @@ START_TEST(head_fused_per_chunk)
     graph_free(&g);
     /* fewer tokens than a chunk: one chunk of them all */
     ck_assert_int_eq(graph_init(&g, c, 2, 64, &e), 0);
-    ck_assert_int_eq(g.ops[g.n_ops - 2].m, 128);
+    ck_assert_int_eq(graph_edge_op(&g, EDGE_HEAD)->m, 128);
     graph_free(&g);
 }
 END_TEST

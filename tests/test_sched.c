@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <math.h>
 
+#include "gpt2_arch.h"
 #include "sched_testutil.h"
 
 static int find(const Schedule *s, int iter, const char *id)
@@ -378,24 +379,24 @@ END_TEST
 START_TEST(recompute_closure)
 {
     setup(POLICY_FUYOU);
-    bool rerun[GRAPH_OPS_PER_BLOCK];
+    bool rerun[ARCH_MAX_OPS];
     /* everything recomputed: the forward up to gelu (fc2 and res2 outputs are not needed) */
     plan_set_all_act(&p, ACT_CPU, ACT_RECOMPUTE);
     sched_recompute_set(&p, 1, rerun);
-    for (int i = 0; i < GRAPH_OPS_PER_BLOCK; i++)
-        ck_assert_int_eq(rerun[i], i < 8);
+    for (int i = 0; i < GPT2_OPS; i++)
+        ck_assert_int_eq(rerun[i], i <= GPT2_GELU);
     /* only gelu's input (fc1's output) recomputed: fc1 again, from ln2's kept output */
     plan_set_all_act(&p, ACT_CPU, ACT_CPU);
-    plan_set_act(&p, 1, 7, ACT_RECOMPUTE);
+    plan_set_act(&p, 1, GPT2_GELU, ACT_RECOMPUTE);
     sched_recompute_set(&p, 1, rerun);
-    for (int i = 0; i < GRAPH_OPS_PER_BLOCK; i++)
-        ck_assert_int_eq(rerun[i], i == 6);
+    for (int i = 0; i < GPT2_OPS; i++)
+        ck_assert_int_eq(rerun[i], i == GPT2_FC1);
     /* ln2's input (res1's output) recomputed: res1 needs proj of attention's kept output */
     plan_set_all_act(&p, ACT_CPU, ACT_CPU);
-    plan_set_act(&p, 1, 5, ACT_RECOMPUTE);
+    plan_set_act(&p, 1, GPT2_LN2, ACT_RECOMPUTE);
     sched_recompute_set(&p, 1, rerun);
-    for (int i = 0; i < GRAPH_OPS_PER_BLOCK; i++)
-        ck_assert_int_eq(rerun[i], i == 3 || i == 4);
+    for (int i = 0; i < GPT2_OPS; i++)
+        ck_assert_int_eq(rerun[i], i == GPT2_PROJ || i == GPT2_RES1);
     teardown();
 }
 END_TEST
@@ -529,7 +530,7 @@ START_TEST(estimate_bounds)
                                          inner[a]);
                         int rc = sched_build(&s, &gg, &pp, 2, &e);
                         ck_assert_msg(rc == 0, "%s", e.msg);
-                        double bound = sched_estimate_tasks(gg.cfg.n_layer, micro, 2);
+                        double bound = sched_estimate_tasks(gg.arch, gg.cfg.n_layer, micro, 2);
                         ck_assert_msg(s.n_tasks <= bound, "%s: %d tasks, estimate %g",
                                       shapes[m].name, s.n_tasks, bound);
                         /* not absurdly loose where copies cross PCIe in their most chunks */

@@ -132,8 +132,8 @@ static bool w_out_ckpt(const Task *t)
 {
     if (t->res != RES_GPU || t->kind != TASK_FWD)
         return false;
-    return t->layer == -1 || (is_gpu(t) && t->op == 1 + GRAPH_OPS_PER_BLOCK * t->layer + 9 &&
-                              t->layer + 1 < p.n_layer);
+    return t->layer == -1 || (is_gpu(t) && t->layer + 1 < p.n_layer &&
+                              g.ops[t->op].id == g.arch->output);
 }
 static bool r_out_ckpt(const Task *t) { return t->res == RES_D2H && t->cargo == CARGO_CKPT; }
 static int s_out_ckpt(const Task *t)

@@ -5,6 +5,7 @@
 #include <math.h>
 
 #include "cost.h"
+#include "gpt2_arch.h"
 #include "tp_baseline.h"
 #include "testutil.h"
 
@@ -44,34 +45,34 @@ static Graph test_graph(void)
 START_TEST(shard_splits_as_megatron)
 {
     Graph g = test_graph();
-    Op qkv = tp_baseline_shard(graph_block_op(&g, 0, 1), 2);
+    Op qkv = tp_baseline_shard(graph_block_op(&g, 0, GPT2_QKV), 2);
     ck_assert_int_eq(qkv.m, 32);
     ck_assert_int_eq(qkv.n, 96); /* 3h / 2 */
     ck_assert_int_eq(qkv.k, 64);
     ck_assert_double_eq(qkv.fwd_flops, 2.0 * 32 * 192 * 64 / 2);
-    Op proj = tp_baseline_shard(graph_block_op(&g, 0, 3), 2);
+    Op proj = tp_baseline_shard(graph_block_op(&g, 0, GPT2_PROJ), 2);
     ck_assert_int_eq(proj.n, 64);
     ck_assert_int_eq(proj.k, 32);
-    Op fc1 = tp_baseline_shard(graph_block_op(&g, 0, 6), 4);
+    Op fc1 = tp_baseline_shard(graph_block_op(&g, 0, GPT2_FC1), 4);
     ck_assert_int_eq(fc1.n, 64);
     ck_assert_int_eq(fc1.k, 64);
-    Op fc2 = tp_baseline_shard(graph_block_op(&g, 0, 8), 4);
+    Op fc2 = tp_baseline_shard(graph_block_op(&g, 0, GPT2_FC2), 4);
     ck_assert_int_eq(fc2.n, 64);
     ck_assert_int_eq(fc2.k, 64);
-    const Op *head = &g.ops[g.n_ops - 2];
+    const Op *head = graph_edge_op(&g, EDGE_HEAD);
     ck_assert_str_eq(head->name, "lm_head");
     Op h3 = tp_baseline_shard(head, 3);
     ck_assert_int_eq(h3.n, 171); /* 512 / 3, rounded up */
     ck_assert_int_eq(h3.m, 32);
-    Op attn = tp_baseline_shard(graph_block_op(&g, 0, 2), 2);
+    Op attn = tp_baseline_shard(graph_block_op(&g, 0, GPT2_ATTN), 2);
     ck_assert_double_eq(attn.fwd_flops, 4.0 * 2 * 16 * 16 * 64 / 2);
     ck_assert_int_eq(attn.act_bytes, (3 * 4096 + 4096 + 32 * 4 * 4) / 2);
-    Op ln = tp_baseline_shard(graph_block_op(&g, 0, 0), 2);
+    Op ln = tp_baseline_shard(graph_block_op(&g, 0, GPT2_LN1), 2);
     ck_assert_int_eq(ln.fwd_io_bytes, 4096);
     ck_assert_int_eq(ln.bwd_io_bytes, 20480); /* 32 x 64 x 20 / 2 */
-    Op one = tp_baseline_shard(graph_block_op(&g, 0, 1), 1);
+    Op one = tp_baseline_shard(graph_block_op(&g, 0, GPT2_QKV), 1);
     ck_assert_int_eq(one.n, 192);
-    ck_assert_double_eq(one.fwd_flops, graph_block_op(&g, 0, 1)->fwd_flops);
+    ck_assert_double_eq(one.fwd_flops, graph_block_op(&g, 0, GPT2_QKV)->fwd_flops);
     graph_free(&g);
 }
 END_TEST
@@ -189,7 +190,7 @@ START_TEST(split_shapes_lower_efficiency)
     Err e;
     ck_assert_msg(graph_init(&g, model_preset_find("gpt3-13b"), 1, 1024, &e) == 0, "%s", e.msg);
     ck_assert_msg(hw_load("a100-80g.ini", NULL, 0, &hw, &e) == 0, "%s", e.msg);
-    const Op *fc1 = graph_block_op(&g, 0, 6); /* 1024 x 20480 x 5120; split: n = 2560 */
+    const Op *fc1 = graph_block_op(&g, 0, GPT2_FC1); /* 1024 x 20480 x 5120; split: n = 2560 */
     Op s1 = tp_baseline_shard(fc1, 1), s8 = tp_baseline_shard(fc1, 8);
     double t1 = cost_gpu_op_s(&hw, &s1, TASK_FWD), t8 = cost_gpu_op_s(&hw, &s8, TASK_FWD);
     ck_assert_double_gt(t8, t1 / 8); /* an eighth of the work, at a lower efficiency */

@@ -4,12 +4,13 @@
  * The in-memory CPU backend (gpt2_cpu.c) runs a whole block with these; the out-of-core
  * pipeline runs them one schedule task at a time, with each tensor in its own buffer (kept,
  * swapped back in, or recomputed). Both perform the same calls in the same order, so their
- * results are bit-identical. Ops are the layer graph's (graph.h): 0 ln1, 1 qkv, 2 attn, 3 proj,
- * 4 res1, 5 ln2, 6 fc1, 7 gelu, 8 fc2, 9 res2. Backward runs for the ops with a backward task
- * in the schedule (8 7 6 5 3 2 1 0): fc2's includes res2's pass-through, ln2's res1's. */
+ * results are bit-identical. Ops are GPT-2's by name (gpt2_arch.h). Backward runs for the ops
+ * with a backward task in the schedule, last to first, all but the residual adds: fc2's
+ * includes res2's pass-through, ln2's res1's. */
 #ifndef FUYOU_GPT2_BLOCK_H
 #define FUYOU_GPT2_BLOCK_H
 
+#include "gpt2_arch.h"
 #include "gpt2_layout.h"
 #include "workpool.h"
 
@@ -42,10 +43,11 @@ typedef struct Gpt2Dims {
 
 void gpt2_dims(Gpt2Dims *d, const ModelConfig *c, int B, int T);
 
-/* Forward of op (0..9): reads its inputs from a, writes its outputs there. */
+/* Forward of op (a Gpt2Op): reads its inputs from a, writes its outputs there. */
 void gpt2_block_forward_op(int op, const Gpt2Dims *d, const Gpt2BlockView *w,
                            const Gpt2BlockActs *a, WorkPool *wp);
-/* Backward of op (one of 8 7 6 5 3 2 1 0, in that order): weight gradients += into dw. */
+/* Backward of op (one with a backward, gpt2_block_op_has_backward; a block's in reverse op
+ * order): weight gradients += into dw. */
 void gpt2_block_backward_op(int op, const Gpt2Dims *d, const Gpt2BlockView *w,
                             const Gpt2BlockView *dw, const Gpt2BlockActs *a,
                             const Gpt2BlockGrads *g, WorkPool *wp);

@@ -193,7 +193,7 @@ static void forward(Gpt2Cpu *g, const int *inputs)
         gpt2_view_block(c, g->params, l, &w);
         Gpt2BlockActs x;
         block_acts(g, a, l, &x);
-        for (int op = 0; op < GRAPH_OPS_PER_BLOCK; op++)
+        for (int op = 0; op < GPT2_OPS; op++)
             gpt2_block_forward_op(op, &d, &w, &x, g->wp);
         residual = x.out;
     }
@@ -237,7 +237,7 @@ static void backward(Gpt2Cpu *g, const int *inputs, const int *targets)
                              .preatt = dx.preatt, .att = dx.att, .attproj = dx.attproj,
                              .res1 = dx.res1, .ln2 = dx.ln2, .fch = dx.fch,
                              .fch_gelu = dx.fch_gelu, .fcproj = dx.fcproj, .dout = dx.out};
-        for (int op = GRAPH_OPS_PER_BLOCK - 1; op >= 0; op--)
+        for (int op = GPT2_OPS - 1; op >= 0; op--)
             if (gpt2_block_op_has_backward(op))
                 gpt2_block_backward_op(op, &dims, &w, &dw, &x, &gr, g->wp);
     }

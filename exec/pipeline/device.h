@@ -8,9 +8,9 @@
  * losses) and its scratch. The LM head runs in chunks of graph_head_chunk tokens (graph.h), its
  * forward and backward fused per chunk in the lm_head's forward task, which also starts the
  * edges' gradients: a device holds one chunk's logits, and an lm_head backward task, if a
- * schedule issues one, does nothing. Block tensors are indexed by the block's op outputs 0..9
- * and SCHED_BLOCK_INPUT (schedule.h); each carries what backward needs of it (a layernorm output
- * its mean and rstd, attention's output its softmax or log-sum-exp). */
+ * schedule issues one, does nothing. Block tensors are indexed by the family's tensor names
+ * (arch.h: each op's output, and the block input); each carries what backward needs of it (a
+ * layernorm output its mean and rstd, attention's output its softmax or log-sum-exp). */
 #ifndef FUYOU_DEVICE_H
 #define FUYOU_DEVICE_H
 
@@ -23,21 +23,18 @@
 #include "schedule.h"
 #include "workpool.h"
 
-enum { BT_COUNT = GRAPH_OPS_PER_BLOCK + 1 };
-
 typedef struct Device Device;
 
 /* One compute task, with every buffer it touches. */
 typedef struct ComputeCall {
     const Task *task;          /* kind (forward, recompute, backward), layer, graph op */
-    int op;                    /* op within the block (0..9), or within the edges: embed 0;
-                                  head lnf 0, lm_head 1, loss 2 */
+    int op;                    /* the op's name (Op.id): the family's block op, or an EdgeOp */
     void *w;                   /* the block's (or the edges') weights */
     void *dw;                  /* their gradients (backward) */
-    void *t[BT_COUNT];         /* the block's tensors where this task finds or puts them; for
-                                  the embedding t[SCHED_BLOCK_INPUT] is block 0's input, for the
-                                  head t[9] is the last block's output */
-    bool first_bwd;            /* the block's first backward task: zero dw first */
+    void *t[ARCH_MAX_TENSORS]; /* the block's tensors where this task finds or puts them, by
+                                  name (arch.h); for the embedding t[input] is block 0's input,
+                                  for the head t[output] the last block's output */
+    bool first_bwd;            /* the block's (or the edges') first backward task: zero dw */
     const int *inputs, *targets; /* host memory: the micro-batch's tokens (embed, head) */
     float grad_scale;          /* the loss's gradient is grad_scale * d(mean loss): 1 / M */
 } ComputeCall;
@@ -69,7 +66,7 @@ typedef struct DeviceOps {
     DType weight_type, grad_type; /* of weights and gradients as they move */
     /* Bytes of each block tensor for micro-batches of B x T, and of what the device itself
      * allocates (counted against the GPU budget). */
-    void (*tensor_bytes)(const ModelConfig *c, int B, int T, size_t bytes[BT_COUNT]);
+    void (*tensor_bytes)(const ModelConfig *c, int B, int T, size_t bytes[ARCH_MAX_TENSORS]);
     size_t (*own_bytes)(const ModelConfig *c, int B, int T);
     int (*create)(Device **out, const ModelConfig *c, int B, int T, WorkPool *wp, Err *e);
     void (*destroy)(Device *d);

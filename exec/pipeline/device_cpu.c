@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "device.h"
+#include "gpt2_arch.h"
 #include "gpt2_block.h"
 #include "gpt2_ops.h"
 
@@ -44,14 +45,18 @@ static void sizes(const ModelConfig *c, int B, int T, size_t s[F_COUNT])
     s[F_CHUNK_V] = s[F_CHUNK] * (size_t)c->vocab;
 }
 
-static void cpu_tensor_bytes(const ModelConfig *c, int B, int T, size_t bytes[BT_COUNT])
+/* Each block tensor in fp32, with its statistics (a layernorm's mean and rstd) or, for
+ * attention's output, its softmax (B,NH,T,T) beside it. */
+static void cpu_tensor_bytes(const ModelConfig *c, int B, int T, size_t bytes[ARCH_MAX_TENSORS])
 {
     size_t s[F_COUNT];
     sizes(c, B, T, s);
-    const size_t floats[BT_COUNT] = {
-        s[F_N_C] + 2 * s[F_N], s[F_N_3C], s[F_N_C] + s[F_ATT], s[F_N_C], s[F_N_C],
-        s[F_N_C] + 2 * s[F_N], s[F_N_F], s[F_N_F], s[F_N_C], s[F_N_C], s[F_N_C]};
-    for (int i = 0; i < BT_COUNT; i++)
+    const size_t floats[GPT2_TENSORS] = {
+        [GPT2_LN1] = s[F_N_C] + 2 * s[F_N], [GPT2_QKV] = s[F_N_3C],
+        [GPT2_ATTN] = s[F_N_C] + s[F_ATT], [GPT2_PROJ] = s[F_N_C], [GPT2_RES1] = s[F_N_C],
+        [GPT2_LN2] = s[F_N_C] + 2 * s[F_N], [GPT2_FC1] = s[F_N_F], [GPT2_GELU] = s[F_N_F],
+        [GPT2_FC2] = s[F_N_C], [GPT2_RES2] = s[F_N_C], [GPT2_IN] = s[F_N_C]};
+    for (int i = 0; i < GPT2_TENSORS; i++)
         bytes[i] = floats[i] * sizeof(float);
 }
 
@@ -148,9 +153,10 @@ static void block_acts(const Device *d, const ComputeCall *c, Gpt2BlockActs *a)
     size_t N = (size_t)d->d.B * d->d.T, C = (size_t)d->d.C;
     float *const *t = (float *const *)c->t;
     *a = (Gpt2BlockActs){
-        .in = t[SCHED_BLOCK_INPUT], .ln1 = t[0], .qkv = t[1], .atty = t[2], .preatt = d->preatt,
-        .attproj = t[3], .res1 = t[4], .ln2 = t[5], .fch = t[6], .fch_gelu = t[7],
-        .fcproj = t[8], .out = t[9]};
+        .in = t[GPT2_IN], .ln1 = t[GPT2_LN1], .qkv = t[GPT2_QKV], .atty = t[GPT2_ATTN],
+        .preatt = d->preatt, .attproj = t[GPT2_PROJ], .res1 = t[GPT2_RES1],
+        .ln2 = t[GPT2_LN2], .fch = t[GPT2_FC1], .fch_gelu = t[GPT2_GELU],
+        .fcproj = t[GPT2_FC2], .out = t[GPT2_RES2]};
     if (a->ln1)
         a->ln1_mean = a->ln1 + N * C, a->ln1_rstd = a->ln1 + N * C + N;
     if (a->atty)
@@ -231,37 +237,40 @@ static int edge_call(Device *d, const ComputeCall *c)
     gpt2_view_edges(cfg, c->w, &w);
     gpt2_view_edges(cfg, c->dw ? c->dw : c->w, &dw);
     bool bwd = c->task->kind == TASK_BWD;
-    if (c->task->layer < 0) {
+    float *res = c->t[GPT2_RES2];
+    switch (c->op) {
+    case EDGE_EMBED:
         if (!bwd)
-            encoder_forward_ref(c->t[SCHED_BLOCK_INPUT], c->inputs, w.wte, w.wpe, B, T, C);
+            encoder_forward_ref(c->t[GPT2_IN], c->inputs, w.wte, w.wpe, B, T, C);
         else
             encoder_backward_ref(dw.wte, dw.wpe, d->dres[1 % 2], c->inputs, B, T, C);
         return 0;
-    }
-    float *res = c->t[9];
-    switch (c->op + (bwd ? 3 : 0)) {
-    case 0:
-        layernorm_forward_ref(d->lnf, d->lnf_mean, d->lnf_rstd, res, w.lnfw, w.lnfb, N, C);
-        break;
-    case 1: head_forward(d, c, &w, &dw); break;
-    case 2: {
-        double sum = 0;
-        for (int i = 0; i < N; i++)
-            sum += d->losses[i];
-        d->loss = (float)(sum / N);
-        break;
-    }
-    case 4: break; /* lm_head: its forward did its backward */
-    case 3: {
+    case EDGE_NORM: {
+        if (!bwd) {
+            layernorm_forward_ref(d->lnf, d->lnf_mean, d->lnf_rstd, res, w.lnfw, w.lnfb, N, C);
+            return 0;
+        }
         float *dres = d->dres[(L - 1 + 2) % 2];
         memset(dres, 0, (size_t)N * C * sizeof(float));
         layernorm_backward_ref(dres, dw.lnfw, dw.lnfb, d->dlnf, res, w.lnfw, d->lnf_mean,
                                d->lnf_rstd, N, C);
-        break;
+        return 0;
     }
+    case EDGE_HEAD:
+        if (!bwd) /* a backward task has nothing left: the forward did it */
+            head_forward(d, c, &w, &dw);
+        return 0;
+    case EDGE_LOSS:
+        if (!bwd) {
+            double sum = 0;
+            for (int i = 0; i < N; i++)
+                sum += d->losses[i];
+            d->loss = (float)(sum / N);
+            return 0;
+        }
+        return -EINVAL;
     default: return -EINVAL;
     }
-    return 0;
 }
 
 static int cpu_compute(Device *d, const ComputeCall *c, DeviceSpan *span, Err *e)

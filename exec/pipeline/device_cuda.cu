@@ -30,6 +30,7 @@
 extern "C" {
 #include "clock.h"
 #include "device.h"
+#include "gpt2_arch.h"
 #include "gpt2_kernels.h"
 #include "gpt2_layout.h"
 }
@@ -89,14 +90,16 @@ static size_t rnd(size_t n)
     return (n + 255) / 256 * 256;
 }
 
-static void cuda_tensor_bytes(const ModelConfig *c, int B, int T, size_t bytes[BT_COUNT])
+/* The block's tensors in bf16 with their statistics: the sizes the simulator predicts with
+ * (footprint_cuda_lane), from the family's one table. */
+static void cuda_tensor_bytes(const ModelConfig *c, int B, int T,
+                              size_t bytes[ARCH_MAX_TENSORS])
 {
-    size_t N = (size_t)B * T, C = (size_t)c->d_model, F = (size_t)c->d_ff;
-    size_t stats = 2 * N * 4, lse = (size_t)B * c->n_head * T * 4;
-    const size_t b[BT_COUNT] = {N * C * 2 + stats, 3 * N * C * 2, N * C * 2 + lse, N * C * 2,
-                                N * C * 2, N * C * 2 + stats, N * F * 2, N * F * 2, N * C * 2,
-                                N * C * 2, N * C * 2};
-    memcpy(bytes, b, sizeof b);
+    const BlockArch *a = model_arch(c);
+    int64_t b[ARCH_MAX_TENSORS];
+    a->lane_tensor_bytes(c, B, T, 2, b);
+    for (int x = 0; x < arch_tensors(a); x++)
+        bytes[x] = (size_t)b[x];
 }
 
 /* What the device allocates for itself: its sizes in one table. */
@@ -278,25 +281,45 @@ static void block_forward(Device *d, const ComputeCall *c, int op)
     size_t NC = (size_t)N * C;
     a16 **t = (a16 **)c->t;
     const a16 *w = (const a16 *)c->w;
-    float *st0 = t[0] ? (float *)(t[0] + NC) : NULL, *st5 = t[5] ? (float *)(t[5] + NC) : NULL;
+    /* a layernorm output's fp32 mean and rstd follow it, attention's log-sum-exp its output */
+    float *st1 = t[GPT2_LN1] ? (float *)(t[GPT2_LN1] + NC) : NULL;
+    float *st2 = t[GPT2_LN2] ? (float *)(t[GPT2_LN2] + NC) : NULL;
     switch (op) {
-    case 0: gk_layernorm_forward(t[0], st0, st0 + N, t[SCHED_BLOCK_INPUT], W(w, ln1w),
-                                 W(w, ln1b), N, C, d->t, s); break;
-    case 1: gk_matmul_forward(t[1], NULL, t[0], W(w, qkvw), W(w, qkvb), N, C, 3 * C, d->lt, d->t,
-                              s); break;
-    case 2: gk_attention_forward(t[2], (float *)(t[2] + NC), t[1], d->B, d->T, C, d->NH,
-                                 d->att_ws, d->blas, d->t, s); break;
-    case 3: gk_matmul_forward(t[3], NULL, t[2], W(w, projw), W(w, projb), N, C, C, d->lt, d->t,
-                              s); break;
-    case 4: gk_residual_forward(t[4], t[SCHED_BLOCK_INPUT], t[3], NC, d->t, s); break;
-    case 5: gk_layernorm_forward(t[5], st5, st5 + N, t[4], W(w, ln2w), W(w, ln2b), N, C, d->t,
-                                 s); break;
-    case 6: gk_matmul_forward(t[6], NULL, t[5], W(w, fcw), W(w, fcb), N, C, F, d->lt, d->t, s);
+    case GPT2_LN1:
+        gk_layernorm_forward(t[GPT2_LN1], st1, st1 + N, t[GPT2_IN], W(w, ln1w), W(w, ln1b), N, C,
+                             d->t, s);
         break;
-    case 7: gk_gelu_forward(t[7], t[6], (size_t)N * F, d->t, s); break;
-    case 8: gk_matmul_forward(t[8], NULL, t[7], W(w, fcprojw), W(w, fcprojb), N, F, C, d->lt,
-                              d->t, s); break;
-    case 9: gk_residual_forward(t[9], t[4], t[8], NC, d->t, s); break;
+    case GPT2_QKV:
+        gk_matmul_forward(t[GPT2_QKV], NULL, t[GPT2_LN1], W(w, qkvw), W(w, qkvb), N, C, 3 * C,
+                          d->lt, d->t, s);
+        break;
+    case GPT2_ATTN:
+        gk_attention_forward(t[GPT2_ATTN], (float *)(t[GPT2_ATTN] + NC), t[GPT2_QKV], d->B, d->T,
+                             C, d->NH, d->att_ws, d->blas, d->t, s);
+        break;
+    case GPT2_PROJ:
+        gk_matmul_forward(t[GPT2_PROJ], NULL, t[GPT2_ATTN], W(w, projw), W(w, projb), N, C, C,
+                          d->lt, d->t, s);
+        break;
+    case GPT2_RES1:
+        gk_residual_forward(t[GPT2_RES1], t[GPT2_IN], t[GPT2_PROJ], NC, d->t, s);
+        break;
+    case GPT2_LN2:
+        gk_layernorm_forward(t[GPT2_LN2], st2, st2 + N, t[GPT2_RES1], W(w, ln2w), W(w, ln2b), N,
+                             C, d->t, s);
+        break;
+    case GPT2_FC1:
+        gk_matmul_forward(t[GPT2_FC1], NULL, t[GPT2_LN2], W(w, fcw), W(w, fcb), N, C, F, d->lt,
+                          d->t, s);
+        break;
+    case GPT2_GELU: gk_gelu_forward(t[GPT2_GELU], t[GPT2_FC1], (size_t)N * F, d->t, s); break;
+    case GPT2_FC2:
+        gk_matmul_forward(t[GPT2_FC2], NULL, t[GPT2_GELU], W(w, fcprojw), W(w, fcprojb), N, F, C,
+                          d->lt, d->t, s);
+        break;
+    case GPT2_RES2:
+        gk_residual_forward(t[GPT2_RES2], t[GPT2_RES1], t[GPT2_FC2], NC, d->t, s);
+        break;
     }
 }
 
@@ -311,34 +334,42 @@ static void block_backward(Device *d, const ComputeCall *c, int op)
     if (c->first_bwd)
         CUDA_CHECK(cudaMemsetAsync(d->small, 0, d->n_small * 4, d->compute));
     switch (op) {
-    case 8: /* through fcproj and the GELU in one GEMM: d(fch) from the residual's gradient */
+    case GPT2_FC2: /* through fcproj and the GELU in one GEMM: d(fch) from the residual's */
         gk_from_f32(d->dres_bf, d->dres, NC, d->t, s);
-        gk_matmul_backward_gelu(d->df2, d->dres_bf, W(w, fcprojw), t[6], N, F, C, d->lt, d->t, s);
-        matmul_backward(d, NULL, CUDA_R_32F, DW(g, fcprojw), DS(fcprojb), d->dres_bf, t[7],
-                        NULL, N, F, C);
+        gk_matmul_backward_gelu(d->df2, d->dres_bf, W(w, fcprojw), t[GPT2_FC1], N, F, C, d->lt,
+                                d->t, s);
+        matmul_backward(d, NULL, CUDA_R_32F, DW(g, fcprojw), DS(fcprojb), d->dres_bf,
+                        t[GPT2_GELU], NULL, N, F, C);
         break;
-    case 7: break; /* done in fc2's epilogue */
-    case 6: matmul_backward(d, d->dln, CUDA_R_32F, DW(g, fcw), DS(fcb), d->df2, t[5],
-                            W(w, fcw), N, C, F); break;
-    case 5: {
-        float *st = (float *)(t[5] + NC);
-        gk_layernorm_backward(d->dres, DS(ln2w), DS(ln2b), d->dln, t[4], W(w, ln2w), st,
+    case GPT2_GELU: break; /* done in fc2's epilogue */
+    case GPT2_FC1:
+        matmul_backward(d, d->dln, CUDA_R_32F, DW(g, fcw), DS(fcb), d->df2, t[GPT2_LN2],
+                        W(w, fcw), N, C, F);
+        break;
+    case GPT2_LN2: {
+        float *st = (float *)(t[GPT2_LN2] + NC);
+        gk_layernorm_backward(d->dres, DS(ln2w), DS(ln2b), d->dln, t[GPT2_RES1], W(w, ln2w), st,
                               st + N, N, C, d->t, s);
         break;
     }
-    case 3:
+    case GPT2_PROJ:
         gk_from_f32(d->dres_bf, d->dres, NC, d->t, s);
-        matmul_backward(d, d->dc, CUDA_R_16BF, DW(g, projw), DS(projb), d->dres_bf, t[2],
-                        W(w, projw), N, C, C);
+        matmul_backward(d, d->dc, CUDA_R_16BF, DW(g, projw), DS(projb), d->dres_bf,
+                        t[GPT2_ATTN], W(w, projw), N, C, C);
         break;
-    case 2: gk_attention_backward(d->dqkv, d->delta, d->dc, t[2], t[1], (float *)(t[2] + NC),
-                                  d->B, d->T, C, d->NH, d->att_ws, d->blas, d->t, s); break;
-    case 1: matmul_backward(d, d->dln, CUDA_R_32F, DW(g, qkvw), DS(qkvb), d->dqkv, t[0],
-                            W(w, qkvw), N, C, 3 * C); break;
-    case 0: {
-        float *st = (float *)(t[0] + NC);
-        gk_layernorm_backward(d->dres, DS(ln1w), DS(ln1b), d->dln, t[SCHED_BLOCK_INPUT],
-                              W(w, ln1w), st, st + N, N, C, d->t, s);
+    case GPT2_ATTN:
+        gk_attention_backward(d->dqkv, d->delta, d->dc, t[GPT2_ATTN], t[GPT2_QKV],
+                              (float *)(t[GPT2_ATTN] + NC), d->B, d->T, C, d->NH, d->att_ws,
+                              d->blas, d->t, s);
+        break;
+    case GPT2_QKV:
+        matmul_backward(d, d->dln, CUDA_R_32F, DW(g, qkvw), DS(qkvb), d->dqkv, t[GPT2_LN1],
+                        W(w, qkvw), N, C, 3 * C);
+        break;
+    case GPT2_LN1: {
+        float *st = (float *)(t[GPT2_LN1] + NC);
+        gk_layernorm_backward(d->dres, DS(ln1w), DS(ln1b), d->dln, t[GPT2_IN], W(w, ln1w), st,
+                              st + N, N, C, d->t, s);
         /* the summed ones join the GEMMs' in the gradient buffer, in bf16 */
         const float *from = d->small;
         for (int i = 0; i < SMALL_RUNS; i++) {
@@ -405,13 +436,13 @@ static void edge_call(Device *d, const ComputeCall *c)
     const Gpt2EdgeOffsets *o = &d->eo;
     bool bwd = c->task->kind == TASK_BWD;
     int *inputs = d->tokens, *targets = d->tokens + N;
-    if (c->task->layer < 0) {
+    if (c->op == EDGE_EMBED) {
         if (!bwd) {
             CUDA_CHECK(cudaMemcpyAsync(d->tokens, c->inputs, (size_t)N * sizeof(int),
                                        cudaMemcpyHostToDevice, d->compute));
             CUDA_CHECK(cudaMemcpyAsync(targets, c->targets, (size_t)N * sizeof(int),
                                        cudaMemcpyHostToDevice, d->compute));
-            gk_encoder_forward((a16 *)c->t[SCHED_BLOCK_INPUT], inputs, w + o->wte, w + o->wpe,
+            gk_encoder_forward((a16 *)c->t[GPT2_IN], inputs, w + o->wte, w + o->wpe,
                                d->B, d->T, C, d->t, s);
         } else {
             gk_encoder_backward(d->edge_acc + o->wte, d->edge_acc + o->wpe, d->dres, inputs,
@@ -421,22 +452,20 @@ static void edge_call(Device *d, const ComputeCall *c)
         }
         return;
     }
-    const a16 *res = (const a16 *)c->t[9];
-    switch (c->op + (bwd ? 3 : 0)) {
-    case 0: gk_layernorm_forward(d->lnf, d->lnf_mean, d->lnf_rstd, res, w + o->lnfw,
-                                 w + o->lnfb, N, C, d->t, s); break;
-    case 1: head_forward(d, c); break;
-    case 2:
-        CUDA_CHECK(cudaMemcpyAsync(d->losses_host, d->losses, (size_t)N * 4,
-                                   cudaMemcpyDeviceToHost, d->compute));
-        d->loss_pending = true; /* summed once the stream is done (cuda_compute) */
-        break;
-    case 4: break; /* lm_head: its forward did its backward */
-    case 3:
+    const a16 *res = (const a16 *)c->t[GPT2_RES2];
+    if (c->op == EDGE_NORM && !bwd) {
+        gk_layernorm_forward(d->lnf, d->lnf_mean, d->lnf_rstd, res, w + o->lnfw, w + o->lnfb, N,
+                             C, d->t, s);
+    } else if (c->op == EDGE_NORM) {
         CUDA_CHECK(cudaMemsetAsync(d->dres, 0, (size_t)N * C * 4, d->compute));
         gk_layernorm_backward(d->dres, d->edge_acc + o->lnfw, d->edge_acc + o->lnfb, d->dln, res,
                               w + o->lnfw, d->lnf_mean, d->lnf_rstd, N, C, d->t, s);
-        break;
+    } else if (c->op == EDGE_HEAD && !bwd) {
+        head_forward(d, c); /* a backward task has nothing left: the forward did it */
+    } else if (c->op == EDGE_LOSS && !bwd) {
+        CUDA_CHECK(cudaMemcpyAsync(d->losses_host, d->losses, (size_t)N * 4,
+                                   cudaMemcpyDeviceToHost, d->compute));
+        d->loss_pending = true; /* summed once the stream is done (cuda_compute) */
     }
 }
 

@@ -81,13 +81,13 @@ static void add_copy(CopyJob *j, void *dst, const void *src, size_t bytes)
 /* Host bytes of block b's tensor x off the device: its CPU home, or an SSD staging slot. */
 static uint8_t *act_host(const PipeMem *m, int b, int x, bool in, int pinned)
 {
-    int h = m->home[b * BT_COUNT + x];
+    int h = pipe_mem_home(m, b, x);
     if (h == HOME_CPU)
-        return m->act_cpu[b] + m->cpu_off[b * BT_COUNT + x];
-    if (x == SCHED_BLOCK_INPUT)
+        return m->act_cpu[b] + m->cpu_off[b * m->n_tensors + x];
+    if (x == m->arch->input)
         return (in ? m->stage_in : m->stage_out)[pinned];
     return (in ? m->stage_in[pinned] + m->stage_in_inner : m->stage_out[pinned]) +
-           m->ssd_off[b * BT_COUNT + x];
+           m->ssd_off[b * m->n_tensors + x];
 }
 
 /* Keeps of job j the bytes of chunk k of n (Task.chunk): a share of the copies laid end to end,
@@ -133,11 +133,10 @@ static void prepare_copy(Pipe *pp, const Task *t, CopyJob *j)
                                  : edge ? m->edge_stage : m->pinned_w[t->slot.pinned];
         add_copy(j, edge ? m->wedge : m->wbuf[t->slot.gpu_weights], src, n);
     } else if (t->cargo == CARGO_CKPT || t->cargo == CARGO_ACTS) {
-        int part = t->cargo == CARGO_CKPT ? 0 : 1;
         bool in = t->res == RES_H2D;
-        for (int x = 0; x < BT_COUNT; x++) {
-            int h = m->home[b * BT_COUNT + x];
-            if (!pipe_mem_in_part(x, part) || (h != HOME_CPU && h != HOME_SSD))
+        for (int x = 0; x < m->n_tensors; x++) {
+            int h = pipe_mem_home(m, b, x);
+            if (!pipe_mem_moves_with(m, x, t->cargo) || (h != HOME_CPU && h != HOME_SSD))
                 continue;
             uint8_t *host = act_host(m, b, x, in, t->slot.pinned);
             uint8_t *dev = (uint8_t *)m->act_slot[t->slot.gpu_acts] +
@@ -195,7 +194,7 @@ static int issue_io(Pipe *pp, const Task *t, IoJob *j, Err *e)
     case CARGO_CKPT:
         return io(pp, j, w, &m->ckpt_ssd[b], 0,
                   (w ? m->stage_out : m->stage_in)[t->slot.pinned],
-                  m->tbytes[SCHED_BLOCK_INPUT], e);
+                  m->tbytes[m->arch->input], e);
     case CARGO_ACTS:
         return io(pp, j, w, &m->inner_ssd[b], 0,
                   w ? m->stage_out[t->slot.pinned] : m->stage_in[t->slot.pinned] +
@@ -242,27 +241,29 @@ static void prepare_compute(Pipe *pp, int ti, ComputeCall *c)
     size_t k = (size_t)si * pp->M + t->micro;
     *c = (ComputeCall){.task = t, .inputs = pp->inputs + k * N, .targets = pp->targets + k * N,
                        .grad_scale = (float)(1.0 / pp->M)};
+    const BlockArch *arch = m->arch;
+    c->op = pp->g->ops[t->op].id;
     if (b < 0 || b >= L) {
-        c->op = b < 0 ? 0 : t->op - (1 + GRAPH_OPS_PER_BLOCK * L);
         c->w = m->wedge;
         c->dw = m->gedge;
-        c->first_bwd = b >= L && c->op == 1 && t->kind == TASK_BWD;
+        c->first_bwd = c->op == EDGE_HEAD && t->kind == TASK_BWD;
         if (b < 0)
-            c->t[SCHED_BLOCK_INPUT] = pipe_mem_tensor(m, 0, SCHED_BLOCK_INPUT, false,
-                                                      sched_fwd_act_slot(m->p, 0));
+            c->t[arch->input] = pipe_mem_tensor(m, 0, arch->input, false,
+                                                sched_fwd_act_slot(m->p, 0));
         else
-            c->t[9] = m->final_res;
+            c->t[arch->output] = m->final_res;
         return;
     }
-    c->op = t->op - 1 - GRAPH_OPS_PER_BLOCK * b;
     c->w = m->wbuf[t->slot.gpu_weights];
     bool bwd = t->kind != TASK_FWD;
     if (t->kind == TASK_BWD) {
         c->dw = m->gbuf[t->slot.gpu_grads];
-        c->first_bwd = c->op == 8;
+        c->first_bwd = c->op == graph_first_bwd_op(pp->g);
     }
-    for (int x = 0; x < BT_COUNT; x++)
-        c->t[x] = bwd && x == 9 ? NULL : pipe_mem_tensor(m, b, x, bwd, t->slot.gpu_acts);
+    /* backward reads no block's output: the next block's backward took its gradient */
+    for (int x = 0; x < m->n_tensors; x++)
+        c->t[x] = bwd && x == arch->output ? NULL
+                                           : pipe_mem_tensor(m, b, x, bwd, t->slot.gpu_acts);
 }
 
 static void prepare_adam(Pipe *pp, const Task *t, AdamJob *j)
@@ -410,8 +411,7 @@ static int finish_task(Pipe *pp, int ti, double now)
 {
     const Task *t = &pp->s.tasks[ti];
     int si = t->iter, G = pp->mem.G;
-    if (t->res == RES_GPU && t->kind == TASK_FWD && t->layer == pp->mem.L && t->op ==
-        pp->mem.L * GRAPH_OPS_PER_BLOCK + 3)
+    if (t->res == RES_GPU && t->kind == TASK_FWD && pp->g->ops[t->op].id == EDGE_LOSS)
         pp->losses[si * pp->M + t->micro] = pp->mem.ops->loss(pp->mem.dev);
     if (t->res == RES_CPU_ADAM) {
         pp->sq[si * G + t->group] = pp->adam.sq;

@@ -9,7 +9,8 @@
 #include "pipe_mem.h"
 #include "trace.h"
 
-enum { LANE_GPU, LANE_H2D, LANE_D2H, LANE_ADAM, N_THREAD_LANES, MAX_COPIES = BT_COUNT + 2 };
+enum { LANE_GPU, LANE_H2D, LANE_D2H, LANE_ADAM, N_THREAD_LANES,
+       MAX_COPIES = ARCH_MAX_TENSORS + 2 };
 enum { MAX_IO = 64 };
 
 typedef struct CopyJob {
@@ -53,7 +54,8 @@ typedef struct Pipe {
     LaneBell bell;
     unsigned rings_seen;
     AdamIsa isa;
-    /* the segment being run */
+    /* the segment being run: its schedule, of this graph */
+    const Graph *g;
     Schedule s;
     int *succ_first, *succ, *waiting;
     Heap ready[RES_COUNT];

@@ -21,9 +21,9 @@ static size_t page(size_t n)
     return align_up(n ? n : 1, 4096);
 }
 
-bool pipe_mem_in_part(int x, int part)
+bool pipe_mem_moves_with(const PipeMem *m, int x, Cargo cargo)
 {
-    return (x == SCHED_BLOCK_INPUT) == (part == 0);
+    return (x == m->arch->input) == (cargo == CARGO_CKPT);
 }
 
 /* ---- placement and sizes ------------------------------------------------------------------ */
@@ -31,10 +31,11 @@ bool pipe_mem_in_part(int x, int part)
 static int place(PipeMem *m, Err *e)
 {
     const Plan *p = m->p;
-    int L = m->L;
-    m->home = malloc((size_t)L * BT_COUNT);
-    m->cpu_off = malloc((size_t)L * BT_COUNT * sizeof(int64_t));
-    m->ssd_off = malloc((size_t)L * BT_COUNT * sizeof(int64_t));
+    const BlockArch *arch = m->arch;
+    int L = m->L, X = m->n_tensors;
+    m->home = malloc((size_t)L * X);
+    m->cpu_off = malloc((size_t)L * X * sizeof(int64_t));
+    m->ssd_off = malloc((size_t)L * X * sizeof(int64_t));
     m->cpu_bytes = calloc((size_t)L, sizeof(size_t));
     m->ssd_inner_bytes = calloc((size_t)L, sizeof(size_t));
     m->grp_begin = calloc((size_t)m->G, sizeof(size_t));
@@ -43,25 +44,25 @@ static int place(PipeMem *m, Err *e)
     if (!m->home || !m->cpu_off || !m->ssd_off || !m->cpu_bytes || !m->ssd_inner_bytes ||
         !m->grp_begin || !m->grp_end || !m->ooc_index)
         return err_set(e, -ENOMEM, "out of memory");
-    bool swapped[BT_COUNT] = {false};
+    bool swapped[ARCH_MAX_TENSORS] = {false};
     size_t ckpt_ssd_max = 0, inner_ssd_max = 0;
     for (int b = 0; b < L; b++) {
-        signed char *h = &m->home[b * BT_COUNT];
-        for (int x = 0; x < BT_COUNT; x++) {
+        signed char *h = &m->home[b * X];
+        for (int x = 0; x < X; x++) {
             h[x] = HOME_NONE;
-            m->cpu_off[b * BT_COUNT + x] = m->ssd_off[b * BT_COUNT + x] = PIPE_NO_OFFSET;
+            m->cpu_off[b * X + x] = m->ssd_off[b * X + x] = PIPE_NO_OFFSET;
         }
-        for (int i = 0; i < GRAPH_OPS_PER_BLOCK; i++)
-            for (const int *x = sched_op_saves(i); *x >= 0; x++) {
+        for (int i = 0; i < arch->n_ops; i++)
+            for (const signed char *x = arch->ops[i].saves; *x >= 0; x++) {
                 ActPlace a = plan_act(p, b, i);
                 h[*x] = a == ACT_RECOMPUTE ? HOME_NONE : (signed char)a;
             }
-        for (int x = 0; x < BT_COUNT; x++) {
+        for (int x = 0; x < X; x++) {
             if (h[x] == HOME_CPU) {
-                m->cpu_off[b * BT_COUNT + x] = (int64_t)m->cpu_bytes[b];
+                m->cpu_off[b * X + x] = (int64_t)m->cpu_bytes[b];
                 m->cpu_bytes[b] += align_up(m->tbytes[x], 256);
-            } else if (h[x] == HOME_SSD && x != SCHED_BLOCK_INPUT) {
-                m->ssd_off[b * BT_COUNT + x] = (int64_t)m->ssd_inner_bytes[b];
+            } else if (h[x] == HOME_SSD && x != arch->input) {
+                m->ssd_off[b * X + x] = (int64_t)m->ssd_inner_bytes[b];
                 m->ssd_inner_bytes[b] += align_up(m->tbytes[x], 256);
             } else if (h[x] == HOME_SSD && m->tbytes[x] > ckpt_ssd_max) {
                 ckpt_ssd_max = m->tbytes[x];
@@ -72,7 +73,7 @@ static int place(PipeMem *m, Err *e)
         if (m->ssd_inner_bytes[b] > inner_ssd_max)
             inner_ssd_max = m->ssd_inner_bytes[b];
     }
-    for (int x = 0; x < BT_COUNT; x++) {
+    for (int x = 0; x < X; x++) {
         m->slot_off[x] = swapped[x] ? (int64_t)m->slot_bytes : PIPE_NO_OFFSET;
         if (swapped[x])
             m->slot_bytes += align_up(m->tbytes[x], 256);
@@ -135,12 +136,12 @@ void pipe_lane_sizes(const void *device_ops, const ModelConfig *c, int B, int T,
                      LaneSizes *lane)
 {
     const DeviceOps *ops = device_ops;
-    size_t t[BT_COUNT];
+    size_t t[ARCH_MAX_TENSORS];
     ops->tensor_bytes(c, B, T, t);
     *lane = (LaneSizes){.own = (int64_t)ops->own_bytes(c, B, T),
                         .weight_bytes = (int)dtype_bytes(ops->weight_type),
                         .grad_bytes = (int)dtype_bytes(ops->grad_type)};
-    for (int x = 0; x < BT_COUNT; x++)
+    for (int x = 0; x < arch_tensors(model_arch(c)); x++)
         lane->tensor[x] = (int64_t)t[x];
 }
 
@@ -174,16 +175,16 @@ static int alloc_device(PipeMem *m, Err *e)
     for (int i = 0; i < p->act_buffers && ok && m->slot_bytes; i++)
         ok = (m->act_slot[i] = dev_alloc(m, m->slot_bytes, MEM_ACTIVATIONS, e));
     size_t all = 0;
-    for (int x = 0; x < BT_COUNT; x++)
+    for (int x = 0; x < m->n_tensors; x++)
         all += align_up(m->tbytes[x], 256);
     ok = ok && (m->scratch = dev_alloc(m, all, MEM_ACTIVATIONS, e)) &&
-         (m->final_res = dev_alloc(m, m->tbytes[9], MEM_ACTIVATIONS, e));
-    m->kept = calloc((size_t)m->L * BT_COUNT, sizeof *m->kept);
+         (m->final_res = dev_alloc(m, m->tbytes[m->arch->output], MEM_ACTIVATIONS, e));
+    m->kept = calloc((size_t)m->L * m->n_tensors, sizeof *m->kept);
     if (ok && !m->kept)
         return err_set(e, -ENOMEM, "out of memory");
-    for (int i = 0; i < m->L * BT_COUNT && ok; i++)
+    for (int i = 0; i < m->L * m->n_tensors && ok; i++)
         if (m->home[i] == HOME_GPU)
-            ok = (m->kept[i] = dev_alloc(m, m->tbytes[i % BT_COUNT], MEM_ACTIVATIONS, e));
+            ok = (m->kept[i] = dev_alloc(m, m->tbytes[i % m->n_tensors], MEM_ACTIVATIONS, e));
     m->dev_bytes[MEM_ACTIVATIONS] += (double)m->ops->own_bytes(m->c, m->B, m->T);
     return ok ? 0 : -ENOMEM;
 }
@@ -236,7 +237,7 @@ static bool needs_store(const PipeMem *m)
 {
     if (m->p->weights == TIER_SSD || states_on_ssd(m))
         return true;
-    for (int i = 0; i < m->L * BT_COUNT; i++)
+    for (int i = 0; i < m->L * m->n_tensors; i++)
         if (m->home[i] == HOME_SSD)
             return true;
     return false;
@@ -301,9 +302,9 @@ static int open_store(PipeMem *m, const PipeConfig *pc, WorkPool *wp, Err *e)
             4 * on_ssd;
     }
     for (int b = 0; b < L && !rc; b++) {
-        if (m->home[b * BT_COUNT + SCHED_BLOCK_INPUT] == HOME_SSD) {
-            rc = store_alloc(&m->st, m->tbytes[SCHED_BLOCK_INPUT], &m->ckpt_ssd[b], e);
-            m->ssd_bytes[MEM_ACTIVATIONS] += (double)m->tbytes[SCHED_BLOCK_INPUT];
+        if (pipe_mem_home(m, b, m->arch->input) == HOME_SSD) {
+            rc = store_alloc(&m->st, m->tbytes[m->arch->input], &m->ckpt_ssd[b], e);
+            m->ssd_bytes[MEM_ACTIVATIONS] += (double)m->tbytes[m->arch->input];
         }
         if (!rc && m->ssd_inner_bytes[b]) {
             rc = store_alloc(&m->st, m->ssd_inner_bytes[b], &m->inner_ssd[b], e);
@@ -317,7 +318,8 @@ int pipe_mem_init(PipeMem *m, const ModelConfig *c, const Plan *p, int B, int T,
                   const PipeConfig *pc, WorkPool *wp, Err *e)
 {
     memset(m, 0, sizeof *m);
-    *m = (PipeMem){.c = c, .p = p, .ops = pc->device, .L = c->n_layer,
+    *m = (PipeMem){.c = c, .arch = model_arch(c), .p = p, .ops = pc->device, .L = c->n_layer,
+                   .n_tensors = arch_tensors(model_arch(c)),
                    .G = plan_subgroup_count(p), .B = B, .T = T,
                    .block_params = (size_t)model_block_params(c),
                    .edge_params = (size_t)model_embed_params(c),
@@ -396,7 +398,7 @@ void pipe_mem_free(PipeMem *m)
                 if (ring[k])
                     m->ops->release(m->dev, ring[k]);
         }
-        for (int i = 0; m->kept && i < m->L * BT_COUNT; i++)
+        for (int i = 0; m->kept && i < m->L * m->n_tensors; i++)
             if (m->kept[i])
                 m->ops->release(m->dev, m->kept[i]);
         m->ops->destroy(m->dev);
@@ -419,13 +421,14 @@ void pipe_mem_free(PipeMem *m)
 
 void *pipe_mem_tensor(const PipeMem *m, int b, int x, bool backward, int slot)
 {
-    if (x == 9 && !backward)
-        return b + 1 < m->L ? pipe_mem_tensor(m, b + 1, SCHED_BLOCK_INPUT, false,
+    /* forward writes a block's output where the next block finds its input */
+    if (x == m->arch->output && !backward)
+        return b + 1 < m->L ? pipe_mem_tensor(m, b + 1, m->arch->input, false,
                                               sched_fwd_act_slot(m->p, b + 1))
                             : m->final_res;
-    int h = m->home[b * BT_COUNT + x];
+    int h = pipe_mem_home(m, b, x);
     if (h == HOME_GPU)
-        return m->kept[b * BT_COUNT + x];
+        return m->kept[b * m->n_tensors + x];
     if (h == HOME_CPU || h == HOME_SSD)
         return (uint8_t *)m->act_slot[slot] + m->slot_off[x];
     size_t off = 0;

@@ -22,17 +22,19 @@ typedef enum Home { HOME_NONE = -1, HOME_GPU = ACT_GPU, HOME_CPU = ACT_CPU, HOME
 
 typedef struct PipeMem {
     const ModelConfig *c;
+    const BlockArch *arch;      /* c's block: its tensors by name */
     const Plan *p;
     const DeviceOps *ops;
     Device *dev;
     int L, G, B, T;
     size_t block_params, edge_params, wsz, gsz;
-    size_t tbytes[BT_COUNT];
+    int n_tensors;              /* of a block (arch_tensors) */
+    size_t tbytes[ARCH_MAX_TENSORS];
     /* placement and layouts */
-    signed char *home;          /* [L][BT_COUNT] */
-    int64_t slot_off[BT_COUNT]; /* device out/in slots: tensors swapped in any block */
+    signed char *home;          /* [L][n_tensors] */
+    int64_t slot_off[ARCH_MAX_TENSORS]; /* device out/in slots: tensors swapped in any block */
     size_t slot_bytes;
-    int64_t *cpu_off, *ssd_off; /* [L][BT_COUNT]: in the block's CPU home / SSD inner part */
+    int64_t *cpu_off, *ssd_off; /* [L][n_tensors]: in the block's CPU home / SSD inner part */
     size_t *cpu_bytes, *ssd_inner_bytes;
     size_t stage_out_bytes, stage_in_bytes, stage_in_inner; /* inner part's offset in in-slots */
     size_t *grp_begin, *grp_end; /* sub-group slices of the flat layout */
@@ -82,8 +84,14 @@ void *pipe_mem_tensor(const PipeMem *m, int b, int x, bool backward, int slot);
 enum { PIPE_MAX_PIECES = 4096 };
 int pipe_mem_update_pieces(const PipeMem *m, int s, size_t *first, size_t *count, size_t *off);
 
-/* Whether tensor x of block b moves with the checkpoint (part 0) or the inner part (1). */
-bool pipe_mem_in_part(int x, int part);
+/* Whether tensor x of a block moves in a copy of cargo: the input in the checkpoint's
+ * (CARGO_CKPT), every other tensor off the GPU in the inner activations' (CARGO_ACTS). */
+bool pipe_mem_moves_with(const PipeMem *m, int x, Cargo cargo);
+/* Where block b's tensor x lives between forward and backward (a Home). */
+static inline int pipe_mem_home(const PipeMem *m, int b, int x)
+{
+    return m->home[b * m->n_tensors + x];
+}
 
 /* Writes the whole state from flat fp32 arrays (weights are the master's value in the
  * device's weight type; m, v may be NULL for zeros; params may be m->master itself), and reads

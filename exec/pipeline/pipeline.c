@@ -78,6 +78,7 @@ static int run_segment(Pipe *pp, const Graph *g, const Plan *p, Loader *ld, int 
         loader_next(ld, pp->inputs + i * N, pp->targets + i * N);
     memset(pp->sq_count, 0, (size_t)n * sizeof *pp->sq_count);
     sched_free(&pp->s);
+    pp->g = g;
     int rc = sched_build(&pp->s, g, p, n, e);
     return rc ? rc : pipe_run_dag(pp, e);
 }

@@ -547,7 +547,7 @@ int main(int argc, char **argv)
             if (dup || model_param_count(c) > (quick ? 1400000000 : 14000000000) ||
                 c->max_seq < 1024 || graph_init(&g, c, 8, 1024, &e))
                 continue;
-            const Op *op = graph_block_op(&g, 0, 2);
+            const Op *op = graph_block_op_of_kind(&g, OP_ATTENTION);
             double work = cost_attention_work(op, TASK_FWD) + cost_attention_work(op, TASK_BWD);
             graph_free(&g);
             double f_ms, b_ms;
