@@ -4,7 +4,8 @@
 
 #include <string.h>
 
-#include "graph.h"
+#include "model.h"
+#include "op.h"
 
 _Static_assert((int)GPT2_LN1 == (int)BLOCK_CKPT_OP, "the first op keeps the checkpoint");
 _Static_assert((int)GPT2_TENSORS <= (int)ARCH_MAX_TENSORS, "within every family's bound");
@@ -31,8 +32,8 @@ static void gpt2_graph_ops(Op *op, const ModelConfig *c, int b, int64_t batch, i
 {
     int64_t T = batch * s, h = c->d_model, f = c->d_ff, a = c->n_head;
     int64_t dsz = (int64_t)dtype_bytes(c->dtype);
-    op[GPT2_LN1] = graph_layernorm_op(b, T, h, dsz);
-    op[GPT2_QKV] = graph_gemm_op(b, T, 3 * h, h, 3 * h * h + 3 * h, T * h * dsz, dsz);
+    op[GPT2_LN1] = op_layernorm(b, T, h, dsz);
+    op[GPT2_QKV] = op_gemm(b, T, 3 * h, h, 3 * h * h + 3 * h, T * h * dsz, dsz);
     double attn = 4.0 * (double)batch * (double)s * (double)s * (double)h;
     op[GPT2_ATTN] = (Op){.kind = OP_ATTENTION, .block = b, .head_size = model_head_dim(c),
                          .fwd_flops = attn, .bwd_flops = 2 * attn,
@@ -41,21 +42,21 @@ static void gpt2_graph_ops(Op *op, const ModelConfig *c, int b, int64_t batch, i
                          .act_bytes = 3 * T * h * dsz + T * h * dsz + T * a * 4,
                          .out_bytes = T * h * dsz};
     /* its input is attention's kept output */
-    op[GPT2_PROJ] = graph_gemm_op(b, T, h, h, h * h + h, 0, dsz);
+    op[GPT2_PROJ] = op_gemm(b, T, h, h, h * h + h, 0, dsz);
     /* the executors' backward first turns the residual's fp32 gradient into dsz: 4 + dsz bytes
      * an element beside the GEMMs */
     op[GPT2_PROJ].bwd_io_bytes = T * h * (4 + dsz);
-    op[GPT2_RES1] = graph_residual_op(b, T, h, dsz);
-    op[GPT2_LN2] = graph_layernorm_op(b, T, h, dsz);
-    op[GPT2_FC1] = graph_gemm_op(b, T, f, h, f * h + f, T * h * dsz, dsz);
+    op[GPT2_RES1] = op_residual(b, T, h, dsz);
+    op[GPT2_LN2] = op_layernorm(b, T, h, dsz);
+    op[GPT2_FC1] = op_gemm(b, T, f, h, f * h + f, T * h * dsz, dsz);
     /* the GELU's backward runs in fc2's: its GEMM's epilogue reads the GELU's input */
     op[GPT2_GELU] = (Op){.kind = OP_GELU, .block = b, .fwd_flops = 10.0 * T * f,
                          .bwd_flops = 14.0 * T * f, .fwd_io_bytes = 2 * T * f * dsz,
                          .bwd_io_bytes = 0, .act_bytes = T * f * dsz, .out_bytes = T * f * dsz};
-    op[GPT2_FC2] = graph_gemm_op(b, T, h, f, h * f + h, T * f * dsz, dsz);
+    op[GPT2_FC2] = op_gemm(b, T, h, f, h * f + h, T * f * dsz, dsz);
     /* as proj's, and the GELU's input */
     op[GPT2_FC2].bwd_io_bytes = T * h * (4 + dsz) + T * f * dsz;
-    op[GPT2_RES2] = graph_residual_op(b, T, h, dsz);
+    op[GPT2_RES2] = op_residual(b, T, h, dsz);
 }
 
 static void gpt2_lane_tensor_bytes(const ModelConfig *c, int64_t B, int64_t T, int64_t elem,

@@ -6,42 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *graph_op_kind_name(OpKind k)
-{
-    static const char *names[] = {"embed", "layernorm", "gemm", "attention", "residual",
-                                  "gelu", "loss"};
-    return names[k];
-}
-
-Op graph_gemm_op(int block, int64_t m, int64_t n, int64_t k, int64_t params, int64_t act_bytes,
-                 int64_t dsz)
-{
-    double f = 2.0 * (double)m * (double)n * (double)k;
-    return (Op){.kind = OP_GEMM, .block = block, .m = m, .n = n, .k = k, .params = params,
-                .fwd_flops = f, .bwd_flops = 2 * f, .act_bytes = act_bytes,
-                .out_bytes = m * n * dsz};
-}
-
-/* A layernorm over T rows of h: ~8 FLOPs per element forward, ~14 backward; it keeps its input
- * and the fp32 mean and rstd of each row. Its backward moves what the CUDA executors' kernels
- * do: the residual stream's gradient is fp32 there, so the incoming gradient (fp32) and the
- * input are each read twice (the rows' pass and the weight's column sums) and the residual
- * gradient (fp32) read and written: 2 dsz + 16 bytes an element. */
-Op graph_layernorm_op(int block, int64_t T, int64_t h, int64_t dsz)
-{
-    return (Op){.kind = OP_LAYERNORM, .block = block, .params = 2 * h,
-                .fwd_flops = 8.0 * T * h, .bwd_flops = 14.0 * T * h,
-                .fwd_io_bytes = 2 * T * h * dsz, .bwd_io_bytes = T * h * (2 * dsz + 16),
-                .act_bytes = T * h * dsz + 2 * T * 4, .out_bytes = T * h * dsz};
-}
-
-Op graph_residual_op(int block, int64_t T, int64_t h, int64_t dsz)
-{
-    return (Op){.kind = OP_RESIDUAL, .block = block, .fwd_flops = (double)T * h,
-                .bwd_flops = 0, .fwd_io_bytes = 3 * T * h * dsz, .bwd_io_bytes = 0,
-                .out_bytes = T * h * dsz};
-}
-
 /* Block b's ops from its family's builder, named by its table. */
 static void add_block(Op *op, const Graph *g, int b)
 {
@@ -95,12 +59,12 @@ int graph_init(Graph *g, const ModelConfig *cfg, int batch, int seq, Err *e)
                  .act_bytes = T * 4, /* token ids */ .out_bytes = T * h * dsz};
     for (int b = 0; b < L; b++, op += g->arch->n_ops)
         add_block(op, g, b);
-    *op = graph_layernorm_op(L, T, h, dsz);
+    *op = op_layernorm(L, T, h, dsz);
     op->name = "lnf", op->id = EDGE_NORM, op++;
     /* The head runs fused over chunks of tokens (graph.h, GRAPH_HEAD_CHUNK): its forward also
      * does its backward, so all its FLOPs are forward ones, at the chunk's GEMM shape, and what
      * it keeps for the lnf's backward is its input's gradient, not the logits. */
-    Op head = graph_gemm_op(L, T, V, h, cfg->tied ? 0 : V * h, T * h * dsz, dsz);
+    Op head = op_gemm(L, T, V, h, cfg->tied ? 0 : V * h, T * h * dsz, dsz);
     head.name = "lm_head", head.id = EDGE_HEAD;
     head.m = graph_head_chunk(T);
     head.fwd_flops += head.bwd_flops;

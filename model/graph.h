@@ -24,24 +24,8 @@
 #include "arch.h"
 #include "fuyou_err.h"
 #include "model.h"
+#include "op.h"
 
-typedef struct Op {
-    OpKind kind;
-    const char *name;     /* "qkv", "fc1", ...: static */
-    int id;               /* its name: the family's block op (gpt2_arch.h), or an EdgeOp */
-    int block;            /* block index; -1 for the embedding, n_layer for lnf, lm_head, loss */
-    int64_t m, n, k;      /* GEMM: m tokens, n outputs, k inputs; 0 for other kinds */
-    int64_t head_size;    /* attention: d_model / n_head (its kernels depend on it); 0 for
-                             other kinds */
-    int64_t params;       /* parameters this op owns (the tied LM head owns none) */
-    double fwd_flops;
-    double bwd_flops;
-    int64_t fwd_io_bytes; /* device-memory bytes read + written by memory-bound kernels, as
-                             the CUDA executors run the op (for a GEMM: those beside it) */
-    int64_t bwd_io_bytes;
-    int64_t act_bytes;    /* bytes first saved here for backward */
-    int64_t out_bytes;    /* size of the op's output */
-} Op;
 
 /* The head runs over chunks of at most GRAPH_HEAD_CHUNK tokens, forward and backward fused per
  * chunk (logits, softmax + cross-entropy, the logits' gradient, then the head's input and weight
@@ -100,15 +84,7 @@ int graph_edge_op_index(const Graph *g, EdgeOp e);
 int graph_first_bwd_op(const Graph *g);
 /* A block's first op of kind k (its attention, say), or NULL when it has none. */
 const Op *graph_block_op_of_kind(const Graph *g, OpKind k);
-const char *graph_op_kind_name(OpKind k);
 
-/* For the families' builders (BlockArch.graph_ops): a GEMM of m tokens, n outputs, k inputs
- * with `params` parameters that keeps act_bytes; a layernorm over T rows of h; a residual add
- * of T x h; each in elements of dsz bytes, named by the family's table. */
-Op graph_gemm_op(int block, int64_t m, int64_t n, int64_t k, int64_t params, int64_t act_bytes,
-                 int64_t dsz);
-Op graph_layernorm_op(int block, int64_t T, int64_t h, int64_t dsz);
-Op graph_residual_op(int block, int64_t T, int64_t h, int64_t dsz);
 
 typedef struct GraphTotals {
     int64_t params;

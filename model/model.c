@@ -82,11 +82,6 @@ const ModelConfig *model_preset_find(const char *name)
     return NULL;
 }
 
-const BlockArch *model_arch(const ModelConfig *c)
-{
-    return arch_block(c->arch);
-}
-
 int64_t model_head_dim(const ModelConfig *c)
 {
     return c->d_model / c->n_head;

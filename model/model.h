@@ -65,7 +65,10 @@ int model_validate(const ModelConfig *c, Err *e);
 
 int64_t model_head_dim(const ModelConfig *c);
 /* The block of c's family: its ops and tensors by name. */
-const BlockArch *model_arch(const ModelConfig *c);
+static inline const BlockArch *model_arch(const ModelConfig *c)
+{
+    return arch_block(c->arch);
+}
 /* Parameters of one transformer block: 2 LNs, qkv, attention projection, fc1, fc2 (with biases). */
 int64_t model_block_params(const ModelConfig *c);
 /* Parameters outside the blocks: token and position embeddings, final LN, untied LM head. */

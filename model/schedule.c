@@ -2,7 +2,7 @@
  * schedule.h. Here: the walk over the run (weights, activations, gradients' first copy) and
  * finishing. The optimizer's tasks (states, Adam, new weights; fuyou's update, the GPU update)
  * are in schedule_optim.c; the zero-infinity policy's gradients and optimizer step in
- * schedule_zero.c; the builder the three files use is in schedule_build.h.
+ * schedule_zero.c; the builder the three files use is in schedule_build.h (.c).
  *
  * The builder walks the run in GPU program order: per iteration and micro-batch, the forward
  * "uses" of blocks 0..L-1, then the backward uses L-1..0, with the embedding before and the head
@@ -14,38 +14,16 @@
 #include <assert.h>
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "schedule_build.h"
+#include "schedule_optim.h"
+#include "schedule_zero.h"
 #include "units.h"
 
-/* ---- the builder -------------------------------------------------------------------------- */
-
-/* Adds a task; returns its index, or -1 when out of memory (sticky: b->oom, checked at the end;
- * every helper ignores a -1 task). */
-int sched_add_task(Builder *b, Resource res, TaskKind kind, Phase ph, int layer, int op,
-                   int priority, const char *fmt, ...)
-{
-    Schedule *s = b->s;
-    if (grow((void **)&s->tasks, &b->task_cap, s->n_tasks + 1, sizeof *s->tasks)) {
-        b->oom = true;
-        return -1;
-    }
-    Task *t = &s->tasks[s->n_tasks];
-    *t = (Task){.res = res, .kind = kind, .phase = ph, .iter = b->iter, .layer = layer,
-                .op = op, .priority = priority, .micro = b->micro, .group = -1,
-                .slot = {-1, -1, -1, -1, -1}};
-    int n = snprintf(t->id, sizeof t->id, "%s", b->prefix);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(t->id + n, sizeof t->id - (size_t)n, fmt, ap);
-    va_end(ap);
-    return s->n_tasks++;
-}
+/* ---- the walk's helpers -------------------------------------------------------------------- */
 
 /* Task ids of micro-batch m start "m<m>." when there are several, nothing otherwise. */
 static void set_prefix(Builder *b, int m)
@@ -88,20 +66,6 @@ static int gpu_task(Builder *b, TaskKind kind, Phase ph, int op_index)
     b->s->tasks[t].flops = flops;
     dep(b, t, b->last_gpu);
     b->last_gpu = t;
-    return t;
-}
-
-int sched_copy_task(Builder *b, Resource res, Phase ph, int layer, double bytes, int priority,
-                    const char *fmt, ...)
-{
-    char id[SCHED_ID_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(id, sizeof id, fmt, ap);
-    va_end(ap);
-    int t = sched_add_task(b, res, TASK_COPY, ph, layer, -1, priority, "%s", id);
-    if (t >= 0)
-        b->s->tasks[t].bytes = bytes;
     return t;
 }
 

@@ -2,8 +2,9 @@
  * finishing), schedule_optim.c (the optimizer's tasks, the fuyou policy's update) and
  * schedule_zero.c (the zero-infinity policy's gradients and step). Private to model/: not
  * installed, and no part of the schedule's interface, which is schedule.h. The builder's state and
- * the helpers that add tasks, dependencies and optimizer work; every helper ignores a task index
- * of -1 (out of memory, sticky in b->oom). */
+ * the helpers that add tasks and dependencies (schedule_build.c); every helper ignores a task
+ * index of -1 (out of memory, sticky in b->oom). The walk calls the optimizer's and the
+ * zero-infinity policy's emitters (schedule_optim.h, schedule_zero.h), which call only these. */
 #ifndef FUYOU_SCHEDULE_BUILD_H
 #define FUYOU_SCHEDULE_BUILD_H
 
@@ -141,8 +142,6 @@ static inline void set_move(Builder *b, int t, Cargo cargo, Tier from, Tier to, 
  * then activation swap-out, then optimizer traffic. */
 enum { PRIO_WEIGHTS = 0, PRIO_ACT_IN = 1, PRIO_GRAD = 1, PRIO_ACT_OUT = 2, PRIO_OPTIM = 3 };
 
-/* ---- schedule.c ---------------------------------------------------------------------------- */
-
 /* Adds a task of the builder's iteration and micro-batch (layer, op, priority as in Task) with id
  * fmt after its micro-batch prefix. Returns its index, or -1 when out of memory (sticky: b->oom,
  * checked at the end). */
@@ -153,46 +152,5 @@ int sched_add_task(Builder *b, Resource res, TaskKind kind, Phase ph, int layer,
  * with id fmt after the builder's micro-batch prefix. Returns its index, or -1. */
 int sched_copy_task(Builder *b, Resource res, Phase ph, int layer, double bytes, int priority,
                     const char *fmt, ...) __attribute__((format(printf, 7, 8)));
-
-/* ---- schedule_optim.c: the optimizer ------------------------------------------------------- */
-
-/* Sub-group s's blocks [*first, *first + *count) and its parameters (the tail's with the
- * edges). */
-int64_t sched_group_params(const Builder *b, int s, int *first, int *count);
-
-/* The pinned state buffer of the k-th update of the run when sub-group s needs one, else -1. */
-int sched_update_slot(const Builder *b, int s, int k);
-
-/* Sub-group s's fp32 states read from SSD into pinned state buffer slot, or written back from
- * it (write). Returns the copy. */
-int sched_emit_states(Builder *b, int s, int first, int64_t params, bool write, int slot);
-
-/* Sub-group s's AdamW on the CPU (recorded in b->adam[s]). Returns the task. */
-int sched_emit_adam(Builder *b, int s, int first, int64_t params, int slot);
-
-/* Sub-group s's new 16-bit weights, from Adam task a, on their way home. Returns the task after
- * which they are there (a itself when Adam wrote them in place). */
-int sched_emit_new_weights(Builder *b, int s, int first, int64_t params, int a, int slot);
-
-/* Fuyou's update of sub-group s during backward, once its gradients are there: states read,
- * Adam, states and new weights written; records the task after which its weights are new. */
-void sched_emit_update(Builder *b, int s);
-
-/* Everything on the GPU: one fused AdamW after iteration b->iter's backward. */
-void sched_emit_gpu_update(Builder *b);
-
-/* ---- schedule_zero.c: the zero-infinity policy --------------------------------------------- */
-
-/* The rest of a gradient's way after its 16-bit copy d2h to the CPU (block layer, -1 the edges,
- * of sub-group s; gpu_slot its GPU buffer). Returns the last copy: the GPU buffer is free after
- * it. */
-int sched_emit_zero_grad(Builder *b, int d2h, int layer, int s, int64_t params, int gpu_slot);
-
-/* Sub-group s's fp32 gradients written to SSD once complete (states on SSD; else nothing). */
-void sched_emit_zero_grad_write(Builder *b, int s);
-
-/* The optimizer step of iteration b->iter, after backward: every sub-group's update, one after
- * the other; records the tasks after which the weights are new. */
-void sched_emit_zero_step(Builder *b);
 
 #endif

@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "schedule_build.h"
+#include "schedule_optim.h"
 
 /* Sub-group s's blocks [first, first + count) and its parameters (the tail's with the edges). */
 int64_t sched_group_params(const Builder *b, int s, int *first, int *count)

@@ -9,7 +9,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "schedule_build.h"
+#include "schedule_optim.h"
+#include "schedule_zero.h"
 
 /* The rest of a gradient's way after its 16-bit copy d2h to the CPU buffer (block layer, or -1
  * the edges, of sub-group s; gpu_slot its GPU buffer): back to the GPU, as DeepSpeed's

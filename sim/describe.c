@@ -12,7 +12,7 @@ static void print_op(FILE *out, const Op *op, const char *prefix, int repeat)
     char name[32];
     snprintf(name, sizeof name, "%s%s", prefix, op->name);
     fprintf(out, "  %-12s %-10s %-20s %10s %12s %12s %11s %11s%s\n", name,
-            graph_op_kind_name(op->kind), shape, units_count(params, sizeof params, op->params),
+            op_kind_name(op->kind), shape, units_count(params, sizeof params, op->params),
             units_flops(fwd, sizeof fwd, op->fwd_flops), units_flops(bwd, sizeof bwd, op->bwd_flops),
             units_bytes(act, sizeof act, op->act_bytes), units_bytes(outb, sizeof outb, op->out_bytes),
             repeat > 1 ? "  (each block)" : "");

@@ -12,9 +12,10 @@
 
 #include "checkpoint.h"
 #include "crc32c.h"
+#include "gpt2_cpu.h"
 #include "safetensors.h"
-#include "testutil.h"
 #include "trainer.h"
+#include "testutil.h"
 
 /* A model, its layout and recognisable parameters and states, saved as step 4 in dir. */
 typedef struct Fixture {

@@ -13,12 +13,13 @@
 
 #include "cuda_device.h"
 #include "flash_attention.h"
+#include "gpt2_cpu.h"
 #include "gpt2_cuda.h"
 #include "gpt2_kernels.h"
 #include "gpt2_layout.h"
 #include "gpt2_ops.h"
-#include "testutil.h"
 #include "trainer.h"
+#include "testutil.h"
 
 static gsl_rng *rng;
 static GkType ty; /* the 16-bit format under test: each kernel test runs for bf16 and fp16 */

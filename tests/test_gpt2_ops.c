@@ -7,7 +7,7 @@
 #include <gsl/gsl_rng.h>
 #include <math.h>
 
-#include "backend.h"
+#include "gpt2_cpu.h"
 #include "gpt2_layout.h"
 #include "gpt2_ops.h"
 #include "testutil.h"

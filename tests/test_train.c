@@ -10,9 +10,10 @@
 #include <sys/stat.h>
 
 #include "checkpoint.h"
+#include "gpt2_cpu.h"
 #include "safetensors.h"
-#include "testutil.h"
 #include "trainer.h"
+#include "testutil.h"
 
 static const char *text = "/usr/share/common-licenses/GPL-3";
 

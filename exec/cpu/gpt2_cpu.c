@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
 #include "gpt2_block.h"
+#include "gpt2_cpu.h"
 #include "gpt2_layout.h"
 #include "gpt2_ops.h"
 #include "graph.h"

@@ -19,7 +19,7 @@ struct CudaFailure {
     char msg[256]; /* "file:line: call: the library's words" */
 };
 
-/* This thread's record, or NULL: exit on failure (defined in gpt2_kernels.cu). */
+/* This thread's record, or NULL: exit on failure (defined in cuda_check.cu). */
 extern thread_local CudaFailure *cuda_failure;
 
 static inline void cuda_report(const char *file, int line, const char *what, const char *why)

@@ -10,8 +10,6 @@
 #include "cuda_check.h"
 #include "kernel_util.cuh"
 
-thread_local CudaFailure *cuda_failure = nullptr;
-
 /* ---- memory helpers ---------------------------------------------------------------------- */
 
 extern "C" void *gk_alloc(size_t bytes)

@@ -10,9 +10,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "backends.h"
 #include "checkpoint.h"
 #include "config.h"
 #include "footprint.h"
+#include "gpt2_cpu.h"
 #include "hw.h"
 #include "pipeline.h"
 #include "plan_args.h"

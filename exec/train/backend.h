@@ -1,5 +1,6 @@
 /* backend: the operations a training backend provides, so one training loop (trainer.h) runs on
- * the CPU reference and on CUDA alike (fio-style ops table).
+ * the CPU reference and on CUDA alike (fio-style ops table). The implementations are
+ * exec/cpu/gpt2_cpu.h and exec/cuda/gpt2_cuda.h; exec/run/backends.h finds one by name.
  *
  * Parameters, gradients and the optimizer's m and v are addressed in the flat fp32 layout of
  * gpt2_layout.h, on the host, whatever the backend keeps internally; the optimizer step is
@@ -50,15 +51,10 @@ struct BackendOps {
     int (*update)(Backend *b, const AdamStep *s, size_t begin, size_t end, Err *e);
 };
 
-extern const BackendOps backend_cpu;
-
 /* Checks every backend makes: the model's shape and the batch against max_seq (0 or -EINVAL),
  * and every token inside the vocabulary (targets may be NULL). */
 int backend_check_shape(const ModelConfig *c, int B, int T, Err *e);
 int backend_check_tokens(const ModelConfig *c, int n, const int *inputs, const int *targets,
                          Err *e);
-
-/* The backend with this name ("cpu", "cuda"), or NULL. */
-const BackendOps *backend_find(const char *name);
 
 #endif

@@ -1,9 +1,10 @@
-/* backend: the table of backends compiled in; see backend.h. */
-#include "backend.h"
+/* backends: the table of backends compiled in; see backends.h. */
+#include "backends.h"
 
 #include <string.h>
 
 #include "config.h"
+#include "gpt2_cpu.h"
 #if FUYOU_HAVE_CUDA
 #include "gpt2_cuda.h"
 #endif
