@@ -136,9 +136,9 @@ void plan_zero_infinity_config(Plan *p, const ModelConfig *c);
 int plan_grad_sum_threads(int cores);
 
 /* Threads the executor runs the CPU Adam with on `cores` online CPUs: with a GPU, two fewer,
- * the dispatcher's and the compute lane's (with every core in Adam, the GPU lane waited for the
- * scheduler for milliseconds between kernels on the H200 machine); on the host's cores alone,
- * all of them. fuyou-profile times the Adam at this count; the cost model shares these cores
+ * the dispatcher's and the compute lane's, which would otherwise wait for the scheduler between
+ * kernels (MEASUREMENTS.md, "Two cores left beside the Adam"); on the host's cores alone, all
+ * of them. fuyou-profile times the Adam at this count; the cost model shares these cores
  * with the sum's threads (cost.h). */
 int plan_adam_threads(int cores, bool gpu);
 

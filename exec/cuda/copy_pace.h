@@ -1,14 +1,13 @@
 /* copy_pace: when a thread waiting for a host <-> device copy should wake (plain C, header only:
- * the CUDA waits in exec/cuda/cuda_wait.h use it, tests check it without a GPU).
+ * the CUDA waits in cuda_wait.h use it, tests check it without a GPU).
  *
  * A copy lane sleeps through most of a copy and polls for its end: it wakes once
  * COPY_PACE_SHARE of the time the copy takes at the fastest rate its stream has shown has
  * passed, less COPY_PACE_MARGIN_S. Only copies of at least COPY_PACE_MIN_BYTES teach the rate (a
  * small copy's fixed latency would read as a slow rate, and the next large copy would sleep
  * past its end); below it, or before any was seen, the waiter does not sleep. The share leaves
- * room for copies slower than the fastest seen: beside the CPU Adam, copies to the GPU ran at
- * 0.67-0.84 of their rate alone on the H200 machine, so a rate first learned there still wakes
- * the waiter before the end of a copy that runs alone. */
+ * room for copies slower than the fastest seen, as copies beside the CPU Adam run
+ * (MEASUREMENTS.md, "Copy lanes sleep through a copy"). */
 #ifndef FUYOU_COPY_PACE_H
 #define FUYOU_COPY_PACE_H
 

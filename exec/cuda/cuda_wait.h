@@ -1,14 +1,11 @@
 /* cuda_wait: how a host thread waits for a host <-> device copy it issued (C++ side of
  * exec/cuda only).
  *
- * With the runtime's default schedule (one context, many cores) cudaEventSynchronize spins a
- * core for the whole wait. A copy lasts milliseconds and the Adam's threads want the cores: the
- * pipeline's two copy lanes spinning beside them made 18 runnable threads on 16 cores. A
- * blocking wait (cudaEventBlockingSync) frees the core but wakes late: on the H200 machine the
- * copy lanes' tasks then started 0.2-0.29 ms (median) after the one before ended. So a copy's
- * waiter paces itself (copy_pace.h: it sleeps through most of the copy, then polls the event),
- * holding a core only near the end. A compute task's waiter keeps spinning (tasks of tens of
- * microseconds; pipe_exec.h). */
+ * The runtime's own wait spins a core for the whole copy, milliseconds the CPU Adam's threads
+ * want; a blocking wait frees the core but wakes late (MEASUREMENTS.md, "Copy lanes sleep
+ * through a copy"). So a copy's waiter paces itself (copy_pace.h: it sleeps through most of the
+ * copy, then polls the event), holding a core only near the end. A compute task's waiter keeps
+ * spinning (tasks of tens of microseconds; pipe_exec.h). */
 #ifndef FUYOU_CUDA_WAIT_H
 #define FUYOU_CUDA_WAIT_H
 

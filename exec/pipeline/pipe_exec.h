@@ -93,15 +93,11 @@ int pipe_run_dag(Pipe *pp, Err *e);
 
 /* How the dispatcher waits on the lanes' bell while the device of ops runs a task of its, a
  * compute task or a copy (at most timeout_s): spinning, except where the device is the host's
- * cores (the CPU reference). Sleeping, its wake-ups put a median of 25-45 us between
- * dependent GPU tasks on the H200 machine and, while the Adam's threads held the cores, means
- * of 74-360 us with gaps of 4-8 ms; spinning, medians of 10-17 us and means of 11-17 us beside
- * the Adam (A/B, one run each on one machine: 1.3B b32 0.727 -> 0.680 s, 1.3B b8 0.506 ->
- * 0.459, 350M b64 0.469 -> 0.463, 1.3B b64 x 2 1.469 -> 1.452). Between copies its wake-ups
- * cost as much: a median of 55-185 us from one copy's end to the next ready one's start, 18-19
- * spinning (760M with swapped activations, the GPU idle). The core it holds is one of the two the
- * pipeline leaves beside the Adam ([cpu] adam_gpu_share); the copy lanes themselves mostly
- * sleep (cuda_wait.h). fuyou-profile's task probe waits the same way. */
+ * cores (the CPU reference). A sleeping dispatcher's wake-up delays the next dependent task by
+ * about as long as a short GPU task takes (MEASUREMENTS.md, "The dispatcher spins"); the core
+ * it holds is one of the two the pipeline leaves beside the Adam (plan_adam_threads), and the
+ * copy lanes themselves mostly sleep (cuda_wait.h). fuyou-profile's task probe waits the same
+ * way. */
 void pipe_wait_device(LaneBell *b, unsigned *seen, const DeviceOps *ops, double timeout_s);
 /* Points every trace row at its copied task id (after the last append, before writing). */
 void pipe_trace_fix_ids(Pipe *pp);

@@ -40,11 +40,8 @@ typedef struct PipeConfig {
                                       PIPE_OPTIM_NICE), 0: the lanes' priority */
 } PipeConfig;
 
-/* fuyou-run's --optimizer-nice default. Why: the GPU lane's gaps between dependent tasks had
- * means of 100-380 us and single gaps of 2-10 ms while the Adam ran (medians 25-40 us), as when
- * a lane waits for a core an optimizer thread holds. Measured on one H200 machine, one run
- * each, nice 10 against 0: 1.3B b32 swap auto 0.719 / 0.762 s, three other runs within 1.4%;
- * the millisecond gaps remained, so this is at most part of their cause. */
+/* fuyou-run's --optimizer-nice default: a lane that wakes on a core an optimizer thread holds
+ * should get it (MEASUREMENTS.md, "The optimizer's threads run at lower priority"). */
 enum { PIPE_OPTIM_NICE = 10 };
 
 /* What a run used, for the report: bytes per footprint row and tier, measured at their peak

@@ -2,11 +2,10 @@
  *
  * The job is a function over item ranges: workpool_run cuts [0, n) into chunks (about eight per
  * thread, boundaries multiples of align) that the caller's thread and the workers claim until
- * none is left, and returns when every chunk is done. Claiming, not one fixed range per thread:
- * on one H200 machine every Adam task of the 124M run took 2.2-2.9 ms more than due, whatever
- * its size (5 ms where 2.7 were due), as when a task waits for a worker that wakes late to do
- * its fixed share; with chunks the threads that are running do the rest. A worker that wakes
- * after the last chunk was claimed finds nothing and never touches the job.
+ * none is left, and returns when every chunk is done. Claiming, not one fixed range per thread,
+ * so a worker that wakes late does not hold the job up: the threads that are running do the
+ * rest (MEASUREMENTS.md, "Workers claim chunks"). A worker that wakes after the last chunk was
+ * claimed finds nothing and never touches the job.
  * The function must compute the same for any split of the range (the callers' are elementwise,
  * or reduce fixed chunks of items in order). For the CPU optimizer and memory-bound loops; not
  * a task scheduler. */
