@@ -555,10 +555,11 @@ END_TEST
 
 START_TEST(training_tracks_cpu)
 {
-    TrainOptions o = {.data_path = "/usr/share/common-licenses/GPL-3", .batch = 8, .seq = 64,
-                      .steps = 20, .lr = 3e-3f, .min_lr_ratio = 0.1f, .weight_decay = 0.1f,
-                      .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .clip = 1.0f, .warmup = 5,
-                      .seed = 11, .subgroup_blocks = 1, .tail_blocks = 1, .threads = 0};
+    TrainOptions o = {.data_path = "/usr/share/common-licenses/GPL-3", .seqs_per_step = 8,
+                      .seq = 64, .steps = 20, .lr = 3e-3f, .min_lr_ratio = 0.1f,
+                      .weight_decay = 0.1f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
+                      .clip = 1.0f, .warmup = 5, .seed = 11, .subgroup_blocks = 1,
+                      .tail_blocks = 1, .threads = 0};
     o.model = *model_preset_find("gpt2-tiny");
     o.model.dtype = _i ? DTYPE_FP16 : DTYPE_BF16; /* fp16: dynamic loss scaling from 65536 */
     TrainResult rc_, rg;

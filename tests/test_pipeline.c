@@ -57,7 +57,7 @@ END_TEST
 
 static TrainOptions opts(int64_t steps)
 {
-    TrainOptions o = {.backend = &backend_cpu, .data_path = text, .batch = 2, .seq = 32,
+    TrainOptions o = {.backend = &backend_cpu, .data_path = text, .seqs_per_step = 2, .seq = 32,
                       .steps = steps, .lr = 2e-3f, .min_lr_ratio = 0.1f, .weight_decay = 0.1f,
                       .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .clip = 1.0f, .warmup = 2,
                       .seed = 11, .subgroup_blocks = 1, .tail_blocks = 1, .threads = 2};
@@ -71,7 +71,7 @@ static void base_plan(Plan *p, Graph *g, const TrainOptions *o)
     Err e;
     ModelConfig c = o->model;
     c.dtype = DTYPE_FP32;
-    ck_assert_int_eq(graph_init(g, &c, o->batch, o->seq, &e), 0);
+    ck_assert_int_eq(graph_init(g, &c, trainer_seqs_per_micro(o), o->seq, &e), 0);
     ck_assert_int_eq(plan_init(p, g, POLICY_FUYOU, &e), 0);
     p->weights = p->optim = TIER_CPU;
     plan_set_all_act(p, ACT_CPU, ACT_CPU);
@@ -166,7 +166,8 @@ START_TEST(placement_does_not_change_the_math)
 {
     const Variant *x = &variants[_i];
     TrainOptions o = opts(5);
-    o.micro_batches = x->micro;
+    o.n_micro = x->micro; /* each of opts' two sequences */
+    o.seqs_per_step *= x->micro;
     o.subgroup_blocks = x->subgroup;
     o.tail_blocks = x->tail;
     Plan p;
@@ -225,15 +226,15 @@ START_TEST(head_chunks_do_not_change_the_math)
 {
     TrainOptions o = opts(3);
     o.model = narrow_model(head_variants[_i].tied, 300);
-    o.batch = 143;
+    o.n_micro = head_variants[_i].micro;
+    o.seqs_per_step = 143 * o.n_micro;
     o.seq = 64;
-    o.micro_batches = head_variants[_i].micro;
-    ck_assert_int_gt(o.batch * o.seq, 2 * GRAPH_HEAD_CHUNK);
-    ck_assert_int_ne(o.batch * o.seq % GRAPH_HEAD_CHUNK, 0);
+    ck_assert_int_gt(trainer_seqs_per_micro(&o) * o.seq, 2 * GRAPH_HEAD_CHUNK);
+    ck_assert_int_ne(trainer_seqs_per_micro(&o) * o.seq % GRAPH_HEAD_CHUNK, 0);
     Plan p;
     Graph g;
     base_plan(&p, &g, &o);
-    p.micro_batches = o.micro_batches;
+    p.micro_batches = o.n_micro;
     assert_pipeline_is_the_trainer(&o, &p, 0, head_variants[_i].name);
     plan_free(&p);
     graph_free(&g);
@@ -451,7 +452,7 @@ START_TEST(bad_input)
     tu_assert_contains(e.msg, "/nonexistent/fuyou");
     free(r.losses);
     pc.n_ssd_dirs = 0;
-    p.micro_batches = 2; /* but the run has one */
+    p.micro_batches = 2; /* a step of 2 x 2 sequences, but the run's has 2 */
     PipeReport rep;
     ck_assert_int_eq(pipe_train(&o, &p, &pc, &r, &rep, &e), -EINVAL);
     ck_assert_int_eq(rep.iterations, 0);

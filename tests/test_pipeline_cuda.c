@@ -57,12 +57,15 @@ static const char *text = "/usr/share/common-licenses/GPL-3";
 #define UPDATE_REL 1e-1
 #define UPDATE_REL_TENSOR 2.5e-1
 
+enum { MICRO_SEQS = 4 }; /* sequences per micro-batch */
+
 static TrainOptions opts(int64_t steps)
 {
-    TrainOptions o = {.backend = &backend_cuda, .data_path = text, .batch = 4, .seq = 64,
-                      .steps = steps, .lr = 2e-3f, .min_lr_ratio = 0.1f, .weight_decay = 0.1f,
-                      .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .clip = 1.0f, .warmup = 2,
-                      .seed = 11, .subgroup_blocks = 1, .tail_blocks = 1};
+    TrainOptions o = {.backend = &backend_cuda, .data_path = text, .seqs_per_step = MICRO_SEQS,
+                      .seq = 64, .steps = steps, .lr = 2e-3f, .min_lr_ratio = 0.1f,
+                      .weight_decay = 0.1f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
+                      .clip = 1.0f, .warmup = 2, .seed = 11, .subgroup_blocks = 1,
+                      .tail_blocks = 1};
     o.model = *model_preset_find("gpt2-tiny");
     o.model.dtype = DTYPE_BF16; /* what the pipeline's CUDA device trains in */
     return o;
@@ -87,14 +90,15 @@ static const Variant variants[] = {
 };
 
 /* A plan over o's model (in the device's bf16) placed as x says; o gets x's sub-groups and
- * micro-batches. 0 or -errno with e (no Check asserts: the sticky child calls it outside the
- * runner). */
+ * micro-batches of MICRO_SEQS sequences. 0 or -errno with e (no Check asserts: the sticky
+ * child calls it outside the runner). */
 static int make_plan(Plan *p, Graph *g, TrainOptions *o, const Variant *x, Err *e)
 {
-    o->micro_batches = x->micro;
+    o->n_micro = x->micro;
+    o->seqs_per_step = MICRO_SEQS * x->micro;
     o->subgroup_blocks = x->subgroup;
     o->tail_blocks = x->tail;
-    int rc = graph_init(g, &o->model, o->batch, o->seq, e);
+    int rc = graph_init(g, &o->model, trainer_seqs_per_micro(o), o->seq, e);
     if (!rc)
         rc = plan_init(p, g, POLICY_FUYOU, e);
     if (rc)

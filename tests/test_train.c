@@ -19,10 +19,11 @@ static const char *text = "/usr/share/common-licenses/GPL-3";
 
 static TrainOptions opts(int64_t steps)
 {
-    TrainOptions o = {.backend = &backend_cpu, .data_path = text, .batch = 4, .seq = 32,
-                      .steps = steps, .lr = 2e-3f, .min_lr_ratio = 0.1f, .weight_decay = 0.1f,
-                      .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .clip = 1.0f, .warmup = 5,
-                      .seed = 7, .subgroup_blocks = 1, .tail_blocks = 1, .threads = 2};
+    TrainOptions o = {.backend = &backend_cpu, .data_path = text, .seqs_per_step = 4,
+                      .seq = 32, .steps = steps, .lr = 2e-3f, .min_lr_ratio = 0.1f,
+                      .weight_decay = 0.1f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
+                      .clip = 1.0f, .warmup = 5, .seed = 7, .subgroup_blocks = 1,
+                      .tail_blocks = 1, .threads = 2};
     o.model = *model_preset_find("gpt2-tiny");
     return o;
 }
@@ -51,8 +52,7 @@ START_TEST(micro_batches_accumulate)
     TrainResult one, two;
     Err e;
     ck_assert_msg(trainer_run(&o, &one, &e) == 0, "%s", e.msg);
-    o.batch = 2;
-    o.micro_batches = 2;
+    o.n_micro = 2;
     ck_assert_msg(trainer_run(&o, &two, &e) == 0, "%s", e.msg);
     for (int i = 0; i < 3; i++)
         ck_assert_msg(fabs(two.losses[i] - one.losses[i]) <= 1e-5 * one.losses[i],
@@ -387,7 +387,7 @@ START_TEST(log_resume_equals_uninterrupted)
     snprintf(log_b, sizeof log_b, "%s/train.tsv", dir_b);
     Err e;
     TrainOptions o = opts(10);
-    o.batch = 2, o.seq = 16;
+    o.seqs_per_step = 2, o.seq = 16;
     o.save_every = 4;
     o.save_dir = dir_a;
     o.log_path = log_a;

@@ -22,13 +22,11 @@ static int check_plan(const TrainOptions *o, const Plan *p, const PipeConfig *pc
                        "off the GPU (the plan has weights on %s, states on %s): use --weights "
                        "and --optim cpu or ssd, or train without --offload",
                        tier_name(p->weights), tier_name(p->optim));
-    if (p->micro_batches != (o->micro_batches > 1 ? o->micro_batches : 1))
-        return err_set(e, -EINVAL, "the plan's %d micro-batches per step are not the run's %d",
-                       p->micro_batches, o->micro_batches > 1 ? o->micro_batches : 1);
-    if (p->n_layer != o->model.n_layer || p->micro_batch != o->batch || p->seq != o->seq)
-        return err_set(e, -EINVAL, "plan (%d blocks, batch %d x %d) does not match the run "
-                       "(%d, %d x %d)", p->n_layer, p->micro_batch, p->seq, o->model.n_layer,
-                       o->batch, o->seq);
+    if (p->n_layer != o->model.n_layer || p->seq != o->seq ||
+        (int64_t)p->micro_batches * p->micro_batch != o->seqs_per_step)
+        return err_set(e, -EINVAL, "plan (%d blocks, %d micro-batches of %d x %d) does not "
+                       "match the run (%d, a step of %d x %d)", p->n_layer, p->micro_batches,
+                       p->micro_batch, p->seq, o->model.n_layer, o->seqs_per_step, o->seq);
     if (o->model.dtype == DTYPE_FP16 && pc->device->weight_type != DTYPE_FP32)
         return err_set(e, -EINVAL, "fp16 needs loss scaling, which the out-of-core pipeline "
                        "does not do yet (an overflow seen in one sub-group after others were "
@@ -73,7 +71,7 @@ static int alloc_arrays(size_t P, float **params, float **m, float **v)
 /* One segment: iterations [iter0, iter0 + n) of this run, one DAG. */
 static int run_segment(Pipe *pp, const Graph *g, const Plan *p, Loader *ld, int n, Err *e)
 {
-    size_t N = (size_t)pp->o->batch * pp->o->seq;
+    size_t N = (size_t)p->micro_batch * pp->o->seq;
     for (int i = 0; i < n * pp->M; i++)
         loader_next(ld, pp->inputs + i * N, pp->targets + i * N);
     memset(pp->sq_count, 0, (size_t)n * sizeof *pp->sq_count);
@@ -103,7 +101,7 @@ int pipe_train(const TrainOptions *o, const Plan *plan, const PipeConfig *pc, Tr
     ModelConfig gc = *c;
     gc.dtype = pc->device->weight_type; /* the graph's bytes are what the device moves */
     if (!rc)
-        rc = graph_init(&g, &gc, o->batch, o->seq, e);
+        rc = graph_init(&g, &gc, plan->micro_batch, o->seq, e);
     if (!rc && gpt2_layout_init(&pp.layout, c))
         rc = err_set(e, -ENOMEM, "out of memory");
     /* The compute and optimizer lanes each have a worker pool (a pool runs one job at a time).
@@ -121,8 +119,8 @@ int pipe_train(const TrainOptions *o, const Plan *plan, const PipeConfig *pc, Tr
                                                 ? plan_grad_sum_threads((int)cores)
                                                 : 1, pc->optim_nice, e);
     if (!rc)
-        rc = pipe_mem_init(&pp.mem, c, plan, o->batch, o->seq, pc, &pp.wp_compute, e);
-    size_t P = pp.layout.total, N = (size_t)o->batch * o->seq;
+        rc = pipe_mem_init(&pp.mem, c, plan, plan->micro_batch, o->seq, pc, &pp.wp_compute, e);
+    size_t P = pp.layout.total, N = (size_t)plan->micro_batch * o->seq;
     if (!rc) {
         pp.inputs = calloc((size_t)seg * pp.M * N, sizeof(int));
         pp.targets = calloc((size_t)seg * pp.M * N, sizeof(int));
@@ -164,7 +162,7 @@ int pipe_train(const TrainOptions *o, const Plan *plan, const PipeConfig *pc, Tr
         params = m = v = NULL;
     }
     if (!rc)
-        rc = loader_init(&ld, &data, o->batch, o->seq, st.seed, e);
+        rc = loader_init(&ld, &data, plan->micro_batch, o->seq, st.seed, e);
     if (!rc && o->resume_dir)
         loader_seek(&ld, st.epoch, st.index);
     if (!rc)

@@ -55,9 +55,11 @@ typedef struct PipeReport {
 } PipeReport;
 
 /* Trains o->model for o->steps like trainer_run (same options, data order, learning rate,
- * clipping, micro-batches, checkpoints and results), out of core under plan. The plan must
- * match the model, o->batch (the micro-batch), o->micro_batches and o->seq; fp16 (loss scaling)
- * is refused. With micro-batches, the CPU keeps the step's gradient sum for the whole model in
+ * clipping, micro-batches, checkpoints and results), out of core under plan. The plan owns the
+ * step's division: its micro-batches and sub-groups are the ones run (o->n_micro,
+ * subgroup_blocks and tail_blocks are trainer_run's); it must match the model, o->seq and
+ * o->seqs_per_step (its micro_batches of micro_batch sequences); fp16 (loss scaling) is
+ * refused. With micro-batches, the CPU keeps the step's gradient sum for the whole model in
  * fp32 (each block's gradients are added to it as they arrive) and the updates wait for the
  * last micro-batch.
  * 0 or -errno with e naming the task and the call that failed; rep may be NULL. */

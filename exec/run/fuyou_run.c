@@ -166,19 +166,16 @@ static int run_offload(TrainOptions *o, const PlanArgs *pa, const char *swap_arg
         goto out;
     }
     PredictScoreCtx sc = {&hw, 0};
-    PlanRequest rq = {.model = &gc, .batch = o->batch, .seq = o->seq, .policy = POLICY_FUYOU,
-                      .swap = swap, .swap_bytes = swap_bytes, .args = pa, .score = predict_score,
-                      .score_ctx = &sc, .prog = "fuyou-run", .lane_sizes = pipe_lane_sizes,
-                      .lane_ctx = pc->device};
+    PlanRequest rq = {.model = &gc, .batch = o->seqs_per_step, .seq = o->seq,
+                      .policy = POLICY_FUYOU, .swap = swap, .swap_bytes = swap_bytes, .args = pa,
+                      .score = predict_score, .score_ctx = &sc, .prog = "fuyou-run",
+                      .lane_sizes = pipe_lane_sizes, .lane_ctx = pc->device};
     PlanInfo info;
     int made = plan_make(&rq, &hw, &g, &p, &info, &e);
     bool frugal = info.planned && info.choice.overflow;
     plan_make_free(&info);
     if (made)
         goto out;
-    /* the run trains the plan's micro-batches: o->batch becomes the micro-batch's sequences */
-    o->batch = g.batch;
-    o->micro_batches = p.micro_batches;
     if (frugal)
         printf("fuyou-run: the planner found no configuration that fits %s; the most "
                "frugal one follows\n", hw_name);
@@ -200,7 +197,7 @@ static int run_offload(TrainOptions *o, const PlanArgs *pa, const char *swap_arg
     char summary[512];
     printf("fuyou-run: %s (%lld parameters) on %s, batch %d x %d, out of core on the %s "
            "device\nplan: %s\n", o->model.name, (long long)model_param_count(&o->model),
-           o->data_path, o->batch * o->micro_batches, o->seq, pc->device->name,
+           o->data_path, o->seqs_per_step, o->seq, pc->device->name,
            plan_summary(&p, &g, summary, sizeof summary));
     TrainResult r;
     PipeReport rep;
@@ -261,7 +258,7 @@ int main(int argc, char **argv)
     PlanArgs pa;
     plan_args_init(&pa);
     const char *backend = "cpu", *model = "gpt2-tiny", *format = "auto", *dtype = NULL;
-    TrainOptions o = {.data_path = default_data, .batch = 8, .seq = 64, .steps = 200,
+    TrainOptions o = {.data_path = default_data, .seqs_per_step = 8, .seq = 64, .steps = 200,
                       .lr = 3e-3f, .min_lr_ratio = 0.1f, .weight_decay = 0.1f, .beta1 = 0.9f,
                       .beta2 = 0.95f, .eps = 1e-8f, .clip = 1.0f, .warmup = 20, .seed = 1337,
                       .subgroup_blocks = 1, .tail_blocks = 1, .progress = stdout};
@@ -304,7 +301,8 @@ int main(int argc, char **argv)
         case O_FORMAT: format = optarg; break;
         case O_STEPS: bad = whole("--steps", optarg, 1, TRAIN_MAX_STEPS, &x); o.steps = (int64_t)x;
             break;
-        case O_BATCH: bad = whole("--batch", optarg, 1, GRAPH_MAX_BATCH, &x); o.batch = (int)x;
+        case O_BATCH: bad = whole("--batch", optarg, 1, GRAPH_MAX_BATCH, &x);
+            o.seqs_per_step = (int)x;
             break;
         case O_SEQ: bad = whole("--seq", optarg, 1, MODEL_MAX_SEQ, &x); o.seq = (int)x; break;
         case O_LR: bad = num("--lr", optarg, 0, 10, &x); o.lr = (float)x; break;
@@ -397,15 +395,12 @@ int main(int argc, char **argv)
         placed |= i != PC_SUBGROUP && i != PC_TAIL && i != PC_MICRO && pa.count[i] >= 0;
     /* --batch is the sequences of a step, in --micro-batches of equal size: in memory, the
      * count given or one; with --offload, plan_make's (the fewest whose plan fits) */
-    int micro = pa.count[PC_MICRO] > 0 ? pa.count[PC_MICRO] : 1;
-    if (o.batch % micro) {
+    o.n_micro = pa.count[PC_MICRO] > 0 ? pa.count[PC_MICRO] : 0;
+    int micro = trainer_n_micro(&o);
+    if (o.seqs_per_step % micro) {
         fprintf(stderr, "fuyou-run: --micro-batches %d does not divide --batch %d (the sequences "
-                "of a step); give a divisor of it\n", micro, o.batch);
+                "of a step); give a divisor of it\n", micro, o.seqs_per_step);
         return 2;
-    }
-    if (!offload) {
-        o.batch /= micro;
-        o.micro_batches = micro;
     }
     if (!offload && (placed || strcmp(swap_arg, "auto") || pc.gpu_budget || pc.cpu_budget ||
                      pc.n_ssd_dirs || pc.trace_path || pc.chrome_path || pc.segment_iters ||
@@ -434,9 +429,9 @@ int main(int argc, char **argv)
     if (offload)
         return run_offload(&o, &pa, swap_arg, &pc, hw_name);
     printf("fuyou-run: %s (%lld parameters) on %s, batch %d x %d", o.model.name,
-           (long long)model_param_count(&o.model), o.data_path, o.batch * micro, o.seq);
+           (long long)model_param_count(&o.model), o.data_path, o.seqs_per_step, o.seq);
     if (micro > 1)
-        printf(" (%d micro-batches of %d)", micro, o.batch);
+        printf(" (%d micro-batches of %d)", micro, trainer_seqs_per_micro(&o));
     printf(", %s backend (%s)\n", o.backend->name,
            o.backend == &backend_cpu ? "fp32" : dtype_name(o.model.dtype));
     TrainResult r;

@@ -15,6 +15,16 @@
 #include "gpt2_layout.h"
 #include "plan.h"
 
+int trainer_n_micro(const TrainOptions *o)
+{
+    return o->n_micro > 1 ? o->n_micro : 1;
+}
+
+int trainer_seqs_per_micro(const TrainOptions *o)
+{
+    return o->seqs_per_step / trainer_n_micro(o);
+}
+
 float trainer_lr(const TrainOptions *o, int64_t step)
 {
     if (o->warmup > 0 && step <= o->warmup)
@@ -269,7 +279,7 @@ int trainer_run(const TrainOptions *o, TrainResult *r, Err *e)
     Loader ld = {0};
     float *params = NULL, *m = NULL, *v = NULL, *acc = NULL, *part = NULL;
     int *inputs = NULL, *targets = NULL;
-    int M = o->micro_batches > 1 ? o->micro_batches : 1;
+    int M = trainer_n_micro(o), B = trainer_seqs_per_micro(o);
     FILE *log = NULL;
     Slice *slices = NULL;
     int rc = 0;
@@ -281,12 +291,15 @@ int trainer_run(const TrainOptions *o, TrainResult *r, Err *e)
         rc = err_set(e, -EINVAL, "--tail %d and --subgroup %d: the tail needs 1 to %d blocks "
                      "(%s's) and sub-groups at least 1", o->tail_blocks, o->subgroup_blocks,
                      c->n_layer, c->name);
+    else if (o->seqs_per_step % M)
+        rc = err_set(e, -EINVAL, "--micro-batches %d does not divide --batch %d (the sequences "
+                     "of a step); give a divisor of it", M, o->seqs_per_step);
     if (!rc)
         rc = trainer_load_data(o, &data, e);
     if (!rc)
         rc = workpool_init(&wp, o->threads, e);
     if (!rc)
-        rc = o->backend->create(&be, c, o->batch, o->seq, &wp, e);
+        rc = o->backend->create(&be, c, B, o->seq, &wp, e);
     if (!rc && gpt2_layout_init(&l, c))
         rc = err_set(e, -ENOMEM, "out of memory");
     size_t P = l.total;
@@ -294,8 +307,8 @@ int trainer_run(const TrainOptions *o, TrainResult *r, Err *e)
         params = calloc(P, sizeof *params);
         m = calloc(P, sizeof *m);
         v = calloc(P, sizeof *v);
-        inputs = calloc((size_t)o->batch * o->seq, sizeof *inputs);
-        targets = calloc((size_t)o->batch * o->seq, sizeof *targets);
+        inputs = calloc((size_t)B * o->seq, sizeof *inputs);
+        targets = calloc((size_t)B * o->seq, sizeof *targets);
         slices = calloc((size_t)c->n_layer + 2, sizeof *slices);
         if (M > 1) {
             acc = malloc(P * sizeof *acc);
@@ -320,7 +333,7 @@ int trainer_run(const TrainOptions *o, TrainResult *r, Err *e)
     if (!rc)
         rc = be->ops->write_state(be, params, m, v, e);
     if (!rc)
-        rc = loader_init(&ld, &data, o->batch, o->seq, st.seed, e);
+        rc = loader_init(&ld, &data, B, o->seq, st.seed, e);
     if (!rc && o->resume_dir)
         loader_seek(&ld, st.epoch, st.index);
     if (!rc)
@@ -388,8 +401,8 @@ int trainer_run(const TrainOptions *o, TrainResult *r, Err *e)
         st.step = step;
         st.epoch = ld.epoch;
         st.index = ld.index;
-        double dt = clock_monotonic_s() - t0, tps = (double)M * o->batch * o->seq / dt;
-        tokens += (double)M * o->batch * o->seq;
+        double dt = clock_monotonic_s() - t0, tps = (double)o->seqs_per_step * o->seq / dt;
+        tokens += (double)o->seqs_per_step * o->seq;
         if (!isfinite(loss) && !rc)
             rc = err_set(e, -EDOM, "step %lld: the loss is %f; lower --lr or check the data",
                          (long long)step, loss);

@@ -15,10 +15,11 @@
  * does not advance, the learning-rate schedule does) and S halves; after `loss_scale_window`
  * steps without an overflow S doubles. S starts at `loss_scale`, 0 meaning 65536 for fp16 and
  * 1 (off) otherwise. Unscaled, non-finite gradients are an error.
- * Micro-batches: a step of M micro-batches of `batch` sequences runs forward and backward on
- * each with the loss scaled by 1/M, adds their gradients in order into a sum that starts at 0,
- * and updates once from the sum; its loss is the mean of the micro-batches' losses (the
- * out-of-core pipeline accumulates the same way, so the two agree bit for bit).
+ * Micro-batches: a step of `seqs_per_step` sequences in M micro-batches of seqs_per_step / M
+ * each runs forward and backward on each with the loss scaled by 1/M, adds their gradients in
+ * order into a sum that starts at 0, and updates once from the sum; its loss is the mean of the
+ * micro-batches' losses (the out-of-core pipeline accumulates the same way, so the two agree
+ * bit for bit).
  * `steps` is the step count to reach: resuming from step k runs steps k+1..steps and produces
  * exactly the losses an uninterrupted run does. */
 #ifndef FUYOU_TRAINER_H
@@ -36,8 +37,10 @@ typedef struct TrainOptions {
     const BackendOps *backend;
     const char *data_path;
     DataFormat data_format;
-    int batch, seq;
-    int micro_batches;       /* per step, gradients accumulated (0: 1) */
+    int seqs_per_step;       /* sequences per optimizer step, all its micro-batches together */
+    int seq;                 /* tokens per sequence */
+    int n_micro;             /* micro-batches per step, gradients accumulated; it divides
+                                seqs_per_step (0: trainer_run 1; pipe_train reads the plan's) */
     int64_t steps;
     float lr, min_lr_ratio, weight_decay, beta1, beta2, eps, clip;
     int warmup;
@@ -103,6 +106,11 @@ int trainer_log_row(const TrainOptions *o, FILE *log, int64_t step, float loss, 
 int trainer_close_log(const TrainOptions *o, FILE *log, int rc, Err *e);
 void trainer_progress(const TrainOptions *o, int64_t step, int64_t first, float loss,
                       double tokens_per_s, double elapsed_s, bool last);
+
+/* The micro-batches of a step trainer_run trains (n_micro, 0 read as 1), and the sequences of
+ * each (seqs_per_step / that count). */
+int trainer_n_micro(const TrainOptions *o);
+int trainer_seqs_per_micro(const TrainOptions *o);
 
 /* The learning rate at step (1-based). */
 float trainer_lr(const TrainOptions *o, int64_t step);
