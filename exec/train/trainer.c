@@ -208,8 +208,7 @@ int trainer_log_row(const TrainOptions *o, FILE *log, int64_t step, float loss, 
     /* Through to the file now: a kill loses no finished step's row. Before a checkpoint (which
      * is synced to disk) the row is synced too, so not even a crash of the machine leaves a
      * checkpointed step without its row; a special file (pipe, terminal) cannot be synced. */
-    bool ckpt = o->save_dir && (step == o->steps || (o->save_every > 0 &&
-                                                     step % o->save_every == 0));
+    bool ckpt = trainer_save_due(o, step);
     if (fprintf(log, "%lld\t%.6f\t%.6g\t%.6f\t%.1f\t%g\n", (long long)step, loss, lr,
                 grad_norm, tokens_per_s, loss_scale) < 0 || fflush(log) ||
         (ckpt && fsync(fileno(log)) && errno != EINVAL))
@@ -240,207 +239,329 @@ void trainer_progress(const TrainOptions *o, int64_t step, int64_t first, float 
     fflush(o->progress);
 }
 
+bool trainer_save_due(const TrainOptions *o, int64_t step)
+{
+    return o->save_dir && (step == o->steps || (o->save_every > 0 && step % o->save_every == 0));
+}
+
+void trainer_result_add(TrainResult *r, int64_t step, float loss)
+{
+    if (r->n_losses == 0)
+        r->first_loss = loss;
+    r->losses[r->n_losses++] = loss;
+    r->last_loss = loss;
+    r->last_step = step;
+}
+
+int trainer_load_start(const TrainOptions *o, const Gpt2Layout *l, float *params, float *m,
+                       float *v, WorkPool *wp, TrainState *st, Err *e)
+{
+    const ModelConfig *c = &o->model;
+    int rc = 0;
+    if (o->resume_dir)
+        rc = ckpt_load(o->resume_dir, c, l, params, m, v, st, e);
+    else if (o->init_from)
+        rc = ckpt_load_model(o->init_from, c, l, params, e);
+    else
+        trainer_init_params(c, l, params, o->seed, wp);
+    if (!rc && st->step >= o->steps)
+        rc = err_set(e, -EINVAL, "%s is at step %lld already; ask for more --steps",
+                     o->resume_dir, (long long)st->step);
+    return rc;
+}
+
+/* What one trainer_run holds; run_free takes it half-built. */
+typedef struct TrainRun {
+    const TrainOptions *o;
+    TokenData data;
+    WorkPool wp;
+    Backend *be;
+    Gpt2Layout l;
+    Loader ld;
+    float *params, *m, *v;   /* (P) the state as checkpoints hold it */
+    float *acc, *part;       /* (P) a step's gradient sum and one micro-batch's (M > 1) */
+    int *inputs, *targets;   /* (B, T) one micro-batch */
+    Slice *slices;           /* the sub-groups, in update order */
+    int M, B, n_groups;      /* micro-batches per step, their sequences; sub-groups */
+    FILE *log;
+    TrainState st;
+    bool dynamic;            /* the loss scale changes (trainer.h) */
+    int64_t window;          /* steps without overflow before it doubles */
+    bool cleared;            /* --overwrite: the old checkpoints, before the first save */
+    double t_start;
+} TrainRun;
+
+/* One step as it runs: its number, when it began, the loss scale it ran at, its loss and its
+ * gradients' squared norm (scaled) and norm (unscaled). */
+typedef struct Step {
+    int64_t n;
+    double t0_s, scale, sq, norm;
+    float loss;
+} Step;
+
+/* The options trainer_run cannot train: 0 or -EINVAL with e. */
+static int check_options(const TrainOptions *o, Err *e)
+{
+    const ModelConfig *c = &o->model;
+    /* sub-groups that do not cover the model would leave parameters never updated */
+    if (o->steps < 1 || o->steps > TRAIN_MAX_STEPS)
+        return err_set(e, -EINVAL, "--steps %lld: a run reaches step 1 to %d",
+                       (long long)o->steps, TRAIN_MAX_STEPS);
+    if (o->subgroup_blocks < 1 || o->tail_blocks < 1 || o->tail_blocks > c->n_layer)
+        return err_set(e, -EINVAL, "--tail %d and --subgroup %d: the tail needs 1 to %d blocks "
+                       "(%s's) and sub-groups at least 1", o->tail_blocks, o->subgroup_blocks,
+                       c->n_layer, c->name);
+    if (o->seqs_per_step % trainer_n_micro(o))
+        return err_set(e, -EINVAL, "--micro-batches %d does not divide --batch %d (the "
+                       "sequences of a step); give a divisor of it", trainer_n_micro(o),
+                       o->seqs_per_step);
+    return 0;
+}
+
+/* t's arrays and r->losses. 0 or -ENOMEM with e. */
+static int run_alloc(TrainRun *t, TrainResult *r, Err *e)
+{
+    const TrainOptions *o = t->o;
+    size_t P = t->l.total, N = (size_t)t->B * o->seq;
+    t->params = calloc(P, sizeof *t->params);
+    t->m = calloc(P, sizeof *t->m);
+    t->v = calloc(P, sizeof *t->v);
+    t->inputs = calloc(N, sizeof *t->inputs);
+    t->targets = calloc(N, sizeof *t->targets);
+    t->slices = calloc((size_t)o->model.n_layer + 2, sizeof *t->slices);
+    if (t->M > 1) {
+        t->acc = malloc(P * sizeof *t->acc);
+        t->part = malloc(P * sizeof *t->part);
+    }
+    r->losses = calloc((size_t)(o->steps > 0 ? o->steps : 1), sizeof *r->losses);
+    if (!t->params || !t->m || !t->v || !t->inputs || !t->targets || !t->slices || !r->losses)
+        return err_set(e, -ENOMEM, "out of memory for %zu parameters", P);
+    if (t->M > 1 && (!t->acc || !t->part))
+        return err_set(e, -ENOMEM, "out of memory for %zu parameters' gradients", P);
+    return 0;
+}
+
+/* The data, the threads, the backend and the arrays. 0 or -errno with e. */
+static int run_init(TrainRun *t, TrainResult *r, Err *e)
+{
+    const TrainOptions *o = t->o;
+    int rc = check_options(o, e);
+    if (!rc)
+        rc = trainer_load_data(o, &t->data, e);
+    if (!rc)
+        rc = workpool_init(&t->wp, o->threads, e);
+    if (!rc)
+        rc = o->backend->create(&t->be, &o->model, t->B, o->seq, &t->wp, e);
+    if (!rc && gpt2_layout_init(&t->l, &o->model))
+        rc = err_set(e, -ENOMEM, "out of memory");
+    return rc ? rc : run_alloc(t, r, e);
+}
+
+/* Where the run starts: the state on the backend, the loader at its place, the log open. */
+static int run_start(TrainRun *t, Err *e)
+{
+    const TrainOptions *o = t->o;
+    int rc = trainer_load_start(o, &t->l, t->params, t->m, t->v, &t->wp, &t->st, e);
+    if (!rc)
+        rc = t->be->ops->write_state(t->be, t->params, t->m, t->v, e);
+    if (!rc)
+        rc = loader_init(&t->ld, &t->data, t->B, o->seq, t->st.seed, e);
+    if (!rc && o->resume_dir)
+        loader_seek(&t->ld, t->st.epoch, t->st.index);
+    if (!rc)
+        rc = trainer_open_log(o, t->st.step, &t->log, e);
+    if (!rc)
+        t->n_groups = subgroup_slices(o, t->slices);
+    return rc;
+}
+
+/* The loss scale: from the checkpoint when it has one, else from the options. */
+static void run_scale_init(TrainRun *t)
+{
+    const TrainOptions *o = t->o;
+    double scale0 = o->loss_scale > 0 ? o->loss_scale
+                    : o->model.dtype == DTYPE_FP16 ? 65536.0 : 1.0;
+    if (t->st.loss_scale <= 0)
+        t->st.loss_scale = scale0;
+    t->dynamic = scale0 != 1.0 || t->st.loss_scale != 1.0;
+    t->window = o->loss_scale_window > 0 ? o->loss_scale_window : 1000;
+}
+
+static void run_free(TrainRun *t)
+{
+    free(t->slices), free(t->inputs), free(t->targets), free(t->params), free(t->m), free(t->v);
+    free(t->acc), free(t->part);
+    loader_free(&t->ld);
+    gpt2_layout_free(&t->l);
+    if (t->be)
+        t->be->ops->destroy(t->be);
+    workpool_free(&t->wp);
+    data_free(&t->data);
+}
+
 /* One step of M micro-batches (trainer.h): the gradients' sum in acc (part is scratch), then
  * written back to the backend; the loss, the micro-batches' mean. */
-static int accumulate(Backend *be, Loader *ld, int M, double S, int *inputs, int *targets,
-                      float *acc, float *part, float *loss, Err *e)
+static int accumulate(TrainRun *t, double S, float *loss, Err *e)
 {
+    Backend *be = t->be;
     if (!be->ops->write_grads)
         return err_set(e, -EINVAL, "the %s backend cannot accumulate micro-batches",
                        be->ops->name);
     size_t P = be->n_params;
-    memset(acc, 0, P * sizeof *acc);
+    memset(t->acc, 0, P * sizeof *t->acc);
     double sum = 0;
-    be->loss_scale = (float)(S / M);
-    for (int k = 0; k < M; k++) {
+    be->loss_scale = (float)(S / t->M);
+    for (int k = 0; k < t->M; k++) {
         float l = 0;
-        loader_next(ld, inputs, targets);
-        int rc = be->ops->step(be, inputs, targets, true, &l, e);
+        loader_next(&t->ld, t->inputs, t->targets);
+        int rc = be->ops->step(be, t->inputs, t->targets, true, &l, e);
         if (!rc)
-            rc = be->ops->read_grads(be, part, e);
+            rc = be->ops->read_grads(be, t->part, e);
         if (rc)
             return rc;
         for (size_t i = 0; i < P; i++)
-            acc[i] += part[i];
+            t->acc[i] += t->part[i];
         sum += l;
     }
-    *loss = (float)(sum / M);
-    return be->ops->write_grads(be, acc, e);
+    *loss = (float)(sum / t->M);
+    return be->ops->write_grads(be, t->acc, e);
+}
+
+/* Forward and backward of step s, its loss and its gradients' norms over the sub-groups;
+ * unscaled gradients that are not finite are an error. */
+static int step_grads(TrainRun *t, Step *s, Err *e)
+{
+    Backend *be = t->be;
+    int rc;
+    if (t->M == 1) {
+        loader_next(&t->ld, t->inputs, t->targets);
+        be->loss_scale = (float)s->scale;
+        rc = be->ops->step(be, t->inputs, t->targets, true, &s->loss, e);
+    } else {
+        rc = accumulate(t, s->scale, &s->loss, e);
+    }
+    if (rc)
+        return rc;
+    for (int g = 0; g < t->n_groups; g++)
+        s->sq += be->ops->grad_sq(be, t->slices[g].begin, t->slices[g].end);
+    s->norm = sqrt(s->sq) / s->scale;
+    if (!isfinite(s->sq) && !t->dynamic)
+        return err_set(e, -EDOM, "step %lld: the gradients are not finite; lower --lr, check "
+                       "the data, or with fp16 use loss scaling (--loss-scale)",
+                       (long long)s->n);
+    return 0;
+}
+
+/* Step s's gradients overflowed at its loss scale: no update, the scale halved. */
+static int step_skip(TrainRun *t, TrainResult *r, const Step *s, Err *e)
+{
+    double S = s->scale;
+    int rc = 0;
+    if (S / 2 < 1.0 / 65536)
+        rc = err_set(e, -EDOM, "step %lld: the gradients overflow even at loss scale %g; lower "
+                     "--lr or check the data", (long long)s->n, S);
+    t->st.loss_scale = S / 2;
+    t->st.scale_good = 0;
+    t->st.skipped++;
+    r->skipped++;
+    if (t->o->progress)
+        fprintf(t->o->progress, "step %lld: gradients overflow at loss scale %g: update "
+                "skipped, scale %g\n", (long long)s->n, S, t->st.loss_scale);
+    return rc;
+}
+
+/* Step s's AdamW, sub-group by sub-group, clipped by the previous step's norm; the dynamic
+ * scale doubles after a window without overflow. */
+static int step_update(TrainRun *t, const Step *s, Err *e)
+{
+    const TrainOptions *o = t->o;
+    TrainState *st = &t->st;
+    float clip = o->clip > 0 && st->prev_grad_norm > o->clip
+                     ? (float)(o->clip / st->prev_grad_norm) : 1.0f;
+    AdamConfig acfg = {.lr = trainer_lr(o, s->n), .beta1 = o->beta1, .beta2 = o->beta2,
+                       .eps = o->eps, .weight_decay = o->weight_decay};
+    AdamStep as;
+    adam_step_init(&as, &acfg, (int)(s->n - st->skipped), clip / (float)s->scale);
+    int rc = 0;
+    for (int g = 0; g < t->n_groups && !rc; g++)
+        rc = t->be->ops->update(t->be, &as, t->slices[g].begin, t->slices[g].end, e);
+    st->prev_grad_norm = s->norm;
+    if (t->dynamic && ++st->scale_good >= t->window) {
+        st->loss_scale = s->scale * 2;
+        st->scale_good = 0;
+    }
+    return rc;
+}
+
+/* The state as checkpoints hold it, written to o->save_dir. */
+static int run_save(TrainRun *t, Err *e)
+{
+    const TrainOptions *o = t->o;
+    int rc = t->be->ops->read_state(t->be, t->params, t->m, t->v, e);
+    if (!rc)
+        rc = trainer_clear_old_checkpoints(o, &t->cleared, e);
+    if (!rc)
+        rc = ckpt_save(o->save_dir, &o->model, &t->l, t->params, t->m, t->v, &t->st, e);
+    return rc;
+}
+
+/* After step s's update (rc: its error, if any): the result, the log's row, the progress line
+ * and a checkpoint when one is due. */
+static int step_finish(TrainRun *t, TrainResult *r, const Step *s, int rc, Err *e)
+{
+    const TrainOptions *o = t->o;
+    t->st.step = s->n;
+    t->st.epoch = t->ld.epoch;
+    t->st.index = t->ld.index;
+    double tps = (double)o->seqs_per_step * o->seq / (clock_monotonic_s() - s->t0_s);
+    if (!isfinite(s->loss) && !rc)
+        rc = err_set(e, -EDOM, "step %lld: the loss is %f; lower --lr or check the data",
+                     (long long)s->n, s->loss);
+    trainer_result_add(r, s->n, s->loss);
+    /* the row before the checkpoint: a kill between the two leaves a row the resumed run
+     * replaces, never a checkpointed step without its row (a non-finite loss is logged
+     * too, its error kept) */
+    Err log_e;
+    int log_rc = trainer_log_row(o, t->log, s->n, s->loss, trainer_lr(o, s->n), s->norm, tps,
+                                 s->scale, rc ? &log_e : e);
+    if (!rc)
+        rc = log_rc;
+    trainer_progress(o, s->n, r->first_step - 1, s->loss, tps, clock_monotonic_s() - t->t_start,
+                     s->n == o->steps);
+    if (!rc && trainer_save_due(o, s->n))
+        rc = run_save(t, e);
+    return rc;
+}
+
+/* Step n, whole. */
+static int run_step(TrainRun *t, TrainResult *r, int64_t n, Err *e)
+{
+    Step s = {.n = n, .t0_s = clock_monotonic_s(), .scale = t->st.loss_scale};
+    int rc = step_grads(t, &s, e);
+    if (rc)
+        return rc;
+    rc = isfinite(s.sq) ? step_update(t, &s, e) : step_skip(t, r, &s, e);
+    return step_finish(t, r, &s, rc, e);
 }
 
 int trainer_run(const TrainOptions *o, TrainResult *r, Err *e)
 {
     memset(r, 0, sizeof *r);
-    const ModelConfig *c = &o->model;
-    TokenData data = {0};
-    WorkPool wp = {0};
-    Backend *be = NULL;
-    Gpt2Layout l = {0};
-    Loader ld = {0};
-    float *params = NULL, *m = NULL, *v = NULL, *acc = NULL, *part = NULL;
-    int *inputs = NULL, *targets = NULL;
-    int M = trainer_n_micro(o), B = trainer_seqs_per_micro(o);
-    FILE *log = NULL;
-    Slice *slices = NULL;
-    int rc = 0;
-    /* sub-groups that do not cover the model would leave parameters never updated */
-    if (o->steps < 1 || o->steps > TRAIN_MAX_STEPS)
-        rc = err_set(e, -EINVAL, "--steps %lld: a run reaches step 1 to %d", (long long)o->steps,
-                     TRAIN_MAX_STEPS);
-    else if (o->subgroup_blocks < 1 || o->tail_blocks < 1 || o->tail_blocks > c->n_layer)
-        rc = err_set(e, -EINVAL, "--tail %d and --subgroup %d: the tail needs 1 to %d blocks "
-                     "(%s's) and sub-groups at least 1", o->tail_blocks, o->subgroup_blocks,
-                     c->n_layer, c->name);
-    else if (o->seqs_per_step % M)
-        rc = err_set(e, -EINVAL, "--micro-batches %d does not divide --batch %d (the sequences "
-                     "of a step); give a divisor of it", M, o->seqs_per_step);
+    TrainRun t = {.o = o, .M = trainer_n_micro(o), .B = trainer_seqs_per_micro(o),
+                  .st = {.seed = o->seed}};
+    int rc = run_init(&t, r, e);
     if (!rc)
-        rc = trainer_load_data(o, &data, e);
-    if (!rc)
-        rc = workpool_init(&wp, o->threads, e);
-    if (!rc)
-        rc = o->backend->create(&be, c, B, o->seq, &wp, e);
-    if (!rc && gpt2_layout_init(&l, c))
-        rc = err_set(e, -ENOMEM, "out of memory");
-    size_t P = l.total;
-    if (!rc) {
-        params = calloc(P, sizeof *params);
-        m = calloc(P, sizeof *m);
-        v = calloc(P, sizeof *v);
-        inputs = calloc((size_t)B * o->seq, sizeof *inputs);
-        targets = calloc((size_t)B * o->seq, sizeof *targets);
-        slices = calloc((size_t)c->n_layer + 2, sizeof *slices);
-        if (M > 1) {
-            acc = malloc(P * sizeof *acc);
-            part = malloc(P * sizeof *part);
-            if (!acc || !part)
-                rc = err_set(e, -ENOMEM, "out of memory for %zu parameters' gradients", P);
-        }
-        r->losses = calloc((size_t)(o->steps > 0 ? o->steps : 1), sizeof *r->losses);
-        if (!params || !m || !v || !inputs || !targets || !slices || !r->losses)
-            rc = err_set(e, -ENOMEM, "out of memory for %zu parameters", P);
-    }
-    TrainState st = {.seed = o->seed};
-    if (!rc && o->resume_dir)
-        rc = ckpt_load(o->resume_dir, c, &l, params, m, v, &st, e);
-    else if (!rc && o->init_from)
-        rc = ckpt_load_model(o->init_from, c, &l, params, e);
-    else if (!rc)
-        trainer_init_params(c, &l, params, o->seed, &wp);
-    if (!rc && st.step >= o->steps)
-        rc = err_set(e, -EINVAL, "%s is at step %lld already; ask for more --steps", o->resume_dir,
-                     (long long)st.step);
-    if (!rc)
-        rc = be->ops->write_state(be, params, m, v, e);
-    if (!rc)
-        rc = loader_init(&ld, &data, B, o->seq, st.seed, e);
-    if (!rc && o->resume_dir)
-        loader_seek(&ld, st.epoch, st.index);
-    if (!rc)
-        rc = trainer_open_log(o, st.step, &log, e);
-    int n_groups = rc ? 0 : subgroup_slices(o, slices);
-    /* the loss scale: from the checkpoint when it has one, else from the options */
-    double scale0 = o->loss_scale > 0 ? o->loss_scale : c->dtype == DTYPE_FP16 ? 65536.0 : 1.0;
-    if (st.loss_scale <= 0)
-        st.loss_scale = scale0;
-    bool dynamic = scale0 != 1.0 || st.loss_scale != 1.0;
-    int64_t window = o->loss_scale_window > 0 ? o->loss_scale_window : 1000;
-    bool cleared = false; /* --overwrite: the old checkpoints, before the first save */
-    AdamConfig acfg = {.lr = o->lr, .beta1 = o->beta1, .beta2 = o->beta2, .eps = o->eps,
-                       .weight_decay = o->weight_decay};
-    r->first_step = st.step + 1;
-    double t_start = clock_monotonic_s(), tokens = 0;
-    for (int64_t step = st.step + 1; !rc && step <= o->steps; step++) {
-        double t0 = clock_monotonic_s();
-        float loss = 0;
-        if (M == 1) {
-            loader_next(&ld, inputs, targets);
-            be->loss_scale = (float)st.loss_scale;
-            rc = be->ops->step(be, inputs, targets, true, &loss, e);
-        } else {
-            rc = accumulate(be, &ld, M, st.loss_scale, inputs, targets, acc, part, &loss, e);
-        }
-        if (rc)
-            break;
-        double sq = 0;
-        for (int s = 0; s < n_groups; s++)
-            sq += be->ops->grad_sq(be, slices[s].begin, slices[s].end);
-        double S = st.loss_scale, norm = sqrt(sq) / S;
-        acfg.lr = trainer_lr(o, step);
-        if (!isfinite(sq)) {
-            if (!dynamic) {
-                rc = err_set(e, -EDOM, "step %lld: the gradients are not finite; lower --lr, "
-                             "check the data, or with fp16 use loss scaling (--loss-scale)",
-                             (long long)step);
-                break;
-            }
-            /* overflow: skip this update, halve the scale */
-            if (S / 2 < 1.0 / 65536)
-                rc = err_set(e, -EDOM, "step %lld: the gradients overflow even at loss scale "
-                             "%g; lower --lr or check the data", (long long)step, S);
-            st.loss_scale = S / 2;
-            st.scale_good = 0;
-            st.skipped++;
-            r->skipped++;
-            if (o->progress)
-                fprintf(o->progress, "step %lld: gradients overflow at loss scale %g: update "
-                        "skipped, scale %g\n", (long long)step, S, st.loss_scale);
-        } else {
-            float clip = o->clip > 0 && st.prev_grad_norm > o->clip
-                             ? (float)(o->clip / st.prev_grad_norm) : 1.0f;
-            AdamStep as;
-            adam_step_init(&as, &acfg, (int)(step - st.skipped), clip / (float)S);
-            for (int s = 0; s < n_groups && !rc; s++)
-                rc = be->ops->update(be, &as, slices[s].begin, slices[s].end, e);
-            st.prev_grad_norm = norm;
-            if (dynamic && ++st.scale_good >= window) {
-                st.loss_scale = S * 2;
-                st.scale_good = 0;
-            }
-        }
-        st.step = step;
-        st.epoch = ld.epoch;
-        st.index = ld.index;
-        double dt = clock_monotonic_s() - t0, tps = (double)o->seqs_per_step * o->seq / dt;
-        tokens += (double)o->seqs_per_step * o->seq;
-        if (!isfinite(loss) && !rc)
-            rc = err_set(e, -EDOM, "step %lld: the loss is %f; lower --lr or check the data",
-                         (long long)step, loss);
-        if (r->n_losses == 0)
-            r->first_loss = loss;
-        r->losses[r->n_losses++] = loss;
-        r->last_loss = loss;
-        r->last_step = step;
-        /* the row before the checkpoint: a kill between the two leaves a row the resumed run
-         * replaces, never a checkpointed step without its row (a non-finite loss is logged
-         * too, its error kept) */
-        Err log_e;
-        int log_rc = trainer_log_row(o, log, step, loss, acfg.lr, norm, tps, S, rc ? &log_e : e);
-        if (!rc)
-            rc = log_rc;
-        trainer_progress(o, step, r->first_step - 1, loss, tps, clock_monotonic_s() - t_start,
-                         step == o->steps);
-        bool save = o->save_dir && (step == o->steps || (o->save_every > 0 &&
-                                                         step % o->save_every == 0));
-        if (!rc && save) {
-            rc = be->ops->read_state(be, params, m, v, e);
-            if (!rc)
-                rc = trainer_clear_old_checkpoints(o, &cleared, e);
-            if (!rc)
-                rc = ckpt_save(o->save_dir, c, &l, params, m, v, &st, e);
-        }
-    }
-    r->loss_scale = st.loss_scale;
-    double elapsed = clock_monotonic_s() - t_start;
-    r->tokens_per_s = elapsed > 0 ? tokens / elapsed : 0;
-    rc = trainer_close_log(o, log, rc, e);
-    free(slices), free(inputs), free(targets), free(params), free(m), free(v);
-    free(acc), free(part);
-    loader_free(&ld);
-    gpt2_layout_free(&l);
-    if (be)
-        be->ops->destroy(be);
-    workpool_free(&wp);
-    data_free(&data);
+        rc = run_start(&t, e);
+    run_scale_init(&t);
+    r->first_step = t.st.step + 1;
+    t.t_start = clock_monotonic_s();
+    for (int64_t step = t.st.step + 1; !rc && step <= o->steps; step++)
+        rc = run_step(&t, r, step, e);
+    r->loss_scale = t.st.loss_scale;
+    double elapsed = clock_monotonic_s() - t.t_start;
+    r->tokens_per_s = elapsed > 0 ? (double)r->n_losses * o->seqs_per_step * o->seq / elapsed
+                                  : 0;
+    rc = trainer_close_log(o, t.log, rc, e);
+    run_free(&t);
     return rc;
 }

@@ -112,6 +112,21 @@ void trainer_progress(const TrainOptions *o, int64_t step, int64_t first, float 
 int trainer_n_micro(const TrainOptions *o);
 int trainer_seqs_per_micro(const TrainOptions *o);
 
+/* Whether step ends with a checkpoint: with o->save_dir, every o->save_every steps and at the
+ * last. */
+bool trainer_save_due(const TrainOptions *o, int64_t step);
+
+/* Appends step's loss to r (r->losses has room for every step of the run). */
+void trainer_result_add(TrainResult *r, int64_t step, float loss);
+
+/* Where a run starts, the same for both trainers: o->resume_dir's checkpoint (params, m, v and
+ * *st), else o->init_from's weights (params), else GPT-2's initialisation of params (seeded by
+ * o->seed, drawn on wp); *st as the caller set it for a fresh run otherwise. A checkpoint at
+ * o->steps or beyond is refused. 0 or -errno with e. */
+struct TrainState;
+int trainer_load_start(const TrainOptions *o, const struct Gpt2Layout *l, float *params,
+                       float *m, float *v, WorkPool *wp, struct TrainState *st, Err *e);
+
 /* The learning rate at step (1-based). */
 float trainer_lr(const TrainOptions *o, int64_t step);
 
