@@ -34,8 +34,31 @@ static int check_plan(const TrainOptions *o, const Plan *p, const PipeConfig *pc
     return 0;
 }
 
-static void pipe_free(Pipe *pp)
+/* What one pipe_train holds around the executor's Pipe; run_free takes it half-built. */
+typedef struct PipeRun {
+    Pipe pp;
+    const Plan *plan;
+    const PipeConfig *pc;
+    TokenData data;
+    Loader ld;
+    Graph g;                 /* one micro-batch, in the device's weight type */
+    float *params, *m, *v;   /* (P) the state as files hold it; only where one is read or
+                                written */
+    FILE *log;
+    TrainState st;
+    int seg;                 /* iterations per segment, at most */
+    bool cleared;            /* --overwrite: the old checkpoints, before the first save */
+    double steady_s;         /* the gaps between iterations' ends within segments, summed */
+    int n_steady;
+} PipeRun;
+
+static void run_free(PipeRun *pr)
 {
+    Pipe *pp = &pr->pp;
+    free(pr->params), free(pr->m), free(pr->v);
+    loader_free(&pr->ld);
+    data_free(&pr->data);
+    graph_free(&pr->g);
     for (int i = 0; i < N_THREAD_LANES; i++)
         lane_free(&pp->lanes[i]);
     lane_bell_free(&pp->bell);
@@ -60,12 +83,151 @@ static int write_traces(Pipe *pp, const PipeConfig *pc, Err *e)
     return rc;
 }
 
+/* The traces at the end (rc: the run's error, if any): what ran before a failure too, for its
+ * diagnosis, the failure staying the error. */
+static int finish_traces(PipeRun *pr, int rc, Err *e)
+{
+    Pipe *pp = &pr->pp;
+    const PipeConfig *pc = pr->pc;
+    if (!rc)
+        return write_traces(pp, pc, e);
+    if (e && pp->n_rows && (pc->trace_path || pc->chrome_path)) {
+        Err e2;
+        size_t len = strlen(e->msg);
+        if (!write_traces(pp, pc, &e2) && len < sizeof e->msg)
+            snprintf(e->msg + len, sizeof e->msg - len, " (the trace holds the %d tasks that "
+                     "ran: %s)", pp->n_rows, pc->trace_path ? pc->trace_path : pc->chrome_path);
+    }
+    return rc;
+}
+
+/* The compute and optimizer lanes each have a worker pool (a pool runs one job at a time).
+ * On a GPU the compute lane needs no CPU threads, and the optimizer's pool leaves two cores
+ * to the dispatcher and the lane threads (plan_adam_threads). */
+static int init_pools(PipeRun *pr, Err *e)
+{
+    Pipe *pp = &pr->pp;
+    const TrainOptions *o = pp->o;
+    bool on_gpu = !pr->pc->device->on_host;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int adam_threads = o->threads ? o->threads : plan_adam_threads((int)cores, on_gpu);
+    int rc = workpool_init_nice(&pp->wp_adam, adam_threads, pr->pc->optim_nice, e);
+    if (!rc)
+        rc = workpool_init(&pp->wp_compute, on_gpu ? 1 : o->threads, e);
+    if (!rc) /* micro-batch gradient sums (the cost model charges them for these threads) */
+        rc = workpool_init_nice(&pp->wp_sum, pr->plan->micro_batches > 1
+                                                 ? plan_grad_sum_threads((int)cores)
+                                                 : 1, pr->pc->optim_nice, e);
+    return rc;
+}
+
+/* A segment's inputs, targets, norms and losses, and r->losses. 0 or -ENOMEM with e. */
+static int alloc_segment(PipeRun *pr, TrainResult *r, Err *e)
+{
+    Pipe *pp = &pr->pp;
+    size_t N = (size_t)pr->plan->micro_batch * pp->o->seq, seg = (size_t)pr->seg;
+    pp->inputs = calloc(seg * pp->M * N, sizeof(int));
+    pp->targets = calloc(seg * pp->M * N, sizeof(int));
+    pp->sq = calloc(seg * pp->mem.G, sizeof(double));
+    pp->sq_count = calloc(seg, sizeof(int));
+    pp->losses = calloc(seg * pp->M, sizeof(float));
+    pp->norms = calloc(seg, sizeof(double));
+    r->losses = calloc((size_t)(pp->o->steps > 0 ? pp->o->steps : 1), sizeof *r->losses);
+    if (!pp->inputs || !pp->targets || !pp->sq || !pp->sq_count ||
+        !pp->losses || !pp->norms || !r->losses)
+        return err_set(e, -ENOMEM, "out of memory for %zu parameters", pp->layout.total);
+    return 0;
+}
+
+/* The plan checked, the data, the graph, the threads, the placement's buffers (pipe_mem) and
+ * a segment's arrays. 0 or -errno with e. */
+static int run_init(PipeRun *pr, TrainResult *r, Err *e)
+{
+    Pipe *pp = &pr->pp;
+    const TrainOptions *o = pp->o;
+    const Plan *plan = pr->plan;
+    int rc = check_plan(o, plan, pr->pc, e);
+    if (!rc)
+        rc = trainer_load_data(o, &pr->data, e);
+    ModelConfig gc = o->model;
+    gc.dtype = pr->pc->device->weight_type; /* the graph's bytes are what the device moves */
+    if (!rc)
+        rc = graph_init(&pr->g, &gc, plan->micro_batch, o->seq, e);
+    if (!rc && gpt2_layout_init(&pp->layout, &o->model))
+        rc = err_set(e, -ENOMEM, "out of memory");
+    if (!rc)
+        rc = init_pools(pr, e);
+    if (!rc)
+        rc = pipe_mem_init(&pp->mem, &o->model, plan, plan->micro_batch, o->seq, pr->pc,
+                           &pp->wp_compute, e);
+    return rc ? rc : alloc_segment(pr, r, e);
+}
+
 static int alloc_arrays(size_t P, float **params, float **m, float **v)
 {
     *params = calloc(P, sizeof **params);
     *m = calloc(P, sizeof **m);
     *v = calloc(P, sizeof **v);
     return *params && *m && *v ? 0 : -ENOMEM;
+}
+
+/* The starting state put where the plan keeps it. Whole-model fp32 arrays only where a file is
+ * read or written: a fresh run with the states in CPU memory initialises the master weights
+ * where they live (GPT-3 6.7B's 27 GB each). */
+static int put_start_state(PipeRun *pr, Err *e)
+{
+    Pipe *pp = &pr->pp;
+    const TrainOptions *o = pp->o;
+    bool in_place = !o->resume_dir && !o->init_from && pr->plan->optim == TIER_CPU;
+    size_t P = pp->layout.total;
+    if ((!in_place || o->save_dir) && alloc_arrays(P, &pr->params, &pr->m, &pr->v))
+        return err_set(e, -ENOMEM, "out of memory for %zu parameters", P);
+    float *params = in_place ? pp->mem.master : pr->params;
+    int rc = trainer_load_start(o, &pp->layout, params, pr->m, pr->v, &pp->wp_adam, &pr->st, e);
+    if (!rc && pr->st.skipped)
+        rc = err_set(e, -EINVAL, "%s skipped updates on loss-scale overflow; the out-of-core "
+                     "pipeline does not scale losses: resume it without --offload",
+                     o->resume_dir);
+    if (!rc)
+        rc = pipe_mem_put_state(&pp->mem, params, o->resume_dir ? pr->m : NULL,
+                                o->resume_dir ? pr->v : NULL, e);
+    return rc;
+}
+
+/* Where the run starts: the state in place, the loader at its place, the log open, the lanes
+ * started. */
+static int run_start(PipeRun *pr, Err *e)
+{
+    Pipe *pp = &pr->pp;
+    const TrainOptions *o = pp->o;
+    int rc = put_start_state(pr, e);
+    if (!o->save_dir) { /* the state lives where the plan says now; the arrays go */
+        free(pr->params), free(pr->m), free(pr->v);
+        pr->params = pr->m = pr->v = NULL;
+    }
+    if (!rc)
+        rc = loader_init(&pr->ld, &pr->data, pr->plan->micro_batch, o->seq, pr->st.seed, e);
+    if (!rc && o->resume_dir)
+        loader_seek(&pr->ld, pr->st.epoch, pr->st.index);
+    if (!rc)
+        rc = trainer_open_log(o, pr->st.step, &pr->log, e);
+    for (int i = 0; i < N_THREAD_LANES && !rc; i++)
+        rc = lane_init(&pp->lanes[i], pipe_lane_fns[i], pp, &pp->bell, e);
+    return rc;
+}
+
+/* The iterations of the segment that starts at step: at most pr->seg, ending where a
+ * checkpoint is due, so it is written at rest. */
+static int segment_len(const PipeRun *pr, int64_t step)
+{
+    const TrainOptions *o = pr->pp.o;
+    int64_t left = o->steps - step + 1, n = left < pr->seg ? left : pr->seg;
+    if (o->save_dir && o->save_every > 0) {
+        int64_t to_save = o->save_every - (step - 1) % o->save_every;
+        if (to_save < n)
+            n = to_save;
+    }
+    return (int)n;
 }
 
 /* One segment: iterations [iter0, iter0 + n) of this run, one DAG. */
@@ -81,203 +243,141 @@ static int run_segment(Pipe *pp, const Graph *g, const Plan *p, Loader *ld, int 
     return rc ? rc : pipe_run_dag(pp, e);
 }
 
+/* The steady state: the gaps between the last task ends of the segment's n iterations (its
+ * trace rows from rows0 on). */
+static void add_steady(PipeRun *pr, int rows0, int n)
+{
+    Pipe *pp = &pr->pp;
+    double *it_end = calloc((size_t)n, sizeof(double));
+    if (!it_end)
+        return;
+    for (int k = rows0; k < pp->n_rows; k++) {
+        int i = pp->rows[k].iter - pp->iter0;
+        if (pp->rows[k].end_s > it_end[i])
+            it_end[i] = pp->rows[k].end_s;
+    }
+    for (int k = 1; k < n; k++) {
+        pr->steady_s += it_end[k] - it_end[k - 1];
+        pr->n_steady++;
+    }
+    free(it_end);
+}
+
+/* The segment's steps from step on, dt seconds each: their losses (the micro-batches' mean,
+ * as the in-memory trainer takes it) into r, the log and the progress line. */
+static int record_steps(PipeRun *pr, TrainResult *r, int64_t step, int n, double dt, Err *e)
+{
+    Pipe *pp = &pr->pp;
+    const TrainOptions *o = pp->o;
+    double tps = (double)o->seqs_per_step * o->seq / dt;
+    for (int i = 0; i < n; i++, step++) {
+        double lsum = 0;
+        for (int k = 0; k < pp->M; k++)
+            lsum += pp->losses[i * pp->M + k];
+        float loss = pp->M == 1 ? pp->losses[i] : (float)(lsum / pp->M);
+        if (!isfinite(loss))
+            return err_set(e, -EDOM, "step %lld: the loss is %f; lower --lr or check the data",
+                           (long long)step, loss);
+        trainer_result_add(r, step, loss);
+        int rc = trainer_log_row(o, pr->log, step, loss, trainer_lr(o, step), pp->norms[i], tps,
+                                 1.0, e);
+        if (rc)
+            return rc;
+        trainer_progress(o, step, r->first_step - 1, loss, tps, clock_monotonic_s() - pp->t0,
+                         step == o->steps);
+    }
+    return 0;
+}
+
+/* After a segment of n iterations that ended at step: the state a checkpoint records, and the
+ * checkpoint when one is due. */
+static int end_segment(PipeRun *pr, int64_t step, int n, Err *e)
+{
+    Pipe *pp = &pr->pp;
+    const TrainOptions *o = pp->o;
+    TrainState *st = &pr->st;
+    st->step = step;
+    st->epoch = pr->ld.epoch;
+    st->index = pr->ld.index;
+    st->prev_grad_norm = pp->prev_norm = pp->norms[n - 1];
+    if (!trainer_save_due(o, step))
+        return 0;
+    int rc = pipe_mem_get_state(&pp->mem, pr->params, pr->m, pr->v, e);
+    if (!rc)
+        rc = trainer_clear_old_checkpoints(o, &pr->cleared, e);
+    if (!rc)
+        rc = ckpt_save(o->save_dir, &o->model, &pp->layout, pr->params, pr->m, pr->v, st, e);
+    return rc;
+}
+
+/* Steps [step, step + n): one segment. */
+static int train_segment(PipeRun *pr, TrainResult *r, int64_t step, int n, Err *e)
+{
+    Pipe *pp = &pr->pp;
+    pp->iter0 = (int)(step - 1 - pp->step0);
+    int rows0 = pp->n_rows;
+    double t_seg = clock_monotonic_s();
+    int rc = run_segment(pp, &pr->g, pr->plan, &pr->ld, n, e);
+    if (rc)
+        return rc;
+    double dt = (clock_monotonic_s() - t_seg) / (double)n;
+    add_steady(pr, rows0, n);
+    rc = record_steps(pr, r, step, n, dt, e);
+    return rc ? rc : end_segment(pr, step + n - 1, n, e);
+}
+
+/* What the run used, beside what the plan predicted (rep NULL: nothing). */
+static void fill_report(const PipeRun *pr, const TrainResult *r, double elapsed,
+                        PipeReport *rep)
+{
+    if (!rep)
+        return;
+    memset(rep, 0, sizeof *rep);
+    if (!pr->g.ops)
+        return;
+    const Pipe *pp = &pr->pp;
+    pipe_mem_measured(&pp->mem, &rep->measured);
+    /* the simulator models the CUDA lane; the CPU reference lane is held to the same
+     * accounting on its own sizes */
+    if (pr->pc->device->on_host)
+        pipe_mem_planned(&pp->mem, &rep->predicted);
+    else
+        footprint_compute(&rep->predicted, &pr->g, pr->plan);
+    memcpy(rep->busy_s, pp->busy, sizeof pp->busy);
+    rep->elapsed_s = elapsed;
+    rep->iterations = r->n_losses;
+    rep->steady_iter_s = pr->n_steady ? pr->steady_s / pr->n_steady : 0;
+}
+
 int pipe_train(const TrainOptions *o, const Plan *plan, const PipeConfig *pc, TrainResult *r,
                PipeReport *rep, Err *e)
 {
     memset(r, 0, sizeof *r);
-    const ModelConfig *c = &o->model;
-    int seg = pc->segment_iters > 0 ? pc->segment_iters : 8;
-    Pipe pp = {.o = o, .isa = adam_isa_best(), .M = plan->micro_batches};
-    TokenData data = {0};
-    Loader ld = {0};
-    Graph g = {0};
-    float *params = NULL, *m = NULL, *v = NULL;
-    FILE *log = NULL;
-    bool cleared = false; /* --overwrite: the old checkpoints, before the first save */
-    lane_bell_init(&pp.bell);
-    int rc = check_plan(o, plan, pc, e);
+    PipeRun pr = {.pp = {.o = o, .isa = adam_isa_best(), .M = plan->micro_batches},
+                  .plan = plan, .pc = pc, .st = {.seed = o->seed},
+                  .seg = pc->segment_iters > 0 ? pc->segment_iters : 8};
+    Pipe *pp = &pr.pp;
+    lane_bell_init(&pp->bell);
+    int rc = run_init(&pr, r, e);
     if (!rc)
-        rc = trainer_load_data(o, &data, e);
-    ModelConfig gc = *c;
-    gc.dtype = pc->device->weight_type; /* the graph's bytes are what the device moves */
-    if (!rc)
-        rc = graph_init(&g, &gc, plan->micro_batch, o->seq, e);
-    if (!rc && gpt2_layout_init(&pp.layout, c))
-        rc = err_set(e, -ENOMEM, "out of memory");
-    /* The compute and optimizer lanes each have a worker pool (a pool runs one job at a time).
-     * On a GPU the compute lane needs no CPU threads, and the optimizer's pool leaves two cores
-     * to the dispatcher and the lane threads (plan_adam_threads). */
-    bool on_gpu = !pc->device->on_host;
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    int adam_threads = o->threads ? o->threads : plan_adam_threads((int)cores, on_gpu);
-    if (!rc)
-        rc = workpool_init_nice(&pp.wp_adam, adam_threads, pc->optim_nice, e);
-    if (!rc)
-        rc = workpool_init(&pp.wp_compute, on_gpu ? 1 : o->threads, e);
-    if (!rc) /* micro-batch gradient sums (the cost model charges them for these threads) */
-        rc = workpool_init_nice(&pp.wp_sum, plan->micro_batches > 1
-                                                ? plan_grad_sum_threads((int)cores)
-                                                : 1, pc->optim_nice, e);
-    if (!rc)
-        rc = pipe_mem_init(&pp.mem, c, plan, plan->micro_batch, o->seq, pc, &pp.wp_compute, e);
-    size_t P = pp.layout.total, N = (size_t)plan->micro_batch * o->seq;
-    if (!rc) {
-        pp.inputs = calloc((size_t)seg * pp.M * N, sizeof(int));
-        pp.targets = calloc((size_t)seg * pp.M * N, sizeof(int));
-        pp.sq = calloc((size_t)seg * pp.mem.G, sizeof(double));
-        pp.sq_count = calloc((size_t)seg, sizeof(int));
-        pp.losses = calloc((size_t)seg * pp.M, sizeof(float));
-        pp.norms = calloc((size_t)seg, sizeof(double));
-        r->losses = calloc((size_t)(o->steps > 0 ? o->steps : 1), sizeof *r->losses);
-        if (!pp.inputs || !pp.targets || !pp.sq || !pp.sq_count ||
-            !pp.losses || !pp.norms || !r->losses)
-            rc = err_set(e, -ENOMEM, "out of memory for %zu parameters", P);
+        rc = run_start(&pr, e);
+    pp->step0 = pr.st.step;
+    pp->prev_norm = pr.st.prev_grad_norm;
+    r->first_step = pr.st.step + 1;
+    pp->t0 = clock_monotonic_s();
+    for (int64_t step = pr.st.step + 1; !rc && step <= o->steps;) {
+        int n = segment_len(&pr, step);
+        rc = train_segment(&pr, r, step, n, e);
+        step += n;
     }
-    /* Whole-model fp32 arrays only where a file is read or written: a fresh run with the states
-     * in CPU memory initialises the master weights where they live (GPT-3 6.7B's 27 GB each). */
-    TrainState st = {.seed = o->seed};
-    bool in_place = !o->resume_dir && !o->init_from && plan->optim == TIER_CPU;
-    if (!rc && (!in_place || o->save_dir) && alloc_arrays(P, &params, &m, &v))
-        rc = err_set(e, -ENOMEM, "out of memory for %zu parameters", P);
-    if (!rc && o->resume_dir)
-        rc = ckpt_load(o->resume_dir, c, &pp.layout, params, m, v, &st, e);
-    else if (!rc && o->init_from)
-        rc = ckpt_load_model(o->init_from, c, &pp.layout, params, e);
-    else if (!rc)
-        trainer_init_params(c, &pp.layout, in_place ? pp.mem.master : params, o->seed,
-                            &pp.wp_adam);
-    if (!rc && st.step >= o->steps)
-        rc = err_set(e, -EINVAL, "%s is at step %lld already; ask for more --steps",
-                     o->resume_dir, (long long)st.step);
-    if (!rc && st.skipped)
-        rc = err_set(e, -EINVAL, "%s skipped updates on loss-scale overflow; the out-of-core "
-                     "pipeline does not scale losses: resume it without --offload",
-                     o->resume_dir);
-    if (!rc)
-        rc = pipe_mem_put_state(&pp.mem, in_place ? pp.mem.master : params,
-                                o->resume_dir ? m : NULL,
-                                o->resume_dir ? v : NULL, e);
-    if (!o->save_dir) { /* the state lives where the plan says now; the arrays go */
-        free(params), free(m), free(v);
-        params = m = v = NULL;
-    }
-    if (!rc)
-        rc = loader_init(&ld, &data, plan->micro_batch, o->seq, st.seed, e);
-    if (!rc && o->resume_dir)
-        loader_seek(&ld, st.epoch, st.index);
-    if (!rc)
-        rc = trainer_open_log(o, st.step, &log, e);
-    for (int i = 0; i < N_THREAD_LANES && !rc; i++)
-        rc = lane_init(&pp.lanes[i], pipe_lane_fns[i], &pp, &pp.bell, e);
-    pp.step0 = st.step;
-    pp.prev_norm = st.prev_grad_norm;
-    r->first_step = st.step + 1;
-    pp.t0 = clock_monotonic_s();
-    double steady = 0;
-    int n_steady = 0;
-    for (int64_t step = st.step + 1; !rc && step <= o->steps;) {
-        /* a segment ends where a checkpoint is due, so it is written at rest */
-        int64_t left = o->steps - step + 1, n = left < seg ? left : seg;
-        if (o->save_dir && o->save_every > 0) {
-            int64_t to_save = o->save_every - (step - 1) % o->save_every;
-            if (to_save < n)
-                n = to_save;
-        }
-        pp.iter0 = (int)(step - 1 - pp.step0);
-        int rows0 = pp.n_rows;
-        double t_seg = clock_monotonic_s();
-        rc = run_segment(&pp, &g, plan, &ld, (int)n, e);
-        if (rc)
-            break;
-        double dt = (clock_monotonic_s() - t_seg) / (double)n;
-        /* the steady state: the gaps between this segment's iterations' last task ends */
-        double *it_end = calloc((size_t)n, sizeof(double));
-        if (it_end) {
-            for (int k = rows0; k < pp.n_rows; k++) {
-                int i = pp.rows[k].iter - pp.iter0;
-                if (pp.rows[k].end_s > it_end[i])
-                    it_end[i] = pp.rows[k].end_s;
-            }
-            for (int k = 1; k < (int)n; k++) {
-                steady += it_end[k] - it_end[k - 1];
-                n_steady++;
-            }
-        }
-        free(it_end);
-        for (int i = 0; i < (int)n; i++, step++) {
-            /* the micro-batches' mean, as the in-memory trainer takes it */
-            double lsum = 0;
-            for (int k = 0; k < pp.M; k++)
-                lsum += pp.losses[i * pp.M + k];
-            float loss = pp.M == 1 ? pp.losses[i] : (float)(lsum / pp.M);
-            if (!isfinite(loss)) {
-                rc = err_set(e, -EDOM, "step %lld: the loss is %f; lower --lr or check the data",
-                             (long long)step, loss);
-                break;
-            }
-            if (r->n_losses == 0)
-                r->first_loss = loss;
-            r->losses[r->n_losses++] = loss;
-            r->last_loss = loss;
-            r->last_step = step;
-            double tps = (double)pp.M * N / dt;
-            rc = trainer_log_row(o, log, step, loss, trainer_lr(o, step), pp.norms[i], tps,
-                                 1.0, e);
-            if (rc)
-                break;
-            trainer_progress(o, step, r->first_step - 1, loss, tps,
-                             clock_monotonic_s() - pp.t0, step == o->steps);
-        }
-        if (rc)
-            break;
-        st.step = step - 1;
-        st.epoch = ld.epoch;
-        st.index = ld.index;
-        st.prev_grad_norm = pp.prev_norm = pp.norms[n - 1];
-        bool save = o->save_dir && (st.step == o->steps ||
-                                    (o->save_every > 0 && st.step % o->save_every == 0));
-        if (save) {
-            rc = pipe_mem_get_state(&pp.mem, params, m, v, e);
-            if (!rc)
-                rc = trainer_clear_old_checkpoints(o, &cleared, e);
-            if (!rc)
-                rc = ckpt_save(o->save_dir, c, &pp.layout, params, m, v, &st, e);
-        }
-    }
-    double elapsed = clock_monotonic_s() - pp.t0;
-    r->tokens_per_s = elapsed > 0 ? (double)r->n_losses * pp.M * (double)N / elapsed : 0;
+    double elapsed = clock_monotonic_s() - pp->t0;
+    r->tokens_per_s = elapsed > 0 ? (double)r->n_losses * o->seqs_per_step * o->seq / elapsed
+                                  : 0;
     r->loss_scale = 1;
-    if (!rc) {
-        rc = write_traces(&pp, pc, e);
-    } else if (e && pp.n_rows && (pc->trace_path || pc->chrome_path)) {
-        /* what ran before the failure, for its diagnosis; the failure stays the error */
-        Err e2;
-        size_t len = strlen(e->msg);
-        if (!write_traces(&pp, pc, &e2) && len < sizeof e->msg)
-            snprintf(e->msg + len, sizeof e->msg - len, " (the trace holds the %d tasks that "
-                     "ran: %s)", pp.n_rows, pc->trace_path ? pc->trace_path : pc->chrome_path);
-    }
-    if (rep)
-        memset(rep, 0, sizeof *rep);
-    if (rep && g.ops) {
-        pipe_mem_measured(&pp.mem, &rep->measured);
-        /* the simulator models the CUDA lane; the CPU reference lane is held to the same
-         * accounting on its own sizes */
-        if (pc->device->on_host)
-            pipe_mem_planned(&pp.mem, &rep->predicted);
-        else
-            footprint_compute(&rep->predicted, &g, plan);
-        memcpy(rep->busy_s, pp.busy, sizeof pp.busy);
-        rep->elapsed_s = elapsed;
-        rep->iterations = r->n_losses;
-        rep->steady_iter_s = n_steady ? steady / n_steady : 0;
-    }
-    rc = trainer_close_log(o, log, rc, e);
-    free(params), free(m), free(v);
-    loader_free(&ld);
-    data_free(&data);
-    graph_free(&g);
-    pipe_free(&pp);
+    rc = finish_traces(&pr, rc, e);
+    fill_report(&pr, r, elapsed, rep);
+    rc = trainer_close_log(o, pr.log, rc, e);
+    run_free(&pr);
     return rc;
 }
 
