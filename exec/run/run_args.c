@@ -1,0 +1,371 @@
+/* run_args: fuyou-run's command line; see run_args.h. */
+#include "run_args.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "backends.h"
+#include "config.h"
+#include "gpt2_cpu.h"
+#include "graph.h"
+#include "plan.h"
+
+static const char *default_data = "/usr/share/common-licenses/GPL-3";
+
+void run_args_usage(FILE *out)
+{
+    fprintf(out,
+"usage: fuyou-run [options]\n"
+"Trains a GPT-2-style model. With no options: the tiny byte-level model on a text every\n"
+"Debian and Ubuntu system ships (%s), for 200 steps.\n"
+"\n"
+"  --backend NAME        cpu (the fp32 reference; default), or cuda when built with it\n"
+"  --dtype T             cuda: bf16 (default, or the model ini's dtype) or fp16\n"
+"  --loss-scale X        initial loss scale; dynamic unless 1 (default 65536 for fp16, 1\n"
+"                        otherwise): halved and the update skipped when gradients overflow\n"
+"  --loss-scale-window N steps without overflow before the scale doubles (default 1000)\n"
+"  --model NAME|PATH     a preset (default gpt2-tiny) or a model ini\n"
+"  --data FILE           tokens: llm.c .bin, nanoGPT uint16 .bin, or text (bytes)\n"
+"  --data-format F       auto (default), llmc, u16, text\n"
+"  --steps N             the step count to reach (default 200, at most 1e9); with --resume,\n"
+"                        runs the rest\n"
+"  --batch B             sequences per step (default 8)\n"
+"  --micro-batches M     split each step's batch into M micro-batches, gradients accumulated\n"
+"                        (M divides B; default auto: 1 in memory, with --offload the fewest\n"
+"                        whose plan fits the budgets, as fuyou-sim picks)\n"
+"  --seq T               tokens per sequence (default 64)\n"
+"  --lr X                peak learning rate (default 3e-3)\n"
+"  --warmup N            linear warmup steps (default 20), then cosine decay\n"
+"  --min-lr-ratio X      final learning rate over peak (default 0.1)\n"
+"  --weight-decay X      AdamW decoupled weight decay (default 0.1)\n"
+"  --beta1 X --beta2 X --eps X    AdamW (defaults 0.9, 0.95, 1e-8)\n"
+"  --clip X              clip to this global norm, using the previous step's norm (default 1;\n"
+"                        0 turns clipping off)\n"
+"  --seed N              initialisation and data order (default 1337)\n"
+"  --subgroup N          optimizer sub-group size in blocks (default 1)\n"
+"  --tail N              blocks in the tail sub-group (default 1)\n"
+"  --save DIR            write checkpoints (safetensors, Hugging Face names) to DIR\n"
+"  --save-every K        every K steps as well as at the end\n"
+"  --overwrite           save into a --save DIR that holds another run's checkpoints:\n"
+"                        they are removed before the first save (without it, refused)\n"
+"  --resume DIR          continue from DIR's latest checkpoint, exactly\n"
+"  --init-from FILE      start from a model.safetensors (e.g. GPT-2 from the Hugging Face hub)\n"
+"  --log FILE            TSV: step loss lr grad_norm tokens_per_s loss_scale\n"
+"  --threads N           CPU threads (default: all)\n"
+"out of core (--offload): run the schedule's task DAG with weights, optimizer states and\n"
+"activations placed across device, CPU memory and SSD (cpu backend: the fp32 reference on\n"
+"the CPU, every copy and SSD transfer performed as on a GPU):\n"
+"  --offload             train out of core on the pipeline\n"
+"  --hw NAME|PATH        hardware ini the placement is judged on (default h200.ini)\n"
+"  --gpu-mem BYTES       device budget, e.g. 24GiB; never exceeded (default: the ini's)\n"
+"  --cpu-mem BYTES       host budget for pinned buffers and CPU-resident state\n"
+"  --ssd-dir DIR         where the SSD tier lives, repeatable (striped); default a\n"
+"                        temporary directory, removed at the end\n"
+"  --trace FILE          the measured timeline, TSV (the simulator's schema and task ids)\n"
+"  --chrome FILE         the same as Chrome/Perfetto JSON\n"
+"  --segment N           iterations per DAG run (default 8); checkpoints end a segment\n"
+"  --optimizer-nice N    the CPU optimizer's worker threads run N nice levels below the\n"
+"                        lanes that feed the device (0-19, default %d; 0: the same level)\n"
+"  plan options, as fuyou-sim's: --weights --optim --checkpoints (cpu, ssd; gpu for\n"
+"  checkpoints), --act (recompute, gpu, cpu, ssd), --prefetch, --weight-buffers,\n"
+"  --pinned-buffers, --act-buffers, --grad-buffers, --state-buffers, --optim-cpu-groups\n"
+"  (states of the last N sub-groups in CPU memory, the rest on SSD; and --subgroup,\n"
+"  --tail above); --swap auto|none|all|BYTES (the intra-block activations kept, in the\n"
+"  planner's order, unless --act fixes them); without any, the planner's plan for --hw\n"
+"  and the budgets: always the plan fuyou-sim predicts for the same options\n"
+"  -h, --help, -V, --version\n"
+"\n"
+"Exit status: 0 success, 1 runtime failure, 2 usage or input error.\n", default_data,
+            PIPE_OPTIM_NICE);
+}
+
+/* The options, training's first, then those only --offload takes (O_OFFLOAD on). */
+enum { O_BACKEND = 256, O_MODEL, O_DATA, O_FORMAT, O_STEPS, O_BATCH, O_SEQ, O_LR, O_WARMUP,
+       O_MINLR, O_WD, O_B1, O_B2, O_EPS, O_CLIP, O_SEED, O_SUBGROUP, O_TAIL, O_SAVE,
+       O_SAVE_EVERY, O_RESUME, O_INIT, O_LOG, O_THREADS, O_DTYPE, O_LSCALE, O_LWINDOW,
+       O_OVERWRITE, O_OFFLOAD, O_HW, O_GPUMEM, O_CPUMEM, O_SSDDIR, O_TRACE, O_CHROME, O_SEGMENT,
+       O_NICE, O_SWAP, O_PLAN };
+
+static const struct option opts[] = {
+    {"backend", 1, 0, O_BACKEND}, {"model", 1, 0, O_MODEL}, {"data", 1, 0, O_DATA},
+    {"data-format", 1, 0, O_FORMAT}, {"steps", 1, 0, O_STEPS}, {"batch", 1, 0, O_BATCH},
+    {"seq", 1, 0, O_SEQ}, {"lr", 1, 0, O_LR}, {"warmup", 1, 0, O_WARMUP},
+    {"min-lr-ratio", 1, 0, O_MINLR}, {"weight-decay", 1, 0, O_WD}, {"beta1", 1, 0, O_B1},
+    {"beta2", 1, 0, O_B2}, {"eps", 1, 0, O_EPS}, {"clip", 1, 0, O_CLIP},
+    {"seed", 1, 0, O_SEED}, {"subgroup", 1, 0, O_SUBGROUP}, {"tail", 1, 0, O_TAIL},
+    {"save", 1, 0, O_SAVE}, {"save-every", 1, 0, O_SAVE_EVERY}, {"resume", 1, 0, O_RESUME},
+    {"overwrite", 0, 0, O_OVERWRITE}, {"swap", 1, 0, O_SWAP},
+    {"init-from", 1, 0, O_INIT}, {"log", 1, 0, O_LOG}, {"threads", 1, 0, O_THREADS},
+    {"dtype", 1, 0, O_DTYPE}, {"loss-scale", 1, 0, O_LSCALE},
+    {"loss-scale-window", 1, 0, O_LWINDOW}, {"offload", 0, 0, O_OFFLOAD},
+    {"hw", 1, 0, O_HW}, {"gpu-mem", 1, 0, O_GPUMEM}, {"cpu-mem", 1, 0, O_CPUMEM},
+    {"ssd-dir", 1, 0, O_SSDDIR}, {"trace", 1, 0, O_TRACE}, {"chrome", 1, 0, O_CHROME},
+    {"segment", 1, 0, O_SEGMENT}, {"optimizer-nice", 1, 0, O_NICE},
+    /* the plan options beside --subgroup and --tail (plan_args.h) */
+    {"weights", 1, 0, O_PLAN}, {"optim", 1, 0, O_PLAN}, {"checkpoints", 1, 0, O_PLAN},
+    {"act", 1, 0, O_PLAN}, {"micro-batches", 1, 0, O_PLAN}, {"prefetch", 1, 0, O_PLAN},
+    {"weight-buffers", 1, 0, O_PLAN}, {"pinned-buffers", 1, 0, O_PLAN},
+    {"act-buffers", 1, 0, O_PLAN}, {"grad-buffers", 1, 0, O_PLAN},
+    {"state-buffers", 1, 0, O_PLAN}, {"optim-cpu-groups", 1, 0, O_PLAN},
+    {"help", 0, 0, 'h'}, {"version", 0, 0, 'V'}, {0, 0, 0, 0},
+};
+
+/* The options resolved after parsing, as given. */
+typedef struct Given {
+    const char *backend, *model, *format, *dtype;
+    bool overwrite;
+} Given;
+
+static int num(const char *opt, const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || *end || errno || !(v >= lo && v <= hi)) {
+        fprintf(stderr, "fuyou-run: %s expects a number in [%g, %g], got '%s'\n", opt, lo, hi, s);
+        return -EINVAL;
+    }
+    *out = v;
+    return 0;
+}
+
+/* A whole-number option: parsed as fuyou-sim parses its own (plan_args_int, the same message). */
+static int whole(const char *opt, const char *s, double lo, double hi, double *out)
+{
+    int64_t v;
+    if (plan_args_int("fuyou-run", opt, s, (int64_t)lo, (int64_t)hi, &v))
+        return -EINVAL;
+    *out = (double)v;
+    return 0;
+}
+
+/* One training option with its value v: 0, or -EINVAL (printed). */
+static int take_train(RunArgs *a, Given *gv, int c, const char *v)
+{
+    TrainOptions *o = &a->train;
+    double x = 0;
+    int bad = 0;
+    switch (c) {
+    case O_BACKEND: gv->backend = v; break;
+    case O_MODEL: gv->model = v; break;
+    case O_DATA: o->data_path = v; break;
+    case O_FORMAT: gv->format = v; break;
+    case O_STEPS: bad = whole("--steps", v, 1, TRAIN_MAX_STEPS, &x); o->steps = (int64_t)x;
+        break;
+    case O_BATCH: bad = whole("--batch", v, 1, GRAPH_MAX_BATCH, &x); o->seqs_per_step = (int)x;
+        break;
+    case O_SEQ: bad = whole("--seq", v, 1, MODEL_MAX_SEQ, &x); o->seq = (int)x; break;
+    case O_LR: bad = num("--lr", v, 0, 10, &x); o->lr = (float)x; break;
+    case O_WARMUP: bad = whole("--warmup", v, 0, 1e9, &x); o->warmup = (int)x; break;
+    case O_MINLR: bad = num("--min-lr-ratio", v, 0, 1, &x); o->min_lr_ratio = (float)x; break;
+    case O_WD: bad = num("--weight-decay", v, 0, 10, &x); o->weight_decay = (float)x; break;
+    case O_B1: bad = num("--beta1", v, 0, 0.999999, &x); o->beta1 = (float)x; break;
+    case O_B2: bad = num("--beta2", v, 0, 0.999999, &x); o->beta2 = (float)x; break;
+    case O_EPS: bad = num("--eps", v, 1e-30, 1, &x); o->eps = (float)x; break;
+    case O_CLIP: bad = num("--clip", v, 0, 1e9, &x); o->clip = (float)x; break;
+    case O_SEED: bad = whole("--seed", v, 0, 4e9, &x); o->seed = (uint64_t)x; break;
+    case O_SUBGROUP: bad = whole("--subgroup", v, 1, PLAN_MAX_COUNT, &x);
+        o->subgroup_blocks = a->plan.count[PC_SUBGROUP] = (int)x; break;
+    case O_TAIL: bad = whole("--tail", v, 1, PLAN_MAX_COUNT, &x);
+        o->tail_blocks = a->plan.count[PC_TAIL] = (int)x; break;
+    case O_SAVE: o->save_dir = v; break;
+    case O_SAVE_EVERY: bad = whole("--save-every", v, 1, INT_MAX, &x); o->save_every = (int)x;
+        break;
+    case O_RESUME: o->resume_dir = v; break;
+    case O_INIT: o->init_from = v; break;
+    case O_LOG: o->log_path = v; break;
+    case O_THREADS: bad = whole("--threads", v, 0, 4096, &x); o->threads = (int)x; break;
+    case O_DTYPE: gv->dtype = v; break;
+    case O_LSCALE: bad = num("--loss-scale", v, 1.0 / 65536, 1e30, &x); o->loss_scale = (float)x;
+        break;
+    case O_LWINDOW: bad = whole("--loss-scale-window", v, 1, 1e9, &x);
+        o->loss_scale_window = (int)x; break;
+    case O_OVERWRITE: gv->overwrite = true; break;
+    }
+    return bad;
+}
+
+/* One option of the pipeline's or the plan's (name: its long name; --micro-batches serves both
+ * trainers) with its value v: 0, or -EINVAL (printed). */
+static int take_offload(RunArgs *a, int c, const char *name, const char *v)
+{
+    PipeConfig *pc = &a->pipe;
+    double x = 0;
+    int bad = 0;
+    switch (c) {
+    case O_OFFLOAD: a->offload = true; break;
+    case O_HW: a->hw_name = v; break;
+    case O_GPUMEM:
+    case O_CPUMEM:
+        bad = plan_budget_parse("fuyou-run", c == O_GPUMEM ? "--gpu-mem" : "--cpu-mem", v, &x);
+        *(c == O_GPUMEM ? &pc->gpu_budget : &pc->cpu_budget) = (size_t)x;
+        break;
+    case O_SSDDIR:
+        if (pc->n_ssd_dirs == STORE_MAX_DEVICES) {
+            fprintf(stderr, "fuyou-run: at most %d --ssd-dir\n", STORE_MAX_DEVICES);
+            return -EINVAL;
+        }
+        pc->ssd_dirs[pc->n_ssd_dirs++] = v;
+        break;
+    case O_TRACE: pc->trace_path = v; break;
+    case O_CHROME: pc->chrome_path = v; break;
+    case O_SEGMENT: bad = whole("--segment", v, 1, 1e6, &x); pc->segment_iters = (int)x; break;
+    case O_NICE: bad = whole("--optimizer-nice", v, 0, 19, &x); pc->optim_nice = (int)x; break;
+    case O_SWAP: a->swap = v; break;
+    case O_PLAN: bad = plan_args_take(&a->plan, name, v, "fuyou-run") < 0; break;
+    }
+    return bad ? -EINVAL : 0;
+}
+
+static void set_defaults(RunArgs *a)
+{
+    *a = (RunArgs){.hw_name = "h200.ini", .swap = "auto",
+                   .pipe = {.optim_nice = PIPE_OPTIM_NICE}};
+    a->train = (TrainOptions){.data_path = default_data, .seqs_per_step = 8, .seq = 64,
+                              .steps = 200, .lr = 3e-3f, .min_lr_ratio = 0.1f,
+                              .weight_decay = 0.1f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
+                              .clip = 1.0f, .warmup = 20, .seed = 1337, .subgroup_blocks = 1,
+                              .tail_blocks = 1, .progress = stdout};
+    plan_args_init(&a->plan);
+}
+
+/* The backend, the data format, the model and its dtype, from the names given. */
+static int resolve_names(RunArgs *a, const Given *gv)
+{
+    TrainOptions *o = &a->train;
+    Err e;
+    o->backend = backend_find(gv->backend);
+    if (!o->backend) {
+        fprintf(stderr, "fuyou-run: backend '%s' is not in this build (it has: cpu%s)\n",
+                gv->backend, backend_find("cuda") ? ", cuda" : "");
+        return -EINVAL;
+    }
+    if (data_format_parse(gv->format, &o->data_format)) {
+        fprintf(stderr, "fuyou-run: --data-format expects auto, llmc, u16 or text, got '%s'\n",
+                gv->format);
+        return -EINVAL;
+    }
+    if (model_load(gv->model, &o->model, &e)) {
+        fprintf(stderr, "fuyou-run: %s\n", e.msg);
+        return -EINVAL;
+    }
+    if (!gv->dtype)
+        return 0;
+    DType d;
+    if (dtype_parse(gv->dtype, &d) || d == DTYPE_FP32) {
+        fprintf(stderr, "fuyou-run: --dtype expects bf16 or fp16, got '%s'\n", gv->dtype);
+        return -EINVAL;
+    }
+    if (o->backend == &backend_cpu) {
+        fprintf(stderr, "fuyou-run: --dtype %s needs --backend cuda: the cpu backend is the "
+                "fp32 reference\n", gv->dtype);
+        return -EINVAL;
+    }
+    o->model.dtype = d;
+    return 0;
+}
+
+/* Whether an option that only --offload takes was given. */
+static bool offload_options_given(const RunArgs *a)
+{
+    const PlanArgs *pa = &a->plan;
+    const PipeConfig *pc = &a->pipe;
+    bool placed = pa->weights || pa->optim || pa->checkpoints || pa->act;
+    for (int i = 0; i < PC_N; i++)
+        placed |= i != PC_SUBGROUP && i != PC_TAIL && i != PC_MICRO && pa->count[i] >= 0;
+    return placed || strcmp(a->swap, "auto") || pc->gpu_budget || pc->cpu_budget ||
+           pc->n_ssd_dirs || pc->trace_path || pc->chrome_path || pc->segment_iters ||
+           pc->optim_nice != PIPE_OPTIM_NICE;
+}
+
+/* Whether two paths name the same existing directory. */
+static bool same_dir(const char *a, const char *b)
+{
+    struct stat x, y;
+    return !stat(a, &x) && !stat(b, &y) && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+}
+
+/* What the options say together. */
+static int check_together(RunArgs *a, const Given *gv)
+{
+    TrainOptions *o = &a->train;
+    if (o->resume_dir && o->init_from) {
+        fprintf(stderr, "fuyou-run: --resume and --init-from both give the weights; pick one\n");
+        return -EINVAL;
+    }
+    if (o->seq > o->model.max_seq) {
+        fprintf(stderr, "fuyou-run: --seq %d exceeds %s's max_seq %d\n", o->seq, o->model.name,
+                o->model.max_seq);
+        return -EINVAL;
+    }
+    /* --batch is the sequences of a step, in --micro-batches of equal size: in memory, the
+     * count given or one; with --offload, plan_make's (the fewest whose plan fits) */
+    o->n_micro = a->plan.count[PC_MICRO] > 0 ? a->plan.count[PC_MICRO] : 0;
+    if (o->seqs_per_step % trainer_n_micro(o)) {
+        fprintf(stderr, "fuyou-run: --micro-batches %d does not divide --batch %d (the sequences "
+                "of a step); give a divisor of it\n", trainer_n_micro(o), o->seqs_per_step);
+        return -EINVAL;
+    }
+    if (!a->offload && offload_options_given(a)) {
+        fprintf(stderr, "fuyou-run: placement, budgets, --ssd-dir, traces and --optimizer-nice "
+                "need --offload\n");
+        return -EINVAL;
+    }
+    /* a run must not move another run's latest back or replace its steps: a fresh run's
+     * --save, or a resumed run's when it is not the directory resumed from */
+    a->fresh_save = o->save_dir && (!o->resume_dir || !same_dir(o->save_dir, o->resume_dir));
+    if (gv->overwrite && !a->fresh_save) {
+        fprintf(stderr, "fuyou-run: --overwrite is for a --save directory other than the one "
+                "resumed from: it needs --save\n");
+        return -EINVAL;
+    }
+    o->overwrite = gv->overwrite;
+    return 0;
+}
+
+/* What getopt returns beside the options: --help or --version (1, printed), or a usage error
+ * (-EINVAL, printed). */
+static int take_other(int c, char **argv)
+{
+    switch (c) {
+    case 'h': run_args_usage(stdout); return 1;
+    case 'V': printf("fuyou-run %s\n", FUYOU_VERSION); return 1;
+    case ':':
+        fprintf(stderr, "fuyou-run: %s needs a value; see fuyou-run --help\n", argv[optind - 1]);
+        return -EINVAL;
+    default:
+        fprintf(stderr, "fuyou-run: unknown option '%s'; see fuyou-run --help\n",
+                argv[optind - 1]);
+        return -EINVAL;
+    }
+}
+
+int run_args_parse(RunArgs *a, int argc, char **argv)
+{
+    set_defaults(a);
+    Given gv = {.backend = "cpu", .model = "gpt2-tiny", .format = "auto"};
+    int c, li = 0, rc = 0;
+    opterr = 0;
+    optind = 0; /* a fresh scan, also for a second call */
+    while ((c = getopt_long(argc, argv, ":hV", opts, &li)) != -1) {
+        if (c >= O_BACKEND && c < O_OFFLOAD)
+            rc = take_train(a, &gv, c, optarg);
+        else if (c >= O_OFFLOAD && c <= O_PLAN)
+            rc = take_offload(a, c, opts[li].name, optarg);
+        else
+            return take_other(c, argv);
+        if (rc)
+            return rc;
+    }
+    if (optind < argc) {
+        fprintf(stderr, "fuyou-run: unexpected argument '%s'; see fuyou-run --help\n",
+                argv[optind]);
+        return -EINVAL;
+    }
+    rc = resolve_names(a, &gv);
+    return rc ? rc : check_together(a, &gv);
+}

@@ -1,0 +1,159 @@
+/* Check suite for exec/run/run_args: fuyou-run's command line parsed into what a run is made of,
+ * without running it: the defaults, --batch staying the sequences of a step beside the
+ * micro-batch count (in memory and with --offload alike), the options only --offload takes,
+ * --overwrite's conditions, and --help. The messages themselves are test_cli's. */
+#include <errno.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "gpt2_cpu.h"
+#include "run_args.h"
+#include "testutil.h"
+
+/* Parses "fuyou-run " + args (split at spaces) into a. */
+static int parse(RunArgs *a, const char *args)
+{
+    static char buf[1024];
+    char *argv[64] = {"fuyou-run"};
+    int argc = 1;
+    snprintf(buf, sizeof buf, "%s", args);
+    for (char *t = strtok(buf, " "); t && argc < 63; t = strtok(NULL, " "))
+        argv[argc++] = t;
+    return run_args_parse(a, argc, argv);
+}
+
+START_TEST(defaults)
+{
+    RunArgs a;
+    ck_assert_int_eq(parse(&a, ""), 0);
+    const TrainOptions *o = &a.train;
+    ck_assert_str_eq(o->model.name, "gpt2-tiny");
+    ck_assert_ptr_eq(o->backend, &backend_cpu);
+    ck_assert_int_eq(o->seqs_per_step, 8);
+    ck_assert_int_eq(o->n_micro, 0);
+    ck_assert_int_eq(trainer_n_micro(o), 1);
+    ck_assert_int_eq(o->seq, 64);
+    ck_assert_int_eq(o->steps, 200);
+    ck_assert(!a.offload && !a.fresh_save && !o->overwrite);
+    ck_assert_str_eq(a.hw_name, "h200.ini");
+    ck_assert_str_eq(a.swap, "auto");
+    ck_assert_int_eq(a.pipe.optim_nice, PIPE_OPTIM_NICE);
+    ck_assert_ptr_null(a.pipe.device);
+}
+END_TEST
+
+/* args parse to a step of seqs sequences in n_micro micro-batches (0: not given) */
+static void assert_step(const char *args, int seqs, int n_micro)
+{
+    RunArgs a;
+    ck_assert_msg(parse(&a, args) == 0, "%s", args);
+    ck_assert_int_eq(a.train.seqs_per_step, seqs);
+    ck_assert_int_eq(a.train.n_micro, n_micro);
+    ck_assert_int_eq(a.plan.count[PC_MICRO], n_micro ? n_micro : -1);
+}
+
+/* --batch is a step's sequences whatever else is given: the micro-batch count stands beside it */
+START_TEST(batch_is_the_step)
+{
+    RunArgs a;
+    assert_step("--batch 12 --micro-batches 3 --seq 32", 12, 3);
+    assert_step("--offload --batch 12 --micro-batches 3", 12, 3);
+    assert_step("--offload --batch 12", 12, 0); /* the plan's count */
+    ck_assert_int_eq(parse(&a, "--batch 12 --micro-batches 3"), 0);
+    ck_assert_int_eq(trainer_seqs_per_micro(&a.train), 4);
+    ck_assert_int_eq(parse(&a, "--batch 12 --micro-batches 5"), -EINVAL);
+    ck_assert_int_eq(parse(&a, "--offload --batch 12 --micro-batches 5"), -EINVAL);
+}
+END_TEST
+
+/* --subgroup and --tail are the trainer's and the plan's */
+START_TEST(subgroups_both_ways)
+{
+    RunArgs a;
+    ck_assert_int_eq(parse(&a, "--subgroup 3 --tail 2"), 0);
+    ck_assert_int_eq(a.train.subgroup_blocks, 3);
+    ck_assert_int_eq(a.train.tail_blocks, 2);
+    ck_assert_int_eq(a.plan.count[PC_SUBGROUP], 3);
+    ck_assert_int_eq(a.plan.count[PC_TAIL], 2);
+}
+END_TEST
+
+START_TEST(offload_options)
+{
+    static const char *only[] = {"--weights ssd", "--swap all", "--gpu-mem 1GiB",
+                                 "--ssd-dir /tmp", "--trace t.tsv", "--segment 2",
+                                 "--optimizer-nice 3", "--prefetch 1"};
+    RunArgs a;
+    for (size_t i = 0; i < sizeof only / sizeof *only; i++) {
+        char args[128];
+        ck_assert_msg(parse(&a, only[i]) == -EINVAL, "%s without --offload", only[i]);
+        snprintf(args, sizeof args, "--offload %s", only[i]);
+        ck_assert_msg(parse(&a, args) == 0, "%s", args);
+    }
+    ck_assert_int_eq(parse(&a, "--offload --gpu-mem 2MiB --ssd-dir /tmp --ssd-dir /var/tmp "
+                               "--hw 4090.ini --trace t.tsv --optimizer-nice 0"), 0);
+    ck_assert(a.offload);
+    ck_assert_int_eq(a.pipe.gpu_budget, 2 << 20);
+    ck_assert_int_eq(a.pipe.n_ssd_dirs, 2);
+    ck_assert_str_eq(a.pipe.ssd_dirs[1], "/var/tmp");
+    ck_assert_str_eq(a.hw_name, "4090.ini");
+    ck_assert_str_eq(a.pipe.trace_path, "t.tsv");
+    ck_assert_int_eq(a.pipe.optim_nice, 0);
+    /* not a plan option, a training one: no --offload needed */
+    ck_assert_int_eq(parse(&a, "--micro-batches 2"), 0);
+}
+END_TEST
+
+/* --overwrite: only for a --save directory that is not the one resumed from */
+START_TEST(overwrite_needs_another_save)
+{
+    char dir[] = "/tmp/fuyou-args-XXXXXX", args[256];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    RunArgs a;
+    ck_assert_int_eq(parse(&a, "--overwrite"), -EINVAL);
+    snprintf(args, sizeof args, "--resume %s --save %s/. --overwrite", dir, dir);
+    ck_assert_int_eq(parse(&a, args), -EINVAL);
+    snprintf(args, sizeof args, "--resume %s --save %s", dir, dir);
+    ck_assert_int_eq(parse(&a, args), 0);
+    ck_assert(!a.fresh_save);
+    snprintf(args, sizeof args, "--save %s --overwrite", dir);
+    ck_assert_int_eq(parse(&a, args), 0);
+    ck_assert(a.fresh_save && a.train.overwrite);
+    ck_assert_str_eq(a.train.save_dir, dir);
+    tu_rm_tree(dir);
+}
+END_TEST
+
+START_TEST(usage_and_errors)
+{
+    RunArgs a;
+    ck_assert_int_eq(parse(&a, "--version"), 1);
+    ck_assert_int_eq(parse(&a, "--help --bogus"), 1);
+    ck_assert_int_eq(parse(&a, "--bogus --help"), -EINVAL);
+    ck_assert_int_eq(parse(&a, "--lr"), -EINVAL);
+    ck_assert_int_eq(parse(&a, "--lr 11"), -EINVAL);
+    ck_assert_int_eq(parse(&a, "extra"), -EINVAL);
+    ck_assert_int_eq(parse(&a, "--model nosuch"), -EINVAL);
+    ck_assert_int_eq(parse(&a, "--backend nosuch"), -EINVAL);
+    ck_assert_int_eq(parse(&a, "--dtype fp16"), -EINVAL); /* the cpu backend is fp32 */
+    ck_assert_int_eq(parse(&a, "--resume a --init-from b"), -EINVAL);
+    /* and after an error, a fresh parse */
+    ck_assert_int_eq(parse(&a, "--lr 0.5 --seq 16"), 0);
+    ck_assert_float_eq(a.train.lr, 0.5f);
+    ck_assert_int_eq(a.train.seq, 16);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("run_args");
+    TCase *tc = tcase_create("run_args");
+    tcase_add_test(tc, defaults);
+    tcase_add_test(tc, batch_is_the_step);
+    tcase_add_test(tc, subgroups_both_ways);
+    tcase_add_test(tc, offload_options);
+    tcase_add_test(tc, overwrite_needs_another_save);
+    tcase_add_test(tc, usage_and_errors);
+    suite_add_tcase(s, tc);
+    return tu_run(s);
+}
