@@ -1,11 +1,12 @@
 /* fuyou-profile: measures this machine and writes a hardware ini (hw.h) that fuyou-sim and the
  * planner read. Every measured value carries a comment saying how, when and with what spread
  * it was measured; what is not measured here (the dense peak of the GPU, latencies, reserves)
- * comes from a base description (--base, a preset or a file) and says so.
+ * comes from a base description (--base, a preset or a file) and says so. Here: the command
+ * line, the CPU, host memory and the store, one function each, and the ini; the GPU's
+ * measurements are profile_gpu.c's (profile_run.h, what both share).
  * Exit codes: 0 success, 1 a measurement failed, 2 usage or input error. */
 #include <errno.h>
 #include <getopt.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,29 +18,15 @@
 #include "config.h"
 #include "cost.h"
 #include "grad_sum.h"
-#include "graph.h"
 #include "hw.h"
 #include "profile.h"
-#include "units.h"
-#if FUYOU_HAVE_CUDA
-#include "cuda_device.h"
-#include "gpt2_kernels.h"
-#endif
+#include "profile_run.h"
 
-enum { MAX_NOTES = 48, MAX_DIRS = 16 };
+enum { MAX_DIRS = 16 };
 
-typedef struct Notes {
-    struct { const char *section, *key; char text[640]; } n[MAX_NOTES];
-    int count;
-    const char *base;
-    const char *base_text; /* the base's text, read once for its comments (NULL: unreadable) */
-} Notes;
-
-static void note(Notes *ns, const char *section, const char *key, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static void note(Notes *ns, const char *section, const char *key, const char *fmt, ...)
+void profile_note(ProfileNotes *ns, const char *section, const char *key, const char *fmt, ...)
 {
-    if (ns->count == MAX_NOTES)
+    if (ns->count == PROFILE_MAX_NOTES)
         return;
     ns->n[ns->count].section = section;
     ns->n[ns->count].key = key;
@@ -50,9 +37,10 @@ static void note(Notes *ns, const char *section, const char *key, const char *fm
     ns->count++;
 }
 
+/* hw_write's comment of section.key: its note, else what the base says. */
 static const char *lookup(void *ctx, const char *section, const char *key)
 {
-    Notes *ns = ctx;
+    ProfileNotes *ns = ctx;
     for (int i = ns->count - 1; i >= 0; i--)
         if (!strcmp(ns->n[i].section, section) && !strcmp(ns->n[i].key, key))
             return ns->n[i].text;
@@ -69,22 +57,6 @@ static const char *lookup(void *ctx, const char *section, const char *key)
         snprintf(from, sizeof from, "[base %s] not measured here", ns->base);
     return from;
 }
-
-#if FUYOU_HAVE_CUDA
-/* A load beside the Adam task: pinned copies of `bytes` in the directions `dirs` (both: the
- * host memory's ceiling; one: what that direction keeps beside the Adam). */
-typedef struct CopyLoad {
-    size_t bytes;
-    int dirs; /* CUDADEV_H2D, CUDADEV_D2H or both */
-} CopyLoad;
-
-static int copies(void *ctx, const ProfileLoadControl *lc, double *GBps, Err *e)
-{
-    const CopyLoad *cl = ctx;
-    return cudadev_copy_until(cl->bytes, cl->dirs, lc->stopped, lc->counting, lc->token, GBps,
-                              e);
-}
-#endif
 
 static void usage(FILE *out)
 {
@@ -143,7 +115,64 @@ static double mem_total_GiB(void)
     return kib / (1024.0 * 1024.0);
 }
 
-int main(int argc, char **argv)
+
+/* The command line. */
+typedef struct ProfileArgs {
+    bool quick, gpu, ssd_only, adam_only;
+    const char *out_path, *base;
+    const char *dirs[MAX_DIRS];
+    int n_dirs, threads;
+    double gib; /* 0: the default */
+} ProfileArgs;
+
+/* One option c (optarg its value): 0, 1 when --help or --version was printed, or -EINVAL
+ * (printed). */
+static int take_option(ProfileArgs *a, int c, char **argv)
+{
+    char *end;
+    switch (c) {
+    case 'q': a->quick = true; return 0;
+    case 'o': a->out_path = optarg; return 0;
+    case 'b': a->base = optarg; return 0;
+    case 'n': a->gpu = false; return 0;
+    case 's': a->ssd_only = true; return 0;
+    case 'a': a->adam_only = true; return 0;
+    case 'd':
+        if (a->n_dirs == MAX_DIRS) {
+            fprintf(stderr, "fuyou-profile: at most %d --ssd-dir\n", MAX_DIRS);
+            return -EINVAL;
+        }
+        a->dirs[a->n_dirs++] = optarg;
+        return 0;
+    case 'g':
+        a->gib = strtod(optarg, &end);
+        if (end == optarg || *end || !(a->gib > 0 && a->gib <= 4096)) {
+            fprintf(stderr, "fuyou-profile: --gib expects a size in GiB in (0, 4096], got "
+                    "'%s'\n", optarg);
+            return -EINVAL;
+        }
+        return 0;
+    case 't':
+        a->threads = (int)strtol(optarg, &end, 10);
+        if (end == optarg || *end || a->threads < 1 || a->threads > 4096) {
+            fprintf(stderr, "fuyou-profile: --threads expects 1 to 4096, got '%s'\n", optarg);
+            return -EINVAL;
+        }
+        return 0;
+    case 'h': usage(stdout); return 1;
+    case 'V': printf("fuyou-profile %s\n", FUYOU_VERSION); return 1;
+    case ':':
+        fprintf(stderr, "fuyou-profile: %s needs a value; see --help\n", argv[optind - 1]);
+        return -EINVAL;
+    default:
+        fprintf(stderr, "fuyou-profile: unknown option '%s'; see --help\n", argv[optind - 1]);
+        return -EINVAL;
+    }
+}
+
+/* Parses argv into a: 0 to measure, 1 when --help or --version was printed, or -EINVAL
+ * (printed). */
+static int parse_args(int argc, char **argv, ProfileArgs *a)
 {
     static const struct option opts[] = {
         {"quick", 0, 0, 'q'}, {"out", 1, 0, 'o'}, {"base", 1, 0, 'b'}, {"ssd-dir", 1, 0, 'd'},
@@ -151,488 +180,337 @@ int main(int argc, char **argv)
         {"ssd-only", 0, 0, 's'}, {"adam-only", 0, 0, 'a'},
         {"help", 0, 0, 'h'}, {"version", 0, 0, 'V'}, {0, 0, 0, 0},
     };
-    bool quick = false, gpu = true, ssd_only = false, adam_only = false;
-    const char *out_path = NULL, *base = "h200.ini", *dirs[MAX_DIRS];
-    int n_dirs = 0, threads = 0;
-    double gib = 0;
-    int c;
+    *a = (ProfileArgs){.gpu = true, .base = "h200.ini"};
+    int c, rc;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":hV", opts, NULL)) != -1) {
-        char *end;
-        switch (c) {
-        case 'q': quick = true; break;
-        case 'o': out_path = optarg; break;
-        case 'b': base = optarg; break;
-        case 'd':
-            if (n_dirs == MAX_DIRS) {
-                fprintf(stderr, "fuyou-profile: at most %d --ssd-dir\n", MAX_DIRS);
-                return 2;
-            }
-            dirs[n_dirs++] = optarg;
-            break;
-        case 'g':
-            gib = strtod(optarg, &end);
-            if (end == optarg || *end || !(gib > 0 && gib <= 4096)) {
-                fprintf(stderr, "fuyou-profile: --gib expects a size in GiB in (0, 4096], got "
-                        "'%s'\n", optarg);
-                return 2;
-            }
-            break;
-        case 'n': gpu = false; break;
-        case 's': ssd_only = true; break;
-        case 'a': adam_only = true; break;
-        case 't':
-            threads = (int)strtol(optarg, &end, 10);
-            if (end == optarg || *end || threads < 1 || threads > 4096) {
-                fprintf(stderr, "fuyou-profile: --threads expects 1 to 4096, got '%s'\n",
-                        optarg);
-                return 2;
-            }
-            break;
-        case 'h': usage(stdout); return 0;
-        case 'V': printf("fuyou-profile %s\n", FUYOU_VERSION); return 0;
-        case ':':
-            fprintf(stderr, "fuyou-profile: %s needs a value; see --help\n", argv[optind - 1]);
-            return 2;
-        default:
-            fprintf(stderr, "fuyou-profile: unknown option '%s'; see --help\n",
-                    argv[optind - 1]);
-            return 2;
-        }
-    }
+    while ((c = getopt_long(argc, argv, ":hV", opts, NULL)) != -1)
+        if ((rc = take_option(a, c, argv)))
+            return rc;
     if (optind < argc) {
         fprintf(stderr, "fuyou-profile: unexpected argument '%s'\n", argv[optind]);
-        return 2;
+        return -EINVAL;
     }
-    if (ssd_only && adam_only) {
+    if (a->ssd_only && a->adam_only) {
         fprintf(stderr, "fuyou-profile: --ssd-only and --adam-only exclude each other (the "
                 "second can take the first's ini as its --base)\n");
-        return 2;
+        return -EINVAL;
     }
-    if (!n_dirs)
-        dirs[n_dirs++] = ".";
-    for (int i = 0; i < n_dirs; i++) {
+    if (!a->n_dirs)
+        a->dirs[a->n_dirs++] = ".";
+    for (int i = 0; i < a->n_dirs; i++) {
         struct stat sb;
-        if (stat(dirs[i], &sb) || !S_ISDIR(sb.st_mode)) {
-            fprintf(stderr, "fuyou-profile: --ssd-dir %s: not a directory\n", dirs[i]);
-            return 2;
+        if (stat(a->dirs[i], &sb) || !S_ISDIR(sb.st_mode)) {
+            fprintf(stderr, "fuyou-profile: --ssd-dir %s: not a directory\n", a->dirs[i]);
+            return -EINVAL;
         }
     }
-    Err e = {""};
-    Hardware hw;
-    if (hw_load(base, NULL, 0, &hw, &e)) {
-        fprintf(stderr, "fuyou-profile: %s\n", e.msg);
-        return 2;
-    }
-    Notes ns = {.base = base};
-    char *base_owned = NULL;
-    if (hw_description_text(base, &ns.base_text, &base_owned))
-        ns.base_text = NULL; /* hw_load read it: only a race; its keys then say "not measured" */
-    char day[32];
-    time_t now = time(NULL);
-    strftime(day, sizeof day, "%Y-%m-%d", gmtime(&now));
-    int reps = quick ? 3 : 7, status = 1;
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    return 0;
+}
 
-    bool have_gpu = false;
+/* Whether there is a GPU to measure (not with --no-gpu or --ssd-only); why not, when one was
+ * looked for. */
+static void probe_gpu(ProfileRun *p, const ProfileArgs *a)
+{
 #if FUYOU_HAVE_CUDA
-    CudaDeviceInfo gi;
     Err ge;
-    have_gpu = gpu && !ssd_only && cudadev_probe(&gi, &ge) == 0;
-    if (gpu && !ssd_only && !have_gpu)
+    p->have_gpu = a->gpu && !a->ssd_only && cudadev_probe(&p->gi, &ge) == 0;
+    if (a->gpu && !a->ssd_only && !p->have_gpu)
         fprintf(stderr, "fuyou-profile: no GPU measured: %s\n", ge.msg);
 #else
-    (void)gpu;
+    (void)p, (void)a;
 #endif
-    int used = threads ? threads : plan_adam_threads((int)cores, have_gpu);
-    size_t params = quick ? (size_t)16 << 20 : (size_t)128 << 20;
-    double adam_x[2 * 8]; /* reps is at most 7 */
-    Stat mem = {0};
-    if (adam_only) {
-        /* the pipeline's thread count, one burst; every other key from the base */
-        Stat adam;
-        if (profile_adam(used, params, reps, &adam, &e))
-            goto fail;
-        hw.adam_Gparams_per_s = adam.median;
-        note(&ns, "cpu", "adam_Gparams_per_s", "[meas %s] norm + AdamW over %zu M params, bf16 "
-             "grads and weights, %d threads: median of %d, %.3f..%.3f (--adam-only)", day,
-             params >> 20, used, adam.n, adam.min, adam.max);
-        fprintf(stderr, "fuyou-profile: the Adam task, %d threads: %.3f G params/s "
-                "(%.3f..%.3f, %d runs)\n", used, adam.median, adam.min, adam.max, adam.n);
-        goto write;
-    }
-    if (!ssd_only) {
-        /* CPU: the Adam task by thread count; the ini keeps the pipeline's thread count */
-        cpu_name(hw.cpu_name, sizeof hw.cpu_name);
-        hw.cpu_cores = (int)cores;
-        note(&ns, "cpu", "cores", "[meas %s] online CPUs", day);
-        note(&ns, "cpu", "name", "[meas %s] /proc/cpuinfo", day);
-        fprintf(stderr, "fuyou-profile: Adam task over %zu M parameters by thread count\n",
-                params >> 20);
-        for (int t = 1; t <= cores; t = t * 2 <= cores || t == cores ? t * 2 : (int)cores) {
-            Stat s;
-            if (profile_adam(t, params, reps, &s, &e))
-                goto fail;
-            fprintf(stderr, "  %3d threads: %.3f G params/s (%.3f..%.3f, %d runs)\n", t, s.median,
-                    s.min, s.max, s.n);
-            if (t == cores)
-                break;
-        }
-        /* the pipeline's thread count, sampled now and again after the store's tests: the H200
-         * machine's CPU drifts (the same 7 runs: 2.81 G params/s, then 2.34 later in the same
-         * program, and 2.58 in another three minutes on), and one burst took whichever it met */
-        if (profile_adam_runs(used, params, reps, adam_x, &e))
-            goto fail;
-        size_t mbytes = quick ? (size_t)256 << 20 : (size_t)2 << 30;
-        if (profile_memory((int)cores, mbytes, reps, &mem, &e))
-            goto fail;
-        hw.cpu_mem_GBps = mem.median;
-        note(&ns, "cpu", "mem_GBps", "[meas %s] parallel memcpy of %s, read + written: median of "
-             "%d, %.1f..%.1f", day, quick ? "256 MiB" : "2 GiB", mem.n, mem.min, mem.max);
-        Stat sum, first;
-        int sum_threads = plan_grad_sum_threads((int)cores);
-        size_t sum_params = quick ? (size_t)16 << 20 : (size_t)128 << 20;
-        if (profile_grad_sum(sum_threads, sum_params, reps, false, &sum, &e) ||
-            profile_grad_sum(sum_threads, sum_params, reps, true, &first, &e))
-            goto fail;
-        hw.cpu_sum_GBps = sum.median;
-        hw.cpu_sum_first_GBps = first.median;
-        note(&ns, "cpu", "sum_GBps", "[meas %s] the pipeline's sum of micro-batch gradients, %d "
-             "thread%s as the pipeline takes here, %zu M bf16 gradients into fp32, %zu B each: "
-             "median of %d, %.1f..%.1f", day, sum_threads, sum_threads == 1 ? "" : "s",
-             sum_params >> 20, grad_sum_bytes(dtype_bytes(DTYPE_BF16), false), sum.n, sum.min,
-             sum.max);
-        note(&ns, "cpu", "sum_first_GBps", "[meas %s] the same as the step's first micro-batch "
-             "writes the sum (%zu B each, with streaming stores): median of %d, %.1f..%.1f",
-             day, grad_sum_bytes(dtype_bytes(DTYPE_BF16), true), first.n, first.min, first.max);
-        hw.cpu_mem_GiB = mem_total_GiB();
-        note(&ns, "memory", "cpu_mem_GiB", "[meas %s] MemTotal", day);
-    }
+}
 
-    /* SSD through the store */
-    size_t sbytes = (size_t)((gib > 0 ? gib : quick ? 1 : 8) * (double)(1u << 30));
-    fprintf(stderr, "fuyou-profile: the store over %d director%s, %.1f GiB per test\n", n_dirs,
-            n_dirs == 1 ? "y" : "ies", sbytes / 1073741824.0);
+/* The base description, the day, the sizes. 0, or -EINVAL (printed); then nothing is held. */
+static int profile_init(ProfileRun *p, const ProfileArgs *a)
+{
+    Err e = {""};
+    *p = (ProfileRun){.quick = a->quick, .dirs = a->dirs, .n_dirs = a->n_dirs};
+    if (hw_load(a->base, NULL, 0, &p->hw, &e)) {
+        fprintf(stderr, "fuyou-profile: %s\n", e.msg);
+        return -EINVAL;
+    }
+    p->ns.base = a->base;
+    if (hw_description_text(a->base, &p->ns.base_text, &p->base_owned))
+        p->ns.base_text = NULL; /* hw_load read it: only a race; its keys then say "not measured" */
+    time_t now = time(NULL);
+    strftime(p->day, sizeof p->day, "%Y-%m-%d", gmtime(&now));
+    p->reps = a->quick ? 3 : 7;
+    p->cores = sysconf(_SC_NPROCESSORS_ONLN);
+    probe_gpu(p, a);
+    p->used = a->threads ? a->threads : plan_adam_threads((int)p->cores, p->have_gpu);
+    p->params = a->quick ? (size_t)16 << 20 : (size_t)128 << 20;
+    p->ssd_bytes = (size_t)((a->gib > 0 ? a->gib : a->quick ? 1 : 8) * (double)(1u << 30));
+    return 0;
+}
+
+static void profile_free(ProfileRun *p)
+{
+    free(p->base_owned);
+    hw_free(&p->hw);
+}
+
+/* --adam-only: the pipeline's thread count, one burst; every other key from the base. */
+static int measure_adam_only(ProfileRun *p, Err *e)
+{
+    Stat adam;
+    int rc = profile_adam(p->used, p->params, p->reps, &adam, e);
+    if (rc)
+        return rc;
+    p->hw.adam_Gparams_per_s = adam.median;
+    profile_note(&p->ns, "cpu", "adam_Gparams_per_s", "[meas %s] norm + AdamW over %zu M params, "
+                 "bf16 grads and weights, %d threads: median of %d, %.3f..%.3f (--adam-only)",
+                 p->day, p->params >> 20, p->used, adam.n, adam.min, adam.max);
+    fprintf(stderr, "fuyou-profile: the Adam task, %d threads: %.3f G params/s "
+            "(%.3f..%.3f, %d runs)\n", p->used, adam.median, adam.min, adam.max, adam.n);
+    return 0;
+}
+
+/* The CPU's name and cores, and the Adam task by thread count (the ini keeps the pipeline's). */
+static int measure_adam_threads(ProfileRun *p, Err *e)
+{
+    long cores = p->cores;
+    cpu_name(p->hw.cpu_name, sizeof p->hw.cpu_name);
+    p->hw.cpu_cores = (int)cores;
+    profile_note(&p->ns, "cpu", "cores", "[meas %s] online CPUs", p->day);
+    profile_note(&p->ns, "cpu", "name", "[meas %s] /proc/cpuinfo", p->day);
+    fprintf(stderr, "fuyou-profile: Adam task over %zu M parameters by thread count\n",
+            p->params >> 20);
+    for (int t = 1; t <= cores; t = t * 2 <= cores || t == cores ? t * 2 : (int)cores) {
+        Stat s;
+        int rc = profile_adam(t, p->params, p->reps, &s, e);
+        if (rc)
+            return rc;
+        fprintf(stderr, "  %3d threads: %.3f G params/s (%.3f..%.3f, %d runs)\n", t, s.median,
+                s.min, s.max, s.n);
+        if (t == cores)
+            break;
+    }
+    return 0;
+}
+
+/* Host memory: a parallel memcpy, the most it moves (mem_GBps, raised later where the Adam
+ * beside copies moves more), and its size. */
+static int measure_memory(ProfileRun *p, Err *e)
+{
+    size_t bytes = p->quick ? (size_t)256 << 20 : (size_t)2 << 30;
+    int rc = profile_memory((int)p->cores, bytes, p->reps, &p->mem, e);
+    if (rc)
+        return rc;
+    p->hw.cpu_mem_GBps = p->mem.median;
+    profile_note(&p->ns, "cpu", "mem_GBps", "[meas %s] parallel memcpy of %s, read + written: "
+                 "median of %d, %.1f..%.1f", p->day, p->quick ? "256 MiB" : "2 GiB", p->mem.n,
+                 p->mem.min, p->mem.max);
+    p->hw.cpu_mem_GiB = mem_total_GiB();
+    profile_note(&p->ns, "memory", "cpu_mem_GiB", "[meas %s] MemTotal", p->day);
+    return 0;
+}
+
+/* The pipeline's sum of micro-batch gradients, as a later micro-batch adds and as the step's
+ * first writes the sum. */
+static int measure_grad_sum(ProfileRun *p, Err *e)
+{
+    Stat sum, first;
+    int threads = plan_grad_sum_threads((int)p->cores);
+    size_t params = p->quick ? (size_t)16 << 20 : (size_t)128 << 20;
+    int rc = profile_grad_sum(threads, params, p->reps, false, &sum, e);
+    if (!rc)
+        rc = profile_grad_sum(threads, params, p->reps, true, &first, e);
+    if (rc)
+        return rc;
+    p->hw.cpu_sum_GBps = sum.median;
+    p->hw.cpu_sum_first_GBps = first.median;
+    profile_note(&p->ns, "cpu", "sum_GBps", "[meas %s] the pipeline's sum of micro-batch "
+                 "gradients, %d thread%s as the pipeline takes here, %zu M bf16 gradients into "
+                 "fp32, %zu B each: median of %d, %.1f..%.1f", p->day, threads,
+                 threads == 1 ? "" : "s", params >> 20,
+                 grad_sum_bytes(dtype_bytes(DTYPE_BF16), false), sum.n, sum.min, sum.max);
+    profile_note(&p->ns, "cpu", "sum_first_GBps", "[meas %s] the same as the step's first "
+                 "micro-batch writes the sum (%zu B each, with streaming stores): median of %d, "
+                 "%.1f..%.1f", p->day, grad_sum_bytes(dtype_bytes(DTYPE_BF16), true), first.n,
+                 first.min, first.max);
+    return 0;
+}
+
+/* The CPU and host memory, before the store's tests. */
+static int measure_host(ProfileRun *p, Err *e)
+{
+    int rc = measure_adam_threads(p, e);
+    /* the pipeline's thread count, sampled now and again after the store's tests: the H200
+     * machine's CPU drifts (the same 7 runs: 2.81 G params/s, then 2.34 later in the same
+     * program, and 2.58 in another three minutes on), and one burst took whichever it met */
+    if (!rc)
+        rc = profile_adam_runs(p->used, p->params, p->reps, p->adam_x, e);
+    if (!rc)
+        rc = measure_memory(p, e);
+    if (!rc)
+        rc = measure_grad_sum(p, e);
+    return rc;
+}
+
+/* The [ssd] keys' comments, from the store measured over every directory (sp). */
+static void note_ssd(ProfileRun *p, const SsdProfile *sp, double scaling)
+{
+    ProfileNotes *ns = &p->ns;
+    const char *day = p->day, *how = sp->direct ? "O_DIRECT" : "buffered (no O_DIRECT here)";
+    profile_note(ns, "ssd", "count", "[meas %s] store directories", day);
+    profile_note(ns, "ssd", "read_GBps", "[meas %s] store, %s, 256 MiB requests two in flight "
+                 "(4 MiB pieces QD 32) through locked buffers; in all: median %.2f of %d, "
+                 "%.2f..%.2f GB/s (the key: per directory)", day, how, sp->read_GBps.median,
+                 sp->read_GBps.n, sp->read_GBps.min, sp->read_GBps.max);
+    profile_note(ns, "ssd", "write_GBps", "[meas %s] the same, writing: %.2f..%.2f GB/s in all",
+                 day, sp->write_GBps.min, sp->write_GBps.max);
+    profile_note(ns, "ssd", "duplex_factor", "[meas %s] read %.2f + write %.2f GB/s together over "
+                 "alone (1: they share, 2: independent)", day, sp->duplex_read_GBps.median,
+                 sp->duplex_write_GBps.median);
+    profile_note(ns, "ssd", "read_bidir_GBps", "[meas %s] a tensor read while another is written, "
+                 "each two requests in flight: median of %d, %.2f..%.2f GB/s in all (the key: per "
+                 "directory); the model takes these over duplex_factor's shares", day,
+                 sp->duplex_read_GBps.n, sp->duplex_read_GBps.min, sp->duplex_read_GBps.max);
+    profile_note(ns, "ssd", "write_bidir_GBps", "[meas %s] the same, writing: %.2f..%.2f GB/s in "
+                 "all", day, sp->duplex_write_GBps.min, sp->duplex_write_GBps.max);
+    if (p->hw.ssd_host_GBps > 0)
+        profile_note(ns, "ssd", "host_GBps", "[meas %s] the most the store moved over the %d "
+                     "directories together, %.2f of %d times what %s moved alone: the host path "
+                     "binds", day, p->n_dirs, scaling, p->n_dirs, p->dirs[0]);
+    profile_note(ns, "ssd", "capacity_GB", "[meas %s] free space, least of the directories", day);
+}
+
+/* The store over every directory and, with several, over the first alone: whether they scale
+ * or the host path binds. */
+static int measure_store(ProfileRun *p, Err *e)
+{
+    int n = p->n_dirs, reps = p->quick ? 1 : 3;
+    fprintf(stderr, "fuyou-profile: the store over %d director%s, %.1f GiB per test\n", n,
+            n == 1 ? "y" : "ies", p->ssd_bytes / 1073741824.0);
     SsdProfile sp, one;
-    if (profile_ssd(dirs, n_dirs, sbytes, quick ? 1 : 3, &sp, &e))
-        goto fail;
-    /* with several stripes, the first alone too: whether they scale or the host path binds */
-    if (n_dirs > 1) {
-        fprintf(stderr, "fuyou-profile: the store over %s alone\n", dirs[0]);
-        if (profile_ssd(dirs, 1, sbytes, quick ? 1 : 3, &one, &e))
-            goto fail;
+    int rc = profile_ssd(p->dirs, n, p->ssd_bytes, reps, &sp, e);
+    if (rc)
+        return rc;
+    if (n > 1) {
+        fprintf(stderr, "fuyou-profile: the store over %s alone\n", p->dirs[0]);
+        rc = profile_ssd(p->dirs, 1, p->ssd_bytes, reps, &one, e);
+        if (rc)
+            return rc;
     }
-    double scaling = profile_ssd_keys(&sp, n_dirs > 1 ? &one : NULL, n_dirs, &hw);
-    hw.ssd_capacity_GB = sp.free_GB > 0 ? sp.free_GB : hw.ssd_capacity_GB;
-    const char *how = sp.direct ? "O_DIRECT" : "buffered (no O_DIRECT here)";
-    note(&ns, "ssd", "count", "[meas %s] store directories", day);
-    note(&ns, "ssd", "read_GBps", "[meas %s] store, %s, 256 MiB requests two in flight (4 MiB "
-         "pieces QD 32) through locked buffers; in all: median %.2f of %d, %.2f..%.2f GB/s "
-         "(the key: per directory)", day, how, sp.read_GBps.median,
-         sp.read_GBps.n, sp.read_GBps.min, sp.read_GBps.max);
-    note(&ns, "ssd", "write_GBps", "[meas %s] the same, writing: %.2f..%.2f GB/s in all", day,
-         sp.write_GBps.min, sp.write_GBps.max);
-    note(&ns, "ssd", "duplex_factor", "[meas %s] read %.2f + write %.2f GB/s together over "
-         "alone (1: they share, 2: independent)", day, sp.duplex_read_GBps.median,
-         sp.duplex_write_GBps.median);
-    note(&ns, "ssd", "read_bidir_GBps", "[meas %s] a tensor read while another is written, "
-         "each two requests in flight: median of %d, %.2f..%.2f GB/s in all (the key: per "
-         "directory); the model takes these over duplex_factor's shares", day,
-         sp.duplex_read_GBps.n, sp.duplex_read_GBps.min, sp.duplex_read_GBps.max);
-    note(&ns, "ssd", "write_bidir_GBps", "[meas %s] the same, writing: %.2f..%.2f GB/s in all",
-         day, sp.duplex_write_GBps.min, sp.duplex_write_GBps.max);
-    if (hw.ssd_host_GBps > 0)
-        note(&ns, "ssd", "host_GBps", "[meas %s] the most the store moved over the %d directories "
-             "together, %.2f of %d times what %s moved alone: the host path binds", day,
-             n_dirs, scaling, n_dirs, dirs[0]);
-    note(&ns, "ssd", "capacity_GB", "[meas %s] free space, least of the directories", day);
+    double scaling = profile_ssd_keys(&sp, n > 1 ? &one : NULL, n, &p->hw);
+    p->hw.ssd_capacity_GB = sp.free_GB > 0 ? sp.free_GB : p->hw.ssd_capacity_GB;
+    note_ssd(p, &sp, scaling);
+    return 0;
+}
 
-    Stat adam = {0};
-    if (!ssd_only) {
-        if (profile_adam_runs(used, params, reps, adam_x + reps, &e))
-            goto fail;
-        Stat adam_late;
-        profile_stat(adam_x + reps, reps, &adam_late);
-        profile_stat(adam_x, 2 * reps, &adam);
-        hw.adam_Gparams_per_s = adam.median; /* its note, below, adds its rate under I/O */
-        fprintf(stderr, "  the Adam task, %d threads, again: %.3f G params/s; both times: %.3f\n",
-                used, adam_late.median, adam.median);
+/* The Adam task's second sample, after the store's tests, and both together (the key). */
+static int measure_adam_again(ProfileRun *p, Err *e)
+{
+    int reps = p->reps;
+    int rc = profile_adam_runs(p->used, p->params, reps, p->adam_x + reps, e);
+    if (rc)
+        return rc;
+    Stat late;
+    profile_stat(p->adam_x + reps, reps, &late);
+    profile_stat(p->adam_x, 2 * reps, &p->adam);
+    p->hw.adam_Gparams_per_s = p->adam.median; /* its note, next, adds its rate under I/O */
+    fprintf(stderr, "  the Adam task, %d threads, again: %.3f G params/s; both times: %.3f\n",
+            p->used, late.median, p->adam.median);
+    return 0;
+}
 
-        /* Adam while the store streams: what sharing host memory costs it, against what the cost
-         * model's sharing predicts from the keys measured above */
-        Stat busy_adam;
-        double io_GBps;
-        size_t iobytes = sbytes < ((size_t)512 << 20) ? sbytes : (size_t)512 << 20;
-        fprintf(stderr, "fuyou-profile: the Adam task while the store reads and writes\n");
-        if (profile_adam_under_io(used, params, reps, dirs, n_dirs, iobytes, &busy_adam,
-                                  &io_GBps, &e))
-            goto fail;
-        CostModel cm = {.hw = &hw};
-        bool busy[RES_COUNT] = {[RES_CPU_ADAM] = true, [RES_SSD_READ] = true,
-                                [RES_SSD_WRITE] = true};
-        double rate[RES_COUNT];
-        cost_rates(&cm, busy, rate);
-        note(&ns, "cpu", "adam_Gparams_per_s", "[meas %s] norm + AdamW over %zu M params, bf16 "
-             "grads and weights, %d threads: median of %d (half before the store's tests, half "
-             "after), %.3f..%.3f; while the store read and wrote %.2f GB/s together: %.3f "
-             "(%.3f..%.3f), where the cost model's host-memory sharing predicts %.3f", day,
-             params >> 20, used, adam.n, adam.min, adam.max, io_GBps, busy_adam.median,
-             busy_adam.min, busy_adam.max, rate[RES_CPU_ADAM] / 1e9);
-    }
+/* Adam while the store streams: what sharing host memory costs it, against what the cost
+ * model's sharing predicts from the keys measured above. */
+static int measure_adam_under_io(ProfileRun *p, Err *e)
+{
+    Stat busy;
+    double io_GBps;
+    size_t bytes = p->ssd_bytes < ((size_t)512 << 20) ? p->ssd_bytes : (size_t)512 << 20;
+    fprintf(stderr, "fuyou-profile: the Adam task while the store reads and writes\n");
+    int rc = profile_adam_under_io(p->used, p->params, p->reps, p->dirs, p->n_dirs, bytes, &busy,
+                                   &io_GBps, e);
+    if (rc)
+        return rc;
+    CostModel cm = {.hw = &p->hw};
+    bool on[RES_COUNT] = {[RES_CPU_ADAM] = true, [RES_SSD_READ] = true, [RES_SSD_WRITE] = true};
+    double rate[RES_COUNT];
+    cost_rates(&cm, on, rate);
+    profile_note(&p->ns, "cpu", "adam_Gparams_per_s", "[meas %s] norm + AdamW over %zu M params, "
+                 "bf16 grads and weights, %d threads: median of %d (half before the store's "
+                 "tests, half after), %.3f..%.3f; while the store read and wrote %.2f GB/s "
+                 "together: %.3f (%.3f..%.3f), where the cost model's host-memory sharing "
+                 "predicts %.3f", p->day, p->params >> 20, p->used, p->adam.n, p->adam.min,
+                 p->adam.max, io_GBps, busy.median, busy.min, busy.max, rate[RES_CPU_ADAM] / 1e9);
+    return 0;
+}
 
+/* Every measurement the options ask for, in the order they run. 0 or -errno with e. */
+static int measure(ProfileRun *p, const ProfileArgs *a, Err *e)
+{
+    if (a->adam_only)
+        return measure_adam_only(p, e);
+    int rc = a->ssd_only ? 0 : measure_host(p, e);
+    if (!rc)
+        rc = measure_store(p, e);
+    if (!rc && !a->ssd_only)
+        rc = measure_adam_again(p, e);
+    if (!rc && !a->ssd_only)
+        rc = measure_adam_under_io(p, e);
 #if FUYOU_HAVE_CUDA
-    if (have_gpu) {
-        snprintf(hw.gpu_name, sizeof hw.gpu_name, "%.63s", gi.name);
-        hw.gpu_mem_GiB = (double)gi.mem_bytes / 1073741824.0;
-        note(&ns, "gpu", "name", "[meas %s] CUDA runtime", day);
-        note(&ns, "gpu", "mem_GiB", "[meas %s] device memory in all", day);
-        double runs[4 * 8]; /* reps is at most 7 */
-        size_t pbytes = quick ? (size_t)256 << 20 : (size_t)1 << 30;
-        if (cudadev_copy_bench(pbytes, reps, runs, &e))
-            goto fail;
-        double *field[4] = {&hw.h2d_GBps, &hw.d2h_GBps, &hw.h2d_bidir_GBps, &hw.d2h_bidir_GBps};
-        const char *keys[4] = {"h2d_GBps", "d2h_GBps", "h2d_bidir_GBps", "d2h_bidir_GBps"};
-        for (int k = 0; k < 4; k++) {
-            Stat st;
-            profile_stat(runs + k * reps, reps, &st);
-            *field[k] = st.median;
-            note(&ns, "pcie", keys[k], "[meas %s] pinned %s copies, %s: median of %d, "
-                 "%.1f..%.1f", day, quick ? "256 MiB" : "1 GiB",
-                 k < 2 ? "alone" : "both directions at once", st.n, st.min, st.max);
-        }
-        /* host memory's ceiling: the Adam task beside pinned copies both ways, the most the
-         * pipeline's backward moves at once (memcpy alone falls well short of it) */
-        size_t cbytes = quick ? (size_t)64 << 20 : (size_t)256 << 20;
-        Stat beside;
-        double copy_GBps;
-        CopyLoad both = {cbytes, CUDADEV_H2D | CUDADEV_D2H};
-        if (profile_adam_beside(used, params, reps, copies, &both, &beside, &copy_GBps, &e))
-            goto fail;
-        double moved = beside.median * COST_ADAM_HOST_BYTES + copy_GBps;
-        fprintf(stderr, "  the Adam task beside pinned copies both ways: %.3f G params/s "
-                "(alone %.3f), copies %.1f GB/s: %.1f GB/s of host memory at once\n",
-                beside.median, adam.median, copy_GBps, moved);
-        if (moved > hw.cpu_mem_GBps) {
-            note(&ns, "cpu", "mem_GBps", "[meas %s] the most host memory measured moving at "
-                 "once: the Adam task (%d threads, %.3f G params/s, alone %.3f; %d B each) "
-                 "beside pinned copies both ways (%.1f GB/s); parallel memcpy moved %.1f "
-                 "(%.1f..%.1f)", day, used, beside.median, adam.median, COST_ADAM_HOST_BYTES,
-                 copy_GBps, mem.median, mem.min, mem.max);
-            hw.cpu_mem_GBps = moved;
-        }
-        /* each direction alone beside the Adam: the most it moves there (the H200 traces:
-         * copies to the GPU 37-46 GB/s beside it against 55 alone, where host memory's ceiling
-         * left them alone), and what it leaves the Adam, over the Adam alone just before and
-         * after */
-        double ratio[2];
-        Stat adam_one[2], adam_by[2];
-        for (int d = 0; d < 2; d++) {
-            CopyLoad one = {cbytes, d ? CUDADEV_D2H : CUDADEV_H2D};
-            double one_GBps;
-            if (profile_adam_bracketed(used, params, reps, copies, &one, &adam_one[d], &one_GBps,
-                                       &adam_by[d], &e))
-                goto fail;
-            ratio[d] = adam_one[d].median / adam_by[d].median;
-            double alone = d ? hw.d2h_GBps : hw.h2d_GBps;
-            *(d ? &hw.d2h_adam_GBps : &hw.h2d_adam_GBps) = fmin(one_GBps, alone);
-            fprintf(stderr, "  pinned copies %s beside the Adam task: %.1f GB/s (alone %.1f); "
-                    "the Adam %.3f G params/s, %.3f of its %.3f alone just before and after\n",
-                    d ? "from the GPU" : "to the GPU", one_GBps, alone, adam_one[d].median,
-                    ratio[d], adam_by[d].median);
-            note(&ns, "pcie", d ? "d2h_adam_GBps" : "h2d_adam_GBps", "[meas %s] pinned %s "
-                 "copies one way beside the Adam task (%d threads, %.3f G params/s, %.3f..%.3f, "
-                 "median of %d, %.3f of its rate alone just before and after: [cpu] "
-                 "adam_%s_GBps): %.1f GB/s over the rounds it ran (alone %.1f; at most that)",
-                 day, quick ? "64 MiB" : "256 MiB", used, adam_one[d].median, adam_one[d].min,
-                 adam_one[d].max, adam_one[d].n, ratio[d], d ? "d2h" : "h2d", one_GBps, alone);
-        }
-        /* the Adam's side: what host memory's share leaves of its slowdown beside the copies,
-         * each way and both ways, fitted together */
-        cost_fit_adam_links(&hw, beside.median * 1e9, ratio);
-        fprintf(stderr, "  fitted: adam_h2d_GBps %.1f, adam_d2h_GBps %.1f, adam_io_GBps %.1f "
-                "(0: nothing left to explain)\n", hw.cpu_adam_h2d_GBps, hw.cpu_adam_d2h_GBps,
-                hw.cpu_adam_io_GBps);
-        for (int d = 0; d < 2; d++)
-            if (*(d ? &hw.cpu_adam_d2h_GBps : &hw.cpu_adam_h2d_GBps) > 0)
-                note(&ns, "cpu", d ? "adam_d2h_GBps" : "adam_h2d_GBps", "[meas %s] the Adam "
-                     "task beside pinned copies %s: %.3f G params/s (%.3f..%.3f) against %.3f "
-                     "(%.3f..%.3f) alone just before and after, %.3f of it, where host "
-                     "memory's share gives it more; the copy rate that slows it that much "
-                     "(rate / (1 + GBps / key)), adam_io_GBps in effect", day,
-                     d ? "from the GPU" : "to the GPU", adam_one[d].median, adam_one[d].min,
-                     adam_one[d].max, adam_by[d].median, adam_by[d].min, adam_by[d].max,
-                     ratio[d]);
-        if (hw.cpu_adam_io_GBps > 0)
-            note(&ns, "cpu", "adam_io_GBps", "[meas %s] the same Adam task beside the copies: "
-                 "%.3f G params/s where host memory's share gives it more; the I/O rate that "
-                 "slows it that much more (rate / (1 + io / adam_io_GBps)), fitted before "
-                 "the two keys above", day, beside.median);
-
-        /* the executor's own time around each GPU task: empty tasks through a pipeline lane,
-         * alone (the key) and beside the Adam task (the note: what its threads add) */
-        Stat gap, adam_gpu, adam_now;
-        double gap_mean, unused;
-        int tasks = quick ? 2000 : 20000;
-        DispatchLoad dl = {.ops = &device_cuda};
-        if (profile_dispatch(&device_cuda, tasks, &gap, &gap_mean, &e) ||
-            profile_adam_bracketed(used, params, reps, profile_dispatch_load, &dl, &adam_gpu,
-                                   &unused, &adam_now, &e))
-            goto fail;
-        hw.gpu_task_us = gap_mean;
-        fprintf(stderr, "  between GPU tasks: mean %.1f us, median %.1f (%.1f..%.1f, %d); beside "
-                "the Adam task: mean %.1f, median %.1f, greatest %.0f (%d)\n", gap_mean,
-                gap.median, gap.min, gap.max, gap.n, dl.mean_us, dl.gap_us.median,
-                dl.gap_us.max, dl.gap_us.n);
-        /* and what the lane and the dispatcher, each on a core, leave the Adam */
-        hw.cpu_adam_gpu_share = fmin(adam_gpu.median / adam_now.median, 1);
-        fprintf(stderr, "  the Adam task beside them: %.3f G params/s (%.3f..%.3f), alone just "
-                "before and after %.3f (%.3f..%.3f)\n", adam_gpu.median, adam_gpu.min,
-                adam_gpu.max, adam_now.median, adam_now.min, adam_now.max);
-        note(&ns, "cpu", "adam_gpu_share", "[meas %s] the Adam task (%d threads, %zu M params) "
-             "beside empty GPU tasks run as the pipeline runs them: median of %d, %.3f G "
-             "params/s (%.3f..%.3f), over alone just before and after, %.3f (%.3f..%.3f); at "
-             "most 1", day, used, params >> 20, adam_gpu.n, adam_gpu.median, adam_gpu.min,
-             adam_gpu.max, adam_now.median, adam_now.min, adam_now.max);
-        note(&ns, "gpu", "task_us", "[meas %s] the executor's own time between GPU tasks: %d "
-             "empty compute tasks (issued, timed by CUDA events and waited for as a compute "
-             "task is) through a pipeline lane, waited for as the dispatcher waits; the mean gap "
-             "from one's end to the next's start (median %.1f, %.1f..%.1f us). Beside the Adam "
-             "task (%d "
-             "threads, niced as the pipeline's): mean %.1f, median %.1f, greatest %.0f us over "
-             "%d gaps. A lower bound: the pipeline's dispatcher adds its bookkeeping (its "
-             "traces on the H200 machine: 12-18 us mean)",
-             day, tasks, gap.median, gap.min, gap.max, used, dl.mean_us, dl.gap_us.median,
-             dl.gap_us.max, dl.gap_us.n);
-
-        /* the GEMM efficiency curve: squares from 256 to 8192 and the presets' own shapes
-         * (8 x 1024 tokens; with --quick up to 1.3B parameters), against the base's peak */
-        enum { SQUARES = 6, MAX_SHAPES = 96 };
-        GemmShape shapes[SQUARES + MAX_SHAPES];
-        int n_shapes = 0;
-        for (int d = 256; d <= 8192; d *= 2)
-            shapes[n_shapes++] = (GemmShape){d, d, d};
-        n_shapes += profile_gemm_shapes(quick ? 1400000000 : 14000000000, 8 * 1024,
-                                        shapes + n_shapes, MAX_SHAPES);
-        double size[SQUARES + MAX_SHAPES], eff[SQUARES + MAX_SHAPES];
-        for (int i = 0; i < n_shapes; i++) {
-            const GemmShape *g = &shapes[i];
-            double tf = gk_gemm_tflops(g->m, g->k, g->n, quick ? 5 : 20);
-            size[i] = 3.0 / (1.0 / g->m + 1.0 / g->n + 1.0 / g->k);
-            eff[i] = tf / hw.gpu_bf16_TFLOPS;
-            fprintf(stderr, "  GEMM %d x %d x %d: %.1f TFLOP/s\n", g->m, g->n, g->k, tf);
-        }
-        profile_gemm_curve(size, eff, n_shapes, &hw.gemm);
-        char curve[HW_CURVE_MAX * 24] = "";
-        for (int i = 0; i < hw.gemm.n; i++)
-            err_append(curve, sizeof curve, "%s%.0f %.0f", i ? ", " : "", hw.gemm.dim[i],
-                       hw.gemm.eff[i] * hw.gpu_bf16_TFLOPS);
-        note(&ns, "gpu", "gemm_efficiency", "[meas %s] cuBLAS bf16, %d shapes (squares 256 to "
-             "8192 and the presets' GEMMs at 8 x 1024 tokens), median of %d runs each; per "
-             "octave of size (the harmonic mean of m, n, k) the median: %s TFLOP/s", day,
-             n_shapes, quick ? 5 : 20, curve);
-
-        /* the attention's efficiency: its kernels, forward and backward, at the presets' shapes
-         * (8 x 1024 tokens), the work the cost model charges (cost_attention_work) over the time
-         * at the peak; per head size (which picks the kernels) the median over its shapes */
-        enum { MAX_ATT = 16 };
-        double aeff[MAX_ATT];
-        int seen_c[MAX_ATT], seen_h[MAX_ATT], head_size[MAX_ATT], n_att = 0;
-        char att[MAX_ATT * 24] = "";
-        for (int i = 0; i < model_preset_count() && n_att < MAX_ATT; i++) {
-            const ModelConfig *c = model_preset_at(i);
-            bool dup = false;
-            for (int j = 0; j < n_att; j++)
-                dup |= seen_c[j] == c->d_model && seen_h[j] == c->n_head;
-            Graph g = {0};
-            if (dup || model_param_count(c) > (quick ? 1400000000 : 14000000000) ||
-                c->max_seq < 1024 || graph_init(&g, c, 8, 1024, &e))
-                continue;
-            const Op *op = graph_block_op_of_kind(&g, OP_ATTENTION);
-            double work = cost_attention_work(op, TASK_FWD) + cost_attention_work(op, TASK_BWD);
-            graph_free(&g);
-            double f_ms, b_ms;
-            if (gk_attention_ms(8, 1024, c->d_model, c->n_head, quick ? 5 : 20, &f_ms, &b_ms))
-                continue;
-            seen_c[n_att] = c->d_model, seen_h[n_att] = c->n_head;
-            head_size[n_att] = c->d_model / c->n_head;
-            aeff[n_att] = work / ((f_ms + b_ms) * 1e-3 * hw.gpu_bf16_TFLOPS * 1e12);
-            fprintf(stderr, "  attention %d x %d heads (%s): forward %.3f ms, backward %.3f ms, "
-                    "efficiency %.3f\n", c->n_head, head_size[n_att], c->name, f_ms, b_ms,
-                    aeff[n_att]);
-            err_append(att, sizeof att, "%s%d/%d %.2f", n_att ? ", " : "", c->n_head,
-                       head_size[n_att], aeff[n_att]);
-            n_att++;
-        }
-        if (n_att) {
-            profile_attn_curve(head_size, aeff, n_att, &hw.attn);
-            note(&ns, "gpu", "attn_efficiency", "[meas %s] the attention kernels, forward and "
-                 "backward, at 8 x 1024 tokens, median of %d runs each; per heads/head size: %s; "
-                 "per head size the median", day, quick ? 5 : 20, att);
-        }
-
-        /* memory-bound kernels (layernorms, residuals, conversions): the residual add from 1 K
-         * to 64 M elements, fitted to bytes / mem_GBps + launch_us as the cost model times
-         * them; the datasheet's bandwidth is more than such kernels reach */
-        enum { MEM_POINTS = 9 };
-        double mbytes[MEM_POINTS], msec[MEM_POINTS];
-        for (int i = 0; i < MEM_POINTS; i++) {
-            size_t n = (size_t)1 << (10 + 2 * i);
-            mbytes[i] = 6.0 * (double)n;
-            msec[i] = gk_residual_ms(n, quick ? 5 : 20) * 1e-3;
-            fprintf(stderr, "  residual add over %zu elements: %.1f us\n", n, msec[i] * 1e6);
-        }
-        double GBps, launch_us;
-        if (profile_mem_fit(mbytes, msec, MEM_POINTS, &GBps, &launch_us) == 0) {
-            hw.gpu_mem_GBps = GBps;
-            hw.gpu_launch_us = launch_us;
-            note(&ns, "gpu", "mem_GBps", "[meas %s] the residual add (6 B an element), 1 K to "
-                 "64 M elements, median of %d runs each, fitted to bytes / mem_GBps + launch_us "
-                 "(GSL, by relative error): %.1f us at 1 K, %.0f GB/s at 64 M", day,
-                 quick ? 5 : 20, msec[0] * 1e6, mbytes[MEM_POINTS - 1] / msec[MEM_POINTS - 1] /
-                 1e9);
-            note(&ns, "gpu", "launch_us", "[meas %s] the same fit's intercept: a kernel's time "
-                 "beyond its bytes, launch included", day);
-        }
-    }
+    if (!rc && p->have_gpu)
+        rc = profile_run_gpu(p, e);
 #endif
+    return rc;
+}
 
-write:;
+/* The ini, to out_path (NULL: standard output), each key with its comment; a file written is
+ * loaded back. The exit status. */
+static int write_ini(ProfileRun *p, const char *out_path)
+{
     FILE *f = out_path ? fopen(out_path, "w") : stdout;
     if (!f) {
         fprintf(stderr, "fuyou-profile: %s: cannot write: %s\n", out_path, strerror(errno));
-        status = 2;
-        goto out;
+        return 2;
     }
-    fprintf(f, "# fuyou-profile %s on %s, %s%s\n", FUYOU_VERSION, hw.cpu_name, day,
-            quick ? " (--quick)" : "");
-    if (hw_write(f, &hw, lookup, &ns) == -E2BIG) {
+    fprintf(f, "# fuyou-profile %s on %s, %s%s\n", FUYOU_VERSION, p->hw.cpu_name, p->day,
+            p->quick ? " (--quick)" : "");
+    if (hw_write(f, &p->hw, lookup, &p->ns) == -E2BIG) {
         fprintf(stderr, "fuyou-profile: a curve has too many points for one ini line (GEMM "
-                "%d, attention %d); this is a bug, please report it\n", hw.gemm.n, hw.attn.n);
+                "%d, attention %d); this is a bug, please report it\n", p->hw.gemm.n,
+                p->hw.attn.n);
         if (out_path)
             fclose(f);
-        status = 1;
-        goto out;
+        return 1;
     }
-    if (out_path && fclose(f)) {
+    if (!out_path)
+        return 0;
+    if (fclose(f)) {
         fprintf(stderr, "fuyou-profile: %s: write failed\n", out_path);
-        goto out;
+        return 1;
     }
     /* what it wrote must load */
-    if (out_path) {
-        Hardware check;
-        if (hw_load(out_path, NULL, 0, &check, &e)) {
-            fprintf(stderr, "fuyou-profile: the ini written does not load: %s\n", e.msg);
-            goto out;
-        }
-        hw_free(&check);
-        fprintf(stderr, "fuyou-profile: wrote %s\n", out_path);
+    Hardware check;
+    Err e;
+    if (hw_load(out_path, NULL, 0, &check, &e)) {
+        fprintf(stderr, "fuyou-profile: the ini written does not load: %s\n", e.msg);
+        return 1;
     }
-    status = 0;
-    goto out;
-fail:
-    fprintf(stderr, "fuyou-profile: %s\n", e.msg);
-out:
-    free(base_owned);
-    hw_free(&hw);
+    hw_free(&check);
+    fprintf(stderr, "fuyou-profile: wrote %s\n", out_path);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    ProfileArgs a;
+    int rc = parse_args(argc, argv, &a);
+    if (rc)
+        return rc > 0 ? 0 : 2;
+    ProfileRun p;
+    if (profile_init(&p, &a))
+        return 2;
+    Err e = {""};
+    int status = 1;
+    if (measure(&p, &a, &e))
+        fprintf(stderr, "fuyou-profile: %s\n", e.msg);
+    else
+        status = write_ini(&p, a.out_path);
+    profile_free(&p);
     return status;
 }

@@ -1,0 +1,324 @@
+/* profile_gpu: fuyou-profile's GPU measurements (profile_run.h, profile_run_gpu), each a key of
+ * the ini with its comment: pinned copies, the Adam task beside them, the executor's time
+ * between GPU tasks, the GEMM and attention efficiency curves and the memory-bound kernels.
+ * Built with CUDA only. */
+#include <math.h>
+#include <stdio.h>
+
+#include "cost.h"
+#include "cuda_device.h"
+#include "gpt2_kernels.h"
+#include "graph.h"
+#include "profile_run.h"
+/* A load beside the Adam task: pinned copies of `bytes` in the directions `dirs` (both: the
+ * host memory's ceiling; one: what that direction keeps beside the Adam). */
+typedef struct CopyLoad {
+    size_t bytes;
+    int dirs; /* CUDADEV_H2D, CUDADEV_D2H or both */
+} CopyLoad;
+
+static int copies(void *ctx, const ProfileLoadControl *lc, double *GBps, Err *e)
+{
+    const CopyLoad *cl = ctx;
+    return cudadev_copy_until(cl->bytes, cl->dirs, lc->stopped, lc->counting, lc->token, GBps,
+                              e);
+}
+
+/* The GPU's name and memory; pinned copies alone and both ways at once. */
+static int measure_pcie(ProfileRun *p, Err *e)
+{
+    Hardware *hw = &p->hw;
+    int reps = p->reps;
+    snprintf(hw->gpu_name, sizeof hw->gpu_name, "%.63s", p->gi.name);
+    hw->gpu_mem_GiB = (double)p->gi.mem_bytes / 1073741824.0;
+    profile_note(&p->ns, "gpu", "name", "[meas %s] CUDA runtime", p->day);
+    profile_note(&p->ns, "gpu", "mem_GiB", "[meas %s] device memory in all", p->day);
+    double runs[4 * 8]; /* reps is at most 7 */
+    size_t bytes = p->quick ? (size_t)256 << 20 : (size_t)1 << 30;
+    int rc = cudadev_copy_bench(bytes, reps, runs, e);
+    if (rc)
+        return rc;
+    double *field[4] = {&hw->h2d_GBps, &hw->d2h_GBps, &hw->h2d_bidir_GBps, &hw->d2h_bidir_GBps};
+    const char *keys[4] = {"h2d_GBps", "d2h_GBps", "h2d_bidir_GBps", "d2h_bidir_GBps"};
+    for (int k = 0; k < 4; k++) {
+        Stat st;
+        profile_stat(runs + k * reps, reps, &st);
+        *field[k] = st.median;
+        profile_note(&p->ns, "pcie", keys[k], "[meas %s] pinned %s copies, %s: median of %d, "
+                     "%.1f..%.1f", p->day, p->quick ? "256 MiB" : "1 GiB",
+                     k < 2 ? "alone" : "both directions at once", st.n, st.min, st.max);
+    }
+    return 0;
+}
+
+/* The Adam task beside pinned copies: both ways, and each way with the Adam alone just before
+ * and after (d: 0 to the GPU, 1 from it). */
+typedef struct AdamBeside {
+    size_t copy_bytes;
+    Stat both;
+    double both_GBps;
+    Stat one[2], alone[2];
+    double ratio[2];          /* one over alone */
+} AdamBeside;
+
+/* Host memory's ceiling: the Adam task beside pinned copies both ways, the most the
+ * pipeline's backward moves at once (memcpy alone falls well short of it). */
+static int measure_host_ceiling(ProfileRun *p, AdamBeside *ab, Err *e)
+{
+    CopyLoad both = {ab->copy_bytes, CUDADEV_H2D | CUDADEV_D2H};
+    int rc = profile_adam_beside(p->used, p->params, p->reps, copies, &both, &ab->both,
+                                 &ab->both_GBps, e);
+    if (rc)
+        return rc;
+    double moved = ab->both.median * COST_ADAM_HOST_BYTES + ab->both_GBps;
+    fprintf(stderr, "  the Adam task beside pinned copies both ways: %.3f G params/s "
+            "(alone %.3f), copies %.1f GB/s: %.1f GB/s of host memory at once\n",
+            ab->both.median, p->adam.median, ab->both_GBps, moved);
+    if (moved > p->hw.cpu_mem_GBps) {
+        profile_note(&p->ns, "cpu", "mem_GBps", "[meas %s] the most host memory measured moving "
+                     "at once: the Adam task (%d threads, %.3f G params/s, alone %.3f; %d B each) "
+                     "beside pinned copies both ways (%.1f GB/s); parallel memcpy moved %.1f "
+                     "(%.1f..%.1f)", p->day, p->used, ab->both.median, p->adam.median,
+                     COST_ADAM_HOST_BYTES, ab->both_GBps, p->mem.median, p->mem.min, p->mem.max);
+        p->hw.cpu_mem_GBps = moved;
+    }
+    return 0;
+}
+
+/* One direction alone beside the Adam: the most it moves there (the H200 traces: copies to
+ * the GPU 37-46 GB/s beside it against 55 alone, where host memory's ceiling left them
+ * alone), and what it leaves the Adam, over the Adam alone just before and after. */
+static int measure_one_way(ProfileRun *p, AdamBeside *ab, int d, Err *e)
+{
+    CopyLoad one = {ab->copy_bytes, d ? CUDADEV_D2H : CUDADEV_H2D};
+    double one_GBps;
+    int rc = profile_adam_bracketed(p->used, p->params, p->reps, copies, &one, &ab->one[d],
+                                    &one_GBps, &ab->alone[d], e);
+    if (rc)
+        return rc;
+    const Stat *s = &ab->one[d];
+    ab->ratio[d] = s->median / ab->alone[d].median;
+    double alone = d ? p->hw.d2h_GBps : p->hw.h2d_GBps;
+    *(d ? &p->hw.d2h_adam_GBps : &p->hw.h2d_adam_GBps) = fmin(one_GBps, alone);
+    fprintf(stderr, "  pinned copies %s beside the Adam task: %.1f GB/s (alone %.1f); "
+            "the Adam %.3f G params/s, %.3f of its %.3f alone just before and after\n",
+            d ? "from the GPU" : "to the GPU", one_GBps, alone, s->median, ab->ratio[d],
+            ab->alone[d].median);
+    profile_note(&p->ns, "pcie", d ? "d2h_adam_GBps" : "h2d_adam_GBps", "[meas %s] pinned %s "
+                 "copies one way beside the Adam task (%d threads, %.3f G params/s, %.3f..%.3f, "
+                 "median of %d, %.3f of its rate alone just before and after: [cpu] "
+                 "adam_%s_GBps): %.1f GB/s over the rounds it ran (alone %.1f; at most that)",
+                 p->day, p->quick ? "64 MiB" : "256 MiB", p->used, s->median, s->min, s->max, s->n,
+                 ab->ratio[d], d ? "d2h" : "h2d", one_GBps, alone);
+    return 0;
+}
+
+/* The Adam's side: what host memory's share leaves of its slowdown beside the copies, each
+ * way and both ways, fitted together. */
+static void fit_adam_links(ProfileRun *p, const AdamBeside *ab)
+{
+    Hardware *hw = &p->hw;
+    cost_fit_adam_links(hw, ab->both.median * 1e9, ab->ratio);
+    fprintf(stderr, "  fitted: adam_h2d_GBps %.1f, adam_d2h_GBps %.1f, adam_io_GBps %.1f "
+            "(0: nothing left to explain)\n", hw->cpu_adam_h2d_GBps, hw->cpu_adam_d2h_GBps,
+            hw->cpu_adam_io_GBps);
+    for (int d = 0; d < 2; d++)
+        if (*(d ? &hw->cpu_adam_d2h_GBps : &hw->cpu_adam_h2d_GBps) > 0)
+            profile_note(&p->ns, "cpu", d ? "adam_d2h_GBps" : "adam_h2d_GBps", "[meas %s] the "
+                         "Adam task beside pinned copies %s: %.3f G params/s (%.3f..%.3f) against "
+                         "%.3f (%.3f..%.3f) alone just before and after, %.3f of it, where host "
+                         "memory's share gives it more; the copy rate that slows it that much "
+                         "(rate / (1 + GBps / key)), adam_io_GBps in effect", p->day,
+                         d ? "from the GPU" : "to the GPU", ab->one[d].median, ab->one[d].min,
+                         ab->one[d].max, ab->alone[d].median, ab->alone[d].min, ab->alone[d].max,
+                         ab->ratio[d]);
+    if (hw->cpu_adam_io_GBps > 0)
+        profile_note(&p->ns, "cpu", "adam_io_GBps", "[meas %s] the same Adam task beside the "
+                     "copies: %.3f G params/s where host memory's share gives it more; the I/O "
+                     "rate that slows it that much more (rate / (1 + io / adam_io_GBps)), fitted "
+                     "before the two keys above", p->day, ab->both.median);
+}
+
+/* The Adam task beside pinned copies: host memory's ceiling, each direction's rate beside it,
+ * and the Adam's slowdown keys. */
+static int measure_adam_copies(ProfileRun *p, Err *e)
+{
+    AdamBeside ab = {.copy_bytes = p->quick ? (size_t)64 << 20 : (size_t)256 << 20};
+    int rc = measure_host_ceiling(p, &ab, e);
+    for (int d = 0; d < 2 && !rc; d++)
+        rc = measure_one_way(p, &ab, d, e);
+    if (!rc)
+        fit_adam_links(p, &ab);
+    return rc;
+}
+
+/* The executor's own time around each GPU task: empty tasks through a pipeline lane, alone (the
+ * key) and beside the Adam task (the note: what its threads add); and what the lane and the
+ * dispatcher, each on a core, leave the Adam. */
+static int measure_task_us(ProfileRun *p, Err *e)
+{
+    Stat gap, adam_gpu, adam_now;
+    double gap_mean, unused;
+    int tasks = p->quick ? 2000 : 20000;
+    DispatchLoad dl = {.ops = &device_cuda};
+    int rc = profile_dispatch(&device_cuda, tasks, &gap, &gap_mean, e);
+    if (!rc)
+        rc = profile_adam_bracketed(p->used, p->params, p->reps, profile_dispatch_load, &dl,
+                                    &adam_gpu, &unused, &adam_now, e);
+    if (rc)
+        return rc;
+    p->hw.gpu_task_us = gap_mean;
+    fprintf(stderr, "  between GPU tasks: mean %.1f us, median %.1f (%.1f..%.1f, %d); beside "
+            "the Adam task: mean %.1f, median %.1f, greatest %.0f (%d)\n", gap_mean,
+            gap.median, gap.min, gap.max, gap.n, dl.mean_us, dl.gap_us.median,
+            dl.gap_us.max, dl.gap_us.n);
+    p->hw.cpu_adam_gpu_share = fmin(adam_gpu.median / adam_now.median, 1);
+    fprintf(stderr, "  the Adam task beside them: %.3f G params/s (%.3f..%.3f), alone just "
+            "before and after %.3f (%.3f..%.3f)\n", adam_gpu.median, adam_gpu.min,
+            adam_gpu.max, adam_now.median, adam_now.min, adam_now.max);
+    profile_note(&p->ns, "cpu", "adam_gpu_share", "[meas %s] the Adam task (%d threads, %zu M "
+                 "params) beside empty GPU tasks run as the pipeline runs them: median of %d, "
+                 "%.3f G params/s (%.3f..%.3f), over alone just before and after, %.3f "
+                 "(%.3f..%.3f); at most 1", p->day, p->used, p->params >> 20, adam_gpu.n,
+                 adam_gpu.median, adam_gpu.min, adam_gpu.max, adam_now.median, adam_now.min,
+                 adam_now.max);
+    profile_note(&p->ns, "gpu", "task_us", "[meas %s] the executor's own time between GPU tasks: "
+                 "%d empty compute tasks (issued, timed by CUDA events and waited for as a "
+                 "compute task is) through a pipeline lane, waited for as the dispatcher waits; "
+                 "the mean gap from one's end to the next's start (median %.1f, %.1f..%.1f us). "
+                 "Beside the Adam task (%d threads, niced as the pipeline's): mean %.1f, median "
+                 "%.1f, greatest %.0f us over %d gaps. A lower bound: the pipeline's dispatcher "
+                 "adds its bookkeeping (its traces on the H200 machine: 12-18 us mean)", p->day,
+                 tasks, gap.median, gap.min, gap.max, p->used, dl.mean_us, dl.gap_us.median,
+                 dl.gap_us.max, dl.gap_us.n);
+    return 0;
+}
+
+/* The GEMM efficiency curve: squares from 256 to 8192 and the presets' own shapes (8 x 1024
+ * tokens; with --quick up to 1.3B parameters), against the base's peak. */
+static void measure_gemm(ProfileRun *p)
+{
+    enum { SQUARES = 6, MAX_SHAPES = 96 };
+    Hardware *hw = &p->hw;
+    int runs = p->quick ? 5 : 20;
+    GemmShape shapes[SQUARES + MAX_SHAPES];
+    int n_shapes = 0;
+    for (int d = 256; d <= 8192; d *= 2)
+        shapes[n_shapes++] = (GemmShape){d, d, d};
+    n_shapes += profile_gemm_shapes(p->quick ? 1400000000 : 14000000000, 8 * 1024,
+                                    shapes + n_shapes, MAX_SHAPES);
+    double size[SQUARES + MAX_SHAPES], eff[SQUARES + MAX_SHAPES];
+    for (int i = 0; i < n_shapes; i++) {
+        const GemmShape *g = &shapes[i];
+        double tf = gk_gemm_tflops(g->m, g->k, g->n, runs);
+        size[i] = 3.0 / (1.0 / g->m + 1.0 / g->n + 1.0 / g->k);
+        eff[i] = tf / hw->gpu_bf16_TFLOPS;
+        fprintf(stderr, "  GEMM %d x %d x %d: %.1f TFLOP/s\n", g->m, g->n, g->k, tf);
+    }
+    profile_gemm_curve(size, eff, n_shapes, &hw->gemm);
+    char curve[HW_CURVE_MAX * 24] = "";
+    for (int i = 0; i < hw->gemm.n; i++)
+        err_append(curve, sizeof curve, "%s%.0f %.0f", i ? ", " : "", hw->gemm.dim[i],
+                   hw->gemm.eff[i] * hw->gpu_bf16_TFLOPS);
+    profile_note(&p->ns, "gpu", "gemm_efficiency", "[meas %s] cuBLAS bf16, %d shapes (squares 256 "
+                 "to 8192 and the presets' GEMMs at 8 x 1024 tokens), median of %d runs each; per "
+                 "octave of size (the harmonic mean of m, n, k) the median: %s TFLOP/s", p->day,
+                 n_shapes, runs, curve);
+}
+
+/* The attention kernels' work as the cost model charges it (cost_attention_work, forward and
+ * backward) for preset c at 8 x 1024 tokens; false when c is not measured (too large, too
+ * short a max_seq, or its graph not built). */
+static bool attention_work(const ModelConfig *c, bool quick, double *work)
+{
+    Graph g = {0};
+    Err e;
+    if (model_param_count(c) > (quick ? 1400000000 : 14000000000) || c->max_seq < 1024)
+        return false;
+    bool built = graph_init(&g, c, 8, 1024, &e) == 0;
+    if (built) {
+        const Op *op = graph_block_op_of_kind(&g, OP_ATTENTION);
+        *work = cost_attention_work(op, TASK_FWD) + cost_attention_work(op, TASK_BWD);
+    }
+    graph_free(&g);
+    return built;
+}
+
+/* The attention's efficiency: its kernels, forward and backward, at the presets' shapes
+ * (8 x 1024 tokens), the work the cost model charges over the time at the peak; per head size
+ * (which picks the kernels) the median over its shapes. */
+static void measure_attention(ProfileRun *p)
+{
+    enum { MAX_ATT = 16 };
+    int runs = p->quick ? 5 : 20;
+    double aeff[MAX_ATT];
+    int seen_c[MAX_ATT], seen_h[MAX_ATT], head_size[MAX_ATT], n_att = 0;
+    char att[MAX_ATT * 24] = "";
+    for (int i = 0; i < model_preset_count() && n_att < MAX_ATT; i++) {
+        const ModelConfig *c = model_preset_at(i);
+        bool dup = false;
+        for (int j = 0; j < n_att; j++)
+            dup |= seen_c[j] == c->d_model && seen_h[j] == c->n_head;
+        double work, f_ms, b_ms;
+        if (dup || !attention_work(c, p->quick, &work) ||
+            gk_attention_ms(8, 1024, c->d_model, c->n_head, runs, &f_ms, &b_ms))
+            continue;
+        seen_c[n_att] = c->d_model, seen_h[n_att] = c->n_head;
+        head_size[n_att] = c->d_model / c->n_head;
+        aeff[n_att] = work / ((f_ms + b_ms) * 1e-3 * p->hw.gpu_bf16_TFLOPS * 1e12);
+        fprintf(stderr, "  attention %d x %d heads (%s): forward %.3f ms, backward %.3f ms, "
+                "efficiency %.3f\n", c->n_head, head_size[n_att], c->name, f_ms, b_ms,
+                aeff[n_att]);
+        err_append(att, sizeof att, "%s%d/%d %.2f", n_att ? ", " : "", c->n_head,
+                   head_size[n_att], aeff[n_att]);
+        n_att++;
+    }
+    if (!n_att)
+        return;
+    profile_attn_curve(head_size, aeff, n_att, &p->hw.attn);
+    profile_note(&p->ns, "gpu", "attn_efficiency", "[meas %s] the attention kernels, forward and "
+                 "backward, at 8 x 1024 tokens, median of %d runs each; per heads/head size: %s; "
+                 "per head size the median", p->day, runs, att);
+}
+
+/* Memory-bound kernels (layernorms, residuals, conversions): the residual add from 1 K to
+ * 64 M elements, fitted to bytes / mem_GBps + launch_us as the cost model times them; the
+ * datasheet's bandwidth is more than such kernels reach. */
+static void measure_mem_kernels(ProfileRun *p)
+{
+    enum { MEM_POINTS = 9 };
+    int runs = p->quick ? 5 : 20;
+    double bytes[MEM_POINTS], sec[MEM_POINTS];
+    for (int i = 0; i < MEM_POINTS; i++) {
+        size_t n = (size_t)1 << (10 + 2 * i);
+        bytes[i] = 6.0 * (double)n;
+        sec[i] = gk_residual_ms(n, runs) * 1e-3;
+        fprintf(stderr, "  residual add over %zu elements: %.1f us\n", n, sec[i] * 1e6);
+    }
+    double GBps, launch_us;
+    if (profile_mem_fit(bytes, sec, MEM_POINTS, &GBps, &launch_us))
+        return;
+    p->hw.gpu_mem_GBps = GBps;
+    p->hw.gpu_launch_us = launch_us;
+    profile_note(&p->ns, "gpu", "mem_GBps", "[meas %s] the residual add (6 B an element), 1 K to "
+                 "64 M elements, median of %d runs each, fitted to bytes / mem_GBps + launch_us "
+                 "(GSL, by relative error): %.1f us at 1 K, %.0f GB/s at 64 M", p->day, runs,
+                 sec[0] * 1e6, bytes[MEM_POINTS - 1] / sec[MEM_POINTS - 1] / 1e9);
+    profile_note(&p->ns, "gpu", "launch_us", "[meas %s] the same fit's intercept: a kernel's time "
+                 "beyond its bytes, launch included", p->day);
+}
+
+int profile_run_gpu(ProfileRun *p, Err *e)
+{
+    int rc = measure_pcie(p, e);
+    if (!rc)
+        rc = measure_adam_copies(p, e);
+    if (!rc)
+        rc = measure_task_us(p, e);
+    if (rc)
+        return rc;
+    measure_gemm(p);
+    measure_attention(p);
+    measure_mem_kernels(p);
+    return 0;
+}
