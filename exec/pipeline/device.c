@@ -4,6 +4,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "lane.h"
+
 const DeviceOps *device_find(const char *name)
 {
     static const DeviceOps *const all[] = {
@@ -16,6 +18,15 @@ const DeviceOps *device_find(const char *name)
         if (!strcmp(all[i]->name, name))
             return all[i];
     return NULL;
+}
+
+void device_wait_bell(const DeviceOps *ops, struct LaneBell *b, unsigned *seen,
+                      double timeout_s)
+{
+    if (ops->on_host)
+        lane_bell_wait(b, seen, timeout_s);
+    else
+        lane_bell_spin(b, seen, timeout_s);
 }
 
 void device_span_within(const DeviceSpan *span, double *t0, double *t1)

@@ -99,4 +99,15 @@ extern const DeviceOps device_cuda;
 /* The device of a backend name ("cpu", "cuda" when built with it), or NULL. */
 const DeviceOps *device_find(const char *name);
 
+/* How a dispatcher waits on its lanes' bell while device ops runs a task of its, a compute task
+ * or a copy (at most timeout_s): spinning, except where the device is the host's cores (the CPU
+ * reference). A sleeping dispatcher's wake-up delays the next dependent task by about as long
+ * as a short GPU task takes (MEASUREMENTS.md, "The dispatcher spins"); the core it holds is one
+ * of the two the pipeline leaves beside the Adam (plan_adam_threads), and the copy lanes
+ * themselves mostly sleep (cuda_wait.h). The pipeline's dispatcher and fuyou-profile's task
+ * probe both wait so. */
+struct LaneBell;
+void device_wait_bell(const DeviceOps *ops, struct LaneBell *b, unsigned *seen,
+                      double timeout_s);
+
 #endif

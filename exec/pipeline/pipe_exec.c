@@ -433,22 +433,14 @@ static int finish_task(Pipe *pp, int ti, double now)
     return 0;
 }
 
-void pipe_wait_device(LaneBell *b, unsigned *seen, const DeviceOps *ops, double timeout_s)
-{
-    if (ops->on_host)
-        lane_bell_wait(b, seen, timeout_s);
-    else
-        lane_bell_spin(b, seen, timeout_s);
-}
-
 /* Nothing to start or finish: wait until a lane ends a job, or briefly while SSD requests are
  * in flight (the store is polled, not rung); while the device computes or copies, as
- * pipe_wait_device says. */
+ * device_wait_bell says. */
 static void idle_wait(Pipe *pp)
 {
     bool io = pp->running[RES_SSD_READ] >= 0 || pp->running[RES_SSD_WRITE] >= 0;
     if (pp->running[RES_GPU] >= 0 || pp->running[RES_H2D] >= 0 || pp->running[RES_D2H] >= 0)
-        pipe_wait_device(&pp->bell, &pp->rings_seen, pp->mem.ops, io ? 20e-6 : 10e-3);
+        device_wait_bell(pp->mem.ops, &pp->bell, &pp->rings_seen, io ? 20e-6 : 10e-3);
     else
         lane_bell_wait(&pp->bell, &pp->rings_seen, io ? 20e-6 : 10e-3);
 }

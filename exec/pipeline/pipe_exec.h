@@ -91,14 +91,6 @@ extern const LaneFn pipe_lane_fns[N_THREAD_LANES];
  * start and end are appended to pp->rows. */
 int pipe_run_dag(Pipe *pp, Err *e);
 
-/* How the dispatcher waits on the lanes' bell while the device of ops runs a task of its, a
- * compute task or a copy (at most timeout_s): spinning, except where the device is the host's
- * cores (the CPU reference). A sleeping dispatcher's wake-up delays the next dependent task by
- * about as long as a short GPU task takes (MEASUREMENTS.md, "The dispatcher spins"); the core
- * it holds is one of the two the pipeline leaves beside the Adam (plan_adam_threads), and the
- * copy lanes themselves mostly sleep (cuda_wait.h). fuyou-profile's task probe waits the same
- * way. */
-void pipe_wait_device(LaneBell *b, unsigned *seen, const DeviceOps *ops, double timeout_s);
 /* Points every trace row at its copied task id (after the last append, before writing). */
 void pipe_trace_fix_ids(Pipe *pp);
 

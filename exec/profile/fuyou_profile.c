@@ -7,7 +7,6 @@
  * Exit codes: 0 success, 1 a measurement failed, 2 usage or input error. */
 #include <errno.h>
 #include <getopt.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,19 +22,6 @@
 #include "profile_run.h"
 
 enum { MAX_DIRS = 16 };
-
-void profile_note(ProfileNotes *ns, const char *section, const char *key, const char *fmt, ...)
-{
-    if (ns->count == PROFILE_MAX_NOTES)
-        return;
-    ns->n[ns->count].section = section;
-    ns->n[ns->count].key = key;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(ns->n[ns->count].text, sizeof ns->n[0].text, fmt, ap);
-    va_end(ap);
-    ns->count++;
-}
 
 /* hw_write's comment of section.key: its note, else what the base says. */
 static const char *lookup(void *ctx, const char *section, const char *key)

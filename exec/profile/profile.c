@@ -22,7 +22,6 @@
 #include "hostpool.h"
 #include "lane.h"
 #include "model.h"
-#include "pipe_exec.h"
 #include "pipeline.h"
 #include "store.h"
 #include "workpool.h"
@@ -555,7 +554,7 @@ static int dispatch_one(Dispatch *p, double *gap_s, Err *e)
 {
     lane_post(&p->lane, NULL);
     while (!lane_poll(&p->lane))
-        pipe_wait_device(&p->bell, &p->seen, p->ops, 10e-3);
+        device_wait_bell(p->ops, &p->bell, &p->seen, 10e-3);
     if (p->lane.rc) {
         *e = p->lane.err;
         return p->lane.rc;

@@ -78,7 +78,7 @@ int profile_adam_bracketed(int threads, size_t params, int reps, ProfileLoad loa
 /* The executor's own time around each GPU task (gpu.task_us): n empty compute tasks
  * (DeviceOps.compute_empty: issued, timed by the device's events and waited for exactly as a
  * compute task, with no work) run one after another through a pipeline lane (lane.h), the
- * caller waiting for each as the dispatcher does (lane_poll, then pipe_wait_device). Each gap
+ * caller waiting for each as the dispatcher does (lane_poll, then device_wait_bell). Each gap
  * runs from one task's end on the device to the next one's start: the lane's wake-up from its
  * event wait, the bell, the caller posting the next, the lane's wake-up and the launch. gap_us summarises the n - 1 gaps
  * (median, least, greatest), *mean_us is their mean (what they add to a schedule). A device
