@@ -93,4 +93,24 @@ void cost_closed_form(const Hardware *hw, const Graph *g, const Plan *p, ClosedF
 /* A phase's time from its per-resource alone seconds; binding gets the resource that sets it. */
 double cost_phase_s(const Hardware *hw, const double load_s[RES_COUNT], Resource *binding);
 
+/* Every op task's GPU seconds (cost_gpu_task_s) of graph g on hw, in each kind, for a search
+ * that evaluates the closed form of many plans of one graph: the planner's, a hundred amounts
+ * per configuration, would otherwise price every op of every block again each time. A plan
+ * changes which op tasks run, never what one takes, so cost_closed_form_priced gives
+ * cost_closed_form's numbers, bit for bit. */
+typedef struct ClosedPrices {
+    const Hardware *hw;
+    const Graph *g;
+    double *task_s; /* (n_ops, 3): TASK_FWD, TASK_RECOMPUTE, TASK_BWD */
+} ClosedPrices;
+
+/* Prices g's ops on hw; cp borrows both. Returns 0 or -ENOMEM (then cp holds no prices and
+ * cost_closed_form_priced prices each op as it goes: the same numbers, slower). Freed by
+ * cost_closed_prices_free, safe after a failure. */
+int cost_closed_prices_init(ClosedPrices *cp, const Hardware *hw, const Graph *g);
+void cost_closed_prices_free(ClosedPrices *cp);
+
+/* cost_closed_form(cp->hw, cp->g, p, cf) with the op tasks' seconds of cp. */
+void cost_closed_form_priced(const ClosedPrices *cp, const Plan *p, ClosedForm *cf);
+
 #endif
