@@ -152,6 +152,13 @@ START_TEST(minimum_is_exact)
         SwapLadder l;
         planner_ladder(&hw, &g, &p, &l);
         int n = planner_best_units(&hw, &g, &p, &l);
+        /* the search walks the plan from amount to amount: it ends as planner_apply sets n */
+        Plan applied;
+        ck_assert_int_eq(plan_copy(&applied, &p, &e), 0);
+        planner_apply(&applied, &l, n);
+        ck_assert_mem_eq(applied.act, p.act, (size_t)p.n_layer * GRAPH_OPS_PER_BLOCK *
+                                             sizeof *p.act);
+        plan_free(&applied);
         ClosedForm cf;
         cost_closed_form(&hw, &g, &p, &cf);
         double best = INFINITY;
