@@ -94,13 +94,15 @@ double cost_phase_s(const Hardware *hw, const double load_s[RES_COUNT], Resource
 
 /* What one evaluation reads of the hardware again and again: the host memory ceiling, worked
  * out once (cost_host_mem_Bps runs the rate model over eight configurations, and the phase
- * formula runs three times a block), and the op tasks' seconds where a search priced them
- * (ClosedPrices; NULL: each op priced as it comes). */
+ * formula runs three times a block), and where a search priced them (ClosedPrices) the op
+ * tasks' seconds and which blocks are alike; NULL: each op priced as it comes, each block and
+ * phase worked out on its own (the reference the priced evaluation is tested against). */
 typedef struct Eval {
     const Hardware *hw;
     const Graph *g;
     double mem_Bps;
     const double *task_s;
+    const bool *alike;
 } Eval;
 
 /* The slots of ClosedPrices.task_s: one per kind of op task. */
@@ -137,18 +139,28 @@ static double adam_s(const Hardware *hw, const Plan *p, double params)
     return params / cost_alone_rate(hw, RES_CPU_ADAM);
 }
 
-/* Accumulates per-block phase times: their sum, and for each resource the time it bound. */
+/* Accumulates per-block phase times: their sum, and for each resource the time it bound; and
+ * the last block's loads, time and binding: blocks alike ask the phase formula the same, and
+ * the formula is a function of the loads alone, so the same bits give the same answer (used
+ * where the evaluation is priced). */
 typedef struct BlockSum {
     double total;
     double bound[RES_COUNT];
+    bool has_last;
+    double last_load[RES_COUNT], last_t;
+    Resource last_r;
 } BlockSum;
 
 static void block_add(const Eval *ev, BlockSum *s, const double load[RES_COUNT])
 {
-    Resource r;
-    double t = phase_s(ev->hw, ev->mem_Bps, load, &r);
-    s->total += t;
-    s->bound[r] += t;
+    bool again = ev->alike && s->has_last && !memcmp(load, s->last_load, sizeof s->last_load);
+    if (!again) {
+        s->last_t = phase_s(ev->hw, ev->mem_Bps, load, &s->last_r);
+        memcpy(s->last_load, load, sizeof s->last_load);
+        s->has_last = true;
+    }
+    s->total += s->last_t;
+    s->bound[s->last_r] += s->last_t;
 }
 
 static Resource block_binding(const BlockSum *s)
@@ -213,14 +225,23 @@ static double zero_grad32_loads(const Hardware *hw, const Plan *p, double params
     return stall;
 }
 
-/* The forward and backward loads of block b that move with it through the pipeline. */
+/* Whether block b's weights are loaded again in backward: all but the last ones resident across
+ * the turn. */
+static bool block_reloads(const Plan *p, int b)
+{
+    int L = p->n_layer, resident = p->weight_buffers < L ? p->weight_buffers : L;
+    return b < L - resident;
+}
+
+/* The forward and backward loads of block b that move with it through the pipeline. What it
+ * reads of the block: its ops' task seconds, act_bytes and whether they run a backward
+ * (ClosedPrices.alike compares these), the block's activations and block_reloads. */
 static void block_loads(const Eval *ev, const Plan *p, int b, double F[RES_COUNT],
                         double B[RES_COUNT], double stall[2])
 {
     const Hardware *hw = ev->hw;
     const Graph *g = ev->g;
     const ModelConfig *c = &g->cfg;
-    int L = c->n_layer, resident = p->weight_buffers < L ? p->weight_buffers : L;
     double w = (double)dtype_bytes(c->dtype), block_w = (double)model_block_params(c) * w;
     memset(F, 0, RES_COUNT * sizeof *F);
     memset(B, 0, RES_COUNT * sizeof *B);
@@ -239,7 +260,7 @@ static void block_loads(const Eval *ev, const Plan *p, int b, double F[RES_COUNT
             swapped[a] += (double)op->act_bytes;
     }
     double moved = swapped[TIER_CPU] + swapped[TIER_SSD];
-    bool reload = b < L - resident;
+    bool reload = block_reloads(p, b);
     double in_f[RES_COUNT] = {0}, in_b[RES_COUNT] = {0}; /* inbound copies */
     if (p->weights != TIER_GPU) {
         in_f[RES_H2D] += link_s(hw, RES_H2D, block_w);
@@ -278,6 +299,16 @@ static void block_loads(const Eval *ev, const Plan *p, int b, double F[RES_COUNT
         grad_loads(hw, p, (double)model_block_params(c), w, B);
 }
 
+/* Whether block b's loads are block b - 1's: everything block_loads reads of the two alike. In a
+ * GPT the blocks' ops are alike and a plan's activations take a few distinct rows (the ladder's
+ * amount splits the blocks in two), so most blocks are their predecessor's again. */
+static bool like_previous(const Eval *ev, const Plan *p, int b)
+{
+    const ActPlace *row = &p->act[b * GRAPH_OPS_PER_BLOCK];
+    return ev->alike && b > 0 && ev->alike[b] && block_reloads(p, b) == block_reloads(p, b - 1) &&
+           !memcmp(row, row - GRAPH_OPS_PER_BLOCK, GRAPH_OPS_PER_BLOCK * sizeof *row);
+}
+
 static void closed_form(const Eval *ev, const Plan *p, ClosedForm *cf)
 {
     const Hardware *hw = ev->hw;
@@ -296,9 +327,11 @@ static void closed_form(const Eval *ev, const Plan *p, ClosedForm *cf)
      * fp32 gradients. */
     BlockSum fsum = {0}, bsum = {0}, osum = {0};
     double O[RES_COUNT] = {0};
+    double fb[RES_COUNT] = {0}, bb[RES_COUNT] = {0}, stall[2] = {0};
     for (int b = 0; b < L; b++) {
-        double fb[RES_COUNT], bb[RES_COUNT], lb[RES_COUNT], stall[2];
-        block_loads(ev, p, b, fb, bb, stall);
+        double lb[RES_COUNT];
+        if (!like_previous(ev, p, b)) /* else the previous block's loads are this one's */
+            block_loads(ev, p, b, fb, bb, stall);
         memcpy(lb, bb, sizeof lb);
         cf->stall_s[CF_FORWARD] += stall[0];
         cf->stall_s[CF_BACKWARD] += stall[1] +
@@ -417,31 +450,53 @@ static void closed_form(const Eval *ev, const Plan *p, ClosedForm *cf)
 
 void cost_closed_form(const Hardware *hw, const Graph *g, const Plan *p, ClosedForm *cf)
 {
-    Eval ev = {hw, g, cost_host_mem_Bps(hw), NULL};
+    Eval ev = {hw, g, cost_host_mem_Bps(hw), NULL, NULL};
     closed_form(&ev, p, cf);
+}
+
+/* Whether op a is priced and kept as op b: what block_loads reads of an op. */
+static bool op_alike(const ClosedPrices *cp, const Op *a, const Op *b)
+{
+    const double *ta = &cp->task_s[(a - cp->g->ops) * PRICED_KINDS];
+    const double *tb = &cp->task_s[(b - cp->g->ops) * PRICED_KINDS];
+    bool bwd_a = a->bwd_flops > 0 || a->bwd_io_bytes > 0;
+    bool bwd_b = b->bwd_flops > 0 || b->bwd_io_bytes > 0;
+    return !memcmp(ta, tb, PRICED_KINDS * sizeof *ta) && bwd_a == bwd_b &&
+           a->act_bytes == b->act_bytes;
 }
 
 int cost_closed_prices_init(ClosedPrices *cp, const Hardware *hw, const Graph *g)
 {
+    int L = g->cfg.n_layer;
     cp->hw = hw;
     cp->g = g;
     cp->task_s = malloc(((size_t)g->n_ops * PRICED_KINDS + 1) * sizeof *cp->task_s);
-    if (!cp->task_s)
+    cp->alike = calloc((size_t)L + 1, sizeof *cp->alike);
+    if (!cp->task_s || !cp->alike) {
+        cost_closed_prices_free(cp);
         return -ENOMEM;
+    }
     for (int i = 0; i < g->n_ops; i++)
         for (int k = 0; k < PRICED_KINDS; k++)
             cp->task_s[i * PRICED_KINDS + k] = cost_gpu_task_s(hw, &g->ops[i], (TaskKind)k);
+    for (int b = 1; b < L; b++) {
+        cp->alike[b] = true;
+        for (int i = 0; i < GRAPH_OPS_PER_BLOCK; i++)
+            cp->alike[b] &= op_alike(cp, graph_block_op(g, b, i), graph_block_op(g, b - 1, i));
+    }
     return 0;
 }
 
 void cost_closed_prices_free(ClosedPrices *cp)
 {
     free(cp->task_s);
+    free(cp->alike);
     cp->task_s = NULL;
+    cp->alike = NULL;
 }
 
 void cost_closed_form_priced(const ClosedPrices *cp, const Plan *p, ClosedForm *cf)
 {
-    Eval ev = {cp->hw, cp->g, cost_host_mem_Bps(cp->hw), cp->task_s};
+    Eval ev = {cp->hw, cp->g, cost_host_mem_Bps(cp->hw), cp->task_s, cp->alike};
     closed_form(&ev, p, cf);
 }

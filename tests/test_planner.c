@@ -194,7 +194,7 @@ static void assert_same_closed(const ClosedForm *a, const ClosedForm *b, const c
 
 /* The closed form with the ops priced once (ClosedPrices) is the closed form, bit for bit: on
  * the GPU, swapped to each tier along the ladder, at prefetch depth 0 with one activation
- * buffer, with micro-batches, and zero-infinity's. */
+ * buffer, with micro-batches, with blocks unlike the others, and zero-infinity's. */
 START_TEST(closed_form_priced_is_exact)
 {
     setup_case("4090.ini", "gpt3-13b", 8);
@@ -222,6 +222,18 @@ START_TEST(closed_form_priced_is_exact)
             cost_closed_form_priced(&cp, &p, &b);
             assert_same_closed(&a, &b, "along the ladder");
         }
+    /* blocks unlike their neighbours (more work in one op, more kept in another) are worked
+     * out on their own */
+    cost_closed_prices_free(&cp);
+    g.ops[graph_block_op(&g, 3, 1) - g.ops].fwd_flops *= 2;
+    g.ops[graph_block_op(&g, 5, 2) - g.ops].act_bytes += 4096;
+    ck_assert_int_eq(cost_closed_prices_init(&cp, &hw, &g), 0);
+    for (int u = 0; u <= planner_units(&l); u += 5) {
+        planner_apply(&p, &l, u);
+        cost_closed_form(&hw, &g, &p, &a);
+        cost_closed_form_priced(&cp, &p, &b);
+        assert_same_closed(&a, &b, "blocks unlike");
+    }
     plan_free(&p);
     Err e;
     ck_assert_int_eq(plan_init(&p, &g, POLICY_ZERO_INFINITY, &e), 0);
