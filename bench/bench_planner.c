@@ -1,13 +1,134 @@
-/* bench_planner: the swap planner over the grid GPT-3 1.3B..175B x {4090, A100-80G, H200} x
+/* bench_planner: first how long fuyou-sim's what-if takes (its plan made as fuyou-sim makes it,
+ * the simulator scoring the planner's configurations, then the plan predicted), against one
+ * simulation of the plan it chose (the baseline, measured in the same run: the ratio is the
+ * what-if's cost in simulations), and the closed form the planner evaluates with its ops priced
+ * (ClosedPrices) against cost_closed_form (the reference), over the same plans.
+ * Then the swap planner over the grid GPT-3 1.3B..175B x {4090, A100-80G, H200} x
  * batch 1..128 x CPU memory 64..768 GiB (seq 1024). Prints the distribution of the planner's
  * regret (its plan simulated, against the best point of a fine sweep of swap amounts in the same
  * configuration: the baseline, measured in the same run) and of the closed form's error against
  * the simulator at every swept point, and the worst cases. Not a test: nothing here fails. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "bench_util.h"
+#include "plan_make.h"
 #include "planner_grid.h"
+
+enum { WHATIF_REPEATS = 5 };
+
+/* fuyou-sim --hw HW --model MODEL --batch BATCH as its main() runs it, less the report: the
+ * median seconds of the whole call and of one prediction of the plan it chose. */
+static int whatif(const char *hwname, const char *model, int batch, Err *e)
+{
+    Hardware hw;
+    int rc = hw_load(hwname, NULL, 0, &hw, e);
+    if (rc)
+        return rc;
+    PlanArgs args;
+    plan_args_init(&args);
+    double t_call[WHATIF_REPEATS], t_sim[WHATIF_REPEATS];
+    int configs = 0, sims = 0, tasks = 0;
+    for (int i = 0; i < WHATIF_REPEATS && !rc; i++) {
+        PredictScoreCtx sc = {&hw, 0};
+        PlanRequest rq = {.model = model_preset_find(model), .batch = batch, .seq = 1024,
+                          .policy = POLICY_FUYOU, .swap = SWAP_AUTO, .args = &args,
+                          .score = predict_score, .score_ctx = &sc, .prog = "bench_planner"};
+        Graph g;
+        Plan p;
+        PlanInfo info;
+        Prediction pr;
+        double t0 = bench_now();
+        rc = plan_make(&rq, &hw, &g, &p, &info, e);
+        if (!rc)
+            rc = predict_run(&pr, &g, &hw, &p, 3, e);
+        t_call[i] = bench_now() - t0;
+        if (!rc) {
+            configs = info.choice.configs_tried;
+            sims = sc.sims;
+            tasks = pr.sched.n_tasks;
+            predict_free(&pr);
+            t0 = bench_now();
+            rc = predict_run(&pr, &g, &hw, &p, 3, e);
+            t_sim[i] = bench_now() - t0;
+        }
+        if (!rc)
+            predict_free(&pr);
+        plan_make_free(&info);
+        plan_free(&p);
+        graph_free(&g);
+    }
+    if (!rc) {
+        double call = bench_median(t_call, WHATIF_REPEATS);
+        double sim = bench_median(t_sim, WHATIF_REPEATS);
+        printf("  %-9s batch %3d on %-8s %7.3f s (%d configurations that fit, %d simulated); "
+               "one prediction of its plan (%d tasks) %6.1f ms: ratio %.1f\n", model, batch,
+               hwname, call, configs, sims, tasks, sim * 1e3, call / sim);
+    }
+    hw_free(&hw);
+    return rc;
+}
+
+/* The closed form of GPT-3 175B batch 8 on 4090.ini along its ladder, every amount: with the
+ * ops priced against the reference; the median of both sweeps' seconds, and the amounts where
+ * the two differ (none: they are the same numbers). */
+static int closed_priced(Err *e)
+{
+    Hardware hw;
+    Graph g;
+    Plan p;
+    int rc = hw_load("4090.ini", NULL, 0, &hw, e);
+    if (rc)
+        return rc;
+    rc = graph_init(&g, model_preset_find("gpt3-175b"), 8, 1024, e);
+    if (!rc)
+        rc = plan_init(&p, &g, POLICY_FUYOU, e);
+    if (rc) {
+        graph_free(&g);
+        hw_free(&hw);
+        return rc;
+    }
+    footprint_auto_place(&p, &g, &hw);
+    plan_set_inner_act(&p, ACT_RECOMPUTE);
+    SwapLadder l;
+    planner_ladder(&hw, &g, &p, &l);
+    ClosedPrices cp;
+    int amounts = planner_units(&l) + 1, differ = 0;
+    double *ref_s = malloc((size_t)amounts * sizeof *ref_s);
+    rc = ref_s ? cost_closed_prices_init(&cp, &hw, &g) : -ENOMEM;
+    double t_ref[WHATIF_REPEATS], t_priced[WHATIF_REPEATS];
+    for (int i = 0; i < WHATIF_REPEATS && !rc; i++) {
+        ClosedForm cf;
+        double t0 = bench_now();
+        for (int n = 0; n < amounts; n++) {
+            planner_apply(&p, &l, n);
+            cost_closed_form(&hw, &g, &p, &cf);
+            ref_s[n] = cf.iter_s;
+        }
+        t_ref[i] = bench_now() - t0;
+        t0 = bench_now();
+        for (int n = 0; n < amounts; n++) {
+            planner_apply(&p, &l, n);
+            cost_closed_form_priced(&cp, &p, &cf);
+            differ += cf.iter_s != ref_s[n];
+        }
+        t_priced[i] = bench_now() - t0;
+    }
+    if (!rc) {
+        double ref = bench_median(t_ref, WHATIF_REPEATS);
+        double priced = bench_median(t_priced, WHATIF_REPEATS);
+        printf("closed form of gpt3-175b batch 8 on 4090.ini at its %d amounts: priced %.2f ms, "
+               "reference %.2f ms: ratio %.3f (amounts where the two differ: %d)\n", amounts,
+               priced * 1e3, ref * 1e3, priced / ref, differ);
+        cost_closed_prices_free(&cp);
+    }
+    free(ref_s);
+    plan_free(&p);
+    graph_free(&g);
+    hw_free(&hw);
+    return rc;
+}
 
 static double pct(double *v, int n, double q)
 {
@@ -20,6 +141,21 @@ static double pct(double *v, int n, double q)
 
 int main(void)
 {
+    static const struct { const char *hw, *model; int batch; } calls[] = {
+        {"4090.ini", "gpt3-175b", 16}, {"4090.ini", "gpt3-13b", 64}, {"h200.ini", "gpt3-6.7b", 64},
+    };
+    Err e;
+    printf("what-if (fuyou-sim's call: the plan made, its configurations simulated, the plan "
+           "predicted; median of %d):\n", WHATIF_REPEATS);
+    for (size_t i = 0; i < sizeof calls / sizeof calls[0]; i++)
+        if (whatif(calls[i].hw, calls[i].model, calls[i].batch, &e)) {
+            fprintf(stderr, "bench_planner: %s\n", e.msg);
+            return 1;
+        }
+    if (closed_priced(&e)) {
+        fprintf(stderr, "bench_planner: %s\n", e.msg);
+        return 1;
+    }
     static const char *models[] = {"gpt3-1.3b", "gpt3-2.7b", "gpt3-6.7b", "gpt3-13b",
                                    "gpt3-175b"};
     static const char *hws[] = {"4090.ini", "a100-80g.ini", "h200.ini"};
@@ -39,7 +175,6 @@ int main(void)
                 for (size_t ci = 0; ci < 3; ci++) {
                     GridPoint pt = {models[mi], hws[hi], batches[bi], mems[ci]};
                     GridResult r;
-                    Err e;
                     n_points++;
                     if (grid_eval(&pt, MAX_POINTS, &r, &e)) {
                         fprintf(stderr, "bench_planner: %s\n", e.msg);

@@ -1,6 +1,8 @@
 /* closed: the closed-form iteration time; the equations are in closed.h. */
 #include "closed.h"
 
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "schedule.h"
@@ -44,9 +46,10 @@ static double ssd_s(const Hardware *hw, double r, double w)
     return t;
 }
 
-/* The phase's host memory bytes over the ceiling (cost.h); heaviest gets the resource that moves
- * the most of them. */
-static double host_mem_s(const Hardware *hw, const double load_s[RES_COUNT], Resource *heaviest)
+/* The phase's host memory bytes over the ceiling mem_Bps (cost_host_mem_Bps); heaviest gets the
+ * resource that moves the most of them. */
+static double host_mem_s(const Hardware *hw, double mem_Bps, const double load_s[RES_COUNT],
+                         Resource *heaviest)
 {
     double total = 0, most = 0;
     *heaviest = RES_CPU_ADAM;
@@ -58,15 +61,17 @@ static double host_mem_s(const Hardware *hw, const double load_s[RES_COUNT], Res
             *heaviest = r;
         }
     }
-    return total / cost_host_mem_Bps(hw);
+    return total / mem_Bps;
 }
 
-double cost_phase_s(const Hardware *hw, const double load_s[RES_COUNT], Resource *binding)
+/* cost_phase_s with the host memory ceiling given. */
+static double phase_s(const Hardware *hw, double mem_Bps, const double load_s[RES_COUNT],
+                      Resource *binding)
 {
     double h = load_s[RES_H2D], d = load_s[RES_D2H];
     double r = load_s[RES_SSD_READ], w = load_s[RES_SSD_WRITE];
     Resource mem_r;
-    double mem = host_mem_s(hw, load_s, &mem_r);
+    double mem = host_mem_s(hw, mem_Bps, load_s, &mem_r);
     struct { double t; Resource r; } terms[] = {
         {load_s[RES_GPU], RES_GPU}, {load_s[RES_CPU_ADAM], RES_CPU_ADAM},
         {pcie_s(hw, h, d), h >= d ? RES_H2D : RES_D2H},
@@ -80,6 +85,37 @@ double cost_phase_s(const Hardware *hw, const double load_s[RES_COUNT], Resource
     if (binding)
         *binding = terms[best].r;
     return terms[best].t;
+}
+
+double cost_phase_s(const Hardware *hw, const double load_s[RES_COUNT], Resource *binding)
+{
+    return phase_s(hw, cost_host_mem_Bps(hw), load_s, binding);
+}
+
+/* What one evaluation reads of the hardware again and again: the host memory ceiling, worked
+ * out once (cost_host_mem_Bps runs the rate model over eight configurations, and the phase
+ * formula runs three times a block), and where a search priced them (ClosedPrices) the op
+ * tasks' seconds and which blocks are alike; NULL: each op priced as it comes, each block and
+ * phase worked out on its own (the reference the priced evaluation is tested against). */
+typedef struct Eval {
+    const Hardware *hw;
+    const Graph *g;
+    double mem_Bps;
+    const double *task_s;
+    const bool *alike;
+} Eval;
+
+/* The slots of ClosedPrices.task_s: one per kind of op task. */
+enum { PRICED_KINDS = 3 };
+_Static_assert(TASK_FWD == 0 && TASK_RECOMPUTE == 1 && TASK_BWD == 2,
+               "ClosedPrices.task_s is indexed by the op tasks' kinds");
+
+/* Seconds op's task of that kind takes of the GPU (cost_gpu_task_s). */
+static double task_s(const Eval *ev, const Op *op, TaskKind kind)
+{
+    if (!ev->task_s)
+        return cost_gpu_task_s(ev->hw, op, kind);
+    return ev->task_s[(op - ev->g->ops) * PRICED_KINDS + kind];
 }
 
 /* Alone seconds of bytes on a link, its per-copy latency left out (the simulator charges it per
@@ -103,18 +139,28 @@ static double adam_s(const Hardware *hw, const Plan *p, double params)
     return params / cost_alone_rate(hw, RES_CPU_ADAM);
 }
 
-/* Accumulates per-block phase times: their sum, and for each resource the time it bound. */
+/* Accumulates per-block phase times: their sum, and for each resource the time it bound; and
+ * the last block's loads, time and binding: blocks alike ask the phase formula the same, and
+ * the formula is a function of the loads alone, so the same bits give the same answer (used
+ * where the evaluation is priced). */
 typedef struct BlockSum {
     double total;
     double bound[RES_COUNT];
+    bool has_last;
+    double last_load[RES_COUNT], last_t;
+    Resource last_r;
 } BlockSum;
 
-static void block_add(const Hardware *hw, BlockSum *s, const double load[RES_COUNT])
+static void block_add(const Eval *ev, BlockSum *s, const double load[RES_COUNT])
 {
-    Resource r;
-    double t = cost_phase_s(hw, load, &r);
-    s->total += t;
-    s->bound[r] += t;
+    bool again = ev->alike && s->has_last && !memcmp(load, s->last_load, sizeof s->last_load);
+    if (!again) {
+        s->last_t = phase_s(ev->hw, ev->mem_Bps, load, &s->last_r);
+        memcpy(s->last_load, load, sizeof s->last_load);
+        s->has_last = true;
+    }
+    s->total += s->last_t;
+    s->bound[s->last_r] += s->last_t;
 }
 
 static Resource block_binding(const BlockSum *s)
@@ -179,12 +225,23 @@ static double zero_grad32_loads(const Hardware *hw, const Plan *p, double params
     return stall;
 }
 
-/* The forward and backward loads of block b that move with it through the pipeline. */
-static void block_loads(const Hardware *hw, const Graph *g, const Plan *p, int b,
-                        double F[RES_COUNT], double B[RES_COUNT], double stall[2])
+/* Whether block b's weights are loaded again in backward: all but the last ones resident across
+ * the turn. */
+static bool block_reloads(const Plan *p, int b)
 {
+    int L = p->n_layer, resident = p->weight_buffers < L ? p->weight_buffers : L;
+    return b < L - resident;
+}
+
+/* The forward and backward loads of block b that move with it through the pipeline. What it
+ * reads of the block: its ops' task seconds, act_bytes and whether they run a backward
+ * (ClosedPrices.alike compares these), the block's activations and block_reloads. */
+static void block_loads(const Eval *ev, const Plan *p, int b, double F[RES_COUNT],
+                        double B[RES_COUNT], double stall[2])
+{
+    const Hardware *hw = ev->hw;
+    const Graph *g = ev->g;
     const ModelConfig *c = &g->cfg;
-    int L = c->n_layer, resident = p->weight_buffers < L ? p->weight_buffers : L;
     double w = (double)dtype_bytes(c->dtype), block_w = (double)model_block_params(c) * w;
     memset(F, 0, RES_COUNT * sizeof *F);
     memset(B, 0, RES_COUNT * sizeof *B);
@@ -193,17 +250,17 @@ static void block_loads(const Hardware *hw, const Graph *g, const Plan *p, int b
     double swapped[TIER_COUNT] = {0};
     for (int i = 0; i < g->arch->n_ops; i++) {
         const Op *op = graph_block_op(g, b, i);
-        F[RES_GPU] += cost_gpu_task_s(hw, op, TASK_FWD);
+        F[RES_GPU] += task_s(ev, op, TASK_FWD);
         if (op->bwd_flops > 0 || op->bwd_io_bytes > 0)
-            B[RES_GPU] += cost_gpu_task_s(hw, op, TASK_BWD);
+            B[RES_GPU] += task_s(ev, op, TASK_BWD);
         if (rerun[i])
-            B[RES_GPU] += cost_gpu_task_s(hw, op, TASK_RECOMPUTE);
+            B[RES_GPU] += task_s(ev, op, TASK_RECOMPUTE);
         ActPlace a = plan_act(p, b, i);
         if (a == ACT_CPU || a == ACT_SSD)
             swapped[a] += (double)op->act_bytes;
     }
     double moved = swapped[TIER_CPU] + swapped[TIER_SSD];
-    bool reload = b < L - resident;
+    bool reload = block_reloads(p, b);
     double in_f[RES_COUNT] = {0}, in_b[RES_COUNT] = {0}; /* inbound copies */
     if (p->weights != TIER_GPU) {
         in_f[RES_H2D] += link_s(hw, RES_H2D, block_w);
@@ -242,8 +299,20 @@ static void block_loads(const Hardware *hw, const Graph *g, const Plan *p, int b
         grad_loads(hw, p, (double)model_block_params(c), w, B);
 }
 
-void cost_closed_form(const Hardware *hw, const Graph *g, const Plan *p, ClosedForm *cf)
+/* Whether block b's loads are block b - 1's: everything block_loads reads of the two alike. In a
+ * GPT the blocks' ops are alike and a plan's activations take a few distinct rows (the ladder's
+ * amount splits the blocks in two), so most blocks are their predecessor's again. */
+static bool like_previous(const Eval *ev, const Plan *p, int b)
 {
+    const ActPlace *row = &p->act[b * GRAPH_OPS_PER_BLOCK];
+    return ev->alike && b > 0 && ev->alike[b] && block_reloads(p, b) == block_reloads(p, b - 1) &&
+           !memcmp(row, row - GRAPH_OPS_PER_BLOCK, GRAPH_OPS_PER_BLOCK * sizeof *row);
+}
+
+static void closed_form(const Eval *ev, const Plan *p, ClosedForm *cf)
+{
+    const Hardware *hw = ev->hw;
+    const Graph *g = ev->g;
     memset(cf, 0, sizeof *cf);
     const ModelConfig *c = &g->cfg;
     int L = c->n_layer, M = p->micro_batches;
@@ -258,17 +327,19 @@ void cost_closed_form(const Hardware *hw, const Graph *g, const Plan *p, ClosedF
      * fp32 gradients. */
     BlockSum fsum = {0}, bsum = {0}, osum = {0};
     double O[RES_COUNT] = {0};
+    double fb[RES_COUNT] = {0}, bb[RES_COUNT] = {0}, stall[2] = {0};
     for (int b = 0; b < L; b++) {
-        double fb[RES_COUNT], bb[RES_COUNT], lb[RES_COUNT], stall[2];
-        block_loads(hw, g, p, b, fb, bb, stall);
+        double lb[RES_COUNT];
+        if (!like_previous(ev, p, b)) /* else the previous block's loads are this one's */
+            block_loads(ev, p, b, fb, bb, stall);
         memcpy(lb, bb, sizeof lb);
         cf->stall_s[CF_FORWARD] += stall[0];
         cf->stall_s[CF_BACKWARD] += stall[1] +
             zero_grad32_loads(hw, p, (double)model_block_params(c), plan_subgroup_of_block(p, b),
                               lb);
-        block_add(hw, &fsum, fb);
-        block_add(hw, &bsum, lb);
-        block_add(hw, &osum, bb);
+        block_add(ev, &fsum, fb);
+        block_add(ev, &bsum, lb);
+        block_add(ev, &osum, bb);
         for (int r = 0; r < RES_COUNT; r++) {
             F[r] += fb[r];
             B[r] += lb[r];
@@ -281,9 +352,9 @@ void cost_closed_form(const Hardware *hw, const Graph *g, const Plan *p, ClosedF
         const Op *op = &g->ops[i];
         if (op->block >= 0 && op->block < L)
             continue;
-        fe[RES_GPU] += cost_gpu_task_s(hw, op, TASK_FWD);
+        fe[RES_GPU] += task_s(ev, op, TASK_FWD);
         if (op->bwd_flops > 0 || op->bwd_io_bytes > 0)
-            be[RES_GPU] += cost_gpu_task_s(hw, op, TASK_BWD);
+            be[RES_GPU] += task_s(ev, op, TASK_BWD);
     }
     if (p->weights != TIER_GPU)
         fe[RES_H2D] += link_s(hw, RES_H2D, edge_w / M);
@@ -298,9 +369,9 @@ void cost_closed_form(const Hardware *hw, const Graph *g, const Plan *p, ClosedF
     memcpy(le, be, sizeof le);
     cf->stall_s[CF_BACKWARD] += edge_stall +
         zero_grad32_loads(hw, p, (double)model_embed_params(c), plan_subgroup_count(p) - 1, le);
-    block_add(hw, &fsum, fe);
-    block_add(hw, &bsum, le);
-    block_add(hw, &osum, be);
+    block_add(ev, &fsum, fe);
+    block_add(ev, &bsum, le);
+    block_add(ev, &osum, be);
     for (int r = 0; r < RES_COUNT; r++) {
         F[r] += fe[r];
         B[r] += le[r];
@@ -356,13 +427,13 @@ void cost_closed_form(const Hardware *hw, const Graph *g, const Plan *p, ClosedF
     }
 
     Resource r;
-    double f_total = cost_phase_s(hw, F, &r);
+    double f_total = phase_s(hw, ev->mem_Bps, F, &r);
     cf->phase_s[CF_FORWARD] = fsum.total > f_total ? fsum.total : f_total;
     cf->binding[CF_FORWARD] = fsum.total > f_total ? block_binding(&fsum) : r;
-    double b_total = cost_phase_s(hw, B, &r);
+    double b_total = phase_s(hw, ev->mem_Bps, B, &r);
     cf->phase_s[CF_BACKWARD] = bsum.total > b_total ? bsum.total : b_total;
     cf->binding[CF_BACKWARD] = bsum.total > b_total ? block_binding(&bsum) : r;
-    cf->phase_s[CF_TAIL] = cost_phase_s(hw, T, &cf->binding[CF_TAIL]);
+    cf->phase_s[CF_TAIL] = phase_s(hw, ev->mem_Bps, T, &cf->binding[CF_TAIL]);
     if (tail_chain > 0)
         cf->phase_s[CF_TAIL] = tail_chain;
     if (p->weights != TIER_GPU)
@@ -370,9 +441,62 @@ void cost_closed_form(const Hardware *hw, const Graph *g, const Plan *p, ClosedF
                      (p->weights == TIER_SSD
                           ? solo_s(hw, RES_SSD_READ, link_s(hw, RES_SSD_READ, block_w + edge_w))
                           : 0);
-    double other = cost_phase_s(hw, O, NULL);
+    double other = phase_s(hw, ev->mem_Bps, O, NULL);
     if (osum.total > other)
         other = osum.total;
     cf->iter_s = M * cf->phase_s[CF_FORWARD] + (M - 1) * other + cf->phase_s[CF_BACKWARD] +
                  cf->phase_s[CF_TAIL] + cf->fill_s;
+}
+
+void cost_closed_form(const Hardware *hw, const Graph *g, const Plan *p, ClosedForm *cf)
+{
+    Eval ev = {hw, g, cost_host_mem_Bps(hw), NULL, NULL};
+    closed_form(&ev, p, cf);
+}
+
+/* Whether op a is priced and kept as op b: what block_loads reads of an op. */
+static bool op_alike(const ClosedPrices *cp, const Op *a, const Op *b)
+{
+    const double *ta = &cp->task_s[(a - cp->g->ops) * PRICED_KINDS];
+    const double *tb = &cp->task_s[(b - cp->g->ops) * PRICED_KINDS];
+    bool bwd_a = a->bwd_flops > 0 || a->bwd_io_bytes > 0;
+    bool bwd_b = b->bwd_flops > 0 || b->bwd_io_bytes > 0;
+    return !memcmp(ta, tb, PRICED_KINDS * sizeof *ta) && bwd_a == bwd_b &&
+           a->act_bytes == b->act_bytes;
+}
+
+int cost_closed_prices_init(ClosedPrices *cp, const Hardware *hw, const Graph *g)
+{
+    int L = g->cfg.n_layer;
+    cp->hw = hw;
+    cp->g = g;
+    cp->task_s = malloc(((size_t)g->n_ops * PRICED_KINDS + 1) * sizeof *cp->task_s);
+    cp->alike = calloc((size_t)L + 1, sizeof *cp->alike);
+    if (!cp->task_s || !cp->alike) {
+        cost_closed_prices_free(cp);
+        return -ENOMEM;
+    }
+    for (int i = 0; i < g->n_ops; i++)
+        for (int k = 0; k < PRICED_KINDS; k++)
+            cp->task_s[i * PRICED_KINDS + k] = cost_gpu_task_s(hw, &g->ops[i], (TaskKind)k);
+    for (int b = 1; b < L; b++) {
+        cp->alike[b] = true;
+        for (int i = 0; i < GRAPH_OPS_PER_BLOCK; i++)
+            cp->alike[b] &= op_alike(cp, graph_block_op(g, b, i), graph_block_op(g, b - 1, i));
+    }
+    return 0;
+}
+
+void cost_closed_prices_free(ClosedPrices *cp)
+{
+    free(cp->task_s);
+    free(cp->alike);
+    cp->task_s = NULL;
+    cp->alike = NULL;
+}
+
+void cost_closed_form_priced(const ClosedPrices *cp, const Plan *p, ClosedForm *cf)
+{
+    Eval ev = {cp->hw, cp->g, cost_host_mem_Bps(cp->hw), cp->task_s, cp->alike};
+    closed_form(&ev, p, cf);
 }

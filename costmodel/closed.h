@@ -93,4 +93,28 @@ void cost_closed_form(const Hardware *hw, const Graph *g, const Plan *p, ClosedF
 /* A phase's time from its per-resource alone seconds; binding gets the resource that sets it. */
 double cost_phase_s(const Hardware *hw, const double load_s[RES_COUNT], Resource *binding);
 
+/* Every op task's GPU seconds (cost_gpu_task_s) of graph g on hw, in each kind, and which
+ * blocks' ops are alike, for a search that evaluates the closed form of many plans of one
+ * graph: the planner's, a hundred amounts per configuration, would otherwise price every op of
+ * every block again each time, and work out the loads and phase time of every block where
+ * most are their predecessor's again (alike ops, activations and weight reloads: a GPT's
+ * blocks under the ladder). A plan changes which op tasks run, never what one takes, and a
+ * block like its predecessor has its loads, so cost_closed_form_priced gives
+ * cost_closed_form's numbers, bit for bit. */
+typedef struct ClosedPrices {
+    const Hardware *hw;
+    const Graph *g;
+    double *task_s; /* (n_ops, 3): TASK_FWD, TASK_RECOMPUTE, TASK_BWD */
+    bool *alike;    /* per block: its ops priced and kept as the previous block's */
+} ClosedPrices;
+
+/* Prices g's ops on hw; cp borrows both. Returns 0 or -ENOMEM (then cp holds no prices and
+ * cost_closed_form_priced prices each op as it goes: the same numbers, slower). Freed by
+ * cost_closed_prices_free, safe after a failure. */
+int cost_closed_prices_init(ClosedPrices *cp, const Hardware *hw, const Graph *g);
+void cost_closed_prices_free(ClosedPrices *cp);
+
+/* cost_closed_form(cp->hw, cp->g, p, cf) with the op tasks' seconds of cp. */
+void cost_closed_form_priced(const ClosedPrices *cp, const Plan *p, ClosedForm *cf);
+
 #endif

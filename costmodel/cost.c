@@ -3,6 +3,7 @@
 
 #include <assert.h>
 #include <math.h>
+#include <string.h>
 
 #include "plan.h"
 
@@ -144,10 +145,17 @@ double cost_host_mem_Bps(const Hardware *hw)
 /* Resource r's rate with nothing else busy, every ceiling applied. */
 static double solo_rate(const CostModel *m, Resource r)
 {
+    CostRateCache *cache = m->cache;
+    if (cache && cache->have_solo[r])
+        return cache->solo[r];
     bool busy[RES_COUNT] = {false};
     double rate[RES_COUNT];
     busy[r] = true;
     cost_rates(m, busy, rate);
+    if (cache) {
+        cache->solo[r] = rate[r];
+        cache->have_solo[r] = true;
+    }
     return rate[r];
 }
 
@@ -260,8 +268,15 @@ double cost_sum_core_share(const Hardware *hw)
     return (double)a / (a + s);
 }
 
-void cost_task_rates(const CostModel *m, const Task *const running[RES_COUNT],
-                     double rate[RES_COUNT])
+/* A gradient copy that also adds into the step's sum (several micro-batches). */
+static bool summing_copy(const Task *t)
+{
+    return t->kind == TASK_COPY && t->params > 0;
+}
+
+/* cost_task_rates, worked out. */
+static void task_rates(const CostModel *m, const Task *const running[RES_COUNT],
+                       double rate[RES_COUNT])
 {
     bool busy[RES_COUNT];
     double host[RES_COUNT], link[RES_COUNT];
@@ -274,7 +289,7 @@ void cost_task_rates(const CostModel *m, const Task *const running[RES_COUNT],
         cores[r] = 1;
     for (int r = 0; r < RES_COUNT; r++) {
         const Task *t = running[r];
-        if (!busy[r] || t->kind != TASK_COPY || t->params <= 0)
+        if (!busy[r] || !summing_copy(t))
             continue;
         /* a gradient copy that adds into the step's sum, whose seconds count as bytes at the
          * link's rate: its host memory is the copy's bytes and the sum's (gradient read, sum
@@ -300,6 +315,28 @@ void cost_task_rates(const CostModel *m, const Task *const running[RES_COUNT],
     rates_moving(m, busy, host, link, cores, rate);
 }
 
+void cost_task_rates(const CostModel *m, const Task *const running[RES_COUNT],
+                     double rate[RES_COUNT])
+{
+    unsigned set = 0;
+    bool summing = false;
+    for (int r = 0; r < RES_COUNT; r++)
+        if (running[r]) {
+            set |= 1u << r;
+            summing |= summing_copy(running[r]);
+        }
+    CostRateCache *cache = m->cache;
+    if (!cache || summing) { /* a summing copy's rates depend on the copy */
+        task_rates(m, running, rate);
+        return;
+    }
+    if (!cache->have[set]) {
+        task_rates(m, running, cache->rate[set]);
+        cache->have[set] = true;
+    }
+    memcpy(rate, cache->rate[set], sizeof cache->rate[set]);
+}
+
 double cost_task_alone_s(const CostModel *m, const Task *t)
 {
     return cost_task_work(m, t) / solo_rate(m, t->res);
@@ -309,7 +346,7 @@ double cost_fit_adam_io_GBps(const Hardware *hw, double measured)
 {
     Hardware h = *hw; /* read only: its rates, none of its curves */
     h.cpu_adam_io_GBps = 0;
-    CostModel m = {&h, NULL};
+    CostModel m = {.hw = &h};
     bool busy[RES_COUNT] = {[RES_CPU_ADAM] = true, [RES_H2D] = true, [RES_D2H] = true};
     double rate[RES_COUNT], link[RES_COUNT];
     cost_rates(&m, busy, rate);
@@ -325,7 +362,7 @@ double cost_fit_adam_pcie_GBps(const Hardware *hw, Resource dir, double ratio)
         return 0;
     Hardware h = *hw; /* read only: its rates, none of its curves */
     *(dir == RES_H2D ? &h.cpu_adam_h2d_GBps : &h.cpu_adam_d2h_GBps) = 0;
-    CostModel m = {&h, NULL};
+    CostModel m = {.hw = &h};
     bool busy[RES_COUNT] = {[RES_CPU_ADAM] = true};
     busy[dir] = true;
     double rate[RES_COUNT], link[RES_COUNT];

@@ -85,9 +85,22 @@
  * several micro-batches the gradient is the fp32 sum (34 B); that is not told apart. */
 enum { COST_ADAM_HOST_BYTES = 30 };
 
+/* Rates a simulation asked for before: the engine asks cost_task_rates at every event (tens of
+ * thousands a run) where the busy resources take a few dozen distinct sets. While no running
+ * task is a summing gradient copy the rates depend on which resources are busy alone (64
+ * sets), and every copy's work asks its link's rate alone (solo). Each is worked out the first
+ * time and kept; the owner zeroes it (a CostModel's hardware must not change while it lives). */
+typedef struct CostRateCache {
+    bool have[1 << RES_COUNT];
+    double rate[1 << RES_COUNT][RES_COUNT]; /* by busy set: bit r for resource r */
+    bool have_solo[RES_COUNT];
+    double solo[RES_COUNT];
+} CostRateCache;
+
 typedef struct CostModel {
     const Hardware *hw;
     const Graph *g;
+    CostRateCache *cache; /* NULL: every rate worked out when asked (the same numbers) */
 } CostModel;
 
 /* Seconds a graph op takes on the GPU in the given kind (TASK_FWD, TASK_RECOMPUTE, TASK_BWD). */

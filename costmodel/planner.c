@@ -4,6 +4,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "schedule.h"
@@ -132,44 +133,98 @@ static Tier unit_tier(const SwapLadder *l, int u, double room[TIER_COUNT])
     return t;
 }
 
+/* Unit u's activations (its step's ops in its block) kept in place a. */
+static void set_unit(Plan *p, const SwapLadder *l, int u, ActPlace a)
+{
+    const SwapStep *st = &l->steps[u / l->n_layer];
+    int block = u % l->n_layer;
+    for (int k = 0; k < st->n_ops; k++)
+        plan_set_act(p, block, st->ops[k], a);
+}
+
 void planner_apply(Plan *p, const SwapLadder *l, int n)
 {
     plan_set_inner_act(p, ACT_RECOMPUTE);
     double room[TIER_COUNT];
     memcpy(room, l->room, sizeof room);
-    for (int u = 0; u < n && u < planner_units(l); u++) {
-        const SwapStep *st = &l->steps[u / l->n_layer];
-        int block = u % l->n_layer;
-        Tier t = unit_tier(l, u, room);
-        for (int k = 0; k < st->n_ops; k++)
-            plan_set_act(p, block, st->ops[k], (ActPlace)t);
-    }
+    for (int u = 0; u < n && u < planner_units(l); u++)
+        set_unit(p, l, u, (ActPlace)unit_tier(l, u, room));
 }
 
-static double closed_at(const Hardware *hw, const Graph *g, Plan *p, const SwapLadder *l, int n,
-                        ClosedForm *cf)
+/* One configuration's amounts as the search below visits them, hundreds per configuration
+ * where nothing fits: its plan walked along the ladder, and its ops priced once for the closed
+ * form (ClosedPrices). Each unit's tier is the same whatever the amount (unit_tier's walk from
+ * the ladder's room, in order), so moving from one amount to another sets only the units
+ * between the two, where planner_apply resets every block and walks every unit before the
+ * amount: the same activations, each unit set once per move. */
+typedef struct Amounts {
+    const Hardware *hw;
+    const Graph *g;
+    Plan *p;
+    const SwapLadder *l;
+    ClosedPrices prices;
+    Tier *tier;  /* each unit's; NULL (out of memory): planner_apply at every amount */
+    int applied; /* the amount p's activations are set to */
+} Amounts;
+
+static void amounts_init(Amounts *a, const Hardware *hw, const Graph *g, Plan *p,
+                         const SwapLadder *l)
 {
-    ClosedForm local;
-    planner_apply(p, l, n);
-    cost_closed_form(hw, g, p, cf ? cf : &local);
-    return (cf ? cf : &local)->iter_s;
+    *a = (Amounts){.hw = hw, .g = g, .p = p, .l = l};
+    cost_closed_prices_init(&a->prices, hw, g); /* without prices, the same numbers */
+    int units = planner_units(l);
+    a->tier = malloc(((size_t)units + 1) * sizeof *a->tier);
+    double room[TIER_COUNT];
+    memcpy(room, l->room, sizeof room);
+    for (int u = 0; a->tier && u < units; u++)
+        a->tier[u] = unit_tier(l, u, room);
+    planner_apply(p, l, 0);
 }
 
-static bool fits_at(const Hardware *hw, const Graph *g, Plan *p, const SwapLadder *l, int n)
+static void amounts_free(Amounts *a)
+{
+    cost_closed_prices_free(&a->prices);
+    free(a->tier);
+}
+
+/* Sets the plan's activations as planner_apply(p, l, n) does. */
+static void amounts_set(Amounts *a, int n)
+{
+    int units = planner_units(a->l);
+    n = n < units ? n : units;
+    if (!a->tier) {
+        planner_apply(a->p, a->l, n);
+    } else {
+        for (int u = a->applied - 1; u >= n; u--)
+            set_unit(a->p, a->l, u, ACT_RECOMPUTE);
+        for (int u = a->applied; u < n; u++)
+            set_unit(a->p, a->l, u, (ActPlace)a->tier[u]);
+    }
+    a->applied = n;
+}
+
+static double closed_at(Amounts *a, int n)
+{
+    ClosedForm cf;
+    amounts_set(a, n);
+    cost_closed_form_priced(&a->prices, a->p, &cf);
+    return cf.iter_s;
+}
+
+static bool fits_at(Amounts *a, int n)
 {
     Footprint f;
-    planner_apply(p, l, n);
-    footprint_compute(&f, g, p);
-    return footprint_overflow(&f, hw) == 0;
+    amounts_set(a, n);
+    footprint_compute(&f, a->g, a->p);
+    return footprint_overflow(&f, a->hw) == 0;
 }
 
 /* Minimum of the closed form over units [a, b], where it is convex: bisect on the slope. */
-static int convex_min(const Hardware *hw, const Graph *g, Plan *p, const SwapLadder *l, int a,
-                      int b)
+static int convex_min(Amounts *am, int a, int b)
 {
     while (a < b) {
         int mid = a + (b - a) / 2;
-        double f0 = closed_at(hw, g, p, l, mid, NULL), f1 = closed_at(hw, g, p, l, mid + 1, NULL);
+        double f0 = closed_at(am, mid), f1 = closed_at(am, mid + 1);
         if (f1 < f0 - 1e-12 * f0)
             a = mid + 1;
         else
@@ -185,8 +240,10 @@ int planner_best_units(const Hardware *hw, const Graph *g, Plan *p, const SwapLa
      * maximum of lines, so the time is convex there and bisection finds that run's minimum
      * exactly. Across runs (a new step lands on blocks that differ, or a dearer tier) it need
      * not be, so each run is searched and the best kept. */
+    Amounts am;
+    amounts_init(&am, hw, g, p, l);
     int units = planner_units(l), best = 0;
-    double best_t = closed_at(hw, g, p, l, 0, NULL);
+    double best_t = closed_at(&am, 0);
     double room[TIER_COUNT];
     memcpy(room, l->room, sizeof room);
     int start = 0;
@@ -198,8 +255,8 @@ int planner_best_units(const Hardware *hw, const Graph *g, Plan *p, const SwapLa
             t = unit_tier(l, u, room);
         if (end || t != run_tier || u % l->n_layer == 0) {
             /* run of units [start, u): amounts start .. u */
-            int n = convex_min(hw, g, p, l, start, u);
-            double f = closed_at(hw, g, p, l, n, NULL);
+            int n = convex_min(&am, start, u);
+            double f = closed_at(&am, n);
             if (f < best_t - 1e-12 * best_t) {
                 best = n;
                 best_t = f;
@@ -211,21 +268,21 @@ int planner_best_units(const Hardware *hw, const Graph *g, Plan *p, const SwapLa
     /* Memory is not monotone in the amount (recomputation space shrinks as swap staging
      * grows): if the optimum does not fit, take the nearest amount that fits on either side,
      * the better of the two. */
-    if (!fits_at(hw, g, p, l, best)) {
+    if (!fits_at(&am, best)) {
         int down = best - 1, up = best + 1;
-        while (down >= 0 && !fits_at(hw, g, p, l, down))
+        while (down >= 0 && !fits_at(&am, down))
             down--;
-        while (up <= units && !fits_at(hw, g, p, l, up))
+        while (up <= units && !fits_at(&am, up))
             up++;
         if (down >= 0 && up <= units)
-            best = closed_at(hw, g, p, l, down, NULL) <= closed_at(hw, g, p, l, up, NULL) ? down
-                                                                                        : up;
+            best = closed_at(&am, down) <= closed_at(&am, up) ? down : up;
         else if (down >= 0)
             best = down;
         else if (up <= units)
             best = up;
     }
-    planner_apply(p, l, best);
+    amounts_set(&am, best);
+    amounts_free(&am);
     return best;
 }
 
@@ -320,7 +377,8 @@ static int consider(const Hardware *hw, const Graph *g, Plan *p, bool ladder, Pl
     c->bind_below = c->bind_above = c->cf.binding[CF_BACKWARD];
     if (ladder && n < planner_units(&l)) {
         ClosedForm above;
-        closed_at(hw, g, p, &l, n + 1, &above);
+        planner_apply(p, &l, n + 1);
+        cost_closed_form(hw, g, p, &above);
         c->bind_above = above.binding[CF_BACKWARD];
         planner_apply(p, &l, n);
     }

@@ -69,7 +69,8 @@ int predict_run(Prediction *pr, const Graph *g, const Hardware *hw, const Plan *
     int rc = sched_build(&pr->sched, g, p, iters, e);
     if (rc)
         return rc;
-    CostModel cm = {hw, g};
+    CostRateCache cache = {0};
+    CostModel cm = {.hw = hw, .g = g, .cache = &cache};
     SimModel m = {&cm, work_cb, rates_cb, lead_cb};
     rc = sim_run(&pr->sched, &m, false, &pr->res, e);
     if (rc) {

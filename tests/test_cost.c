@@ -1,6 +1,7 @@
 /* Check suite for costmodel/cost: op times against the formulas in cost.h computed by hand, the
- * rate coupling of PCIe directions and SSD reads and writes, the SSDs' host path ceiling, and
- * host memory shared by the CPU Adam and the links. */
+ * rate coupling of PCIe directions and SSD reads and writes, the SSDs' host path ceiling,
+ * host memory shared by the CPU Adam and the links, and the rate cache (CostRateCache) against
+ * the rates worked out, bit for bit. */
 #include <errno.h>
 #include <math.h>
 
@@ -97,7 +98,7 @@ END_TEST
 START_TEST(rates)
 {
     load(NULL, 0);
-    CostModel m = {&hw, NULL};
+    CostModel m = {.hw = &hw};
     bool busy[RES_COUNT] = {false};
     double rate[RES_COUNT];
     busy[RES_H2D] = true;
@@ -137,7 +138,7 @@ END_TEST
 START_TEST(task_work)
 {
     load(NULL, 0);
-    CostModel m = {&hw, NULL};
+    CostModel m = {.hw = &hw};
     Task copy = {.res = RES_SSD_READ, .kind = TASK_COPY, .bytes = 78e9};
     /* 1 s of bytes plus the 80 us latency */
     ck_assert_double_eq_tol(cost_task_alone_s(&m, &copy), 1 + 80e-6, 1e-12);
@@ -158,7 +159,7 @@ START_TEST(grad_sum_on_the_host)
 {
     const char *sets[] = {"cpu.cores=16", "cpu.mem_GBps=80", "pcie.latency_us=0"};
     load(sets, 3);
-    CostModel m = {&hw, NULL};
+    CostModel m = {.hw = &hw};
     /* 4 threads of 16: 20 GB/s; 1 G bf16 gradients: 10 GB, 0.5 s; the first 6 GB, 0.3 s */
     ck_assert_double_eq_tol(cost_grad_sum_s(&hw, 1e9, 2, false), 0.5, 1e-12);
     ck_assert_double_eq_tol(cost_grad_sum_s(&hw, 1e9, 2, true), 0.3, 1e-12);
@@ -199,7 +200,7 @@ START_TEST(grad_sum_host_demand)
     const char *sets[] = {"cpu.cores=16", "cpu.mem_GBps=61", "cpu.sum_GBps=20",
                           "cpu.adam_Gparams_per_s=2", "pcie.latency_us=0", "ssd.count=1"};
     load(sets, 6);
-    CostModel m = {&hw, NULL};
+    CostModel m = {.hw = &hw};
     double s = 14.0 / 18;
     ck_assert_double_eq_tol(cost_sum_core_share(&hw), s, 1e-15);
     Task adam = {.res = RES_CPU_ADAM, .kind = TASK_ADAM, .params = 1000000000};
@@ -246,6 +247,45 @@ START_TEST(grad_sum_host_demand)
 }
 END_TEST
 
+/* A CostRateCache gives the rates worked out without one, bit for bit: every busy set, asked
+ * twice (the second time from the cache), with a plain or a summing gradient copy from the GPU
+ * among the running tasks (a summing copy's rates depend on it: never kept), and every copy's
+ * work (its link's rate alone). On h200.ini, whose keys use every step of the rates. */
+START_TEST(rate_cache_agrees)
+{
+    Err e;
+    ck_assert_msg(hw_load("h200.ini", NULL, 0, &hw, &e) == 0, "%s", e.msg);
+    CostRateCache cache = {0};
+    CostModel plain = {.hw = &hw}, cached = {.hw = &hw, .cache = &cache};
+    Task task[RES_COUNT];
+    for (int r = 0; r < RES_COUNT; r++)
+        task[r] = (Task){.res = r, .kind = TASK_COPY, .bytes = 1e9};
+    task[RES_GPU].kind = TASK_FWD;
+    task[RES_CPU_ADAM] = (Task){.res = RES_CPU_ADAM, .kind = TASK_ADAM, .params = 1000000000};
+    Task summing = {.res = RES_D2H, .kind = TASK_COPY, .bytes = 2e9, .params = 1000000000,
+                    .micro = 1};
+    for (int sum = 0; sum <= 1; sum++)
+        for (unsigned set = 0; set < 1u << RES_COUNT; set++)
+            for (int again = 0; again <= 1; again++) {
+                const Task *running[RES_COUNT] = {NULL};
+                for (int r = 0; r < RES_COUNT; r++)
+                    if (set & 1u << r)
+                        running[r] = sum && r == RES_D2H ? &summing : &task[r];
+                double want[RES_COUNT], got[RES_COUNT];
+                cost_task_rates(&plain, running, want);
+                cost_task_rates(&cached, running, got);
+                for (int r = 0; r < RES_COUNT; r++)
+                    ck_assert_msg(got[r] == want[r], "busy set %#x, summing %d, resource %d: "
+                                  "%.17g cached, %.17g worked out", set, sum, r, got[r], want[r]);
+            }
+    for (int r = RES_H2D; r <= RES_SSD_WRITE; r++)
+        for (int again = 0; again <= 1; again++)
+            ck_assert(cost_task_work(&cached, &task[r]) == cost_task_work(&plain, &task[r]));
+    ck_assert(cost_task_work(&cached, &summing) == cost_task_work(&plain, &summing));
+    hw_free(&hw);
+}
+END_TEST
+
 /* cpu.adam_io_GBps: the links' bytes slow the Adam task beyond host memory's share, rate / (1 +
  * io / adam_io_GBps); fitted to a measured rate beside both PCIe directions, it gives that rate
  * back; where memory's share explains the measurement there is nothing to fit */
@@ -253,7 +293,7 @@ START_TEST(adam_beside_io)
 {
     const char *sets[] = {"cpu.mem_GBps=200", "cpu.adam_Gparams_per_s=2", "pcie.latency_us=0"};
     load(sets, 3); /* 4090.ini's PCIe: 25 alone, 21 + 21 both ways */
-    CostModel m = {&hw, NULL};
+    CostModel m = {.hw = &hw};
     bool busy[RES_COUNT] = {[RES_CPU_ADAM] = true, [RES_H2D] = true, [RES_D2H] = true};
     double rate[RES_COUNT];
     /* memory asks 60 + 42 of 200: no share; 1.5 measured: 2 / (1 + 42 / X) = 1.5, X = 126 */
@@ -299,7 +339,7 @@ START_TEST(adam_beside_pcie)
     ck_assert_double_eq(cost_fit_adam_pcie_GBps(&hw, RES_H2D, 0), 0);
     hw.cpu_adam_h2d_GBps = 100;
     hw.cpu_adam_d2h_GBps = 50;
-    CostModel m = {&hw, NULL};
+    CostModel m = {.hw = &hw};
     bool busy[RES_COUNT] = {[RES_CPU_ADAM] = true, [RES_H2D] = true};
     double rate[RES_COUNT];
     cost_rates(&m, busy, rate);
@@ -362,7 +402,7 @@ START_TEST(adam_links_fit)
      * leave it 0.8 of alone */
     const char *sets[] = {"cpu.mem_GBps=60", "cpu.adam_Gparams_per_s=4", "pcie.latency_us=0"};
     load(sets, 3);
-    CostModel m = {&hw, NULL};
+    CostModel m = {.hw = &hw};
     bool both[RES_COUNT] = {[RES_CPU_ADAM] = true, [RES_H2D] = true, [RES_D2H] = true};
     double rate[RES_COUNT], strong[2] = {0.7, 0.6}, mild[2] = {1.02, 0.79};
     for (int k = 0; k < 2; k++) {
@@ -394,7 +434,7 @@ START_TEST(adam_beside_gpu)
 {
     const char *sets[] = {"cpu.adam_Gparams_per_s=2", "cpu.adam_gpu_share=0.8"};
     load(sets, 2);
-    CostModel m = {&hw, NULL};
+    CostModel m = {.hw = &hw};
     bool busy[RES_COUNT] = {[RES_CPU_ADAM] = true, [RES_GPU] = true};
     double rate[RES_COUNT], alone[RES_COUNT];
     cost_rates(&m, busy, rate);
@@ -422,7 +462,7 @@ START_TEST(pcie_beside_adam)
 {
     const char *sets[] = {"pcie.h2d_adam_GBps=20", "pcie.d2h_adam_GBps=30"};
     load(sets, 2);
-    CostModel m = {&hw, NULL};
+    CostModel m = {.hw = &hw};
     double rate[RES_COUNT];
     bool busy[RES_COUNT] = {[RES_CPU_ADAM] = true, [RES_H2D] = true};
     cost_rates(&m, busy, rate);
@@ -491,7 +531,7 @@ enum { N_SMALL = sizeof small / sizeof small[0] };
 START_TEST(host_memory_shared)
 {
     load(small, N_SMALL);
-    CostModel m = {&hw, NULL};
+    CostModel m = {.hw = &hw};
     ck_assert_double_eq(cost_host_mem_Bps(&hw), 80e9);
     double rate[RES_COUNT];
     rates_with(&m, (Resource[]){RES_CPU_ADAM}, 1, rate);
@@ -524,7 +564,7 @@ START_TEST(host_memory_floor)
     const char *sets[] = {"cpu.mem_GBps=30", "cpu.adam_Gparams_per_s=1", "ssd.count=1",
                           "ssd.read_GBps=1", "ssd.write_GBps=1"};
     load(sets, 5);
-    CostModel m = {&hw, NULL};
+    CostModel m = {.hw = &hw};
     ck_assert_double_eq(cost_host_mem_Bps(&hw), 42e9);
     double rate[RES_COUNT];
     rates_with(&m, (Resource[]){RES_H2D, RES_D2H}, 2, rate);
@@ -546,7 +586,7 @@ START_TEST(ssd_host_ceiling)
     const char *sets[] = {"ssd.count=4", "ssd.read_GBps=5", "ssd.write_GBps=3",
                           "ssd.duplex_factor=2", "ssd.latency_us=80", "ssd.host_GBps=24"};
     load(sets, 6);
-    CostModel m = {&hw, NULL};
+    CostModel m = {.hw = &hw};
     double rate[RES_COUNT];
     rates_with(&m, (Resource[]){RES_SSD_READ}, 1, rate);
     ck_assert_double_eq(rate[RES_SSD_READ], 20e9);
@@ -593,6 +633,7 @@ int main(void)
     tcase_add_test(tc, host_memory_shared);
     tcase_add_test(tc, host_memory_floor);
     tcase_add_test(tc, ssd_host_ceiling);
+    tcase_add_test(tc, rate_cache_agrees);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

@@ -212,7 +212,7 @@ START_TEST(host_memory_through_cost)
     Hardware hw;
     Err e;
     ck_assert_int_eq(hw_load("4090.ini", sets, 7, &hw, &e), 0);
-    CostModel cm = {&hw, NULL};
+    CostModel cm = {.hw = &hw};
     const SimModel model = {&cm, cost_work, cost_rates_cb, NULL};
     mini_reset();
     int adam = mk(RES_CPU_ADAM, 0, 0), rd = mk(RES_SSD_READ, 0, 0), wr = mk(RES_SSD_WRITE, 0, 0);

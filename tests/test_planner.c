@@ -1,6 +1,7 @@
 /* Check suite for costmodel/closed and costmodel/planner: the closed form's equations on a
- * hand-checkable case, the ladder's order, the exactness of the minimisation against a full
- * scan, memory fitting, and a corner of the planner grid (regret within 2% of a fine sweep).
+ * hand-checkable case, the priced closed form (ClosedPrices) against it bit for bit, the
+ * ladder's order, the exactness of the minimisation against a full scan, memory fitting, and a
+ * corner of the planner grid (regret within 2% of a fine sweep).
  * The full grid runs as a benchmark (bench_planner) and its distributions go in notes. */
 #include <math.h>
 
@@ -151,6 +152,13 @@ START_TEST(minimum_is_exact)
         SwapLadder l;
         planner_ladder(&hw, &g, &p, &l);
         int n = planner_best_units(&hw, &g, &p, &l);
+        /* the search walks the plan from amount to amount: it ends as planner_apply sets n */
+        Plan applied;
+        ck_assert_int_eq(plan_copy(&applied, &p, &e), 0);
+        planner_apply(&applied, &l, n);
+        ck_assert_mem_eq(applied.act, p.act, (size_t)p.n_layer * GRAPH_OPS_PER_BLOCK *
+                                             sizeof *p.act);
+        plan_free(&applied);
         ClosedForm cf;
         cost_closed_form(&hw, &g, &p, &cf);
         double best = INFINITY;
@@ -168,6 +176,76 @@ START_TEST(minimum_is_exact)
                       "a scan finds %.6f s", c, n, cf.iter_s, best);
         teardown_case();
     }
+}
+END_TEST
+
+static void assert_same_closed(const ClosedForm *a, const ClosedForm *b, const char *what)
+{
+    for (int ph = 0; ph < CF_PHASES; ph++) {
+        ck_assert_msg(a->phase_s[ph] == b->phase_s[ph], "%s: phase %d", what, ph);
+        ck_assert_msg(a->binding[ph] == b->binding[ph], "%s: binding %d", what, ph);
+        ck_assert_msg(a->stall_s[ph] == b->stall_s[ph], "%s: stall %d", what, ph);
+        for (int r = 0; r < RES_COUNT; r++)
+            ck_assert_msg(a->load_s[ph][r] == b->load_s[ph][r], "%s: load %d %d", what, ph, r);
+    }
+    ck_assert_msg(a->fill_s == b->fill_s, "%s: fill", what);
+    ck_assert_msg(a->iter_s == b->iter_s, "%s: iteration", what);
+}
+
+/* The closed form with the ops priced once (ClosedPrices) is the closed form, bit for bit: on
+ * the GPU, swapped to each tier along the ladder, at prefetch depth 0 with one activation
+ * buffer, with micro-batches, with blocks unlike the others, and zero-infinity's. */
+START_TEST(closed_form_priced_is_exact)
+{
+    setup_case("4090.ini", "gpt3-13b", 8);
+    ClosedPrices cp;
+    ck_assert_int_eq(cost_closed_prices_init(&cp, &hw, &g), 0);
+    ClosedForm a, b;
+    p.weights = p.optim = TIER_GPU;
+    plan_set_all_act(&p, ACT_GPU, ACT_GPU);
+    cost_closed_form(&hw, &g, &p, &a);
+    cost_closed_form_priced(&cp, &p, &b);
+    assert_same_closed(&a, &b, "all on the GPU");
+    p.weights = p.optim = TIER_SSD;
+    plan_set_all_act(&p, ACT_CPU, ACT_RECOMPUTE);
+    SwapLadder l;
+    planner_ladder(&hw, &g, &p, &l);
+    l.room[TIER_GPU] = 20 * planner_unit_bytes(&l, 0);
+    l.room[TIER_CPU] = 30 * planner_unit_bytes(&l, 0);
+    for (int depth = 0; depth <= 1; depth++)
+        for (int u = 0; u <= planner_units(&l); u += 7) {
+            p.prefetch_depth = depth;
+            p.act_buffers = depth ? 2 : 1;
+            p.micro_batches = depth ? 1 : 2;
+            planner_apply(&p, &l, u);
+            cost_closed_form(&hw, &g, &p, &a);
+            cost_closed_form_priced(&cp, &p, &b);
+            assert_same_closed(&a, &b, "along the ladder");
+        }
+    /* blocks unlike their neighbours (more work in one op, more kept in another) are worked
+     * out on their own */
+    cost_closed_prices_free(&cp);
+    g.ops[graph_block_op(&g, 3, 1) - g.ops].fwd_flops *= 2;
+    g.ops[graph_block_op(&g, 5, 2) - g.ops].act_bytes += 4096;
+    ck_assert_int_eq(cost_closed_prices_init(&cp, &hw, &g), 0);
+    for (int u = 0; u <= planner_units(&l); u += 5) {
+        planner_apply(&p, &l, u);
+        cost_closed_form(&hw, &g, &p, &a);
+        cost_closed_form_priced(&cp, &p, &b);
+        assert_same_closed(&a, &b, "blocks unlike");
+    }
+    plan_free(&p);
+    Err e;
+    ck_assert_int_eq(plan_init(&p, &g, POLICY_ZERO_INFINITY, &e), 0);
+    plan_zero_infinity_config(&p, &g.cfg);
+    cost_closed_form(&hw, &g, &p, &a);
+    cost_closed_form_priced(&cp, &p, &b);
+    assert_same_closed(&a, &b, "zero-infinity");
+    cost_closed_prices_free(&cp);
+    /* without prices (out of memory), the same numbers too */
+    cost_closed_form_priced(&cp, &p, &b);
+    assert_same_closed(&a, &b, "unpriced");
+    teardown_case();
 }
 END_TEST
 
@@ -298,6 +376,7 @@ int main(void)
     tcase_add_test(tc, phase_host_memory);
     tcase_add_test(tc, ladder_order);
     tcase_add_test(tc, minimum_is_exact);
+    tcase_add_test(tc, closed_form_priced_is_exact);
     tcase_add_test(tc, tiers_fill_in_order);
     tcase_add_test(tc, closed_form_zero_infinity);
     tcase_add_test(tc, planner_zero_infinity);

@@ -1,9 +1,10 @@
 /* Check suite for sim/predict on the shipped presets: Fuyou against ZeRO-Infinity on the paper's
  * 4090 testbed (Fuyou shorter, its optimizer overlapping backward; ZeRO-Infinity's step after
- * backward, its sub-groups one after the other), and sanity bounds on the figures fuyou-sim
- * reports. */
+ * backward, its sub-groups one after the other), sanity bounds on the figures fuyou-sim
+ * reports, and its cached rates' timeline against the engine on rates worked out each event. */
 #include <math.h>
 
+#include "cost.h"
 #include "predict.h"
 #include "testutil.h"
 
@@ -133,6 +134,49 @@ START_TEST(report_bounds)
 }
 END_TEST
 
+static double work_uncached(void *ctx, const Task *t)
+{
+    return cost_task_work(ctx, t);
+}
+
+static void rates_uncached(void *ctx, const Task *const running[RES_COUNT],
+                           double rate[RES_COUNT])
+{
+    cost_task_rates(ctx, running, rate);
+}
+
+static double lead_uncached(void *ctx, const Task *t)
+{
+    return cost_task_lead_s(ctx, t);
+}
+
+/* predict_run's rates come through a CostRateCache: its timeline is the one of the cost model
+ * working every rate out at every event, bit for bit (two micro-batches, so summing gradient
+ * copies beside the Adam; weights and states on SSD). */
+START_TEST(rate_cache_same_timeline)
+{
+    Case c;
+    Err e;
+    ck_assert_int_eq(graph_init(&c.g, model_preset_find("gpt3-1.3b"), 4, 1024, &e), 0);
+    ck_assert_int_eq(plan_init(&c.p, &c.g, POLICY_FUYOU, &e), 0);
+    c.p.weights = c.p.optim = TIER_SSD;
+    c.p.micro_batches = 2;
+    plan_set_all_act(&c.p, ACT_CPU, ACT_RECOMPUTE);
+    ck_assert_int_eq(predict_run(&c.pr, &c.g, &hw, &c.p, 2, &e), 0);
+    CostModel cm = {.hw = &hw, .g = &c.g};
+    SimModel m = {&cm, work_uncached, rates_uncached, lead_uncached};
+    SimResult r;
+    ck_assert_int_eq(sim_run(&c.pr.sched, &m, false, &r, &e), 0);
+    ck_assert_int_eq(r.events, c.pr.res.events);
+    for (int t = 0; t < r.n_tasks; t++) {
+        ck_assert_msg(r.start[t] == c.pr.res.start[t], "%s", c.pr.sched.tasks[t].id);
+        ck_assert_msg(r.end[t] == c.pr.res.end[t], "%s", c.pr.sched.tasks[t].id);
+    }
+    sim_result_free(&r);
+    release(&c);
+}
+END_TEST
+
 int main(void)
 {
     Err e;
@@ -146,6 +190,7 @@ int main(void)
     tcase_add_test(tc, fuyou_vs_zero_infinity_13b);
     tcase_add_test(tc, fuyou_vs_zero_infinity_175b);
     tcase_add_test(tc, report_bounds);
+    tcase_add_test(tc, rate_cache_same_timeline);
     suite_add_tcase(s, tc);
     int rc = tu_run(s);
     hw_free(&hw);
