@@ -304,9 +304,10 @@ static void block_loads(const Eval *ev, const Plan *p, int b, double F[RES_COUNT
  * amount splits the blocks in two), so most blocks are their predecessor's again. */
 static bool like_previous(const Eval *ev, const Plan *p, int b)
 {
-    const ActPlace *row = &p->act[b * GRAPH_OPS_PER_BLOCK];
+    int n = p->arch->n_ops;
+    const ActPlace *row = &p->act[b * n];
     return ev->alike && b > 0 && ev->alike[b] && block_reloads(p, b) == block_reloads(p, b - 1) &&
-           !memcmp(row, row - GRAPH_OPS_PER_BLOCK, GRAPH_OPS_PER_BLOCK * sizeof *row);
+           !memcmp(row, row - n, (size_t)n * sizeof *row);
 }
 
 static void closed_form(const Eval *ev, const Plan *p, ClosedForm *cf)
@@ -481,7 +482,7 @@ int cost_closed_prices_init(ClosedPrices *cp, const Hardware *hw, const Graph *g
             cp->task_s[i * PRICED_KINDS + k] = cost_gpu_task_s(hw, &g->ops[i], (TaskKind)k);
     for (int b = 1; b < L; b++) {
         cp->alike[b] = true;
-        for (int i = 0; i < GRAPH_OPS_PER_BLOCK; i++)
+        for (int i = 0; i < g->arch->n_ops; i++)
             cp->alike[b] &= op_alike(cp, graph_block_op(g, b, i), graph_block_op(g, b - 1, i));
     }
     return 0;

@@ -5,6 +5,7 @@
  * The full grid runs as a benchmark (bench_planner) and its distributions go in notes. */
 #include <math.h>
 
+#include "gpt2_arch.h"
 #include "planner_grid.h"
 #include "testutil.h"
 
@@ -148,7 +149,7 @@ START_TEST(minimum_is_exact)
                                     &e), 0);
         ck_assert_int_eq(plan_init(&p, &g, POLICY_FUYOU, &e), 0);
         footprint_auto_place(&p, &g, &hw);
-        plan_set_all_act(&p, plan_act(&p, 0, 0), ACT_RECOMPUTE);
+        plan_set_all_act(&p, plan_act(&p, 0, BLOCK_CKPT_OP), ACT_RECOMPUTE);
         SwapLadder l;
         planner_ladder(&hw, &g, &p, &l);
         int n = planner_best_units(&hw, &g, &p, &l);
@@ -156,7 +157,7 @@ START_TEST(minimum_is_exact)
         Plan applied;
         ck_assert_int_eq(plan_copy(&applied, &p, &e), 0);
         planner_apply(&applied, &l, n);
-        ck_assert_mem_eq(applied.act, p.act, (size_t)p.n_layer * GRAPH_OPS_PER_BLOCK *
+        ck_assert_mem_eq(applied.act, p.act, (size_t)p.n_layer * (size_t)p.arch->n_ops *
                                              sizeof *p.act);
         plan_free(&applied);
         ClosedForm cf;
@@ -225,8 +226,8 @@ START_TEST(closed_form_priced_is_exact)
     /* blocks unlike their neighbours (more work in one op, more kept in another) are worked
      * out on their own */
     cost_closed_prices_free(&cp);
-    g.ops[graph_block_op(&g, 3, 1) - g.ops].fwd_flops *= 2;
-    g.ops[graph_block_op(&g, 5, 2) - g.ops].act_bytes += 4096;
+    g.ops[graph_block_op_index(&g, 3, GPT2_QKV)].fwd_flops *= 2;
+    g.ops[graph_block_op_index(&g, 5, GPT2_ATTN)].act_bytes += 4096;
     ck_assert_int_eq(cost_closed_prices_init(&cp, &hw, &g), 0);
     for (int u = 0; u <= planner_units(&l); u += 5) {
         planner_apply(&p, &l, u);

@@ -291,7 +291,7 @@ START_TEST(zero_infinity_config)
         ck_assert_int_eq(pp.state_buffers, 1);
         ck_assert_int_eq(pp.weights, want[i].home);
         ck_assert_int_eq(pp.optim, TIER_SSD);
-        ck_assert_int_eq(plan_act(&pp, 3, 0), ACT_CPU);
+        ck_assert_int_eq(plan_act(&pp, 3, BLOCK_CKPT_OP), ACT_CPU);
         ck_assert_int_eq(plan_act(&pp, 3, 6), ACT_RECOMPUTE);
         plan_free(&pp);
         graph_free(&gg);
