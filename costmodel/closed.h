@@ -17,10 +17,9 @@
  * It is exact when the phase's memory-bound resources overlap from end to end; where they
  * overlap in part (a weight copy during a fraction of a long Adam) the simulator slows the
  * Adam while the copy runs, so the phase is longer than both mem and the Adam alone, and the
- * closed form is optimistic; it also leaves out cpu.adam_io_GBps's and adam_h2d_GBps /
- * adam_d2h_GBps's slowdowns of the Adam beside the links and cpu.adam_gpu_share's beside the
- * GPU, and counts a gradient sum's host bytes at
- * its link's rate (the simulator does neither: the planner simulates each candidate configuration, the closed form picks only the
+ * closed form is optimistic; it also leaves out the cores a gradient sum's threads take from
+ * the Adam, and counts a gradient sum's host bytes at its link's rate (the simulator does
+ * neither: the planner simulates each candidate configuration, the closed form picks only the
  * swap amount within one). A
  * phase bound by mem names as binding the resource that moves the most of those bytes. A copy
  * that runs by itself (stalls, the fill, the tail's chain) takes its alone seconds on the SSDs

@@ -47,10 +47,7 @@ double cost_gpu_adam_s(const Hardware *hw, double params)
 double cost_grad_sum_s(const Hardware *hw, double params, double grad_bytes, bool first)
 {
     double share = (double)plan_grad_sum_threads(hw->cpu_cores) / hw->cpu_cores;
-    double GBps = hw->cpu_sum_GBps > 0 ? hw->cpu_sum_GBps
-                                       : hw->cpu_mem_GBps * (share < 1 ? share : 1);
-    if (first && hw->cpu_sum_first_GBps > 0)
-        GBps = hw->cpu_sum_first_GBps;
+    double GBps = hw->cpu_mem_GBps * (share < 1 ? share : 1);
     return params * (double)grad_sum_bytes((size_t)grad_bytes, first) / (GBps * 1e9);
 }
 
@@ -181,50 +178,16 @@ double cost_task_work(const CostModel *m, const Task *t)
     return 0;
 }
 
-/* Bytes per second the links move at these rates, each link[r] bytes per unit of work. */
-static double link_io_Bps(const double link[RES_COUNT], const double rate[RES_COUNT])
-{
-    double io = 0;
-    for (int r = 0; r < RES_COUNT; r++)
-        io += rate[r] * link[r];
-    return io;
-}
-
-/* The most the CPU Adam runs beside the PCIe copies at these rates (cpu.adam_h2d_GBps,
- * adam_d2h_GBps): its rate alone, at its share of the cores, over 1 + what each direction's
- * link moves / its key; with no key, its rate alone. */
-static double adam_beside_pcie(const Hardware *hw, const double link[RES_COUNT],
-                               const double *cores, const double rate[RES_COUNT])
-{
-    double key[RES_COUNT] = {[RES_H2D] = hw->cpu_adam_h2d_GBps,
-                             [RES_D2H] = hw->cpu_adam_d2h_GBps};
-    double slow = 1;
-    for (int r = RES_H2D; r <= RES_D2H; r++)
-        if (key[r] > 0)
-            slow += rate[r] * link[r] / (key[r] * 1e9);
-    return cost_alone_rate(hw, RES_CPU_ADAM) * (cores ? cores[RES_CPU_ADAM] : 1) / slow;
-}
-
-/* cost_rates with each busy resource moving host[r] bytes of host memory and link[r] bytes
- * over its link per unit of work, its rate first multiplied by cores[r] (the share of the
- * cores its threads get; NULL: all 1); the CPU Adam then at most adam_beside_pcie, divided
- * by 1 + io / cpu.adam_io_GBps, and while the GPU is busy multiplied by cpu.adam_gpu_share. */
+/* cost_rates with each busy resource moving host[r] bytes of host memory per unit of work, its
+ * rate first multiplied by cores[r] (the share of the cores its threads get; NULL: all 1). */
 static void rates_moving(const CostModel *m, const bool busy[RES_COUNT],
-                         const double host[RES_COUNT], const double link[RES_COUNT],
-                         const double *cores, double rate[RES_COUNT])
+                         const double host[RES_COUNT], const double *cores,
+                         double rate[RES_COUNT])
 {
     const Hardware *hw = m->hw;
     link_rates(hw, busy, rate);
     for (int r = 0; cores && r < RES_COUNT; r++)
         rate[r] *= cores[r];
-    /* beside the CPU Adam a PCIe direction moves at most what was measured there
-     * (pcie.*_adam_GBps): over the link's part of the work, link[r] (a summing copy's sum runs
-     * on at its own pace) */
-    double cap[RES_COUNT] = {[RES_H2D] = hw->h2d_adam_GBps * 1e9,
-                             [RES_D2H] = hw->d2h_adam_GBps * 1e9};
-    for (int r = RES_H2D; r <= RES_D2H && busy[RES_CPU_ADAM]; r++)
-        if (cap[r] > 0 && rate[r] > cap[r] && link[r] > 0)
-            rate[r] /= 1 - link[r] + link[r] * rate[r] / cap[r];
     /* host memory, shared in proportion to demand; the ceiling is only worked out when the
      * demand passes mem_GBps, which it can only raise */
     double demand = host_demand(host, rate);
@@ -233,33 +196,13 @@ static void rates_moving(const CostModel *m, const bool busy[RES_COUNT],
         for (int r = 0; r < RES_COUNT; r++)
             if (host[r] > 0)
                 rate[r] *= ceiling / demand;
-    if (busy[RES_CPU_ADAM])
-        rate[RES_CPU_ADAM] = fmin(rate[RES_CPU_ADAM], adam_beside_pcie(hw, link, cores, rate));
-    if (busy[RES_CPU_ADAM] && hw->cpu_adam_io_GBps > 0)
-        rate[RES_CPU_ADAM] /= 1 + link_io_Bps(link, rate) / (hw->cpu_adam_io_GBps * 1e9);
-    /* the cores the GPU lane and the dispatcher hold while a GPU task runs */
-    if (busy[RES_CPU_ADAM] && busy[RES_GPU] && hw->cpu_adam_gpu_share > 0)
-        rate[RES_CPU_ADAM] *= hw->cpu_adam_gpu_share;
-}
-
-/* Bytes a resource's link moves per unit of its work: 1 for the PCIe and SSD links. */
-static double link_bytes(Resource r)
-{
-    return r >= RES_H2D && r <= RES_SSD_WRITE ? 1 : 0;
-}
-
-static void resource_link_bytes(const bool busy[RES_COUNT], double link[RES_COUNT])
-{
-    for (int r = 0; r < RES_COUNT; r++)
-        link[r] = busy[r] ? link_bytes(r) : 0;
 }
 
 void cost_rates(const CostModel *m, const bool busy[RES_COUNT], double rate[RES_COUNT])
 {
-    double host[RES_COUNT], link[RES_COUNT];
+    double host[RES_COUNT];
     resource_host_bytes(busy, host);
-    resource_link_bytes(busy, link);
-    rates_moving(m, busy, host, link, NULL, rate);
+    rates_moving(m, busy, host, NULL, rate);
 }
 
 double cost_sum_core_share(const Hardware *hw)
@@ -279,11 +222,10 @@ static void task_rates(const CostModel *m, const Task *const running[RES_COUNT],
                        double rate[RES_COUNT])
 {
     bool busy[RES_COUNT];
-    double host[RES_COUNT], link[RES_COUNT];
+    double host[RES_COUNT];
     for (int r = 0; r < RES_COUNT; r++)
         busy[r] = running[r] != NULL;
     resource_host_bytes(busy, host);
-    resource_link_bytes(busy, link);
     double cores[RES_COUNT];
     for (int r = 0; r < RES_COUNT; r++)
         cores[r] = 1;
@@ -293,12 +235,11 @@ static void task_rates(const CostModel *m, const Task *const running[RES_COUNT],
             continue;
         /* a gradient copy that adds into the step's sum, whose seconds count as bytes at the
          * link's rate: its host memory is the copy's bytes and the sum's (gradient read, sum
-         * read unless first, sum written) over its work, its link's only the copy's */
+         * read unless first, sum written) over its work */
         double work = cost_task_work(m, t);
         double sum_bytes = (double)grad_sum_bytes((size_t)(t->bytes / (double)t->params),
                                                   t->micro == 0);
         host[r] = ((double)t->bytes + sum_bytes * (double)t->params) / work;
-        link[r] = (double)t->bytes / work;
         if (busy[RES_CPU_ADAM]) {
             /* the sum's threads and the Adam's share the Adam's cores while the sum runs, after
              * the copy on the same lane: the copy's sum, f of its work, at the share of its
@@ -312,7 +253,7 @@ static void task_rates(const CostModel *m, const Task *const running[RES_COUNT],
             cores[RES_CPU_ADAM] = 1 - q * (1 - share);
         }
     }
-    rates_moving(m, busy, host, link, cores, rate);
+    rates_moving(m, busy, host, cores, rate);
 }
 
 void cost_task_rates(const CostModel *m, const Task *const running[RES_COUNT],
@@ -340,50 +281,6 @@ void cost_task_rates(const CostModel *m, const Task *const running[RES_COUNT],
 double cost_task_alone_s(const CostModel *m, const Task *t)
 {
     return cost_task_work(m, t) / solo_rate(m, t->res);
-}
-
-double cost_fit_adam_io_GBps(const Hardware *hw, double measured)
-{
-    Hardware h = *hw; /* read only: its rates, none of its curves */
-    h.cpu_adam_io_GBps = 0;
-    CostModel m = {.hw = &h};
-    bool busy[RES_COUNT] = {[RES_CPU_ADAM] = true, [RES_H2D] = true, [RES_D2H] = true};
-    double rate[RES_COUNT], link[RES_COUNT];
-    cost_rates(&m, busy, rate);
-    resource_link_bytes(busy, link);
-    double slow = rate[RES_CPU_ADAM] / measured;
-    return slow > 1 ? link_io_Bps(link, rate) / (slow - 1) / 1e9 : 0;
-}
-
-double cost_fit_adam_pcie_GBps(const Hardware *hw, Resource dir, double ratio)
-{
-    assert(dir == RES_H2D || dir == RES_D2H);
-    if (!(ratio > 0 && ratio < 1))
-        return 0;
-    Hardware h = *hw; /* read only: its rates, none of its curves */
-    *(dir == RES_H2D ? &h.cpu_adam_h2d_GBps : &h.cpu_adam_d2h_GBps) = 0;
-    CostModel m = {.hw = &h};
-    bool busy[RES_COUNT] = {[RES_CPU_ADAM] = true};
-    busy[dir] = true;
-    double rate[RES_COUNT], link[RES_COUNT];
-    resource_link_bytes(busy, link);
-    cost_rates(&m, busy, rate);
-    /* the rate before the io step (cpu.adam_io_GBps, applied after the key's bound) that
-     * leaves the measured one after it; the key's bound, alone / (1 + copy / key), is that */
-    double io = h.cpu_adam_io_GBps > 0 ? link_io_Bps(link, rate) / (h.cpu_adam_io_GBps * 1e9)
-                                       : 0;
-    double alone = cost_alone_rate(&h, RES_CPU_ADAM), want = alone * ratio * (1 + io);
-    if (rate[RES_CPU_ADAM] * (1 + io) <= want * (1 + 1e-12) || want >= alone)
-        return 0;
-    return rate[dir] * link[dir] / (alone / want - 1) / 1e9;
-}
-
-void cost_fit_adam_links(Hardware *hw, double both, const double ratio[2])
-{
-    hw->cpu_adam_h2d_GBps = hw->cpu_adam_d2h_GBps = 0;
-    hw->cpu_adam_io_GBps = cost_fit_adam_io_GBps(hw, both);
-    hw->cpu_adam_h2d_GBps = cost_fit_adam_pcie_GBps(hw, RES_H2D, ratio[0]);
-    hw->cpu_adam_d2h_GBps = cost_fit_adam_pcie_GBps(hw, RES_D2H, ratio[1]);
 }
 
 /* The executor's own time before each GPU op task (gpu.task_us). */

@@ -3,18 +3,16 @@
  * The simulator's engine knows nothing of hardware: it asks this module how much work a task is
  * and how fast each resource goes given which resources are busy. Work is seconds for the GPU,
  * parameters for the CPU optimizer and bytes for links. Rates, in these steps (ARCHITECTURE.md,
- * "The resource model"):
+ * "The resource model"; each term's evidence in MEASUREMENTS.md, "The cost model's terms"):
  *   alone  gpu 1; cpu_adam adam_Gparams_per_s; h2d_GBps, d2h_GBps; the SSDs, all `count`
  *          striped devices: R = count * read_GBps, W = count * write_GBps.
- *   links  PCIe: h2d runs at h2d_bidir_GBps while d2h is busy (and vice versa); while the
- *          CPU Adam runs, at most at pcie.h2d_adam_GBps (d2h at d2h_adam_GBps) where given:
- *          the H200 traces show copies to the GPU at 37-46 GB/s beside the Adam against 55
- *          alone, copies from it unslowed, where host memory's ceiling slows neither.
- *          SSD: reads and writes together run at read_bidir_GBps and write_bidir_GBps (times
- *          count) where the ini gives them (measured), else each gets a duplex/2 share, so
- *          r/R + w/W = duplex;
- *          then the host path's ceiling H = ssd.host_GBps (when given): r + w <= H, both scaled
- *          by H / (r + w) where above it (alone too).
+ *   links  PCIe: h2d runs at h2d_bidir_GBps while d2h is busy (and vice versa). SSD: reads and
+ *          writes together run at read_bidir_GBps and write_bidir_GBps (times count) where the
+ *          ini gives them, else each gets a duplex/2 share, so r/R + w/W = duplex; then the host
+ *          path's ceiling H = ssd.host_GBps (when given): r + w <= H, both scaled by H / (r + w)
+ *          where above it (alone too).
+ *   cores  a resource whose threads share cores with another's runs at that share of its rate
+ *          (cost_sum_core_share: the micro-batch sum's threads beside the CPU Adam's).
  *   memory every busy resource but the GPU moves host memory: d bytes per unit of work, 1 for
  *          the links (every byte an SSD or a PCIe copy moves is read from or written to host
  *          memory), COST_ADAM_HOST_BYTES per parameter for cpu_adam. When the busy resources
@@ -22,36 +20,14 @@
  *          by D / demand (proportionally: no stream has priority at the memory controller).
  *          D = cpu.mem_GBps, raised to the largest demand of any one configuration whose rates
  *          the ini states (each resource alone, PCIe both ways, the SSDs both ways): those were
- *          measured through the same memory, so it moves at least that much and none of them is
- *          slowed by sharing (h200.ini: 151 GB/s, what fuyou-profile saw the Adam and PCIe
- *          copies both ways move at once).
- *   pcie   then the CPU Adam task runs at most at its rate alone (times its share of the
- *          cores) / (1 + h2d / cpu.adam_h2d_GBps + d2h / adam_d2h_GBps), h2d and d2h what each
- *          busy direction moves, where the keys are given. Profile j (traces/samples): the
- *          Adam beside pinned copies from the GPU (54.4 GB/s) at 0.80 of its rate alone just
- *          before and after, where host memory's share gives 0.835; beside copies to the GPU
- *          (45.5) as fast as alone (no key; the share gives 0.889). On another machine's
- *          traces the Adam tasks ran ~11% longer over copies to the GPU and ~14% over copies
- *          from it than the model had them without this step.
- *   adam   then the CPU Adam task, where cpu.adam_io_GBps is given, is divided by 1 + io /
- *          adam_io_GBps, io the bytes per second the busy links move (fitted first, to the
- *          Adam beside copies both ways: profile j 1.915 G params/s where the share gives
- *          1.993; the PCIe keys after it, with it in effect: cost_fit_adam_links). While the
- *          GPU is busy too, it is multiplied by cpu.adam_gpu_share where given: the GPU lane
- *          and the dispatcher each hold a core
- *          then (the dispatcher spins; pipe_exec.c).
+ *          measured through the same memory, so none of them is slowed by sharing it.
  * A copy's fixed latency (pcie or ssd latency_us) is added as bytes at the rate its link has
  * alone. A gradient copy of a step with several micro-batches also adds its parameters into the
- * step's sum on the host, on the same lane after the copy: grad_sum_bytes per parameter (model.h:
- * the gradient read, the sum written, and read but in the step's first micro-batch) at
- * cpu.sum_GBps (measured), else at cpu.mem_GBps *
- * min(1, t / cores), t = plan_grad_sum_threads, added as bytes at the rate the link has alone;
- * in the memory step such a copy asks for what it moves over its time (the copy's and the
- * sum's bytes), not its link's rate: the sum's few threads run well below it. Beside the CPU
- * Adam the sum's threads and the Adam's share the Adam's cores (cost_sum_core_share: A / (A +
- * S), A and S their thread counts, plan.h; 14 / 18 on 16 cores), applied before the memory
- * step to the Adam and to the sum's part of the copy: the H200 traces showed the Adam tasks
- * beside a summing copy 18-42% slower than the model had them without it, the copies +17%.
+ * step's sum on the host, on the same lane after the copy: grad_sum_bytes per parameter (model.h)
+ * at cpu.mem_GBps * min(1, t / cores), t = plan_grad_sum_threads, added as bytes at the rate the
+ * link has alone; in the memory step such a copy asks for what it moves over its time (the
+ * copy's and the sum's bytes), not its link's rate, and beside the CPU Adam the sum's threads
+ * and the Adam's share the Adam's cores over the sum's part of the copy.
  * GPU op times (op from graph.h, P = bf16_TFLOPS, B = mem_GBps, l = launch_us):
  *   GEMM forward       2mnk / (P * eff(m,n,k)) + io_bytes / B + l
  *   GEMM backward      4mnk / (P * eff(m,n,k)) + io_bytes / B + 2l   (input and weight
@@ -117,8 +93,7 @@ double cost_attention_work(const Op *op, TaskKind kind);
 double cost_gpu_adam_s(const Hardware *hw, double params);
 
 /* Seconds the host takes to add `params` gradients of grad_bytes each into a float sum (the
- * step's first micro-batch writes it): their bytes (grad_sum_bytes, model.h) at cpu.sum_GBps
- * (the first micro-batch's at cpu.sum_first_GBps where given), or without it at mem_GBps times
+ * step's first micro-batch writes it): their bytes (grad_sum_bytes, model.h) at mem_GBps times
  * the sum threads' share of the cores. */
 double cost_grad_sum_s(const Hardware *hw, double params, double grad_bytes, bool first);
 
@@ -137,33 +112,9 @@ double cost_sum_core_share(const Hardware *hw);
 /* The same given the task each resource runs (NULL: idle), what the engine asks: a gradient
  * copy that adds into the step's sum moves host memory at the copy's and the sum's bytes over
  * its time, not at its link's rate (the sum's threads run below it); beside the Adam its sum
- * and the Adam share the Adam's cores (cost_sum_core_share, over the sum's part), and a
- * pcie.*_adam_GBps cap slows only its link's part. */
+ * and the Adam share the Adam's cores (cost_sum_core_share, over the sum's part). */
 void cost_task_rates(const CostModel *m, const Task *const running[RES_COUNT],
                      double rate[RES_COUNT]);
-
-/* The cpu.adam_io_GBps with which these rates give the CPU Adam task `measured` parameters a
- * second beside both PCIe directions (what fuyou-profile measures); 0 where host memory's share
- * alone slows it that much. */
-double cost_fit_adam_io_GBps(const Hardware *hw, double measured);
-
-/* The cpu.adam_h2d_GBps (dir RES_H2D) or adam_d2h_GBps (RES_D2H) with which the CPU Adam task
- * beside copies that way runs at `ratio` of its rate alone (what fuyou-profile measures: the
- * Adam beside pinned copies one way over alone just before and after), the hardware's other
- * keys as they are (cpu.adam_io_GBps included: fit the two in turn, as fuyou-profile does);
- * 0 where host memory's share and the io step alone slow it that much, or ratio is not in
- * (0, 1). */
-double cost_fit_adam_pcie_GBps(const Hardware *hw, Resource dir, double ratio);
-
-/* cpu.adam_io_GBps, then adam_h2d_GBps and adam_d2h_GBps with it in effect, fitted to what
- * fuyou-profile measures: the Adam task's rate beside pinned copies both ways (`both`,
- * parameters a second) and its ratio beside copies one way to its rate alone (ratio[0] to the
- * GPU, ratio[1] from it). Each one-way ratio comes back exactly (a key nothing is left to
- * explain is 0: there the model may run the Adam slower than measured); the both-ways rate
- * where the keys' bound is above host memory's share there (the H200's profiles), else the
- * model runs it slower. Three measurements and this resource model have no exact joint fit in
- * general (the io step divides every link's bytes after the keys' bound). */
-void cost_fit_adam_links(Hardware *hw, double both, const double ratio[2]);
 
 /* Resource r's rate alone in work per second, before the SSD host ceiling and host memory
  * (the closed form's "alone seconds" are work over this). */

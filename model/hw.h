@@ -56,10 +56,6 @@ typedef struct Hardware {
     /* [pcie] */
     double h2d_GBps, d2h_GBps;             /* pinned, each direction alone */
     double h2d_bidir_GBps, d2h_bidir_GBps; /* each direction while the other runs */
-    double h2d_adam_GBps, d2h_adam_GBps;   /* optional: the most each direction moves while the
-                                              CPU Adam task runs (the DMA's host memory traffic
-                                              beside the Adam's; fuyou-profile: pinned copies one
-                                              way beside it); 0: no such cap */
     double pcie_latency_us;
 
     /* [cpu] */
@@ -67,27 +63,8 @@ typedef struct Hardware {
     int cpu_cores;
     double cpu_mem_GBps;       /* host memory, bytes read plus written; the cores, PCIe and
                                   SSD transfers share it (costmodel/cost.h) */
-    double adam_Gparams_per_s; /* fp32 AdamW over master, m, v with all cores */
-    double cpu_adam_io_GBps;   /* optional: I/O beside the Adam task slows it beyond host
-                                  memory's share: its rate / (1 + io / adam_io_GBps), io the
-                                  bytes per second the links (PCIe, SSD) move meanwhile
-                                  (fuyou-profile: the Adam beside pinned copies both ways); 0:
-                                  none */
-    double cpu_adam_h2d_GBps, cpu_adam_d2h_GBps; /* optional: copies one way beside the Adam
-                                  task slow it beyond host memory's share: at most its rate /
-                                  (1 + h2d / adam_h2d_GBps + d2h / adam_d2h_GBps), h2d and d2h
-                                  the bytes per second each direction moves meanwhile
-                                  (fuyou-profile: the Adam beside pinned copies one way, over
-                                  alone just before and after); 0: none */
-    double cpu_adam_gpu_share; /* optional: the share of its rate the Adam task keeps while a
-                                  GPU task runs (the executor's GPU lane and its dispatcher each
-                                  hold a core then; fuyou-profile: the Adam beside empty GPU
-                                  tasks run as the pipeline runs them, over alone); 0: 1 */
-    double cpu_sum_first_GBps; /* optional: the same for the step's first micro-batch, which
-                                  writes the sum without reading it; 0: sum_GBps */
-    double cpu_sum_GBps;       /* optional: host memory bytes a second the executor's
-                                  gradient-sum threads move (exec/optim/grad_sum.h); 0: their
-                                  share of the cores of mem_GBps */
+    double adam_Gparams_per_s; /* the CPU Adam task (the pipeline's: gradient norm and AdamW)
+                                  at the pipeline's thread count, alone */
 
     /* [ssd] */
     char ssd_name[64];

@@ -377,6 +377,40 @@ START_TEST(regress_script)
 }
 END_TEST
 
+/* The regression's predictions, by this build's cost model: tools/repredict.sh over the 39
+ * measured runs of traces/samples/regression-2026-12-01-j.tsv gives exactly the rows kept
+ * beside it (regression-2026-12-01-j.repredicted.tsv: a change to the cost model changes them,
+ * on purpose, and the file with it), within the fidelity goals (median |error| at most 3%,
+ * worst at most 8%) */
+START_TEST(repredict_regression)
+{
+    const char *script = getenv("REPREDICT_SH"), *build = getenv("BUILD_ROOT"),
+               *samples = getenv("SAMPLES_DIR");
+    ck_assert_ptr_nonnull(script);
+    ck_assert_ptr_nonnull(build);
+    ck_assert_ptr_nonnull(samples);
+    char cmd[1024], kept[256];
+    snprintf(cmd, sizeof cmd, "bash '%s' --build '%s' '%s/regression-2026-12-01-j.tsv' 2>&1",
+             script, build, samples);
+    ck_assert_int_eq(tu_run_shell(cmd, out, sizeof out), 0);
+    snprintf(kept, sizeof kept, "%s/regression-2026-12-01-j.repredicted.tsv", samples);
+    FILE *f = fopen(kept, "r");
+    ck_assert_ptr_nonnull(f);
+    static char want[sizeof out];
+    size_t n = fread(want, 1, sizeof want - 1, f);
+    want[n] = 0;
+    fclose(f);
+    ck_assert_msg(!strcmp(out, want), "the predictions differ from %s:\n%s", kept, out);
+    const char *sum = strstr(out, "# 39 runs: iteration time |error| median ");
+    ck_assert_ptr_nonnull(sum);
+    double median, worst;
+    ck_assert_int_eq(sscanf(sum, "# 39 runs: iteration time |error| median %lf%%, worst %lf%%",
+                            &median, &worst), 2);
+    ck_assert_double_le(median, 3);
+    ck_assert_double_le(worst, 8);
+}
+END_TEST
+
 /* tools/regress.sh's regret over a sweep: the planner's runs ("swap auto", "swap auto-again")
  * against the other amounts, an amount that ran more than once at the mean of its runs. The
  * "measured" traces are fuyou-sim's own, the one of "swap none" with its times scaled: 0.9 in
@@ -566,6 +600,7 @@ int main(void)
     tcase_add_test(tc, profile_cli);
     tcase_add_test(tc, regress_script);
     tcase_add_test(tc, regress_regret);
+    tcase_add_test(tc, repredict_regression);
     tcase_add_test(tc, cli_whole_numbers);
     tcase_add_test(tc, run_steps_limit);
     tcase_add_test(tc, run_log_survives_kill);

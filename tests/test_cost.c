@@ -18,17 +18,6 @@ static void load(const char *const *sets, int n)
     ck_assert_msg(hw_load("4090.ini", sets, n, &hw, &e) == 0, "%s", e.msg);
 }
 
-/* The rates of a CPU Adam task beside a gradient copy from the GPU that adds 1 G bf16
- * gradients into the step's sum (2 GB over the link; not the step's first micro-batch). */
-static void summing_copy_beside_adam(const CostModel *m, double rate[RES_COUNT])
-{
-    Task adam = {.res = RES_CPU_ADAM, .kind = TASK_ADAM, .params = 1000000000};
-    Task copy = {.res = RES_D2H, .kind = TASK_COPY, .bytes = 2e9, .params = 1000000000,
-                 .micro = 1};
-    const Task *running[RES_COUNT] = {[RES_CPU_ADAM] = &adam, [RES_D2H] = &copy};
-    cost_task_rates(m, running, rate);
-}
-
 START_TEST(gemm_times)
 {
     const char *sets[] = {"gpu.gemm_efficiency=1024:0.5", "gpu.launch_us=10",
@@ -152,9 +141,8 @@ START_TEST(task_work)
 END_TEST
 
 /* A micro-batch's gradient copy also adds its parameters into the step's sum on the host:
- * (grad bytes + 8) each at cpu.sum_GBps, or without it at cpu.mem_GBps times the sum threads'
- * share of the cores; the step's first micro-batch writes the sum without reading it (+ 4), at
- * cpu.sum_first_GBps where that is given */
+ * (grad bytes + 8) each at cpu.mem_GBps times the sum threads' share of the cores; the step's
+ * first micro-batch writes the sum without reading it (+ 4) */
 START_TEST(grad_sum_on_the_host)
 {
     const char *sets[] = {"cpu.cores=16", "cpu.mem_GBps=80", "pcie.latency_us=0"};
@@ -175,17 +163,6 @@ START_TEST(grad_sum_on_the_host)
     load(few, 2); /* one thread of two: half the bandwidth */
     ck_assert_double_eq_tol(cost_grad_sum_s(&hw, 1e9, 2, false), 0.25, 1e-12);
     hw_free(&hw);
-    const char *measured[] = {"cpu.cores=16", "cpu.mem_GBps=80", "cpu.sum_GBps=40"};
-    load(measured, 3); /* what fuyou-profile measured, whatever the share */
-    ck_assert_double_eq_tol(cost_grad_sum_s(&hw, 1e9, 2, false), 0.25, 1e-12);
-    ck_assert_double_eq_tol(cost_grad_sum_s(&hw, 1e9, 2, true), 0.15, 1e-12);
-    hw_free(&hw);
-    /* the first micro-batch's own rate where measured: 6 GB at 24 GB/s; the others keep 40 */
-    const char *first[] = {"cpu.cores=16", "cpu.sum_GBps=40", "cpu.sum_first_GBps=24"};
-    load(first, 3);
-    ck_assert_double_eq_tol(cost_grad_sum_s(&hw, 1e9, 2, true), 0.25, 1e-12);
-    ck_assert_double_eq_tol(cost_grad_sum_s(&hw, 1e9, 2, false), 0.25, 1e-12);
-    hw_free(&hw);
 }
 END_TEST
 
@@ -196,10 +173,12 @@ END_TEST
  * Adam over the sum's part q of the copy's time: the engine's rates take the running tasks. */
 START_TEST(grad_sum_host_demand)
 {
-    /* host memory 61 GB/s: above any one configuration alone (the Adam's 60; one SSD) */
-    const char *sets[] = {"cpu.cores=16", "cpu.mem_GBps=61", "cpu.sum_GBps=20",
-                          "cpu.adam_Gparams_per_s=2", "pcie.latency_us=0", "ssd.count=1"};
-    load(sets, 6);
+    /* host memory 61 GB/s: above any one configuration alone (the Adam's 60; one SSD); the
+     * sum's 4 threads of 16 at a quarter of it */
+    const char *sets[] = {"cpu.cores=16", "cpu.mem_GBps=61", "cpu.adam_Gparams_per_s=2",
+                          "pcie.latency_us=0", "ssd.count=1"};
+    load(sets, 5);
+    double sum_GBps = 61.0 / 4;
     CostModel m = {.hw = &hw};
     double s = 14.0 / 18;
     ck_assert_double_eq_tol(cost_sum_core_share(&hw), s, 1e-15);
@@ -215,26 +194,34 @@ START_TEST(grad_sum_host_demand)
     double by_resource[RES_COUNT];
     cost_rates(&m, busy, by_resource);
     ck_assert_double_eq(by_resource[RES_D2H], rate[RES_D2H]);
-    /* with a sum of 1 G bf16 gradients (10 GB at 20 GB/s, 0.5 s, 12.5e9 bytes of work at the
-     * link's rate, of 14.5e9): the copy at 1 / (1 - f + f / s) of its rate, f = 12.5 / 14.5,
-     * the Adam at 1 - q (1 - s), q = (f / s) / (1 - f + f / s); then 12 GB moved (2 + 2 copied
-     * and read, 8 of the sum read and written) over the copy's 14.5e9 of work, beside the
-     * Adam's 30 B a parameter */
+    /* with a sum of 1 G bf16 gradients (10 GB at sum_GBps: w = 25e9 x 10 / sum_GBps bytes of
+     * work at the link's rate, of 2e9 + w): the copy at 1 / (1 - f + f / s) of its rate, f =
+     * w / (2e9 + w), the Adam at 1 - q (1 - s), q = (f / s) / (1 - f + f / s); then 12 GB moved
+     * (2 + 2 copied and read, 8 of the sum read and written) over the copy's 2e9 + w of work,
+     * beside the Adam's 30 B a parameter */
     copy.params = 1000000000;
+    /* with an SSD read beside them (r bytes a second alone), so that host memory binds */
+    Task read = {.res = RES_SSD_READ, .kind = TASK_COPY, .bytes = 1e9};
+    running[RES_SSD_READ] = &read;
+    double r = cost_alone_rate(&hw, RES_SSD_READ);
     cost_task_rates(&m, running, rate);
-    double f = 12.5 / 14.5, slow = 1 - f + f / s, c = 1 / slow, a = 1 - f / s / slow * (1 - s);
-    double demand = 25e9 * c * 12 / 14.5 + 60e9 * a;
+    double w = 25e9 * 10 / sum_GBps, f = w / (2e9 + w), slow = 1 - f + f / s, c = 1 / slow;
+    double a = 1 - f / s / slow * (1 - s);
+    double demand = 25e9 * c * 12e9 / (2e9 + w) + 60e9 * a + r;
     ck_assert(demand > 61e9);
     ck_assert_double_eq_tol(rate[RES_D2H], 25e9 * c * 61e9 / demand, 1);
     ck_assert_double_eq_tol(rate[RES_CPU_ADAM], 2e9 * a * 61e9 / demand, 1e-3);
-    /* the first micro-batch's: 6 GB of sum (0.3 s, 7.5e9 of work of 9.5e9): 8 GB (2 copied
-     * and read, 4 of the sum written) over 9.5e9 */
+    ck_assert_double_eq_tol(rate[RES_SSD_READ], r * 61e9 / demand, 1);
+    /* the first micro-batch's: 6 GB of sum (w = 25e9 x 6 / sum_GBps): 8 GB (2 copied and
+     * read, 4 of the sum written) over 2e9 + w */
     copy.micro = 0;
     cost_task_rates(&m, running, rate);
-    f = 7.5 / 9.5, slow = 1 - f + f / s, c = 1 / slow, a = 1 - f / s / slow * (1 - s);
-    demand = 25e9 * c * 8 / 9.5 + 60e9 * a;
+    w = 25e9 * 6 / sum_GBps, f = w / (2e9 + w), slow = 1 - f + f / s, c = 1 / slow;
+    a = 1 - f / s / slow * (1 - s);
+    demand = 25e9 * c * 8e9 / (2e9 + w) + 60e9 * a + r;
     ck_assert(demand > 61e9);
     ck_assert_double_eq_tol(rate[RES_D2H], 25e9 * c * 61e9 / demand, 1);
+    running[RES_SSD_READ] = NULL;
     /* without the Adam the copy keeps its rate (memory: 25 x 8 / 9.5 of 61) */
     const Task *alone[RES_COUNT] = {[RES_D2H] = &copy};
     cost_task_rates(&m, alone, rate);
@@ -282,213 +269,6 @@ START_TEST(rate_cache_agrees)
         for (int again = 0; again <= 1; again++)
             ck_assert(cost_task_work(&cached, &task[r]) == cost_task_work(&plain, &task[r]));
     ck_assert(cost_task_work(&cached, &summing) == cost_task_work(&plain, &summing));
-    hw_free(&hw);
-}
-END_TEST
-
-/* cpu.adam_io_GBps: the links' bytes slow the Adam task beyond host memory's share, rate / (1 +
- * io / adam_io_GBps); fitted to a measured rate beside both PCIe directions, it gives that rate
- * back; where memory's share explains the measurement there is nothing to fit */
-START_TEST(adam_beside_io)
-{
-    const char *sets[] = {"cpu.mem_GBps=200", "cpu.adam_Gparams_per_s=2", "pcie.latency_us=0"};
-    load(sets, 3); /* 4090.ini's PCIe: 25 alone, 21 + 21 both ways */
-    CostModel m = {.hw = &hw};
-    bool busy[RES_COUNT] = {[RES_CPU_ADAM] = true, [RES_H2D] = true, [RES_D2H] = true};
-    double rate[RES_COUNT];
-    /* memory asks 60 + 42 of 200: no share; 1.5 measured: 2 / (1 + 42 / X) = 1.5, X = 126 */
-    double X = cost_fit_adam_io_GBps(&hw, 1.5e9);
-    ck_assert_double_eq_tol(X, 126, 1e-9);
-    hw.cpu_adam_io_GBps = X;
-    cost_rates(&m, busy, rate);
-    ck_assert_double_eq_tol(rate[RES_CPU_ADAM], 1.5e9, 1);
-    ck_assert_double_eq_tol(rate[RES_H2D], 21e9, 1); /* the links keep theirs */
-    busy[RES_D2H] = false; /* one direction: 2 / (1 + 25 / 126) */
-    cost_rates(&m, busy, rate);
-    ck_assert_double_eq_tol(rate[RES_CPU_ADAM], 2e9 / (1 + 25.0 / 126), 1);
-    busy[RES_H2D] = false; /* alone: its rate */
-    cost_rates(&m, busy, rate);
-    ck_assert_double_eq(rate[RES_CPU_ADAM], 2e9);
-    ck_assert_double_eq(cost_fit_adam_io_GBps(&hw, 2e9), 0); /* nothing left to explain */
-    /* a gradient copy that adds into the step's sum moves only its copy's bytes over PCIe: 2 GB
-     * of its 14.5e9 of work (0.5 s of sum at 25 GB/s), so the Adam beside it slows by the
-     * copy's rate x 2 / 14.5, after the two share the Adam's cores (grad_sum_host_demand) */
-    hw_free(&hw);
-    const char *sum_sets[] = {"cpu.mem_GBps=200", "cpu.adam_Gparams_per_s=2",
-                              "pcie.latency_us=0", "cpu.sum_GBps=20", "cpu.adam_io_GBps=126"};
-    load(sum_sets, 5);
-    summing_copy_beside_adam(&m, rate);
-    double s = cost_sum_core_share(&hw), f = 12.5 / 14.5, slow = 1 - f + f / s;
-    double a = 1 - f / s / slow * (1 - s);
-    ck_assert_double_eq_tol(rate[RES_CPU_ADAM], 2e9 * a / (1 + 25.0 / slow * 2 / 14.5 / 126), 1);
-    hw_free(&hw);
-}
-END_TEST
-
-/* cpu.adam_h2d_GBps / adam_d2h_GBps: copies one way slow the Adam task to at most its rate /
- * (1 + what each direction moves / its key), summed over the busy directions, unless host
- * memory's share slows it more; fitted to a measured ratio, they give that ratio back, and
- * nothing where memory's share explains it (4090.ini: 25 GB/s each way alone, 21 together) */
-START_TEST(adam_beside_pcie)
-{
-    const char *sets[] = {"cpu.mem_GBps=1000", "cpu.adam_Gparams_per_s=2", "pcie.latency_us=0"};
-    load(sets, 3);
-    ck_assert_double_eq_tol(cost_fit_adam_pcie_GBps(&hw, RES_H2D, 0.8), 100, 1e-9);
-    ck_assert_double_eq_tol(cost_fit_adam_pcie_GBps(&hw, RES_D2H, 2.0 / 3), 50, 1e-9);
-    ck_assert_double_eq(cost_fit_adam_pcie_GBps(&hw, RES_H2D, 1), 0);
-    ck_assert_double_eq(cost_fit_adam_pcie_GBps(&hw, RES_H2D, 0), 0);
-    hw.cpu_adam_h2d_GBps = 100;
-    hw.cpu_adam_d2h_GBps = 50;
-    CostModel m = {.hw = &hw};
-    bool busy[RES_COUNT] = {[RES_CPU_ADAM] = true, [RES_H2D] = true};
-    double rate[RES_COUNT];
-    cost_rates(&m, busy, rate);
-    ck_assert_double_eq_tol(rate[RES_CPU_ADAM], 1.6e9, 1);
-    ck_assert_double_eq_tol(rate[RES_H2D], 25e9, 1); /* the copies keep theirs */
-    busy[RES_H2D] = false, busy[RES_D2H] = true;
-    cost_rates(&m, busy, rate);
-    ck_assert_double_eq_tol(rate[RES_CPU_ADAM], 2e9 / 1.5, 1);
-    busy[RES_H2D] = true; /* both ways: 21 each */
-    cost_rates(&m, busy, rate);
-    ck_assert_double_eq_tol(rate[RES_CPU_ADAM], 2e9 / (1 + 21.0 / 100 + 21.0 / 50), 1);
-    busy[RES_H2D] = busy[RES_D2H] = false;
-    cost_rates(&m, busy, rate);
-    ck_assert_double_eq(rate[RES_CPU_ADAM], 2e9);
-    /* the Adam at 4 G params/s moves 120 GB/s alone (30 B a parameter), which raises host
-     * memory's ceiling (mem_GBps 60) to that: beside copies to the GPU the two ask 145, each
-     * gets 120 / 145 of its rate, the Adam 3.31, below the key's rate at the copies' share,
-     * 4 / (1 + 20.7 / 200) = 3.62; and a fit to 0.9 finds nothing left to explain */
-    hw.adam_Gparams_per_s = 4;
-    hw.cpu_mem_GBps = 60;
-    hw.cpu_adam_h2d_GBps = 200;
-    busy[RES_H2D] = true;
-    cost_rates(&m, busy, rate);
-    ck_assert_double_eq_tol(rate[RES_CPU_ADAM], 4e9 * 120 / 145, 1);
-    ck_assert_double_eq(cost_fit_adam_pcie_GBps(&hw, RES_H2D, 0.9), 0);
-    ck_assert_double_eq(cost_fit_adam_pcie_GBps(&hw, RES_H2D, -0.5), 0);
-    /* fitted where host memory's share slows the copy too (its rate as shared, 20.7 GB/s) and
-     * with cpu.adam_io_GBps in effect, the key gives the measured ratio back */
-    hw.cpu_adam_io_GBps = 300;
-    hw.cpu_adam_h2d_GBps = cost_fit_adam_pcie_GBps(&hw, RES_H2D, 0.7);
-    ck_assert_double_gt(hw.cpu_adam_h2d_GBps, 0);
-    cost_rates(&m, busy, rate);
-    ck_assert_double_lt(rate[RES_H2D], 25e9 * 0.9);
-    ck_assert_double_eq_tol(rate[RES_CPU_ADAM], 4e9 * 0.7, 1);
-    hw_free(&hw);
-    /* beside a gradient copy that adds into the step's sum (4090.ini's d2h, 25 GB/s; 2 GB of
-     * its 14.5e9 of work over the link, the sum's 12.5 on the cores, which the Adam shares:
-     * grad_sum_host_demand), the key counts only the link's bytes and the bound the Adam's
-     * share of the cores: alone x a / (1 + c x g / key), c the copy's rate of work */
-    const char *sum_sets[] = {"cpu.mem_GBps=1000", "cpu.adam_Gparams_per_s=2",
-                              "pcie.latency_us=0", "cpu.sum_GBps=20", "cpu.adam_d2h_GBps=10"};
-    load(sum_sets, 5);
-    summing_copy_beside_adam(&m, rate);
-    double sh = cost_sum_core_share(&hw), f = 12.5 / 14.5, g = 2 / 14.5, slow = 1 - f + f / sh;
-    double a = 1 - f / sh / slow * (1 - sh), c = 25e9 / slow;
-    ck_assert_double_eq_tol(rate[RES_D2H], c, 1);
-    ck_assert_double_eq_tol(rate[RES_CPU_ADAM], 2e9 * a / (1 + c * g / 10e9), 1);
-    hw_free(&hw);
-}
-END_TEST
-
-/* cost_fit_adam_links: the io key first, to the Adam beside copies both ways, then each
- * direction's key with it in effect: every one-way ratio comes back; the both-ways rate where
- * the keys' bound there is above host memory's share, else the model has the Adam slower; a
- * direction whose slowdown the share and the io key explain keeps key 0 */
-START_TEST(adam_links_fit)
-{
-    /* the Adam at 4 G params/s moves 120 GB/s, the ceiling: beside both directions (21 + 21)
-     * its share is 4 x 120 / 162 = 2.96, measured 2.8 (io 535); one way the share and io
-     * leave it 0.8 of alone */
-    const char *sets[] = {"cpu.mem_GBps=60", "cpu.adam_Gparams_per_s=4", "pcie.latency_us=0"};
-    load(sets, 3);
-    CostModel m = {.hw = &hw};
-    bool both[RES_COUNT] = {[RES_CPU_ADAM] = true, [RES_H2D] = true, [RES_D2H] = true};
-    double rate[RES_COUNT], strong[2] = {0.7, 0.6}, mild[2] = {1.02, 0.79};
-    for (int k = 0; k < 2; k++) {
-        const double *ratio = k ? mild : strong;
-        cost_fit_adam_links(&hw, 2.8e9, ratio);
-        ck_assert_double_eq_tol(hw.cpu_adam_io_GBps, 535, 1);
-        for (int d = 0; d < 2; d++) {
-            bool one[RES_COUNT] = {[RES_CPU_ADAM] = true};
-            one[d ? RES_D2H : RES_H2D] = true;
-            cost_rates(&m, one, rate);
-            if (ratio[d] < 0.8)
-                ck_assert_double_eq_tol(rate[RES_CPU_ADAM], 4e9 * ratio[d], 1e3);
-            else /* no key: the share and io alone */
-                ck_assert_double_eq(d ? hw.cpu_adam_d2h_GBps : hw.cpu_adam_h2d_GBps, 0);
-        }
-        cost_rates(&m, both, rate);
-        if (k) /* the d2h key's bound beside both, 3.4, above the share */
-            ck_assert_double_eq_tol(rate[RES_CPU_ADAM], 2.8e9, 1e3);
-        else /* the strong keys' bound below it */
-            ck_assert_double_lt(rate[RES_CPU_ADAM], 2.8e9 * 0.9);
-    }
-    hw_free(&hw);
-}
-END_TEST
-
-/* cpu.adam_gpu_share: the Adam task keeps that share of its rate while the GPU is busy, and
- * only then; the GPU keeps its own; absent, nothing changes */
-START_TEST(adam_beside_gpu)
-{
-    const char *sets[] = {"cpu.adam_Gparams_per_s=2", "cpu.adam_gpu_share=0.8"};
-    load(sets, 2);
-    CostModel m = {.hw = &hw};
-    bool busy[RES_COUNT] = {[RES_CPU_ADAM] = true, [RES_GPU] = true};
-    double rate[RES_COUNT], alone[RES_COUNT];
-    cost_rates(&m, busy, rate);
-    ck_assert_double_eq_tol(rate[RES_CPU_ADAM], 1.6e9, 1);
-    ck_assert_double_eq(rate[RES_GPU], 1);
-    busy[RES_GPU] = false;
-    cost_rates(&m, busy, alone);
-    ck_assert_double_eq(alone[RES_CPU_ADAM], 2e9);
-    hw.cpu_adam_gpu_share = 0;
-    busy[RES_GPU] = true;
-    cost_rates(&m, busy, rate);
-    ck_assert_double_eq(rate[RES_CPU_ADAM], 2e9);
-    hw_free(&hw);
-    const char *more[] = {"cpu.adam_gpu_share=1.5"}; /* a share, at most 1 */
-    Err e;
-    ck_assert_int_eq(hw_load("4090.ini", more, 1, &hw, &e), -EINVAL);
-    tu_assert_contains(e.msg, "adam_gpu_share");
-}
-END_TEST
-
-/* pcie.h2d_adam_GBps / d2h_adam_GBps: beside the CPU Adam a direction moves at most that, both
- * ways as well; without the Adam, or the key 0, as before; a cap above the link's rate changes
- * nothing (4090.ini: 25 GB/s each way alone, 21 together; host memory 300 GB/s, out of reach) */
-START_TEST(pcie_beside_adam)
-{
-    const char *sets[] = {"pcie.h2d_adam_GBps=20", "pcie.d2h_adam_GBps=30"};
-    load(sets, 2);
-    CostModel m = {.hw = &hw};
-    double rate[RES_COUNT];
-    bool busy[RES_COUNT] = {[RES_CPU_ADAM] = true, [RES_H2D] = true};
-    cost_rates(&m, busy, rate);
-    ck_assert_double_eq_tol(rate[RES_H2D], 20e9, 1);
-    busy[RES_D2H] = true;
-    cost_rates(&m, busy, rate);
-    ck_assert_double_eq_tol(rate[RES_H2D], 20e9, 1);
-    ck_assert_double_eq_tol(rate[RES_D2H], 21e9, 1);
-    busy[RES_CPU_ADAM] = false;
-    cost_rates(&m, busy, rate);
-    ck_assert_double_eq_tol(rate[RES_H2D], 21e9, 1);
-    hw.h2d_adam_GBps = 0;
-    busy[RES_CPU_ADAM] = true;
-    cost_rates(&m, busy, rate);
-    ck_assert_double_eq_tol(rate[RES_H2D], 21e9, 1);
-    hw_free(&hw);
-    /* a gradient copy that adds into the step's sum: the cap (15 GB/s) over its link's part
-     * only, g = 2 of its 14.5e9 of work (the sum's 12.5 at the cores' share, as
-     * grad_sum_host_demand); host memory (4090.ini: 300 GB/s) out of reach */
-    const char *sum_sets[] = {"cpu.cores=16", "cpu.sum_GBps=20", "pcie.latency_us=0",
-                              "pcie.d2h_adam_GBps=15", "cpu.adam_Gparams_per_s=2"};
-    load(sum_sets, 5);
-    summing_copy_beside_adam(&m, rate);
-    double s = cost_sum_core_share(&hw), f = 12.5 / 14.5, g = 2 / 14.5;
-    double c = 25e9 / (1 - f + f / s); /* the cores' share first: 20.06 GB/s of work */
-    ck_assert_double_eq_tol(rate[RES_D2H], c / (1 - g + g * c / 15e9), 1);
     hw_free(&hw);
 }
 END_TEST
@@ -624,11 +404,6 @@ int main(void)
     tcase_add_test(tc, task_work);
     tcase_add_test(tc, grad_sum_on_the_host);
     tcase_add_test(tc, grad_sum_host_demand);
-    tcase_add_test(tc, adam_beside_io);
-    tcase_add_test(tc, adam_beside_gpu);
-    tcase_add_test(tc, adam_beside_pcie);
-    tcase_add_test(tc, adam_links_fit);
-    tcase_add_test(tc, pcie_beside_adam);
     tcase_add_test(tc, thread_policy);
     tcase_add_test(tc, host_memory_shared);
     tcase_add_test(tc, host_memory_floor);

@@ -36,11 +36,6 @@ START_TEST(cpu_and_memory)
     ck_assert(isfinite(a.median) && a.median > 0 && a.min <= a.median && a.median <= a.max);
     ck_assert_msg(profile_memory(2, 1 << 22, 2, &m, &e) == 0, "%s", e.msg);
     ck_assert(isfinite(m.median) && m.median > 0);
-    ck_assert_msg(profile_grad_sum(2, 1 << 20, 2, false, &m, &e) == 0, "%s", e.msg);
-    ck_assert(isfinite(m.median) && m.median > 0);
-    ck_assert_msg(profile_grad_sum(2, 1 << 20, 2, true, &m, &e) == 0, "%s", e.msg);
-    ck_assert(isfinite(m.median) && m.median > 0);
-    ck_assert_int_eq(profile_grad_sum(1, 1024, 0, false, &m, &e), -EINVAL);
     ck_assert_int_eq(profile_adam(1, 1024, 0, &a, &e), -EINVAL);
 }
 END_TEST
@@ -234,19 +229,6 @@ START_TEST(adam_beside)
     tu_assert_contains(e.msg, "the load failed");
     ck_assert_int_eq(profile_adam_beside(2, 1 << 20, 0, spin_load, spins, &s, &GBps, &e),
                      -EINVAL);
-    /* bracketed: the Adam alone before and after, twice the runs, summarised together; the
-     * load's error as before */
-    Stat alone = {0};
-    ck_assert_int_eq(profile_adam_bracketed(2, 1 << 20, 3, spin_load, spins, &s, &GBps, &alone,
-                                            &e), 0);
-    ck_assert_int_eq(s.n, 3);
-    ck_assert_int_eq(alone.n, 6);
-    ck_assert_double_gt(alone.min, 0);
-    ck_assert_double_le(alone.min, alone.median);
-    ck_assert_int_eq(profile_adam_bracketed(2, 1 << 20, 1, failing_load, NULL, &s, &GBps,
-                                            &alone, &e), -EIO);
-    ck_assert_int_eq(profile_adam_bracketed(2, 1 << 20, 0, spin_load, spins, &s, &GBps, &alone,
-                                            &e), -EINVAL);
 }
 END_TEST
 

@@ -1,6 +1,6 @@
 /* grad_sum: the step's gradient as the sum of its micro-batches' (the out-of-core pipeline's
- * host add after each gradient copy, exec/pipeline/pipe_exec.c), and what fuyou-profile times
- * as the cost model's [cpu] sum_GBps. The bytes it moves: grad_sum_bytes (model.h). */
+ * host add after each gradient copy, exec/pipeline/pipe_exec.c). The bytes it moves:
+ * grad_sum_bytes (model.h), which the cost model charges at host memory's rate (cost.h). */
 #ifndef FUYOU_GRAD_SUM_H
 #define FUYOU_GRAD_SUM_H
 

@@ -16,7 +16,6 @@
 
 #include "config.h"
 #include "cost.h"
-#include "grad_sum.h"
 #include "hw.h"
 #include "profile.h"
 #include "profile_run.h"
@@ -292,32 +291,6 @@ static int measure_memory(ProfileRun *p, Err *e)
     return 0;
 }
 
-/* The pipeline's sum of micro-batch gradients, as a later micro-batch adds and as the step's
- * first writes the sum. */
-static int measure_grad_sum(ProfileRun *p, Err *e)
-{
-    Stat sum, first;
-    int threads = plan_grad_sum_threads((int)p->cores);
-    size_t params = p->quick ? (size_t)16 << 20 : (size_t)128 << 20;
-    int rc = profile_grad_sum(threads, params, p->reps, false, &sum, e);
-    if (!rc)
-        rc = profile_grad_sum(threads, params, p->reps, true, &first, e);
-    if (rc)
-        return rc;
-    p->hw.cpu_sum_GBps = sum.median;
-    p->hw.cpu_sum_first_GBps = first.median;
-    profile_note(&p->ns, "cpu", "sum_GBps", "[meas %s] the pipeline's sum of micro-batch "
-                 "gradients, %d thread%s as the pipeline takes here, %zu M bf16 gradients into "
-                 "fp32, %zu B each: median of %d, %.1f..%.1f", p->day, threads,
-                 threads == 1 ? "" : "s", params >> 20,
-                 grad_sum_bytes(dtype_bytes(DTYPE_BF16), false), sum.n, sum.min, sum.max);
-    profile_note(&p->ns, "cpu", "sum_first_GBps", "[meas %s] the same as the step's first "
-                 "micro-batch writes the sum (%zu B each, with streaming stores): median of %d, "
-                 "%.1f..%.1f", p->day, grad_sum_bytes(dtype_bytes(DTYPE_BF16), true), first.n,
-                 first.min, first.max);
-    return 0;
-}
-
 /* The CPU and host memory, before the store's tests. */
 static int measure_host(ProfileRun *p, Err *e)
 {
@@ -329,8 +302,6 @@ static int measure_host(ProfileRun *p, Err *e)
         rc = profile_adam_runs(p->used, p->params, p->reps, p->adam_x, e);
     if (!rc)
         rc = measure_memory(p, e);
-    if (!rc)
-        rc = measure_grad_sum(p, e);
     return rc;
 }
 

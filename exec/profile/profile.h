@@ -32,11 +32,6 @@ int profile_adam_runs(int threads, size_t params, int reps, double *x, Err *e);
  * traffic (bytes read plus bytes written). */
 int profile_memory(int threads, size_t bytes, int reps, Stat *GBps, Err *e);
 
-/* The pipeline's host sum of micro-batch gradients (grad_sum_add over params bf16 gradients) on
- * threads threads, reps times, as a later micro-batch adds (first false) or as the step's first
- * writes the sum (first): GB/s of memory traffic as grad_sum_bytes counts it (model.h). */
-int profile_grad_sum(int threads, size_t params, int reps, bool first, Stat *GBps, Err *e);
-
 /* The store over dirs (O_DIRECT where the file system has it): bytes written, then read back,
  * then one tensor read while another is written; GB/s of each over all directories together. */
 typedef struct SsdProfile {
@@ -69,11 +64,6 @@ typedef struct ProfileLoadControl {
 typedef int (*ProfileLoad)(void *ctx, const ProfileLoadControl *lc, double *load_GBps, Err *e);
 int profile_adam_beside(int threads, size_t params, int reps, ProfileLoad load, void *ctx,
                         Stat *gparams, double *load_GBps, Err *e);
-/* The same with the Adam alone right before and right after it (reps runs each, summarised
- * together in *alone): the CPU drifts by as much as a load's slowdown, so a ratio to a rate
- * measured minutes before says little. */
-int profile_adam_bracketed(int threads, size_t params, int reps, ProfileLoad load, void *ctx,
-                           Stat *gparams, double *load_GBps, Stat *alone, Err *e);
 
 /* The executor's own time around each GPU task (gpu.task_us): n empty compute tasks
  * (DeviceOps.compute_empty: issued, timed by the device's events and waited for exactly as a

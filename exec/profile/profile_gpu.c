@@ -1,6 +1,7 @@
 /* profile_gpu: fuyou-profile's GPU measurements (profile_run.h, profile_run_gpu), each a key of
- * the ini with its comment: pinned copies, the Adam task beside them, the executor's time
- * between GPU tasks, the GEMM and attention efficiency curves and the memory-bound kernels.
+ * the ini with its comment: pinned copies, the host memory the Adam task and copies both ways
+ * move at once, the executor's time between GPU tasks, the GEMM and attention efficiency curves
+ * and the memory-bound kernels.
  * Built with CUDA only. */
 #include <math.h>
 #include <stdio.h>
@@ -51,120 +52,44 @@ static int measure_pcie(ProfileRun *p, Err *e)
     return 0;
 }
 
-/* The Adam task beside pinned copies: both ways, and each way with the Adam alone just before
- * and after (d: 0 to the GPU, 1 from it). */
-typedef struct AdamBeside {
-    size_t copy_bytes;
-    Stat both;
-    double both_GBps;
-    Stat one[2], alone[2];
-    double ratio[2];          /* one over alone */
-} AdamBeside;
-
 /* Host memory's ceiling: the Adam task beside pinned copies both ways, the most the
  * pipeline's backward moves at once (memcpy alone falls well short of it). */
-static int measure_host_ceiling(ProfileRun *p, AdamBeside *ab, Err *e)
+static int measure_host_ceiling(ProfileRun *p, Err *e)
 {
-    CopyLoad both = {ab->copy_bytes, CUDADEV_H2D | CUDADEV_D2H};
-    int rc = profile_adam_beside(p->used, p->params, p->reps, copies, &both, &ab->both,
-                                 &ab->both_GBps, e);
+    CopyLoad both = {p->quick ? (size_t)64 << 20 : (size_t)256 << 20, CUDADEV_H2D | CUDADEV_D2H};
+    Stat adam;
+    double copies_GBps;
+    int rc = profile_adam_beside(p->used, p->params, p->reps, copies, &both, &adam, &copies_GBps,
+                                 e);
     if (rc)
         return rc;
-    double moved = ab->both.median * COST_ADAM_HOST_BYTES + ab->both_GBps;
+    double moved = adam.median * COST_ADAM_HOST_BYTES + copies_GBps;
     fprintf(stderr, "  the Adam task beside pinned copies both ways: %.3f G params/s "
             "(alone %.3f), copies %.1f GB/s: %.1f GB/s of host memory at once\n",
-            ab->both.median, p->adam.median, ab->both_GBps, moved);
+            adam.median, p->adam.median, copies_GBps, moved);
     if (moved > p->hw.cpu_mem_GBps) {
         profile_note(&p->ns, "cpu", "mem_GBps", "[meas %s] the most host memory measured moving "
                      "at once: the Adam task (%d threads, %.3f G params/s, alone %.3f; %d B each) "
                      "beside pinned copies both ways (%.1f GB/s); parallel memcpy moved %.1f "
-                     "(%.1f..%.1f)", p->day, p->used, ab->both.median, p->adam.median,
-                     COST_ADAM_HOST_BYTES, ab->both_GBps, p->mem.median, p->mem.min, p->mem.max);
+                     "(%.1f..%.1f)", p->day, p->used, adam.median, p->adam.median,
+                     COST_ADAM_HOST_BYTES, copies_GBps, p->mem.median, p->mem.min, p->mem.max);
         p->hw.cpu_mem_GBps = moved;
     }
     return 0;
 }
 
-/* One direction alone beside the Adam: the most it moves there (the H200 traces: copies to
- * the GPU 37-46 GB/s beside it against 55 alone, where host memory's ceiling left them
- * alone), and what it leaves the Adam, over the Adam alone just before and after. */
-static int measure_one_way(ProfileRun *p, AdamBeside *ab, int d, Err *e)
-{
-    CopyLoad one = {ab->copy_bytes, d ? CUDADEV_D2H : CUDADEV_H2D};
-    double one_GBps;
-    int rc = profile_adam_bracketed(p->used, p->params, p->reps, copies, &one, &ab->one[d],
-                                    &one_GBps, &ab->alone[d], e);
-    if (rc)
-        return rc;
-    const Stat *s = &ab->one[d];
-    ab->ratio[d] = s->median / ab->alone[d].median;
-    double alone = d ? p->hw.d2h_GBps : p->hw.h2d_GBps;
-    *(d ? &p->hw.d2h_adam_GBps : &p->hw.h2d_adam_GBps) = fmin(one_GBps, alone);
-    fprintf(stderr, "  pinned copies %s beside the Adam task: %.1f GB/s (alone %.1f); "
-            "the Adam %.3f G params/s, %.3f of its %.3f alone just before and after\n",
-            d ? "from the GPU" : "to the GPU", one_GBps, alone, s->median, ab->ratio[d],
-            ab->alone[d].median);
-    profile_note(&p->ns, "pcie", d ? "d2h_adam_GBps" : "h2d_adam_GBps", "[meas %s] pinned %s "
-                 "copies one way beside the Adam task (%d threads, %.3f G params/s, %.3f..%.3f, "
-                 "median of %d, %.3f of its rate alone just before and after: [cpu] "
-                 "adam_%s_GBps): %.1f GB/s over the rounds it ran (alone %.1f; at most that)",
-                 p->day, p->quick ? "64 MiB" : "256 MiB", p->used, s->median, s->min, s->max, s->n,
-                 ab->ratio[d], d ? "d2h" : "h2d", one_GBps, alone);
-    return 0;
-}
-
-/* The Adam's side: what host memory's share leaves of its slowdown beside the copies, each
- * way and both ways, fitted together. */
-static void fit_adam_links(ProfileRun *p, const AdamBeside *ab)
-{
-    Hardware *hw = &p->hw;
-    cost_fit_adam_links(hw, ab->both.median * 1e9, ab->ratio);
-    fprintf(stderr, "  fitted: adam_h2d_GBps %.1f, adam_d2h_GBps %.1f, adam_io_GBps %.1f "
-            "(0: nothing left to explain)\n", hw->cpu_adam_h2d_GBps, hw->cpu_adam_d2h_GBps,
-            hw->cpu_adam_io_GBps);
-    for (int d = 0; d < 2; d++)
-        if (*(d ? &hw->cpu_adam_d2h_GBps : &hw->cpu_adam_h2d_GBps) > 0)
-            profile_note(&p->ns, "cpu", d ? "adam_d2h_GBps" : "adam_h2d_GBps", "[meas %s] the "
-                         "Adam task beside pinned copies %s: %.3f G params/s (%.3f..%.3f) against "
-                         "%.3f (%.3f..%.3f) alone just before and after, %.3f of it, where host "
-                         "memory's share gives it more; the copy rate that slows it that much "
-                         "(rate / (1 + GBps / key)), adam_io_GBps in effect", p->day,
-                         d ? "from the GPU" : "to the GPU", ab->one[d].median, ab->one[d].min,
-                         ab->one[d].max, ab->alone[d].median, ab->alone[d].min, ab->alone[d].max,
-                         ab->ratio[d]);
-    if (hw->cpu_adam_io_GBps > 0)
-        profile_note(&p->ns, "cpu", "adam_io_GBps", "[meas %s] the same Adam task beside the "
-                     "copies: %.3f G params/s where host memory's share gives it more; the I/O "
-                     "rate that slows it that much more (rate / (1 + io / adam_io_GBps)), fitted "
-                     "before the two keys above", p->day, ab->both.median);
-}
-
-/* The Adam task beside pinned copies: host memory's ceiling, each direction's rate beside it,
- * and the Adam's slowdown keys. */
-static int measure_adam_copies(ProfileRun *p, Err *e)
-{
-    AdamBeside ab = {.copy_bytes = p->quick ? (size_t)64 << 20 : (size_t)256 << 20};
-    int rc = measure_host_ceiling(p, &ab, e);
-    for (int d = 0; d < 2 && !rc; d++)
-        rc = measure_one_way(p, &ab, d, e);
-    if (!rc)
-        fit_adam_links(p, &ab);
-    return rc;
-}
-
 /* The executor's own time around each GPU task: empty tasks through a pipeline lane, alone (the
- * key) and beside the Adam task (the note: what its threads add); and what the lane and the
- * dispatcher, each on a core, leave the Adam. */
+ * key) and beside the Adam task (the note: what its threads add). */
 static int measure_task_us(ProfileRun *p, Err *e)
 {
-    Stat gap, adam_gpu, adam_now;
+    Stat gap, adam_gpu;
     double gap_mean, unused;
     int tasks = p->quick ? 2000 : 20000;
     DispatchLoad dl = {.ops = &device_cuda};
     int rc = profile_dispatch(&device_cuda, tasks, &gap, &gap_mean, e);
     if (!rc)
-        rc = profile_adam_bracketed(p->used, p->params, p->reps, profile_dispatch_load, &dl,
-                                    &adam_gpu, &unused, &adam_now, e);
+        rc = profile_adam_beside(p->used, p->params, p->reps, profile_dispatch_load, &dl,
+                                 &adam_gpu, &unused, e);
     if (rc)
         return rc;
     p->hw.gpu_task_us = gap_mean;
@@ -172,16 +97,6 @@ static int measure_task_us(ProfileRun *p, Err *e)
             "the Adam task: mean %.1f, median %.1f, greatest %.0f (%d)\n", gap_mean,
             gap.median, gap.min, gap.max, gap.n, dl.mean_us, dl.gap_us.median,
             dl.gap_us.max, dl.gap_us.n);
-    p->hw.cpu_adam_gpu_share = fmin(adam_gpu.median / adam_now.median, 1);
-    fprintf(stderr, "  the Adam task beside them: %.3f G params/s (%.3f..%.3f), alone just "
-            "before and after %.3f (%.3f..%.3f)\n", adam_gpu.median, adam_gpu.min,
-            adam_gpu.max, adam_now.median, adam_now.min, adam_now.max);
-    profile_note(&p->ns, "cpu", "adam_gpu_share", "[meas %s] the Adam task (%d threads, %zu M "
-                 "params) beside empty GPU tasks run as the pipeline runs them: median of %d, "
-                 "%.3f G params/s (%.3f..%.3f), over alone just before and after, %.3f "
-                 "(%.3f..%.3f); at most 1", p->day, p->used, p->params >> 20, adam_gpu.n,
-                 adam_gpu.median, adam_gpu.min, adam_gpu.max, adam_now.median, adam_now.min,
-                 adam_now.max);
     profile_note(&p->ns, "gpu", "task_us", "[meas %s] the executor's own time between GPU tasks: "
                  "%d empty compute tasks (issued, timed by CUDA events and waited for as a "
                  "compute task is) through a pipeline lane, waited for as the dispatcher waits; "
@@ -312,7 +227,7 @@ int profile_run_gpu(ProfileRun *p, Err *e)
 {
     int rc = measure_pcie(p, e);
     if (!rc)
-        rc = measure_adam_copies(p, e);
+        rc = measure_host_ceiling(p, e);
     if (!rc)
         rc = measure_task_us(p, e);
     if (rc)

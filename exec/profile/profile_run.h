@@ -55,9 +55,9 @@ typedef struct ProfileRun {
 } ProfileRun;
 
 /* The GPU's keys, after the CPU's and the store's (p->adam and p->mem measured): PCIe alone
- * and both ways, the Adam task beside pinned copies (host memory's ceiling, each direction's
- * rate beside it, the Adam's slowdown keys), task_us, the GEMM and attention curves, and the
- * memory-bound kernels. 0 or -errno with e. Defined with CUDA only. */
+ * and both ways, the Adam task beside pinned copies both ways (host memory's ceiling),
+ * task_us, the GEMM and attention curves, and the memory-bound kernels. 0 or -errno with e.
+ * Defined with CUDA only. */
 int profile_run_gpu(ProfileRun *p, Err *e);
 
 #endif
