@@ -185,7 +185,7 @@ static void grad_loads(const Hardware *hw, const Plan *p, double params, double 
     }
     /* the step's first micro-batch writes the sum, the others add into it: per micro-batch,
      * the mean */
-    int M = p->micro_batches;
+    int M = p->n_micro;
     double sum_s = M > 1 ? (cost_grad_sum_s(hw, params, w, true) +
                             (M - 1) * cost_grad_sum_s(hw, params, w, false)) / M
                          : 0;
@@ -316,7 +316,7 @@ static void closed_form(const Eval *ev, const Plan *p, ClosedForm *cf)
     const Graph *g = ev->g;
     memset(cf, 0, sizeof *cf);
     const ModelConfig *c = &g->cfg;
-    int L = c->n_layer, M = p->micro_batches;
+    int L = c->n_layer, M = p->n_micro;
     double w = (double)dtype_bytes(c->dtype);
     double block_w = (double)model_block_params(c) * w, edge_w = (double)model_embed_params(c) * w;
     double P = (double)model_param_count(c);

@@ -68,7 +68,7 @@ static int plan_for(const PlanRequest *rq, const Graph *g, int M, const Hardware
     int rc = plan_init(p, g, rq->policy, e);
     if (rc)
         return rc;
-    p->micro_batches = M;
+    p->n_micro = M;
     if (rq->policy == POLICY_FUYOU) {
         footprint_auto_place(p, g, hw);
     } else {

@@ -385,7 +385,7 @@ static int consider(const Hardware *hw, const Graph *g, Plan *p, bool ladder, Pl
     return 0;
 }
 
-int planner_choose(const Hardware *hw, const Graph *g, int micro_batches, Policy policy,
+int planner_choose(const Hardware *hw, const Graph *g, int n_micro, Policy policy,
                    const PlanArgs *args, PlanScoreFn score, void *score_ctx, PlanChoice *c,
                    Err *e)
 {
@@ -394,7 +394,7 @@ int planner_choose(const Hardware *hw, const Graph *g, int micro_batches, Policy
     int rc = plan_init(&p, g, policy, e);
     if (rc)
         return rc;
-    p.micro_batches = micro_batches;
+    p.n_micro = n_micro;
     Search st = {.best = INFINITY};
     int invalid = 0, configs = 0;
     bool fixed_act = args && args->act, fixed_split = args && args->count[PC_OCPU] >= 0;

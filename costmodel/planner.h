@@ -75,7 +75,7 @@ typedef struct PlanChoice {
  * e filled. */
 typedef int (*PlanScoreFn)(void *ctx, const Graph *g, const Plan *p, double *iter_s, Err *e);
 
-/* Chooses a whole plan for the policy and micro_batches micro-batches of g: placement by
+/* Chooses a whole plan for the policy and n_micro micro-batches of g: placement by
  * capacity, then for each sub-group size and buffer configuration that fits, the best swap
  * amount; the configuration that score rates fastest wins (the closed form when score is NULL).
  * zero-infinity's plan is DeepSpeed's defaults whatever is tried (plan_zero_infinity_config:
@@ -85,7 +85,7 @@ typedef int (*PlanScoreFn)(void *ctx, const Graph *g, const Plan *p, double *ite
  * user gave: each configuration tried has them applied over it (each distinct one scored
  * once), and a given --act leaves the activations as it says; the caller has checked them
  * (plan_args_apply prints nothing here). */
-int planner_choose(const Hardware *hw, const Graph *g, int micro_batches, Policy policy,
+int planner_choose(const Hardware *hw, const Graph *g, int n_micro, Policy policy,
                    const PlanArgs *args, PlanScoreFn score, void *score_ctx, PlanChoice *c,
                    Err *e);
 

@@ -69,10 +69,10 @@ static double micro_batch_compute_s(const Graph *g, const Hardware *hw, int gpus
     return s;
 }
 
-void tp_baseline_predict(const Graph *g, int micro_batches, const Hardware *hw, int gpus,
+void tp_baseline_predict(const Graph *g, int n_micro, const Hardware *hw, int gpus,
                          TpBaseline *out)
 {
-    assert(gpus >= 1 && gpus <= TP_MAX_GPUS && micro_batches >= 1);
+    assert(gpus >= 1 && gpus <= TP_MAX_GPUS && n_micro >= 1);
     const ModelConfig *c = &g->cfg;
     GraphTotals gt;
     graph_totals(g, &gt);
@@ -88,10 +88,10 @@ void tp_baseline_predict(const Graph *g, int micro_batches, const Hardware *hw, 
     double block_act_bytes = (double)g->tokens * c->d_model * (double)dtype_bytes(c->dtype);
     double allreduce_s = c->n_layer * TP_ALLREDUCES_PER_BLOCK *
                          tp_baseline_allreduce_s(hw, gpus, block_act_bytes);
-    out->compute_s = micro_batches * micro_batch_compute_s(g, hw, gpus);
-    out->allreduce_s = micro_batches * allreduce_s;
+    out->compute_s = n_micro * micro_batch_compute_s(g, hw, gpus);
+    out->allreduce_s = n_micro * allreduce_s;
     out->adam_s = cost_gpu_adam_s(hw, params / gpus);
     out->iter_s = out->compute_s + out->allreduce_s + out->adam_s;
-    out->tokens = (double)g->tokens * micro_batches;
+    out->tokens = (double)g->tokens * n_micro;
     out->model_flops = 6.0 * params * out->tokens;
 }

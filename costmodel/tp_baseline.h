@@ -47,7 +47,7 @@ typedef struct TpBaseline {
     double allreduce_s;    /* per iteration */
     double adam_s;         /* per iteration */
     double iter_s;         /* their sum */
-    double tokens;         /* per iteration: the micro-batch's tokens x micro_batches */
+    double tokens;         /* per iteration: the micro-batch's tokens x n_micro */
     double model_flops;    /* per iteration: 6 P tokens, as fuyou-sim's model TFLOPS */
 } TpBaseline;
 
@@ -59,10 +59,10 @@ Op tp_baseline_shard(const Op *op, int gpus);
  * hw's nvlink_GBps (which must be given when gpus > 1); 0 for one GPU. */
 double tp_baseline_allreduce_s(const Hardware *hw, int gpus, double bytes);
 
-/* The baseline's iteration of micro_batches micro-batches of g on gpus GPUs of hw (1 to
+/* The baseline's iteration of n_micro micro-batches of g on gpus GPUs of hw (1 to
  * TP_MAX_GPUS), into out: times, memory and whether it fits. The times are filled in whether
  * or not it fits or divides evenly; the caller says which it reports. */
-void tp_baseline_predict(const Graph *g, int micro_batches, const Hardware *hw, int gpus,
+void tp_baseline_predict(const Graph *g, int n_micro, const Hardware *hw, int gpus,
                          TpBaseline *out);
 
 #endif

@@ -211,14 +211,14 @@ static void add_optimizer(Footprint *f, const ModelConfig *c, const Plan *p,
 
     double gsz = lane->grad_bytes;
     if (p->optim == TIER_GPU) {
-        f->bytes[MEM_GRADS][TIER_GPU] += P * (p->micro_batches > 1 ? 4 : gsz);
+        f->bytes[MEM_GRADS][TIER_GPU] += P * (p->n_micro > 1 ? 4 : gsz);
         return;
     }
     double block = (double)model_block_params(c), edge = (double)model_embed_params(c);
     f->bytes[MEM_GRADS][TIER_GPU] += p->grad_buffers * block * gsz + edge * gsz;
     if (p->policy == POLICY_ZERO_INFINITY) {
         add_zero_grads(f, c, p, gsz);
-    } else if (p->micro_batches > 1) {
+    } else if (p->n_micro > 1) {
         f->bytes[MEM_GRADS][TIER_CPU] += page(P * 4);
         f->bytes[MEM_STAGING][TIER_CPU] += page((block > edge ? block : edge) * gsz);
     } else {

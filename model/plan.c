@@ -49,7 +49,7 @@ const char *act_place_name(ActPlace a)
 
 int plan_init(Plan *p, const Graph *g, Policy policy, Err *e)
 {
-    *p = (Plan){.policy = policy, .micro_batch = g->batch, .micro_batches = 1, .seq = g->seq,
+    *p = (Plan){.policy = policy, .seqs_per_micro = g->batch, .n_micro = 1, .seq = g->seq,
                 .n_layer = g->cfg.n_layer, .arch = g->arch, .weights = TIER_SSD, .optim = TIER_SSD,
                 .subgroup_blocks = 1, .tail_blocks = 1, .prefetch_depth = 1,
                 .weight_buffers = 2, .pinned_buffers = 4, .act_buffers = 2, .grad_buffers = 2,
@@ -111,7 +111,7 @@ int plan_validate(const Plan *p, Err *e)
 {
     enum { MAX = PLAN_MAX_COUNT };
     const struct { const char *name; int v, min, max; } counts[] = {
-        {"micro-batch", p->micro_batch, 1, INT_MAX}, {"micro-batches", p->micro_batches, 1, MAX},
+        {"micro-batch", p->seqs_per_micro, 1, INT_MAX}, {"micro-batches", p->n_micro, 1, MAX},
         {"sequence length", p->seq, 1, INT_MAX}, {"sub-group blocks", p->subgroup_blocks, 1, MAX},
         {"tail blocks", p->tail_blocks, 1, MAX}, {"prefetch depth", p->prefetch_depth, 0, MAX - 1},
         {"weight buffers", p->weight_buffers, 1, MAX},
@@ -225,8 +225,8 @@ char *plan_summary(const Plan *p, const Graph *g, char *buf, size_t n)
              kb[ACT_CPU], kb[ACT_SSD], kb[ACT_RECOMPUTE], p->subgroup_blocks,
              p->subgroup_blocks == 1 ? "" : "s", p->tail_blocks, p->prefetch_depth,
              p->weight_buffers, p->pinned_buffers, p->act_buffers, p->grad_buffers,
-             p->state_buffers, p->micro_batches, p->micro_batches == 1 ? "" : "es",
-             p->micro_batch, p->seq);
+             p->state_buffers, p->n_micro, p->n_micro == 1 ? "" : "es",
+             p->seqs_per_micro, p->seq);
     return buf;
 }
 

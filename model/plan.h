@@ -27,8 +27,9 @@ enum { PLAN_MAX_COUNT = 1 << 20 };
 
 typedef struct Plan {
     Policy policy;
-    int micro_batch;     /* sequences per micro-batch */
-    int micro_batches;   /* micro-batches per iteration (gradient accumulation) */
+    int seqs_per_micro;  /* sequences per micro-batch */
+    int n_micro;         /* micro-batches per iteration (gradient accumulation); the step's
+                            sequences are seqs_per_micro * n_micro */
     int seq;
     int n_layer;
     const BlockArch *arch; /* the model's block: the ops act places (arch.h) */

@@ -121,7 +121,7 @@ int plan_args_apply(const PlanArgs *pa, Plan *p, const char *prog)
         plan_set_inner_act(p, inner);
     }
     int *const fields[PC_N] = {
-        [PC_MICRO] = &p->micro_batches, [PC_SUBGROUP] = &p->subgroup_blocks,
+        [PC_MICRO] = &p->n_micro, [PC_SUBGROUP] = &p->subgroup_blocks,
         [PC_TAIL] = &p->tail_blocks, [PC_PREFETCH] = &p->prefetch_depth,
         [PC_WBUF] = &p->weight_buffers, [PC_PBUF] = &p->pinned_buffers,
         [PC_ABUF] = &p->act_buffers, [PC_GBUF] = &p->grad_buffers,

@@ -440,12 +440,12 @@ static void emit_backward_block(Builder *b, int u, int blk, bool last_micro)
         /* zero-infinity's CPU buffer holds the whole model's gradients, and DeepSpeed adds
          * micro-batches on the GPU (sched_emit_zero_grad) */
         b->s->tasks[d2h].slot.host_grads = fuyou ? s % p->host_grad_groups : -1;
-        if (p->micro_batches > 1 && fuyou)
+        if (p->n_micro > 1 && fuyou)
             b->s->tasks[d2h].params = model_block_params(&b->g->cfg);
     }
     /* Fuyou bounds the gradients waiting on the CPU to host_grad_groups sub-groups: every block
      * of sub-group s writes its buffer, which the update of s - host_grad_groups reads */
-    if (p->policy == POLICY_FUYOU && p->micro_batches == 1 && s >= p->host_grad_groups)
+    if (p->policy == POLICY_FUYOU && p->n_micro == 1 && s >= p->host_grad_groups)
         dep(b, d2h, b->adam[s - p->host_grad_groups]);
     /* micro-batches add their gradients on the CPU, one after the other */
     if (b->micro > 0)
@@ -533,11 +533,11 @@ static void emit_micro_batch(Builder *b, int m)
     bool fuyou = p->policy == POLICY_FUYOU;
     if (b->embed_grad_d2h >= 0) {
         b->s->tasks[b->embed_grad_d2h].slot.host_grads = fuyou ? tail % p->host_grad_groups : -1;
-        if (p->micro_batches > 1 && fuyou)
+        if (p->n_micro > 1 && fuyou)
             b->s->tasks[b->embed_grad_d2h].params = model_embed_params(&b->g->cfg);
     }
     /* like the tail's blocks, its buffer must have been read by the update before */
-    if (fuyou && p->micro_batches == 1 && tail >= p->host_grad_groups)
+    if (fuyou && p->n_micro == 1 && tail >= p->host_grad_groups)
         dep(b, b->embed_grad_d2h, b->adam[tail - p->host_grad_groups]);
     b->embed_grad_done = fuyou ? b->embed_grad_d2h
                                : sched_emit_zero_grad(b, b->embed_grad_d2h, -1, tail,
@@ -703,23 +703,23 @@ int sched_build(Schedule *s, const Graph *g, const Plan *p, int iters, Err *e)
     int rc = plan_validate(p, e);
     if (rc)
         return rc;
-    if (p->n_layer != g->cfg.n_layer || p->micro_batch != g->batch || p->seq != g->seq)
+    if (p->n_layer != g->cfg.n_layer || p->seqs_per_micro != g->batch || p->seq != g->seq)
         return err_set(e, -EINVAL, "plan (%d blocks, micro-batch %d, seq %d) does not match the "
-                       "graph (%d, %d, %d)", p->n_layer, p->micro_batch, p->seq,
+                       "graph (%d, %d, %d)", p->n_layer, p->seqs_per_micro, p->seq,
                        g->cfg.n_layer, g->batch, g->seq);
     if (iters < 1)
         return err_set(e, -EINVAL, "iterations must be at least 1 (got %d)", iters);
-    double need = sched_estimate_bytes(g->arch, p->n_layer, p->micro_batches, iters);
+    double need = sched_estimate_bytes(g->arch, p->n_layer, p->n_micro, iters);
     if (need > SCHED_MAX_BYTES) {
         char b1[24], b2[24];
         return err_set(e, -EINVAL, "%d iteration%s of %d micro-batch%s of %d blocks would need "
                        "about %s to schedule and simulate; the limit is %s: fewer iterations, "
-                       "micro-batches or layers", iters, iters == 1 ? "" : "s", p->micro_batches,
-                       p->micro_batches == 1 ? "" : "es", p->n_layer,
+                       "micro-batches or layers", iters, iters == 1 ? "" : "s", p->n_micro,
+                       p->n_micro == 1 ? "" : "es", p->n_layer,
                        units_bytes(b1, sizeof b1, need), units_bytes(b2, sizeof b2,
                                                                      SCHED_MAX_BYTES));
     }
-    Builder b = {.g = g, .p = p, .s = s, .L = g->cfg.n_layer, .M = p->micro_batches,
+    Builder b = {.g = g, .p = p, .s = s, .L = g->cfg.n_layer, .M = p->n_micro,
                  .last_gpu = -1, .bwd_first = -1, .bwd_last = -1, .embed_grad_d2h = -1,
                  .embed_grad_done = -1, .embed_grad32 = -1};
     s->iters = iters;

@@ -139,9 +139,9 @@ typedef struct Schedule {
  * than SCHED_MAX_BYTES is refused. That also keeps every task index well inside an int. */
 #define SCHED_BYTES_PER_TASK 256.0
 #define SCHED_MAX_BYTES (4.0 * 0x1p30)
-double sched_estimate_tasks(const BlockArch *a, int n_layer, int micro_batches, int iters);
+double sched_estimate_tasks(const BlockArch *a, int n_layer, int n_micro, int iters);
 /* sched_estimate_tasks * SCHED_BYTES_PER_TASK. */
-double sched_estimate_bytes(const BlockArch *a, int n_layer, int micro_batches, int iters);
+double sched_estimate_bytes(const BlockArch *a, int n_layer, int n_micro, int iters);
 
 /* Builds iters iterations of plan p over g (p's sizes must match g's). The caller owns s and
  * frees it with sched_free (safe after a failure). Returns 0, -EINVAL for an invalid plan or one

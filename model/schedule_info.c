@@ -96,17 +96,17 @@ enum { PCIE_EXTRA = SCHED_COPY_CHUNKS - 1 };
 enum { TASKS_PER_BLOCK_COPIES = 10 + 8 * PCIE_EXTRA, TASKS_PER_EDGE = 24 + 8 * PCIE_EXTRA,
        TASKS_PER_GROUP = 8 + 2 * PCIE_EXTRA, TASKS_PER_ITER = 8 };
 
-double sched_estimate_tasks(const BlockArch *a, int n_layer, int micro_batches, int iters)
+double sched_estimate_tasks(const BlockArch *a, int n_layer, int n_micro, int iters)
 {
     /* doubles: the product of unchecked counts must not overflow before it is compared */
     double L = n_layer, groups = n_layer + 1.0; /* sub-groups of one block, and the tail */
     double per_block = 3.0 * a->n_ops + TASKS_PER_BLOCK_COPIES;
     double per_micro = per_block * L + TASKS_PER_EDGE;
-    return (double)iters * ((double)micro_batches * per_micro + TASKS_PER_GROUP * groups +
+    return (double)iters * ((double)n_micro * per_micro + TASKS_PER_GROUP * groups +
                             TASKS_PER_ITER);
 }
 
-double sched_estimate_bytes(const BlockArch *a, int n_layer, int micro_batches, int iters)
+double sched_estimate_bytes(const BlockArch *a, int n_layer, int n_micro, int iters)
 {
-    return sched_estimate_tasks(a, n_layer, micro_batches, iters) * SCHED_BYTES_PER_TASK;
+    return sched_estimate_tasks(a, n_layer, n_micro, iters) * SCHED_BYTES_PER_TASK;
 }

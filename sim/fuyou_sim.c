@@ -441,7 +441,7 @@ int main(int argc, char **argv)
         status = rc == -ENOMEM ? 1 : 2;
         goto out_hw;
     }
-    if (check_size(&a, &cfg, p.micro_batches, swap, &e))
+    if (check_size(&a, &cfg, p.n_micro, swap, &e))
         goto out_hw;
     if (swap == SWAP_SWEEP) {
         status = print_sweep(stdout, &a, &g, &hw, &p, &info, &e) ? 1 : 0;

@@ -47,7 +47,7 @@ static void derive(Prediction *pr, const Graph *g, const Plan *p)
     pr->iter_s = !iter_end ? NAN : pr->iters > 1
                      ? (iter_end[pr->iters - 1] - iter_end[0]) / (pr->iters - 1) : iter_end[0];
     free(iter_end);
-    pr->tokens = (double)p->micro_batch * p->seq * p->micro_batches;
+    pr->tokens = (double)p->seqs_per_micro * p->seq * p->n_micro;
     GraphTotals gt;
     graph_totals(g, &gt);
     pr->model_flops = 6.0 * (double)gt.params * pr->tokens;

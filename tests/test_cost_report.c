@@ -126,7 +126,7 @@ END_TEST
 static char *block(const Prediction *pr, const Graph *g, const CostReportArgs *a,
                    const Hardware *hw)
 {
-    Plan p = {.micro_batches = 1};
+    Plan p = {.n_micro = 1};
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);

@@ -152,13 +152,13 @@ START_TEST(zero_infinity)
     ck_assert_double_eq(f.bytes[MEM_GRADS][TIER_CPU], page(2 * P));
     ck_assert_double_eq(f.bytes[MEM_GRADS][TIER_SSD], 4 * P);
     /* micro-batches add into the same 16-bit buffer: no fp32 sum, no landing buffer */
-    p.micro_batches = 2;
+    p.n_micro = 2;
     footprint_compute_lane(&f, &tiny, &p, &lane);
     ck_assert_double_eq(f.bytes[MEM_GRADS][TIER_CPU], page(2 * P));
     ck_assert_double_eq(f.bytes[MEM_STAGING][TIER_CPU],
                         3 * page(2 * block) + page(2 * edge) + slot);
     /* the tail's states in CPU memory: its fp32 gradients there too, the rest on SSD */
-    p.micro_batches = 1;
+    p.n_micro = 1;
     p.optim_cpu_groups = 1;
     footprint_compute_lane(&f, &tiny, &p, &lane);
     ck_assert_double_eq(f.bytes[MEM_GRADS][TIER_CPU], page(2 * P) + page(4 * group));

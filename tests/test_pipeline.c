@@ -178,7 +178,7 @@ START_TEST(placement_does_not_change_the_math)
     plan_set_all_act(&p, x->ckpt, x->inner);
     p.subgroup_blocks = x->subgroup;
     p.tail_blocks = x->tail;
-    p.micro_batches = x->micro > 1 ? x->micro : 1;
+    p.n_micro = x->micro > 1 ? x->micro : 1;
     p.optim_cpu_groups = x->cpu_groups;
     if (x->chunk) {
         /* and the schedule does cut copies */
@@ -234,7 +234,7 @@ START_TEST(head_chunks_do_not_change_the_math)
     Plan p;
     Graph g;
     base_plan(&p, &g, &o);
-    p.micro_batches = o.n_micro;
+    p.n_micro = o.n_micro;
     assert_pipeline_is_the_trainer(&o, &p, 0, head_variants[_i].name);
     plan_free(&p);
     graph_free(&g);
@@ -452,13 +452,13 @@ START_TEST(bad_input)
     tu_assert_contains(e.msg, "/nonexistent/fuyou");
     free(r.losses);
     pc.n_ssd_dirs = 0;
-    p.micro_batches = 2; /* a step of 2 x 2 sequences, but the run's has 2 */
+    p.n_micro = 2; /* a step of 2 x 2 sequences, but the run's has 2 */
     PipeReport rep;
     ck_assert_int_eq(pipe_train(&o, &p, &pc, &r, &rep, &e), -EINVAL);
     ck_assert_int_eq(rep.iterations, 0);
     tu_assert_contains(e.msg, "micro-batches");
     free(r.losses);
-    p.micro_batches = 1;
+    p.n_micro = 1;
     p.optim = TIER_GPU;
     ck_assert_int_eq(pipe_train(&o, &p, &pc, &r, NULL, &e), -EINVAL);
     tu_assert_contains(e.msg, "--optim");

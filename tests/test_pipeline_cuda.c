@@ -108,7 +108,7 @@ static int make_plan(Plan *p, Graph *g, TrainOptions *o, const Variant *x, Err *
     plan_set_all_act(p, x->ckpt, x->inner);
     p->subgroup_blocks = x->subgroup;
     p->tail_blocks = x->tail;
-    p->micro_batches = x->micro;
+    p->n_micro = x->micro;
     p->optim_cpu_groups = x->cpu_groups;
     if (x->ring == 1) {
         p->prefetch_depth = 0;

@@ -217,7 +217,7 @@ START_TEST(closed_form_priced_is_exact)
         for (int u = 0; u <= planner_units(&l); u += 7) {
             p.prefetch_depth = depth;
             p.act_buffers = depth ? 2 : 1;
-            p.micro_batches = depth ? 1 : 2;
+            p.n_micro = depth ? 1 : 2;
             planner_apply(&p, &l, u);
             cost_closed_form(&hw, &g, &p, &a);
             cost_closed_form_priced(&cp, &p, &b);

@@ -160,7 +160,7 @@ START_TEST(rate_cache_same_timeline)
     ck_assert_int_eq(graph_init(&c.g, model_preset_find("gpt3-1.3b"), 4, 1024, &e), 0);
     ck_assert_int_eq(plan_init(&c.p, &c.g, POLICY_FUYOU, &e), 0);
     c.p.weights = c.p.optim = TIER_SSD;
-    c.p.micro_batches = 2;
+    c.p.n_micro = 2;
     plan_set_all_act(&c.p, ACT_CPU, ACT_RECOMPUTE);
     ck_assert_int_eq(predict_run(&c.pr, &c.g, &hw, &c.p, 2, &e), 0);
     CostModel cm = {.hw = &hw, .g = &c.g};

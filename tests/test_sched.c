@@ -196,7 +196,7 @@ END_TEST
 START_TEST(zero_infinity_micro_batches)
 {
     setup(POLICY_ZERO_INFINITY);
-    p.micro_batches = 2;
+    p.n_micro = 2;
     Schedule s;
     Err e;
     ck_assert_int_eq(sched_build(&s, &g, &p, 1, &e), 0);
@@ -319,10 +319,10 @@ START_TEST(all_on_gpu)
 }
 END_TEST
 
-START_TEST(micro_batches)
+START_TEST(n_micro)
 {
     setup(POLICY_FUYOU);
-    p.micro_batches = 3;
+    p.n_micro = 3;
     Schedule s;
     Err e;
     ck_assert_int_eq(sched_build(&s, &g, &p, 1, &e), 0);
@@ -341,7 +341,7 @@ START_TEST(micro_batches)
     ck_assert(depends(&s, find(&s, 0, "m2.F.head.lm_head"), find(&s, 0, "m1.D2H.embed.grad")));
     sched_free(&s);
     /* one micro-batch: nothing to add */
-    p.micro_batches = 1;
+    p.n_micro = 1;
     ck_assert_int_eq(sched_build(&s, &g, &p, 1, &e), 0);
     ck_assert_int_eq(s.tasks[find(&s, 0, "D2H.b3.grad")].params, 0);
     sched_free(&s);
@@ -438,10 +438,10 @@ START_TEST(bad_plans)
     ck_assert_int_eq(sched_build(&s, &g, &p, 1, &e), -EINVAL);
     tu_assert_contains(e.msg, "prefetch depth of 2");
     p.prefetch_depth = 1;
-    p.micro_batch = 3;
+    p.seqs_per_micro = 3;
     ck_assert_int_eq(sched_build(&s, &g, &p, 1, &e), -EINVAL);
     tu_assert_contains(e.msg, "does not match");
-    p.micro_batch = 2;
+    p.seqs_per_micro = 2;
     ck_assert_int_eq(sched_build(&s, &g, &p, 0, &e), -EINVAL);
     teardown();
 }
@@ -461,10 +461,10 @@ START_TEST(size_limit)
     ck_assert_int_eq(sched_build(&s, &big, &bp, 22369622, &e), -EINVAL);
     tu_assert_contains(e.msg, "22369622 iterations");
     tu_assert_contains(e.msg, "the limit is 4.00 GiB");
-    bp.micro_batches = 7456541;
+    bp.n_micro = 7456541;
     ck_assert_int_eq(sched_build(&s, &big, &bp, 3, &e), -EINVAL);
     tu_assert_contains(e.msg, "micro-batches");
-    bp.micro_batches = 1;
+    bp.n_micro = 1;
     /* within the limit, it builds */
     ck_assert_int_eq(sched_build(&s, &big, &bp, 2, &e), 0);
     sched_free(&s);
@@ -489,7 +489,7 @@ START_TEST(plan_count_limits)
     tu_assert_contains(e.msg, "prefetch depth");
     p.prefetch_depth = 1;
     p.weight_buffers = 2;
-    p.micro_batches = 2147483647;
+    p.n_micro = 2147483647;
     ck_assert_int_eq(plan_validate(&p, &e), -EINVAL);
     tu_assert_contains(e.msg, "micro-batches");
     teardown();
@@ -523,7 +523,7 @@ START_TEST(estimate_bounds)
                         ck_assert_int_eq(plan_init(&pp, &gg, policy, &e), 0);
                         pp.weights = pp.optim = tiers[t];
                         pp.state_buffers = policy == POLICY_ZERO_INFINITY ? 2 : 3;
-                        pp.micro_batches = micro;
+                        pp.n_micro = micro;
                         /* every PCIe copy in its most chunks, or whole */
                         pp.copy_chunk_bytes = whole ? 0 : 1;
                         plan_set_all_act(&pp, tiers[t] == TIER_GPU ? ACT_GPU : ACT_SSD,
@@ -623,7 +623,7 @@ int main(void)
     tcase_add_test(tc, zero_infinity_gradient_buffers);
     tcase_add_test(tc, zero_infinity_config);
     tcase_add_test(tc, all_on_gpu);
-    tcase_add_test(tc, micro_batches);
+    tcase_add_test(tc, n_micro);
     tcase_add_test(tc, activation_ring_both_ways);
     tcase_add_test(tc, recompute_closure);
     tcase_add_test(tc, subgroups);

@@ -216,10 +216,10 @@ static int alloc_host(PipeMem *m, Err *e)
     for (int i = 0; ok && m->state_slot_bytes && i < p->state_buffers; i++)
         ok = (m->state_slot[i] = host_alloc(m, m->state_slot_bytes, MEM_STAGING, e));
     size_t biggest = largest_layer(m);
-    if (p->micro_batches > 1)
+    if (p->n_micro > 1)
         ok = ok && (m->grad_sum = (float *)host_alloc(m, P * 4, MEM_GRADS, e)) &&
              (m->grad_bounce = host_alloc(m, biggest * m->gsz, MEM_STAGING, e));
-    for (int i = 0; ok && p->micro_batches == 1 && i < p->host_grad_groups; i++)
+    for (int i = 0; ok && p->n_micro == 1 && i < p->host_grad_groups; i++)
         ok = (m->host_grads[i] = host_alloc(m, m->max_group * m->gsz, MEM_GRADS, e));
     m->act_cpu = calloc((size_t)m->L, sizeof *m->act_cpu);
     if (ok && !m->act_cpu)

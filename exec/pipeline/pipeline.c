@@ -23,10 +23,10 @@ static int check_plan(const TrainOptions *o, const Plan *p, const PipeConfig *pc
                        "and --optim cpu or ssd, or train without --offload",
                        tier_name(p->weights), tier_name(p->optim));
     if (p->n_layer != o->model.n_layer || p->seq != o->seq ||
-        (int64_t)p->micro_batches * p->micro_batch != o->seqs_per_step)
+        (int64_t)p->n_micro * p->seqs_per_micro != o->seqs_per_step)
         return err_set(e, -EINVAL, "plan (%d blocks, %d micro-batches of %d x %d) does not "
-                       "match the run (%d, a step of %d x %d)", p->n_layer, p->micro_batches,
-                       p->micro_batch, p->seq, o->model.n_layer, o->seqs_per_step, o->seq);
+                       "match the run (%d, a step of %d x %d)", p->n_layer, p->n_micro,
+                       p->seqs_per_micro, p->seq, o->model.n_layer, o->seqs_per_step, o->seq);
     if (o->model.dtype == DTYPE_FP16 && pc->device->weight_type != DTYPE_FP32)
         return err_set(e, -EINVAL, "fp16 needs loss scaling, which the out-of-core pipeline "
                        "does not do yet (an overflow seen in one sub-group after others were "
@@ -115,7 +115,7 @@ static int init_pools(PipeRun *pr, Err *e)
     if (!rc)
         rc = workpool_init(&pp->wp_compute, on_gpu ? 1 : o->threads, e);
     if (!rc) /* micro-batch gradient sums (the cost model charges them for these threads) */
-        rc = workpool_init_nice(&pp->wp_sum, pr->plan->micro_batches > 1
+        rc = workpool_init_nice(&pp->wp_sum, pr->plan->n_micro > 1
                                                  ? plan_grad_sum_threads((int)cores)
                                                  : 1, pr->pc->optim_nice, e);
     return rc;
@@ -125,7 +125,7 @@ static int init_pools(PipeRun *pr, Err *e)
 static int alloc_segment(PipeRun *pr, TrainResult *r, Err *e)
 {
     Pipe *pp = &pr->pp;
-    size_t N = (size_t)pr->plan->micro_batch * pp->o->seq, seg = (size_t)pr->seg;
+    size_t N = (size_t)pr->plan->seqs_per_micro * pp->o->seq, seg = (size_t)pr->seg;
     pp->inputs = calloc(seg * pp->M * N, sizeof(int));
     pp->targets = calloc(seg * pp->M * N, sizeof(int));
     pp->sq = calloc(seg * pp->mem.G, sizeof(double));
@@ -152,13 +152,13 @@ static int run_init(PipeRun *pr, TrainResult *r, Err *e)
     ModelConfig gc = o->model;
     gc.dtype = pr->pc->device->weight_type; /* the graph's bytes are what the device moves */
     if (!rc)
-        rc = graph_init(&pr->g, &gc, plan->micro_batch, o->seq, e);
+        rc = graph_init(&pr->g, &gc, plan->seqs_per_micro, o->seq, e);
     if (!rc && gpt2_layout_init(&pp->layout, &o->model))
         rc = err_set(e, -ENOMEM, "out of memory");
     if (!rc)
         rc = init_pools(pr, e);
     if (!rc)
-        rc = pipe_mem_init(&pp->mem, &o->model, plan, plan->micro_batch, o->seq, pr->pc,
+        rc = pipe_mem_init(&pp->mem, &o->model, plan, plan->seqs_per_micro, o->seq, pr->pc,
                            &pp->wp_compute, e);
     return rc ? rc : alloc_segment(pr, r, e);
 }
@@ -206,7 +206,7 @@ static int run_start(PipeRun *pr, Err *e)
         pr->params = pr->m = pr->v = NULL;
     }
     if (!rc)
-        rc = loader_init(&pr->ld, &pr->data, pr->plan->micro_batch, o->seq, pr->st.seed, e);
+        rc = loader_init(&pr->ld, &pr->data, pr->plan->seqs_per_micro, o->seq, pr->st.seed, e);
     if (!rc && o->resume_dir)
         loader_seek(&pr->ld, pr->st.epoch, pr->st.index);
     if (!rc)
@@ -233,7 +233,7 @@ static int segment_len(const PipeRun *pr, int64_t step)
 /* One segment: iterations [iter0, iter0 + n) of this run, one DAG. */
 static int run_segment(Pipe *pp, const Graph *g, const Plan *p, Loader *ld, int n, Err *e)
 {
-    size_t N = (size_t)p->micro_batch * pp->o->seq;
+    size_t N = (size_t)p->seqs_per_micro * pp->o->seq;
     for (int i = 0; i < n * pp->M; i++)
         loader_next(ld, pp->inputs + i * N, pp->targets + i * N);
     memset(pp->sq_count, 0, (size_t)n * sizeof *pp->sq_count);
@@ -353,7 +353,7 @@ int pipe_train(const TrainOptions *o, const Plan *plan, const PipeConfig *pc, Tr
                PipeReport *rep, Err *e)
 {
     memset(r, 0, sizeof *r);
-    PipeRun pr = {.pp = {.o = o, .isa = adam_isa_best(), .M = plan->micro_batches},
+    PipeRun pr = {.pp = {.o = o, .isa = adam_isa_best(), .M = plan->n_micro},
                   .plan = plan, .pc = pc, .st = {.seed = o->seed},
                   .seg = pc->segment_iters > 0 ? pc->segment_iters : 8};
     Pipe *pp = &pr.pp;

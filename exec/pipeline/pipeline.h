@@ -58,7 +58,7 @@ typedef struct PipeReport {
  * clipping, micro-batches, checkpoints and results), out of core under plan. The plan owns the
  * step's division: its micro-batches and sub-groups are the ones run (o->n_micro,
  * subgroup_blocks and tail_blocks are trainer_run's); it must match the model, o->seq and
- * o->seqs_per_step (its micro_batches of micro_batch sequences); fp16 (loss scaling) is
+ * o->seqs_per_step (its n_micro of seqs_per_micro sequences); fp16 (loss scaling) is
  * refused. With micro-batches, the CPU keeps the step's gradient sum for the whole model in
  * fp32 (each block's gradients are added to it as they arrive) and the updates wait for the
  * last micro-batch.
