@@ -28,8 +28,9 @@ void rmsnorm_backward_ref(float *dinp, float *dweight, const float *dout, const 
  * (i, i + d/2) for i < d/2 is rotated by the angle pos * inv_freq[i]:
  *   out[i]       = x[i] * cos - x[i + d/2] * sin
  *   out[i + d/2] = x[i + d/2] * cos + x[i] * sin
- * (the products rounded, then the sum: no fused multiply-add). Positions are 0..T-1 within
- * each sequence. Not the interleaved pairs (2i, 2i + 1) of Meta's original code. */
+ * both products rounded, then their sum (no fused multiply-add: -std=c17 keeps GCC from
+ * contracting; a GPU kernel that matches bit for bit must not fuse them either). Positions are
+ * 0..T-1 within each sequence. Not the interleaved pairs (2i, 2i + 1) of Meta's original code. */
 
 /* rope_scaling of a Llama 3.1 config with rope_type "llama3"; the keys are Hugging Face's. */
 typedef struct RopeScaling {
@@ -49,7 +50,8 @@ typedef struct RopeScaling {
  *                                   / (high_freq_factor - low_freq_factor)
  *   wavelen < high_freq_wavelen                     -> inv_freq unchanged.
  * Its attention_factor is 1 (cos and sin are not scaled). Computed in double; transformers
- * computes the same formula in float32 tensors, which is within a few float ulps of this. */
+ * evaluates the same formula in float32 tensors, within a few float ulps of this. The other
+ * rope_types (linear, dynamic, yarn, longrope) are not reproduced. */
 void rope_inv_freq(double *inv_freq, int d, double theta, const RopeScaling *scaling);
 
 /* cos and sin of T positions by d/2 frequencies, (T, d/2) each, row t = position t. A table is
@@ -63,9 +65,10 @@ typedef struct RopeTable {
 } RopeTable;
 
 /* Writes cos[t][i] = cos(t * inv_freq[i]) and sin likewise, the angle and both functions in
- * double, each rounded once to float. Hugging Face forms the angle in float32, which at
- * position p is off by up to about p * 6e-8 radians: the tables differ from its by that, not by
- * convention. A GPU kernel reads this table rather than recomputing it, to agree bit for bit. */
+ * double, each rounded once to float. Hugging Face forms inv_freq and the angle in float32,
+ * which at position p is off by up to about p * 6e-8 radians: its tables differ from these by
+ * that, not by convention. A GPU kernel reads this table rather than recomputing it, to agree
+ * bit for bit. */
 void rope_table_fill(float *cos /* (T, d/2) */, float *sin /* (T, d/2) */, int T, int d,
                      double theta, const RopeScaling *scaling);
 /* Allocates and fills t for positions 0..T-1. Returns 0, or -ENOMEM with e saying so (t is
