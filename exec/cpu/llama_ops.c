@@ -1,0 +1,295 @@
+/* llama_ops: the Llama block's own CPU reference ops; see llama_ops.h. Plain loops without
+ * `omp simd`: every sum runs in index order. */
+#include "llama_ops.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- RMSNorm ---- */
+
+void rmsnorm_forward_ref(float *out, float *rstd, const float *inp, const float *weight, int N,
+                         int C, float eps)
+{
+    for (int n = 0; n < N; n++) {
+        const float *x = inp + (size_t)n * C;
+        float ss = 0;
+        for (int i = 0; i < C; i++)
+            ss += x[i] * x[i];
+        float s = 1.0f / sqrtf(ss / C + eps);
+        float *o = out + (size_t)n * C;
+        for (int i = 0; i < C; i++)
+            o[i] = (x[i] * s) * weight[i];
+        rstd[n] = s;
+    }
+}
+
+/* With norm = x * rstd and dnorm = weight * dout: dx = rstd * (dnorm - norm * mean(dnorm *
+ * norm)), the second term rstd's own dependence on x. */
+void rmsnorm_backward_ref(float *dinp, float *dweight, const float *dout, const float *inp,
+                          const float *weight, const float *rstd, int N, int C)
+{
+    for (int n = 0; n < N; n++) {
+        const float *d = dout + (size_t)n * C, *x = inp + (size_t)n * C;
+        float *dx = dinp + (size_t)n * C;
+        float s = rstd[n], dnorm_norm_mean = 0;
+        for (int i = 0; i < C; i++)
+            dnorm_norm_mean += weight[i] * d[i] * (x[i] * s);
+        dnorm_norm_mean /= C;
+        for (int i = 0; i < C; i++) {
+            float norm = x[i] * s, dnorm = weight[i] * d[i];
+            dweight[i] += norm * d[i];
+            dx[i] += (dnorm - norm * dnorm_norm_mean) * s;
+        }
+    }
+}
+
+/* ---- Rotary position embedding ---- */
+
+static inline bool rope_args_valid(int d, double theta, const RopeScaling *s)
+{
+    return d > 0 && d % 2 == 0 && theta > 0 &&
+           (!s || (s->factor > 0 && s->high_freq_factor > s->low_freq_factor));
+}
+
+/* inv_freq[i] of rope_inv_freq. */
+static double inv_freq_at(int i, int d, double theta, const RopeScaling *s)
+{
+    double f = 1.0 / pow(theta, (double)(2 * i) / d);
+    if (!s)
+        return f;
+    double orig = s->original_max_position_embeddings;
+    double low_freq_wavelen = orig / s->low_freq_factor;
+    double high_freq_wavelen = orig / s->high_freq_factor;
+    double wavelen = 2 * M_PI / f;
+    if (wavelen > low_freq_wavelen)
+        return f / s->factor;
+    if (wavelen < high_freq_wavelen)
+        return f;
+    /* transformers' operand order: (1 - smooth) * inv_freq / factor + smooth * inv_freq */
+    double smooth =
+        (orig / wavelen - s->low_freq_factor) / (s->high_freq_factor - s->low_freq_factor);
+    return (1 - smooth) * f / s->factor + smooth * f;
+}
+
+void rope_inv_freq(double *inv_freq, int d, double theta, const RopeScaling *scaling)
+{
+    assert(rope_args_valid(d, theta, scaling));
+    for (int i = 0; i < d / 2; i++)
+        inv_freq[i] = inv_freq_at(i, d, theta, scaling);
+}
+
+void rope_table_fill(float *cos_t, float *sin_t, int T, int d, double theta,
+                     const RopeScaling *scaling)
+{
+    assert(rope_args_valid(d, theta, scaling));
+    int half = d / 2;
+    for (int i = 0; i < half; i++) {
+        double f = inv_freq_at(i, d, theta, scaling);
+        for (int t = 0; t < T; t++) {
+            double angle = (double)t * f;
+            cos_t[(size_t)t * half + i] = (float)cos(angle);
+            sin_t[(size_t)t * half + i] = (float)sin(angle);
+        }
+    }
+}
+
+int rope_table_init(RopeTable *t, int T, int d, double theta, const RopeScaling *scaling,
+                    Err *e)
+{
+    assert(T > 0 && d > 0 && d % 2 == 0);
+    size_t n = (size_t)T * (d / 2);
+    *t = (RopeTable){.T = T, .half = d / 2};
+    t->cos = malloc(n * sizeof(float));
+    t->sin = malloc(n * sizeof(float));
+    if (!t->cos || !t->sin) {
+        rope_table_free(t);
+        return err_set(e, -ENOMEM, "rope table: out of memory for 2 x %zu floats (T %d, d %d)",
+                       n, T, d);
+    }
+    rope_table_fill(t->cos, t->sin, T, d, theta, scaling);
+    return 0;
+}
+
+void rope_table_free(RopeTable *t)
+{
+    free(t->cos);
+    free(t->sin);
+    *t = (RopeTable){0};
+}
+
+void rope_forward_ref(float *out, const float *qkv, int B, int T, int h, int g, int d,
+                      const RopeTable *tab)
+{
+    assert(d % 2 == 0 && tab->half == d / 2 && tab->T >= T);
+    int half = d / 2, row = (h + 2 * g) * d;
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++) {
+            const float *x = qkv + ((size_t)b * T + t) * row;
+            float *o = out + ((size_t)b * T + t) * row;
+            const float *c = tab->cos + (size_t)t * half, *s = tab->sin + (size_t)t * half;
+            /* q's h heads and k's g heads are the row's first h + g heads */
+            for (int j = 0; j < h + g; j++) {
+                const float *xh = x + (size_t)j * d;
+                float *oh = o + (size_t)j * d;
+                for (int i = 0; i < half; i++) {
+                    float x1 = xh[i], x2 = xh[i + half];
+                    oh[i] = x1 * c[i] - x2 * s[i];
+                    oh[i + half] = x2 * c[i] + x1 * s[i];
+                }
+            }
+            memcpy(o + (size_t)(h + g) * d, x + (size_t)(h + g) * d, (size_t)g * d * sizeof *o);
+        }
+}
+
+void rope_backward_ref(float *dqkv, const float *dout, int B, int T, int h, int g, int d,
+                       const RopeTable *tab)
+{
+    assert(d % 2 == 0 && tab->half == d / 2 && tab->T >= T);
+    int half = d / 2, row = (h + 2 * g) * d;
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++) {
+            const float *dy = dout + ((size_t)b * T + t) * row;
+            float *dx = dqkv + ((size_t)b * T + t) * row;
+            const float *c = tab->cos + (size_t)t * half, *s = tab->sin + (size_t)t * half;
+            for (int j = 0; j < h + g; j++) {
+                const float *dyh = dy + (size_t)j * d;
+                float *dxh = dx + (size_t)j * d;
+                for (int i = 0; i < half; i++) {
+                    float d1 = dyh[i], d2 = dyh[i + half];
+                    dxh[i] += d1 * c[i] + d2 * s[i];
+                    dxh[i + half] += d2 * c[i] - d1 * s[i];
+                }
+            }
+            for (int i = (h + g) * d; i < row; i++)
+                dx[i] += dy[i];
+        }
+}
+
+/* ---- Grouped-query causal attention ----
+ * The loops are gpt2_ops' attention_forward_ref and attention_backward_ref, operation for
+ * operation, with kv head j / (h / g) and the row's k and v offsets in place of GPT-2's: with
+ * g == h the two perform the same float operations in the same order. */
+
+void attention_gqa_forward_ref(float *out, float *preatt, float *att, const float *qkv, int B,
+                               int T, int h, int g, int d)
+{
+    assert(g > 0 && h % g == 0);
+    int row = (h + 2 * g) * d, group = h / g, hd = h * d;
+    size_t k_at = (size_t)h * d, v_at = (size_t)(h + g) * d;
+    float scale = 1.0f / sqrtf((float)d);
+    for (int b = 0; b < B; b++)
+        for (int j = 0; j < h; j++) {
+            size_t kv = (size_t)(j / group) * d;
+            for (int t = 0; t < T; t++) {
+                const float *q = qkv + ((size_t)b * T + t) * row + (size_t)j * d;
+                float *pre = preatt + (((size_t)b * h + j) * T + t) * T;
+                float *a = att + (((size_t)b * h + j) * T + t) * T;
+                float maxv = -INFINITY;
+                for (int t2 = 0; t2 <= t; t2++) {
+                    const float *k = qkv + ((size_t)b * T + t2) * row + k_at + kv;
+                    float v = 0;
+                    for (int i = 0; i < d; i++)
+                        v += q[i] * k[i];
+                    v *= scale;
+                    pre[t2] = v;
+                    if (v > maxv)
+                        maxv = v;
+                }
+                float sum = 0;
+                for (int t2 = 0; t2 <= t; t2++) {
+                    a[t2] = expf(pre[t2] - maxv);
+                    sum += a[t2];
+                }
+                for (int t2 = 0; t2 < T; t2++)
+                    a[t2] = t2 <= t ? a[t2] / sum : 0.0f;
+                for (int t2 = t + 1; t2 < T; t2++)
+                    pre[t2] = 0;
+                float *o = out + ((size_t)b * T + t) * hd + (size_t)j * d;
+                for (int i = 0; i < d; i++)
+                    o[i] = 0;
+                for (int t2 = 0; t2 <= t; t2++) {
+                    const float *v = qkv + ((size_t)b * T + t2) * row + v_at + kv;
+                    for (int i = 0; i < d; i++)
+                        o[i] += a[t2] * v[i];
+                }
+            }
+        }
+}
+
+void attention_gqa_backward_ref(float *dqkv, float *dpreatt, float *datt, const float *dout,
+                                const float *qkv, const float *att, int B, int T, int h, int g,
+                                int d)
+{
+    assert(g > 0 && h % g == 0);
+    int row = (h + 2 * g) * d, group = h / g, hd = h * d;
+    size_t k_at = (size_t)h * d, v_at = (size_t)(h + g) * d;
+    float scale = 1.0f / sqrtf((float)d);
+    for (int b = 0; b < B; b++)
+        for (int j = 0; j < h; j++) {
+            size_t kv = (size_t)(j / group) * d;
+            for (int t = 0; t < T; t++) {
+                const float *a = att + (((size_t)b * h + j) * T + t) * T;
+                float *da = datt + (((size_t)b * h + j) * T + t) * T;
+                float *dpre = dpreatt + (((size_t)b * h + j) * T + t) * T;
+                const float *q = qkv + ((size_t)b * T + t) * row + (size_t)j * d;
+                float *dq = dqkv + ((size_t)b * T + t) * row + (size_t)j * d;
+                const float *dy = dout + ((size_t)b * T + t) * hd + (size_t)j * d;
+                /* through the value product */
+                for (int t2 = 0; t2 <= t; t2++) {
+                    const float *v = qkv + ((size_t)b * T + t2) * row + v_at + kv;
+                    float *dv = dqkv + ((size_t)b * T + t2) * row + v_at + kv;
+                    for (int i = 0; i < d; i++) {
+                        da[t2] += v[i] * dy[i];
+                        dv[i] += a[t2] * dy[i];
+                    }
+                }
+                /* through the softmax */
+                for (int t2 = 0; t2 <= t; t2++)
+                    for (int t3 = 0; t3 <= t; t3++) {
+                        float local = a[t2] * ((t2 == t3 ? 1.0f : 0.0f) - a[t3]);
+                        dpre[t3] += local * da[t2];
+                    }
+                /* through the scores */
+                for (int t2 = 0; t2 <= t; t2++) {
+                    const float *k = qkv + ((size_t)b * T + t2) * row + k_at + kv;
+                    float *dk = dqkv + ((size_t)b * T + t2) * row + k_at + kv;
+                    for (int i = 0; i < d; i++) {
+                        dq[i] += k[i] * dpre[t2] * scale;
+                        dk[i] += q[i] * dpre[t2] * scale;
+                    }
+                }
+            }
+        }
+}
+
+/* ---- SwiGLU ---- */
+
+void swiglu_forward_ref(float *out, const float *gate_up, int N, int F)
+{
+    for (int n = 0; n < N; n++) {
+        const float *gate = gate_up + (size_t)n * 2 * F, *up = gate + F;
+        float *o = out + (size_t)n * F;
+        for (int i = 0; i < F; i++)
+            o[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
+    }
+}
+
+/* silu'(x) = sigmoid(x) * (1 + x * (1 - sigmoid(x))). */
+void swiglu_backward_ref(float *dgate_up, const float *dout, const float *gate_up, int N, int F)
+{
+    for (int n = 0; n < N; n++) {
+        const float *gate = gate_up + (size_t)n * 2 * F, *up = gate + F;
+        float *dgate = dgate_up + (size_t)n * 2 * F, *dup = dgate + F;
+        const float *dy = dout + (size_t)n * F;
+        for (int i = 0; i < F; i++) {
+            float x = gate[i], sig = 1.0f / (1.0f + expf(-x));
+            float silu = x / (1.0f + expf(-x));
+            dgate[i] += dy[i] * up[i] * (sig * (1.0f + x * (1.0f - sig)));
+            dup[i] += dy[i] * silu;
+        }
+    }
+}
