@@ -6,10 +6,12 @@
 #include <string.h>
 
 #include "gpt2_arch.h"
+#include "llama_arch.h"
 
 const BlockArch *arch_block(Arch a)
 {
-    static const BlockArch *const archs[ARCH_COUNT] = {[ARCH_GPT2] = &gpt2_arch};
+    static const BlockArch *const archs[ARCH_COUNT] = {[ARCH_GPT2] = &gpt2_arch,
+                                                       [ARCH_LLAMA] = &llama_arch};
     assert(a >= 0 && a < ARCH_COUNT);
     return archs[a];
 }

@@ -26,6 +26,9 @@ typedef enum OpKind {
     OP_RESIDUAL,
     OP_GELU,
     OP_LOSS,
+    OP_RMSNORM,
+    OP_ROPE,
+    OP_SWIGLU,
 } OpKind;
 
 /* The most ops and tensors one block of any family has (array bounds), the most inputs and
@@ -63,14 +66,21 @@ typedef struct BlockArch {
      * seq tokens, into ops[0 .. n_ops). */
     void (*graph_ops)(struct Op *ops, const struct ModelConfig *c, int block, int64_t batch,
                       int64_t seq);
+    /* The embedding's and the final norm's ops (graph.h) for T tokens. */
+    void (*graph_edge_ops)(struct Op *embed, struct Op *norm, const struct ModelConfig *c,
+                           int64_t T);
     /* Bytes of each block tensor (n_ops + 1) for a micro-batch of B x T on a lane whose
      * activations take elem bytes an element: the tensor, and what its backward needs beside
      * it (a norm's fp32 statistics, attention's rows' log-sum-exp). */
     void (*lane_tensor_bytes)(const struct ModelConfig *c, int64_t B, int64_t T, int64_t elem,
                               int64_t bytes[]);
+    /* What a 16-bit CUDA lane allocates for itself for a micro-batch of B x T (footprint.h):
+     * activation gradients, the attention workspace, the head's chunk of logits, gradient
+     * accumulators. */
+    double (*cuda_lane_own_bytes)(const struct ModelConfig *c, int64_t B, int64_t T);
 } BlockArch;
 
-typedef enum Arch { ARCH_GPT2, ARCH_COUNT } Arch;
+typedef enum Arch { ARCH_GPT2, ARCH_LLAMA, ARCH_COUNT } Arch;
 
 /* The description of architecture a (a static table). */
 const BlockArch *arch_block(Arch a);

@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "gpt2_layout.h"
+#include "layout.h"
 
 const char *mem_tag_name(MemTag m)
 {
@@ -41,33 +41,9 @@ static double gpu_rnd(double n)
 void footprint_cuda_lane(const Graph *g, LaneSizes *lane)
 {
     const ModelConfig *c = &g->cfg;
-    double N = (double)g->tokens, C = c->d_model, F = c->d_ff, H = c->n_head;
-    double Vp = (double)model_padded_vocab(c), chunk = (double)graph_head_chunk(g->tokens);
-    double d = (double)dtype_bytes(c->dtype); /* an element of the lane's 16-bit buffers */
-    double act = N * C * d;
-    g->arch->lane_tensor_bytes(c, g->batch, g->seq, (int64_t)d, lane->tensor);
-    /* attention: flash for head sizes 32, 64, 128 (an fp32 N x C workspace); other shapes are
-     * tiled by query chunks of 256 rows (exec/cuda/gpt2_attention.cu) */
-    int hs = c->d_model / c->n_head;
-    double qc = (double)g->batch * H * 256 * g->seq;
-    double att_ws = hs == 32 || hs == 64 || hs == 128
-                        ? N * C * 4 : qc * 6 + N * 2 * C * 4 + 3 * (double)g->batch * H * 8 + 1024;
-    const double own[] = {
-        att_ws,
-        chunk * Vp * d,                 /* one chunk's logits, rows padded */
-        act, act, act,                  /* lnf output, 16-bit residual gradient, attention's */
-        3 * act, N * F * d,             /* qkv's and fc's input gradients */
-        2 * N * 4, N * 4,               /* lnf statistics, per-token losses */
-        N * C * 4, N * C * 4,           /* fp32 residual and norm gradients */
-        N * H * 4,                      /* attention's backward row sums */
-        (9 * C + F) * 4,                /* a block's bias and layernorm gradients, fp32 */
-        (double)model_embed_params(c) * 4, /* the edges' fp32 gradients */
-        2 * N * 4,                      /* token ids and targets */
-    };
-    double n = 0;
-    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
-        n += gpu_rnd(own[i]);
-    lane->own = (int64_t)n;
+    int64_t d = (int64_t)dtype_bytes(c->dtype); /* an element of the lane's 16-bit buffers */
+    g->arch->lane_tensor_bytes(c, g->batch, g->seq, d, lane->tensor);
+    lane->own = (int64_t)g->arch->cuda_lane_own_bytes(c, g->batch, g->seq);
     lane->weight_bytes = lane->grad_bytes = (int)d;
 }
 
@@ -148,7 +124,7 @@ double footprint_state_slot_bytes(const ModelConfig *c, const Plan *p, int weigh
     double wsz = weight_bytes, most = 0;
     for (int s = 0; s < plan_subgroup_count(p); s++) {
         size_t begin, end;
-        gpt2_subgroup_slice(c, p, s, &begin, &end);
+        layout_subgroup_slice(c, p, s, &begin, &end);
         double n = plan_optim_tier(p, s) == TIER_SSD
                        ? page(slot_bytes_per_param(p) * (double)(end - begin)) : 0;
         if (p->weights == TIER_SSD) {
@@ -172,7 +148,7 @@ static void add_zero_grads(Footprint *f, const ModelConfig *c, const Plan *p, do
     f->bytes[MEM_GRADS][TIER_CPU] += page(P * gsz);
     for (int s = 0; s < plan_subgroup_count(p); s++) {
         size_t begin, end;
-        gpt2_subgroup_slice(c, p, s, &begin, &end);
+        layout_subgroup_slice(c, p, s, &begin, &end);
         if (plan_optim_tier(p, s) == TIER_SSD)
             f->bytes[MEM_GRADS][TIER_SSD] += 4 * (double)(end - begin);
         else
@@ -189,7 +165,7 @@ static void add_optimizer(Footprint *f, const ModelConfig *c, const Plan *p,
     double cpu_prefix = 0, largest = 0;
     for (int s = 0; s < plan_subgroup_count(p); s++) {
         size_t begin, end;
-        gpt2_subgroup_slice(c, p, s, &begin, &end);
+        layout_subgroup_slice(c, p, s, &begin, &end);
         double n = (double)(end - begin);
         Tier t = plan_optim_tier(p, s);
         if (n > largest)

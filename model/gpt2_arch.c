@@ -2,10 +2,10 @@
  * gpt2_arch.h, and graph.h for the counting conventions. */
 #include "gpt2_arch.h"
 
+#include <math.h>
 #include <string.h>
 
-#include "model.h"
-#include "op.h"
+#include "graph.h"
 
 _Static_assert((int)GPT2_LN1 == (int)BLOCK_CKPT_OP, "the first op keeps the checkpoint");
 _Static_assert((int)GPT2_TENSORS <= (int)ARCH_MAX_TENSORS, "within every family's bound");
@@ -59,6 +59,21 @@ static void gpt2_graph_ops(Op *op, const ModelConfig *c, int b, int64_t batch, i
     op[GPT2_RES2] = op_residual(b, T, h, dsz);
 }
 
+/* The token and position embeddings' sum, and the final layernorm. */
+static void gpt2_graph_edge_ops(Op *embed, Op *norm, const ModelConfig *c, int64_t T)
+{
+    int64_t h = c->d_model, dsz = (int64_t)dtype_bytes(c->dtype);
+    /* its backward adds the fp32 residual gradient into the fp32 token and position rows (read
+     * and written each), then turns the whole table's gradient into dsz */
+    int64_t params = (int64_t)c->vocab * h + (int64_t)c->max_seq * h;
+    *embed = (Op){.kind = OP_EMBED, .name = "embed", .params = params,
+                  .fwd_flops = (double)T * h, .bwd_flops = 2.0 * T * h,
+                  .fwd_io_bytes = 3 * T * h * dsz, .bwd_io_bytes = 20 * T * h + (4 + dsz) * params,
+                  .act_bytes = T * 4, /* token ids */ .out_bytes = T * h * dsz};
+    *norm = op_layernorm(0, T, h, dsz);
+    norm->name = "lnf";
+}
+
 static void gpt2_lane_tensor_bytes(const ModelConfig *c, int64_t B, int64_t T, int64_t elem,
                                    int64_t bytes[])
 {
@@ -71,7 +86,46 @@ static void gpt2_lane_tensor_bytes(const ModelConfig *c, int64_t B, int64_t T, i
     memcpy(bytes, t, sizeof t);
 }
 
+/* A GPU allocation as the CUDA lane carves its own buffers: 256-byte aligned. */
+static double lane_rnd(double n)
+{
+    return ceil(n / 256) * 256;
+}
+
+/* exec/pipeline/device_cuda.cu's own buffers (own_sizes there), each rounded as it carves them. */
+static double gpt2_cuda_lane_own_bytes(const ModelConfig *c, int64_t B, int64_t T)
+{
+    double N = (double)B * T, C = c->d_model, F = c->d_ff, H = c->n_head;
+    double Vp = (double)model_padded_vocab(c), chunk = (double)graph_head_chunk(B * T);
+    double d = (double)dtype_bytes(c->dtype); /* an element of the lane's 16-bit buffers */
+    double act = N * C * d;
+    /* attention: flash for head sizes 32, 64, 128 (an fp32 N x C workspace); other shapes are
+     * tiled by query chunks of 256 rows (exec/cuda/gpt2_attention.cu) */
+    int64_t hs = model_head_dim(c);
+    double qc = (double)B * H * 256 * T;
+    double att_ws = hs == 32 || hs == 64 || hs == 128
+                        ? N * C * 4 : qc * 6 + N * 2 * C * 4 + 3 * (double)B * H * 8 + 1024;
+    const double own[] = {
+        att_ws,
+        chunk * Vp * d,                 /* one chunk's logits, rows padded */
+        act, act, act,                  /* lnf output, 16-bit residual gradient, attention's */
+        3 * act, N * F * d,             /* qkv's and fc's input gradients */
+        2 * N * 4, N * 4,               /* lnf statistics, per-token losses */
+        N * C * 4, N * C * 4,           /* fp32 residual and norm gradients */
+        N * H * 4,                      /* attention's backward row sums */
+        (9 * C + F) * 4,                /* a block's bias and layernorm gradients, fp32 */
+        (double)model_embed_params(c) * 4, /* the edges' fp32 gradients */
+        2 * N * 4,                      /* token ids and targets */
+    };
+    double n = 0;
+    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
+        n += lane_rnd(own[i]);
+    return n;
+}
+
 const BlockArch gpt2_arch = {.name = "gpt2", .n_ops = GPT2_OPS, .input = GPT2_IN,
                              .output = GPT2_RES2, .ops = gpt2_ops,
                              .graph_ops = gpt2_graph_ops,
-                             .lane_tensor_bytes = gpt2_lane_tensor_bytes};
+                             .graph_edge_ops = gpt2_graph_edge_ops,
+                             .lane_tensor_bytes = gpt2_lane_tensor_bytes,
+                             .cuda_lane_own_bytes = gpt2_cuda_lane_own_bytes};

@@ -1,48 +1,12 @@
-/* gpt2_layout: where each GPT-2 parameter tensor lives in one flat fp32 buffer, and its Hugging
- * Face name and shape. Part of the shared description: the schedule's sub-groups are slices of
- * this layout, and every backend (the CPU reference, CUDA, the out-of-core pipeline) and the
- * checkpoints address parameters through it.
- *
- * The layout is block-major: the edge parameters first (wte, wpe, ln_f, an untied lm_head), then
- * each block's twelve tensors contiguously. So an optimizer sub-group of blocks is one
- * contiguous slice, the tail sub-group (the first blocks and the edges) is the slice starting at
- * 0, and block b starts at model_embed_params + b * model_block_params (model.h). Linear weights
- * are stored (out, in), as matmul_forward_ref wants; Hugging Face's GPT-2 Conv1D stores (in, out)
- * and the conv1d flag says to transpose on load and save. */
+/* gpt2_layout: views of GPT-2's parameters in the flat layout (layout.h): each block's twelve
+ * tensors and the edges' (wte, wpe, ln_f, an untied lm_head) as pointers or element offsets. */
 #ifndef FUYOU_GPT2_LAYOUT_H
 #define FUYOU_GPT2_LAYOUT_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "model.h"
-
-enum { GPT2_BLOCK_TENSORS = 12, GPT2_NAME_MAX = 64 };
-
-typedef struct ParamTensor {
-    char name[GPT2_NAME_MAX]; /* "transformer.h.3.attn.c_attn.weight" */
-    size_t offset, numel;
-    int rows, cols;           /* ours: (rows, cols); 1-D tensors have rows 1 */
-    bool conv1d;              /* Hugging Face stores it (cols, rows) */
-} ParamTensor;
-
-typedef struct Gpt2Layout {
-    ParamTensor *t;
-    int n;
-    size_t total;
-} Gpt2Layout;
-
-/* Fills l for c; the caller frees it with gpt2_layout_free. 0 or -ENOMEM. */
-int gpt2_layout_init(Gpt2Layout *l, const ModelConfig *c);
-void gpt2_layout_free(Gpt2Layout *l);
-/* The tensor with this Hugging Face name (with or without the "transformer." prefix), or NULL. */
-const ParamTensor *gpt2_layout_find(const Gpt2Layout *l, const char *name);
-
-/* Optimizer sub-group g of plan p (plan.h) as the slice [begin, end) of the flat layout: blocks
- * are contiguous, and the tail's slice starts at 0 with the edge parameters. */
-struct Plan;
-void gpt2_subgroup_slice(const ModelConfig *c, const struct Plan *p, int g, size_t *begin,
-                         size_t *end);
+#include "layout.h"
 
 /* Views of one block's tensors in a parameter (or gradient) buffer laid out as above. */
 typedef struct Gpt2BlockView {

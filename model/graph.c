@@ -48,19 +48,15 @@ int graph_init(Graph *g, const ModelConfig *cfg, int batch, int seq, Err *e)
     int64_t T = g->tokens, h = cfg->d_model, V = cfg->vocab, dsz = (int64_t)dtype_bytes(cfg->dtype);
     int L = cfg->n_layer;
     Op *op = g->ops;
-    /* its backward adds the fp32 residual gradient into the fp32 token and position rows (read
-     * and written each), then turns the whole table's gradient into dsz */
-    int64_t embed_params = V * h + (int64_t)cfg->max_seq * h;
-    *op++ = (Op){.kind = OP_EMBED, .name = "embed", .id = EDGE_EMBED, .block = -1,
-                 .params = embed_params,
-                 .fwd_flops = (double)T * h, .bwd_flops = 2.0 * T * h,
-                 .fwd_io_bytes = 3 * T * h * dsz,
-                 .bwd_io_bytes = 20 * T * h + (4 + dsz) * embed_params,
-                 .act_bytes = T * 4, /* token ids */ .out_bytes = T * h * dsz};
+    Op embed, norm;
+    g->arch->graph_edge_ops(&embed, &norm, cfg, T);
+    embed.id = EDGE_EMBED, embed.block = -1;
+    norm.id = EDGE_NORM, norm.block = L;
+    int64_t embed_params = embed.params;
+    *op++ = embed;
     for (int b = 0; b < L; b++, op += g->arch->n_ops)
         add_block(op, g, b);
-    *op = op_layernorm(L, T, h, dsz);
-    op->name = "lnf", op->id = EDGE_NORM, op++;
+    *op++ = norm;
     /* The head runs fused over chunks of tokens (graph.h, GRAPH_HEAD_CHUNK): its forward also
      * does its backward, so all its FLOPs are forward ones, at the chunk's GEMM shape, and what
      * it keeps for the lnf's backward is its input's gradient, not the logits. */

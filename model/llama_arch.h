@@ -36,4 +36,6 @@ typedef enum LlamaOp {
     LLAMA_TENSORS
 } LlamaOp;
 
+extern const BlockArch llama_arch;
+
 #endif

@@ -1,12 +1,12 @@
-/* model: presets, the model ini loader and parameter counts; see model.h. */
+/* model: presets, parameter counts, the families' defaults and checks; see model.h (loading:
+ * model_load.c). */
 #include "model.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
-
-#include "inifile.h"
 
 size_t dtype_bytes(DType t)
 {
@@ -40,12 +40,29 @@ int dtype_parse(const char *s, DType *out)
     {.name = nm, .n_layer = L, .d_model = h, .n_head = a, .d_ff = 4 * (h), .vocab = V, \
      .max_seq = S, .tied = true, .dtype = DTYPE_BF16}
 
+#define LLAMA(nm, L, h, a, g, f, V, S, tie, theta, eps, scaling) \
+    {.name = nm, .arch = ARCH_LLAMA, .n_layer = L, .d_model = h, .n_head = a, .n_kv_head = g, \
+     .d_ff = f, .vocab = V, .max_seq = S, .tied = tie, .rope_theta = theta, \
+     .rope_scaling = scaling, .norm_eps = eps, .dtype = DTYPE_BF16}
+#define QWEN2(nm, L, h, a, g, f, V, S, eps) \
+    {.name = nm, .arch = ARCH_LLAMA, .n_layer = L, .d_model = h, .n_head = a, .n_kv_head = g, \
+     .d_ff = f, .vocab = V, .max_seq = S, .tied = false, .qkv_bias = true, .rope_theta = 1e6, \
+     .norm_eps = eps, .dtype = DTYPE_BF16}
+#define NO_SCALING {0, 0, 0, 0}
+#define LLAMA3_SCALING(f) {f, 1, 4, 8192}
+
 /* GPT-2: Radford et al. 2019 and the released checkpoints (n_ctx 1024, vocab 50257).
  * GPT-3: Brown et al. 2020, table 2.1 (n_ctx 2048, the GPT-2 tokenizer). Two rows of that table are
  * inconsistent with d_head: XL lists 24 heads of 128 for d_model 2048 (we use 16 heads of 128) and
  * 13B lists d_model 5140 for 40 heads of 128 (we use 5120, as every reproduction does).
  * gpt-70b: the 70B shape used by the Fuyou paper's evaluation (80 layers, hidden 8192, 64 heads)
- * in GPT-3 form (4h MLP, vocab 50257, seq 2048): 64.9B parameters counted this way. */
+ * in GPT-3 form (4h MLP, vocab 50257, seq 2048): 64.9B parameters counted this way.
+ * The Llama family, from each model's published config.json (hidden_size, num_hidden_layers,
+ * num_attention_heads, num_key_value_heads, intermediate_size, vocab_size,
+ * max_position_embeddings, tie_word_embeddings, rope_theta, rope_scaling, rms_norm_eps): Meta's
+ * Llama 3.2 1B and 3B, Llama 3.1 8B, 70B and 405B; Qwen's Qwen2.5 7B and 72B (q/k/v biases);
+ * Mistral Large 2 (Mistral-Large-Instruct-2407). Their parameter counts equal the published
+ * ones exactly (tests/test_model.c). */
 static const ModelConfig presets[] = {
     /* byte-level (vocab 256) and small enough to train visibly on two CPU cores in a minute */
     GPT("gpt2-tiny", 4, 128, 4, 256, 256),
@@ -62,6 +79,22 @@ static const ModelConfig presets[] = {
     GPT("gpt3-13b", 40, 5120, 40, 50257, 2048),
     GPT("gpt3-175b", 96, 12288, 96, 50257, 2048),
     GPT("gpt-70b", 80, 8192, 64, 50257, 2048),
+    /* small enough for the CPU suites: byte-level, 2 kv heads for 4 query heads */
+    LLAMA("llama-tiny", 4, 128, 4, 2, 384, 256, 256, true, 10000, 1e-5, NO_SCALING),
+    LLAMA("llama-3.2-1b", 16, 2048, 32, 8, 8192, 128256, 131072, true, 500000, 1e-5,
+          LLAMA3_SCALING(32)),
+    LLAMA("llama-3.2-3b", 28, 3072, 24, 8, 8192, 128256, 131072, true, 500000, 1e-5,
+          LLAMA3_SCALING(32)),
+    LLAMA("llama-3.1-8b", 32, 4096, 32, 8, 14336, 128256, 131072, false, 500000, 1e-5,
+          LLAMA3_SCALING(8)),
+    LLAMA("llama-3.1-70b", 80, 8192, 64, 8, 28672, 128256, 131072, false, 500000, 1e-5,
+          LLAMA3_SCALING(8)),
+    LLAMA("llama-3.1-405b", 126, 16384, 128, 8, 53248, 128256, 131072, false, 500000, 1e-5,
+          LLAMA3_SCALING(8)),
+    QWEN2("qwen2.5-7b", 28, 3584, 28, 4, 18944, 152064, 131072, 1e-6),
+    QWEN2("qwen2.5-72b", 80, 8192, 64, 8, 29568, 152064, 131072, 1e-6),
+    LLAMA("mistral-large-2", 88, 12288, 96, 8, 28672, 32768, 131072, false, 1000000, 1e-5,
+          NO_SCALING),
 };
 
 int model_preset_count(void)
@@ -87,9 +120,29 @@ int64_t model_head_dim(const ModelConfig *c)
     return c->d_model / c->n_head;
 }
 
+int model_kv_heads(const ModelConfig *c)
+{
+    return c->n_kv_head > 0 ? c->n_kv_head : c->n_head;
+}
+
+double model_rope_theta(const ModelConfig *c)
+{
+    return c->rope_theta > 0 ? c->rope_theta : 10000;
+}
+
+double model_norm_eps(const ModelConfig *c)
+{
+    return c->norm_eps > 0 ? c->norm_eps : 1e-5;
+}
+
 int64_t model_block_params(const ModelConfig *c)
 {
     int64_t h = c->d_model, f = c->d_ff;
+    if (c->arch == ARCH_LLAMA) {
+        int64_t d = model_head_dim(c), qkv_out = (c->n_head + 2 * model_kv_heads(c)) * d;
+        int64_t attn = qkv_out * h + (c->qkv_bias ? qkv_out : 0) + h * c->n_head * d;
+        return 2 * h + attn + 3 * f * h; /* two RMSNorm gains; gate, up and down */
+    }
     int64_t ln = 2 * h;                     /* gain and bias */
     int64_t qkv = 3 * h * h + 3 * h;
     int64_t proj = h * h + h;
@@ -100,7 +153,10 @@ int64_t model_block_params(const ModelConfig *c)
 int64_t model_embed_params(const ModelConfig *c)
 {
     int64_t h = c->d_model;
-    int64_t wte = (int64_t)c->vocab * h, wpe = (int64_t)c->max_seq * h;
+    int64_t wte = (int64_t)c->vocab * h;
+    if (c->arch == ARCH_LLAMA) /* no position embedding; the final RMSNorm's gain */
+        return wte + h + (c->tied ? 0 : wte);
+    int64_t wpe = (int64_t)c->max_seq * h;
     return wte + wpe + 2 * h + (c->tied ? 0 : wte);
 }
 
@@ -114,7 +170,6 @@ int64_t model_param_count(const ModelConfig *c)
     return c->n_layer * model_block_params(c) + model_embed_params(c);
 }
 
-/* Each size's limit, in model_keys order from MKEY_LAYERS. */
 static const int size_max[] = {MODEL_MAX_LAYERS, MODEL_MAX_HIDDEN, MODEL_MAX_HIDDEN,
                                MODEL_MAX_FFN, MODEL_MAX_VOCAB, MODEL_MAX_SEQ};
 
@@ -131,101 +186,27 @@ int model_validate(const ModelConfig *c, Err *e)
     if (c->d_model % c->n_head)
         return err_set(e, -EINVAL, "model %s: heads (%d) must divide hidden (%d)", c->name,
                        c->n_head, c->d_model);
-    return 0;
-}
-
-/* The model ini: one [model] section. */
-typedef struct ModelIni {
-    ModelConfig c;
-    unsigned seen; /* bit per key in model_keys */
-} ModelIni;
-
-enum { MKEY_NAME, MKEY_LAYERS, MKEY_HIDDEN, MKEY_HEADS, MKEY_FFN, MKEY_VOCAB, MKEY_MAX_SEQ,
-       MKEY_TIED, MKEY_DTYPE, MKEY_COUNT };
-static const char *model_keys[MKEY_COUNT] = {"name", "layers", "hidden", "heads", "ffn", "vocab",
-                                             "max_seq", "tied", "dtype"};
-
-static bool model_section_ok(void *user, const char *section)
-{
-    (void)user;
-    return !strcmp(section, "model");
-}
-
-static int model_key(void *user, const IniLoc *loc, const char *section, const char *key,
-                     const char *value, Err *e)
-{
-    (void)loc;
-    (void)section;
-    ModelIni *m = user;
-    int k = 0;
-    while (k < MKEY_COUNT && strcmp(key, model_keys[k]))
-        k++;
-    if (k == MKEY_COUNT)
-        return err_set(e, -EINVAL, "unknown key '%s' in [model]; the keys are name, layers, "
-                       "hidden, heads, ffn, vocab, max_seq, tied, dtype", key);
-    if (m->seen & (1u << k))
-        return err_set(e, -EINVAL, "key '%s' given twice", key);
-    m->seen |= 1u << k;
-    if (k == MKEY_NAME) {
-        if (!*value || strlen(value) >= sizeof m->c.name)
-            return err_set(e, -EINVAL, "name must be 1 to %zu characters",
-                           sizeof m->c.name - 1);
-        strcpy(m->c.name, value);
-        return 0;
-    }
-    if (k == MKEY_TIED)
-        return inifile_bool(value, &m->c.tied) ? err_set(e, -EINVAL, "tied: expected true or "
-                                                         "false, got '%s'", value) : 0;
-    if (k == MKEY_DTYPE)
-        return dtype_parse(value, &m->c.dtype) ? err_set(e, -EINVAL, "dtype: expected bf16, "
-                                                         "fp16 or fp32, got '%s'", value) : 0;
-    long v;
-    int max = size_max[k - MKEY_LAYERS];
-    if (inifile_int(value, &v) || v <= 0 || v > max)
-        return err_set(e, -EINVAL, "%s: expected a positive integer of at most %d, got '%s'",
-                       key, max, value);
-    int *fields[] = {[MKEY_LAYERS] = &m->c.n_layer, [MKEY_HIDDEN] = &m->c.d_model,
-                     [MKEY_HEADS] = &m->c.n_head, [MKEY_FFN] = &m->c.d_ff,
-                     [MKEY_VOCAB] = &m->c.vocab, [MKEY_MAX_SEQ] = &m->c.max_seq};
-    *fields[k] = (int)v;
-    return 0;
-}
-
-int model_load(const char *name_or_path, ModelConfig *out, Err *e)
-{
-    const ModelConfig *p = model_preset_find(name_or_path);
-    if (p) {
-        *out = *p;
-        return 0;
-    }
-    if (!strchr(name_or_path, '/') && !strstr(name_or_path, ".ini")) {
-        char names[512] = "";
-        for (int i = 0; i < model_preset_count(); i++)
-            err_append(names, sizeof names, "%s%s", i ? ", " : "", presets[i].name);
-        return err_set(e, -ENOENT, "unknown model '%s'; presets: %s; or give a model ini path",
-                       name_or_path, names);
-    }
-    ModelIni m = {.c = {.tied = true, .dtype = DTYPE_BF16}};
-    IniSchema schema = {model_section_ok, model_key, "[model]"};
-    int rc = inifile_parse_file(name_or_path, &schema, &m, e);
-    if (rc)
-        return rc;
-    static const int required[] = {MKEY_LAYERS, MKEY_HIDDEN, MKEY_HEADS, MKEY_VOCAB,
-                                   MKEY_MAX_SEQ};
-    for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
-        if (!(m.seen & (1u << required[i])))
-            return err_set(e, -EINVAL, "%s: [model] lacks required key '%s'", name_or_path,
-                           model_keys[required[i]]);
-    if (!(m.seen & (1u << MKEY_NAME))) {
-        const char *base = strrchr(name_or_path, '/');
-        snprintf(m.c.name, sizeof m.c.name, "%s", base ? base + 1 : name_or_path);
-    }
-    if (!(m.seen & (1u << MKEY_FFN)))
-        m.c.d_ff = 4 * m.c.d_model;
-    Err why;
-    rc = model_validate(&m.c, &why);
-    if (rc)
-        return err_set(e, rc, "%s: %s", name_or_path, why.msg);
-    *out = m.c;
+    if (c->arch != ARCH_LLAMA && (c->n_kv_head || c->qkv_bias || c->rope_theta > 0 ||
+                                  c->rope_scaling.factor > 0))
+        return err_set(e, -EINVAL, "model %s: kv_heads, qkv_bias, rope_theta and rope_scaling "
+                       "belong to arch = llama", c->name);
+    int g = model_kv_heads(c);
+    if (g < 1 || g > c->n_head || c->n_head % g)
+        return err_set(e, -EINVAL, "model %s: kv_heads (%d) must divide heads (%d)", c->name, g,
+                       c->n_head);
+    if (c->arch == ARCH_LLAMA && model_head_dim(c) % 2)
+        return err_set(e, -EINVAL, "model %s: the rotary embedding needs an even head size "
+                       "(hidden %d / heads %d = %lld)", c->name, c->d_model, c->n_head,
+                       (long long)model_head_dim(c));
+    if (!(c->norm_eps >= 0 && c->norm_eps <= 1) || !(c->rope_theta >= 0 && c->rope_theta <= 1e12))
+        return err_set(e, -EINVAL, "model %s: norm_eps must be in [0, 1] and rope_theta in "
+                       "[0, 1e12]", c->name);
+    const RopeScaling *r = &c->rope_scaling;
+    if (r->factor != 0 && !(r->factor >= 1 && r->factor <= 1e6 && r->low_freq_factor > 0 &&
+                            r->high_freq_factor > r->low_freq_factor &&
+                            r->original_max_seq >= 1))
+        return err_set(e, -EINVAL, "model %s: rope scaling (llama3) needs factor >= 1, "
+                       "0 < low_freq_factor < high_freq_factor and an original_max_seq",
+                       c->name);
     return 0;
 }

@@ -1,9 +1,15 @@
-/* model: GPT-style decoder configurations: the shipped presets, model ini files, parameter counts.
+/* model: decoder configurations: the shipped presets, model ini files and Hugging Face
+ * config.json files, parameter counts.
  *
- * A config is the architecture only (GPT-2 style: learned position embeddings, pre-LN blocks,
- * causal multi-head attention, GELU MLP, final LN, LM head optionally tied to the token embedding;
- * every linear layer and LN has a bias). What the training run does with it (batch, sequence
- * length, placement) belongs to the graph and the plan, not here. */
+ * A config is the architecture only, of one of the block families arch.h lists:
+ * - GPT-2 (ARCH_GPT2; GPT-2 and GPT-3 shapes): learned position embeddings, pre-LN blocks,
+ *   causal multi-head attention, GELU MLP, final LN, LM head optionally tied to the token
+ *   embedding; every linear layer and LN has a bias.
+ * - Llama (ARCH_LLAMA; Llama 2/3, Qwen2/2.5, Mistral): RMSNorm, rotary position embeddings,
+ *   grouped-query attention (kv_heads), SwiGLU MLP, no biases but Qwen2's on q, k and v, the
+ *   head tied or not.
+ * What the training run does with it (batch, sequence length, placement) belongs to the graph
+ * and the plan, not here. */
 #ifndef FUYOU_MODEL_H
 #define FUYOU_MODEL_H
 
@@ -37,16 +43,27 @@ enum {
     MODEL_MAX_SEQ = 1 << 24,    /* max_seq, and so the sequence length */
 };
 
+/* Llama 3.1's "llama3" frequency scaling of the rotary embedding (factor 0: none). */
+typedef struct RopeScaling {
+    double factor, low_freq_factor, high_freq_factor;
+    int original_max_seq;       /* original_max_position_embeddings */
+} RopeScaling;
+
 typedef struct ModelConfig {
     char name[64];
-    Arch arch;    /* the block's family (arch.h); GPT-2's for every preset so far */
+    Arch arch;    /* the block's family (arch.h) */
     int n_layer;
     int d_model;  /* hidden size h */
     int n_head;
-    int d_ff;     /* MLP width, 4h for GPT-2/3 */
+    int n_kv_head; /* grouped-query attention's k/v heads (Llama); 0: n_head (model_kv_heads) */
+    int d_ff;     /* MLP width: 4h for GPT-2/3; the SwiGLU's intermediate size for Llama */
     int vocab;
-    int max_seq;  /* rows of the position embedding */
-    bool tied;    /* LM head shares the token embedding (GPT-2/3); else its own (V, h) matrix */
+    int max_seq;  /* GPT-2: rows of the position embedding; Llama: the longest sequence */
+    bool tied;    /* LM head shares the token embedding; else its own (V, h) matrix */
+    bool qkv_bias; /* Llama: q, k and v projections with biases (Qwen2) */
+    double rope_theta; /* Llama: the rotary embedding's base; 0: 10000 (model_rope_theta) */
+    RopeScaling rope_scaling;
+    double norm_eps; /* the norms' epsilon; 0: the family's default (model_norm_eps) */
     DType dtype;  /* dtype of weights and activations during training */
 } ModelConfig;
 
@@ -64,14 +81,22 @@ int model_load(const char *name_or_path, ModelConfig *out, Err *e);
 int model_validate(const ModelConfig *c, Err *e);
 
 int64_t model_head_dim(const ModelConfig *c);
+/* The k/v heads (n_kv_head, or n_head where 0), the rotary base and the norms' epsilon, with
+ * the family's defaults where the config leaves them 0 (GPT-2's layernorm 1e-5, Llama's RMSNorm
+ * 1e-5; the rotary base 10000). */
+int model_kv_heads(const ModelConfig *c);
+double model_rope_theta(const ModelConfig *c);
+double model_norm_eps(const ModelConfig *c);
 /* The block of c's family: its ops and tensors by name. */
 static inline const BlockArch *model_arch(const ModelConfig *c)
 {
     return arch_block(c->arch);
 }
-/* Parameters of one transformer block: 2 LNs, qkv, attention projection, fc1, fc2 (with biases). */
+/* Parameters of one transformer block: GPT-2's 2 LNs, qkv, attention projection, fc1, fc2
+ * (with biases); Llama's 2 RMSNorm gains, q, k, v (Qwen2: with biases), o, gate, up, down. */
 int64_t model_block_params(const ModelConfig *c);
-/* Parameters outside the blocks: token and position embeddings, final LN, untied LM head. */
+/* Parameters outside the blocks: the token embedding (GPT-2: and the position embedding), the
+ * final norm, an untied LM head. */
 int64_t model_embed_params(const ModelConfig *c);
 int64_t model_param_count(const ModelConfig *c);
 

@@ -4,7 +4,7 @@
 const char *op_kind_name(OpKind k)
 {
     static const char *names[] = {"embed", "layernorm", "gemm", "attention", "residual",
-                                  "gelu", "loss"};
+                                  "gelu", "loss", "rmsnorm", "rope", "swiglu"};
     return names[k];
 }
 
@@ -28,6 +28,16 @@ Op op_layernorm(int block, int64_t T, int64_t h, int64_t dsz)
                 .fwd_flops = 8.0 * T * h, .bwd_flops = 14.0 * T * h,
                 .fwd_io_bytes = 2 * T * h * dsz, .bwd_io_bytes = T * h * (2 * dsz + 16),
                 .act_bytes = T * h * dsz + 2 * T * 4, .out_bytes = T * h * dsz};
+}
+
+/* ~4 FLOPs an element forward (square, sum, scale, gain), ~8 backward; its backward moves what
+ * a layernorm's does (the CUDA lane's residual gradient is fp32 there too). */
+Op op_rmsnorm(int block, int64_t T, int64_t h, int64_t dsz)
+{
+    return (Op){.kind = OP_RMSNORM, .block = block, .params = h, .fwd_flops = 4.0 * T * h,
+                .bwd_flops = 8.0 * T * h, .fwd_io_bytes = 2 * T * h * dsz,
+                .bwd_io_bytes = T * h * (2 * dsz + 16), .act_bytes = T * h * dsz + T * 4,
+                .out_bytes = T * h * dsz};
 }
 
 Op op_residual(int block, int64_t T, int64_t h, int64_t dsz)

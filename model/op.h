@@ -35,6 +35,9 @@ const char *op_kind_name(OpKind k);
 Op op_gemm(int block, int64_t m, int64_t n, int64_t k, int64_t params, int64_t act_bytes,
            int64_t dsz);
 Op op_layernorm(int block, int64_t T, int64_t h, int64_t dsz);
+/* An RMSNorm over T rows of h: a layernorm without the mean or a bias; it keeps its input and
+ * each row's fp32 rstd. */
+Op op_rmsnorm(int block, int64_t T, int64_t h, int64_t dsz);
 Op op_residual(int block, int64_t T, int64_t h, int64_t dsz);
 
 #endif

@@ -24,10 +24,14 @@ void describe_graph(FILE *out, const Graph *g)
     GraphTotals t;
     graph_totals(g, &t);
     char b1[24], b2[24], b3[24], b4[24], b5[24];
-    fprintf(out, "model %s: %d layers, hidden %d, %d heads of %lld, ffn %d, vocab %d, max seq %d, "
-            "%s embeddings, %s\n", c->name, c->n_layer, c->d_model, c->n_head,
-            (long long)model_head_dim(c), c->d_ff, c->vocab, c->max_seq,
-            c->tied ? "tied" : "untied", dtype_name(c->dtype));
+    char kv[32] = "";
+    if (model_kv_heads(c) != c->n_head)
+        snprintf(kv, sizeof kv, " (%d kv heads)", model_kv_heads(c));
+    fprintf(out, "model %s: %s block, %d layers, hidden %d, %d heads of %lld%s, ffn %d, vocab %d, "
+            "max seq %d, %s embeddings%s, %s\n", c->name, g->arch->name, c->n_layer, c->d_model,
+            c->n_head, (long long)model_head_dim(c), kv, c->d_ff, c->vocab, c->max_seq,
+            c->tied ? "tied" : "untied", c->qkv_bias ? ", q/k/v biases" : "",
+            dtype_name(c->dtype));
     fprintf(out, "parameters %s (%lld): %s per block, %s outside the blocks\n",
             units_count(b1, sizeof b1, (double)t.params), (long long)t.params,
             units_count(b2, sizeof b2, (double)model_block_params(c)),

@@ -21,7 +21,7 @@
 typedef struct Fixture {
     char dir[64];
     ModelConfig c;
-    Gpt2Layout l;
+    ModelLayout l;
     float *p, *m, *v;
     TrainState s;
 } Fixture;
@@ -38,7 +38,7 @@ static void fixture_init(Fixture *f, ModelConfig c)
     snprintf(f->dir, sizeof f->dir, "/tmp/fuyou-ckpt-XXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(f->dir));
     f->c = c;
-    ck_assert_int_eq(gpt2_layout_init(&f->l, &f->c), 0);
+    ck_assert_int_eq(layout_init(&f->l, &f->c), 0);
     size_t P = f->l.total;
     f->p = malloc(P * 4), f->m = malloc(P * 4), f->v = malloc(P * 4);
     for (size_t i = 0; i < P; i++)
@@ -72,7 +72,7 @@ static int fixture_load(Fixture *f, TrainState *s, Err *e)
 static void fixture_free(Fixture *f)
 {
     free(f->p), free(f->m), free(f->v);
-    gpt2_layout_free(&f->l);
+    layout_free(&f->l);
     tu_rm_tree(f->dir);
 }
 
@@ -453,8 +453,8 @@ START_TEST(untied_head_into_tied_model)
     fixture_save(&f, 1);
     ModelConfig tied = f.c;
     tied.tied = true;
-    Gpt2Layout lt;
-    ck_assert_int_eq(gpt2_layout_init(&lt, &tied), 0);
+    ModelLayout lt;
+    ck_assert_int_eq(layout_init(&lt, &tied), 0);
     float *p = calloc(lt.total, 4);
     char path[256];
     step_file(path, sizeof path, &f, 1, "model.safetensors");
@@ -464,14 +464,14 @@ START_TEST(untied_head_into_tied_model)
     tu_assert_contains(e.msg, "lm_head.weight differs from transformer.wte.weight");
     tu_assert_contains(e.msg, "tied = false");
     /* the same head as the embedding: a tied model in an untied file, fine */
-    const ParamTensor *wte = gpt2_layout_find(&f.l, "transformer.wte.weight");
-    const ParamTensor *head = gpt2_layout_find(&f.l, "lm_head.weight");
+    const ParamTensor *wte = layout_find(&f.l, "transformer.wte.weight");
+    const ParamTensor *head = layout_find(&f.l, "lm_head.weight");
     memcpy(f.p + head->offset, f.p + wte->offset, wte->numel * 4);
     fixture_save(&f, 1);
     ck_assert_msg(ckpt_load_model(path, &tied, &lt, p, &e) == 0, "%s", e.msg);
     ck_assert_int_eq(memcmp(p, f.p, wte->numel * 4), 0);
     free(p);
-    gpt2_layout_free(&lt);
+    layout_free(&lt);
     fixture_free(&f);
 }
 END_TEST
@@ -549,7 +549,7 @@ START_TEST(tensor_twice_is_refused)
         ck_assert_int_eq(st_writer_add(&w, t->name, f.p + t->offset, t->rows == 1 ? 1 : 2,
                                        shape, &e), 0);
     }
-    const ParamTensor *ln = gpt2_layout_find(&f.l, "h.1.ln_2.bias");
+    const ParamTensor *ln = layout_find(&f.l, "h.1.ln_2.bias");
     int64_t shape[1] = {ln->cols};
     ck_assert_int_eq(st_writer_add(&w, "h.1.ln_2.bias", f.m, 1, shape, &e), 0);
     ck_assert_int_eq(st_writer_finish(&w, NULL, NULL, &e), 0);

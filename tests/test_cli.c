@@ -29,6 +29,11 @@ START_TEST(run_usage_errors)
     tu_assert_contains(out, "--loss-scale expects a number");
     ck_assert_int_eq(tu_run_bin("FUYOU_RUN", "--loss-scale-window", out, sizeof out), 2);
     tu_assert_contains(out, "--loss-scale-window needs a value");
+    /* a Llama model: planned by fuyou-sim, not trained yet; in memory and out of core */
+    ck_assert_int_eq(tu_run_bin("FUYOU_RUN", "--model llama-tiny", out, sizeof out), 2);
+    tu_assert_contains(out, "has the llama block: fuyou-run trains GPT-2's only so far");
+    ck_assert_int_eq(tu_run_bin("FUYOU_RUN", "--model llama-tiny --offload", out, sizeof out), 2);
+    tu_assert_contains(out, "fuyou-sim plans it");
 }
 END_TEST
 

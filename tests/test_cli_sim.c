@@ -81,6 +81,24 @@ START_TEST(bad_hw_file)
 }
 END_TEST
 
+/* fuyou-sim plans the Llama family: --describe shows grouped-query attention's qkv and SwiGLU's
+ * gate_up, the rotary embedding among the ops; a prediction names its plan */
+START_TEST(sim_llama)
+{
+    ck_assert_int_eq(tu_run_sim("--model llama-3.1-8b --batch 2 --seq 4096 --describe", out,
+                                sizeof out), 0);
+    tu_assert_contains(out, "llama block, 32 layers, hidden 4096, 32 heads of 128 (8 kv heads)");
+    tu_assert_contains(out, "(8030261248)");
+    tu_assert_contains(out, "8192x6144x4096");  /* q's 32 heads, k's and v's 8, of 128 */
+    tu_assert_contains(out, "8192x28672x4096"); /* gate and up */
+    tu_assert_contains(out, "b*.rope");
+    ck_assert_int_eq(tu_run_sim("--hw h200.ini --gpu-mem 24GiB --model llama-3.1-8b --batch 8 "
+                                "--seq 2048", out, sizeof out), 0);
+    tu_assert_contains(out, "llama-3.1-8b on h200.ini");
+    tu_assert_contains(out, "iteration ");
+}
+END_TEST
+
 /* --batch is an iteration's sequences; the micro-batch count is the plan's: the fewest that
  * fit (the paper's GPT-3 13B at batch 64 and 128 on the 24 GB card, with weight prefetch), the
  * one given (a divisor), or none fitting with the most frugal shown. */
@@ -233,7 +251,7 @@ START_TEST(describe)
 {
     ck_assert_int_eq(tu_run_sim("--hw 4090.ini --model gpt3-13b --batch 32 --seq 1024 --describe",
                              out, sizeof out), 0);
-    tu_assert_contains(out, "model gpt3-13b: 40 layers, hidden 5120");
+    tu_assert_contains(out, "model gpt3-13b: gpt2 block, 40 layers, hidden 5120");
     tu_assert_contains(out, "b*.fc1");
     tu_assert_contains(out, "32768x20480x5120");
     tu_assert_contains(out, "6·P·tokens");
@@ -537,6 +555,7 @@ int main(void)
     tcase_add_test(tc, sim_zero_infinity);
     tcase_add_test(tc, sim_report_wording);
     tcase_add_test(tc, sim_micro_batches);
+    tcase_add_test(tc, sim_llama);
     tcase_add_test(tc, sim_options_with_planner);
     tcase_add_test(tc, sim_states_split_scored);
     tcase_add_test(tc, golden_trace);

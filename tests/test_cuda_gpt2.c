@@ -480,8 +480,8 @@ static void compare_backends(const ModelConfig *c, int B, int T, float loss_scal
     ck_assert_int_eq(workpool_init(&wp, 0, &e), 0);
     ck_assert_msg(backend_cpu.create(&cpu, c, B, T, &wp, &e) == 0, "%s", e.msg);
     ck_assert_msg(backend_cuda.create(&gpu, c, B, T, NULL, &e) == 0, "%s", e.msg);
-    Gpt2Layout l;
-    gpt2_layout_init(&l, c);
+    ModelLayout l;
+    layout_init(&l, c);
     size_t P = l.total;
     /* GPT-2's initialisation, perturbed so LN gains and biases are not all alike, on the
      * 16-bit grid so both backends start from the same numbers */
@@ -516,7 +516,7 @@ static void compare_backends(const ModelConfig *c, int B, int T, float loss_scal
     }
     printf("  %s: worst parameter gradient %s, rel L2 %.2e\n", c->name, worst_name, *worst_grad);
     free(p), free(gc), free(gg), free(inp), free(tgt);
-    gpt2_layout_free(&l);
+    layout_free(&l);
     cpu->ops->destroy(cpu);
     gpu->ops->destroy(gpu);
     workpool_free(&wp);

@@ -4,6 +4,7 @@
 
 #include "gpt2_arch.h"
 #include "graph.h"
+#include "llama_arch.h"
 #include "testutil.h"
 
 START_TEST(op_order)
@@ -79,6 +80,48 @@ START_TEST(six_p_tokens)
         double r = (t.gemm_flops + t.other_flops) / six - 1;
         ck_assert_msg(fabs(r) < 0.02, "%s: %.4f", big[i], r);
         double attn = 12.0 * c->n_layer * 4 * 1024.0 * 1024 * c->d_model;
+        ck_assert_double_eq_tol(t.attn_flops, attn, attn * 1e-12);
+        graph_free(&g);
+    }
+}
+END_TEST
+
+/* The Llama block: GQA's qkv GEMM (h + 2g) d wide, SwiGLU's 2F-wide gate and up, the rotary
+ * embedding and RMSNorms among the memory-bound ops; the GEMMs' FLOPs exactly 6 x tokens x
+ * the GEMMs' parameters (all but the embedding, unless the head shares it, the norms' gains
+ * and Qwen2's biases), the attention's 12 L b s^2 (h d) */
+START_TEST(llama_graph)
+{
+    static const char *names[] = {"llama-3.1-8b", "llama-3.1-70b", "qwen2.5-7b",
+                                  "llama-3.2-1b"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const ModelConfig *c = model_preset_find(names[i]);
+        Graph g;
+        Err e;
+        ck_assert_int_eq(graph_init(&g, c, 2, 1024, &e), 0);
+        ck_assert_ptr_eq(g.arch, &llama_arch);
+        int64_t C = c->d_model, h = c->n_head, kv = model_kv_heads(c), d = C / h;
+        const Op *qkv = graph_block_op(&g, 5, LLAMA_QKV);
+        ck_assert_str_eq(qkv->name, "qkv");
+        ck_assert_int_eq(qkv->n, (h + 2 * kv) * d);
+        ck_assert_int_eq(qkv->k, C);
+        ck_assert_int_eq(graph_block_op(&g, 5, LLAMA_GATE_UP)->n, 2 * c->d_ff);
+        ck_assert_int_eq(graph_block_op(&g, 5, LLAMA_DOWN)->k, c->d_ff);
+        ck_assert_int_eq(graph_block_op(&g, 5, LLAMA_ATTN)->head_size, d);
+        ck_assert_int_eq(graph_block_op(&g, 5, LLAMA_ROPE)->kind, OP_ROPE);
+        ck_assert_str_eq(graph_edge_op(&g, EDGE_NORM)->name, "norm");
+        ck_assert_int_eq(graph_first_bwd_op(&g), LLAMA_DOWN);
+        GraphTotals t;
+        graph_totals(&g, &t);
+        ck_assert_int_eq(t.params, model_param_count(c));
+        int64_t bias = c->qkv_bias ? (h + 2 * kv) * d : 0;
+        /* the head's GEMM runs on the embedding's matrix when tied */
+        double gemm_params = (double)t.params - (c->tied ? 0 : (double)c->vocab * C) -
+                             (double)(2 * C + bias) * c->n_layer - (double)C;
+        double want = 6.0 * gemm_params * (double)g.tokens;
+        ck_assert_msg(fabs(t.gemm_flops / want - 1) < 1e-12, "%s: %.17g vs %.17g", names[i],
+                      t.gemm_flops, want);
+        double attn = 12.0 * c->n_layer * 2 * 1024.0 * 1024 * (h * d);
         ck_assert_double_eq_tol(t.attn_flops, attn, attn * 1e-12);
         graph_free(&g);
     }
@@ -184,6 +227,7 @@ int main(void)
     tcase_add_test(tc, op_order);
     tcase_add_test(tc, params_match_model);
     tcase_add_test(tc, six_p_tokens);
+    tcase_add_test(tc, llama_graph);
     tcase_add_test(tc, activation_bytes);
     tcase_add_test(tc, head_fused_per_chunk);
     tcase_add_test(tc, bad_sizes);

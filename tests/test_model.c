@@ -57,6 +57,41 @@ START_TEST(seventy_b_shape)
 }
 END_TEST
 
+/* The Llama family's presets have exactly the published parameter counts (each model's
+ * safetensors total on its Hugging Face card): GQA's k/v widths, SwiGLU's three matrices,
+ * Qwen2's q/k/v biases, tied and untied heads, no position embedding. */
+START_TEST(llama_family_params)
+{
+    static const struct { const char *name; int64_t params; } rows[] = {
+        {"llama-3.2-1b", 1235814400},     {"llama-3.2-3b", 3212749824},
+        {"llama-3.1-8b", 8030261248},     {"llama-3.1-70b", 70553706496},
+        {"llama-3.1-405b", 405853388800}, {"qwen2.5-7b", 7615616512},
+        {"qwen2.5-72b", 72706203648},     {"mistral-large-2", 122610069504},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        const ModelConfig *c = model_preset_find(rows[i].name);
+        ck_assert_ptr_nonnull(c);
+        ck_assert_int_eq(c->arch, ARCH_LLAMA);
+        Err e;
+        ck_assert_msg(model_validate(c, &e) == 0, "%s", e.msg);
+        ck_assert_msg(model_param_count(c) == rows[i].params, "%s: %lld, published %lld",
+                      rows[i].name, (long long)model_param_count(c), (long long)rows[i].params);
+    }
+    /* Llama 3.1 8B's block by hand: 2 gains, q 4096 x 4096, k and v 1024 x 4096, o, 3 of
+     * 14336 x 4096 */
+    const ModelConfig *c = model_preset_find("llama-3.1-8b");
+    ck_assert_int_eq(model_kv_heads(c), 8);
+    ck_assert_int_eq(model_block_params(c), 2 * 4096 + 2 * 4096LL * 4096 + 2 * 1024LL * 4096 +
+                                                3 * 14336LL * 4096);
+    ck_assert_double_eq(model_rope_theta(c), 500000);
+    ck_assert_double_eq(c->rope_scaling.factor, 8);
+    /* GPT-2's defaults where a config leaves them out */
+    const ModelConfig *g = model_preset_find("gpt2-124m");
+    ck_assert_int_eq(model_kv_heads(g), 12);
+    ck_assert_double_eq(model_norm_eps(g), 1e-5);
+}
+END_TEST
+
 START_TEST(unknown_preset)
 {
     ModelConfig c;
@@ -88,6 +123,34 @@ START_TEST(model_ini_loads)
 }
 END_TEST
 
+/* arch = llama: kv heads, biases, the rotary base and scaling, the norm's epsilon; its head
+ * untied unless the ini says otherwise */
+START_TEST(model_ini_llama)
+{
+    char path[64];
+    tu_temp_file(path, sizeof path, ".ini",
+                 "[model]\narch = llama\nlayers = 2\nhidden = 64\nheads = 4\nkv_heads = 2\n"
+                 "ffn = 176\nvocab = 256\nmax_seq = 128\nqkv_bias = true\nrope_theta = 500000\n"
+                 "rope_scaling_factor = 8\nrope_low_freq_factor = 1\nrope_high_freq_factor = 4\n"
+                 "rope_original_max_seq = 64\nnorm_eps = 1e-6\n");
+    ModelConfig c;
+    Err e;
+    int rc = model_load(path, &c, &e);
+    unlink(path);
+    ck_assert_msg(rc == 0, "%s", e.msg);
+    ck_assert_int_eq(c.arch, ARCH_LLAMA);
+    ck_assert_int_eq(model_kv_heads(&c), 2);
+    ck_assert(!c.tied && c.qkv_bias);
+    ck_assert_double_eq(c.rope_theta, 500000);
+    ck_assert_double_eq(c.norm_eps, 1e-6);
+    ck_assert_int_eq(c.rope_scaling.original_max_seq, 64);
+    /* a block: 2 gains, qkv (4 + 2 x 2) x 16 wide with its bias, o, gate, up, down; the edges:
+     * the embedding, the final gain and the untied head */
+    int64_t block = 2 * 64 + 128 * 64 + 128 + 64 * 64 + 3 * 176 * 64;
+    ck_assert_int_eq(model_param_count(&c), 2 * block + 256 * 64 + 64 + 256 * 64);
+}
+END_TEST
+
 /* Each bad model ini gives -EINVAL (or -ENOENT) and one message naming where and what. */
 static void expect_bad(const char *text, const char *want1, const char *want2)
 {
@@ -115,6 +178,19 @@ START_TEST(model_ini_bad)
     expect_bad("[model]\nlayers = 2\nlayers = 3\n", ":3:", "twice");
     expect_bad("[model]\nlayers 2\n", ":2:", "syntax error");
     expect_bad("[model]\nlayers=2\nhidden=60\nheads=7\nvocab=9\nmax_seq=8\n", ":", "divide");
+    static const char llama[] = "[model]\narch = llama\nlayers = 2\nhidden = 64\nheads = 4\n"
+                                "vocab = 256\nmax_seq = 32\n";
+    char text[256];
+    expect_bad("[model]\narch = mamba\n", ":2:", "arch: expected gpt2 or llama");
+    expect_bad(llama, ":", "lacks key 'ffn'");
+    snprintf(text, sizeof text, "%sffn = 128\nkv_heads = 3\n", llama);
+    expect_bad(text, ":", "kv_heads (3) must divide heads (4)");
+    expect_bad("[model]\nlayers=2\nhidden=64\nheads=4\nkv_heads=2\nvocab=9\nmax_seq=8\n",
+               ":", "belong to arch = llama");
+    snprintf(text, sizeof text, "%sffn = 128\nrope_scaling_factor = 8\n", llama);
+    expect_bad(text, ":", "rope scaling (llama3) needs");
+    snprintf(text, sizeof text, "%sffn = 128\nnorm_eps = -1\n", llama);
+    expect_bad(text, ":9:", "norm_eps: expected a positive number");
 }
 END_TEST
 
@@ -212,6 +288,8 @@ int main(void)
     tcase_add_test(tc, gpt2_124m_params);
     tcase_add_test(tc, gpt3_175b_params);
     tcase_add_test(tc, gpt3_family_params);
+    tcase_add_test(tc, llama_family_params);
+    tcase_add_test(tc, model_ini_llama);
     tcase_add_test(tc, seventy_b_shape);
     tcase_add_test(tc, unknown_preset);
     tcase_add_test(tc, model_ini_loads);

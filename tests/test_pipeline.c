@@ -106,13 +106,13 @@ static const Variant variants[] = {
 
 static void read_ckpt(const char *dir, const TrainOptions *o, float **p, float **m, float **v)
 {
-    Gpt2Layout l;
-    ck_assert_int_eq(gpt2_layout_init(&l, &o->model), 0);
+    ModelLayout l;
+    ck_assert_int_eq(layout_init(&l, &o->model), 0);
     *p = calloc(l.total, 4), *m = calloc(l.total, 4), *v = calloc(l.total, 4);
     TrainState st;
     Err e;
     ck_assert_msg(ckpt_load(dir, &o->model, &l, *p, *m, *v, &st, &e) == 0, "%s", e.msg);
-    gpt2_layout_free(&l);
+    layout_free(&l);
 }
 
 static size_t n_params(const TrainOptions *o)

@@ -118,7 +118,7 @@ static int make_plan(Plan *p, Graph *g, TrainOptions *o, const Variant *x, Err *
     return 0;
 }
 
-static float *load_weights(const char *dir, const TrainOptions *o, const Gpt2Layout *l)
+static float *load_weights(const char *dir, const TrainOptions *o, const ModelLayout *l)
 {
     float *p = calloc(l->total, 4), *m = calloc(l->total, 4), *v = calloc(l->total, 4);
     TrainState st;
@@ -204,8 +204,8 @@ START_TEST(pipeline_tracks_in_memory_cuda)
                   x->name, worst_step, got.losses[worst_step - 1], ref.losses[worst_step - 1],
                   worst, LOSS_REL);
     /* the updates, tensor by tensor: a wrong gradient for one tensor barely moves the loss */
-    Gpt2Layout l;
-    ck_assert_int_eq(gpt2_layout_init(&l, &o.model), 0);
+    ModelLayout l;
+    ck_assert_int_eq(layout_init(&l, &o.model), 0);
     float *init = calloc(l.total, 4);
     trainer_init_params(&o.model, &l, init, o.seed, NULL);
     float *pr = load_weights(ref_dir, &o, &l), *pg = load_weights(dir, &o, &l);
@@ -241,7 +241,7 @@ START_TEST(pipeline_tracks_in_memory_cuda)
            footprint_tier_total(&rep.measured, TIER_CPU),
            footprint_tier_total(&rep.measured, TIER_SSD));
     free(init), free(pr), free(pg);
-    gpt2_layout_free(&l);
+    layout_free(&l);
     free(ref.losses), free(got.losses);
     plan_free(&p);
     graph_free(&g);

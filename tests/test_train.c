@@ -437,8 +437,8 @@ START_TEST(checkpoint_round_trip)
     ck_assert_ptr_nonnull(mkdtemp(dir));
     ModelConfig c = *model_preset_find("gpt2-tiny");
     c.tied = false; /* exercise lm_head too */
-    Gpt2Layout l;
-    ck_assert_int_eq(gpt2_layout_init(&l, &c), 0);
+    ModelLayout l;
+    ck_assert_int_eq(layout_init(&l, &c), 0);
     ck_assert_uint_eq(l.total, (size_t)model_param_count(&c));
     size_t P = l.total;
     float *p = malloc(P * 4), *m = malloc(P * 4), *v = malloc(P * 4);
@@ -460,7 +460,7 @@ START_TEST(checkpoint_round_trip)
     ck_assert_ptr_nonnull(st_find(&f, "lm_head.weight"));
     ck_assert_int_eq(f.n, l.n);
     /* element (out 5, in 2) of ours is at [2][5] in the file */
-    const ParamTensor *pt = gpt2_layout_find(&l, "h.1.attn.c_attn.weight");
+    const ParamTensor *pt = layout_find(&l, "h.1.attn.c_attn.weight");
     float *raw = malloc(128 * 384 * 4);
     ck_assert_int_eq(st_read_f32(&f, t, raw, &e), 0);
     ck_assert(raw[2 * 384 + 5] == p[pt->offset + 5 * 128 + 2]);
@@ -476,7 +476,7 @@ START_TEST(checkpoint_round_trip)
     ck_assert_int_eq(s2.index, 77);
     ck_assert_double_eq(s2.prev_grad_norm, 1.25);
     free(p2), free(m2), free(v2), free(p), free(m), free(v);
-    gpt2_layout_free(&l);
+    layout_free(&l);
     tu_rm_tree(dir);
 }
 END_TEST
@@ -495,8 +495,8 @@ START_TEST(bad_checkpoints)
     char dir[] = "/tmp/fuyou-bad-XXXXXX";
     ck_assert_ptr_nonnull(mkdtemp(dir));
     ModelConfig c = *model_preset_find("gpt2-tiny");
-    Gpt2Layout l;
-    gpt2_layout_init(&l, &c);
+    ModelLayout l;
+    layout_init(&l, &c);
     float *p = calloc(l.total, 4);
     Err e;
     char path[256];
@@ -545,15 +545,15 @@ START_TEST(bad_checkpoints)
     TrainState s = {.step = 1};
     ModelConfig other = c;
     other.n_layer = 2;
-    Gpt2Layout lo;
-    gpt2_layout_init(&lo, &other);
+    ModelLayout lo;
+    layout_init(&lo, &other);
     float *po = calloc(lo.total, 4);
     ck_assert_int_eq(ckpt_save(dir, &other, &lo, po, po, po, &s, &e), 0);
     ck_assert_int_eq(ckpt_load(dir, &c, &l, p, p, p, &s, &e), -EINVAL);
     tu_assert_contains(e.msg, "2 layers");
     free(po), free(z), free(p);
-    gpt2_layout_free(&lo);
-    gpt2_layout_free(&l);
+    layout_free(&lo);
+    layout_free(&l);
     tu_rm_tree(dir);
 }
 END_TEST

@@ -47,7 +47,7 @@ typedef struct IoJob {
 typedef struct Pipe {
     const TrainOptions *o;
     PipeMem mem;
-    Gpt2Layout layout;
+    ModelLayout layout;
     WorkPool wp_adam, wp_compute;
     WorkPool wp_sum;            /* the D2H lane's, for adding micro-batch gradients */
     Lane lanes[N_THREAD_LANES];

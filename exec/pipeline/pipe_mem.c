@@ -84,7 +84,7 @@ static int place(PipeMem *m, Err *e)
     /* sub-groups as slices of the flat layout */
     int n_ssd = 0;
     for (int s = 0; s < m->G; s++) {
-        gpt2_subgroup_slice(m->c, p, s, &m->grp_begin[s], &m->grp_end[s]);
+        layout_subgroup_slice(m->c, p, s, &m->grp_begin[s], &m->grp_end[s]);
         bool cpu = plan_optim_tier(p, s) == TIER_CPU;
         m->ooc_index[s] = cpu ? -1 : n_ssd++;
         if (cpu && m->grp_end[s] > m->cpu_state_params)

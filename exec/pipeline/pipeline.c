@@ -17,6 +17,9 @@
 
 static int check_plan(const TrainOptions *o, const Plan *p, const PipeConfig *pc, Err *e)
 {
+    int rc = backend_check_arch(&o->model, e);
+    if (rc)
+        return rc;
     if (p->weights == TIER_GPU || p->optim == TIER_GPU)
         return err_set(e, -EINVAL, "the out-of-core pipeline keeps weights and optimizer states "
                        "off the GPU (the plan has weights on %s, states on %s): use --weights "
@@ -66,7 +69,7 @@ static void run_free(PipeRun *pr)
     workpool_free(&pp->wp_adam);
     workpool_free(&pp->wp_compute);
     workpool_free(&pp->wp_sum);
-    gpt2_layout_free(&pp->layout);
+    layout_free(&pp->layout);
     sched_free(&pp->s);
     free(pp->inputs), free(pp->targets), free(pp->sq), free(pp->sq_count), free(pp->losses);
     free(pp->norms), free(pp->rows), free(pp->ids);
@@ -153,7 +156,7 @@ static int run_init(PipeRun *pr, TrainResult *r, Err *e)
     gc.dtype = pr->pc->device->weight_type; /* the graph's bytes are what the device moves */
     if (!rc)
         rc = graph_init(&pr->g, &gc, plan->seqs_per_micro, o->seq, e);
-    if (!rc && gpt2_layout_init(&pp->layout, &o->model))
+    if (!rc && layout_init(&pp->layout, &o->model))
         rc = err_set(e, -ENOMEM, "out of memory");
     if (!rc)
         rc = init_pools(pr, e);

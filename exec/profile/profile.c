@@ -656,7 +656,7 @@ int profile_gemm_shapes(int64_t max_params, int tokens, GemmShape *out, int max)
             GemmShape s = {(int)op->m, (int)op->n, (int)op->k};
             /* the executors run the head over the vocabulary's largest multiple of
              * MODEL_VOCAB_ALIGN and the few left apart (model.h): the first is its time */
-            if (strcmp(op->name, "lm_head") == 0 && s.n >= MODEL_VOCAB_ALIGN)
+            if (op->id == EDGE_HEAD && s.n >= MODEL_VOCAB_ALIGN)
                 s.n = s.n / MODEL_VOCAB_ALIGN * MODEL_VOCAB_ALIGN;
             bool seen = false;
             for (int j = 0; j < n && !seen; j++)

@@ -249,7 +249,7 @@ static int resolve_names(RunArgs *a, const Given *gv)
                 gv->format);
         return -EINVAL;
     }
-    if (model_load(gv->model, &o->model, &e)) {
+    if (model_load(gv->model, &o->model, &e) || backend_check_arch(&o->model, &e)) {
         fprintf(stderr, "fuyou-run: %s\n", e.msg);
         return -EINVAL;
     }

@@ -4,9 +4,19 @@
 
 #include "backend.h"
 
+int backend_check_arch(const ModelConfig *c, Err *e)
+{
+    if (c->arch == ARCH_GPT2)
+        return 0;
+    return err_set(e, -EINVAL, "model %s has the %s block: fuyou-run trains GPT-2's only so far "
+                   "(fuyou-sim plans it on any hardware)", c->name, arch_name(c->arch));
+}
+
 int backend_check_shape(const ModelConfig *c, int B, int T, Err *e)
 {
     int rc = model_validate(c, e);
+    if (!rc)
+        rc = backend_check_arch(c, e);
     if (rc)
         return rc;
     if (T > c->max_seq || B < 1 || T < 1)

@@ -106,7 +106,7 @@ static void transpose(float *dst, const float *src, int rows, int cols)
             dst[(size_t)c * rows + r] = src[(size_t)r * cols + c];
 }
 
-static int write_model(const char *path, const Gpt2Layout *l, const float *params, Err *e)
+static int write_model(const char *path, const ModelLayout *l, const float *params, Err *e)
 {
     float *conv = malloc(l->total * sizeof *conv); /* transposed copies */
     if (!conv)
@@ -193,7 +193,7 @@ static json_t *hf_config_json(const ModelConfig *c)
 }
 
 /* The files of a step directory, into dir (each synced). */
-static int write_step_files(const char *dir, const ModelConfig *c, const Gpt2Layout *l,
+static int write_step_files(const char *dir, const ModelConfig *c, const ModelLayout *l,
                             const float *params, const float *m, const float *v,
                             const TrainState *s, Err *e)
 {
@@ -226,7 +226,7 @@ static int write_latest(const char *dir, const char *name, Err *e)
     return rc ? rc : sync_dir(dir, e);
 }
 
-int ckpt_save(const char *dir, const ModelConfig *c, const Gpt2Layout *l, const float *params,
+int ckpt_save(const char *dir, const ModelConfig *c, const ModelLayout *l, const float *params,
               const float *m, const float *v, const TrainState *s, Err *e)
 {
     if (mkdir(dir, 0755) && errno != EEXIST)
@@ -340,7 +340,7 @@ static int check_shape(const char *path, const ModelConfig *c, const ParamTensor
 }
 
 /* Reads st into its place t in params; tmp: scratch for transposing, allocated on first use. */
-static int load_tensor(StFile *s, const StTensor *st, const ParamTensor *t, const Gpt2Layout *l,
+static int load_tensor(StFile *s, const StTensor *st, const ParamTensor *t, const ModelLayout *l,
                        float *params, float **tmp, Err *e)
 {
     if (!t->conv1d)
@@ -356,9 +356,9 @@ static int load_tensor(StFile *s, const StTensor *st, const ParamTensor *t, cons
 /* A tied model takes a file's lm_head.weight only when it is the embedding bit for bit: an
  * untied model's own head would otherwise be dropped without a word. */
 static int check_tied_head(StFile *s, const StTensor *head, const ModelConfig *c,
-                           const Gpt2Layout *l, const float *params, Err *e)
+                           const ModelLayout *l, const float *params, Err *e)
 {
-    const ParamTensor *wte = gpt2_layout_find(l, "transformer.wte.weight");
+    const ParamTensor *wte = layout_find(l, "transformer.wte.weight");
     int rc = check_shape(s->path, c, wte, head, e);
     float *buf = rc ? NULL : malloc(wte->numel * sizeof *buf);
     if (!rc && !buf)
@@ -373,7 +373,7 @@ static int check_tied_head(StFile *s, const StTensor *head, const ModelConfig *c
     return rc;
 }
 
-int ckpt_load_model(const char *path, const ModelConfig *c, const Gpt2Layout *l, float *params,
+int ckpt_load_model(const char *path, const ModelConfig *c, const ModelLayout *l, float *params,
                     Err *e)
 {
     StFile s;
@@ -387,7 +387,7 @@ int ckpt_load_model(const char *path, const ModelConfig *c, const Gpt2Layout *l,
         rc = err_set(e, -ENOMEM, "out of memory");
     for (int i = 0; !rc && i < s.n; i++) {
         const StTensor *st = &s.t[i];
-        const ParamTensor *t = gpt2_layout_find(l, st->name);
+        const ParamTensor *t = layout_find(l, st->name);
         if (!t && c->tied && !strcmp(st->name, "lm_head.weight"))
             head = st;
         else if (!t && !ignorable(st->name))
@@ -498,7 +498,7 @@ static int read_state(const char *path, const ModelConfig *c, TrainState *s, Err
     return rc;
 }
 
-static int load_optimizer(const char *path, const Gpt2Layout *l, float *m, float *v, Err *e)
+static int load_optimizer(const char *path, const ModelLayout *l, float *m, float *v, Err *e)
 {
     StFile st;
     int rc = st_open(&st, path, e);
@@ -531,7 +531,7 @@ static const char *missing_file(const char *dir, const char *name)
 
 /* Loads the checkpoint in dir/name: the state, the model, the optimizer. */
 static int load_step(const char *dir, const char *name, const ModelConfig *c,
-                     const Gpt2Layout *l, float *params, float *m, float *v, TrainState *s,
+                     const ModelLayout *l, float *params, float *m, float *v, TrainState *s,
                      Err *e)
 {
     char path[PATH_CAP];
@@ -570,7 +570,7 @@ static int read_latest(const char *dir, char *name, size_t n, Err *e)
  * checksums right, its state valid), saying on stderr why (latest's problem) and what it
  * skipped. */
 static int load_newest(const char *dir, const char *why, const ModelConfig *c,
-                       const Gpt2Layout *l, float *params, float *m, float *v, TrainState *s,
+                       const ModelLayout *l, float *params, float *m, float *v, TrainState *s,
                        Err *e)
 {
     int64_t *steps;
@@ -604,7 +604,7 @@ static int load_newest(const char *dir, const char *why, const ModelConfig *c,
     return rc;
 }
 
-int ckpt_load(const char *dir, const ModelConfig *c, const Gpt2Layout *l, float *params,
+int ckpt_load(const char *dir, const ModelConfig *c, const ModelLayout *l, float *params,
               float *m, float *v, TrainState *s, Err *e)
 {
     char name[256], why[PATH_CAP];

@@ -44,16 +44,16 @@ typedef struct TrainState {
 
 /* Writes the checkpoint of step s->step into dir (created if needed) and points dir/latest at
  * it. 0 or -errno with e. */
-int ckpt_save(const char *dir, const ModelConfig *c, const Gpt2Layout *l, const float *params,
+int ckpt_save(const char *dir, const ModelConfig *c, const ModelLayout *l, const float *params,
               const float *m, const float *v, const TrainState *s, Err *e);
 
 /* Loads a model file (safetensors) into params (layout l). */
-int ckpt_load_model(const char *path, const ModelConfig *c, const Gpt2Layout *l, float *params,
+int ckpt_load_model(const char *path, const ModelConfig *c, const ModelLayout *l, float *params,
                     Err *e);
 
 /* Loads the checkpoint DIR/latest names (or the newest complete one, above): parameters, m, v
  * and the state. */
-int ckpt_load(const char *dir, const ModelConfig *c, const Gpt2Layout *l, float *params,
+int ckpt_load(const char *dir, const ModelConfig *c, const ModelLayout *l, float *params,
               float *m, float *v, TrainState *s, Err *e);
 
 /* Before a fresh run (no resume) saves into dir: 0 when dir holds no checkpoint (no latest, no

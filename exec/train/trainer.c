@@ -43,7 +43,7 @@ enum { INIT_CHUNK = 1 << 20 };
 
 typedef struct InitJob {
     const ModelConfig *c;
-    const Gpt2Layout *l;
+    const ModelLayout *l;
     float *p;
     uint64_t seed;
 } InitJob;
@@ -77,7 +77,7 @@ static void init_chunks(void *ctx, size_t begin, size_t end)
     gsl_rng_free(r);
 }
 
-void trainer_init_params(const ModelConfig *c, const Gpt2Layout *l, float *p, uint64_t seed,
+void trainer_init_params(const ModelConfig *c, const ModelLayout *l, float *p, uint64_t seed,
                          WorkPool *wp)
 {
     InitJob j = {c, l, p, seed};
@@ -100,7 +100,7 @@ static int subgroup_slices(const TrainOptions *o, Slice *out)
               .tail_blocks = o->tail_blocks};
     int n = plan_subgroup_count(&p);
     for (int s = 0; s < n; s++)
-        gpt2_subgroup_slice(c, &p, s, &out[s].begin, &out[s].end);
+        layout_subgroup_slice(c, &p, s, &out[s].begin, &out[s].end);
     return n;
 }
 
@@ -253,7 +253,7 @@ void trainer_result_add(TrainResult *r, int64_t step, float loss)
     r->last_step = step;
 }
 
-int trainer_load_start(const TrainOptions *o, const Gpt2Layout *l, float *params, float *m,
+int trainer_load_start(const TrainOptions *o, const ModelLayout *l, float *params, float *m,
                        float *v, WorkPool *wp, TrainState *st, Err *e)
 {
     const ModelConfig *c = &o->model;
@@ -276,7 +276,7 @@ typedef struct TrainRun {
     TokenData data;
     WorkPool wp;
     Backend *be;
-    Gpt2Layout l;
+    ModelLayout l;
     Loader ld;
     float *params, *m, *v;   /* (P) the state as checkpoints hold it */
     float *acc, *part;       /* (P) a step's gradient sum and one micro-batch's (M > 1) */
@@ -352,7 +352,7 @@ static int run_init(TrainRun *t, TrainResult *r, Err *e)
         rc = workpool_init(&t->wp, o->threads, e);
     if (!rc)
         rc = o->backend->create(&t->be, &o->model, t->B, o->seq, &t->wp, e);
-    if (!rc && gpt2_layout_init(&t->l, &o->model))
+    if (!rc && layout_init(&t->l, &o->model))
         rc = err_set(e, -ENOMEM, "out of memory");
     return rc ? rc : run_alloc(t, r, e);
 }
@@ -392,7 +392,7 @@ static void run_free(TrainRun *t)
     free(t->slices), free(t->inputs), free(t->targets), free(t->params), free(t->m), free(t->v);
     free(t->acc), free(t->part);
     loader_free(&t->ld);
-    gpt2_layout_free(&t->l);
+    layout_free(&t->l);
     if (t->be)
         t->be->ops->destroy(t->be);
     workpool_free(&t->wp);

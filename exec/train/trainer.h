@@ -73,8 +73,8 @@ typedef struct TrainResult {
 /* GPT-2's initialisation of params (layout l): N(0, 0.02) weights, residual projections scaled
  * by 1/sqrt(2L), zero biases, unit LayerNorm gains; seeded, drawn in fixed chunks of the flat
  * array each with its own generator, so the values do not depend on wp (NULL: this thread). */
-struct Gpt2Layout;
-void trainer_init_params(const ModelConfig *c, const struct Gpt2Layout *l, float *params,
+struct ModelLayout;
+void trainer_init_params(const ModelConfig *c, const struct ModelLayout *l, float *params,
                          uint64_t seed, WorkPool *wp);
 
 /* The most steps a run may ask for: AdamW counts its steps in an int, and the loop keeps
@@ -124,7 +124,7 @@ void trainer_result_add(TrainResult *r, int64_t step, float loss);
  * o->seed, drawn on wp); *st as the caller set it for a fresh run otherwise. A checkpoint at
  * o->steps or beyond is refused. 0 or -errno with e. */
 struct TrainState;
-int trainer_load_start(const TrainOptions *o, const struct Gpt2Layout *l, float *params,
+int trainer_load_start(const TrainOptions *o, const struct ModelLayout *l, float *params,
                        float *m, float *v, WorkPool *wp, struct TrainState *st, Err *e);
 
 /* The learning rate at step (1-based). */

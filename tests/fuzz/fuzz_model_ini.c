@@ -2,12 +2,12 @@
  *
  * The input is the file. A load either fails with one line naming what is wrong, or gives a
  * model within the limits (model_validate) whose parameter counts are exact and whose
- * parameter layout (gpt2_layout.h, what the trainer and checkpoints address) covers them. */
+ * parameter layout (layout.h, what the trainer and checkpoints address) covers them. */
 #include <errno.h>
 #include <stdint.h>
 
 #include "fuzz_util.h"
-#include "gpt2_layout.h"
+#include "layout.h"
 #include "model.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -33,8 +33,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fuzz_check(c.name[0] != '\0');
     int64_t P = model_param_count(&c);
     fuzz_check(P > 0 && P == c.n_layer * model_block_params(&c) + model_embed_params(&c));
-    Gpt2Layout l;
-    fuzz_check(gpt2_layout_init(&l, &c) == 0);
+    ModelLayout l;
+    fuzz_check(layout_init(&l, &c) == 0);
     fuzz_check((int64_t)l.total == P);
     size_t sum = 0;
     for (int i = 0; i < l.n; i++) {
@@ -43,6 +43,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         sum += l.t[i].numel;
     }
     fuzz_check(sum == l.total);
-    gpt2_layout_free(&l);
+    layout_free(&l);
     return 0;
 }

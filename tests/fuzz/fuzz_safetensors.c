@@ -16,15 +16,15 @@
 #include "safetensors.h"
 
 static ModelConfig micro;
-static Gpt2Layout layout;
+static ModelLayout layout;
 static float *params;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc, (void)argv;
     micro = fuzz_micro_model();
-    if (gpt2_layout_init(&layout, &micro) || !(params = malloc(layout.total * sizeof *params)))
-        fuzz_die("gpt2_layout_init", "");
+    if (layout_init(&layout, &micro) || !(params = malloc(layout.total * sizeof *params)))
+        fuzz_die("layout_init", "");
     return 0;
 }
 
@@ -104,7 +104,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (!from)
             fuzz_die("calloc", "");
         for (int i = 0; i < s.n; i++) {
-            const ParamTensor *t = gpt2_layout_find(&layout, s.t[i].name);
+            const ParamTensor *t = layout_find(&layout, s.t[i].name);
             if (t)
                 fuzz_check(from[t - layout.t]++ == 0);
         }

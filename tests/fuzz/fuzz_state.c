@@ -16,7 +16,7 @@
 #include "fuzz_util.h"
 
 static ModelConfig micro;
-static Gpt2Layout layout;
+static ModelLayout layout;
 static float *saved, *params, *m, *v;
 static char ckpt_dir[512];
 
@@ -24,8 +24,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc, (void)argv;
     micro = fuzz_micro_model();
-    if (gpt2_layout_init(&layout, &micro))
-        fuzz_die("gpt2_layout_init", "");
+    if (layout_init(&layout, &micro))
+        fuzz_die("layout_init", "");
     size_t P = layout.total;
     saved = malloc(3 * P * sizeof *saved);
     params = malloc(3 * P * sizeof *params);

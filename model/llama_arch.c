@@ -1,0 +1,142 @@
+/* llama_arch: the Llama block's list, its ops' costs in the layer graph and its tensors' sizes;
+ * see llama_arch.h, and graph.h for the counting conventions. With h query heads and g kv heads
+ * of d each: q is h d wide, k and v g d each. */
+#include "llama_arch.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "graph.h"
+
+_Static_assert((int)LLAMA_NORM1 == (int)BLOCK_CKPT_OP, "the first op keeps the checkpoint");
+_Static_assert((int)LLAMA_TENSORS <= (int)ARCH_MAX_TENSORS, "within every family's bound");
+
+#define IN LLAMA_IN
+static const BlockOpInfo llama_ops[LLAMA_OPS] = {
+    [LLAMA_NORM1] = {"norm1", OP_RMSNORM, {IN, -1}, {IN, -1}},
+    [LLAMA_QKV] = {"qkv", OP_GEMM, {LLAMA_NORM1, -1}, {LLAMA_NORM1, -1}},
+    /* a rotation: its backward needs no tensor, only the positions */
+    [LLAMA_ROPE] = {"rope", OP_ROPE, {LLAMA_QKV, -1}, {-1}},
+    [LLAMA_ATTN] = {"attn", OP_ATTENTION, {LLAMA_ROPE, -1}, {LLAMA_ROPE, LLAMA_ATTN, -1}},
+    /* its input is attention's output, which attention keeps */
+    [LLAMA_O] = {"o", OP_GEMM, {LLAMA_ATTN, -1}, {-1}},
+    [LLAMA_RES1] = {"res1", OP_RESIDUAL, {IN, LLAMA_O, -1}, {-1}},
+    [LLAMA_NORM2] = {"norm2", OP_RMSNORM, {LLAMA_RES1, -1}, {LLAMA_RES1, -1}},
+    [LLAMA_GATE_UP] = {"gate_up", OP_GEMM, {LLAMA_NORM2, -1}, {LLAMA_NORM2, -1}},
+    [LLAMA_SWIGLU] = {"swiglu", OP_SWIGLU, {LLAMA_GATE_UP, -1}, {LLAMA_GATE_UP, -1}},
+    [LLAMA_DOWN] = {"down", OP_GEMM, {LLAMA_SWIGLU, -1}, {LLAMA_SWIGLU, -1}},
+    [LLAMA_RES2] = {"res2", OP_RESIDUAL, {LLAMA_RES1, LLAMA_DOWN, -1}, {-1}},
+};
+#undef IN
+
+/* Block b's ops for a micro-batch of batch x s tokens: each op's FLOPs, the bytes its
+ * memory-bound kernels move, and what it keeps for backward. */
+static void llama_graph_ops(Op *op, const ModelConfig *c, int b, int64_t batch, int64_t s)
+{
+    int64_t T = batch * s, C = c->d_model, F = c->d_ff, h = c->n_head, g = model_kv_heads(c);
+    int64_t d = model_head_dim(c), q = h * d, qkv = (h + 2 * g) * d;
+    int64_t dsz = (int64_t)dtype_bytes(c->dtype);
+    op[LLAMA_NORM1] = op_rmsnorm(b, T, C, dsz);
+    op[LLAMA_QKV] = op_gemm(b, T, qkv, C, qkv * C + (c->qkv_bias ? qkv : 0), T * C * dsz, dsz);
+    /* each rotated pair: two products and a sum per element of q and k, the table read once */
+    op[LLAMA_ROPE] = (Op){.kind = OP_ROPE, .block = b, .fwd_flops = 3.0 * T * (h + g) * d,
+                          .bwd_flops = 3.0 * T * (h + g) * d,
+                          .fwd_io_bytes = 2 * T * qkv * dsz, .bwd_io_bytes = 2 * T * qkv * dsz,
+                          .out_bytes = T * qkv * dsz};
+    /* as GPT-2's, over the query heads (the k/v heads are shared, not fewer products); it reads
+     * q, k, v and writes the output forward, and backward reads them, the output and its
+     * gradient and writes q, k and v's */
+    double attn = 4.0 * (double)batch * (double)s * (double)s * (double)q;
+    op[LLAMA_ATTN] = (Op){.kind = OP_ATTENTION, .block = b, .head_size = d, .fwd_flops = attn,
+                          .bwd_flops = 2 * attn, .fwd_io_bytes = T * (qkv + q) * dsz,
+                          .bwd_io_bytes = T * (2 * qkv + 3 * q) * dsz,
+                          /* the rotated q k v, the output, the rows' log-sum-exp */
+                          .act_bytes = T * qkv * dsz + T * q * dsz + T * h * 4,
+                          .out_bytes = T * q * dsz};
+    op[LLAMA_O] = op_gemm(b, T, C, q, C * q, 0, dsz);
+    /* the backward first turns the residual's fp32 gradient into dsz, as GPT-2's proj does */
+    op[LLAMA_O].bwd_io_bytes = T * C * (4 + dsz);
+    op[LLAMA_RES1] = op_residual(b, T, C, dsz);
+    op[LLAMA_NORM2] = op_rmsnorm(b, T, C, dsz);
+    op[LLAMA_GATE_UP] = op_gemm(b, T, 2 * F, C, 2 * F * C, T * C * dsz, dsz);
+    /* silu(gate) * up: ~5 FLOPs an element forward, ~8 backward; forward reads gate and up and
+     * writes the product, backward reads them and the product's gradient, writes theirs */
+    op[LLAMA_SWIGLU] = (Op){.kind = OP_SWIGLU, .block = b, .fwd_flops = 5.0 * T * F,
+                            .bwd_flops = 8.0 * T * F, .fwd_io_bytes = 3 * T * F * dsz,
+                            .bwd_io_bytes = 5 * T * F * dsz, .act_bytes = 2 * T * F * dsz,
+                            .out_bytes = T * F * dsz};
+    op[LLAMA_DOWN] = op_gemm(b, T, C, F, C * F, T * F * dsz, dsz);
+    op[LLAMA_DOWN].bwd_io_bytes = T * C * (4 + dsz); /* as o's */
+    op[LLAMA_RES2] = op_residual(b, T, C, dsz);
+}
+
+/* The token embedding (no positions: the blocks rotate q and k) and the final RMSNorm. */
+static void llama_graph_edge_ops(Op *embed, Op *norm, const ModelConfig *c, int64_t T)
+{
+    int64_t C = c->d_model, dsz = (int64_t)dtype_bytes(c->dtype);
+    int64_t params = (int64_t)c->vocab * C;
+    /* forward gathers the rows; backward adds the fp32 residual gradient into the fp32 rows
+     * (read and written), then turns the table's gradient into dsz */
+    *embed = (Op){.kind = OP_EMBED, .name = "embed", .params = params, .fwd_flops = 0,
+                  .bwd_flops = (double)T * C, .fwd_io_bytes = 2 * T * C * dsz,
+                  .bwd_io_bytes = 12 * T * C + (4 + dsz) * params, .act_bytes = T * 4,
+                  .out_bytes = T * C * dsz};
+    *norm = op_rmsnorm(0, T, C, dsz);
+    norm->name = "norm";
+}
+
+static void llama_lane_tensor_bytes(const ModelConfig *c, int64_t B, int64_t T, int64_t elem,
+                                    int64_t bytes[])
+{
+    int64_t N = B * T, h = c->n_head, d = model_head_dim(c);
+    int64_t act = N * c->d_model * elem, qkv = N * (h + 2 * model_kv_heads(c)) * d * elem;
+    int64_t rstd = N * 4, lse = N * h * 4, ff = N * c->d_ff * elem;
+    const int64_t t[LLAMA_TENSORS] = {
+        [LLAMA_NORM1] = act + rstd, [LLAMA_QKV] = qkv, [LLAMA_ROPE] = qkv,
+        [LLAMA_ATTN] = N * h * d * elem + lse, [LLAMA_O] = act, [LLAMA_RES1] = act,
+        [LLAMA_NORM2] = act + rstd, [LLAMA_GATE_UP] = 2 * ff, [LLAMA_SWIGLU] = ff,
+        [LLAMA_DOWN] = act, [LLAMA_RES2] = act, [LLAMA_IN] = act};
+    memcpy(bytes, t, sizeof t);
+}
+
+/* A GPU allocation as the CUDA lane carves its own buffers: 256-byte aligned. */
+static double lane_rnd(double n)
+{
+    return ceil(n / 256) * 256;
+}
+
+/* What the 16-bit CUDA lane of this family allocates for itself, each buffer rounded as it
+ * carves them: the same terms as GPT-2's (gpt2_arch.c) with grouped-query attention's widths and
+ * SwiGLU's two halves; norms and no biases (Qwen2: the qkv bias) among the small fp32 sums. */
+static double llama_cuda_lane_own_bytes(const ModelConfig *c, int64_t B, int64_t T)
+{
+    double N = (double)B * T, C = c->d_model, F = c->d_ff, h = c->n_head;
+    double d = (double)model_head_dim(c), qkv = (h + 2 * model_kv_heads(c)) * d;
+    double Vp = (double)model_padded_vocab(c), chunk = (double)graph_head_chunk(B * T);
+    double e = (double)dtype_bytes(c->dtype); /* an element of the lane's 16-bit buffers */
+    double act = N * C * e;
+    const double own[] = {
+        N * qkv * 4,                    /* attention's fp32 workspace (the flash kernels') */
+        chunk * Vp * e,                 /* one chunk's logits, rows padded */
+        act, act, N * h * d * e,        /* the final norm's output, 16-bit residual gradient,
+                                           attention output's gradient */
+        N * qkv * e, 2 * N * F * e, N * F * e, /* qkv's, gate_up's and down's input gradients */
+        N * 4, N * 4,                   /* the final norm's rstd, per-token losses */
+        N * C * 4, N * C * 4,           /* fp32 residual and norm gradients */
+        N * h * 4,                      /* attention's backward row sums */
+        (2 * C + (c->qkv_bias ? qkv : 0)) * 4, /* a block's norm (and bias) gradients, fp32 */
+        (double)model_embed_params(c) * 4, /* the edges' fp32 gradients */
+        2 * N * 4,                      /* token ids and targets */
+    };
+    double n = 0;
+    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
+        n += lane_rnd(own[i]);
+    return n;
+}
+
+const BlockArch llama_arch = {.name = "llama", .n_ops = LLAMA_OPS, .input = LLAMA_IN,
+                              .output = LLAMA_RES2, .ops = llama_ops,
+                              .graph_ops = llama_graph_ops,
+                              .graph_edge_ops = llama_graph_edge_ops,
+                              .lane_tensor_bytes = llama_lane_tensor_bytes,
+                              .cuda_lane_own_bytes = llama_cuda_lane_own_bytes};
