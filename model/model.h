@@ -72,8 +72,9 @@ const ModelConfig *model_preset_at(int i);
 /* Looks a preset up by name (case-insensitive). Returns it or NULL. */
 const ModelConfig *model_preset_find(const char *name);
 
-/* Loads a model: a preset name, or a path to a model ini ([model] section; see README.md).
- * Returns 0, or a negative errno with e naming the name/file:line and what to do. */
+/* Loads a model: a preset name, a path to a model ini ([model] section; see README.md), or a
+ * Hugging Face model folder or its config.json (model_hf.h). Returns 0, or a negative errno
+ * with e naming the name/file:line or field and what to do. */
 int model_load(const char *name_or_path, ModelConfig *out, Err *e);
 
 /* Checks shape consistency (sizes from 1 to their MODEL_MAX_ limit, heads dividing the hidden

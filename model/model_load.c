@@ -1,13 +1,18 @@
-/* model_load: a model from a preset name or a model ini ([model] section; README.md, "Models"),
- * every value checked where it is read; see model.h. */
+/* model_load: a model from a preset name, a model ini ([model] section; README.md, "Models") or
+ * a Hugging Face folder or config.json (model_hf.h), every value checked where it is read; see
+ * model.h. */
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "inifile.h"
 #include "model.h"
+#include "model_hf.h"
 
 /* The model ini: one [model] section. */
 typedef struct ModelIni {
@@ -152,13 +157,28 @@ int model_load(const char *name_or_path, ModelConfig *out, Err *e)
         *out = *p;
         return 0;
     }
-    if (!strchr(name_or_path, '/') && !strstr(name_or_path, ".ini")) {
+    struct stat st;
+    bool dir = stat(name_or_path, &st) == 0 && S_ISDIR(st.st_mode);
+    size_t n = strlen(name_or_path);
+    bool json = n >= 5 && !strcmp(name_or_path + n - 5, ".json");
+    if (!dir && !json && !strchr(name_or_path, '/') && !strstr(name_or_path, ".ini")) {
         char names[512] = "";
         for (int i = 0; i < model_preset_count(); i++)
             err_append(names, sizeof names, "%s%s", i ? ", " : "", model_preset_at(i)->name);
-        return err_set(e, -ENOENT, "unknown model '%s'; presets: %s; or give a model ini path",
-                       name_or_path, names);
+        return err_set(e, -ENOENT, "unknown model '%s'; presets: %s; or give a model ini, a "
+                       "Hugging Face model folder or its config.json", name_or_path, names);
     }
+    if (dir) {
+        char config[4096];
+        if (snprintf(config, sizeof config, "%s/config.json", name_or_path) >= (int)sizeof config)
+            return err_set(e, -ENAMETOOLONG, "%s: path too long", name_or_path);
+        if (access(config, F_OK))
+            return err_set(e, -ENOENT, "%s is a folder without a config.json: give a Hugging "
+                           "Face model folder, a model ini or a preset", name_or_path);
+        return model_load_hf(config, out, e);
+    }
+    if (json)
+        return model_load_hf(name_or_path, out, e);
     ModelIni m = {.c = {.tied = true, .dtype = DTYPE_BF16}};
     IniSchema schema = {model_section_ok, model_key, "[model]"};
     int rc = inifile_parse_file(name_or_path, &schema, &m, e);
