@@ -17,7 +17,7 @@
 
 static int check_plan(const TrainOptions *o, const Plan *p, const PipeConfig *pc, Err *e)
 {
-    int rc = backend_check_arch(&o->model, e);
+    int rc = backend_check_gpt2(&o->model, "the out-of-core pipeline (--offload)", e);
     if (rc)
         return rc;
     if (p->weights == TIER_GPU || p->optim == TIER_GPU)

@@ -249,7 +249,13 @@ static int resolve_names(RunArgs *a, const Given *gv)
                 gv->format);
         return -EINVAL;
     }
-    if (model_load(gv->model, &o->model, &e) || backend_check_arch(&o->model, &e)) {
+    if (model_load(gv->model, &o->model, &e)) {
+        fprintf(stderr, "fuyou-run: %s\n", e.msg);
+        return -EINVAL;
+    }
+    const char *gpt2_only = a->offload ? "the out-of-core pipeline (--offload)"
+                            : o->backend != &backend_cpu ? "the cuda backend" : NULL;
+    if (gpt2_only && backend_check_gpt2(&o->model, gpt2_only, &e)) {
         fprintf(stderr, "fuyou-run: %s\n", e.msg);
         return -EINVAL;
     }
