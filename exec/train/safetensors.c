@@ -1,6 +1,7 @@
 /* safetensors: the format's reader and writer; see safetensors.h. */
 #include "safetensors.h"
 
+#include <assert.h>
 #include <ctype.h>
 #include <errno.h>
 #include <jansson.h>
@@ -243,26 +244,28 @@ static int check_crc(const StFile *s, const StTensor *t, uint32_t crc, Err *e)
     return 0;
 }
 
-int st_read_f32(StFile *s, const StTensor *t, float *dst, Err *e)
+int st_read_next(StFile *s, StCursor *c, float *dst, size_t n, Err *e)
 {
-    size_t n = st_numel(t), es = dtype_size(t->dtype);
+    const StTensor *t = c->t;
+    size_t numel = st_numel(t), es = dtype_size(t->dtype);
+    assert(n <= numel - c->at);
     if (strcmp(t->dtype, "F32") && strcmp(t->dtype, "F16") && strcmp(t->dtype, "BF16"))
         return err_set(e, -EINVAL, "%s: tensor %s is %s; F32, F16 or BF16 expected", s->path,
                        t->name, t->dtype);
-    if (fseeko(s->f, (off_t)(s->data_start + t->begin), SEEK_SET))
+    /* seek every time: two cursors may take turns on one file (a tied head compared) */
+    if (fseeko(s->f, (off_t)(s->data_start + t->begin + c->at * es), SEEK_SET))
         return err_set(e, -errno, "%s: seek: %s", s->path, strerror(errno));
     if (es == 4) {
         if (fread(dst, 4, n, s->f) != n)
             return err_set(e, -EIO, "%s: tensor %s: short read", s->path, t->name);
-        return check_crc(s, t, crc32c(0, dst, 4 * n), e);
+        c->crc = crc32c(c->crc, dst, 4 * n);
     }
     uint16_t buf[4096];
-    uint32_t crc = 0;
-    for (size_t done = 0; done < n;) {
+    for (size_t done = 0; es == 2 && done < n;) {
         size_t k = n - done < 4096 ? n - done : 4096;
         if (fread(buf, 2, k, s->f) != k)
             return err_set(e, -EIO, "%s: tensor %s: short read", s->path, t->name);
-        crc = crc32c(crc, buf, 2 * k);
+        c->crc = crc32c(c->crc, buf, 2 * k);
         for (size_t i = 0; i < k; i++) {
             uint32_t u = (uint32_t)buf[i] << 16;
             float f;
@@ -271,7 +274,14 @@ int st_read_f32(StFile *s, const StTensor *t, float *dst, Err *e)
         }
         done += k;
     }
-    return check_crc(s, t, crc, e);
+    c->at += n;
+    return c->at == numel ? check_crc(s, t, c->crc, e) : 0;
+}
+
+int st_read_f32(StFile *s, const StTensor *t, float *dst, Err *e)
+{
+    StCursor c = {.t = t};
+    return st_read_next(s, &c, dst, st_numel(t), e);
 }
 
 int st_writer_begin(StWriter *w, const char *path, Err *e)

@@ -51,6 +51,19 @@ size_t st_numel(const StTensor *t);
  * 0, or -errno with e (-EINVAL: damaged). */
 int st_read_f32(StFile *s, const StTensor *t, float *dst, Err *e);
 
+/* A tensor read in parts, front to back: for a destination smaller than the tensor (a staging
+ * buffer of an out-of-core loader) or two tensors compared chunk by chunk. Start one with
+ * `StCursor c = {.t = t}`; it holds no resource. */
+typedef struct StCursor {
+    const StTensor *t;
+    size_t at;                 /* values read so far */
+    uint32_t crc;              /* CRC-32C of their bytes */
+} StCursor;
+
+/* Reads the next n values of c's tensor (n at most what is left) into dst as fp32; the read
+ * that reaches the tensor's end checks its checksum. 0, or -errno with e as st_read_f32. */
+int st_read_next(StFile *s, StCursor *c, float *dst, size_t n, Err *e);
+
 /* A writer: add F32 tensors in order, then finish. Each tensor's checksum is taken when it is
  * added; the data is written at finish. */
 typedef struct StWriter {
