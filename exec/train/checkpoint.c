@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "hf_folder.h"
 #include "safetensors.h"
 
 enum { PATH_CAP = 4200, FILE_CAP = PATH_CAP + 64, NAME_CAP = 64 };
@@ -98,14 +99,6 @@ static bool parse_step_name(const char *name, int64_t *step)
     return !strcmp(name, canonical);
 }
 
-/* Conv1D tensors go (cols, rows) in the file: transposes between the two. */
-static void transpose(float *dst, const float *src, int rows, int cols)
-{
-    for (int r = 0; r < rows; r++)
-        for (int c = 0; c < cols; c++)
-            dst[(size_t)c * rows + r] = src[(size_t)r * cols + c];
-}
-
 static int write_model(const char *path, const ModelLayout *l, const float *params, Err *e)
 {
     float *conv = malloc(l->total * sizeof *conv); /* transposed copies */
@@ -121,7 +114,7 @@ static int write_model(const char *path, const ModelLayout *l, const float *para
         if (ndim == 1)
             shape[0] = t->cols;
         if (t->conv1d) {
-            transpose(conv + t->offset, data, t->rows, t->cols);
+            hf_transpose(conv + t->offset, data, t->rows, t->cols);
             data = conv + t->offset;
             shape[0] = t->cols;
             shape[1] = t->rows;
@@ -316,105 +309,11 @@ int ckpt_prepare_fresh(const char *dir, bool overwrite, Err *e)
     return rc;
 }
 
-static bool ignorable(const char *name)
-{
-    size_t n = strlen(name);
-    return (n > 10 && !strcmp(name + n - 10, ".attn.bias")) ||
-           (n > 17 && !strcmp(name + n - 17, ".attn.masked_bias"));
-}
-
-/* The file's tensor st has the shape that t has in a Hugging Face file. */
-static int check_shape(const char *path, const ModelConfig *c, const ParamTensor *t,
-                       const StTensor *st, Err *e)
-{
-    int64_t want0 = t->rows == 1 ? t->cols : t->conv1d ? t->cols : t->rows;
-    int64_t want1 = t->rows == 1 ? 0 : t->conv1d ? t->rows : t->cols;
-    int want_ndim = t->rows == 1 ? 1 : 2;
-    if (st->ndim == want_ndim && st->shape[0] == want0 &&
-        (want_ndim == 1 || st->shape[1] == want1))
-        return 0;
-    return err_set(e, -EINVAL, "%s: tensor %s has shape [%lld%s%lld], %s wants [%lld%s%lld]",
-                   path, st->name, (long long)st->shape[0], st->ndim > 1 ? ", " : "",
-                   st->ndim > 1 ? (long long)st->shape[1] : 0LL, c->name, (long long)want0,
-                   want_ndim > 1 ? ", " : "", want_ndim > 1 ? (long long)want1 : 0LL);
-}
-
-/* Reads st into its place t in params; tmp: scratch for transposing, allocated on first use. */
-static int load_tensor(StFile *s, const StTensor *st, const ParamTensor *t, const ModelLayout *l,
-                       float *params, float **tmp, Err *e)
-{
-    if (!t->conv1d)
-        return st_read_f32(s, st, params + t->offset, e);
-    if (!*tmp && !(*tmp = malloc(l->total * sizeof **tmp)))
-        return err_set(e, -ENOMEM, "out of memory");
-    int rc = st_read_f32(s, st, *tmp, e);
-    if (!rc)
-        transpose(params + t->offset, *tmp, t->cols, t->rows);
-    return rc;
-}
-
-/* A tied model takes a file's lm_head.weight only when it is the embedding bit for bit: an
- * untied model's own head would otherwise be dropped without a word. */
-static int check_tied_head(StFile *s, const StTensor *head, const ModelConfig *c,
-                           const ModelLayout *l, const float *params, Err *e)
-{
-    const ParamTensor *wte = layout_find(l, "transformer.wte.weight");
-    int rc = check_shape(s->path, c, wte, head, e);
-    float *buf = rc ? NULL : malloc(wte->numel * sizeof *buf);
-    if (!rc && !buf)
-        rc = err_set(e, -ENOMEM, "out of memory");
-    if (!rc)
-        rc = st_read_f32(s, head, buf, e);
-    if (!rc && memcmp(buf, params + wte->offset, wte->numel * sizeof *buf))
-        rc = err_set(e, -EINVAL, "%s: lm_head.weight differs from transformer.wte.weight: the "
-                     "file is of an untied model and %s ties them (a model ini with tied = "
-                     "false loads it)", s->path, c->name);
-    free(buf);
-    return rc;
-}
-
 int ckpt_load_model(const char *path, const ModelConfig *c, const ModelLayout *l, float *params,
                     Err *e)
 {
-    StFile s;
-    int rc = st_open(&s, path, e);
-    if (rc)
-        return rc;
-    bool *seen = calloc((size_t)l->n, sizeof *seen);
-    float *tmp = NULL;
-    const StTensor *head = NULL; /* lm_head.weight in a file for a tied model */
-    if (!seen)
-        rc = err_set(e, -ENOMEM, "out of memory");
-    for (int i = 0; !rc && i < s.n; i++) {
-        const StTensor *st = &s.t[i];
-        const ParamTensor *t = layout_find(l, st->name);
-        if (!t && c->tied && !strcmp(st->name, "lm_head.weight"))
-            head = st;
-        else if (!t && !ignorable(st->name))
-            rc = err_set(e, -EINVAL, "%s: tensor %s has no place in %s (%d layers, hidden %d): "
-                         "the checkpoint is for another model", path, st->name, c->name,
-                         c->n_layer, c->d_model);
-        if (!t || rc)
-            continue;
-        /* the same tensor under both of its names: which one would win is the file's order */
-        if (seen[t - l->t])
-            rc = err_set(e, -EINVAL, "%s: tensor %s is in the file twice (with and without "
-                         "\"transformer.\")", path, t->name);
-        if (!rc)
-            rc = check_shape(path, c, t, st, e);
-        if (!rc)
-            rc = load_tensor(&s, st, t, l, params, &tmp, e);
-        seen[t - l->t] = true;
-    }
-    for (int i = 0; !rc && i < l->n; i++)
-        if (!seen[i])
-            rc = err_set(e, -EINVAL, "%s: tensor %s is missing", path, l->t[i].name);
-    if (!rc && head)
-        rc = check_tied_head(&s, head, c, l, params, e);
-    free(tmp);
-    free(seen);
-    st_close(&s);
-    return rc;
+    HfSink flat = hf_sink_flat(params);
+    return hf_load(path, c, l, &flat, e);
 }
 
 /* v is in [lo, hi], else one line naming the file and the key. */
@@ -537,7 +436,7 @@ static int load_step(const char *dir, const char *name, const ModelConfig *c,
     char path[PATH_CAP];
     snprintf(path, sizeof path, "%s/%s/state.json", dir, name);
     int rc = read_state(path, c, s, e);
-    snprintf(path, sizeof path, "%s/%s/model.safetensors", dir, name);
+    snprintf(path, sizeof path, "%s/%s", dir, name); /* the folder: one file or shards */
     if (!rc)
         rc = ckpt_load_model(path, c, l, params, e);
     snprintf(path, sizeof path, "%s/%s/optimizer.safetensors", dir, name);

@@ -16,18 +16,18 @@
  * says which newer ones it skipped and why. state.json is checked against the model (layers,
  * hidden, heads, ffn, vocab, max_seq, tied) and every number against its range.
  *
- * Loading a model accepts the names with or without "transformer." (GPT2Model or
- * GPT2LMHeadModel files) and F32, F16 or BF16 data; a tied model accepts an lm_head.weight only
- * when it equals the embedding bit for bit. Anything that does not match the model, and any
- * damaged file, is one clear error naming the file and the tensor or key (-EINVAL, -ENOENT for
- * a missing file). */
+ * Loading a model (--init-from) takes what a Hugging Face user has: a folder, its
+ * model.safetensors.index.json, or one .safetensors file (hf_folder.h, hf_load: GPT-2's names
+ * with or without "transformer.", F32, F16 or BF16 data, a folder's config.json checked against
+ * the model). Anything that does not match the model, and any damaged file, is one clear error
+ * naming the file and the tensor or key (-EINVAL, -ENOENT for a missing file). */
 #ifndef FUYOU_CHECKPOINT_H
 #define FUYOU_CHECKPOINT_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "gpt2_layout.h"
+#include "layout.h"
 
 typedef struct TrainState {
     int64_t step;           /* optimizer steps taken */
@@ -47,7 +47,8 @@ typedef struct TrainState {
 int ckpt_save(const char *dir, const ModelConfig *c, const ModelLayout *l, const float *params,
               const float *m, const float *v, const TrainState *s, Err *e);
 
-/* Loads a model file (safetensors) into params (layout l). */
+/* Loads a model's weights into params (layout l, l->total values) from path: a Hugging Face
+ * folder, its index or one .safetensors file (hf_load with the flat sink). 0 or -errno with e. */
 int ckpt_load_model(const char *path, const ModelConfig *c, const ModelLayout *l, float *params,
                     Err *e);
 
