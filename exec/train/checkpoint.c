@@ -16,13 +16,15 @@
 #include <unistd.h>
 
 #include "hf_folder.h"
+#include "hf_save.h"
 #include "safetensors.h"
 
 enum { PATH_CAP = 4200, FILE_CAP = PATH_CAP + 64, NAME_CAP = 64 };
 
-/* What a step directory needs to be resumed from (config.json is for Hugging Face only). */
-static const char *const step_files[] = {"state.json", "model.safetensors",
-                                         "optimizer.safetensors"};
+/* What a step directory needs to be resumed from (config.json and the tokenizer files are for
+ * Hugging Face only); the weights are model.safetensors or, sharded, its index (whose shards
+ * the load checks). */
+static const char *const step_files[] = {"state.json", HF_SINGLE_FILE, "optimizer.safetensors"};
 
 static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
 {
@@ -53,32 +55,6 @@ static int sync_dir(const char *dir, Err *e)
     return rc ? err_set(e, rc, "%s: fsync: %s", dir, strerror(-rc)) : 0;
 }
 
-/* Writes text to a new file at path and syncs it. */
-static int write_synced(const char *path, const char *text, Err *e)
-{
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return err_set(e, -errno, "%s: cannot write: %s", path, strerror(errno));
-    int rc = fputs(text, f) < 0 || fflush(f) || fsync(fileno(f)) ? -(errno ? errno : EIO) : 0;
-    if (fclose(f) && !rc)
-        rc = -(errno ? errno : EIO);
-    return rc ? err_set(e, rc, "%s: cannot write: %s", path, strerror(-rc)) : 0;
-}
-
-/* Writes root (consumed; NULL when building it failed) to path as JSON, synced; reals with
- * `digits` significant digits. */
-static int write_json(const char *path, json_t *root, int digits, Err *e)
-{
-    char *text = root ? json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER |
-                                         JSON_REAL_PRECISION(digits)) : NULL;
-    json_decref(root);
-    if (!text)
-        return err_set(e, -ENOMEM, "out of memory writing %s", path);
-    int rc = write_synced(path, text, e);
-    free(text);
-    return rc;
-}
-
 /* "step-00000010": the name of step's directory. */
 static void step_name(char *name, size_t n, int64_t step)
 {
@@ -97,36 +73,6 @@ static bool parse_step_name(const char *name, int64_t *step)
     *step = strtoll(name + 5, NULL, 10);
     step_name(canonical, sizeof canonical, *step);
     return !strcmp(name, canonical);
-}
-
-static int write_model(const char *path, const ModelLayout *l, const float *params, Err *e)
-{
-    float *conv = malloc(l->total * sizeof *conv); /* transposed copies */
-    if (!conv)
-        return err_set(e, -ENOMEM, "out of memory writing %s", path);
-    StWriter w;
-    int rc = st_writer_begin(&w, path, e);
-    for (int i = 0; !rc && i < l->n; i++) {
-        const ParamTensor *t = &l->t[i];
-        const float *data = params + t->offset;
-        int64_t shape[2] = {t->rows, t->cols};
-        int ndim = t->rows == 1 ? 1 : 2;
-        if (ndim == 1)
-            shape[0] = t->cols;
-        if (t->conv1d) {
-            hf_transpose(conv + t->offset, data, t->rows, t->cols);
-            data = conv + t->offset;
-            shape[0] = t->cols;
-            shape[1] = t->rows;
-        }
-        rc = st_writer_add(&w, t->name, data, ndim, shape, e);
-    }
-    if (!rc)
-        rc = st_writer_finish(&w, "format", "pt", e); /* what transformers expects */
-    else
-        st_writer_abort(&w);
-    free(conv);
-    return rc;
 }
 
 static int write_optimizer(const char *path, size_t n, const float *m, const float *v, Err *e)
@@ -161,47 +107,52 @@ static json_t *state_json(const ModelConfig *c, const TrainState *s)
                      "skipped_steps", (json_int_t)s->skipped, "model", model_json(c));
 }
 
-/* Hugging Face's GPT2Config for c, so that GPT2LMHeadModel.from_pretrained(step_dir) loads the
- * checkpoint: fuyou's GPT-2 is theirs with the tanh GELU ("gelu_new"), LayerNorm eps 1e-5 and
- * no dropout. n_inner only when the MLP is not 4h (their default); GPT-2's <|endoftext|> as bos
- * and eos when the vocabulary is GPT-2's (or llm.c's padding of it). */
-static json_t *hf_config_json(const ModelConfig *c)
+/* The files of a step directory, into dir (each synced). */
+static int read_latest(const char *dir, char *name, size_t n, Err *e);
+
+/* The Hugging Face folder the run's model came from (o->tokenizer_from: a checkpoint
+ * directory's latest step, or hf_folder_of's), into dir; "" for none. */
+static void source_folder(const CkptSaveOptions *o, char *dir, size_t n)
 {
-    json_t *root = json_pack("{s:[s], s:s, s:i, s:i, s:i, s:i, s:i, s:s, s:f, s:b, s:f, s:f, "
-                             "s:f, s:s}", "architectures", "GPT2LMHeadModel", "model_type",
-                             "gpt2", "vocab_size", c->vocab, "n_positions", c->max_seq,
-                             "n_embd", c->d_model, "n_layer", c->n_layer, "n_head", c->n_head,
-                             "activation_function", "gelu_new", "layer_norm_epsilon", 1e-5,
-                             "tie_word_embeddings", c->tied, "resid_pdrop", 0.0, "embd_pdrop",
-                             0.0, "attn_pdrop", 0.0, "torch_dtype", "float32");
-    if (root && c->d_ff != 4 * c->d_model)
-        json_object_set_new(root, "n_inner", json_integer(c->d_ff));
-    /* null otherwise: GPT2Config's default, 50256, would lie outside a smaller vocabulary */
-    bool gpt2_vocab = c->vocab == 50257 || c->vocab == 50304;
-    if (root) {
-        json_object_set_new(root, "bos_token_id", gpt2_vocab ? json_integer(50256) : json_null());
-        json_object_set_new(root, "eos_token_id", gpt2_vocab ? json_integer(50256) : json_null());
-    }
-    return root;
+    char name[NAME_CAP];
+    dir[0] = '\0';
+    if (!o || !o->tokenizer_from)
+        return;
+    if (!read_latest(o->tokenizer_from, name, sizeof name, NULL))
+        snprintf(dir, n, "%s/%s", o->tokenizer_from, name);
+    else
+        hf_folder_of(o->tokenizer_from, dir, n);
 }
 
-/* The files of a step directory, into dir (each synced). */
+/* The Hugging Face files of a step directory, into dir: config.json (the source folder's token
+ * ids carried), the weights, the tokenizer files. */
+static int write_hf_files(const char *dir, const ModelConfig *c, const ModelLayout *l,
+                          const float *params, const CkptSaveOptions *o, Err *e)
+{
+    char src[PATH_CAP], file[FILE_CAP], config[FILE_CAP];
+    source_folder(o, src, sizeof src);
+    snprintf(file, sizeof file, "%s/config.json", dir);
+    snprintf(config, sizeof config, "%s/config.json", src);
+    int rc = hf_write_config(file, c, src[0] ? config : NULL, e);
+    if (!rc)
+        rc = hf_save_weights(dir, l, params, o ? o->max_shard_bytes : 0, e);
+    if (!rc && src[0])
+        rc = hf_copy_tokenizer(src, dir, e);
+    return rc;
+}
+
 static int write_step_files(const char *dir, const ModelConfig *c, const ModelLayout *l,
                             const float *params, const float *m, const float *v,
-                            const TrainState *s, Err *e)
+                            const TrainState *s, const CkptSaveOptions *o, Err *e)
 {
     char file[FILE_CAP];
-    snprintf(file, sizeof file, "%s/model.safetensors", dir);
-    int rc = write_model(file, l, params, e);
+    int rc = write_hf_files(dir, c, l, params, o, e);
     snprintf(file, sizeof file, "%s/optimizer.safetensors", dir);
     if (!rc)
         rc = write_optimizer(file, l->total, m, v, e);
     snprintf(file, sizeof file, "%s/state.json", dir);
     if (!rc) /* 17 digits: the norm and the scale come back exactly */
-        rc = write_json(file, state_json(c, s), 17, e);
-    snprintf(file, sizeof file, "%s/config.json", dir);
-    if (!rc)
-        rc = write_json(file, hf_config_json(c), 6, e);
+        rc = hf_write_json(file, state_json(c, s), 17, e);
     return rc;
 }
 
@@ -213,7 +164,7 @@ static int write_latest(const char *dir, const char *name, Err *e)
     snprintf(tmp, sizeof tmp, "%s/.latest.tmp", dir);
     snprintf(latest, sizeof latest, "%s/latest", dir);
     snprintf(text, sizeof text, "%s\n", name);
-    int rc = write_synced(tmp, text, e);
+    int rc = hf_write_text(tmp, text, e);
     if (!rc && rename(tmp, latest))
         rc = err_set(e, -errno, "%s: rename: %s", latest, strerror(errno));
     return rc ? rc : sync_dir(dir, e);
@@ -221,6 +172,13 @@ static int write_latest(const char *dir, const char *name, Err *e)
 
 int ckpt_save(const char *dir, const ModelConfig *c, const ModelLayout *l, const float *params,
               const float *m, const float *v, const TrainState *s, Err *e)
+{
+    return ckpt_save_with(dir, c, l, params, m, v, s, NULL, e);
+}
+
+int ckpt_save_with(const char *dir, const ModelConfig *c, const ModelLayout *l,
+                   const float *params, const float *m, const float *v, const TrainState *s,
+                   const CkptSaveOptions *o, Err *e)
 {
     if (mkdir(dir, 0755) && errno != EEXIST)
         return err_set(e, -errno, "%s: cannot create: %s", dir, strerror(errno));
@@ -232,7 +190,7 @@ int ckpt_save(const char *dir, const ModelConfig *c, const ModelLayout *l, const
         return err_set(e, -EIO, "%s: cannot remove a stale temporary checkpoint", tmp);
     if (mkdir(tmp, 0755))
         return err_set(e, -errno, "%s: cannot create: %s", tmp, strerror(errno));
-    int rc = write_step_files(tmp, c, l, params, m, v, s, e);
+    int rc = write_step_files(tmp, c, l, params, m, v, s, o, e);
     if (!rc)
         rc = sync_dir(tmp, e);
     if (rc)
@@ -415,14 +373,21 @@ static int load_optimizer(const char *path, const ModelLayout *l, float *m, floa
     return rc;
 }
 
+static bool regular_file(const char *path)
+{
+    struct stat st;
+    return !stat(path, &st) && S_ISREG(st.st_mode);
+}
+
 /* The first of step_files that dir/name lacks, or NULL when it holds them all. */
 static const char *missing_file(const char *dir, const char *name)
 {
-    char path[PATH_CAP];
-    struct stat st;
+    char path[PATH_CAP], index[PATH_CAP];
     for (size_t i = 0; i < sizeof step_files / sizeof *step_files; i++) {
         snprintf(path, sizeof path, "%s/%s/%s", dir, name, step_files[i]);
-        if (stat(path, &st) || !S_ISREG(st.st_mode))
+        snprintf(index, sizeof index, "%s/%s/%s", dir, name, HF_INDEX_FILE);
+        bool weights = !strcmp(step_files[i], HF_SINGLE_FILE);
+        if (!regular_file(path) && !(weights && regular_file(index)))
             return step_files[i];
     }
     return NULL;

@@ -1,11 +1,14 @@
 /* checkpoint: training checkpoints a Hugging Face user can read, and exact resumption.
  *
- * DIR/step-00000010/ holds model.safetensors (the Hugging Face GPT-2 names and layouts:
- * "transformer.h.N.attn.c_attn.weight" stored (in, out) as Conv1D does), optimizer.safetensors
- * (AdamW m and v in fuyou's flat layout), state.json (step, loader position, seed, the previous
- * step's gradient norm, the loss scale, the model's shape) and config.json (Hugging Face's
- * GPT2Config, so GPT2LMHeadModel.from_pretrained(step_dir) loads it). Both safetensors files
- * carry a CRC-32C per tensor (safetensors.h), checked on every load. A checkpoint is written
+ * DIR/step-00000010/ is a Hugging Face model folder (hf_save.h): config.json for the family
+ * (GPT2Config, LlamaConfig or Qwen2Config, so AutoModelForCausalLM.from_pretrained(step_dir)
+ * loads it), the fp32 weights with the family's Hugging Face names (layout.h) in
+ * model.safetensors or, above the shard size, in model-0000K-of-0000N.safetensors with
+ * model.safetensors.index.json, and the tokenizer files of the folder the run started from.
+ * Beside them optimizer.safetensors (AdamW m and v in fuyou's flat layout) and state.json (step,
+ * loader position, seed, the previous step's gradient norm, the loss scale, the model's shape).
+ * The weights file holds the fp32 master weights, so a resumed run continues bit for bit. Every
+ * safetensors file carries a CRC-32C per tensor (safetensors.h), checked on every load. A checkpoint is written
  * under a temporary name, synced and renamed, the directory synced, and only then does
  * DIR/latest name it (a synced temporary file renamed over it, the directory synced again): a
  * crash never leaves a half-written checkpoint as the latest.
@@ -42,8 +45,20 @@ typedef struct TrainState {
 /* The most steps a checkpoint may record: AdamW counts its steps in an int. */
 #define CKPT_STEP_MAX ((int64_t)INT32_MAX - 1)
 
+/* How a checkpoint is written beyond what ckpt_save's arguments say. */
+typedef struct CkptSaveOptions {
+    uint64_t max_shard_bytes;   /* weights above it go in shards; 0: HF_MAX_SHARD_BYTES (5 GB) */
+    const char *tokenizer_from; /* where the model came from (--init-from's path, or a --resume
+                                   directory: its latest step), whose tokenizer files and
+                                   config token ids the checkpoint carries; NULL: none */
+} CkptSaveOptions;
+
 /* Writes the checkpoint of step s->step into dir (created if needed) and points dir/latest at
- * it. 0 or -errno with e. */
+ * it; o NULL: the defaults. 0 or -errno with e. */
+int ckpt_save_with(const char *dir, const ModelConfig *c, const ModelLayout *l,
+                   const float *params, const float *m, const float *v, const TrainState *s,
+                   const CkptSaveOptions *o, Err *e);
+/* ckpt_save_with with the defaults. */
 int ckpt_save(const char *dir, const ModelConfig *c, const ModelLayout *l, const float *params,
               const float *m, const float *v, const TrainState *s, Err *e);
 

@@ -1,0 +1,59 @@
+/* hf_save: a model written as transformers' save_pretrained writes it, so that AutoConfig and
+ * AutoModelForCausalLM read the folder, and so do model_load (model.h) and hf_load
+ * (hf_folder.h).
+ *
+ * config.json for the family (GPT2Config; LlamaConfig, or Qwen2Config for q/k/v biases),
+ * model.safetensors or, above a shard size, model-0000K-of-0000N.safetensors and
+ * model.safetensors.index.json, cut as huggingface_hub cuts them (tensors in layout order, a new
+ * shard when the next tensor would take this one past the limit, a tensor larger than the limit
+ * alone in its shard; each tensor whole in one shard), and the tokenizer files copied from the
+ * folder the model came from.
+ *
+ * The weights are fp32, whatever the training dtype: they are the master weights a resumed run
+ * reads back bit for bit (checkpoint.h; the optimizer file holds only Adam's m and v), and
+ * transformers loads fp32 weights into a bf16 model when asked (torch_dtype=torch.bfloat16). A
+ * bf16 model.safetensors would halve the file but lose the low bits Adam updates. */
+#ifndef FUYOU_HF_SAVE_H
+#define FUYOU_HF_SAVE_H
+
+#include <stdint.h>
+
+#include "fuyou_err.h"
+#include "layout.h"
+
+/* transformers' default max_shard_size, "5GB" (10^9 bytes a GB, as it counts) */
+#define HF_MAX_SHARD_BYTES ((uint64_t)5000000000)
+
+/* Writes config.json for c at path, synced: GPT2Config for GPT-2; LlamaConfig (Qwen2Config when
+ * c has q/k/v biases) for Llama: hidden_size, intermediate_size, num_hidden_layers,
+ * num_attention_heads, num_key_value_heads, vocab_size, max_position_embeddings, rms_norm_eps,
+ * rope_theta, rope_scaling (llama3's fields when set, else null), tie_word_embeddings,
+ * hidden_act silu, attention_bias and mlp_bias false; torch_dtype float32, as the weights are;
+ * reals with as many digits as read back exactly. The bos/eos/pad token ids of the config.json
+ * at source (NULL, or unreadable: none) are carried over, being the tokenizer's, which c does
+ * not know; without them GPT-2's vocabulary gets <|endoftext|>, any other null. 0 or -errno. */
+int hf_write_config(const char *path, const ModelConfig *c, const char *source, Err *e);
+
+/* Writes params (layout l, caller-owned) into the folder dir as fp32 safetensors with the
+ * Hugging Face names: model.safetensors when the model's bytes fit max_shard_bytes (0:
+ * HF_MAX_SHARD_BYTES), else the shards and their index. Every file synced (the folder is the
+ * caller's to sync), every tensor with its CRC-32C (safetensors.h). 0 or -errno with e. */
+int hf_save_weights(const char *dir, const ModelLayout *l, const float *params,
+                    uint64_t max_shard_bytes, Err *e);
+
+/* How many files hf_save_weights writes l's tensors into under max_shard_bytes (0: default). */
+int hf_shard_count(const ModelLayout *l, uint64_t max_shard_bytes);
+
+/* Copies the tokenizer files (tokenizer.json, tokenizer_config.json, special_tokens_map.json,
+ * tokenizer.model, vocab.json, merges.txt, generation_config.json) that the folder from holds
+ * into the folder to, each synced; those it lacks are skipped. 0 or -errno naming the file. */
+int hf_copy_tokenizer(const char *from, const char *to, Err *e);
+
+/* Writes text to a new file at path and syncs it. 0 or -errno with e naming the file. */
+int hf_write_text(const char *path, const char *text, Err *e);
+/* Writes root (a json_t, consumed; NULL when building it failed: -ENOMEM) to path as JSON
+ * indented in its keys' order, synced; reals with `digits` significant digits. */
+struct json_t;
+int hf_write_json(const char *path, struct json_t *root, int digits, Err *e);
+
+#endif
