@@ -305,11 +305,13 @@ static int end_segment(PipeRun *pr, int64_t step, int n, Err *e)
     st->prev_grad_norm = pp->prev_norm = pp->norms[n - 1];
     if (!trainer_save_due(o, step))
         return 0;
+    CkptSaveOptions so = {.tokenizer_from = o->init_from ? o->init_from : o->resume_dir};
     int rc = pipe_mem_get_state(&pp->mem, pr->params, pr->m, pr->v, e);
     if (!rc)
         rc = trainer_clear_old_checkpoints(o, &pr->cleared, e);
     if (!rc)
-        rc = ckpt_save(o->save_dir, &o->model, &pp->layout, pr->params, pr->m, pr->v, st, e);
+        rc = ckpt_save_with(o->save_dir, &o->model, &pp->layout, pr->params, pr->m, pr->v, st,
+                            &so, e);
     return rc;
 }
 

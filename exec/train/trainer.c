@@ -501,11 +501,14 @@ static int step_update(TrainRun *t, const Step *s, Err *e)
 static int run_save(TrainRun *t, Err *e)
 {
     const TrainOptions *o = t->o;
+    /* the tokenizer files of the folder the weights came from go along */
+    CkptSaveOptions so = {.tokenizer_from = o->init_from ? o->init_from : o->resume_dir};
     int rc = t->be->ops->read_state(t->be, t->params, t->m, t->v, e);
     if (!rc)
         rc = trainer_clear_old_checkpoints(o, &t->cleared, e);
     if (!rc)
-        rc = ckpt_save(o->save_dir, &o->model, &t->l, t->params, t->m, t->v, &t->st, e);
+        rc = ckpt_save_with(o->save_dir, &o->model, &t->l, t->params, t->m, t->v, &t->st, &so,
+                            e);
     return rc;
 }
 

@@ -52,7 +52,8 @@ typedef struct TrainOptions {
                                 allows it only then) are removed just before the first save,
                                 not before (a run that fails first leaves them) */
     const char *resume_dir;  /* NULL: start from scratch */
-    const char *init_from;   /* a model.safetensors to start from, or NULL */
+    const char *init_from;   /* weights to start from (ckpt_load_model: a Hugging Face folder,
+                                its index or one .safetensors file), or NULL */
     const char *log_path;    /* TSV: step loss lr grad_norm tokens/s scale */
     int threads;
     float loss_scale;        /* the initial loss scale; 0: 65536 for fp16, else 1 (off) */
