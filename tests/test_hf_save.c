@@ -6,14 +6,17 @@
  * --init-from (ckpt_load_model) bit for bit and carries the tokenizer files, also into a
  * resumed run's checkpoints; a step with a shard missing is an error when latest names it and
  * skipped by the fallback; GPT-2's Conv1D
- * weights go transposed across shards and come back. */
+ * weights go transposed across shards and come back; the trainer starts from the fixture's
+ * folder, saves a folder and resumes from it exactly. */
 #include <errno.h>
 #include <sys/stat.h>
 
 #include "checkpoint.h"
+#include "gpt2_cpu.h"
 #include "hf_save.h"
 #include "hf_testutil.h"
 #include "safetensors.h"
+#include "trainer.h"
 
 /* a and b describe the same model, as far as a Hugging Face config.json says. */
 static void expect_same_model(const ModelConfig *a, const ModelConfig *b)
@@ -349,6 +352,76 @@ START_TEST(gpt2_sharded_round_trip)
 }
 END_TEST
 
+/* Tokens below the fixture's vocabulary of 64, as a byte file, at path (capacity 64). */
+static void small_vocab_data(char *path)
+{
+    strcpy(path, "/tmp/fuyou-hfs-data-XXXXXX");
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    unsigned char b[4096];
+    for (size_t i = 0; i < sizeof b; i++)
+        b[i] = (unsigned char)((i * 7 + i / 13) % 64);
+    ck_assert_int_eq(write(fd, b, sizeof b), (ssize_t)sizeof b);
+    close(fd);
+}
+
+/* fuyou-run's in-memory trainer started from the fixture's folder: with lr 0 its checkpoint
+ * holds the fixture's weights bit for bit, a LlamaConfig and the tokenizer files; resumed,
+ * it continues with the losses of an uninterrupted run. */
+START_TEST(trainer_from_the_fixture_folder)
+{
+    ModelConfig c;
+    ModelLayout l;
+    float *want = hf_fixture_params(&c, &l);
+    char data[64], dir[] = "/tmp/fuyou-hfs-XXXXXX", path[256], src[1100];
+    small_vocab_data(data);
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    TrainOptions o = {.backend = &backend_cpu, .data_path = data, .seqs_per_step = 2,
+                      .seq = 16, .steps = 1, .lr = 0, .beta1 = 0.9f, .beta2 = 0.95f,
+                      .eps = 1e-8f, .clip = 1.0f, .seed = 5, .subgroup_blocks = 1,
+                      .tail_blocks = 1, .threads = 1, .init_from = hf_fixture(),
+                      .save_dir = dir, .model = c};
+    TrainResult r;
+    Err e;
+    ck_assert_msg(trainer_run(&o, &r, &e) == 0, "%s", e.msg);
+    free(r.losses);
+    snprintf(path, sizeof path, "%s/step-00000001", dir);
+    float *got;
+    ck_assert_msg(hf_load_flat(path, &c, &l, &got, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(memcmp(want, got, l.total * 4), 0);
+    free(got);
+    snprintf(path, sizeof path, "%s/step-00000001/config.json", dir);
+    json_t *cfg = hf_read_json(path);
+    ck_assert_str_eq(str_of(cfg, "model_type"), "llama");
+    json_decref(cfg);
+    snprintf(path, sizeof path, "%s/step-00000001/tokenizer_config.json", dir);
+    snprintf(src, sizeof src, "%s/tokenizer_config.json", hf_fixture());
+    expect_same_file(src, path);
+    /* 4 steps at once, and 2 then 2 more resumed: the same losses (in the warmup, where the
+     * learning rate does not depend on --steps) */
+    TrainResult full, first, rest;
+    o.lr = 1e-2f, o.warmup = 10, o.steps = 4, o.save_dir = NULL;
+    ck_assert_msg(trainer_run(&o, &full, &e) == 0, "%s", e.msg);
+    o.steps = 2, o.save_dir = dir, o.overwrite = true;
+    ck_assert_msg(trainer_run(&o, &first, &e) == 0, "%s", e.msg);
+    o.steps = 4, o.init_from = NULL, o.resume_dir = dir, o.overwrite = false;
+    ck_assert_msg(trainer_run(&o, &rest, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(rest.n_losses, 2);
+    ck_assert(full.losses[3] != full.losses[0]); /* it trains */
+    for (int i = 0; i < 2; i++) {
+        ck_assert(full.losses[i] == first.losses[i]);
+        ck_assert(full.losses[2 + i] == rest.losses[i]);
+    }
+    snprintf(path, sizeof path, "%s/step-00000004/generation_config.json", dir);
+    snprintf(src, sizeof src, "%s/generation_config.json", hf_fixture());
+    expect_same_file(src, path); /* carried on by the resumed run */
+    free(full.losses), free(first.losses), free(rest.losses), free(want);
+    layout_free(&l);
+    unlink(data);
+    tu_rm_tree(dir);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("hf_save");
@@ -360,6 +433,7 @@ int main(void)
     tcase_add_test(tc, sharded_checkpoint_round_trip);
     tcase_add_test(tc, resume_and_a_step_with_a_shard_missing);
     tcase_add_test(tc, gpt2_sharded_round_trip);
+    tcase_add_test(tc, trainer_from_the_fixture_folder);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }
