@@ -236,6 +236,17 @@ START_TEST(sharded_checkpoint_round_trip)
     ck_assert_int_eq(memcmp(v, v2, l.total * 4), 0);
     ck_assert_int_eq(s2.step, 7);
     ck_assert_int_eq(s2.index, 9);
+    /* resuming reads state.json's model, not config.json: a GPT2Config there (as checkpoints
+     * of Llama before this one had) still resumes, and --init-from refuses it */
+    snprintf(path, sizeof path, "%s/config.json", step);
+    ck_assert_int_eq(hf_write_config(path, model_preset_find("gpt2-tiny"), NULL, &e), 0);
+    memset(p2, 0, l.total * 4);
+    ck_assert_msg(ckpt_load(dir, &c, &l, p2, m2, v2, &s2, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(memcmp(p, p2, l.total * 4), 0);
+    ck_assert_int_eq(ckpt_load_model(step, &c, &l, p2, &e), -EINVAL);
+    tu_assert_contains(e.msg, "a model of the gpt2 family");
+    snprintf(src, sizeof src, "%s/config.json", hf_fixture());
+    ck_assert_int_eq(hf_write_config(path, &c, src, &e), 0); /* as it was */
     /* --init-from the step folder and its index: bit for bit; its config the same model */
     memset(p2, 0, l.total * 4);
     ck_assert_msg(ckpt_load_model(step, &c, &l, p2, &e) == 0, "%s", e.msg);

@@ -401,9 +401,13 @@ static int load_step(const char *dir, const char *name, const ModelConfig *c,
     char path[PATH_CAP];
     snprintf(path, sizeof path, "%s/%s/state.json", dir, name);
     int rc = read_state(path, c, s, e);
-    snprintf(path, sizeof path, "%s/%s", dir, name); /* the folder: one file or shards */
+    /* the folder: one file or shards; state.json, checked above, describes the model, so its
+     * config.json (Hugging Face's) is not read: a user may edit it, older ones are GPT2Config
+     * whatever the family */
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    HfSink flat = hf_sink_flat(params);
     if (!rc)
-        rc = ckpt_load_model(path, c, l, params, e);
+        rc = hf_load_weights(path, c, l, &flat, e);
     snprintf(path, sizeof path, "%s/%s/optimizer.safetensors", dir, name);
     if (!rc)
         rc = load_optimizer(path, l, m, v, e);

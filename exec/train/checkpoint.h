@@ -17,7 +17,8 @@
  * step directory without all three training files, it resumes from the newest step directory
  * that loads completely (files there, checksums right, state valid), says so on stderr, and
  * says which newer ones it skipped and why. state.json is checked against the model (layers,
- * hidden, heads, ffn, vocab, max_seq, tied) and every number against its range.
+ * hidden, heads, ffn, vocab, max_seq, tied) and every number against its range; config.json is
+ * Hugging Face's and not read on resume (hf_load_weights).
  *
  * Loading a model (--init-from) takes what a Hugging Face user has: a folder, its
  * model.safetensors.index.json, or one .safetensors file (hf_folder.h, hf_load: GPT-2's names

@@ -134,10 +134,9 @@ static int resolve(const char *path, Source *s, Err *e)
     memset(s, 0, sizeof *s);
     if (strlen(path) >= PATH_CAP - 64)
         return err_set(e, -ENAMETOOLONG, "%.80s...: path too long", path);
-    bool folder = is_dir(path), config = !folder && ends_with(path, "config.json") &&
-                                         (!strcmp(path, "config.json") ||
-                                          ends_with(path, "/config.json"));
-    if (!folder && !config && !ends_with(path, ".json")) {
+    bool folder = is_dir(path), is_config = !folder && (!strcmp(path, "config.json") ||
+                                                        ends_with(path, "/config.json"));
+    if (!folder && !is_config && !ends_with(path, ".json")) {
         snprintf(s->weights, sizeof s->weights, "%s", path); /* a lone file: no config */
         parent(path, s->dir, sizeof s->dir);
         return 0;
@@ -150,7 +149,7 @@ static int resolve(const char *path, Source *s, Err *e)
     if (!is_file(s->config))
         s->config[0] = '\0';
     s->index = true;
-    if (!folder && !config) {
+    if (!folder && !is_config) { /* an index */
         snprintf(s->weights, sizeof s->weights, "%s", path);
         return 0;
     }
@@ -501,15 +500,16 @@ static int load_all(Load *ld, Err *e)
     return rc;
 }
 
-int hf_load(const char *path, const ModelConfig *c, const ModelLayout *l, const HfSink *sink,
-            Err *e)
+/* hf_load, and hf_load_weights without the config check. */
+static int load(const char *path, const ModelConfig *c, const ModelLayout *l, const HfSink *sink,
+                bool check_config, Err *e)
 {
     Source *src = malloc(sizeof *src);
     if (!src)
         return err_set(e, -ENOMEM, "out of memory");
     Load ld = {.c = c, .l = l, .sink = sink};
     int rc = resolve(path, src, e);
-    if (!rc && src->config[0])
+    if (!rc && check_config && src->config[0])
         rc = hf_check_config(src->config, c, e);
     if (!rc && src->index) {
         rc = map_index(&ld.m, src, c, l, e);
@@ -526,6 +526,18 @@ int hf_load(const char *path, const ModelConfig *c, const ModelLayout *l, const 
     free(ld.scratch);
     free(src);
     return rc;
+}
+
+int hf_load(const char *path, const ModelConfig *c, const ModelLayout *l, const HfSink *sink,
+            Err *e)
+{
+    return load(path, c, l, sink, true, e);
+}
+
+int hf_load_weights(const char *path, const ModelConfig *c, const ModelLayout *l,
+                    const HfSink *sink, Err *e)
+{
+    return load(path, c, l, sink, false, e);
 }
 
 /* ---- config.json ---- */

@@ -55,6 +55,10 @@ HfSink hf_sink_flat(float *params);
  * of another shape or dtype, or a config of another model. */
 int hf_load(const char *path, const ModelConfig *c, const ModelLayout *l, const HfSink *sink,
             Err *e);
+/* hf_load without the config.json check: for a folder whose model is known otherwise (a
+ * checkpoint's state.json describes it; its config.json is for Hugging Face only). */
+int hf_load_weights(const char *path, const ModelConfig *c, const ModelLayout *l,
+                    const HfSink *sink, Err *e);
 
 /* The model the config.json at path describes (model_load_hf) has c's family, layers, hidden
  * size, heads, k/v heads, MLP width, vocabulary, tied head and q/k/v biases: 0, or -EINVAL
