@@ -65,7 +65,7 @@ START_TEST(run_offload)
      * option the user never gave (206 B parameters: TiBs of states in CPU memory) */
     char huge[64];
     tu_temp_file(huge, sizeof huge, ".ini",
-                 "[model]\nlayers = 64\nhidden = 16384\nheads = 128\nvocab = 512\n"
+                 "[model]\nlayers = 64\nhidden = 16384\nheads = 128\nvocab = 256\n"
                  "max_seq = 64\ndtype = fp32\n");
     snprintf(args, sizeof args, "--offload --model %s --batch 1 --seq 16 --steps 1 --weights cpu "
              "--optim cpu", huge);
@@ -178,8 +178,10 @@ START_TEST(run_offload_plans_as_sim)
     const char *p = strstr(out, "\nplan: ");
     ck_assert_ptr_nonnull(p);
     sscanf(p + 1, "%1023[^\n]", sim_plan);
+    char tokens[64]; /* the vocabulary is not bytes: the text as uint16 tokens */
+    tu_bytes_as_u16(tokens, sizeof tokens, "/usr/share/common-licenses/GPL-3");
     snprintf(args, sizeof args, "--offload --model %s --gpu-mem 0.04GiB --batch 2 --seq 64 "
-             "--steps 1 %s", ini, opts);
+             "--steps 1 --data %s %s", ini, tokens, opts);
     ck_assert_msg(tu_run_bin("FUYOU_RUN", args, out, sizeof out) == 0, "fuyou-run %s: %s", args,
                   out);
     p = strstr(out, "\nplan: ");
@@ -188,6 +190,7 @@ START_TEST(run_offload_plans_as_sim)
     ck_assert_msg(!strcmp(run_plan, sim_plan), "options '%s':\n sim %s\n run %s", opts,
                   sim_plan, run_plan);
     tu_assert_contains(run_plan, "weights on ");
+    unlink(tokens);
     if (_i == 0) {
         ck_assert_int_eq(tu_run_bin("FUYOU_RUN", "--offload --swap sweep", out, sizeof out), 2);
         tu_assert_contains(out, "--swap sweep is fuyou-sim's");
@@ -217,9 +220,12 @@ START_TEST(trace_compare_cli)
     snprintf(args, sizeof args, "--hw h200.ini --model %s %s --iters 3 --trace %s --deps %s",
              getenv("TINY_INI"), plan, pred, deps);
     ck_assert_int_eq(tu_run_sim(args, out, sizeof out), 0);
-    snprintf(args, sizeof args, "--offload --model %s %s --steps 3 --segment 3 --trace %s",
-             getenv("TINY_INI"), plan, meas);
+    char tokens[64]; /* tiny.ini's vocabulary is not bytes: the text as uint16 tokens */
+    tu_bytes_as_u16(tokens, sizeof tokens, "/usr/share/common-licenses/GPL-3");
+    snprintf(args, sizeof args, "--offload --model %s %s --steps 3 --segment 3 --trace %s "
+             "--data %s", getenv("TINY_INI"), plan, meas, tokens);
     ck_assert_int_eq(tu_run_bin("FUYOU_RUN", args, out, sizeof out), 0);
+    unlink(tokens);
     snprintf(args, sizeof args, "compare %s %s", pred, meas);
     ck_assert_int_eq(tu_run_bin("FUYOU_TRACE", args, out, sizeof out), 0);
     tu_assert_contains(out, "iterations compared: 3 (steady state from iteration 1)");

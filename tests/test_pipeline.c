@@ -57,7 +57,7 @@ END_TEST
 
 static TrainOptions opts(int64_t steps)
 {
-    TrainOptions o = {.backend = &backend_cpu, .data_path = text, .seqs_per_step = 2, .seq = 32,
+    TrainOptions o = {.backend = &backend_cpu, .data_paths = {text}, .n_data = 1, .seqs_per_step = 2, .seq = 32,
                       .steps = steps, .lr = 2e-3f, .min_lr_ratio = 0.1f, .weight_decay = 0.1f,
                       .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .clip = 1.0f, .warmup = 2,
                       .seed = 11, .subgroup_blocks = 1, .tail_blocks = 1, .threads = 2};
@@ -226,6 +226,8 @@ START_TEST(head_chunks_do_not_change_the_math)
 {
     TrainOptions o = opts(3);
     o.model = narrow_model(head_variants[_i].tied, 300);
+    char tokens[64]; /* the vocabulary is not bytes: the text as uint16 tokens */
+    o.data_paths[0] = tu_bytes_as_u16(tokens, sizeof tokens, text);
     o.n_micro = head_variants[_i].micro;
     o.seqs_per_step = 143 * o.n_micro;
     o.seq = 64;
@@ -236,6 +238,7 @@ START_TEST(head_chunks_do_not_change_the_math)
     base_plan(&p, &g, &o);
     p.n_micro = o.n_micro;
     assert_pipeline_is_the_trainer(&o, &p, 0, head_variants[_i].name);
+    unlink(tokens);
     plan_free(&p);
     graph_free(&g);
 }

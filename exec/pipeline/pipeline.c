@@ -186,7 +186,8 @@ static int put_start_state(PipeRun *pr, Err *e)
     if ((!in_place || o->save_dir) && alloc_arrays(P, &pr->params, &pr->m, &pr->v))
         return err_set(e, -ENOMEM, "out of memory for %zu parameters", P);
     float *params = in_place ? pp->mem.master : pr->params;
-    int rc = trainer_load_start(o, &pp->layout, params, pr->m, pr->v, &pp->wp_adam, &pr->st, e);
+    int rc = trainer_load_start(o, &pr->data, &pp->layout, params, pr->m, pr->v, &pp->wp_adam,
+                                &pr->st, e);
     if (!rc && pr->st.skipped)
         rc = err_set(e, -EINVAL, "%s skipped updates on loss-scale overflow; the out-of-core "
                      "pipeline does not scale losses: resume it without --offload",

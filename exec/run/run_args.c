@@ -29,8 +29,12 @@ void run_args_usage(FILE *out)
 "                        otherwise): halved and the update skipped when gradients overflow\n"
 "  --loss-scale-window N steps without overflow before the scale doubles (default 1000)\n"
 "  --model NAME|PATH     a preset (default gpt2-tiny) or a model ini\n"
-"  --data FILE           tokens: llm.c .bin, nanoGPT uint16 .bin, or text (bytes)\n"
-"  --data-format F       auto (default), llmc, u16, text\n"
+"  --data FILE|PATTERN   tokens: NumPy .npy (uint16, uint32), llm.c .bin (uint16 or\n"
+"                        uint32), nanoGPT uint16 .bin, or text (bytes: vocabulary 256 only);\n"
+"                        repeatable, concatenated in order; a quoted pattern ('d/*.npy') is\n"
+"                        expanded in name order; FILE.mask (X.mask.npy for X.npy) beside a\n"
+"                        file masks its targets out of the loss\n"
+"  --data-format F       auto (default), npy, llmc, u16, text\n"
 "  --steps N             the step count to reach (default 200, at most 1e9); with --resume,\n"
 "                        runs the rest\n"
 "  --batch B             sequences per step (default 8)\n"
@@ -152,7 +156,14 @@ static int take_train(RunArgs *a, Given *gv, int c, const char *v)
     switch (c) {
     case O_BACKEND: gv->backend = v; break;
     case O_MODEL: gv->model = v; break;
-    case O_DATA: o->data_path = v; break;
+    case O_DATA:
+        if (o->n_data == DATA_MAX_ARGS) {
+            fprintf(stderr, "fuyou-run: at most %d --data; name the files with a pattern "
+                    "instead ('shards/train_*.bin', quoted)\n", DATA_MAX_ARGS);
+            return -EINVAL;
+        }
+        o->data_paths[o->n_data++] = v;
+        break;
     case O_FORMAT: gv->format = v; break;
     case O_STEPS: bad = whole("--steps", v, 1, TRAIN_MAX_STEPS, &x); o->steps = (int64_t)x;
         break;
@@ -225,7 +236,7 @@ static void set_defaults(RunArgs *a)
 {
     *a = (RunArgs){.hw_name = "h200.ini", .swap = "auto",
                    .pipe = {.optim_nice = PIPE_OPTIM_NICE}};
-    a->train = (TrainOptions){.data_path = default_data, .seqs_per_step = 8, .seq = 64,
+    a->train = (TrainOptions){.seqs_per_step = 8, .seq = 64,
                               .steps = 200, .lr = 3e-3f, .min_lr_ratio = 0.1f,
                               .weight_decay = 0.1f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
                               .clip = 1.0f, .warmup = 20, .seed = 1337, .subgroup_blocks = 1,
@@ -245,7 +256,7 @@ static int resolve_names(RunArgs *a, const Given *gv)
         return -EINVAL;
     }
     if (data_format_parse(gv->format, &o->data_format)) {
-        fprintf(stderr, "fuyou-run: --data-format expects auto, llmc, u16 or text, got '%s'\n",
+        fprintf(stderr, "fuyou-run: --data-format expects auto, npy, llmc, u16 or text, got '%s'\n",
                 gv->format);
         return -EINVAL;
     }
@@ -366,6 +377,8 @@ int run_args_parse(RunArgs *a, int argc, char **argv)
                 argv[optind]);
         return -EINVAL;
     }
+    if (!a->train.n_data)
+        a->train.data_paths[a->train.n_data++] = default_data;
     rc = resolve_names(a, &gv);
     return rc ? rc : check_together(a, &gv);
 }

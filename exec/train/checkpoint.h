@@ -3,7 +3,8 @@
  * DIR/step-00000010/ holds model.safetensors (the Hugging Face GPT-2 names and layouts:
  * "transformer.h.N.attn.c_attn.weight" stored (in, out) as Conv1D does), optimizer.safetensors
  * (AdamW m and v in fuyou's flat layout), state.json (step, loader position, seed, the previous
- * step's gradient norm, the loss scale, the model's shape) and config.json (Hugging Face's
+ * step's gradient norm, the loss scale, the model's shape, the training data's fingerprint as
+ * "data": {"files", "tokens", "crc32c": 8 hex digits}, absent from older checkpoints) and config.json (Hugging Face's
  * GPT2Config, so GPT2LMHeadModel.from_pretrained(step_dir) loads it). Both safetensors files
  * carry a CRC-32C per tensor (safetensors.h), checked on every load. A checkpoint is written
  * under a temporary name, synced and renamed, the directory synced, and only then does
@@ -27,6 +28,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "data.h"
 #include "gpt2_layout.h"
 
 typedef struct TrainState {
@@ -37,6 +39,7 @@ typedef struct TrainState {
     double loss_scale;      /* dynamic loss scaling (trainer.h): the scale, 0 if never set */
     int64_t scale_good;     /* steps since the scale last changed or overflowed */
     int64_t skipped;        /* steps whose update an overflow skipped */
+    DataPrint data;         /* the training data's fingerprint (data.h); 0 files: not recorded */
 } TrainState;
 
 /* The most steps a checkpoint may record: AdamW counts its steps in an int. */

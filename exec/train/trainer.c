@@ -106,12 +106,8 @@ static int subgroup_slices(const TrainOptions *o, Slice *out)
 
 int trainer_load_data(const TrainOptions *o, TokenData *data, Err *e)
 {
-    int rc = data_load(data, o->data_path, o->data_format, e);
-    if (!rc && data->max_token >= o->model.vocab)
-        rc = err_set(e, -EINVAL, "%s: token %d is outside %s's vocabulary of %d; pick a model "
-                     "with a larger vocabulary or other data", o->data_path, data->max_token,
-                     o->model.name, o->model.vocab);
-    return rc;
+    int rc = data_load_list(data, o->data_paths, o->n_data, o->data_format, e);
+    return rc ? rc : data_check_model(data, o->model.vocab, o->model.name, e);
 }
 
 static const char log_header[] = "step\tloss\tlr\tgrad_norm\ttokens_per_s\tloss_scale\n";
@@ -253,8 +249,24 @@ void trainer_result_add(TrainResult *r, int64_t step, float loss)
     r->last_step = step;
 }
 
-int trainer_load_start(const TrainOptions *o, const ModelLayout *l, float *params, float *m,
-                       float *v, WorkPool *wp, TrainState *st, Err *e)
+/* A resumed checkpoint's data (was) against this run's (now): 0, or -EINVAL with e. */
+static int check_same_data(const TrainOptions *o, const TrainState *st, const DataPrint *now,
+                           Err *e)
+{
+    const DataPrint *was = &st->data;
+    if (!was->files || (was->files == now->files && was->tokens == now->tokens &&
+                        was->crc32c == now->crc32c))
+        return 0;
+    return err_set(e, -EINVAL, "--resume %s: its checkpoint (step %lld) was trained on %lld data "
+                   "files of %lld tokens (fingerprint %08x), this run's --data is %lld files of "
+                   "%lld tokens (%08x); resume with the same files in the same order, or start "
+                   "a new run from its weights with --init-from", o->resume_dir,
+                   (long long)st->step, (long long)was->files, (long long)was->tokens,
+                   was->crc32c, (long long)now->files, (long long)now->tokens, now->crc32c);
+}
+
+int trainer_load_start(const TrainOptions *o, const TokenData *data, const ModelLayout *l,
+                       float *params, float *m, float *v, WorkPool *wp, TrainState *st, Err *e)
 {
     const ModelConfig *c = &o->model;
     int rc = 0;
@@ -267,6 +279,9 @@ int trainer_load_start(const TrainOptions *o, const ModelLayout *l, float *param
     if (!rc && st->step >= o->steps)
         rc = err_set(e, -EINVAL, "%s is at step %lld already; ask for more --steps",
                      o->resume_dir, (long long)st->step);
+    if (!rc)
+        rc = check_same_data(o, st, &data->print, e);
+    st->data = data->print;
     return rc;
 }
 
@@ -361,7 +376,7 @@ static int run_init(TrainRun *t, TrainResult *r, Err *e)
 static int run_start(TrainRun *t, Err *e)
 {
     const TrainOptions *o = t->o;
-    int rc = trainer_load_start(o, &t->l, t->params, t->m, t->v, &t->wp, &t->st, e);
+    int rc = trainer_load_start(o, &t->data, &t->l, t->params, t->m, t->v, &t->wp, &t->st, e);
     if (!rc)
         rc = t->be->ops->write_state(t->be, t->params, t->m, t->v, e);
     if (!rc)

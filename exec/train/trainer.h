@@ -35,7 +35,8 @@
 typedef struct TrainOptions {
     ModelConfig model;
     const BackendOps *backend;
-    const char *data_path;
+    const char *data_paths[DATA_MAX_ARGS]; /* --data, concatenated in this order (data.h) */
+    int n_data;
     DataFormat data_format;
     int seqs_per_step;       /* sequences per optimizer step, all its micro-batches together */
     int seq;                 /* tokens per sequence */
@@ -86,7 +87,8 @@ void trainer_init_params(const ModelConfig *c, const struct ModelLayout *l, floa
 int trainer_clear_old_checkpoints(const TrainOptions *o, bool *done, Err *e);
 
 /* Pieces of the loop that the out-of-core pipeline (exec/pipeline) shares: the data, checked
- * against the vocabulary (0 or -errno with e); the progress line (every step on a terminal,
+ * against the model (data_check_model: a text file only for a vocabulary of bytes, every token
+ * inside the vocabulary; 0 or -errno with e); the progress line (every step on a terminal,
  * about 20 lines otherwise).
  * The --log file, so that it survives a kill: each row is flushed when its step ends, before
  * that step's checkpoint is written. A fresh run creates the file with its header. A run
@@ -121,11 +123,14 @@ void trainer_result_add(TrainResult *r, int64_t step, float loss);
 
 /* Where a run starts, the same for both trainers: o->resume_dir's checkpoint (params, m, v and
  * *st), else o->init_from's weights (params), else GPT-2's initialisation of params (seeded by
- * o->seed, drawn on wp); *st as the caller set it for a fresh run otherwise. A checkpoint at
- * o->steps or beyond is refused. 0 or -errno with e. */
+ * o->seed, drawn on wp); *st as the caller set it for a fresh run otherwise, st->data set to
+ * data's fingerprint for the checkpoints to come. A checkpoint at o->steps or beyond is
+ * refused, and so is one of other training data (its fingerprint, data.h: other files, or the
+ * same in another order; a checkpoint without one resumes unchecked). 0 or -errno with e. */
 struct TrainState;
-int trainer_load_start(const TrainOptions *o, const struct ModelLayout *l, float *params,
-                       float *m, float *v, WorkPool *wp, struct TrainState *st, Err *e);
+int trainer_load_start(const TrainOptions *o, const TokenData *data,
+                       const struct ModelLayout *l, float *params, float *m, float *v,
+                       WorkPool *wp, struct TrainState *st, Err *e);
 
 /* The learning rate at step (1-based). */
 float trainer_lr(const TrainOptions *o, int64_t step);
