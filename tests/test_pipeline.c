@@ -244,6 +244,67 @@ START_TEST(head_chunks_do_not_change_the_math)
 }
 END_TEST
 
+/* The text as uint16 tokens in tokens (capacity n) with a loss mask beside it: runs of 40
+ * targets in every 120 left out, as a prompt's are (the test unlinks both). */
+static void masked_tokens(char *tokens, size_t n)
+{
+    tu_bytes_as_u16(tokens, n, text);
+    struct stat st;
+    ck_assert_int_eq(stat(tokens, &st), 0);
+    char mask[96];
+    data_mask_path(tokens, mask, sizeof mask);
+    FILE *f = fopen(mask, "wb");
+    ck_assert_ptr_nonnull(f);
+    for (off_t i = 0; i < st.st_size / 2; i++)
+        fputc(i % 120 >= 40, f);
+    fclose(f);
+}
+
+static const struct {
+    const char *name;
+    int micro, vocab; /* vocab 0: gpt2-tiny; else the narrow model, its head in chunks */
+} masked_variants[] = {
+    {"masked targets", 1, 0},
+    {"masked targets, 2 micro-batches", 2, 0},
+    {"masked targets, head in chunks", 1, 300},
+};
+
+/* With a loss mask the pipeline still trains the in-memory trainer's bits: each micro-batch's
+ * loss the mean over its counted targets, on both of them; and the mask does change the loss */
+START_TEST(masked_loss_is_the_trainers)
+{
+    TrainOptions o = opts(4);
+    char tokens[64], mask[96];
+    masked_tokens(tokens, sizeof tokens);
+    o.data_paths[0] = tokens;
+    o.n_micro = masked_variants[_i].micro;
+    o.seqs_per_step *= o.n_micro;
+    if (masked_variants[_i].vocab) {
+        o.model = narrow_model(true, masked_variants[_i].vocab);
+        o.seqs_per_step = 143;
+        o.seq = 64;
+    }
+    Plan p;
+    Graph g;
+    base_plan(&p, &g, &o);
+    p.n_micro = o.n_micro > 1 ? o.n_micro : 1;
+    assert_pipeline_is_the_trainer(&o, &p, 0, masked_variants[_i].name);
+    /* the same run without its mask starts from another loss */
+    TrainResult with, without;
+    Err e;
+    o.steps = 1;
+    ck_assert_int_eq(trainer_run(&o, &with, &e), 0);
+    data_mask_path(tokens, mask, sizeof mask);
+    unlink(mask);
+    ck_assert_int_eq(trainer_run(&o, &without, &e), 0);
+    ck_assert(with.first_loss != without.first_loss);
+    free(with.losses), free(without.losses);
+    unlink(tokens);
+    plan_free(&p);
+    graph_free(&g);
+}
+END_TEST
+
 /* A device's own bytes for micro-batches of 2 and of 4 chunks' tokens: what the extra tokens
  * add (their activation gradients and edge activations) is far from their logits, and does not
  * depend on the vocabulary; both vocabularies' logits are one chunk's, at either size. */
@@ -480,6 +541,8 @@ int main(void)
                         (int)(sizeof variants / sizeof variants[0]));
     tcase_add_loop_test(tc, head_chunks_do_not_change_the_math, 0,
                         (int)(sizeof head_variants / sizeof head_variants[0]));
+    tcase_add_loop_test(tc, masked_loss_is_the_trainers, 0,
+                        (int)(sizeof masked_variants / sizeof masked_variants[0]));
     tcase_add_test(tc, own_bytes_hold_one_chunk_of_logits);
     tcase_add_test(tc, resume_is_exact);
     tcase_add_test(tc, trace_is_the_schedule);

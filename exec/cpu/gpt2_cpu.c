@@ -203,7 +203,8 @@ static void forward(Gpt2Cpu *g, const int *inputs)
     softmax_forward_ref(a->p[A_PROBS], a->p[A_LOGITS], B, T, V);
 }
 
-static void backward(Gpt2Cpu *g, const int *inputs, const int *targets)
+/* Backward of loss_scale * the mean loss over the n_targets counted targets. */
+static void backward(Gpt2Cpu *g, const int *inputs, const int *targets, int n_targets)
 {
     const ModelConfig *c = &g->base.cfg;
     int B = g->base.B, T = g->base.T, C = c->d_model, L = c->n_layer, V = c->vocab, N = B * T;
@@ -217,8 +218,9 @@ static void backward(Gpt2Cpu *g, const int *inputs, const int *targets)
     gpt2_view_edges(c, g->params, &ev);
     gpt2_view_edges(c, g->grads, &dev);
     float *dlosses = d->p[A_LOSSES];
+    float dloss = n_targets ? g->base.loss_scale / (float)n_targets : 0.0f;
     for (int i = 0; i < N; i++)
-        dlosses[i] = g->base.loss_scale / (float)N;
+        dlosses[i] = dloss;
     crossentropy_softmax_backward_ref(d->p[A_LOGITS], dlosses, a->p[A_PROBS], targets, B, T, V);
     matmul_backward_ref(d->p[A_LNF], dev.lm_head, NULL, d->p[A_LOGITS], a->p[A_LNF], ev.lm_head,
                         N, C, V, g->wp);
@@ -254,6 +256,7 @@ static int cpu_step(Backend *b, const int *inputs, const int *targets, bool do_b
     if (rc)
         return rc;
     forward(g, inputs);
+    int n_targets = targets ? backend_count_targets(N, targets) : 0;
     if (targets) {
         crossentropy_forward_ref(g->acts.p[A_LOSSES], g->acts.p[A_PROBS], targets, b->B, b->T,
                                  c->vocab);
@@ -261,12 +264,12 @@ static int cpu_step(Backend *b, const int *inputs, const int *targets, bool do_b
         for (int i = 0; i < N; i++)
             sum += g->acts.p[A_LOSSES][i];
         if (loss)
-            *loss = (float)(sum / N);
+            *loss = n_targets ? (float)(sum / n_targets) : 0.0f;
     }
     if (do_backward) {
         if (!targets)
             return err_set(e, -EINVAL, "backward needs targets");
-        backward(g, inputs, targets);
+        backward(g, inputs, targets, n_targets);
     }
     return 0;
 }

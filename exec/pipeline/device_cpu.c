@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend.h"
 #include "device.h"
 #include "gpt2_arch.h"
 #include "gpt2_block.h"
@@ -28,6 +29,7 @@ struct Device {
     float *probs;               /* (chunk,V): their softmax */
     float *losses;              /* (N) */
     float *dlosses;             /* (chunk): d(grad_scale * mean loss)/d(loss) of each token */
+    int n_targets;              /* the micro-batch's targets the loss counts (backend.h) */
     float loss;
 };
 
@@ -223,8 +225,12 @@ static void head_forward(Device *d, const ComputeCall *c, const Gpt2EdgeView *w,
     int N = d->d.B * d->d.T, chunk = (int)graph_head_chunk(N);
     assert(c->dw);
     memset(c->dw, 0, (size_t)model_embed_params(&d->cfg) * sizeof(float));
+    /* the mean over the counted targets, as the in-memory backend takes it (a masked target's
+     * row of the chunk gets no gradient from crossentropy_softmax_backward_ref) */
+    d->n_targets = backend_count_targets(N, c->targets);
+    float dloss = d->n_targets ? c->grad_scale / (float)d->n_targets : 0.0f;
     for (int i = 0; i < chunk; i++)
-        d->dlosses[i] = c->grad_scale / (float)N;
+        d->dlosses[i] = dloss;
     for (int r = 0; r < N; r += chunk)
         head_chunk(d, c, w->lm_head, dw->lm_head, r, N - r < chunk ? N - r : chunk);
 }
@@ -265,7 +271,7 @@ static int edge_call(Device *d, const ComputeCall *c)
             double sum = 0;
             for (int i = 0; i < N; i++)
                 sum += d->losses[i];
-            d->loss = (float)(sum / N);
+            d->loss = d->n_targets ? (float)(sum / d->n_targets) : 0.0f;
             return 0;
         }
         return -EINVAL;

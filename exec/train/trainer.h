@@ -20,6 +20,10 @@
  * order into a sum that starts at 0, and updates once from the sum; its loss is the mean of the
  * micro-batches' losses (the out-of-core pipeline accumulates the same way, so the two agree
  * bit for bit).
+ * Loss masks (data.h): a micro-batch's loss is the mean cross-entropy over its targets that the
+ * mask keeps, the gradient that mean's (backend.h); a masked target contributes nothing, and a
+ * micro-batch whose targets are all masked has loss 0 and no gradient, counted as 0 in the
+ * step's mean of micro-batch losses.
  * `steps` is the step count to reach: resuming from step k runs steps k+1..steps and produces
  * exactly the losses an uninterrupted run does. */
 #ifndef FUYOU_TRAINER_H
