@@ -37,6 +37,32 @@ START_TEST(run_usage_errors)
 }
 END_TEST
 
+/* fuyou-run --eval-data: the held-out loss on the console, after every --eval-every steps and
+ * the last, and in the summary; refused with --offload; raw text refused for GPT-2's
+ * vocabulary, naming the tool that tokenizes it */
+START_TEST(run_eval_and_data)
+{
+    const char *gpl = "/usr/share/common-licenses/GPL-3";
+    char args[512];
+    snprintf(args, sizeof args, "--steps 4 --batch 2 --seq 16 --threads 1 --eval-data %s "
+             "--eval-every 2 --eval-batches 3", gpl);
+    ck_assert_int_eq(tu_run_bin("FUYOU_RUN", args, out, sizeof out), 0);
+    tu_assert_contains(out, "eval after step 2: loss ");
+    tu_assert_contains(out, "eval after step 4: loss ");
+    tu_assert_contains(out, "(96 targets of 6 sequences)");
+    tu_assert_contains(out, ", held-out loss ");
+    snprintf(args, sizeof args, "--offload --eval-data %s", gpl);
+    ck_assert_int_eq(tu_run_bin("FUYOU_RUN", args, out, sizeof out), 2);
+    tu_assert_contains(out, "--eval-data is in-memory only");
+    ck_assert_int_eq(tu_run_bin("FUYOU_RUN", "--model gpt2-124m --steps 1", out, sizeof out), 2);
+    tu_assert_contains(out, "read as text");
+    tu_assert_contains(out, "tools/prepare_data.py");
+    snprintf(args, sizeof args, "--steps 2 --batch 2 --seq 16 --data %s --data %s", gpl, gpl);
+    ck_assert_int_eq(tu_run_bin("FUYOU_RUN", args, out, sizeof out), 0);
+    tu_assert_contains(out, "and 1 more --data");
+}
+END_TEST
+
 /* fuyou-run --offload: a short run reports its memory and lanes; placement without --offload,
  * budgets too small, a missing --ssd-dir and an unsupported plan are one line and status 2 */
 START_TEST(run_offload)
@@ -604,6 +630,7 @@ int main(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, run_usage_errors);
     tcase_add_test(tc, run_offload);
+    tcase_add_test(tc, run_eval_and_data);
     tcase_add_test(tc, run_save_refuses_checkpoints);
     tcase_add_loop_test(tc, run_offload_plans_as_sim, 0,
                         (int)(sizeof plan_option_sets / sizeof plan_option_sets[0]));

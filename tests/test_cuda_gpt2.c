@@ -573,7 +573,8 @@ END_TEST
 
 START_TEST(training_tracks_cpu)
 {
-    TrainOptions o = {.data_paths = {"/usr/share/common-licenses/GPL-3"}, .n_data = 1, .seqs_per_step = 8,
+    TrainOptions o = {.data_paths = {"/usr/share/common-licenses/GPL-3"},
+                      .n_data = 1, .seqs_per_step = 8,
                       .seq = 64, .steps = 20, .lr = 3e-3f, .min_lr_ratio = 0.1f,
                       .weight_decay = 0.1f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
                       .clip = 1.0f, .warmup = 5, .seed = 11, .subgroup_blocks = 1,

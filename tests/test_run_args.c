@@ -145,6 +145,25 @@ START_TEST(data_repeats_in_order)
 }
 END_TEST
 
+/* --eval-data as --data; --eval-every and --eval-batches need it; not with --offload */
+START_TEST(eval_options)
+{
+    RunArgs a;
+    ck_assert_int_eq(parse(&a, "--eval-data val.npy --eval-data val2.npy --eval-every 50 "
+                               "--eval-batches 20"), 0);
+    ck_assert_int_eq(a.train.n_eval, 2);
+    ck_assert_str_eq(a.train.eval_paths[1], "val2.npy");
+    ck_assert_int_eq(a.train.eval_every, 50);
+    ck_assert_int_eq(a.train.eval_batches, 20);
+    ck_assert_int_eq(parse(&a, ""), 0);
+    ck_assert_int_eq(a.train.n_eval, 0);
+    ck_assert_int_eq(parse(&a, "--eval-every 50"), -EINVAL);
+    ck_assert_int_eq(parse(&a, "--eval-batches 5"), -EINVAL);
+    ck_assert_int_eq(parse(&a, "--eval-data v.npy --eval-every 0"), -EINVAL);
+    ck_assert_int_eq(parse(&a, "--eval-data v.npy --offload"), -EINVAL);
+}
+END_TEST
+
 START_TEST(usage_and_errors)
 {
     RunArgs a;
@@ -175,6 +194,7 @@ int main(void)
     tcase_add_test(tc, offload_options);
     tcase_add_test(tc, overwrite_needs_another_save);
     tcase_add_test(tc, data_repeats_in_order);
+    tcase_add_test(tc, eval_options);
     tcase_add_test(tc, usage_and_errors);
     suite_add_tcase(s, tc);
     return tu_run(s);

@@ -19,7 +19,8 @@ static const char *text = "/usr/share/common-licenses/GPL-3";
 
 static TrainOptions opts(int64_t steps)
 {
-    TrainOptions o = {.backend = &backend_cpu, .data_paths = {text}, .n_data = 1, .seqs_per_step = 4,
+    TrainOptions o = {.backend = &backend_cpu, .data_paths = {text},
+                      .n_data = 1, .seqs_per_step = 4,
                       .seq = 32, .steps = steps, .lr = 2e-3f, .min_lr_ratio = 0.1f,
                       .weight_decay = 0.1f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
                       .clip = 1.0f, .warmup = 5, .seed = 7, .subgroup_blocks = 1,

@@ -20,6 +20,10 @@ static int check_plan(const TrainOptions *o, const Plan *p, const PipeConfig *pc
     int rc = backend_check_arch(&o->model, e);
     if (rc)
         return rc;
+    if (o->n_eval)
+        return err_set(e, -EINVAL, "--eval-data is in-memory only: the out-of-core pipeline runs "
+                       "the schedule's training DAG, and model/schedule.h builds no forward-only "
+                       "one yet; evaluate without --offload");
     if (p->weights == TIER_GPU || p->optim == TIER_GPU)
         return err_set(e, -EINVAL, "the out-of-core pipeline keeps weights and optimizer states "
                        "off the GPU (the plan has weights on %s, states on %s): use --weights "
@@ -284,7 +288,7 @@ static int record_steps(PipeRun *pr, TrainResult *r, int64_t step, int n, double
                            (long long)step, loss);
         trainer_result_add(r, step, loss);
         int rc = trainer_log_row(o, pr->log, step, loss, trainer_lr(o, step), pp->norms[i], tps,
-                                 1.0, e);
+                                 1.0, NAN, e);
         if (rc)
             return rc;
         trainer_progress(o, step, r->first_step - 1, loss, tps, clock_monotonic_s() - pp->t0,

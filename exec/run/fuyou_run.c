@@ -71,6 +71,8 @@ static int run_in_memory(const RunArgs *a)
     if (r.loss_scale != 1.0 || r.skipped)
         printf(", loss scale %g, %lld updates skipped on overflow", r.loss_scale,
                (long long)r.skipped);
+    if (r.eval_step)
+        printf(", held-out loss %.4f (perplexity %.3f)", r.eval_loss, r.eval_perplexity);
     printf("\n");
     return 0;
 }

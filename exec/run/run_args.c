@@ -35,6 +35,11 @@ void run_args_usage(FILE *out)
 "                        expanded in name order; FILE.mask (X.mask.npy for X.npy) beside a\n"
 "                        file masks its targets out of the loss\n"
 "  --data-format F       auto (default), npy, llmc, u16, text\n"
+"  --eval-data FILE|PATTERN  held-out tokens (as --data, repeatable): their loss and\n"
+"                        perplexity after the last step, on the console and in --log's\n"
+"                        eval_loss and eval_ppl columns (in memory only, not --offload)\n"
+"  --eval-every K        evaluate after every K steps too\n"
+"  --eval-batches N      evaluate the first N batches of the held-out files (default all)\n"
 "  --steps N             the step count to reach (default 200, at most 1e9); with --resume,\n"
 "                        runs the rest\n"
 "  --batch B             sequences per step (default 8)\n"
@@ -58,7 +63,8 @@ void run_args_usage(FILE *out)
 "                        they are removed before the first save (without it, refused)\n"
 "  --resume DIR          continue from DIR's latest checkpoint, exactly\n"
 "  --init-from FILE      start from a model.safetensors (e.g. GPT-2 from the Hugging Face hub)\n"
-"  --log FILE            TSV: step loss lr grad_norm tokens_per_s loss_scale\n"
+"  --log FILE            TSV: step loss lr grad_norm tokens_per_s loss_scale (and\n"
+"                        eval_loss eval_ppl with --eval-data)\n"
 "  --threads N           CPU threads (default: all)\n"
 "out of core (--offload): run the schedule's task DAG with weights, optimizer states and\n"
 "activations placed across device, CPU memory and SSD (cpu backend: the fp32 reference on\n"
@@ -88,15 +94,18 @@ void run_args_usage(FILE *out)
 }
 
 /* The options, training's first, then those only --offload takes (O_OFFLOAD on). */
-enum { O_BACKEND = 256, O_MODEL, O_DATA, O_FORMAT, O_STEPS, O_BATCH, O_SEQ, O_LR, O_WARMUP,
-       O_MINLR, O_WD, O_B1, O_B2, O_EPS, O_CLIP, O_SEED, O_SUBGROUP, O_TAIL, O_SAVE,
+enum { O_BACKEND = 256, O_MODEL, O_DATA, O_FORMAT, O_EVAL, O_EVAL_EVERY, O_EVAL_BATCHES,
+       O_STEPS, O_BATCH, O_SEQ, O_LR, O_WARMUP, O_MINLR, O_WD, O_B1, O_B2, O_EPS, O_CLIP, O_SEED,
+       O_SUBGROUP, O_TAIL, O_SAVE,
        O_SAVE_EVERY, O_RESUME, O_INIT, O_LOG, O_THREADS, O_DTYPE, O_LSCALE, O_LWINDOW,
        O_OVERWRITE, O_OFFLOAD, O_HW, O_GPUMEM, O_CPUMEM, O_SSDDIR, O_TRACE, O_CHROME, O_SEGMENT,
        O_NICE, O_SWAP, O_PLAN };
 
 static const struct option opts[] = {
     {"backend", 1, 0, O_BACKEND}, {"model", 1, 0, O_MODEL}, {"data", 1, 0, O_DATA},
-    {"data-format", 1, 0, O_FORMAT}, {"steps", 1, 0, O_STEPS}, {"batch", 1, 0, O_BATCH},
+    {"data-format", 1, 0, O_FORMAT}, {"eval-data", 1, 0, O_EVAL},
+    {"eval-every", 1, 0, O_EVAL_EVERY}, {"eval-batches", 1, 0, O_EVAL_BATCHES},
+    {"steps", 1, 0, O_STEPS}, {"batch", 1, 0, O_BATCH},
     {"seq", 1, 0, O_SEQ}, {"lr", 1, 0, O_LR}, {"warmup", 1, 0, O_WARMUP},
     {"min-lr-ratio", 1, 0, O_MINLR}, {"weight-decay", 1, 0, O_WD}, {"beta1", 1, 0, O_B1},
     {"beta2", 1, 0, O_B2}, {"eps", 1, 0, O_EPS}, {"clip", 1, 0, O_CLIP},
@@ -122,6 +131,7 @@ static const struct option opts[] = {
 typedef struct Given {
     const char *backend, *model, *format, *dtype;
     bool overwrite;
+    bool eval_options;   /* --eval-every or --eval-batches */
 } Given;
 
 static int num(const char *opt, const char *s, double lo, double hi, double *out)
@@ -157,13 +167,22 @@ static int take_train(RunArgs *a, Given *gv, int c, const char *v)
     case O_BACKEND: gv->backend = v; break;
     case O_MODEL: gv->model = v; break;
     case O_DATA:
-        if (o->n_data == DATA_MAX_ARGS) {
-            fprintf(stderr, "fuyou-run: at most %d --data; name the files with a pattern "
-                    "instead ('shards/train_*.bin', quoted)\n", DATA_MAX_ARGS);
+    case O_EVAL: {
+        bool train = c == O_DATA;
+        int *n = train ? &o->n_data : &o->n_eval;
+        if (*n == DATA_MAX_ARGS) {
+            fprintf(stderr, "fuyou-run: at most %d %s; name the files with a pattern instead "
+                    "('shards/train_*.bin', quoted)\n", DATA_MAX_ARGS,
+                    train ? "--data" : "--eval-data");
             return -EINVAL;
         }
-        o->data_paths[o->n_data++] = v;
+        (train ? o->data_paths : o->eval_paths)[(*n)++] = v;
         break;
+    }
+    case O_EVAL_EVERY: bad = whole("--eval-every", v, 1, TRAIN_MAX_STEPS, &x);
+        o->eval_every = (int)x; gv->eval_options = true; break;
+    case O_EVAL_BATCHES: bad = whole("--eval-batches", v, 1, 1e12, &x);
+        o->eval_batches = (int64_t)x; gv->eval_options = true; break;
     case O_FORMAT: gv->format = v; break;
     case O_STEPS: bad = whole("--steps", v, 1, TRAIN_MAX_STEPS, &x); o->steps = (int64_t)x;
         break;
@@ -319,6 +338,17 @@ static int check_together(RunArgs *a, const Given *gv)
     if (o->seqs_per_step % trainer_n_micro(o)) {
         fprintf(stderr, "fuyou-run: --micro-batches %d does not divide --batch %d (the sequences "
                 "of a step); give a divisor of it\n", trainer_n_micro(o), o->seqs_per_step);
+        return -EINVAL;
+    }
+    if (gv->eval_options && !o->n_eval) {
+        fprintf(stderr, "fuyou-run: --eval-every and --eval-batches need --eval-data (the "
+                "held-out tokens)\n");
+        return -EINVAL;
+    }
+    if (a->offload && o->n_eval) {
+        fprintf(stderr, "fuyou-run: --eval-data is in-memory only: the out-of-core pipeline runs "
+                "the schedule's training DAG, which has no forward-only form yet; evaluate "
+                "without --offload\n");
         return -EINVAL;
     }
     if (!a->offload && offload_options_given(a)) {

@@ -4,8 +4,9 @@
  * "transformer.h.N.attn.c_attn.weight" stored (in, out) as Conv1D does), optimizer.safetensors
  * (AdamW m and v in fuyou's flat layout), state.json (step, loader position, seed, the previous
  * step's gradient norm, the loss scale, the model's shape, the training data's fingerprint as
- * "data": {"files", "tokens", "crc32c": 8 hex digits}, absent from older checkpoints) and config.json (Hugging Face's
- * GPT2Config, so GPT2LMHeadModel.from_pretrained(step_dir) loads it). Both safetensors files
+ * "data": {"files", "tokens", "crc32c": 8 hex digits}, absent from older checkpoints) and
+ * config.json (Hugging Face's GPT2Config, so GPT2LMHeadModel.from_pretrained(step_dir) loads
+ * it). Both safetensors files
  * carry a CRC-32C per tensor (safetensors.h), checked on every load. A checkpoint is written
  * under a temporary name, synced and renamed, the directory synced, and only then does
  * DIR/latest name it (a synced temporary file renamed over it, the directory synced again): a

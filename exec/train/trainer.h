@@ -20,6 +20,9 @@
  * order into a sum that starts at 0, and updates once from the sum; its loss is the mean of the
  * micro-batches' losses (the out-of-core pipeline accumulates the same way, so the two agree
  * bit for bit).
+ * Evaluation (eval.h): with eval_paths, the held-out loss after each eval_every-th step's update
+ * and after the last step, before that step's row is logged; it goes to the progress stream, to
+ * the log's eval columns and to the result (the last one); the training itself is unchanged.
  * Loss masks (data.h): a micro-batch's loss is the mean cross-entropy over its targets that the
  * mask keeps, the gradient that mean's (backend.h); a masked target contributes nothing, and a
  * micro-batch whose targets are all masked has loss 0 and no gradient, counted as 0 in the
@@ -42,6 +45,10 @@ typedef struct TrainOptions {
     const char *data_paths[DATA_MAX_ARGS]; /* --data, concatenated in this order (data.h) */
     int n_data;
     DataFormat data_format;
+    const char *eval_paths[DATA_MAX_ARGS]; /* --eval-data: held-out files (eval.h), or none */
+    int n_eval;
+    int eval_every;          /* steps between evaluations, and one after the last (0: only it) */
+    int64_t eval_batches;    /* batches an evaluation reads at most (0: all its sequences) */
     int seqs_per_step;       /* sequences per optimizer step, all its micro-batches together */
     int seq;                 /* tokens per sequence */
     int n_micro;             /* micro-batches per step, gradients accumulated; it divides
@@ -73,6 +80,8 @@ typedef struct TrainResult {
     double loss_scale;       /* at the end */
     float *losses;           /* per step run (caller frees), for tests */
     int n_losses;
+    int64_t eval_step;       /* the step after which the last evaluation ran (0: none) */
+    double eval_loss, eval_perplexity; /* its held-out loss and exp(loss) */
 } TrainResult;
 
 /* GPT-2's initialisation of params (layout l): N(0, 0.02) weights, residual projections scaled
@@ -100,15 +109,20 @@ int trainer_clear_old_checkpoints(const TrainOptions *o, bool *done, Err *e);
  * what follows them (rows of steps the checkpoint does not have, a half-written row), and
  * appends, so a killed and resumed run's log equals an uninterrupted run's (tokens_per_s
  * aside); a missing or empty file gets the header. A file that is not regular (a pipe, a
- * terminal) is written as it is. trainer_open_log: 0, or -errno with e naming the file (and
- * its line when it is not a fuyou log); *log stays NULL without o->log_path. trainer_log_row:
- * one row, written through; 0 or -errno with e naming the file and the reason, at the first
- * failed write (NULL log: nothing). trainer_close_log closes log (NULL: nothing) and returns
- * rc when it is an error already, else 0 or -errno with e. */
+ * terminal) is written as it is. The columns are step, loss, lr, grad_norm, tokens_per_s,
+ * loss_scale, and with --eval-data (o->n_eval) two more, eval_loss and eval_ppl: the held-out
+ * loss and perplexity in the rows of the steps evaluated after, nan in the others; a resumed
+ * run's log must have the header its options write. trainer_open_log: 0, or -errno with e
+ * naming the file (and its line when it is not a fuyou log); *log stays NULL without
+ * o->log_path. trainer_log_row: one row (eval_loss NaN: not evaluated), written through; 0 or
+ * -errno with e naming the file and the reason, at the first failed write (NULL log: nothing).
+ * trainer_close_log closes log (NULL: nothing) and returns rc when it is an error already, else
+ * 0 or -errno with e. */
 int trainer_load_data(const TrainOptions *o, TokenData *data, Err *e);
 int trainer_open_log(const TrainOptions *o, int64_t resumed_step, FILE **log, Err *e);
 int trainer_log_row(const TrainOptions *o, FILE *log, int64_t step, float loss, float lr,
-                    double grad_norm, double tokens_per_s, double loss_scale, Err *e);
+                    double grad_norm, double tokens_per_s, double loss_scale, double eval_loss,
+                    Err *e);
 int trainer_close_log(const TrainOptions *o, FILE *log, int rc, Err *e);
 void trainer_progress(const TrainOptions *o, int64_t step, int64_t first, float loss,
                       double tokens_per_s, double elapsed_s, bool last);
@@ -121,6 +135,10 @@ int trainer_seqs_per_micro(const TrainOptions *o);
 /* Whether step ends with a checkpoint: with o->save_dir, every o->save_every steps and at the
  * last. */
 bool trainer_save_due(const TrainOptions *o, int64_t step);
+
+/* Whether an evaluation follows step's update: with --eval-data, every o->eval_every steps and
+ * after the last. */
+bool trainer_eval_due(const TrainOptions *o, int64_t step);
 
 /* Appends step's loss to r (r->losses has room for every step of the run). */
 void trainer_result_add(TrainResult *r, int64_t step, float loss);
