@@ -572,9 +572,6 @@ static int step_eval(TrainRun *t, TrainResult *r, int64_t step, double *eval_los
 static int step_finish(TrainRun *t, TrainResult *r, const Step *s, int rc, Err *e)
 {
     const TrainOptions *o = t->o;
-    double eval_loss = NAN;
-    if (!rc)
-        rc = step_eval(t, r, s->n, &eval_loss, e);
     t->st.step = s->n;
     t->st.epoch = t->ld.epoch;
     t->st.index = t->ld.index;
@@ -582,6 +579,9 @@ static int step_finish(TrainRun *t, TrainResult *r, const Step *s, int rc, Err *
     if (!isfinite(s->loss) && !rc)
         rc = err_set(e, -EDOM, "step %lld: the loss is %f; lower --lr or check the data",
                      (long long)s->n, s->loss);
+    double eval_loss = NAN; /* after the step's time is taken: tokens/s is training's */
+    if (!rc)
+        rc = step_eval(t, r, s->n, &eval_loss, e);
     trainer_result_add(r, s->n, s->loss);
     /* the row before the checkpoint: a kill between the two leaves a row the resumed run
      * replaces, never a checkpointed step without its row (a non-finite loss is logged
