@@ -366,7 +366,9 @@ int data_load_list(TokenData *d, const char *const *paths, int n, DataFormat for
     }
     if (!rc && n == 0)
         rc = err_set(e, -EINVAL, "no data file given");
-    if (!rc)
+    if (rc)
+        data_free(d); /* nothing half-read is left to a caller that does not free */
+    else
         fingerprint(d);
     return rc;
 }

@@ -71,7 +71,7 @@ static void load(const char *path, DataFormat format, const uint8_t *data, size_
     if (rc) {
         fuzz_check(rc == -EINVAL || rc == -EIO || rc == -ENOMEM);
         fuzz_check_message(e.msg);
-        fuzz_check(d.tokens == NULL || d.n == 0);
+        fuzz_check(d.tokens == NULL && d.files == NULL && d.n == 0);
         data_free(&d);
         return;
     }
