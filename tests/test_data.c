@@ -143,6 +143,13 @@ START_TEST(uint32_tokens)
         tu_assert_contains(e.msg, "says 300 tokens of 4 bytes");
         data_free(&d);
     }
+    /* a token the loader could not hand out as an int (fuzz_tokens found it) */
+    toks[299] = 0x80000000u;
+    put_llmc(path, 20240801, 7, toks, 300, 4);
+    ck_assert_int_eq(data_load(&d, path, DATA_AUTO, &e), -EINVAL);
+    tu_assert_contains(e.msg, "token 2147483648 at position 299 is beyond any vocabulary");
+    data_free(&d);
+    toks[299] = 1;
     put_llmc(path, 20240520, 3, toks, 300, 4);
     ck_assert_int_eq(data_load(&d, path, DATA_AUTO, &e), -EINVAL);
     tu_assert_contains(e.msg, "version 3");

@@ -292,6 +292,11 @@ static int load_file(TokenData *d, const char *path, DataFormat format, Err *e)
             d->max_token = t[i];
     }
     free(raw);
+    /* the loader hands tokens out as int: nothing above INT32_MAX (no vocabulary is so large) */
+    for (size_t i = 0; t && d->max_token > INT32_MAX && i < b.count && !rc; i++)
+        if (t[i] > INT32_MAX)
+            rc = err_set(e, -EINVAL, "%s: token %u at position %zu is beyond any vocabulary "
+                         "(damaged? tokens are below 2^31)", path, t[i], i);
     if (!rc && df->masked)
         rc = read_mask(d, mpath, path, d->n, b.count, e);
     if (!rc && d->mask && !df->masked)

@@ -85,9 +85,10 @@ int data_format_parse(const char *s, DataFormat *out); /* auto, llmc, u16, text,
 /* Reads the files paths[0..n) name (globs expanded), each with its mask, in format (DATA_AUTO:
  * each file's own). 0 or -errno with e naming the file and the problem (missing, not a regular
  * file (a FIFO is refused without waiting for a writer), a pattern that matches nothing,
- * truncated or damaged header, odd size for uint16, empty, a mask of another length or with a
- * value other than 0 and 1, more than DATA_MAX_FILES files). The caller frees with data_free;
- * a failure leaves d empty (data_free is safe on it). data_load: the same for one path. */
+ * truncated or damaged header, odd size for uint16, empty, a token of 2^31 or above (the loader
+ * gives tokens as int), a mask of another length or with a value other than 0 and 1, more than
+ * DATA_MAX_FILES files). The caller frees with data_free; a failure leaves d empty (data_free
+ * is safe on it). data_load: the same for one path. */
 int data_load_list(TokenData *d, const char *const *paths, int n, DataFormat format, Err *e);
 int data_load(TokenData *d, const char *path, DataFormat format, Err *e);
 void data_free(TokenData *d);
