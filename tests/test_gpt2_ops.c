@@ -247,6 +247,25 @@ START_TEST(softmax_crossentropy)
 }
 END_TEST
 
+/* The central finite difference of b's loss on (inputs, targets) at p along d (P values): the
+ * directional derivative that <grad, d> must match. */
+static double loss_fd(Backend *b, const float *p, const float *d, size_t P, const int *inputs,
+                      const int *targets)
+{
+    const double eps = 3e-2 / sqrt(dot(d, d, P)); /* fp32 loss noise ~1e-7 stays small */
+    float *q = zeros(P), loss;
+    double l[2];
+    Err e;
+    for (int k = 0; k < 2; k++) {
+        for (size_t i = 0; i < P; i++)
+            q[i] = p[i] + (float)((k ? -eps : eps) * d[i]);
+        ck_assert_int_eq(b->ops->write_state(b, q, NULL, NULL, &e), 0);
+        ck_assert_int_eq(b->ops->step(b, inputs, targets, false, &loss, &e), 0);
+        l[k] = loss;
+    }
+    return (l[0] - l[1]) / (2 * eps);
+}
+
 /* A negative target (a masked one) is left out exactly: its loss is 0 and its row of dlogits
  * is left as it was, bit for bit; the other rows are what the unmasked call gives them */
 START_TEST(crossentropy_masked_rows)
@@ -283,7 +302,7 @@ START_TEST(model_masked_loss)
     Err e;
     ck_assert_int_eq(backend_cpu.create(&b, &c, 2, 8, NULL, &e), 0);
     size_t P = b->n_params;
-    float *p = randv(P, 0.2), *dir = randv(P, 1), *q = zeros(P);
+    float *p = randv(P, 0.2), *dir = randv(P, 1);
     float *g = zeros(P), *ga = zeros(P), *gb = zeros(P);
     int inputs[N], targets[N], ta[N], tb[N], none[N];
     for (int i = 0; i < N; i++) {
@@ -309,15 +328,7 @@ START_TEST(model_masked_loss)
                       sum, g[i]);
     }
     /* ta's gradient is its loss's: the directional derivative of the masked loss */
-    double an = dot(ga, dir, P), eps = 3e-2 / sqrt(dot(dir, dir, P)), l[2];
-    for (int k = 0; k < 2; k++) {
-        for (size_t i = 0; i < P; i++)
-            q[i] = p[i] + (float)((k ? -eps : eps) * dir[i]);
-        ck_assert_int_eq(b->ops->write_state(b, q, NULL, NULL, &e), 0);
-        ck_assert_int_eq(b->ops->step(b, inputs, ta, false, &loss, &e), 0);
-        l[k] = loss;
-    }
-    double fd = (l[0] - l[1]) / (2 * eps);
+    double an = dot(ga, dir, P), fd = loss_fd(b, p, dir, P, inputs, ta);
     ck_assert_msg(fabs(fd - an) <= 2e-3 * fabs(an) + 1e-4, "fd %.6g vs %.6g", fd, an);
     ck_assert_int_eq(b->ops->write_state(b, p, NULL, NULL, &e), 0);
     ck_assert_int_eq(b->ops->step(b, inputs, none, true, &loss, &e), 0);
@@ -379,7 +390,7 @@ START_TEST(model_directional_derivative)
         Err e;
         ck_assert_int_eq(backend_cpu.create(&b, &c, 2, 8, NULL, &e), 0);
         size_t P = b->n_params;
-        float *p = randv(P, 0.2), *d = randv(P, 1), *g = zeros(P), *q = zeros(P);
+        float *p = randv(P, 0.2), *d = randv(P, 1), *g = zeros(P);
         int inputs[16], targets[16];
         for (int i = 0; i < 16; i++)
             inputs[i] = (int)gsl_rng_uniform_int(rng, 32), targets[i] = (i * 7 + 3) % 32;
@@ -387,17 +398,7 @@ START_TEST(model_directional_derivative)
         ck_assert_int_eq(b->ops->write_state(b, p, NULL, NULL, &e), 0);
         ck_assert_int_eq(b->ops->step(b, inputs, targets, true, &loss, &e), 0);
         ck_assert_int_eq(b->ops->read_grads(b, g, &e), 0);
-        double an = dot(g, d, P), norm = sqrt(dot(d, d, P));
-        const double eps = 3e-2 / norm; /* fp32 loss noise ~1e-7 must stay small against it */
-        double l[2];
-        for (int k = 0; k < 2; k++) {
-            for (size_t i = 0; i < P; i++)
-                q[i] = p[i] + (float)((k ? -eps : eps) * d[i]);
-            ck_assert_int_eq(b->ops->write_state(b, q, NULL, NULL, &e), 0);
-            ck_assert_int_eq(b->ops->step(b, inputs, targets, false, &loss, &e), 0);
-            l[k] = loss;
-        }
-        double fd = (l[0] - l[1]) / (2 * eps);
+        double an = dot(g, d, P), fd = loss_fd(b, p, d, P, inputs, targets);
         printf("directional derivative (%s head): finite difference %.6f, <grad, d> %.6f\n",
                tied ? "tied" : "untied", fd, an);
         ck_assert_msg(fabs(fd - an) <= 2e-3 * fabs(an) + 1e-4, "fd %.6g vs %.6g", fd, an);
