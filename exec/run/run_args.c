@@ -253,9 +253,7 @@ static int resolve_names(RunArgs *a, const Given *gv)
         fprintf(stderr, "fuyou-run: %s\n", e.msg);
         return -EINVAL;
     }
-    const char *gpt2_only = a->offload ? "the out-of-core pipeline (--offload)"
-                            : o->backend != &backend_cpu ? "the cuda backend" : NULL;
-    if (gpt2_only && backend_check_gpt2(&o->model, gpt2_only, &e)) {
+    if (o->backend != &backend_cpu && backend_check_gpt2(&o->model, "the cuda backend", &e)) {
         fprintf(stderr, "fuyou-run: %s\n", e.msg);
         return -EINVAL;
     }
