@@ -1,6 +1,7 @@
 /* Check suite for model/layout: both families' flat layouts cover their parameters exactly, in
  * order, with Hugging Face's names and shapes, blocks contiguous after the edges. */
 #include "layout.h"
+#include "llama_layout.h"
 #include "testutil.h"
 
 static void check_covers(const ModelConfig *c, ModelLayout *l)
@@ -71,6 +72,43 @@ START_TEST(llama_names)
 }
 END_TEST
 
+/* The Llama views point where the layout's names are */
+START_TEST(llama_views)
+{
+    static const char *names[] = {"llama-3.2-1b", "qwen2.5-7b", "llama-tiny"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const ModelConfig *c = model_preset_find(names[i]);
+        ModelLayout l;
+        check_covers(c, &l);
+        float *base = (float *)16; /* never dereferenced: offsets only */
+        LlamaBlockView v;
+        LlamaEdgeView ev;
+        llama_view_block(c, base, 1, &v);
+        llama_view_edges(c, base, &ev);
+        const struct { const char *name; float *at; } want[] = {
+            {"model.layers.1.input_layernorm.weight", v.norm1_w},
+            {"model.layers.1.self_attn.q_proj.weight", v.qkv_w},
+            {"model.layers.1.self_attn.o_proj.weight", v.o_w},
+            {"model.layers.1.post_attention_layernorm.weight", v.norm2_w},
+            {"model.layers.1.mlp.gate_proj.weight", v.gate_up_w},
+            {"model.layers.1.mlp.down_proj.weight", v.down_w},
+            {"model.embed_tokens.weight", ev.embed}, {"model.norm.weight", ev.norm},
+        };
+        for (size_t k = 0; k < sizeof want / sizeof want[0]; k++)
+            ck_assert_msg(base + layout_find(&l, want[k].name)->offset == want[k].at, "%s: %s",
+                          names[i], want[k].name);
+        if (c->qkv_bias)
+            ck_assert_ptr_eq(base + layout_find(&l, "model.layers.1.self_attn.q_proj.bias")->offset,
+                             v.qkv_b);
+        else
+            ck_assert_ptr_null(v.qkv_b);
+        const ParamTensor *head = layout_find(&l, "lm_head.weight");
+        ck_assert_ptr_eq(ev.lm_head, c->tied ? ev.embed : base + head->offset);
+        layout_free(&l);
+    }
+}
+END_TEST
+
 START_TEST(gpt2_names)
 {
     ModelLayout l;
@@ -91,6 +129,7 @@ int main(void)
     TCase *tc = tcase_create("layout");
     tcase_add_test(tc, every_preset_covered);
     tcase_add_test(tc, llama_names);
+    tcase_add_test(tc, llama_views);
     tcase_add_test(tc, gpt2_names);
     suite_add_tcase(s, tc);
     return tu_run(s);

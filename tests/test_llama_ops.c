@@ -13,6 +13,7 @@
 #include <gsl/gsl_rng.h>
 #include <math.h>
 
+#include "gpt2_cpu.h"
 #include "gpt2_ops.h"
 #include "llama_block.h"
 #include "llama_ops.h"
@@ -130,10 +131,10 @@ END_TEST
 /* Llama 3.1's rope_scaling; and one for d = 8 and theta 10000 that puts its four frequencies
  * in all three bands (wavelengths 6.3, 63, 628, 6283 against 16 and 64). */
 static const RopeScaling llama31 = {.factor = 8, .low_freq_factor = 1, .high_freq_factor = 4,
-                                    .original_max_position_embeddings = 8192};
+                                    .original_max_seq = 8192};
 static const RopeScaling small_bands = {.factor = 4, .low_freq_factor = 1,
                                         .high_freq_factor = 4,
-                                        .original_max_position_embeddings = 64};
+                                        .original_max_seq = 64};
 
 typedef struct RopeCtx {
     int B, T, h, g, d;
@@ -553,6 +554,63 @@ START_TEST(block_directional_derivative)
 }
 END_TEST
 
+/* The whole Llama model through the CPU backend (llama_cpu.c): dL/de along a random direction
+ * d equals <grad, d>, with kv heads shared (g < h) and not, the head tied and untied, Qwen2's
+ * biases and llama3 rope scaling; and the embedding's rows gather and scatter as tokens name
+ * them. */
+START_TEST(model_directional_derivative)
+{
+    const ModelConfig base = {.name = "check", .arch = ARCH_LLAMA, .n_layer = 2, .d_model = 16,
+                              .n_head = 4, .n_kv_head = 2, .d_ff = 40, .vocab = 32,
+                              .max_seq = 8, .dtype = DTYPE_FP32};
+    for (int k = 0; k < 4; k++) {
+        ModelConfig c = base;
+        c.tied = k == 1;
+        c.qkv_bias = k == 2;
+        c.n_kv_head = k == 3 ? 4 : 2;
+        if (k == 2)
+            c.rope_scaling = (RopeScaling){.factor = 4, .low_freq_factor = 1,
+                                           .high_freq_factor = 4, .original_max_seq = 4};
+        Backend *b;
+        Err e;
+        ck_assert_msg(backend_cpu.create(&b, &c, 2, 8, NULL, &e) == 0, "%s", e.msg);
+        size_t P = b->n_params;
+        ck_assert_int_eq((int64_t)P, model_param_count(&c));
+        float *p = randv(P, 0.2), *d = randv(P, 1), *g = zeros(P), *q = zeros(P);
+        int inputs[16], targets[16];
+        for (int i = 0; i < 16; i++)
+            inputs[i] = (int)gsl_rng_uniform_int(rng, 32), targets[i] = (i * 7 + 3) % 32;
+        float loss;
+        ck_assert_int_eq(b->ops->write_state(b, p, NULL, NULL, &e), 0);
+        ck_assert_int_eq(b->ops->step(b, inputs, targets, true, &loss, &e), 0);
+        ck_assert_int_eq(b->ops->read_grads(b, g, &e), 0);
+        double an = dot(g, d, P), norm = sqrt(dot(d, d, P));
+        const double eps = 3e-2 / norm;
+        double l[2];
+        for (int s = 0; s < 2; s++) {
+            for (size_t i = 0; i < P; i++)
+                q[i] = p[i] + (float)((s ? -eps : eps) * d[i]);
+            ck_assert_int_eq(b->ops->write_state(b, q, NULL, NULL, &e), 0);
+            ck_assert_int_eq(b->ops->step(b, inputs, targets, false, &loss, &e), 0);
+            l[s] = loss;
+        }
+        double fd = (l[0] - l[1]) / (2 * eps);
+        printf("llama directional derivative (case %d): finite difference %.6f, <grad, d> "
+               "%.6f\n", k, fd, an);
+        ck_assert_msg(fabs(fd - an) <= 2e-3 * fabs(an) + 1e-4, "case %d: fd %.6g vs %.6g", k,
+                      fd, an);
+        /* the embedding's gradient: only the rows of tokens in the batch */
+        bool used[32] = {false};
+        for (int i = 0; i < 16; i++)
+            used[inputs[i]] = true;
+        for (int t = 0; t < 32 && !c.tied; t++)
+            for (int j = 0; j < 16; j++)
+                ck_assert(used[t] || g[(size_t)t * 16 + j] == 0);
+        b->ops->destroy(b);
+    }
+}
+END_TEST
+
 int main(void)
 {
     rng = gsl_rng_alloc(gsl_rng_mt19937);
@@ -562,6 +620,7 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_checked_fixture(tc, NULL, free_owned);
     tcase_add_test(tc, rmsnorm);
+    tcase_add_test(tc, model_directional_derivative);
     tcase_add_test(tc, rope_gradient);
     tcase_add_test(tc, rope_properties);
     tcase_add_test(tc, rope_llama3_table);

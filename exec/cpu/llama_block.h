@@ -7,27 +7,17 @@
  * Backward runs for the ops with a backward (llama_block_op_has_backward), last to first: all
  * but the residual adds, whose pass-through is carried by another op's: LLAMA_DOWN's includes
  * res2's, LLAMA_NORM2's res1's. RoPE has a backward of its own (LLAMA_ROPE), between
- * attention's and the qkv GEMM's. Not a weight layout: where the weights sit in a checkpoint or
- * a flat buffer is the caller's. */
+ * attention's and the qkv GEMM's. The weights are views (llama_layout.h) wherever the caller
+ * keeps them. */
 #ifndef FUYOU_LLAMA_BLOCK_H
 #define FUYOU_LLAMA_BLOCK_H
 
 #include <stdbool.h>
 
 #include "llama_arch.h"
+#include "llama_layout.h"
 #include "llama_ops.h"
 #include "workpool.h"
-
-/* One block's weights, Hugging Face's (out, in) matrices: h query heads and g kv heads of d. */
-typedef struct LlamaBlockView {
-    float *norm1_w;   /* (C) input_layernorm */
-    float *qkv_w;     /* ((h+2g)d, C): q_proj, k_proj, v_proj stacked */
-    float *qkv_b;     /* ((h+2g)d), or NULL: none (Llama); Qwen2 has it */
-    float *o_w;       /* (C, h d) o_proj */
-    float *norm2_w;   /* (C) post_attention_layernorm */
-    float *gate_up_w; /* (2F, C): gate_proj, up_proj stacked */
-    float *down_w;    /* (C, F) down_proj */
-} LlamaBlockView;
 
 /* A block's activations, op X's output in field X; N = B * T rows. Beside their outputs, the
  * norms keep rstd and attention keeps att, for backward. */

@@ -47,6 +47,24 @@ void rmsnorm_backward_ref(float *dinp, float *dweight, const float *dout, const 
     }
 }
 
+/* ---- The token embedding ---- */
+
+void embedding_forward_ref(float *out, const int *tokens, const float *wte, int N, int C)
+{
+    for (int i = 0; i < N; i++)
+        memcpy(out + (size_t)i * C, wte + (size_t)tokens[i] * C, (size_t)C * sizeof(float));
+}
+
+void embedding_backward_ref(float *dwte, const float *dout, const int *tokens, int N, int C)
+{
+    for (int i = 0; i < N; i++) {
+        float *row = dwte + (size_t)tokens[i] * C;
+        const float *d = dout + (size_t)i * C;
+        for (int j = 0; j < C; j++)
+            row[j] += d[j];
+    }
+}
+
 /* ---- Rotary position embedding ---- */
 
 static inline bool rope_args_valid(int d, double theta, const RopeScaling *s)
@@ -61,7 +79,7 @@ static double inv_freq_at(int i, int d, double theta, const RopeScaling *s)
     double f = 1.0 / pow(theta, (double)(2 * i) / d);
     if (!s)
         return f;
-    double orig = s->original_max_position_embeddings;
+    double orig = (double)s->original_max_seq;
     double low_freq_wavelen = orig / s->low_freq_factor;
     double high_freq_wavelen = orig / s->high_freq_factor;
     double wavelen = 2 * M_PI / f;

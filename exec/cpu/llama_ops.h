@@ -13,6 +13,13 @@
 #define FUYOU_LLAMA_OPS_H
 
 #include "fuyou_err.h"
+#include "model.h"
+
+/* ---- The token embedding, without positions (the blocks rotate q and k instead) ----
+ * out (N,C) = the rows of wte (V,C) the N tokens name; backward adds each row of dout into its
+ * token's row of dwte, in token order. */
+void embedding_forward_ref(float *out, const int *tokens, const float *wte, int N, int C);
+void embedding_backward_ref(float *dwte, const float *dout, const int *tokens, int N, int C);
 
 /* ---- RMSNorm (Hugging Face's LlamaRMSNorm, in fp32) ----
  * out = (inp * rstd) * weight with rstd = 1 / sqrtf(mean(inp^2) + eps): the weight applied after
@@ -32,13 +39,9 @@ void rmsnorm_backward_ref(float *dinp, float *dweight, const float *dout, const 
  * contracting; a GPU kernel that matches bit for bit must not fuse them either). Positions are
  * 0..T-1 within each sequence. Not the interleaved pairs (2i, 2i + 1) of Meta's original code. */
 
-/* rope_scaling of a Llama 3.1 config with rope_type "llama3"; the keys are Hugging Face's. */
-typedef struct RopeScaling {
-    double factor;           /* 8 for Llama 3.1 */
-    double low_freq_factor;  /* 1 */
-    double high_freq_factor; /* 4 */
-    double original_max_position_embeddings; /* 8192 */
-} RopeScaling;
+/* rope_scaling of a Llama 3.1 config with rope_type "llama3": model.h's RopeScaling (factor,
+ * low_freq_factor, high_freq_factor and original_max_seq, Hugging Face's
+ * original_max_position_embeddings). */
 
 /* inv_freq (d/2) of head size d (even) and base theta: inv_freq[i] = 1 / theta^(2i / d), then,
  * with scaling (NULL: none), transformers' _compute_llama3_parameters: with wavelen =

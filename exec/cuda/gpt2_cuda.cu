@@ -115,6 +115,8 @@ static int cuda_create(Backend **out, const ModelConfig *c, int B, int T, WorkPo
     (void)wp;
     *out = NULL;
     int rc = backend_check_shape(c, B, T, e);
+    if (!rc)
+        rc = backend_check_gpt2(c, "the cuda backend", e);
     if (rc)
         return rc;
     if (c->dtype != DTYPE_BF16 && c->dtype != DTYPE_FP16)

@@ -612,7 +612,7 @@ static size_t cuda_free_bytes(void)
 }
 
 extern "C" const DeviceOps device_cuda = {
-    "cuda", false, DTYPE_BF16, DTYPE_BF16, cuda_tensor_bytes, cuda_own_bytes, cuda_create,
-    cuda_destroy, cuda_alloc, cuda_release, cuda_compute, cuda_compute_empty, cuda_loss,
-    cuda_copy, cuda_pin, cuda_unpin, cuda_free_bytes,
+    "cuda", false, 1u << ARCH_GPT2, DTYPE_BF16, DTYPE_BF16, cuda_tensor_bytes, cuda_own_bytes,
+    cuda_create, cuda_destroy, cuda_alloc, cuda_release, cuda_compute, cuda_compute_empty,
+    cuda_loss, cuda_copy, cuda_pin, cuda_unpin, cuda_free_bytes,
 };

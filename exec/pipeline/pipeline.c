@@ -17,9 +17,11 @@
 
 static int check_plan(const TrainOptions *o, const Plan *p, const PipeConfig *pc, Err *e)
 {
-    int rc = backend_check_arch(&o->model, e);
-    if (rc)
-        return rc;
+    if (!(pc->device->archs & 1u << o->model.arch))
+        return err_set(e, -EINVAL, "model %s has the %s block, which the pipeline's %s device "
+                       "does not compute yet: use --backend cpu (the fp32 reference), or plan "
+                       "it with fuyou-sim", o->model.name, arch_name(o->model.arch),
+                       pc->device->name);
     if (o->n_eval)
         return err_set(e, -EINVAL, "--eval-data is in-memory only: the out-of-core pipeline runs "
                        "the schedule's training DAG, and model/schedule.h builds no forward-only "
@@ -219,8 +221,11 @@ static int run_start(PipeRun *pr, Err *e)
         loader_seek(&pr->ld, pr->st.epoch, pr->st.index);
     if (!rc)
         rc = trainer_open_log(o, pr->st.step, &pr->log, e);
-    for (int i = 0; i < N_THREAD_LANES && !rc; i++)
+    for (int i = 0; i < N_THREAD_LANES && !rc; i++) {
         rc = lane_init(&pp->lanes[i], pipe_lane_fns[i], pp, &pp->bell, e);
+        if (!rc && pr->pc->jitter_us)
+            lane_set_jitter(&pp->lanes[i], pr->pc->jitter_us, 0x9e3779b9u * (unsigned)(i + 1));
+    }
     return rc;
 }
 

@@ -279,7 +279,11 @@ static int resolve_names(RunArgs *a, const Given *gv)
                 gv->format);
         return -EINVAL;
     }
-    if (model_load(gv->model, &o->model, &e) || backend_check_arch(&o->model, &e)) {
+    if (model_load(gv->model, &o->model, &e)) {
+        fprintf(stderr, "fuyou-run: %s\n", e.msg);
+        return -EINVAL;
+    }
+    if (o->backend != &backend_cpu && backend_check_gpt2(&o->model, "the cuda backend", &e)) {
         fprintf(stderr, "fuyou-run: %s\n", e.msg);
         return -EINVAL;
     }

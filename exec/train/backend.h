@@ -54,11 +54,13 @@ struct BackendOps {
     int (*update)(Backend *b, const AdamStep *s, size_t begin, size_t end, Err *e);
 };
 
-/* Checks every backend makes: the model's family (the trainers run GPT-2's block only so far:
- * backend_check_arch), its shape and the batch against max_seq (0 or -EINVAL), and every token
- * inside the vocabulary (targets may be NULL; a target may also be DATA_IGNORE). */
-int backend_check_arch(const ModelConfig *c, Err *e);
+/* Checks every backend makes: the model's shape and the batch against max_seq (0 or -EINVAL),
+ * and every token inside the vocabulary (targets may be NULL; a target may also be
+ * DATA_IGNORE). */
 int backend_check_shape(const ModelConfig *c, int B, int T, Err *e);
+/* What runs GPT-2's block only so far (the CUDA backend, the out-of-core pipeline) asks: 0 for
+ * a GPT-2 model, else -EINVAL with e naming the model, its block and `what` that cannot. */
+int backend_check_gpt2(const ModelConfig *c, const char *what, Err *e);
 int backend_check_tokens(const ModelConfig *c, int n, const int *inputs, const int *targets,
                          Err *e);
 

@@ -4,19 +4,18 @@
 
 #include "backend.h"
 
-int backend_check_arch(const ModelConfig *c, Err *e)
+int backend_check_gpt2(const ModelConfig *c, const char *what, Err *e)
 {
     if (c->arch == ARCH_GPT2)
         return 0;
-    return err_set(e, -EINVAL, "model %s has the %s block: fuyou-run trains GPT-2's only so far "
-                   "(fuyou-sim plans it on any hardware)", c->name, arch_name(c->arch));
+    return err_set(e, -EINVAL, "model %s has the %s block: %s runs GPT-2's only so far (the cpu "
+                   "backend trains it in memory; fuyou-sim plans it on any hardware)", c->name,
+                   arch_name(c->arch), what);
 }
 
 int backend_check_shape(const ModelConfig *c, int B, int T, Err *e)
 {
     int rc = model_validate(c, e);
-    if (!rc)
-        rc = backend_check_arch(c, e);
     if (rc)
         return rc;
     if (T > c->max_seq || B < 1 || T < 1)

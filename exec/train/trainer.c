@@ -65,8 +65,12 @@ static void init_chunks(void *ctx, size_t begin, size_t end)
             const char *n = j->l->t[t].name;
             size_t len = strlen(n);
             bool bias = len > 5 && !strcmp(n + len - 5, ".bias");
-            bool ln = strstr(n, "ln_") != NULL;
-            bool proj = strstr(n, "c_proj.weight") != NULL;
+            /* the norms' gains start at 1 (GPT-2's ln_*, Llama's *layernorm and model.norm),
+             * the projections back into the residual stream (GPT-2's c_proj, Llama's o_proj
+             * and down_proj) scaled down with depth */
+            bool ln = strstr(n, "ln_") || strstr(n, "layernorm") || strstr(n, "norm.weight");
+            bool proj = strstr(n, "c_proj.weight") || strstr(n, "o_proj.weight") ||
+                        strstr(n, "down_proj.weight");
             if (ln || bias) {
                 j->p[i] = ln && !bias ? 1.0f : 0.0f;
                 continue;
