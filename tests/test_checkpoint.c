@@ -277,7 +277,8 @@ START_TEST(trainer_refuses_a_bad_state)
 {
     Fixture f;
     fixture_init(&f, tiny(true));
-    TrainOptions o = {.backend = &backend_cpu, .data_path = "/usr/share/common-licenses/GPL-3",
+    TrainOptions o = {.backend = &backend_cpu,
+                      .data_paths = {"/usr/share/common-licenses/GPL-3"}, .n_data = 1,
                       .seqs_per_step = 2, .seq = 16, .steps = 6, .lr = 1e-3f, .beta1 = 0.9f,
                       .beta2 = 0.95f, .eps = 1e-8f, .clip = 1.0f, .seed = 5,
                       .subgroup_blocks = 1, .tail_blocks = 1, .threads = 1,

@@ -29,13 +29,42 @@ START_TEST(run_usage_errors)
     tu_assert_contains(out, "--loss-scale expects a number");
     ck_assert_int_eq(tu_run_bin("FUYOU_RUN", "--loss-scale-window", out, sizeof out), 2);
     tu_assert_contains(out, "--loss-scale-window needs a value");
-    /* a Llama model: the cpu backend trains it in memory; the pipeline refuses it so far */
+    /* a Llama model: the cpu backend trains it in memory and out of core; cuda refuses it */
     ck_assert_int_eq(tu_run_bin("FUYOU_RUN", "--model llama-tiny --steps 3 --warmup 1", out,
                                 sizeof out), 0);
     tu_assert_contains(out, "steps 1..3, loss 5.5");
-    ck_assert_int_eq(tu_run_bin("FUYOU_RUN", "--model llama-tiny --offload", out, sizeof out), 2);
-    tu_assert_contains(out, "has the llama block: the out-of-core pipeline (--offload) runs "
-                       "GPT-2's only so far");
+    ck_assert_int_eq(tu_run_bin("FUYOU_RUN", "--model llama-tiny --steps 3 --warmup 1 --offload "
+                                "--weights ssd --optim ssd --act cpu", out, sizeof out), 0);
+    tu_assert_contains(out, "steps 1..3, loss 5.5");
+    ck_assert_int_eq(tu_run_bin("FUYOU_RUN", "--model llama-tiny --backend cuda", out,
+                                sizeof out), 2);
+    tu_assert_contains(out, "has the llama block: the cuda backend runs GPT-2's only so far");
+}
+END_TEST
+
+/* fuyou-run --eval-data: the held-out loss on the console, after every --eval-every steps and
+ * the last, and in the summary; refused with --offload; raw text refused for GPT-2's
+ * vocabulary, naming the tool that tokenizes it */
+START_TEST(run_eval_and_data)
+{
+    const char *gpl = "/usr/share/common-licenses/GPL-3";
+    char args[512];
+    snprintf(args, sizeof args, "--steps 4 --batch 2 --seq 16 --threads 1 --eval-data %s "
+             "--eval-every 2 --eval-batches 3", gpl);
+    ck_assert_int_eq(tu_run_bin("FUYOU_RUN", args, out, sizeof out), 0);
+    tu_assert_contains(out, "eval after step 2: loss ");
+    tu_assert_contains(out, "eval after step 4: loss ");
+    tu_assert_contains(out, "(96 targets of 6 sequences)");
+    tu_assert_contains(out, ", held-out loss ");
+    snprintf(args, sizeof args, "--offload --eval-data %s", gpl);
+    ck_assert_int_eq(tu_run_bin("FUYOU_RUN", args, out, sizeof out), 2);
+    tu_assert_contains(out, "--eval-data is in-memory only");
+    ck_assert_int_eq(tu_run_bin("FUYOU_RUN", "--model gpt2-124m --steps 1", out, sizeof out), 2);
+    tu_assert_contains(out, "read as text");
+    tu_assert_contains(out, "tools/prepare_data.py");
+    snprintf(args, sizeof args, "--steps 2 --batch 2 --seq 16 --data %s --data %s", gpl, gpl);
+    ck_assert_int_eq(tu_run_bin("FUYOU_RUN", args, out, sizeof out), 0);
+    tu_assert_contains(out, "and 1 more --data");
 }
 END_TEST
 
@@ -67,7 +96,7 @@ START_TEST(run_offload)
      * option the user never gave (206 B parameters: TiBs of states in CPU memory) */
     char huge[64];
     tu_temp_file(huge, sizeof huge, ".ini",
-                 "[model]\nlayers = 64\nhidden = 16384\nheads = 128\nvocab = 512\n"
+                 "[model]\nlayers = 64\nhidden = 16384\nheads = 128\nvocab = 256\n"
                  "max_seq = 64\ndtype = fp32\n");
     snprintf(args, sizeof args, "--offload --model %s --batch 1 --seq 16 --steps 1 --weights cpu "
              "--optim cpu", huge);
@@ -180,8 +209,10 @@ START_TEST(run_offload_plans_as_sim)
     const char *p = strstr(out, "\nplan: ");
     ck_assert_ptr_nonnull(p);
     sscanf(p + 1, "%1023[^\n]", sim_plan);
+    char tokens[64]; /* the vocabulary is not bytes: the text as uint16 tokens */
+    tu_bytes_as_u16(tokens, sizeof tokens, "/usr/share/common-licenses/GPL-3");
     snprintf(args, sizeof args, "--offload --model %s --gpu-mem 0.04GiB --batch 2 --seq 64 "
-             "--steps 1 %s", ini, opts);
+             "--steps 1 --data %s %s", ini, tokens, opts);
     ck_assert_msg(tu_run_bin("FUYOU_RUN", args, out, sizeof out) == 0, "fuyou-run %s: %s", args,
                   out);
     p = strstr(out, "\nplan: ");
@@ -190,6 +221,7 @@ START_TEST(run_offload_plans_as_sim)
     ck_assert_msg(!strcmp(run_plan, sim_plan), "options '%s':\n sim %s\n run %s", opts,
                   sim_plan, run_plan);
     tu_assert_contains(run_plan, "weights on ");
+    unlink(tokens);
     if (_i == 0) {
         ck_assert_int_eq(tu_run_bin("FUYOU_RUN", "--offload --swap sweep", out, sizeof out), 2);
         tu_assert_contains(out, "--swap sweep is fuyou-sim's");
@@ -219,9 +251,12 @@ START_TEST(trace_compare_cli)
     snprintf(args, sizeof args, "--hw h200.ini --model %s %s --iters 3 --trace %s --deps %s",
              getenv("TINY_INI"), plan, pred, deps);
     ck_assert_int_eq(tu_run_sim(args, out, sizeof out), 0);
-    snprintf(args, sizeof args, "--offload --model %s %s --steps 3 --segment 3 --trace %s",
-             getenv("TINY_INI"), plan, meas);
+    char tokens[64]; /* tiny.ini's vocabulary is not bytes: the text as uint16 tokens */
+    tu_bytes_as_u16(tokens, sizeof tokens, "/usr/share/common-licenses/GPL-3");
+    snprintf(args, sizeof args, "--offload --model %s %s --steps 3 --segment 3 --trace %s "
+             "--data %s", getenv("TINY_INI"), plan, meas, tokens);
     ck_assert_int_eq(tu_run_bin("FUYOU_RUN", args, out, sizeof out), 0);
+    unlink(tokens);
     snprintf(args, sizeof args, "compare %s %s", pred, meas);
     ck_assert_int_eq(tu_run_bin("FUYOU_TRACE", args, out, sizeof out), 0);
     tu_assert_contains(out, "iterations compared: 3 (steady state from iteration 1)");
@@ -600,6 +635,7 @@ int main(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, run_usage_errors);
     tcase_add_test(tc, run_offload);
+    tcase_add_test(tc, run_eval_and_data);
     tcase_add_test(tc, run_save_refuses_checkpoints);
     tcase_add_loop_test(tc, run_offload_plans_as_sim, 0,
                         (int)(sizeof plan_option_sets / sizeof plan_option_sets[0]));

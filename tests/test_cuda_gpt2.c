@@ -360,6 +360,24 @@ START_TEST(pointwise_kernels)
     CHECK_REL("cross-entropy loss", download_f(gloss, N), losses, N, 1e-4);
     CHECK_REL("softmax + cross-entropy grad", download16(gl, (size_t)N * V), dl, (size_t)N * V,
               1e-2);
+    /* masked targets (DATA_IGNORE): zero loss and gradient rows, the mean over the other 3 */
+    int masked[5] = {0, -1, 17, -1, 3};
+    for (int i = 0; i < N; i++)
+        dlosses[i] = 1.0f / 3;
+    memset(dl, 0, (size_t)N * V * 4);
+    crossentropy_forward_ref(losses, probs, masked, 1, N, V);
+    crossentropy_softmax_backward_ref(dl, dlosses, probs, masked, 1, N, V);
+    gk_upload(gl, lb, (size_t)N * V * 2);
+    gk_upload(gt, masked, sizeof masked);
+    gk_softmax_crossentropy(gloss, gl, gt, N, V, V, 1, (float)N / 3, ty, NULL);
+    gk_sync();
+    float *mloss = download_f(gloss, N), *mgrad = download16(gl, (size_t)N * V);
+    ck_assert(mloss[1] == 0.0f && mloss[3] == 0.0f);
+    for (int i = 0; i < V; i++)
+        ck_assert(mgrad[(size_t)V + i] == 0.0f && mgrad[(size_t)3 * V + i] == 0.0f);
+    CHECK_REL("masked cross-entropy loss", mloss, losses, N, 1e-4);
+    CHECK_REL("masked cross-entropy grad", mgrad, dl, (size_t)N * V, 1e-2);
+    free(mloss), free(mgrad);
     /* encoder forward and backward (repeated tokens) */
     int B = 2, T = 5, C = 40, Vv = 7, inp[10] = {1, 2, 1, 6, 0, 6, 6, 3, 2, 1};
     act16_t *teb, *peb;
@@ -555,7 +573,8 @@ END_TEST
 
 START_TEST(training_tracks_cpu)
 {
-    TrainOptions o = {.data_path = "/usr/share/common-licenses/GPL-3", .seqs_per_step = 8,
+    TrainOptions o = {.data_paths = {"/usr/share/common-licenses/GPL-3"},
+                      .n_data = 1, .seqs_per_step = 8,
                       .seq = 64, .steps = 20, .lr = 3e-3f, .min_lr_ratio = 0.1f,
                       .weight_decay = 0.1f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
                       .clip = 1.0f, .warmup = 5, .seed = 11, .subgroup_blocks = 1,

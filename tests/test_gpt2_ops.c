@@ -1,8 +1,10 @@
 /* Check suite for exec/cpu/gpt2_ops and the CPU backend: every op's backward against central
  * finite differences of its forward (L = sum(out * R) for random R), and the whole model's
  * gradient against a directional derivative of the loss. fp32 throughout, so the tolerance is
- * |fd - analytic| <= 2e-2 * max(|fd|, |analytic|) + 2e-3 with h = 1e-2 on O(1) inputs; and the
- * cross-entropy at GPT-2's vocabulary against a float64 reference. */
+ * |fd - analytic| <= 2e-2 * max(|fd|, |analytic|) + 2e-3 with h = 1e-2 on O(1) inputs; the
+ * cross-entropy at GPT-2's vocabulary against a float64 reference; and masked targets (the
+ * loss mask's DATA_IGNORE) left out exactly, by the op and by the backend's mean and gradient. */
+#include <errno.h>
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
 #include <math.h>
@@ -245,6 +247,102 @@ START_TEST(softmax_crossentropy)
 }
 END_TEST
 
+/* The central finite difference of b's loss on (inputs, targets) at p along d (P values): the
+ * directional derivative that <grad, d> must match. */
+static double loss_fd(Backend *b, const float *p, const float *d, size_t P, const int *inputs,
+                      const int *targets)
+{
+    const double eps = 3e-2 / sqrt(dot(d, d, P)); /* fp32 loss noise ~1e-7 stays small */
+    float *q = zeros(P), loss;
+    double l[2];
+    Err e;
+    for (int k = 0; k < 2; k++) {
+        for (size_t i = 0; i < P; i++)
+            q[i] = p[i] + (float)((k ? -eps : eps) * d[i]);
+        ck_assert_int_eq(b->ops->write_state(b, q, NULL, NULL, &e), 0);
+        ck_assert_int_eq(b->ops->step(b, inputs, targets, false, &loss, &e), 0);
+        l[k] = loss;
+    }
+    return (l[0] - l[1]) / (2 * eps);
+}
+
+/* A negative target (a masked one) is left out exactly: its loss is 0 and its row of dlogits
+ * is left as it was, bit for bit; the other rows are what the unmasked call gives them */
+START_TEST(crossentropy_masked_rows)
+{
+    int targets[6] = {0, 4, 2, 2, 1, 3}, masked[6] = {0, -1, 2, 2, -1, 3};
+    float *logits = randv(30, 2), *probs = zeros(30), *losses = zeros(6), *mlosses = zeros(6);
+    float *dl = randv(6, 1), *d = randv(30, 1), *md = zeros(30), *d0 = zeros(30);
+    memcpy(md, d, 30 * sizeof *d);
+    memcpy(d0, d, 30 * sizeof *d);
+    softmax_forward_ref(probs, logits, 2, 3, 5);
+    crossentropy_forward_ref(losses, probs, targets, 2, 3, 5);
+    crossentropy_forward_ref(mlosses, probs, masked, 2, 3, 5);
+    crossentropy_softmax_backward_ref(d, dl, probs, targets, 2, 3, 5);
+    crossentropy_softmax_backward_ref(md, dl, probs, masked, 2, 3, 5);
+    for (int r = 0; r < 6; r++) {
+        bool off = masked[r] < 0;
+        ck_assert(mlosses[r] == (off ? 0.0f : losses[r]));
+        ck_assert_int_eq(memcmp(md + r * 5, (off ? d0 : d) + r * 5, 5 * sizeof *md), 0);
+    }
+}
+END_TEST
+
+/* The CPU backend with masked targets: the loss is the mean over the counted targets and its
+ * gradient that mean's (a directional derivative), complementary masks add up to the unmasked
+ * step (losses and gradients weighted by their counts), and a batch with every target masked
+ * has loss 0 and gradients exactly 0 */
+START_TEST(model_masked_loss)
+{
+    const ModelConfig c = {.name = "check", .n_layer = 1, .d_model = 16, .n_head = 4,
+                           .d_ff = 48, .vocab = 32, .max_seq = 8, .tied = true,
+                           .dtype = DTYPE_FP32};
+    enum { N = 16 };
+    Backend *b;
+    Err e;
+    ck_assert_int_eq(backend_cpu.create(&b, &c, 2, 8, NULL, &e), 0);
+    size_t P = b->n_params;
+    float *p = randv(P, 0.2), *dir = randv(P, 1);
+    float *g = zeros(P), *ga = zeros(P), *gb = zeros(P);
+    int inputs[N], targets[N], ta[N], tb[N], none[N];
+    for (int i = 0; i < N; i++) {
+        inputs[i] = (int)gsl_rng_uniform_int(rng, 32), targets[i] = (i * 7 + 3) % 32;
+        ta[i] = i % 3 ? targets[i] : DATA_IGNORE; /* 10 counted */
+        tb[i] = i % 3 ? DATA_IGNORE : targets[i]; /* 6 */
+        none[i] = DATA_IGNORE;
+    }
+    float loss, la, lb;
+    ck_assert_int_eq(b->ops->write_state(b, p, NULL, NULL, &e), 0);
+    ck_assert_int_eq(b->ops->step(b, inputs, targets, true, &loss, &e), 0);
+    ck_assert_int_eq(b->ops->read_grads(b, g, &e), 0);
+    ck_assert_int_eq(b->ops->step(b, inputs, tb, true, &lb, &e), 0);
+    ck_assert_int_eq(b->ops->read_grads(b, gb, &e), 0);
+    ck_assert_int_eq(b->ops->step(b, inputs, ta, true, &la, &e), 0);
+    ck_assert_int_eq(b->ops->read_grads(b, ga, &e), 0);
+    ck_assert_int_eq(backend_count_targets(N, ta), 10);
+    ck_assert_msg(fabs((10.0 * la + 6.0 * lb) / N - loss) <= 1e-6 * loss, "%.9g %.9g %.9g", la,
+                  lb, loss);
+    for (size_t i = 0; i < P; i++) {
+        double sum = (10.0 * ga[i] + 6.0 * gb[i]) / N;
+        ck_assert_msg(fabs(sum - g[i]) <= 1e-7 + 1e-4 * fabs(g[i]), "grad %zu: %.9g vs %.9g", i,
+                      sum, g[i]);
+    }
+    /* ta's gradient is its loss's: the directional derivative of the masked loss */
+    double an = dot(ga, dir, P), fd = loss_fd(b, p, dir, P, inputs, ta);
+    ck_assert_msg(fabs(fd - an) <= 2e-3 * fabs(an) + 1e-4, "fd %.6g vs %.6g", fd, an);
+    ck_assert_int_eq(b->ops->write_state(b, p, NULL, NULL, &e), 0);
+    ck_assert_int_eq(b->ops->step(b, inputs, none, true, &loss, &e), 0);
+    ck_assert(loss == 0.0f);
+    ck_assert_int_eq(b->ops->read_grads(b, g, &e), 0);
+    for (size_t i = 0; i < P; i++)
+        ck_assert(g[i] == 0.0f);
+    /* a target below -1 is still outside the vocabulary */
+    none[3] = -2;
+    ck_assert_int_eq(b->ops->step(b, inputs, none, false, &loss, &e), -EINVAL);
+    b->ops->destroy(b);
+}
+END_TEST
+
 /* At GPT-2's vocabulary the loss is within about an ulp of a float64 reference: a float sum of
  * 50257 exponentials comes out short and shifts every loss by a few 1e-6, one-sided. */
 START_TEST(crossentropy_large_vocab)
@@ -292,7 +390,7 @@ START_TEST(model_directional_derivative)
         Err e;
         ck_assert_int_eq(backend_cpu.create(&b, &c, 2, 8, NULL, &e), 0);
         size_t P = b->n_params;
-        float *p = randv(P, 0.2), *d = randv(P, 1), *g = zeros(P), *q = zeros(P);
+        float *p = randv(P, 0.2), *d = randv(P, 1), *g = zeros(P);
         int inputs[16], targets[16];
         for (int i = 0; i < 16; i++)
             inputs[i] = (int)gsl_rng_uniform_int(rng, 32), targets[i] = (i * 7 + 3) % 32;
@@ -300,17 +398,7 @@ START_TEST(model_directional_derivative)
         ck_assert_int_eq(b->ops->write_state(b, p, NULL, NULL, &e), 0);
         ck_assert_int_eq(b->ops->step(b, inputs, targets, true, &loss, &e), 0);
         ck_assert_int_eq(b->ops->read_grads(b, g, &e), 0);
-        double an = dot(g, d, P), norm = sqrt(dot(d, d, P));
-        const double eps = 3e-2 / norm; /* fp32 loss noise ~1e-7 must stay small against it */
-        double l[2];
-        for (int k = 0; k < 2; k++) {
-            for (size_t i = 0; i < P; i++)
-                q[i] = p[i] + (float)((k ? -eps : eps) * d[i]);
-            ck_assert_int_eq(b->ops->write_state(b, q, NULL, NULL, &e), 0);
-            ck_assert_int_eq(b->ops->step(b, inputs, targets, false, &loss, &e), 0);
-            l[k] = loss;
-        }
-        double fd = (l[0] - l[1]) / (2 * eps);
+        double an = dot(g, d, P), fd = loss_fd(b, p, d, P, inputs, targets);
         printf("directional derivative (%s head): finite difference %.6f, <grad, d> %.6f\n",
                tied ? "tied" : "untied", fd, an);
         ck_assert_msg(fabs(fd - an) <= 2e-3 * fabs(an) + 1e-4, "fd %.6g vs %.6g", fd, an);
@@ -333,7 +421,9 @@ int main(void)
     tcase_add_test(tc, gelu);
     tcase_add_test(tc, encoder);
     tcase_add_test(tc, softmax_crossentropy);
+    tcase_add_test(tc, crossentropy_masked_rows);
     tcase_add_test(tc, crossentropy_large_vocab);
+    tcase_add_test(tc, model_masked_loss);
     tcase_add_test(tc, model_directional_derivative);
     suite_add_tcase(s, tc);
     int rc = tu_run(s);

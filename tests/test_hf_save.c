@@ -363,15 +363,15 @@ START_TEST(gpt2_sharded_round_trip)
 }
 END_TEST
 
-/* Tokens below the fixture's vocabulary of 64, as a byte file, at path (capacity 64). */
+/* Tokens below the fixture's vocabulary of 64, as raw uint16, at path (capacity 64). */
 static void small_vocab_data(char *path)
 {
-    strcpy(path, "/tmp/fuyou-hfs-data-XXXXXX");
-    int fd = mkstemp(path);
+    strcpy(path, "/tmp/fuyou-hfs-data-XXXXXX.bin"); /* raw uint16 tokens (data.h) */
+    int fd = mkstemps(path, 4);
     ck_assert_int_ge(fd, 0);
-    unsigned char b[4096];
-    for (size_t i = 0; i < sizeof b; i++)
-        b[i] = (unsigned char)((i * 7 + i / 13) % 64);
+    uint16_t b[4096];
+    for (size_t i = 0; i < sizeof b / sizeof b[0]; i++)
+        b[i] = (uint16_t)((i * 7 + i / 13) % 64);
     ck_assert_int_eq(write(fd, b, sizeof b), (ssize_t)sizeof b);
     close(fd);
 }
@@ -387,7 +387,7 @@ START_TEST(trainer_from_the_fixture_folder)
     char data[64], dir[] = "/tmp/fuyou-hfs-XXXXXX", path[256], src[1100];
     small_vocab_data(data);
     ck_assert_ptr_nonnull(mkdtemp(dir));
-    TrainOptions o = {.backend = &backend_cpu, .data_path = data, .seqs_per_step = 2,
+    TrainOptions o = {.backend = &backend_cpu, .data_paths = {data}, .n_data = 1, .seqs_per_step = 2,
                       .seq = 16, .steps = 1, .lr = 0, .beta1 = 0.9f, .beta2 = 0.95f,
                       .eps = 1e-8f, .clip = 1.0f, .seed = 5, .subgroup_blocks = 1,
                       .tail_blocks = 1, .threads = 1, .init_from = hf_fixture(),

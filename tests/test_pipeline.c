@@ -57,7 +57,8 @@ END_TEST
 
 static TrainOptions opts(int64_t steps)
 {
-    TrainOptions o = {.backend = &backend_cpu, .data_path = text, .seqs_per_step = 2, .seq = 32,
+    TrainOptions o = {.backend = &backend_cpu, .data_paths = {text},
+                      .n_data = 1, .seqs_per_step = 2, .seq = 32,
                       .steps = steps, .lr = 2e-3f, .min_lr_ratio = 0.1f, .weight_decay = 0.1f,
                       .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .clip = 1.0f, .warmup = 2,
                       .seed = 11, .subgroup_blocks = 1, .tail_blocks = 1, .threads = 2};
@@ -121,10 +122,10 @@ static size_t n_params(const TrainOptions *o)
 }
 
 /* Trains o in memory and through the pipeline under plan p on the CPU device (in segments of
- * segment_iters iterations, 0: one), and asserts that every loss, the saved weights and the Adam
- * states are the same bits. */
+ * segment_iters iterations, 0: one; each lane's jobs delayed up to jitter_us at random), and
+ * asserts that every loss, the saved weights and the Adam states are the same bits. */
 static void assert_pipeline_is_the_trainer(TrainOptions *o, const Plan *p, int segment_iters,
-                                           const char *name)
+                                           unsigned jitter_us, const char *name)
 {
     char ref_dir[] = "/tmp/fuyou-pipe-ref-XXXXXX", dir[] = "/tmp/fuyou-pipe-XXXXXX";
     ck_assert_ptr_nonnull(mkdtemp(ref_dir));
@@ -135,7 +136,8 @@ static void assert_pipeline_is_the_trainer(TrainOptions *o, const Plan *p, int s
     TrainResult ref, got;
     ck_assert_msg(trainer_run(o, &ref, &e) == 0, "%s", e.msg);
     o->save_dir = dir;
-    PipeConfig pc = {.device = &device_cpu, .segment_iters = segment_iters};
+    PipeConfig pc = {.device = &device_cpu, .segment_iters = segment_iters,
+                     .jitter_us = jitter_us};
     PipeReport rep;
     ck_assert_msg(pipe_train(o, p, &pc, &got, &rep, &e) == 0, "%s: %s", name, e.msg);
     ck_assert_int_eq(got.n_losses, steps);
@@ -162,10 +164,14 @@ static void assert_pipeline_is_the_trainer(TrainOptions *o, const Plan *p, int s
     tu_rm_tree(dir);
 }
 
+/* Every variant on either block family: _i / n_variants picks GPT-2 (0) or Llama (1). */
 START_TEST(placement_does_not_change_the_math)
 {
-    const Variant *x = &variants[_i];
+    const int n_variants = sizeof variants / sizeof *variants;
+    const Variant *x = &variants[_i % n_variants];
     TrainOptions o = opts(5);
+    if (_i >= n_variants)
+        o.model = *model_preset_find("llama-tiny");
     o.n_micro = x->micro; /* each of opts' two sequences */
     o.seqs_per_step *= x->micro;
     o.subgroup_blocks = x->subgroup;
@@ -197,7 +203,9 @@ START_TEST(placement_does_not_change_the_math)
         p.weight_buffers = p.pinned_buffers = p.act_buffers = p.grad_buffers = 1;
         p.state_buffers = p.host_grad_groups = 1;
     }
-    assert_pipeline_is_the_trainer(&o, &p, x->segment, x->name);
+    char name[96];
+    snprintf(name, sizeof name, "%s: %s", arch_name(o.model.arch), x->name);
+    assert_pipeline_is_the_trainer(&o, &p, x->segment, 300, name);
     plan_free(&p);
     graph_free(&g);
 }
@@ -212,20 +220,39 @@ static ModelConfig narrow_model(bool tied, int vocab)
                          .dtype = DTYPE_BF16};
 }
 
+/* The same width in the Llama family, with what its larger members have: q/k/v biases (Qwen),
+ * grouped kv heads and Llama 3's RoPE frequency scaling. */
+static ModelConfig narrow_llama(bool tied, int vocab)
+{
+    ModelConfig c = narrow_model(tied, vocab);
+    c.arch = ARCH_LLAMA;
+    c.n_kv_head = 2;
+    c.qkv_bias = true;
+    c.rope_theta = 500000;
+    c.rope_scaling = (RopeScaling){.factor = 8, .low_freq_factor = 1, .high_freq_factor = 4,
+                                   .original_max_seq = 16};
+    return c;
+}
+
 static const struct {
     const char *name;
+    ModelConfig (*model)(bool tied, int vocab);
     bool tied;
     int micro;
 } head_variants[] = {
-    {"head in chunks, tied", true, 1},
-    {"head in chunks, untied, 2 micro-batches", false, 2},
+    {"head in chunks, tied", narrow_model, true, 1},
+    {"head in chunks, untied, 2 micro-batches", narrow_model, false, 2},
+    {"llama: head in chunks, untied", narrow_llama, false, 1},
+    {"llama: head in chunks, tied, 2 micro-batches", narrow_llama, true, 2},
 };
 
 /* 143 x 64 = 9152 tokens: two full chunks of the head and a partial one. */
 START_TEST(head_chunks_do_not_change_the_math)
 {
     TrainOptions o = opts(3);
-    o.model = narrow_model(head_variants[_i].tied, 300);
+    o.model = head_variants[_i].model(head_variants[_i].tied, 300);
+    char tokens[64]; /* the vocabulary is not bytes: the text as uint16 tokens */
+    o.data_paths[0] = tu_bytes_as_u16(tokens, sizeof tokens, text);
     o.n_micro = head_variants[_i].micro;
     o.seqs_per_step = 143 * o.n_micro;
     o.seq = 64;
@@ -235,7 +262,69 @@ START_TEST(head_chunks_do_not_change_the_math)
     Graph g;
     base_plan(&p, &g, &o);
     p.n_micro = o.n_micro;
-    assert_pipeline_is_the_trainer(&o, &p, 0, head_variants[_i].name);
+    assert_pipeline_is_the_trainer(&o, &p, 0, 0, head_variants[_i].name);
+    unlink(tokens);
+    plan_free(&p);
+    graph_free(&g);
+}
+END_TEST
+
+/* The text as uint16 tokens in tokens (capacity n) with a loss mask beside it: runs of 40
+ * targets in every 120 left out, as a prompt's are (the test unlinks both). */
+static void masked_tokens(char *tokens, size_t n)
+{
+    tu_bytes_as_u16(tokens, n, text);
+    struct stat st;
+    ck_assert_int_eq(stat(tokens, &st), 0);
+    char mask[96];
+    data_mask_path(tokens, mask, sizeof mask);
+    FILE *f = fopen(mask, "wb");
+    ck_assert_ptr_nonnull(f);
+    for (off_t i = 0; i < st.st_size / 2; i++)
+        fputc(i % 120 >= 40, f);
+    fclose(f);
+}
+
+static const struct {
+    const char *name;
+    int micro, vocab; /* vocab 0: gpt2-tiny; else the narrow model, its head in chunks */
+} masked_variants[] = {
+    {"masked targets", 1, 0},
+    {"masked targets, 2 micro-batches", 2, 0},
+    {"masked targets, head in chunks", 1, 300},
+};
+
+/* With a loss mask the pipeline still trains the in-memory trainer's bits: each micro-batch's
+ * loss the mean over its counted targets, on both of them; and the mask does change the loss */
+START_TEST(masked_loss_is_the_trainers)
+{
+    TrainOptions o = opts(4);
+    char tokens[64], mask[96];
+    masked_tokens(tokens, sizeof tokens);
+    o.data_paths[0] = tokens;
+    o.n_micro = masked_variants[_i].micro;
+    o.seqs_per_step *= o.n_micro;
+    if (masked_variants[_i].vocab) {
+        o.model = narrow_model(true, masked_variants[_i].vocab);
+        o.seqs_per_step = 143;
+        o.seq = 64;
+    }
+    Plan p;
+    Graph g;
+    base_plan(&p, &g, &o);
+    p.n_micro = o.n_micro > 1 ? o.n_micro : 1;
+    assert_pipeline_is_the_trainer(&o, &p, 0, 0, masked_variants[_i].name);
+    /* the same run without its mask starts from another loss */
+    TrainResult with, without;
+    Err e;
+    o.steps = 1;
+    ck_assert_int_eq(trainer_run(&o, &with, &e), 0);
+    data_mask_path(tokens, mask, sizeof mask);
+    unlink(mask);
+    ck_assert_int_eq(trainer_run(&o, &without, &e), 0);
+    ck_assert(with.first_loss != without.first_loss);
+    free(with.losses), free(without.losses);
+    unlink(tokens);
     plan_free(&p);
     graph_free(&g);
 }
@@ -247,14 +336,19 @@ END_TEST
 static void assert_own_bytes_hold_one_chunk(const DeviceOps *dev)
 {
     const int T = 64, V = 50257, B2 = 2 * GRAPH_HEAD_CHUNK / T, B4 = 4 * GRAPH_HEAD_CHUNK / T;
-    ModelConfig big = narrow_model(true, V), small = narrow_model(true, V / 2);
-    size_t added = dev->own_bytes(&big, B4, T) - dev->own_bytes(&big, B2, T);
-    size_t added_small = dev->own_bytes(&small, B4, T) - dev->own_bytes(&small, B2, T);
-    size_t logits = (size_t)(B4 - B2) * T * V * 4;
-    printf("%s device: %zu more own bytes for %d more tokens (their fp32 logits: %zu)\n",
-           dev->name, added, (B4 - B2) * T, logits);
-    ck_assert_uint_lt(added, logits / 16);
-    ck_assert_uint_eq(added, added_small);
+    for (int f = 0; f < 2; f++) {
+        ModelConfig (*model)(bool, int) = f ? narrow_llama : narrow_model;
+        ModelConfig big = model(true, V), small = model(true, V / 2);
+        if (!(dev->archs & 1u << big.arch))
+            continue;
+        size_t added = dev->own_bytes(&big, B4, T) - dev->own_bytes(&big, B2, T);
+        size_t added_small = dev->own_bytes(&small, B4, T) - dev->own_bytes(&small, B2, T);
+        size_t logits = (size_t)(B4 - B2) * T * V * 4;
+        printf("%s device, %s: %zu more own bytes for %d more tokens (their fp32 logits: "
+               "%zu)\n", dev->name, arch_name(big.arch), added, (B4 - B2) * T, logits);
+        ck_assert_uint_lt(added, logits / 16);
+        ck_assert_uint_eq(added, added_small);
+    }
 }
 
 START_TEST(own_bytes_hold_one_chunk_of_logits)
@@ -272,6 +366,8 @@ START_TEST(resume_is_exact)
     ck_assert_ptr_nonnull(mkdtemp(dir));
     Err e;
     TrainOptions o = opts(6);
+    if (_i)
+        o.model = *model_preset_find("llama-tiny");
     o.warmup = 4; /* the first run's steps are all in warmup, where --steps does not matter */
     TrainResult full, first, rest;
     Plan p;
@@ -474,11 +570,13 @@ int main(void)
     TCase *tc = tcase_create("cpu device");
     tcase_set_timeout(tc, 300);
     tcase_add_loop_test(tc, placement_does_not_change_the_math, 0,
-                        (int)(sizeof variants / sizeof variants[0]));
+                        2 * (int)(sizeof variants / sizeof variants[0]));
     tcase_add_loop_test(tc, head_chunks_do_not_change_the_math, 0,
                         (int)(sizeof head_variants / sizeof head_variants[0]));
+    tcase_add_loop_test(tc, masked_loss_is_the_trainers, 0,
+                        (int)(sizeof masked_variants / sizeof masked_variants[0]));
     tcase_add_test(tc, own_bytes_hold_one_chunk_of_logits);
-    tcase_add_test(tc, resume_is_exact);
+    tcase_add_loop_test(tc, resume_is_exact, 0, 2); /* GPT-2, Llama */
     tcase_add_test(tc, trace_is_the_schedule);
     tcase_add_test(tc, budgets_hold);
     tcase_add_test(tc, failure_keeps_its_trace);

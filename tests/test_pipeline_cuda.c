@@ -61,7 +61,8 @@ enum { MICRO_SEQS = 4 }; /* sequences per micro-batch */
 
 static TrainOptions opts(int64_t steps)
 {
-    TrainOptions o = {.backend = &backend_cuda, .data_path = text, .seqs_per_step = MICRO_SEQS,
+    TrainOptions o = {.backend = &backend_cuda, .data_paths = {text},
+                      .n_data = 1, .seqs_per_step = MICRO_SEQS,
                       .seq = 64, .steps = steps, .lr = 2e-3f, .min_lr_ratio = 0.1f,
                       .weight_decay = 0.1f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
                       .clip = 1.0f, .warmup = 2, .seed = 11, .subgroup_blocks = 1,

@@ -13,11 +13,11 @@
 /* Parses "fuyou-run " + args (split at spaces) into a. */
 static int parse(RunArgs *a, const char *args)
 {
-    static char buf[1024];
-    char *argv[64] = {"fuyou-run"};
+    static char buf[4096];
+    char *argv[256] = {"fuyou-run"};
     int argc = 1;
     snprintf(buf, sizeof buf, "%s", args);
-    for (char *t = strtok(buf, " "); t && argc < 63; t = strtok(NULL, " "))
+    for (char *t = strtok(buf, " "); t && argc < 255; t = strtok(NULL, " "))
         argv[argc++] = t;
     return run_args_parse(a, argc, argv);
 }
@@ -124,6 +124,46 @@ START_TEST(overwrite_needs_another_save)
 }
 END_TEST
 
+/* --data: the default text alone; repeated, every file in the order given (it kept the last) */
+START_TEST(data_repeats_in_order)
+{
+    RunArgs a;
+    ck_assert_int_eq(parse(&a, ""), 0);
+    ck_assert_int_eq(a.train.n_data, 1);
+    ck_assert_str_eq(a.train.data_paths[0], "/usr/share/common-licenses/GPL-3");
+    ck_assert_int_eq(parse(&a, "--data b.bin --data a.npy --data shards/*.bin --data-format npy"),
+                     0);
+    ck_assert_int_eq(a.train.n_data, 3);
+    ck_assert_str_eq(a.train.data_paths[0], "b.bin");
+    ck_assert_str_eq(a.train.data_paths[1], "a.npy");
+    ck_assert_str_eq(a.train.data_paths[2], "shards/*.bin");
+    ck_assert_int_eq(a.train.data_format, DATA_NPY);
+    char many[1024] = "";
+    for (int i = 0; i <= DATA_MAX_ARGS; i++)
+        strcat(many, "--data x ");
+    ck_assert_int_eq(parse(&a, many), -EINVAL);
+}
+END_TEST
+
+/* --eval-data as --data; --eval-every and --eval-batches need it; not with --offload */
+START_TEST(eval_options)
+{
+    RunArgs a;
+    ck_assert_int_eq(parse(&a, "--eval-data val.npy --eval-data val2.npy --eval-every 50 "
+                               "--eval-batches 20"), 0);
+    ck_assert_int_eq(a.train.n_eval, 2);
+    ck_assert_str_eq(a.train.eval_paths[1], "val2.npy");
+    ck_assert_int_eq(a.train.eval_every, 50);
+    ck_assert_int_eq(a.train.eval_batches, 20);
+    ck_assert_int_eq(parse(&a, ""), 0);
+    ck_assert_int_eq(a.train.n_eval, 0);
+    ck_assert_int_eq(parse(&a, "--eval-every 50"), -EINVAL);
+    ck_assert_int_eq(parse(&a, "--eval-batches 5"), -EINVAL);
+    ck_assert_int_eq(parse(&a, "--eval-data v.npy --eval-every 0"), -EINVAL);
+    ck_assert_int_eq(parse(&a, "--eval-data v.npy --offload"), -EINVAL);
+}
+END_TEST
+
 START_TEST(usage_and_errors)
 {
     RunArgs a;
@@ -153,6 +193,8 @@ int main(void)
     tcase_add_test(tc, subgroups_both_ways);
     tcase_add_test(tc, offload_options);
     tcase_add_test(tc, overwrite_needs_another_save);
+    tcase_add_test(tc, data_repeats_in_order);
+    tcase_add_test(tc, eval_options);
     tcase_add_test(tc, usage_and_errors);
     suite_add_tcase(s, tc);
     return tu_run(s);

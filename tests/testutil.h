@@ -23,6 +23,35 @@ static inline const char *tu_temp_file(char *buf, size_t n, const char *suffix, 
     return buf;
 }
 
+/* The bytes of the file src as headerless uint16 tokens (nanoGPT's .bin), in a new temporary
+ * file; its path in buf (the test unlinks it). Text for a model whose vocabulary is not bytes,
+ * which fuyou-run refuses to give raw text. */
+static inline const char *tu_bytes_as_u16(char *buf, size_t n, const char *src)
+{
+    snprintf(buf, n, "/tmp/fuyou-test-XXXXXX.bin");
+    int fd = mkstemps(buf, 4);
+    ck_assert_int_ge(fd, 0);
+    FILE *in = fopen(src, "rb"), *out = fdopen(fd, "wb");
+    ck_assert(in && out);
+    for (int ch; (ch = getc(in)) != EOF;) {
+        unsigned char tok[2] = {(unsigned char)ch, 0};
+        ck_assert_uint_eq(fwrite(tok, 1, 2, out), 2);
+    }
+    fclose(in);
+    ck_assert_int_eq(fclose(out), 0);
+    return buf;
+}
+
+/* Whether path can be read; if not, prints "SKIP: path (what) is missing" for the suite to exit
+ * 77 on. */
+static inline int tu_can_read(const char *path, const char *what)
+{
+    if (!access(path, R_OK))
+        return 1;
+    printf("SKIP: %s (%s) is missing\n", path, what);
+    return 0;
+}
+
 /* Lines in the file at path (0 when it cannot be read). */
 static inline int tu_count_lines(const char *path)
 {

@@ -65,7 +65,8 @@ cp tests/golden/tiny_fuyou_h200.tsv "$corpus/trace/golden.tsv"
 "$build/sim/fuyou-sim" --model gpt2-tiny --hw h200 --seq 64 --batch 2 --iters 2 \
     --trace "$corpus/trace/tiny-pred.tsv" --deps "$corpus/trace/tiny-deps.tsv" > /dev/null
 
-# token files: text, llm.c (and its header with a damaged magic), headerless uint16; and a
+# token files: text, llm.c (its three headers, and one with a damaged magic), headerless uint16,
+# .npy of uint16 and uint32, and masks of the 64 tokens fuzz_tokens masks; and a
 # safetensors file of every dtype the reader converts, without checksums (as the hub's are)
 python3 - "$corpus" <<'PY'
 import json, struct, sys
@@ -75,11 +76,25 @@ tokens = [t % 50257 for t in range(0, 64 * 797, 797)]
 def llmc(magic, toks):
     header = [magic, 1, len(toks)] + [0] * 253
     return struct.pack("<256i", *header) + struct.pack("<%dH" % len(toks), *toks)
+def llmc32(magic, version, toks):
+    header = [magic, version, len(toks)] + [0] * 253
+    return struct.pack("<256i", *header) + struct.pack("<%dI" % len(toks), *toks)
+def npy(descr, data, count):
+    d = "{'descr': '%s', 'fortran_order': False, 'shape': (%d,), }" % (descr, count)
+    d += " " * (-(10 + len(d) + 1) % 64) + "\n"
+    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(d)) + d.encode() + data
+big = [t * 2477 % 152064 for t in range(64)]
 files = {
     "tokens/text.txt": text,
     "tokens/llmc.bin": llmc(20240520, tokens),
     "tokens/llmc-damaged-magic.bin": llmc(20240521, tokens),
+    "tokens/llmc-u32-v2.bin": llmc32(20240520, 2, big),
+    "tokens/llmc-llama3-v7.bin": llmc32(20240801, 7, big),
     "tokens/u16.bin": struct.pack("<%dH" % len(tokens), *tokens),
+    "tokens/u2.npy": npy("<u2", struct.pack("<%dH" % len(tokens), *tokens), len(tokens)),
+    "tokens/u4.npy": npy("<u4", struct.pack("<%dI" % len(big), *big), len(big)),
+    "tokens/mask.npy": npy("|u1", bytes(i % 2 for i in range(64)), 64),
+    "tokens/mask-raw": bytes(i % 3 != 0 for i in range(64)),
 }
 data = struct.pack("<4f", 1.0, -2.0, 0.5, 3.25)
 data += struct.pack("<4H", 0x3c00, 0xc000, 0x3800, 0x7c00)    # F16: 1, -2, 0.5, inf

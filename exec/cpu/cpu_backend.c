@@ -105,18 +105,19 @@ int cpu_backend_step(CpuBackend *b, const CpuFamilyStep *f, const int *inputs,
     if (rc)
         return rc;
     f->forward(b, inputs);
+    int n_targets = targets ? backend_count_targets(N, targets) : 0;
     if (targets) {
         crossentropy_forward_ref(f->losses, f->probs, targets, be->B, be->T, be->cfg.vocab);
         double sum = 0;
         for (int i = 0; i < N; i++)
             sum += f->losses[i];
         if (loss)
-            *loss = (float)(sum / N);
+            *loss = n_targets ? (float)(sum / n_targets) : 0.0f;
     }
     if (do_backward) {
         if (!targets)
             return err_set(e, -EINVAL, "backward needs targets");
-        f->backward(b, inputs, targets);
+        f->backward(b, inputs, targets, n_targets ? be->loss_scale / (float)n_targets : 0.0f);
     }
     return 0;
 }

@@ -39,12 +39,15 @@ int cpu_backend_update(Backend *b, const AdamStep *s, size_t begin, size_t end, 
  * probs), backward from the targets (gradients from zero, of loss_scale times the mean loss). */
 typedef struct CpuFamilyStep {
     void (*forward)(CpuBackend *b, const int *inputs);
-    void (*backward)(CpuBackend *b, const int *inputs, const int *targets);
+    /* the gradient of loss_scale * the mean loss over the counted targets (backend.h): dloss
+     * for each counted target's loss */
+    void (*backward)(CpuBackend *b, const int *inputs, const int *targets, float dloss);
     float *probs, *losses; /* (N,V) the forward's softmax, (N) the per-token losses */
 } CpuFamilyStep;
 
 /* BackendOps.step for either family: the tokens checked, forward, with targets the losses and
- * their mean (summed in double in token order) into *loss, with backward the gradients. */
+ * their mean over the counted targets (summed in double in token order; 0 when every target is
+ * DATA_IGNORE) into *loss, with backward the gradients. */
 int cpu_backend_step(CpuBackend *b, const CpuFamilyStep *f, const int *inputs,
                      const int *targets, bool do_backward, float *loss, Err *e);
 

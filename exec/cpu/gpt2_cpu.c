@@ -142,7 +142,7 @@ static void forward(CpuBackend *cb, const int *inputs)
     softmax_forward_ref(a->p[A_PROBS], a->p[A_LOGITS], B, T, V);
 }
 
-static void backward(CpuBackend *cb, const int *inputs, const int *targets)
+static void backward(CpuBackend *cb, const int *inputs, const int *targets, float dloss)
 {
     Gpt2Cpu *g = (Gpt2Cpu *)cb;
     const ModelConfig *c = &g->cb.base.cfg;
@@ -158,7 +158,7 @@ static void backward(CpuBackend *cb, const int *inputs, const int *targets)
     gpt2_view_edges(c, g->cb.grads, &dev);
     float *dlosses = d->p[A_LOSSES];
     for (int i = 0; i < N; i++)
-        dlosses[i] = g->cb.base.loss_scale / (float)N;
+        dlosses[i] = dloss;
     crossentropy_softmax_backward_ref(d->p[A_LOGITS], dlosses, a->p[A_PROBS], targets, B, T, V);
     matmul_backward_ref(d->p[A_LNF], dev.lm_head, NULL, d->p[A_LOGITS], a->p[A_LNF], ev.lm_head,
                         N, C, V, g->cb.wp);

@@ -313,13 +313,15 @@ void crossentropy_forward_ref(float *losses, const float *probs, const int *targ
                               int T, int V)
 {
     for (size_t r = 0; r < (size_t)B * T; r++)
-        losses[r] = -logf(probs[r * V + targets[r]]);
+        losses[r] = targets[r] < 0 ? 0.0f : -logf(probs[r * V + targets[r]]);
 }
 
 void crossentropy_softmax_backward_ref(float *dlogits, const float *dlosses, const float *probs,
                                        const int *targets, int B, int T, int V)
 {
     for (size_t r = 0; r < (size_t)B * T; r++) {
+        if (targets[r] < 0)
+            continue;
         const float *p = probs + r * V;
         float *dl = dlogits + r * V;
         for (int i = 0; i < V; i++)

@@ -43,11 +43,13 @@ void gelu_backward_ref(float *dinp, const float *inp, const float *dout, int n);
 void residual_forward_ref(float *out, const float *a, const float *b, int n);
 void residual_backward_ref(float *da, float *db, const float *dout, int n);
 
-/* probs (B,T,V) = softmax(logits); losses (B,T) = -log probs[target]. */
+/* probs (B,T,V) = softmax(logits); losses (B,T) = -log probs[target]. A negative target (a
+ * masked one, data.h's DATA_IGNORE) is left out: its loss is 0 and the backward leaves its row
+ * of dlogits as it is, so it contributes nothing (PyTorch's ignore_index). */
 void softmax_forward_ref(float *probs, const float *logits, int B, int T, int V);
 void crossentropy_forward_ref(float *losses, const float *probs, const int *targets, int B,
                               int T, int V);
-/* dlogits += (probs - onehot(target)) * dlosses. */
+/* dlogits += (probs - onehot(target)) * dlosses, for the rows whose target is not negative. */
 void crossentropy_softmax_backward_ref(float *dlogits, const float *dlosses, const float *probs,
                                        const int *targets, int B, int T, int V);
 

@@ -54,6 +54,7 @@ struct Gpt2Cuda {
     a16 *lm_pad;                  /* (Vp, C) the LM head's weights, zero rows past V */
     float *dlm_pad;                /* (Vp, C) its gradient before it joins the flat one */
     int *inputs, *targets;         /* (B,T) on the device */
+    int n_targets;                 /* of the step's targets, those the loss counts */
     double *sq_scratch;            /* one double: gk_sum_sq's accumulator */
     float *losses_host;
 };
@@ -344,8 +345,10 @@ static void forward(Gpt2Cuda *g, bool backward)
     /* the LM head (no bias) on cuBLAS directly */
     gemm(g, CUBLAS_OP_T, CUBLAS_OP_N, g->Vp, N, C, g->lm_pad, C, A<a16>(g, A_LNF), C, 0.0f,
          A<a16>(g, A_LOGITS), gk_cuda_type(g->t), g->Vp);
+    /* the kernel divides by N; the mean is over the counted targets (backend.h) */
+    float scale = g->n_targets ? (float)((double)g->base.loss_scale * N / g->n_targets) : 0.0f;
     gk_softmax_crossentropy(A<float>(g, A_LOSSES), BF(A<a16>(g, A_LOGITS)), g->targets, N, V,
-                            g->Vp, backward, g->base.loss_scale, g->t, s);
+                            g->Vp, backward, scale, g->t, s);
 }
 
 static void backward(Gpt2Cuda *g)
@@ -419,6 +422,7 @@ static int cuda_step(Backend *b, const int *inputs, const int *targets, bool do_
         return rc;
     if (do_backward && !targets)
         return err_set(e, -EINVAL, "backward needs targets");
+    g->n_targets = targets ? backend_count_targets(N, targets) : N;
     /* The batch goes up on the h2d stream, the losses come down on d2h; compute waits for the
      * upload, the download for compute. The previous step's work on these buffers is over:
      * every step ends by waiting for its download, which waits for all of compute. */
@@ -443,7 +447,7 @@ static int cuda_step(Backend *b, const int *inputs, const int *targets, bool do_
         double sum = 0;
         for (int i = 0; i < N; i++)
             sum += g->losses_host[i];
-        *loss = (float)(sum / N);
+        *loss = g->n_targets ? (float)(sum / g->n_targets) : 0.0f;
     }
     return 0;
 }

@@ -273,6 +273,14 @@ __global__ void softmax_crossentropy_kernel(float *losses, T *logits, const int 
 {
     int row = blockIdx.x;
     T *x = logits + (size_t)row * row_ld;
+    int target = targets[row];
+    if (target < 0) { /* a masked target: no loss, no gradient (the whole block returns) */
+        if (threadIdx.x == 0)
+            losses[row] = 0.0f;
+        for (int i = threadIdx.x; backward && i < row_ld; i += blockDim.x)
+            x[i] = from_f<T>(0.0f);
+        return;
+    }
     float mx = -INFINITY;
     for (int i = threadIdx.x; i < V; i += blockDim.x)
         mx = fmaxf(mx, ld(x + i));
@@ -281,7 +289,6 @@ __global__ void softmax_crossentropy_kernel(float *losses, T *logits, const int 
     for (int i = threadIdx.x; i < V; i += blockDim.x)
         sum += expf(ld(x + i) - mx);
     sum = block_sum_f64(sum);
-    int target = targets[row];
     if (threadIdx.x == 0)
         losses[row] = (float)(log(sum) + (double)mx - (double)ld(x + target));
     __syncthreads(); /* everyone has read x[target] before it is overwritten */

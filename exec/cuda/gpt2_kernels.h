@@ -83,7 +83,9 @@ void gk_attention_backward(act16_t *dqkv, float *delta, const act16_t *dout, con
                            void *ws, void *blas, GkType t, cudaStream_t_c s);
 /* Per row of logits (N rows of ld >= V values, the first V real): losses = logsumexp - the
  * target's logit; with backward, the row becomes d(loss_scale * mean loss)/d(logits) =
- * loss_scale * (softmax - onehot) / N, and 0 in the padding columns V..ld-1. */
+ * loss_scale * (softmax - onehot) / N, and 0 in the padding columns V..ld-1. A row whose
+ * target is negative (masked, data.h's DATA_IGNORE) has loss 0 and, with backward, a zero row;
+ * a caller that takes the mean over the counted rows only passes loss_scale * N / counted. */
 void gk_softmax_crossentropy(float *losses, act16_t *logits, const int *targets, int N, int V,
                              int ld, int backward, float loss_scale, GkType t,
                              cudaStream_t_c s);

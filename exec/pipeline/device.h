@@ -63,6 +63,7 @@ typedef struct DeviceCopy {
 typedef struct DeviceOps {
     const char *name;
     bool on_host;                 /* computes with the host's cores (the CPU reference) */
+    unsigned archs;               /* the block families it runs: bit 1 << Arch each */
     DType weight_type, grad_type; /* of weights and gradients as they move */
     /* Bytes of each block tensor for micro-batches of B x T, and of what the device itself
      * allocates (counted against the GPU budget). */

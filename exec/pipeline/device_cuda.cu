@@ -28,6 +28,7 @@
 #include "cuda_wait.h"
 
 extern "C" {
+#include "backend.h"
 #include "clock.h"
 #include "device.h"
 #include "gpt2_arch.h"
@@ -82,6 +83,7 @@ struct Device {
     int *tokens;                /* inputs then targets, (B,T) each */
     float *losses_host;         /* pinned */
     bool loss_pending;
+    int n_targets;              /* the micro-batch's targets the loss counts (backend.h) */
     float loss;
 };
 
@@ -400,8 +402,8 @@ static void head_chunk(Device *d, const a16 *wlm, float grad_scale, int r, int n
             gemm_nn(d, part[i], n, C, wlm + (size_t)at[i] * C, C, x, C, 0.0f,
                     d->logits + at[i], CUDA_R_16BF, Vp, CUBLAS_OP_T, CUBLAS_OP_N);
     /* the kernel takes the mean over the n rows it is given; the loss is the mean over the
-     * micro-batch's N */
-    float scale = (float)((double)grad_scale * n / d->N);
+     * micro-batch's counted targets (backend.h) */
+    float scale = d->n_targets ? (float)((double)grad_scale * n / d->n_targets) : 0.0f;
     gk_softmax_crossentropy(d->losses + r, d->logits, d->tokens + d->N + r, n, V, Vp, 1, scale,
                             d->t, s);
     float *dlm = d->edge_acc + d->eo.lm_head;
@@ -424,6 +426,7 @@ static void head_forward(Device *d, const ComputeCall *c)
     CUDA_CHECK(cudaMemsetAsync(d->edge_acc, 0, (size_t)model_embed_params(&d->cfg) * 4,
                                d->compute));
     const a16 *wlm = (const a16 *)c->w + d->eo.lm_head;
+    d->n_targets = backend_count_targets(N, c->targets);
     for (int r = 0; r < N; r += chunk)
         head_chunk(d, wlm, c->grad_scale, r, N - r < chunk ? N - r : chunk);
 }
@@ -534,7 +537,7 @@ static int cuda_compute(Device *d, const ComputeCall *c, DeviceSpan *span, Err *
         double sum = 0;
         for (int i = 0; i < d->N; i++)
             sum += d->losses_host[i];
-        d->loss = (float)(sum / d->N);
+        d->loss = d->n_targets ? (float)(sum / d->n_targets) : 0.0f;
     }
     d->loss_pending = false;
     return rc;
@@ -609,7 +612,7 @@ static size_t cuda_free_bytes(void)
 }
 
 extern "C" const DeviceOps device_cuda = {
-    "cuda", false, DTYPE_BF16, DTYPE_BF16, cuda_tensor_bytes, cuda_own_bytes, cuda_create,
-    cuda_destroy, cuda_alloc, cuda_release, cuda_compute, cuda_compute_empty, cuda_loss,
-    cuda_copy, cuda_pin, cuda_unpin, cuda_free_bytes,
+    "cuda", false, 1u << ARCH_GPT2, DTYPE_BF16, DTYPE_BF16, cuda_tensor_bytes, cuda_own_bytes,
+    cuda_create, cuda_destroy, cuda_alloc, cuda_release, cuda_compute, cuda_compute_empty,
+    cuda_loss, cuda_copy, cuda_pin, cuda_unpin, cuda_free_bytes,
 };

@@ -26,6 +26,16 @@ static void spin_while(const atomic_uint *word, unsigned while_equal, double max
     }
 }
 
+static void jitter(Lane *l)
+{
+    unsigned x = l->jitter_rng;
+    x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+    l->jitter_rng = x;
+    long us = (long)(x % (l->jitter_us + 1));
+    struct timespec ts = {us / 1000000, us % 1000000 * 1000};
+    nanosleep(&ts, NULL);
+}
+
 static void *lane_main(void *arg)
 {
     Lane *l = arg;
@@ -42,7 +52,10 @@ static void *lane_main(void *arg)
             break;
         void *job = l->job;
         atomic_store_explicit(&l->pending, 0, memory_order_relaxed);
+        bool shake = l->jitter_us > 0;
         pthread_mutex_unlock(&l->mu);
+        if (shake)
+            jitter(l);
         Err e = {""};
         double t0 = clock_monotonic_s();
         int rc = l->fn(l->ctx, job, &e);
@@ -116,6 +129,14 @@ int lane_init(Lane *l, LaneFn fn, void *ctx, LaneBell *bell, Err *e)
         return err_set(e, -rc, "cannot start a pipeline thread: %s", strerror(rc));
     l->started = true;
     return 0;
+}
+
+void lane_set_jitter(Lane *l, unsigned max_us, unsigned seed)
+{
+    pthread_mutex_lock(&l->mu);
+    l->jitter_us = max_us;
+    l->jitter_rng = seed | 1;
+    pthread_mutex_unlock(&l->mu);
 }
 
 void lane_free(Lane *l)

@@ -52,10 +52,15 @@ typedef struct Lane {
     int rc;
     Err err;
     double start_s, end_s;
+    unsigned jitter_us, jitter_rng; /* lane_set_jitter's */
 } Lane;
 
 /* Starts the thread; bell (may be NULL) rings at the end of every job. 0 or -errno with e. */
 int lane_init(Lane *l, LaneFn fn, void *ctx, LaneBell *bell, Err *e);
+/* For tests: before each job the lane waits a random 0 to max_us microseconds (a xorshift
+ * sequence from seed), so that what the dispatcher's dependencies do not order happens in
+ * another order from run to run. Call while the lane is idle. */
+void lane_set_jitter(Lane *l, unsigned max_us, unsigned seed);
 /* Finishes the job in flight, if any, and stops the thread; safe on a zeroed lane. */
 void lane_free(Lane *l);
 /* Runs fn(ctx, job, e) on the lane's thread (the lane must be idle). */

@@ -17,9 +17,15 @@
 
 static int check_plan(const TrainOptions *o, const Plan *p, const PipeConfig *pc, Err *e)
 {
-    int rc = backend_check_gpt2(&o->model, "the out-of-core pipeline (--offload)", e);
-    if (rc)
-        return rc;
+    if (!(pc->device->archs & 1u << o->model.arch))
+        return err_set(e, -EINVAL, "model %s has the %s block, which the pipeline's %s device "
+                       "does not compute yet: use --backend cpu (the fp32 reference), or plan "
+                       "it with fuyou-sim", o->model.name, arch_name(o->model.arch),
+                       pc->device->name);
+    if (o->n_eval)
+        return err_set(e, -EINVAL, "--eval-data is in-memory only: the out-of-core pipeline runs "
+                       "the schedule's training DAG, and model/schedule.h builds no forward-only "
+                       "one yet; evaluate without --offload");
     if (p->weights == TIER_GPU || p->optim == TIER_GPU)
         return err_set(e, -EINVAL, "the out-of-core pipeline keeps weights and optimizer states "
                        "off the GPU (the plan has weights on %s, states on %s): use --weights "
@@ -186,7 +192,8 @@ static int put_start_state(PipeRun *pr, Err *e)
     if ((!in_place || o->save_dir) && alloc_arrays(P, &pr->params, &pr->m, &pr->v))
         return err_set(e, -ENOMEM, "out of memory for %zu parameters", P);
     float *params = in_place ? pp->mem.master : pr->params;
-    int rc = trainer_load_start(o, &pp->layout, params, pr->m, pr->v, &pp->wp_adam, &pr->st, e);
+    int rc = trainer_load_start(o, &pr->data, &pp->layout, params, pr->m, pr->v, &pp->wp_adam,
+                                &pr->st, e);
     if (!rc && pr->st.skipped)
         rc = err_set(e, -EINVAL, "%s skipped updates on loss-scale overflow; the out-of-core "
                      "pipeline does not scale losses: resume it without --offload",
@@ -214,8 +221,11 @@ static int run_start(PipeRun *pr, Err *e)
         loader_seek(&pr->ld, pr->st.epoch, pr->st.index);
     if (!rc)
         rc = trainer_open_log(o, pr->st.step, &pr->log, e);
-    for (int i = 0; i < N_THREAD_LANES && !rc; i++)
+    for (int i = 0; i < N_THREAD_LANES && !rc; i++) {
         rc = lane_init(&pp->lanes[i], pipe_lane_fns[i], pp, &pp->bell, e);
+        if (!rc && pr->pc->jitter_us)
+            lane_set_jitter(&pp->lanes[i], pr->pc->jitter_us, 0x9e3779b9u * (unsigned)(i + 1));
+    }
     return rc;
 }
 
@@ -283,7 +293,7 @@ static int record_steps(PipeRun *pr, TrainResult *r, int64_t step, int n, double
                            (long long)step, loss);
         trainer_result_add(r, step, loss);
         int rc = trainer_log_row(o, pr->log, step, loss, trainer_lr(o, step), pp->norms[i], tps,
-                                 1.0, e);
+                                 1.0, NAN, e);
         if (rc)
             return rc;
         trainer_progress(o, step, r->first_step - 1, loss, tps, clock_monotonic_s() - pp->t0,

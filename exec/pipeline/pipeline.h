@@ -38,6 +38,8 @@ typedef struct PipeConfig {
     int optim_nice;                /* the CPU optimizer's and the micro-batch sums' threads'
                                       nice increment (workpool_init_nice; fuyou-run's default
                                       PIPE_OPTIM_NICE), 0: the lanes' priority */
+    unsigned jitter_us;            /* tests: each thread lane waits up to this long before each
+                                      job, at random (lane_set_jitter); 0: never */
 } PipeConfig;
 
 /* fuyou-run's --optimizer-nice default: a lane that wakes on a core an optimizer thread holds

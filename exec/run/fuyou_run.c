@@ -36,13 +36,24 @@ static int check_save_dir(const RunArgs *a)
     return 0;
 }
 
+/* What the banner says the data are: the first --data, and how many more. */
+static const char *data_label(const TrainOptions *o, char *buf, size_t n)
+{
+    if (o->n_data == 1)
+        return o->data_paths[0];
+    snprintf(buf, n, "%s and %d more --data", o->data_paths[0], o->n_data - 1);
+    return buf;
+}
+
 /* In memory: trainer_run. The exit status. */
 static int run_in_memory(const RunArgs *a)
 {
     const TrainOptions *o = &a->train;
     int micro = trainer_n_micro(o);
+    char label[4200];
     printf("fuyou-run: %s (%lld parameters) on %s, batch %d x %d", o->model.name,
-           (long long)model_param_count(&o->model), o->data_path, o->seqs_per_step, o->seq);
+           (long long)model_param_count(&o->model), data_label(o, label, sizeof label),
+           o->seqs_per_step, o->seq);
     if (micro > 1)
         printf(" (%d micro-batches of %d)", micro, trainer_seqs_per_micro(o));
     printf(", %s backend (%s)\n", o->backend->name,
@@ -60,6 +71,8 @@ static int run_in_memory(const RunArgs *a)
     if (r.loss_scale != 1.0 || r.skipped)
         printf(", loss scale %g, %lld updates skipped on overflow", r.loss_scale,
                (long long)r.skipped);
+    if (r.eval_step)
+        printf(", held-out loss %.4f (perplexity %.3f)", r.eval_loss, r.eval_perplexity);
     printf("\n");
     return 0;
 }
@@ -146,10 +159,10 @@ static int make_plan(const RunArgs *a, const Hardware *hw, Graph *g, Plan *p, Er
 static int train_offload(const RunArgs *a, const Graph *g, const Plan *p, Err *e)
 {
     const TrainOptions *o = &a->train;
-    char summary[512];
+    char summary[512], label[4200];
     printf("fuyou-run: %s (%lld parameters) on %s, batch %d x %d, out of core on the %s "
            "device\nplan: %s\n", o->model.name, (long long)model_param_count(&o->model),
-           o->data_path, o->seqs_per_step, o->seq, a->pipe.device->name,
+           data_label(o, label, sizeof label), o->seqs_per_step, o->seq, a->pipe.device->name,
            plan_summary(p, g, summary, sizeof summary));
     TrainResult r;
     PipeReport rep;

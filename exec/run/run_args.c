@@ -29,8 +29,17 @@ void run_args_usage(FILE *out)
 "                        otherwise): halved and the update skipped when gradients overflow\n"
 "  --loss-scale-window N steps without overflow before the scale doubles (default 1000)\n"
 "  --model NAME|PATH     a preset (default gpt2-tiny) or a model ini\n"
-"  --data FILE           tokens: llm.c .bin, nanoGPT uint16 .bin, or text (bytes)\n"
-"  --data-format F       auto (default), llmc, u16, text\n"
+"  --data FILE|PATTERN   tokens: NumPy .npy (uint16, uint32), llm.c .bin (uint16 or\n"
+"                        uint32), nanoGPT uint16 .bin, or text (bytes: vocabulary 256 only);\n"
+"                        repeatable, concatenated in order; a quoted pattern ('d/*.npy') is\n"
+"                        expanded in name order; FILE.mask (X.mask.npy for X.npy) beside a\n"
+"                        file masks its targets out of the loss\n"
+"  --data-format F       auto (default), npy, llmc, u16, text\n"
+"  --eval-data FILE|PATTERN  held-out tokens (as --data, repeatable): their loss and\n"
+"                        perplexity after the last step, on the console and in --log's\n"
+"                        eval_loss and eval_ppl columns (in memory only, not --offload)\n"
+"  --eval-every K        evaluate after every K steps too\n"
+"  --eval-batches N      evaluate the first N batches of the held-out files (default all)\n"
 "  --steps N             the step count to reach (default 200, at most 1e9); with --resume,\n"
 "                        runs the rest\n"
 "  --batch B             sequences per step (default 8)\n"
@@ -56,7 +65,8 @@ void run_args_usage(FILE *out)
 "  --init-from PATH      start from Hugging Face weights: a model folder (config.json checked\n"
 "                        against --model), its model.safetensors.index.json, or one\n"
 "                        .safetensors file; checkpoints carry its tokenizer files\n"
-"  --log FILE            TSV: step loss lr grad_norm tokens_per_s loss_scale\n"
+"  --log FILE            TSV: step loss lr grad_norm tokens_per_s loss_scale (and\n"
+"                        eval_loss eval_ppl with --eval-data)\n"
 "  --threads N           CPU threads (default: all)\n"
 "out of core (--offload): run the schedule's task DAG with weights, optimizer states and\n"
 "activations placed across device, CPU memory and SSD (cpu backend: the fp32 reference on\n"
@@ -86,15 +96,18 @@ void run_args_usage(FILE *out)
 }
 
 /* The options, training's first, then those only --offload takes (O_OFFLOAD on). */
-enum { O_BACKEND = 256, O_MODEL, O_DATA, O_FORMAT, O_STEPS, O_BATCH, O_SEQ, O_LR, O_WARMUP,
-       O_MINLR, O_WD, O_B1, O_B2, O_EPS, O_CLIP, O_SEED, O_SUBGROUP, O_TAIL, O_SAVE,
+enum { O_BACKEND = 256, O_MODEL, O_DATA, O_FORMAT, O_EVAL, O_EVAL_EVERY, O_EVAL_BATCHES,
+       O_STEPS, O_BATCH, O_SEQ, O_LR, O_WARMUP, O_MINLR, O_WD, O_B1, O_B2, O_EPS, O_CLIP, O_SEED,
+       O_SUBGROUP, O_TAIL, O_SAVE,
        O_SAVE_EVERY, O_RESUME, O_INIT, O_LOG, O_THREADS, O_DTYPE, O_LSCALE, O_LWINDOW,
        O_OVERWRITE, O_OFFLOAD, O_HW, O_GPUMEM, O_CPUMEM, O_SSDDIR, O_TRACE, O_CHROME, O_SEGMENT,
        O_NICE, O_SWAP, O_PLAN };
 
 static const struct option opts[] = {
     {"backend", 1, 0, O_BACKEND}, {"model", 1, 0, O_MODEL}, {"data", 1, 0, O_DATA},
-    {"data-format", 1, 0, O_FORMAT}, {"steps", 1, 0, O_STEPS}, {"batch", 1, 0, O_BATCH},
+    {"data-format", 1, 0, O_FORMAT}, {"eval-data", 1, 0, O_EVAL},
+    {"eval-every", 1, 0, O_EVAL_EVERY}, {"eval-batches", 1, 0, O_EVAL_BATCHES},
+    {"steps", 1, 0, O_STEPS}, {"batch", 1, 0, O_BATCH},
     {"seq", 1, 0, O_SEQ}, {"lr", 1, 0, O_LR}, {"warmup", 1, 0, O_WARMUP},
     {"min-lr-ratio", 1, 0, O_MINLR}, {"weight-decay", 1, 0, O_WD}, {"beta1", 1, 0, O_B1},
     {"beta2", 1, 0, O_B2}, {"eps", 1, 0, O_EPS}, {"clip", 1, 0, O_CLIP},
@@ -120,6 +133,7 @@ static const struct option opts[] = {
 typedef struct Given {
     const char *backend, *model, *format, *dtype;
     bool overwrite;
+    bool eval_options;   /* --eval-every or --eval-batches */
 } Given;
 
 static int num(const char *opt, const char *s, double lo, double hi, double *out)
@@ -154,7 +168,23 @@ static int take_train(RunArgs *a, Given *gv, int c, const char *v)
     switch (c) {
     case O_BACKEND: gv->backend = v; break;
     case O_MODEL: gv->model = v; break;
-    case O_DATA: o->data_path = v; break;
+    case O_DATA:
+    case O_EVAL: {
+        bool train = c == O_DATA;
+        int *n = train ? &o->n_data : &o->n_eval;
+        if (*n == DATA_MAX_ARGS) {
+            fprintf(stderr, "fuyou-run: at most %d %s; name the files with a pattern instead "
+                    "('shards/train_*.bin', quoted)\n", DATA_MAX_ARGS,
+                    train ? "--data" : "--eval-data");
+            return -EINVAL;
+        }
+        (train ? o->data_paths : o->eval_paths)[(*n)++] = v;
+        break;
+    }
+    case O_EVAL_EVERY: bad = whole("--eval-every", v, 1, TRAIN_MAX_STEPS, &x);
+        o->eval_every = (int)x; gv->eval_options = true; break;
+    case O_EVAL_BATCHES: bad = whole("--eval-batches", v, 1, 1e12, &x);
+        o->eval_batches = (int64_t)x; gv->eval_options = true; break;
     case O_FORMAT: gv->format = v; break;
     case O_STEPS: bad = whole("--steps", v, 1, TRAIN_MAX_STEPS, &x); o->steps = (int64_t)x;
         break;
@@ -227,7 +257,7 @@ static void set_defaults(RunArgs *a)
 {
     *a = (RunArgs){.hw_name = "h200.ini", .swap = "auto",
                    .pipe = {.optim_nice = PIPE_OPTIM_NICE}};
-    a->train = (TrainOptions){.data_path = default_data, .seqs_per_step = 8, .seq = 64,
+    a->train = (TrainOptions){.seqs_per_step = 8, .seq = 64,
                               .steps = 200, .lr = 3e-3f, .min_lr_ratio = 0.1f,
                               .weight_decay = 0.1f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
                               .clip = 1.0f, .warmup = 20, .seed = 1337, .subgroup_blocks = 1,
@@ -247,7 +277,7 @@ static int resolve_names(RunArgs *a, const Given *gv)
         return -EINVAL;
     }
     if (data_format_parse(gv->format, &o->data_format)) {
-        fprintf(stderr, "fuyou-run: --data-format expects auto, llmc, u16 or text, got '%s'\n",
+        fprintf(stderr, "fuyou-run: --data-format expects auto, npy, llmc, u16 or text, got '%s'\n",
                 gv->format);
         return -EINVAL;
     }
@@ -255,9 +285,7 @@ static int resolve_names(RunArgs *a, const Given *gv)
         fprintf(stderr, "fuyou-run: %s\n", e.msg);
         return -EINVAL;
     }
-    const char *gpt2_only = a->offload ? "the out-of-core pipeline (--offload)"
-                            : o->backend != &backend_cpu ? "the cuda backend" : NULL;
-    if (gpt2_only && backend_check_gpt2(&o->model, gpt2_only, &e)) {
+    if (o->backend != &backend_cpu && backend_check_gpt2(&o->model, "the cuda backend", &e)) {
         fprintf(stderr, "fuyou-run: %s\n", e.msg);
         return -EINVAL;
     }
@@ -318,6 +346,17 @@ static int check_together(RunArgs *a, const Given *gv)
                 "of a step); give a divisor of it\n", trainer_n_micro(o), o->seqs_per_step);
         return -EINVAL;
     }
+    if (gv->eval_options && !o->n_eval) {
+        fprintf(stderr, "fuyou-run: --eval-every and --eval-batches need --eval-data (the "
+                "held-out tokens)\n");
+        return -EINVAL;
+    }
+    if (a->offload && o->n_eval) {
+        fprintf(stderr, "fuyou-run: --eval-data is in-memory only: the out-of-core pipeline runs "
+                "the schedule's training DAG, which has no forward-only form yet; evaluate "
+                "without --offload\n");
+        return -EINVAL;
+    }
     if (!a->offload && offload_options_given(a)) {
         fprintf(stderr, "fuyou-run: placement, budgets, --ssd-dir, traces and --optimizer-nice "
                 "need --offload\n");
@@ -374,6 +413,8 @@ int run_args_parse(RunArgs *a, int argc, char **argv)
                 argv[optind]);
         return -EINVAL;
     }
+    if (!a->train.n_data)
+        a->train.data_paths[a->train.n_data++] = default_data;
     rc = resolve_names(a, &gv);
     return rc ? rc : check_together(a, &gv);
 }

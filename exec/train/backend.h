@@ -12,6 +12,7 @@
 #include <stddef.h>
 
 #include "adam.h"
+#include "data.h"
 #include "fuyou_err.h"
 #include "model.h"
 #include "workpool.h"
@@ -41,8 +42,10 @@ struct BackendOps {
     int (*read_grads)(Backend *b, float *grads, Err *e);
     /* Replace the gradients (the sum over a step's micro-batches, trainer.h). */
     int (*write_grads)(Backend *b, const float *grads, Err *e);
-    /* Forward over inputs (B,T); with targets, *loss is the mean cross-entropy. With backward,
-     * gradients of loss_scale * loss are then computed from zero. */
+    /* Forward over inputs (B,T); with targets, *loss is the mean cross-entropy over the targets
+     * the loss counts (backend_count_targets: all but DATA_IGNORE's, the masked ones), 0 when
+     * there is none. With backward, gradients of loss_scale * loss are then computed from zero:
+     * each counted target's loss gradient is loss_scale / (the count), a masked one's 0. */
     int (*step)(Backend *b, const int *inputs, const int *targets, bool backward, float *loss,
                 Err *e);
     /* Sum of squared gradients over parameters [begin, end). */
@@ -52,12 +55,17 @@ struct BackendOps {
 };
 
 /* Checks every backend makes: the model's shape and the batch against max_seq (0 or -EINVAL),
- * and every token inside the vocabulary (targets may be NULL). */
+ * and every token inside the vocabulary (targets may be NULL; a target may also be
+ * DATA_IGNORE). */
 int backend_check_shape(const ModelConfig *c, int B, int T, Err *e);
 /* What runs GPT-2's block only so far (the CUDA backend, the out-of-core pipeline) asks: 0 for
  * a GPT-2 model, else -EINVAL with e naming the model, its block and `what` that cannot. */
 int backend_check_gpt2(const ModelConfig *c, const char *what, Err *e);
 int backend_check_tokens(const ModelConfig *c, int n, const int *inputs, const int *targets,
                          Err *e);
+
+/* The targets of targets[0..n) that the loss counts: those that are not DATA_IGNORE. Every
+ * backend and device divides the summed loss, and scales its gradient, by this count. */
+int backend_count_targets(int n, const int *targets);
 
 #endif

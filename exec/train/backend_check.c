@@ -36,9 +36,17 @@ int backend_check_tokens(const ModelConfig *c, int n, const int *inputs, const i
         if (outside(c, inputs[i]))
             return err_set(e, -EINVAL, "input token %d at position %d is outside the "
                            "vocabulary of %d", inputs[i], i, c->vocab);
-        if (targets && outside(c, targets[i]))
+        if (targets && targets[i] != DATA_IGNORE && outside(c, targets[i]))
             return err_set(e, -EINVAL, "target token %d at position %d is outside the "
                            "vocabulary of %d", targets[i], i, c->vocab);
     }
     return 0;
+}
+
+int backend_count_targets(int n, const int *targets)
+{
+    int count = 0;
+    for (int i = 0; i < n; i++)
+        count += targets[i] != DATA_IGNORE;
+    return count;
 }

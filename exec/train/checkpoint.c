@@ -99,12 +99,19 @@ static json_t *model_json(const ModelConfig *c)
 
 static json_t *state_json(const ModelConfig *c, const TrainState *s)
 {
-    return json_pack("{s:I, s:I, s:I, s:I, s:f, s:f, s:I, s:I, s:o}", "step",
-                     (json_int_t)s->step, "loader_epoch", (json_int_t)s->epoch,
-                     "loader_index", (json_int_t)s->index, "seed", (json_int_t)s->seed,
-                     "prev_grad_norm", s->prev_grad_norm, "loss_scale", s->loss_scale,
-                     "loss_scale_good_steps", (json_int_t)s->scale_good,
-                     "skipped_steps", (json_int_t)s->skipped, "model", model_json(c));
+    json_t *root = json_pack("{s:I, s:I, s:I, s:I, s:f, s:f, s:I, s:I, s:o}", "step",
+                             (json_int_t)s->step, "loader_epoch", (json_int_t)s->epoch,
+                             "loader_index", (json_int_t)s->index, "seed", (json_int_t)s->seed,
+                             "prev_grad_norm", s->prev_grad_norm, "loss_scale", s->loss_scale,
+                             "loss_scale_good_steps", (json_int_t)s->scale_good,
+                             "skipped_steps", (json_int_t)s->skipped, "model", model_json(c));
+    char crc[16];
+    snprintf(crc, sizeof crc, "%08x", s->data.crc32c);
+    if (root && s->data.files > 0)
+        json_object_set_new(root, "data", json_pack("{s:I, s:I, s:s}", "files",
+                                                    (json_int_t)s->data.files, "tokens",
+                                                    (json_int_t)s->data.tokens, "crc32c", crc));
+    return root;
 }
 
 /* The files of a step directory, into dir (each synced). */
@@ -325,6 +332,29 @@ static int check_state(const char *path, const TrainState *s, Err *e)
     return rc;
 }
 
+/* state.json's "data" (NULL: absent, an older checkpoint) into *print. */
+static int read_data_print(const char *path, json_t *data, DataPrint *print, Err *e)
+{
+    *print = (DataPrint){0};
+    if (!data)
+        return 0;
+    json_int_t files = 0, tokens = 0;
+    const char *crc = NULL;
+    if (json_unpack(data, "{s:I, s:I, s:s}", "files", &files, "tokens", &tokens, "crc32c",
+                    &crc))
+        return err_set(e, -EINVAL, "%s: malformed data fingerprint (\"data\": {\"files\", "
+                       "\"tokens\", \"crc32c\"})", path);
+    int rc = check_range(path, "data.files", files, 1, DATA_MAX_FILES, e);
+    if (!rc)
+        rc = check_range(path, "data.tokens", tokens, 1, INT64_MAX, e);
+    if (!rc && (strlen(crc) != 8 || strspn(crc, "0123456789abcdef") != 8))
+        rc = err_set(e, -EINVAL, "%s: data.crc32c is not 8 lowercase hex digits", path);
+    if (!rc)
+        *print = (DataPrint){.files = files, .tokens = tokens,
+                             .crc32c = (uint32_t)strtoul(crc, NULL, 16)};
+    return rc;
+}
+
 static int read_state(const char *path, const ModelConfig *c, TrainState *s, Err *e)
 {
     json_error_t jerr;
@@ -333,13 +363,14 @@ static int read_state(const char *path, const ModelConfig *c, TrainState *s, Err
         return err_set(e, -EINVAL, "%s:%d: %s", path, jerr.line, jerr.text);
     json_int_t step = 0, epoch = 0, index = 0, seed = 0, good = 0, skipped = 0;
     double norm = 0, scale = 0;
-    json_t *model;
+    json_t *model, *data = NULL;
     int rc = 0;
-    /* the loss-scaling fields are optional: checkpoints from before them resume unscaled */
-    if (json_unpack(root, "{s:I, s:I, s:I, s:I, s:F, s?F, s?I, s?I, s:o}", "step", &step,
+    /* the loss-scaling fields and the data's fingerprint are optional: checkpoints from before
+     * them resume unscaled, their data unchecked */
+    if (json_unpack(root, "{s:I, s:I, s:I, s:I, s:F, s?F, s?I, s?I, s:o, s?o}", "step", &step,
                     "loader_epoch", &epoch, "loader_index", &index, "seed", &seed,
                     "prev_grad_norm", &norm, "loss_scale", &scale, "loss_scale_good_steps",
-                    &good, "skipped_steps", &skipped, "model", &model))
+                    &good, "skipped_steps", &skipped, "model", &model, "data", &data))
         rc = err_set(e, -EINVAL, "%s: missing or malformed fields (step, loader_epoch, "
                      "loader_index, seed, prev_grad_norm, model)", path);
     if (!rc)
@@ -349,6 +380,8 @@ static int read_state(const char *path, const ModelConfig *c, TrainState *s, Err
                       .skipped = skipped};
     if (!rc)
         rc = check_state(path, &got, e);
+    if (!rc)
+        rc = read_data_print(path, data, &got.data, e);
     if (!rc)
         *s = got;
     json_decref(root);

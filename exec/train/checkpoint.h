@@ -6,10 +6,12 @@
  * model.safetensors or, above the shard size, in model-0000K-of-0000N.safetensors with
  * model.safetensors.index.json, and the tokenizer files of the folder the run started from.
  * Beside them optimizer.safetensors (AdamW m and v in fuyou's flat layout) and state.json (step,
- * loader position, seed, the previous step's gradient norm, the loss scale, the model's shape).
- * The weights file holds the fp32 master weights, so a resumed run continues bit for bit. Every
- * safetensors file carries a CRC-32C per tensor (safetensors.h), checked on every load. A checkpoint is written
- * under a temporary name, synced and renamed, the directory synced, and only then does
+ * loader position, seed, the previous step's gradient norm, the loss scale, the model's shape,
+ * the training data's fingerprint as "data": {"files", "tokens", "crc32c": 8 hex digits},
+ * absent from older checkpoints). The weights file holds the fp32 master weights, so a resumed
+ * run continues bit for bit. Every safetensors file carries a CRC-32C per tensor
+ * (safetensors.h), checked on every load. A checkpoint is written under a temporary name,
+ * synced and renamed, the directory synced, and only then does
  * DIR/latest name it (a synced temporary file renamed over it, the directory synced again): a
  * crash never leaves a half-written checkpoint as the latest.
  *
@@ -31,6 +33,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "data.h"
 #include "layout.h"
 
 typedef struct TrainState {
@@ -41,6 +44,7 @@ typedef struct TrainState {
     double loss_scale;      /* dynamic loss scaling (trainer.h): the scale, 0 if never set */
     int64_t scale_good;     /* steps since the scale last changed or overflowed */
     int64_t skipped;        /* steps whose update an overflow skipped */
+    DataPrint data;         /* the training data's fingerprint (data.h); 0 files: not recorded */
 } TrainState;
 
 /* The most steps a checkpoint may record: AdamW counts its steps in an int. */

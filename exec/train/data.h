@@ -1,39 +1,105 @@
-/* data: token files and a seeded, restorable batch loader.
+/* data: token files, their loss masks, and a seeded, restorable batch loader.
  *
- * Formats: llm.c's .bin (a 256-int32 header with magic 20240520, version 1, the token count, then
- * uint16 tokens), nanoGPT's headerless uint16 (.bin from its prepare scripts), and plain text read
- * as bytes (vocabulary 256). DATA_AUTO takes llm.c when the magic is there, uint16 for other
- * .bin files, text otherwise, and guesses nothing else: a file whose header is llm.c's but for
- * its magic (damaged), or a .bin of an odd size, is an error that names --data-format. The
- * loader cuts the tokens into sequences of T + 1 (inputs and targets shifted by one) at stride
- * T, visits them in a shuffled order per epoch (gsl_rng seeded with the seed and the epoch), and
- * its position (epoch, index) is all a checkpoint needs. */
+ * Formats, one per file (DATA_AUTO decides each file's):
+ * - NumPy .npy (DATA_NPY): a 1-D C-order array of little-endian uint16 ('<u2') or uint32
+ *   ('<u4'), format version 1.0, 2.0 or 3.0 (npy.h reads the header).
+ * - llm.c's .bin (DATA_LLMC): 256 little-endian int32 (magic, version, token count, then zeros)
+ *   and the tokens: magic 20240520 version 1, uint16 tokens (llm.c's GPT-2 files); magic
+ *   20240520 version 2, uint32 tokens (fuyou's, for vocabularies above 65535); magic 20240801
+ *   version 7, uint32 tokens (llm.c's own Llama 3 files, which tools/prepare_data.py writes). The
+ *   count is an int32: at most 2^31 - 1 tokens a file.
+ * - headerless uint16 (DATA_U16): nanoGPT's .bin from its prepare scripts.
+ * - text (DATA_TEXT): the bytes are the tokens, vocabulary 256; data_check_model refuses it for a
+ *   model of another vocabulary.
+ * DATA_AUTO takes .npy by its magic, llm.c by one of its magics, headerless uint16 for other
+ * .bin files and text otherwise, and guesses nothing else: a file whose header is llm.c's but
+ * for its magic (damaged), a .bin of an odd size, or a .npy name without the .npy magic is an
+ * error that names --data-format.
+ *
+ * Several files: data_load_list reads the paths in the order given, a path with a glob
+ * character (* ? [) expanded by glob(3) and sorted by name (strcmp); their tokens are
+ * concatenated, and each file is cut into sequences of its own, so that no sequence straddles
+ * two files (a file too short for one sequence is refused by the loader).
+ *
+ * Memory: every token is held as a uint32 in one array, 4 bytes a token whatever the file's
+ * width (a billion tokens take 4 GB: a corpus larger than memory must be split across runs),
+ * plus one byte a token for the mask when any file has one; a file's bytes are read whole
+ * before they are converted, so loading also needs its size once more, one file at a time.
+ *
+ * Loss masks. A token file FILE may have a mask beside it: for X.npy, X.mask.npy (a 1-D '|u1' or
+ * '|b1' array, as np.save writes uint8 or bool); for any other FILE, FILE.mask (one raw byte a
+ * token). It holds one value a token, 0 or 1: mask[i] = 1 trains on the prediction of token i
+ * (from the tokens before it), 0 leaves it out. A file without one trains on every token. The
+ * loader gives a left-out target as DATA_IGNORE, which the loss skips (backend.h).
+ *
+ * The fingerprint (DataPrint) identifies what was loaded for a checkpoint: the number of files,
+ * of tokens, and a CRC-32C over each file's name without its directory, its token count and
+ * whether it has a mask, in order. A resume compares it (trainer.h): different files, or the
+ * same in another order, are refused; the same files moved to another directory are not.
+ *
+ * The loader cuts each file into sequences of T + 1 (inputs and targets shifted by one) at
+ * stride T, visits all of them in a shuffled order per epoch (gsl_rng seeded with the seed and
+ * the epoch), and its position (epoch, index) is all a checkpoint needs. */
 #ifndef FUYOU_DATA_H
 #define FUYOU_DATA_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "fuyou_err.h"
 
-typedef enum DataFormat { DATA_AUTO, DATA_LLMC, DATA_U16, DATA_TEXT } DataFormat;
+typedef enum DataFormat { DATA_AUTO, DATA_LLMC, DATA_U16, DATA_TEXT, DATA_NPY } DataFormat;
+
+/* The most --data (or --eval-data) arguments, and the most files they may name in all. */
+enum { DATA_MAX_ARGS = 64, DATA_MAX_FILES = 100000 };
+
+/* A target the loss leaves out (its mask says 0, or a padding row): PyTorch's ignore_index. */
+enum { DATA_IGNORE = -1 };
+
+typedef struct DataFile {
+    char *path;
+    DataFormat format;
+    size_t begin, n;    /* its tokens: TokenData.tokens[begin, begin + n) */
+    bool masked;        /* a mask file was read for it */
+} DataFile;
+
+typedef struct DataPrint {
+    int64_t files, tokens; /* 0 files: unknown (a checkpoint from before fingerprints) */
+    uint32_t crc32c;
+} DataPrint;
 
 typedef struct TokenData {
-    char path[4096];
-    DataFormat format;
-    uint16_t *tokens;
+    DataFile *files;
+    int n_files;
+    uint32_t *tokens;   /* (n) every file's, in order */
+    uint8_t *mask;      /* (n) 1: trained on as a target; NULL when no file has a mask */
     size_t n;
-    int max_token;
+    uint32_t max_token;
+    DataPrint print;
 } TokenData;
 
 const char *data_format_name(DataFormat f);
-int data_format_parse(const char *s, DataFormat *out); /* auto, llmc, u16, text */
+int data_format_parse(const char *s, DataFormat *out); /* auto, llmc, u16, text, npy */
 
-/* Reads the whole file. 0 or -errno with e naming the file and the problem (missing, not a
- * regular file (a FIFO is refused without waiting for a writer), truncated or damaged llm.c
- * file, odd size for uint16, empty). The caller frees with data_free (safe on failure). */
+/* Reads the files paths[0..n) name (globs expanded), each with its mask, in format (DATA_AUTO:
+ * each file's own). 0 or -errno with e naming the file and the problem (missing, not a regular
+ * file (a FIFO is refused without waiting for a writer), a pattern that matches nothing,
+ * truncated or damaged header, odd size for uint16, empty, a token of 2^31 or above (the loader
+ * gives tokens as int), a mask of another length or with a value other than 0 and 1, more than
+ * DATA_MAX_FILES files). The caller frees with data_free; a failure leaves d empty (data_free
+ * is safe on it). data_load: the same for one path. */
+int data_load_list(TokenData *d, const char *const *paths, int n, DataFormat format, Err *e);
 int data_load(TokenData *d, const char *path, DataFormat format, Err *e);
 void data_free(TokenData *d);
+
+/* Whether d suits a model of vocabulary vocab (named model): no text file unless vocab is 256
+ * (bytes), every token below vocab. 0, or -EINVAL with e naming the file, and for a token the
+ * first one outside and its position in the file. */
+int data_check_model(const TokenData *d, int vocab, const char *model, Err *e);
+
+/* The path of FILE's mask (above) in out (capacity n). */
+void data_mask_path(const char *file, char *out, size_t n);
 
 typedef struct Loader {
     const TokenData *d;
@@ -41,15 +107,23 @@ typedef struct Loader {
     uint64_t seed;
     int64_t epoch, index; /* the position: sequences handed out in this epoch */
     size_t n_seq;
-    uint32_t *order;      /* this epoch's permutation of sequence indices */
+    size_t *seq_first;    /* (n_files + 1) file f's sequences are [seq_first[f], seq_first[f+1]) */
+    uint32_t *order;      /* this epoch's permutation of sequence indices (NULL: in order) */
 } Loader;
 
-/* 0, or -EINVAL when the data holds fewer than B sequences of T + 1 tokens. */
+/* A training loader: 0, or -EINVAL when a file holds fewer than T + 1 tokens, when all of them
+ * make fewer than B sequences or more than 2^32 - 1. loader_init_in_order: for evaluation, no
+ * shuffle and at least one sequence. */
 int loader_init(Loader *l, const TokenData *d, int B, int T, uint64_t seed, Err *e);
+int loader_init_in_order(Loader *l, const TokenData *d, int B, int T, Err *e);
 void loader_free(Loader *l);
 /* Moves to a saved position. */
 void loader_seek(Loader *l, int64_t epoch, int64_t index);
-/* The next batch: inputs and targets (B,T). */
+/* The next batch: inputs and targets (B,T), a masked target DATA_IGNORE. */
 void loader_next(Loader *l, int *inputs, int *targets);
+/* The B sequences from first in file order (not the shuffle's) into inputs and targets (B,T);
+ * rows past the last sequence are padding: inputs 0, targets DATA_IGNORE. Returns the rows
+ * filled with sequences. */
+int loader_fill(const Loader *l, size_t first, int *inputs, int *targets);
 
 #endif

@@ -12,6 +12,7 @@
 
 #include "clock.h"
 #include "checkpoint.h"
+#include "eval.h"
 #include "gpt2_layout.h"
 #include "plan.h"
 
@@ -110,15 +111,16 @@ static int subgroup_slices(const TrainOptions *o, Slice *out)
 
 int trainer_load_data(const TrainOptions *o, TokenData *data, Err *e)
 {
-    int rc = data_load(data, o->data_path, o->data_format, e);
-    if (!rc && data->max_token >= o->model.vocab)
-        rc = err_set(e, -EINVAL, "%s: token %d is outside %s's vocabulary of %d; pick a model "
-                     "with a larger vocabulary or other data", o->data_path, data->max_token,
-                     o->model.name, o->model.vocab);
-    return rc;
+    int rc = data_load_list(data, o->data_paths, o->n_data, o->data_format, e);
+    return rc ? rc : data_check_model(data, o->model.vocab, o->model.name, e);
 }
 
-static const char log_header[] = "step\tloss\tlr\tgrad_norm\ttokens_per_s\tloss_scale\n";
+/* The log's header: the eval columns only with --eval-data. */
+static const char *log_header(const TrainOptions *o)
+{
+    return o->n_eval ? "step\tloss\tlr\tgrad_norm\ttokens_per_s\tloss_scale\teval_loss\teval_ppl\n"
+                     : "step\tloss\tlr\tgrad_norm\ttokens_per_s\tloss_scale\n";
+}
 
 /* A failed write of the log as one line: the file and the reason (err 0: EIO). */
 static int log_error(const TrainOptions *o, int err, Err *e)
@@ -146,9 +148,10 @@ static int log_keep_rows(const TrainOptions *o, FILE *f, int64_t step, bool *hea
                            "byte); name another --log", path, n);
         }
         long long s;
-        if (n == 1 && strcmp(line, log_header))
-            return err_set(e, -EINVAL, "%s:1: not a fuyou log (the first line is not its "
-                           "header); name another --log or remove the file", path);
+        if (n == 1 && strcmp(line, log_header(o)))
+            return err_set(e, -EINVAL, "%s:1: not the header this run writes (not a fuyou log, "
+                           "or one written %s --eval-data); name another --log or remove the "
+                           "file", path, o->n_eval ? "without" : "with");
         if (n > 1 && (sscanf(line, "%lld\t", &s) != 1 || s <= last))
             return err_set(e, -EINVAL, "%s:%d: not a row of a fuyou log (rows start with "
                            "increasing step numbers); name another --log", path, n);
@@ -193,7 +196,7 @@ int trainer_open_log(const TrainOptions *o, int64_t resumed_step, FILE **log, Er
         rc = log_keep_rows(o, f, resumed_step, &header, e);
     if (!rc && !f && !(f = fopen(o->log_path, "w")))
         rc = err_set(e, -errno, "%s: cannot write: %s", o->log_path, strerror(errno));
-    if (!rc && header && (fputs(log_header, f) == EOF || fflush(f)))
+    if (!rc && header && (fputs(log_header(o), f) == EOF || fflush(f)))
         rc = log_error(o, errno, e);
     if (rc) {
         if (f)
@@ -205,7 +208,8 @@ int trainer_open_log(const TrainOptions *o, int64_t resumed_step, FILE **log, Er
 }
 
 int trainer_log_row(const TrainOptions *o, FILE *log, int64_t step, float loss, float lr,
-                    double grad_norm, double tokens_per_s, double loss_scale, Err *e)
+                    double grad_norm, double tokens_per_s, double loss_scale, double eval_loss,
+                    Err *e)
 {
     if (!log)
         return 0;
@@ -213,8 +217,13 @@ int trainer_log_row(const TrainOptions *o, FILE *log, int64_t step, float loss, 
      * is synced to disk) the row is synced too, so not even a crash of the machine leaves a
      * checkpointed step without its row; a special file (pipe, terminal) cannot be synced. */
     bool ckpt = trainer_save_due(o, step);
-    if (fprintf(log, "%lld\t%.6f\t%.6g\t%.6f\t%.1f\t%g\n", (long long)step, loss, lr,
-                grad_norm, tokens_per_s, loss_scale) < 0 || fflush(log) ||
+    char eval[64] = "";
+    if (o->n_eval && isnan(eval_loss))
+        snprintf(eval, sizeof eval, "\tnan\tnan");
+    else if (o->n_eval)
+        snprintf(eval, sizeof eval, "\t%.6f\t%.6g", eval_loss, exp(eval_loss));
+    if (fprintf(log, "%lld\t%.6f\t%.6g\t%.6f\t%.1f\t%g%s\n", (long long)step, loss, lr,
+                grad_norm, tokens_per_s, loss_scale, eval) < 0 || fflush(log) ||
         (ckpt && fsync(fileno(log)) && errno != EINVAL))
         return log_error(o, errno, e);
     return 0;
@@ -248,6 +257,11 @@ bool trainer_save_due(const TrainOptions *o, int64_t step)
     return o->save_dir && (step == o->steps || (o->save_every > 0 && step % o->save_every == 0));
 }
 
+bool trainer_eval_due(const TrainOptions *o, int64_t step)
+{
+    return o->n_eval && (step == o->steps || (o->eval_every > 0 && step % o->eval_every == 0));
+}
+
 void trainer_result_add(TrainResult *r, int64_t step, float loss)
 {
     if (r->n_losses == 0)
@@ -257,8 +271,24 @@ void trainer_result_add(TrainResult *r, int64_t step, float loss)
     r->last_step = step;
 }
 
-int trainer_load_start(const TrainOptions *o, const ModelLayout *l, float *params, float *m,
-                       float *v, WorkPool *wp, TrainState *st, Err *e)
+/* A resumed checkpoint's data (was) against this run's (now): 0, or -EINVAL with e. */
+static int check_same_data(const TrainOptions *o, const TrainState *st, const DataPrint *now,
+                           Err *e)
+{
+    const DataPrint *was = &st->data;
+    if (!was->files || (was->files == now->files && was->tokens == now->tokens &&
+                        was->crc32c == now->crc32c))
+        return 0;
+    return err_set(e, -EINVAL, "--resume %s: its checkpoint (step %lld) was trained on %lld data "
+                   "files of %lld tokens (fingerprint %08x), this run's --data is %lld files of "
+                   "%lld tokens (%08x); resume with the same files in the same order, or start "
+                   "a new run from its weights with --init-from", o->resume_dir,
+                   (long long)st->step, (long long)was->files, (long long)was->tokens,
+                   was->crc32c, (long long)now->files, (long long)now->tokens, now->crc32c);
+}
+
+int trainer_load_start(const TrainOptions *o, const TokenData *data, const ModelLayout *l,
+                       float *params, float *m, float *v, WorkPool *wp, TrainState *st, Err *e)
 {
     const ModelConfig *c = &o->model;
     int rc = 0;
@@ -271,6 +301,9 @@ int trainer_load_start(const TrainOptions *o, const ModelLayout *l, float *param
     if (!rc && st->step >= o->steps)
         rc = err_set(e, -EINVAL, "%s is at step %lld already; ask for more --steps",
                      o->resume_dir, (long long)st->step);
+    if (!rc)
+        rc = check_same_data(o, st, &data->print, e);
+    st->data = data->print;
     return rc;
 }
 
@@ -278,6 +311,7 @@ int trainer_load_start(const TrainOptions *o, const ModelLayout *l, float *param
 typedef struct TrainRun {
     const TrainOptions *o;
     TokenData data;
+    EvalSet ev;              /* --eval-data (ev.batches 0 without it) */
     WorkPool wp;
     Backend *be;
     ModelLayout l;
@@ -352,6 +386,9 @@ static int run_init(TrainRun *t, TrainResult *r, Err *e)
     int rc = check_options(o, e);
     if (!rc)
         rc = trainer_load_data(o, &t->data, e);
+    if (!rc && o->n_eval)
+        rc = eval_init(&t->ev, o->eval_paths, o->n_eval, o->data_format, o->model.vocab,
+                       o->model.name, t->B, o->seq, o->eval_batches, e);
     if (!rc)
         rc = workpool_init(&t->wp, o->threads, e);
     if (!rc)
@@ -365,7 +402,7 @@ static int run_init(TrainRun *t, TrainResult *r, Err *e)
 static int run_start(TrainRun *t, Err *e)
 {
     const TrainOptions *o = t->o;
-    int rc = trainer_load_start(o, &t->l, t->params, t->m, t->v, &t->wp, &t->st, e);
+    int rc = trainer_load_start(o, &t->data, &t->l, t->params, t->m, t->v, &t->wp, &t->st, e);
     if (!rc)
         rc = t->be->ops->write_state(t->be, t->params, t->m, t->v, e);
     if (!rc)
@@ -400,6 +437,7 @@ static void run_free(TrainRun *t)
     if (t->be)
         t->be->ops->destroy(t->be);
     workpool_free(&t->wp);
+    eval_free(&t->ev);
     data_free(&t->data);
 }
 
@@ -512,8 +550,32 @@ static int run_save(TrainRun *t, Err *e)
     return rc;
 }
 
-/* After step s's update (rc: its error, if any): the result, the log's row, the progress line
- * and a checkpoint when one is due. */
+/* The evaluation after step's update, when one is due: into *eval_loss (NaN when none ran), r
+ * and the progress stream. */
+static int step_eval(TrainRun *t, TrainResult *r, int64_t step, double *eval_loss, Err *e)
+{
+    const TrainOptions *o = t->o;
+    *eval_loss = NAN;
+    if (!trainer_eval_due(o, step))
+        return 0;
+    EvalResult er;
+    int rc = eval_run(&t->ev, t->be, &er, e);
+    if (rc)
+        return rc;
+    *eval_loss = er.loss;
+    r->eval_step = step;
+    r->eval_loss = er.loss;
+    r->eval_perplexity = er.perplexity;
+    if (o->progress)
+        fprintf(o->progress, "%seval after step %lld: loss %.4f, perplexity %.3f (%lld targets "
+                "of %lld sequences)\n", isatty(fileno(o->progress)) ? "\r\033[K" : "",
+                (long long)step, er.loss, er.perplexity, (long long)er.targets,
+                (long long)er.sequences);
+    return 0;
+}
+
+/* After step s's update (rc: its error, if any): the evaluation when one is due, the result,
+ * the log's row, the progress line and a checkpoint when one is due. */
 static int step_finish(TrainRun *t, TrainResult *r, const Step *s, int rc, Err *e)
 {
     const TrainOptions *o = t->o;
@@ -524,13 +586,16 @@ static int step_finish(TrainRun *t, TrainResult *r, const Step *s, int rc, Err *
     if (!isfinite(s->loss) && !rc)
         rc = err_set(e, -EDOM, "step %lld: the loss is %f; lower --lr or check the data",
                      (long long)s->n, s->loss);
+    double eval_loss = NAN; /* after the step's time is taken: tokens/s is training's */
+    if (!rc)
+        rc = step_eval(t, r, s->n, &eval_loss, e);
     trainer_result_add(r, s->n, s->loss);
     /* the row before the checkpoint: a kill between the two leaves a row the resumed run
      * replaces, never a checkpointed step without its row (a non-finite loss is logged
      * too, its error kept) */
     Err log_e;
     int log_rc = trainer_log_row(o, t->log, s->n, s->loss, trainer_lr(o, s->n), s->norm, tps,
-                                 s->scale, rc ? &log_e : e);
+                                 s->scale, eval_loss, rc ? &log_e : e);
     if (!rc)
         rc = log_rc;
     trainer_progress(o, s->n, r->first_step - 1, s->loss, tps, clock_monotonic_s() - t->t_start,

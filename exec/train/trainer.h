@@ -20,6 +20,13 @@
  * order into a sum that starts at 0, and updates once from the sum; its loss is the mean of the
  * micro-batches' losses (the out-of-core pipeline accumulates the same way, so the two agree
  * bit for bit).
+ * Evaluation (eval.h): with eval_paths, the held-out loss after each eval_every-th step's update
+ * and after the last step, before that step's row is logged; it goes to the progress stream, to
+ * the log's eval columns and to the result (the last one); the training itself is unchanged.
+ * Loss masks (data.h): a micro-batch's loss is the mean cross-entropy over its targets that the
+ * mask keeps, the gradient that mean's (backend.h); a masked target contributes nothing, and a
+ * micro-batch whose targets are all masked has loss 0 and no gradient, counted as 0 in the
+ * step's mean of micro-batch losses.
  * `steps` is the step count to reach: resuming from step k runs steps k+1..steps and produces
  * exactly the losses an uninterrupted run does. */
 #ifndef FUYOU_TRAINER_H
@@ -35,8 +42,13 @@
 typedef struct TrainOptions {
     ModelConfig model;
     const BackendOps *backend;
-    const char *data_path;
+    const char *data_paths[DATA_MAX_ARGS]; /* --data, concatenated in this order (data.h) */
+    int n_data;
     DataFormat data_format;
+    const char *eval_paths[DATA_MAX_ARGS]; /* --eval-data: held-out files (eval.h), or none */
+    int n_eval;
+    int eval_every;          /* steps between evaluations, and one after the last (0: only it) */
+    int64_t eval_batches;    /* batches an evaluation reads at most (0: all its sequences) */
     int seqs_per_step;       /* sequences per optimizer step, all its micro-batches together */
     int seq;                 /* tokens per sequence */
     int n_micro;             /* micro-batches per step, gradients accumulated; it divides
@@ -69,6 +81,8 @@ typedef struct TrainResult {
     double loss_scale;       /* at the end */
     float *losses;           /* per step run (caller frees), for tests */
     int n_losses;
+    int64_t eval_step;       /* the step after which the last evaluation ran (0: none) */
+    double eval_loss, eval_perplexity; /* its held-out loss and exp(loss) */
 } TrainResult;
 
 /* GPT-2's initialisation of params (layout l): N(0, 0.02) weights, residual projections scaled
@@ -87,7 +101,8 @@ void trainer_init_params(const ModelConfig *c, const struct ModelLayout *l, floa
 int trainer_clear_old_checkpoints(const TrainOptions *o, bool *done, Err *e);
 
 /* Pieces of the loop that the out-of-core pipeline (exec/pipeline) shares: the data, checked
- * against the vocabulary (0 or -errno with e); the progress line (every step on a terminal,
+ * against the model (data_check_model: a text file only for a vocabulary of bytes, every token
+ * inside the vocabulary; 0 or -errno with e); the progress line (every step on a terminal,
  * about 20 lines otherwise).
  * The --log file, so that it survives a kill: each row is flushed when its step ends, before
  * that step's checkpoint is written. A fresh run creates the file with its header. A run
@@ -95,15 +110,20 @@ int trainer_clear_old_checkpoints(const TrainOptions *o, bool *done, Err *e);
  * what follows them (rows of steps the checkpoint does not have, a half-written row), and
  * appends, so a killed and resumed run's log equals an uninterrupted run's (tokens_per_s
  * aside); a missing or empty file gets the header. A file that is not regular (a pipe, a
- * terminal) is written as it is. trainer_open_log: 0, or -errno with e naming the file (and
- * its line when it is not a fuyou log); *log stays NULL without o->log_path. trainer_log_row:
- * one row, written through; 0 or -errno with e naming the file and the reason, at the first
- * failed write (NULL log: nothing). trainer_close_log closes log (NULL: nothing) and returns
- * rc when it is an error already, else 0 or -errno with e. */
+ * terminal) is written as it is. The columns are step, loss, lr, grad_norm, tokens_per_s,
+ * loss_scale, and with --eval-data (o->n_eval) two more, eval_loss and eval_ppl: the held-out
+ * loss and perplexity in the rows of the steps evaluated after, nan in the others; a resumed
+ * run's log must have the header its options write. trainer_open_log: 0, or -errno with e
+ * naming the file (and its line when it is not a fuyou log); *log stays NULL without
+ * o->log_path. trainer_log_row: one row (eval_loss NaN: not evaluated), written through; 0 or
+ * -errno with e naming the file and the reason, at the first failed write (NULL log: nothing).
+ * trainer_close_log closes log (NULL: nothing) and returns rc when it is an error already, else
+ * 0 or -errno with e. */
 int trainer_load_data(const TrainOptions *o, TokenData *data, Err *e);
 int trainer_open_log(const TrainOptions *o, int64_t resumed_step, FILE **log, Err *e);
 int trainer_log_row(const TrainOptions *o, FILE *log, int64_t step, float loss, float lr,
-                    double grad_norm, double tokens_per_s, double loss_scale, Err *e);
+                    double grad_norm, double tokens_per_s, double loss_scale, double eval_loss,
+                    Err *e);
 int trainer_close_log(const TrainOptions *o, FILE *log, int rc, Err *e);
 void trainer_progress(const TrainOptions *o, int64_t step, int64_t first, float loss,
                       double tokens_per_s, double elapsed_s, bool last);
@@ -117,16 +137,23 @@ int trainer_seqs_per_micro(const TrainOptions *o);
  * last. */
 bool trainer_save_due(const TrainOptions *o, int64_t step);
 
+/* Whether an evaluation follows step's update: with --eval-data, every o->eval_every steps and
+ * after the last. */
+bool trainer_eval_due(const TrainOptions *o, int64_t step);
+
 /* Appends step's loss to r (r->losses has room for every step of the run). */
 void trainer_result_add(TrainResult *r, int64_t step, float loss);
 
 /* Where a run starts, the same for both trainers: o->resume_dir's checkpoint (params, m, v and
  * *st), else o->init_from's weights (params), else GPT-2's initialisation of params (seeded by
- * o->seed, drawn on wp); *st as the caller set it for a fresh run otherwise. A checkpoint at
- * o->steps or beyond is refused. 0 or -errno with e. */
+ * o->seed, drawn on wp); *st as the caller set it for a fresh run otherwise, st->data set to
+ * data's fingerprint for the checkpoints to come. A checkpoint at o->steps or beyond is
+ * refused, and so is one of other training data (its fingerprint, data.h: other files, or the
+ * same in another order; a checkpoint without one resumes unchecked). 0 or -errno with e. */
 struct TrainState;
-int trainer_load_start(const TrainOptions *o, const struct ModelLayout *l, float *params,
-                       float *m, float *v, WorkPool *wp, struct TrainState *st, Err *e);
+int trainer_load_start(const TrainOptions *o, const TokenData *data,
+                       const struct ModelLayout *l, float *params, float *m, float *v,
+                       WorkPool *wp, struct TrainState *st, Err *e);
 
 /* The learning rate at step (1-based). */
 float trainer_lr(const TrainOptions *o, int64_t step);

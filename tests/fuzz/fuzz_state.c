@@ -4,7 +4,8 @@
  * At start a checkpoint of the micro model (fuzz_util.h) is saved as step 4; each input
  * replaces its state.json, and the checkpoint is resumed. The resume either fails with one line
  * naming state.json, or gives a state within the ranges checkpoint.h promises (what the trainer
- * indexes and counts with) and the saved weights and AdamW moments. */
+ * indexes and counts with, the data's fingerprint absent or whole) and the saved weights and
+ * AdamW moments. */
 #include <errno.h>
 #include <float.h>
 #include <math.h>
@@ -35,7 +36,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     for (size_t i = 0; i < 3 * P; i++)
         saved[i] = (float)i * 1e-3f - 1.0f;
     fuzz_path(ckpt_dir, sizeof ckpt_dir, "ckpt");
-    TrainState s = {.step = 4, .epoch = 1, .index = 3, .seed = 5, .prev_grad_norm = 0.5};
+    TrainState s = {.step = 4, .epoch = 1, .index = 3, .seed = 5, .prev_grad_norm = 0.5,
+                    .data = {.files = 2, .tokens = 1000, .crc32c = 0xdeadbeef}};
     Err e;
     if (ckpt_save(ckpt_dir, &micro, &layout, saved, saved + P, saved + 2 * P, &s, &e)) {
         fprintf(stderr, "fuzz_state: %s\n", e.msg);
@@ -63,6 +65,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fuzz_check(s.epoch >= 0 && s.index >= 0);
     fuzz_check(isfinite(s.prev_grad_norm) && s.prev_grad_norm >= 0);
     fuzz_check(s.loss_scale == 0 || (s.loss_scale >= 1.0 / 65536 && s.loss_scale <= FLT_MAX));
+    fuzz_check((s.data.files == 0 && s.data.tokens == 0 && s.data.crc32c == 0) ||
+               (s.data.files >= 1 && s.data.files <= DATA_MAX_FILES && s.data.tokens >= 1));
     fuzz_check(!memcmp(params, saved, 3 * layout.total * sizeof *params));
     return 0;
 }

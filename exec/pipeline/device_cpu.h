@@ -1,0 +1,73 @@
+/* device_cpu: the pipeline's compute on the fp32 CPU reference, for either block family: what
+ * the families' halves (device_cpu_gpt2.c, device_cpu_llama.c) provide, and the head every
+ * family's struct Device starts with, so device_cpu's ops (device.h) pass each call to the
+ * model's family. "Device" memory is host memory and copies are memcpy (device_cpu.c): the
+ * executor still moves every tensor the schedule moves, so placement, swapping, recomputation
+ * and the out-of-core optimizer are exercised exactly, and the results are bit-identical to
+ * the in-memory CPU backend's. Internal to the pipeline. */
+#ifndef FUYOU_DEVICE_CPU_H
+#define FUYOU_DEVICE_CPU_H
+
+#include "device.h"
+
+/* The LM head's buffers, every family's: the final norm's output x and its gradient dx (N,C),
+ * one chunk's logits and softmax (chunk,V), the per-token losses (N) and a chunk's dlosses. */
+typedef struct CpuHead {
+    float *x, *dx, *logits, *probs, *losses, *dlosses;
+    int C, V, N;
+    WorkPool *wp;
+} CpuHead;
+
+/* A family's half. block computes a block task's operation, edge an edge task's other than the
+ * loss (which device_cpu.c takes from the head's losses); each returns -EINVAL for an
+ * operation it does not have. */
+typedef struct CpuDeviceFamily {
+    void (*tensor_bytes)(const ModelConfig *c, int B, int T, size_t bytes[ARCH_MAX_TENSORS]);
+    size_t (*own_bytes)(const ModelConfig *c, int B, int T);
+    int (*create)(Device **out, const ModelConfig *c, int B, int T, WorkPool *wp, Err *e);
+    void (*destroy)(Device *d);
+    int (*block)(Device *d, const ComputeCall *c);
+    int (*edge)(Device *d, const ComputeCall *c);
+} CpuDeviceFamily;
+
+/* The first member of every family's struct Device, which create fills. */
+typedef struct CpuDeviceHead {
+    const CpuDeviceFamily *fam;
+    int n_layer;
+    size_t block_params;
+    CpuHead lm;
+    float *dres[2];           /* the residual stream's gradient (N,C), ping-pong over blocks */
+    float *act_grads;         /* a block's activation gradients, act_grad_floats of them */
+    size_t act_grad_floats;
+    int n_targets;            /* the micro-batch's targets the loss counts (backend.h) */
+    float loss;               /* the last micro-batch's mean loss over them */
+} CpuDeviceHead;
+
+extern const CpuDeviceFamily cpu_device_gpt2, cpu_device_llama;
+
+/* What every family's device holds, in floats for micro-batches of B x T: the residual
+ * gradients and the head's buffers. cpu_device_carve_shared takes them from p on, fills h
+ * but for the activation gradients (the family's) and returns where they end. */
+size_t cpu_device_shared_floats(const ModelConfig *c, int B, int T);
+float *cpu_device_carve_shared(CpuDeviceHead *h, float *p, const ModelConfig *c, int B, int T,
+                               WorkPool *wp);
+
+/* A backward block task's residual gradients: block b reads dout and writes din, the two
+ * dres buffers by turn. A micro-batch's first backward task of a block zeroes what gradients
+ * accumulate into, as the in-memory backends do: the activation gradients, din and the
+ * block's weight gradients (at c->dw). */
+void cpu_device_block_grads(const CpuDeviceHead *h, const ComputeCall *c, float **dout,
+                            float **din);
+
+/* F.head.lm_head: the micro-batch's head chunk by chunk (graph_head_chunk), forward and backward
+ * fused: each chunk's logits, their softmax and cross-entropy (losses), the logits' gradient,
+ * then the head's input gradient (rows of dx) and weight gradient (added into dlm_head). The
+ * loss is the mean over the counted targets (a masked one's row gets no gradient). The
+ * edges' gradients (edge_params floats at c->dw) start here, zeroed, so with a tied matrix the
+ * head's weight gradient comes before the embedding's, as in the in-memory backends. Every op
+ * it calls works row by row or sums over rows in row order: the chunks give the bits of one
+ * pass over the micro-batch. */
+void cpu_device_head(CpuDeviceHead *h, const ComputeCall *c, const float *lm_head,
+                     float *dlm_head, size_t edge_params);
+
+#endif
