@@ -387,8 +387,8 @@ START_TEST(trainer_from_the_fixture_folder)
     char data[64], dir[] = "/tmp/fuyou-hfs-XXXXXX", path[256], src[1100];
     small_vocab_data(data);
     ck_assert_ptr_nonnull(mkdtemp(dir));
-    TrainOptions o = {.backend = &backend_cpu, .data_paths = {data}, .n_data = 1, .seqs_per_step = 2,
-                      .seq = 16, .steps = 1, .lr = 0, .beta1 = 0.9f, .beta2 = 0.95f,
+    TrainOptions o = {.backend = &backend_cpu, .data_paths = {data}, .n_data = 1,
+                      .seqs_per_step = 2, .seq = 16, .steps = 1, .lr = 0, .beta1 = 0.9f, .beta2 = 0.95f,
                       .eps = 1e-8f, .clip = 1.0f, .seed = 5, .subgroup_blocks = 1,
                       .tail_blocks = 1, .threads = 1, .init_from = hf_fixture(),
                       .save_dir = dir, .model = c};
