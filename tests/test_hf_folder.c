@@ -199,6 +199,8 @@ static void edit_header(const char *path, const char *from, const char *to)
     uint64_t hl;
     ck_assert_int_eq(fread(&hl, 8, 1, f), 1);
     char *text = calloc(hl + 1, 1), *out = calloc(hl + strlen(to) + 16, 1);
+    if (!text || !out)
+        abort();
     ck_assert_uint_eq(fread(text, 1, hl, f), hl);
     struct stat st;
     fstat(fileno(f), &st);
