@@ -115,8 +115,14 @@ static double llama_cuda_lane_own_bytes(const ModelConfig *c, int64_t B, int64_t
     double Vp = (double)model_padded_vocab(c), chunk = (double)graph_head_chunk(B * T);
     double e = (double)dtype_bytes(c->dtype); /* an element of the lane's 16-bit buffers */
     double act = N * C * e;
+    /* attention: flash for head sizes 32, 64, 128 (no workspace); other shapes are tiled by
+     * query chunks of 256 rows with fp32 dK and dV per query head (exec/cuda/gpt2_attention.cu,
+     * lk_attention_workspace_bytes) */
+    double qc = (double)B * h * 256 * T;
+    double att_ws = d == 32 || d == 64 || d == 128
+                        ? 0 : qc * 6 + N * 2 * h * d * 4 + 3 * (double)B * h * 8 + 1024;
     const double own[] = {
-        N * qkv * 4,                    /* attention's fp32 workspace (the flash kernels') */
+        att_ws,                         /* attention's workspace */
         chunk * Vp * e,                 /* one chunk's logits, rows padded */
         act, act, N * h * d * e,        /* the final norm's output, 16-bit residual gradient,
                                            attention output's gradient */

@@ -164,7 +164,7 @@ static float *attention_lse_ref(const float *pre, int B, int NH, int T)
 
 static void attention_case(int B, int T, int C, int NH)
 {
-    const char *path = flash_attention_supported(C, NH) ? "fused" : "chunked";
+    const char *path = flash_attention_supported(NH, NH, C / NH) ? "fused" : "chunked";
     size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C;
     size_t na = (size_t)B * NH * T * T, nl = (size_t)B * NH * T;
     act16_t *qb, *db;

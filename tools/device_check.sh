@@ -126,7 +126,7 @@ step "build rc=$build_rc"
 
 if [ "${MODE:-all}" = gpu ]; then
     # The GPU checks alone: the GPU suites (every kernel and the backend against the CPU
-    # reference), compute-sanitizer memcheck on the kernel case, then stop.
+    # reference), compute-sanitizer memcheck on the kernel cases, then stop.
     step "gpu tests"
     meson test -C build-dev --suite gpu --print-errorlogs -v > "$OUT/test.log" 2>&1
     test_rc=$?
@@ -135,6 +135,9 @@ if [ "${MODE:-all}" = gpu ]; then
     CK_FORK=no CK_RUN_CASE=kernels "$sanitizer" --tool memcheck --error-exitcode 1 \
         ./build-dev/tests/test_cuda_gpt2 > "$OUT/sanitizer.log" 2>&1
     san_rc=$?
+    CK_FORK=no "$sanitizer" --tool memcheck --error-exitcode 1 \
+        ./build-dev/tests/test_cuda_llama >> "$OUT/sanitizer.log" 2>&1
+    san_rc=$(( san_rc || $? ))
     grep -E "rel L2|identical|loss cpu|worst|Checks|SKIP|GPU:|FAIL|:F:|:E:" "$OUT/test.log"
     echo "gpu tests rc=$test_rc"
     grep -E "ERROR SUMMARY|Checks" "$OUT/sanitizer.log"
@@ -318,6 +321,9 @@ sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-san
 CK_FORK=no CK_RUN_CASE=kernels "$sanitizer" --tool memcheck --error-exitcode 1 \
     ./build-dev/tests/test_cuda_gpt2 > "$OUT/sanitizer.log" 2>&1
 san_rc=$?
+CK_FORK=no "$sanitizer" --tool memcheck --error-exitcode 1 \
+    ./build-dev/tests/test_cuda_llama >> "$OUT/sanitizer.log" 2>&1
+san_rc=$(( san_rc || $? ))
 
 step "benchmarks"
 ./build-dev/bench/bench_adam --mparams "${ADAM_MPARAMS:-256}" > "$OUT/bench_adam.txt" 2>&1
@@ -332,6 +338,7 @@ rm -rf "$scratch"
     > "$OUT/bench_cuda_fp16.txt"
 ./build-dev/bench/bench_kernels > "$OUT/bench_kernels.txt" 2>&1
 ./build-dev/bench/bench_kernels --model gpt2-1.5b > "$OUT/bench_kernels_1.5b.txt" 2>&1
+./build-dev/bench/bench_llama_kernels > "$OUT/bench_llama_kernels.txt" 2>&1
 PY=$(command -v python3)
 [ -x /opt/torch/.venv/bin/python ] && PY=/opt/torch/.venv/bin/python
 # PyTorch takes minutes (torch.compile); TORCH=0 leaves it to a MODE=bench-gpu call

@@ -6,7 +6,8 @@
  * operand of the next product over those 16 columns, so probabilities never leave registers.
  * Tiles live in shared memory with rows padded by 8 elements (16 bytes), which makes the eight
  * row addresses of every ldmatrix fall in distinct bank groups. Scores are kept in log2 units
- * (scale * log2(e) folded in) so the exponentials are exp2. */
+ * (scale * log2(e) folded in) so the exponentials are exp2. In the kernels nh and nkv count the
+ * query and kv heads (flash_attention.h's h and g) and group = nh / nkv. */
 #include <math.h>
 #include <stdint.h>
 
@@ -96,18 +97,13 @@ __device__ __forceinline__ void acc_to_a(uint32_t a[4], const float lo[4], const
 }
 
 /* ldmatrix lane addresses for a 16 x 16 block at (r0, c0) of a row-major tile with ld:
- * - a_row: A operand stored [m][k];          - a_trans: A stored [k][m] (transposed);
+ * - a_row: A operand stored [m][k];
  * - b_nk:  B operand stored [n][k] (two n-tiles of 8, one k-step);
  * - b_kn:  B stored [k][n] (two n-tiles, with .trans). */
 template <typename A>
 __device__ __forceinline__ const A *a_row(const A *s, int ld, int r0, int c0, int lane)
 {
     return s + (r0 + (lane & 7) + ((lane >> 3) & 1) * 8) * ld + c0 + (lane >> 4) * 8;
-}
-template <typename A>
-__device__ __forceinline__ const A *a_trans(const A *s, int ld, int k0, int m0, int lane)
-{
-    return s + (k0 + (lane & 7) + (lane >> 4) * 8) * ld + m0 + ((lane >> 3) & 1) * 8;
 }
 template <typename A>
 __device__ __forceinline__ const A *b_nk(const A *s, int ld, int n0, int k0, int lane)
@@ -146,25 +142,44 @@ __device__ __forceinline__ float quad_sum(float v)
     return v + __shfl_xor_sync(0xffffffffu, v, 2);
 }
 
+/* Where one (batch row, head) of a fused qkv row starts: q heads at j d, k heads at (nh + kv) d,
+ * v heads at (nh + nkv + kv) d, rows (nh + 2 nkv) d apart. */
+struct QkvRows {
+    int rs; /* row stride of qkv and dqkv */
+    int os; /* row stride of out and dout: nh d */
+    size_t b0; /* batch row b's first element in qkv */
+};
+
+template <int D> __device__ __forceinline__ QkvRows qkv_rows(int b, int T, int nh, int nkv)
+{
+    QkvRows r;
+    r.rs = (nh + 2 * nkv) * D;
+    r.os = nh * D;
+    r.b0 = (size_t)b * T * r.rs;
+    return r;
+}
+
 /* ---- forward ------------------------------------------------------------------------------
- * Block: 64 query rows of one (b, h), four warps of 16 rows. Key tiles 0 .. qb are double
- * buffered: tile j + 1 loads while tile j is used. The heaviest query tiles (most keys) are
- * scheduled first. */
+ * Block: 64 query rows of one (b, query head j), four warps of 16 rows, reading kv head
+ * j / group. Key tiles 0 .. qb are double buffered: tile j + 1 loads while tile j is used. The
+ * heaviest query tiles (most keys) are scheduled first. */
 template <typename A, int D>
 __global__ void __launch_bounds__(FA_THREADS)
-    flash_fwd_kernel(A *out, float *lse, const A *qkv, int T, int C, int NH,
-                     float scale_log2)
+    flash_fwd_kernel(A *out, float *lse, const A *qkv, int T, int nh, int nkv, float scale_log2)
 {
     constexpr int LD = D + FA_PAD, TS = FA_TILE * LD;
     extern __shared__ __align__(16) unsigned char smem[];
     A *sQ = (A *)smem, *sK = sQ + TS, *sV = sK + 2 * TS;
-    int qb = gridDim.x - 1 - blockIdx.x, bh = blockIdx.y, b = bh / NH, h = bh % NH;
-    int C3 = 3 * C, warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-    const A *base = qkv + (size_t)b * T * C3 + h * D;
+    int qb = gridDim.x - 1 - blockIdx.x, bh = blockIdx.y, b = bh / nh, j = bh % nh;
+    int kv = j / (nh / nkv);
+    int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    QkvRows r = qkv_rows<D>(b, T, nh, nkv);
+    const A *qbase = qkv + r.b0 + j * D, *kbase = qkv + r.b0 + (nh + kv) * D;
+    const A *vbase = qkv + r.b0 + (nh + nkv + kv) * D;
 
-    load_tile<D>(sQ, base, qb * FA_TILE, T, C3);
-    load_tile<D>(sK, base + C, 0, T, C3);
-    load_tile<D>(sV, base + 2 * C, 0, T, C3);
+    load_tile<D>(sQ, qbase, qb * FA_TILE, T, r.rs);
+    load_tile<D>(sK, kbase, 0, T, r.rs);
+    load_tile<D>(sV, vbase, 0, T, r.rs);
     cp_async_commit();
 
     uint32_t qf[D / 16][4];
@@ -177,8 +192,8 @@ __global__ void __launch_bounds__(FA_THREADS)
     for (int kb = 0; kb <= qb; kb++) {
         int buf = kb & 1;
         if (kb < qb) {
-            load_tile<D>(sK + (buf ^ 1) * TS, base + C, (kb + 1) * FA_TILE, T, C3);
-            load_tile<D>(sV + (buf ^ 1) * TS, base + 2 * C, (kb + 1) * FA_TILE, T, C3);
+            load_tile<D>(sK + (buf ^ 1) * TS, kbase, (kb + 1) * FA_TILE, T, r.rs);
+            load_tile<D>(sV + (buf ^ 1) * TS, vbase, (kb + 1) * FA_TILE, T, r.rs);
         }
         cp_async_commit();
         cp_async_wait<1>();
@@ -194,10 +209,10 @@ __global__ void __launch_bounds__(FA_THREADS)
             s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
         for (int kk = 0; kk < D / 16; kk++)
             for (int p = 0; p < FA_TILE / 16; p++) {
-                uint32_t r[4];
-                ldsm_x4(r, b_nk(k, LD, p * 16, kk * 16, lane));
-                mma16816<A>(s[2 * p], qf[kk], r[0], r[1]);
-                mma16816<A>(s[2 * p + 1], qf[kk], r[2], r[3]);
+                uint32_t rr[4];
+                ldsm_x4(rr, b_nk(k, LD, p * 16, kk * 16, lane));
+                mma16816<A>(s[2 * p], qf[kk], rr[0], rr[1]);
+                mma16816<A>(s[2 * p + 1], qf[kk], rr[2], rr[3]);
             }
 
         /* scale, causal mask (diagonal tile only: earlier tiles are wholly visible), online
@@ -241,10 +256,10 @@ __global__ void __launch_bounds__(FA_THREADS)
             uint32_t a[4];
             acc_to_a<A>(a, s[2 * kk], s[2 * kk + 1]);
             for (int p = 0; p < D / 16; p++) {
-                uint32_t r[4];
-                ldsm_x4_t(r, b_kn(v, LD, kk * 16, p * 16, lane));
-                mma16816<A>(o[2 * p], a, r[0], r[1]);
-                mma16816<A>(o[2 * p + 1], a, r[2], r[3]);
+                uint32_t rr[4];
+                ldsm_x4_t(rr, b_kn(v, LD, kk * 16, p * 16, lane));
+                mma16816<A>(o[2 * p], a, rr[0], rr[1]);
+                mma16816<A>(o[2 * p + 1], a, rr[2], rr[3]);
             }
         }
         __syncthreads(); /* the next iteration's copies overwrite the other buffer */
@@ -258,7 +273,7 @@ __global__ void __launch_bounds__(FA_THREADS)
         if (row >= T)
             continue;
         float inv = half ? inv1 : inv0;
-        A *dst = out + ((size_t)b * T + row) * C + h * D + 2 * t;
+        A *dst = out + ((size_t)b * T + row) * r.os + j * D + 2 * t;
         for (int n = 0; n < D / 8; n++)
             *(typename Pair2<A>::type *)(dst + n * 8) =
                 from_f2<A>(o[n][2 * half] * inv, o[n][2 * half + 1] * inv);
@@ -267,33 +282,53 @@ __global__ void __launch_bounds__(FA_THREADS)
     }
 }
 
-/* ---- backward -----------------------------------------------------------------------------
- * Block: 64 keys of one (b, h), four warps of 16 keys; query tiles kb .. last are double
- * buffered with their log-sum-exp and delta. Per query tile each warp forms its 16 keys x 64
- * queries of S^T = K Q^T and dP^T = V dO^T, then P^T, dS^T = P^T (dP^T - delta), and
- * accumulates dV += P^T dO and dK += dS^T Q in registers. dS^T goes through shared memory so
- * that each warp can form 16 query rows of dQ = dS K, which are added to the fp32 dQ in global
- * memory (other key tiles add to the same rows). */
+/* ---- backward: dK and dV ------------------------------------------------------------------
+ * Block: 64 keys of one (b, kv head), four warps of 16 keys. It walks the group's query heads
+ * in order and, for each, query tiles kb .. last, double buffered with their log-sum-exp and
+ * delta: one sequence of iterations, so the sum over the group's heads is in registers and in
+ * a fixed order. Per query tile each warp forms its 16 keys x 64 queries of S^T = K Q^T and
+ * dP^T = V dO^T, then P^T, dS^T = P^T (dP^T - delta), and accumulates dV += P^T dO and
+ * dK += dS^T Q. */
+
+/* Query tile qb of query head j into one buffer: Q and dO rows (asynchronous copies), the
+ * log-sum-exp in log2 units (+inf past T, so P = 0 there) and delta. */
+template <int D, typename A>
+__device__ __forceinline__ void load_query_tile(A *sQ, A *sdO, float *sL, float *sDelta,
+                                                const A *qkv, const A *dout, const float *lse,
+                                                const float *delta, int b, int j, int qb,
+                                                int T, int nh, const QkvRows &r)
+{
+    load_tile<D>(sQ, qkv + r.b0 + j * D, qb * FA_TILE, T, r.rs);
+    load_tile<D>(sdO, dout + (size_t)b * T * r.os + j * D, qb * FA_TILE, T, r.os);
+    const float *l = lse + ((size_t)b * nh + j) * T, *dl = delta + ((size_t)b * nh + j) * T;
+    for (int i = threadIdx.x; i < FA_TILE; i += FA_THREADS) {
+        int q = qb * FA_TILE + i;
+        sL[i] = q < T ? l[q] * FA_LOG2E : INFINITY;
+        sDelta[i] = q < T ? dl[q] : 0.0f;
+    }
+}
+
 template <typename A, int D>
 __global__ void __launch_bounds__(FA_THREADS)
-    flash_bwd_kernel(A *dqkv, float *dq, const A *dout, const A *qkv,
-                     const float *lse, const float *delta, int T, int C, int NH,
-                     float scale_log2, float scale)
+    flash_bwd_dkv_kernel(A *dqkv, const A *dout, const A *qkv, const float *lse,
+                         const float *delta, int T, int nh, int nkv, float scale_log2,
+                         float scale)
 {
-    constexpr int LD = D + FA_PAD, TS = FA_TILE * LD, LDS = FA_TILE + FA_PAD;
+    constexpr int LD = D + FA_PAD, TS = FA_TILE * LD;
     extern __shared__ __align__(16) unsigned char smem[];
     A *sK = (A *)smem, *sV = sK + TS, *sQ = sV + TS, *sdO = sQ + 2 * TS;
-    A *sdS = sdO + 2 * TS;                    /* [key][query] */
-    float *sL = (float *)(sdS + FA_TILE * LDS);  /* [2][64] lse * log2(e), +inf past T */
-    float *sDelta = sL + 2 * FA_TILE;            /* [2][64] */
-    int nb = gridDim.x, kb = blockIdx.x, bh = blockIdx.y, b = bh / NH, h = bh % NH;
-    int C3 = 3 * C, warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-    const A *base = qkv + (size_t)b * T * C3 + h * D;
-    const A *dbase = dout + (size_t)b * T * C + h * D;
-    const float *lse_bh = lse + (size_t)bh * T, *delta_bh = delta + (size_t)bh * T;
+    float *sL = (float *)(sdO + 2 * TS); /* [2][64] */
+    float *sDelta = sL + 2 * FA_TILE;    /* [2][64] */
+    /* blockIdx.y is the key tile: every (b, kv head)'s longest block is scheduled first */
+    int nb = gridDim.y, kb = blockIdx.y, b = blockIdx.x / nkv, kv = blockIdx.x % nkv;
+    int group = nh / nkv, per_head = nb - kb, n_it = group * per_head;
+    int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    QkvRows r = qkv_rows<D>(b, T, nh, nkv);
 
-    load_tile<D>(sK, base + C, kb * FA_TILE, T, C3);
-    load_tile<D>(sV, base + 2 * C, kb * FA_TILE, T, C3);
+    load_tile<D>(sK, qkv + r.b0 + (nh + kv) * D, kb * FA_TILE, T, r.rs);
+    load_tile<D>(sV, qkv + r.b0 + (nh + nkv + kv) * D, kb * FA_TILE, T, r.rs);
+    load_query_tile<D>(sQ, sdO, sL, sDelta, qkv, dout, lse, delta, b, kv * group, kb, T, nh, r);
+    cp_async_commit();
 
     float dk[D / 8][4], dv[D / 8][4];
     for (int n = 0; n < D / 8; n++)
@@ -301,25 +336,15 @@ __global__ void __launch_bounds__(FA_THREADS)
             dk[n][e] = dv[n][e] = 0.0f;
     int key0 = kb * FA_TILE + warp * 16 + g; /* this thread's keys: key0 and key0 + 8 */
 
-    for (int qb = kb; qb < nb; qb++) {
-        int buf = (qb - kb) & 1;
-        /* this tile's loads are issued before the loop for qb == kb, else by the previous
-         * iteration; issue the next one now */
-        for (int nxt = (qb == kb ? qb : qb + 1); nxt <= qb + 1 && nxt < nb; nxt++) {
-            int bb = (nxt - kb) & 1;
-            load_tile<D>(sQ + bb * TS, base, nxt * FA_TILE, T, C3);
-            load_tile<D>(sdO + bb * TS, dbase, nxt * FA_TILE, T, C);
-            for (int i = threadIdx.x; i < FA_TILE; i += FA_THREADS) {
-                int q = nxt * FA_TILE + i;
-                sL[bb * FA_TILE + i] = q < T ? lse_bh[q] * FA_LOG2E : INFINITY;
-                sDelta[bb * FA_TILE + i] = q < T ? delta_bh[q] : 0.0f;
-            }
-            cp_async_commit();
-        }
-        if (qb + 1 < nb)
-            cp_async_wait<1>();
-        else
-            cp_async_wait<0>();
+    for (int it = 0; it < n_it; it++) {
+        int buf = it & 1, qb = kb + it % per_head;
+        if (it + 1 < n_it) /* the next iteration's tile into the other buffer */
+            load_query_tile<D>(sQ + (buf ^ 1) * TS, sdO + (buf ^ 1) * TS,
+                               sL + (buf ^ 1) * FA_TILE, sDelta + (buf ^ 1) * FA_TILE, qkv,
+                               dout, lse, delta, b, kv * group + (it + 1) / per_head,
+                               kb + (it + 1) % per_head, T, nh, r);
+        cp_async_commit();
+        cp_async_wait<1>();
         __syncthreads();
         const A *q = sQ + buf * TS, *dO = sdO + buf * TS;
         const float *L = sL + buf * FA_TILE, *Dl = sDelta + buf * FA_TILE;
@@ -333,16 +358,16 @@ __global__ void __launch_bounds__(FA_THREADS)
             ldsm_x4(ka, a_row(sK, LD, warp * 16, kk * 16, lane));
             ldsm_x4(va, a_row(sV, LD, warp * 16, kk * 16, lane));
             for (int p = 0; p < FA_TILE / 16; p++) {
-                uint32_t r[4];
-                ldsm_x4(r, b_nk(q, LD, p * 16, kk * 16, lane));
-                mma16816<A>(st[2 * p], ka, r[0], r[1]);
-                mma16816<A>(st[2 * p + 1], ka, r[2], r[3]);
-                ldsm_x4(r, b_nk(dO, LD, p * 16, kk * 16, lane));
-                mma16816<A>(dpt[2 * p], va, r[0], r[1]);
-                mma16816<A>(dpt[2 * p + 1], va, r[2], r[3]);
+                uint32_t rr[4];
+                ldsm_x4(rr, b_nk(q, LD, p * 16, kk * 16, lane));
+                mma16816<A>(st[2 * p], ka, rr[0], rr[1]);
+                mma16816<A>(st[2 * p + 1], ka, rr[2], rr[3]);
+                ldsm_x4(rr, b_nk(dO, LD, p * 16, kk * 16, lane));
+                mma16816<A>(dpt[2 * p], va, rr[0], rr[1]);
+                mma16816<A>(dpt[2 * p + 1], va, rr[2], rr[3]);
             }
         }
-        /* P^T and dS^T; queries past T have lse +inf, so P = 0 there */
+        /* P^T and dS^T */
         for (int n = 0; n < FA_TILE / 8; n++)
             for (int e = 0; e < 4; e++) {
                 int qi = n * 8 + 2 * t + (e & 1), key = key0 + (e >> 1) * 8;
@@ -358,91 +383,155 @@ __global__ void __launch_bounds__(FA_THREADS)
             acc_to_a<A>(pa, st[2 * kk], st[2 * kk + 1]);
             acc_to_a<A>(sa, dpt[2 * kk], dpt[2 * kk + 1]);
             for (int p = 0; p < D / 16; p++) {
-                uint32_t r[4];
-                ldsm_x4_t(r, b_kn(dO, LD, kk * 16, p * 16, lane));
-                mma16816<A>(dv[2 * p], pa, r[0], r[1]);
-                mma16816<A>(dv[2 * p + 1], pa, r[2], r[3]);
-                ldsm_x4_t(r, b_kn(q, LD, kk * 16, p * 16, lane));
-                mma16816<A>(dk[2 * p], sa, r[0], r[1]);
-                mma16816<A>(dk[2 * p + 1], sa, r[2], r[3]);
+                uint32_t rr[4];
+                ldsm_x4_t(rr, b_kn(dO, LD, kk * 16, p * 16, lane));
+                mma16816<A>(dv[2 * p], pa, rr[0], rr[1]);
+                mma16816<A>(dv[2 * p + 1], pa, rr[2], rr[3]);
+                ldsm_x4_t(rr, b_kn(q, LD, kk * 16, p * 16, lane));
+                mma16816<A>(dk[2 * p], sa, rr[0], rr[1]);
+                mma16816<A>(dk[2 * p + 1], sa, rr[2], rr[3]);
             }
         }
-        /* dS^T to shared memory, then dQ rows warp*16.. = dS K over this block's 64 keys */
-        for (int n = 0; n < FA_TILE / 8; n++) {
-            A *d = sdS + (warp * 16 + g) * LDS + n * 8 + 2 * t;
-            *(uint32_t *)d = pack2<A>(dpt[n][0], dpt[n][1]);
-            *(uint32_t *)(d + 8 * LDS) = pack2<A>(dpt[n][2], dpt[n][3]);
-        }
-        __syncthreads();
-        float dqa[D / 8][4];
-        for (int n = 0; n < D / 8; n++)
-            dqa[n][0] = dqa[n][1] = dqa[n][2] = dqa[n][3] = 0.0f;
-        for (int kk = 0; kk < FA_TILE / 16; kk++) {
-            uint32_t a[4];
-            ldsm_x4_t(a, a_trans(sdS, LDS, kk * 16, warp * 16, lane));
-            for (int p = 0; p < D / 16; p++) {
-                uint32_t r[4];
-                ldsm_x4_t(r, b_kn(sK, LD, kk * 16, p * 16, lane));
-                mma16816<A>(dqa[2 * p], a, r[0], r[1]);
-                mma16816<A>(dqa[2 * p + 1], a, r[2], r[3]);
-            }
-        }
-        for (int half = 0; half < 2; half++) {
-            int row = qb * FA_TILE + warp * 16 + g + half * 8;
-            if (row >= T)
-                continue;
-            float *dst = dq + ((size_t)b * T + row) * C + h * D + 2 * t;
-            for (int n = 0; n < D / 8; n++) {
-#if __CUDA_ARCH__ >= 900
-                atomicAdd((float2 *)(dst + n * 8),
-                          make_float2(dqa[n][2 * half], dqa[n][2 * half + 1]));
-#else
-                atomicAdd(dst + n * 8, dqa[n][2 * half]);
-                atomicAdd(dst + n * 8 + 1, dqa[n][2 * half + 1]);
-#endif
-            }
-        }
-        __syncthreads(); /* sdS and this buffer are rewritten next iteration */
+        __syncthreads(); /* the next iteration's loads overwrite this buffer's pair */
     }
 
     for (int half = 0; half < 2; half++) {
         int key = key0 + half * 8;
         if (key >= T)
             continue;
-        A *dst = dqkv + ((size_t)b * T + key) * C3 + h * D + 2 * t;
+        A *dst = dqkv + r.b0 + (size_t)key * r.rs + 2 * t;
+        A *dk_row = dst + (nh + kv) * D, *dv_row = dst + (nh + nkv + kv) * D;
         for (int n = 0; n < D / 8; n++) {
-            *(typename Pair2<A>::type *)(dst + C + n * 8) =
+            *(typename Pair2<A>::type *)(dk_row + n * 8) =
                 from_f2<A>(dk[n][2 * half] * scale, dk[n][2 * half + 1] * scale);
-            *(typename Pair2<A>::type *)(dst + 2 * C + n * 8) =
+            *(typename Pair2<A>::type *)(dv_row + n * 8) =
                 from_f2<A>(dv[n][2 * half], dv[n][2 * half + 1]);
         }
     }
 }
 
-/* dqkv's Q part = scale * dQ (fp32, (B,T,C)) */
-template <typename A>
-__global__ void store_dq_kernel(A *dqkv, const float *dq, size_t n, int C, float scale)
+/* ---- backward: dQ -------------------------------------------------------------------------
+ * Block: 64 query rows of one (b, query head j), four warps of 16 rows, the forward's shape.
+ * Key tiles 0 .. qb of kv head j / group are double buffered; per tile each warp recomputes
+ * S = Q K^T and dP = dO V^T for its rows, forms dS = P (dP - delta) and accumulates dQ += dS K
+ * in registers, rounded once at the end. Heaviest query tiles first. */
+template <typename A, int D>
+__global__ void __launch_bounds__(FA_THREADS)
+    flash_bwd_dq_kernel(A *dqkv, const A *dout, const A *qkv, const float *lse,
+                        const float *delta, int T, int nh, int nkv, float scale_log2,
+                        float scale)
 {
-    for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < n / 2;
-         e += (size_t)gridDim.x * blockDim.x) {
-        size_t bt = 2 * e / C, c = 2 * e % C;
-        float2 v = ((const float2 *)dq)[e];
-        *(typename Pair2<A>::type *)(dqkv + bt * 3 * C + c) = from_f2<A>(v.x * scale,
-                                                                         v.y * scale);
+    constexpr int LD = D + FA_PAD, TS = FA_TILE * LD;
+    extern __shared__ __align__(16) unsigned char smem[];
+    A *sQ = (A *)smem, *sdO = sQ + TS, *sK = sdO + TS, *sV = sK + 2 * TS;
+    int nb = gridDim.y, qb = nb - 1 - blockIdx.y, b = blockIdx.x / nh, j = blockIdx.x % nh;
+    int kv = j / (nh / nkv);
+    int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    QkvRows r = qkv_rows<D>(b, T, nh, nkv);
+    const A *kbase = qkv + r.b0 + (nh + kv) * D, *vbase = qkv + r.b0 + (nh + nkv + kv) * D;
+
+    load_tile<D>(sQ, qkv + r.b0 + j * D, qb * FA_TILE, T, r.rs);
+    load_tile<D>(sdO, dout + (size_t)b * T * r.os + j * D, qb * FA_TILE, T, r.os);
+    load_tile<D>(sK, kbase, 0, T, r.rs);
+    load_tile<D>(sV, vbase, 0, T, r.rs);
+    cp_async_commit();
+
+    int row0 = qb * FA_TILE + warp * 16 + g; /* this thread's rows: row0 and row0 + 8 */
+    const float *l = lse + ((size_t)b * nh + j) * T, *dl = delta + ((size_t)b * nh + j) * T;
+    /* rows past T: lse +inf makes P, and so dS, zero */
+    float L0 = row0 < T ? l[row0] * FA_LOG2E : INFINITY;
+    float L1 = row0 + 8 < T ? l[row0 + 8] * FA_LOG2E : INFINITY;
+    float D0 = row0 < T ? dl[row0] : 0.0f, D1 = row0 + 8 < T ? dl[row0 + 8] : 0.0f;
+    float dq[D / 8][4];
+    for (int n = 0; n < D / 8; n++)
+        dq[n][0] = dq[n][1] = dq[n][2] = dq[n][3] = 0.0f;
+
+    for (int kb = 0; kb <= qb; kb++) {
+        int buf = kb & 1;
+        if (kb < qb) {
+            load_tile<D>(sK + (buf ^ 1) * TS, kbase, (kb + 1) * FA_TILE, T, r.rs);
+            load_tile<D>(sV + (buf ^ 1) * TS, vbase, (kb + 1) * FA_TILE, T, r.rs);
+        }
+        cp_async_commit();
+        cp_async_wait<1>();
+        __syncthreads();
+        const A *k = sK + buf * TS, *v = sV + buf * TS;
+
+        /* S = Q K^T and dP = dO V^T for this warp's 16 rows x 64 keys */
+        float s[FA_TILE / 8][4], dp[FA_TILE / 8][4];
+        for (int n = 0; n < FA_TILE / 8; n++)
+            for (int e = 0; e < 4; e++)
+                s[n][e] = dp[n][e] = 0.0f;
+        for (int kk = 0; kk < D / 16; kk++) {
+            uint32_t qa[4], da[4];
+            ldsm_x4(qa, a_row(sQ, LD, warp * 16, kk * 16, lane));
+            ldsm_x4(da, a_row(sdO, LD, warp * 16, kk * 16, lane));
+            for (int p = 0; p < FA_TILE / 16; p++) {
+                uint32_t rr[4];
+                ldsm_x4(rr, b_nk(k, LD, p * 16, kk * 16, lane));
+                mma16816<A>(s[2 * p], qa, rr[0], rr[1]);
+                mma16816<A>(s[2 * p + 1], qa, rr[2], rr[3]);
+                ldsm_x4(rr, b_nk(v, LD, p * 16, kk * 16, lane));
+                mma16816<A>(dp[2 * p], da, rr[0], rr[1]);
+                mma16816<A>(dp[2 * p + 1], da, rr[2], rr[3]);
+            }
+        }
+        /* dS = P (dP - delta), the causal mask on the diagonal tile */
+        for (int n = 0; n < FA_TILE / 8; n++)
+            for (int e = 0; e < 4; e++) {
+                int key = kb * FA_TILE + n * 8 + 2 * t + (e & 1), row = row0 + (e >> 1) * 8;
+                float p = exp2f(s[n][e] * scale_log2 - (e < 2 ? L0 : L1));
+                if (kb == qb && key > row)
+                    p = 0.0f;
+                s[n][e] = p * (dp[n][e] - (e < 2 ? D0 : D1));
+            }
+        /* dQ += dS K (k = keys) */
+        for (int kk = 0; kk < FA_TILE / 16; kk++) {
+            uint32_t a[4];
+            acc_to_a<A>(a, s[2 * kk], s[2 * kk + 1]);
+            for (int p = 0; p < D / 16; p++) {
+                uint32_t rr[4];
+                ldsm_x4_t(rr, b_kn(k, LD, kk * 16, p * 16, lane));
+                mma16816<A>(dq[2 * p], a, rr[0], rr[1]);
+                mma16816<A>(dq[2 * p + 1], a, rr[2], rr[3]);
+            }
+        }
+        __syncthreads(); /* the next iteration's copies overwrite the other buffer */
+    }
+
+    for (int half = 0; half < 2; half++) {
+        int row = row0 + half * 8;
+        if (row >= T)
+            continue;
+        A *dst = dqkv + r.b0 + (size_t)row * r.rs + j * D + 2 * t;
+        for (int n = 0; n < D / 8; n++)
+            *(typename Pair2<A>::type *)(dst + n * 8) =
+                from_f2<A>(dq[n][2 * half] * scale, dq[n][2 * half + 1] * scale);
     }
 }
 
 /* ---- launchers ---------------------------------------------------------------------------- */
 
-template <int D> static size_t fwd_smem_bytes()
+template <int D> static size_t tile_bytes()
 {
-    return (size_t)5 * FA_TILE * (D + FA_PAD) * sizeof(uint16_t);
+    return (size_t)FA_TILE * (D + FA_PAD) * sizeof(uint16_t);
 }
 
-template <int D> static size_t bwd_smem_bytes()
+/* forward: Q and two buffers each of K and V; backward dQ: Q, dO and two of K and V; backward
+ * dK dV: K, V, two of Q and dO, and two tiles' log-sum-exp and delta */
+template <int D> static size_t fwd_smem_bytes()
 {
-    return (size_t)6 * FA_TILE * (D + FA_PAD) * sizeof(uint16_t) +
-           (size_t)FA_TILE * (FA_TILE + FA_PAD) * sizeof(uint16_t) + 4 * FA_TILE * sizeof(float);
+    return 5 * tile_bytes<D>();
+}
+
+template <int D> static size_t dq_smem_bytes()
+{
+    return 6 * tile_bytes<D>();
+}
+
+template <int D> static size_t dkv_smem_bytes()
+{
+    return 6 * tile_bytes<D>() + 4 * FA_TILE * sizeof(float);
 }
 
 static int optin_smem_bytes(void)
@@ -456,16 +545,15 @@ static int optin_smem_bytes(void)
     return bytes;
 }
 
-static size_t bwd_smem_for(int hs)
+static size_t max_smem_for(int d)
 {
-    return hs == 32 ? bwd_smem_bytes<32>() : hs == 64 ? bwd_smem_bytes<64>()
-                                                      : bwd_smem_bytes<128>();
+    return d == 32 ? dkv_smem_bytes<32>() : d == 64 ? dkv_smem_bytes<64>()
+                                                    : dkv_smem_bytes<128>();
 }
 
-extern "C" bool flash_attention_supported(int C, int NH)
+extern "C" bool flash_attention_supported(int h, int g, int d)
 {
-    int hs = C / NH;
-    if (hs * NH != C || (hs != 32 && hs != 64 && hs != 128))
+    if ((d != 32 && d != 64 && d != 128) || g <= 0 || h < g || h % g)
         return false;
     static int major = -1;
     if (major < 0) {
@@ -474,47 +562,48 @@ extern "C" bool flash_attention_supported(int C, int NH)
             cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess)
             return false;
     }
-    return major >= 8 && bwd_smem_for(hs) <= (size_t)optin_smem_bytes();
+    return major >= 8 && max_smem_for(d) <= (size_t)optin_smem_bytes();
 }
 
-extern "C" size_t flash_attention_workspace_bytes(int B, int T, int C)
+/* The kernel's dynamic shared memory limit raised to what it uses, once per kernel. */
+template <typename K> static void allow_smem(K kernel, size_t bytes, bool *done)
 {
-    return (size_t)B * T * C * sizeof(float);
+    if (!*done) {
+        CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        (int)bytes));
+        *done = true;
+    }
 }
 
 template <typename A, int D>
-static void forward_d(A *out, float *lse, const A *qkv, int B, int T, int C, int NH,
+static void forward_d(A *out, float *lse, const A *qkv, int B, int T, int h, int g,
                       cudaStream_t s)
 {
     size_t smem = fwd_smem_bytes<D>();
     static bool attr_set = false;
-    if (!attr_set) {
-        CUDA_CHECK(cudaFuncSetAttribute(flash_fwd_kernel<A, D>,
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-        attr_set = true;
-    }
-    dim3 grid((T + FA_TILE - 1) / FA_TILE, B * NH);
+    allow_smem(flash_fwd_kernel<A, D>, smem, &attr_set);
+    dim3 grid((T + FA_TILE - 1) / FA_TILE, B * h);
     float scale_log2 = FA_LOG2E / sqrtf((float)D);
-    flash_fwd_kernel<A, D><<<grid, FA_THREADS, smem, s>>>(out, lse, qkv, T, C, NH, scale_log2);
+    flash_fwd_kernel<A, D><<<grid, FA_THREADS, smem, s>>>(out, lse, qkv, T, h, g, scale_log2);
     LAUNCHED(flash_fwd_kernel);
 }
 
 template <typename A, int D>
-static void backward_d(A *dqkv, float *dq, const A *dout, const A *qkv, const float *lse,
-                       const float *delta, int B, int T, int C, int NH, cudaStream_t s)
+static void backward_d(A *dqkv, const A *dout, const A *qkv, const float *lse,
+                       const float *delta, int B, int T, int h, int g, cudaStream_t s)
 {
-    size_t smem = bwd_smem_bytes<D>();
-    static bool attr_set = false;
-    if (!attr_set) {
-        CUDA_CHECK(cudaFuncSetAttribute(flash_bwd_kernel<A, D>,
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-        attr_set = true;
-    }
-    dim3 grid((T + FA_TILE - 1) / FA_TILE, B * NH);
+    size_t kv_smem = dkv_smem_bytes<D>(), q_smem = dq_smem_bytes<D>();
+    static bool kv_attr = false, q_attr = false;
+    allow_smem(flash_bwd_dkv_kernel<A, D>, kv_smem, &kv_attr);
+    allow_smem(flash_bwd_dq_kernel<A, D>, q_smem, &q_attr);
+    int nb = (T + FA_TILE - 1) / FA_TILE;
     float scale = 1.0f / sqrtf((float)D);
-    flash_bwd_kernel<A, D><<<grid, FA_THREADS, smem, s>>>(dqkv, dq, dout, qkv, lse, delta, T, C,
-                                                          NH, scale * FA_LOG2E, scale);
-    LAUNCHED(flash_bwd_kernel);
+    flash_bwd_dkv_kernel<A, D><<<dim3(B * g, nb), FA_THREADS, kv_smem, s>>>(
+        dqkv, dout, qkv, lse, delta, T, h, g, scale * FA_LOG2E, scale);
+    LAUNCHED(flash_bwd_dkv_kernel);
+    flash_bwd_dq_kernel<A, D><<<dim3(B * h, nb), FA_THREADS, q_smem, s>>>(
+        dqkv, dout, qkv, lse, delta, T, h, g, scale * FA_LOG2E, scale);
+    LAUNCHED(flash_bwd_dq_kernel);
 }
 
 /* The tiles are copied in 16-byte pieces: every row of every operand must start 16-aligned. */
@@ -527,60 +616,53 @@ static void check_aligned(const void *p, const char *what)
     }
 }
 
-static void no_head_size(int hs)
+/* A bug in the caller: the entry points ask flash_attention_supported first. */
+static void check_shape(int h, int g, int d)
 {
-    fprintf(stderr, "%s:%d: flash attention has no head size %d\n", __FILE__, __LINE__, hs);
-    abort();
-}
-
-template <typename A>
-static void forward_t(A *out, float *lse, const A *qkv, int B, int T, int C, int NH,
-                      cudaStream_t s)
-{
-    switch (C / NH) {
-    case 32: forward_d<A, 32>(out, lse, qkv, B, T, C, NH, s); break;
-    case 64: forward_d<A, 64>(out, lse, qkv, B, T, C, NH, s); break;
-    case 128: forward_d<A, 128>(out, lse, qkv, B, T, C, NH, s); break;
-    default: no_head_size(C / NH);
+    if ((d != 32 && d != 64 && d != 128) || g <= 0 || h < g || h % g) {
+        fprintf(stderr, "%s:%d: flash attention has no shape h %d, g %d, head size %d\n",
+                __FILE__, __LINE__, h, g, d);
+        abort();
     }
 }
 
 template <typename A>
-static void backward_t(A *dqkv, float *dq, const A *dout, const A *qkv, const float *lse,
-                       const float *delta, int B, int T, int C, int NH, cudaStream_t s)
+static void forward_t(A *out, float *lse, const A *qkv, int B, int T, int h, int g, int d,
+                      cudaStream_t s)
 {
-    switch (C / NH) {
-    case 32: backward_d<A, 32>(dqkv, dq, dout, qkv, lse, delta, B, T, C, NH, s); break;
-    case 64: backward_d<A, 64>(dqkv, dq, dout, qkv, lse, delta, B, T, C, NH, s); break;
-    case 128: backward_d<A, 128>(dqkv, dq, dout, qkv, lse, delta, B, T, C, NH, s); break;
-    default: no_head_size(C / NH);
+    switch (d) {
+    case 32: forward_d<A, 32>(out, lse, qkv, B, T, h, g, s); break;
+    case 64: forward_d<A, 64>(out, lse, qkv, B, T, h, g, s); break;
+    default: forward_d<A, 128>(out, lse, qkv, B, T, h, g, s); break;
+    }
+}
+
+template <typename A>
+static void backward_t(A *dqkv, const A *dout, const A *qkv, const float *lse,
+                       const float *delta, int B, int T, int h, int g, int d, cudaStream_t s)
+{
+    switch (d) {
+    case 32: backward_d<A, 32>(dqkv, dout, qkv, lse, delta, B, T, h, g, s); break;
+    case 64: backward_d<A, 64>(dqkv, dout, qkv, lse, delta, B, T, h, g, s); break;
+    default: backward_d<A, 128>(dqkv, dout, qkv, lse, delta, B, T, h, g, s); break;
     }
 }
 
 extern "C" void flash_attention_forward(act16_t *out, float *lse, const act16_t *qkv, int B,
-                                        int T, int C, int NH, GkType t, cudaStream_t_c s)
+                                        int T, int h, int g, int d, GkType t, cudaStream_t_c s)
 {
+    check_shape(h, g, d);
     check_aligned(qkv, "qkv");
-    GK_DISPATCH(t, forward_t<T16>((T16 *)out, lse, (const T16 *)qkv, B, T, C, NH, S(s)));
+    GK_DISPATCH(t, forward_t<T16>((T16 *)out, lse, (const T16 *)qkv, B, T, h, g, d, S(s)));
 }
 
 extern "C" void flash_attention_backward(act16_t *dqkv, const act16_t *dout, const act16_t *qkv,
                                          const float *lse, const float *delta, int B, int T,
-                                         int C, int NH, void *ws, GkType t, cudaStream_t_c s)
+                                         int h, int g, int d, GkType t, cudaStream_t_c s)
 {
+    check_shape(h, g, d);
     check_aligned(qkv, "qkv");
     check_aligned(dout, "dout");
-    float *dq = (float *)ws;
-    size_t n = (size_t)B * T * C;
-    CUDA_CHECK(cudaMemsetAsync(dq, 0, n * sizeof(float), S(s)));
-    unsigned blocks = (unsigned)((n / 2 + 255) / 256);
-    if (blocks > 65535u * 16u)
-        blocks = 65535u * 16u;
-    float scale = 1.0f / sqrtf((float)(C / NH));
-    GK_DISPATCH(t, {
-        backward_t<T16>((T16 *)dqkv, dq, (const T16 *)dout, (const T16 *)qkv, lse, delta, B, T,
-                        C, NH, S(s));
-        store_dq_kernel<T16><<<blocks, 256, 0, S(s)>>>((T16 *)dqkv, dq, n, C, scale);
-    });
-    LAUNCHED(store_dq_kernel);
+    GK_DISPATCH(t, backward_t<T16>((T16 *)dqkv, (const T16 *)dout, (const T16 *)qkv, lse, delta,
+                                   B, T, h, g, d, S(s)));
 }

@@ -1,14 +1,19 @@
 /* flash_attention: fused causal attention for the CUDA backend (FlashAttention-2's algorithm on
- * mma.sync tensor cores, bf16 or fp16, sm_80 and later). Forward: one block per 64 query rows
- * of one (batch row, head), keys streamed through shared memory in tiles of 64 with an online
- * softmax, so no score matrix is ever written; the row log-sum-exp is kept for backward.
- * Backward: one block per 64 keys, query tiles streamed, P recomputed from the log-sum-exp;
- * dK and dV stay in registers, dQ is accumulated in fp32 in the workspace and rounded once.
- * Memory is linear in T.
- * gpt2_kernels' gk_attention_* call this where it applies (head size 32, 64 or 128 and enough
- * shared memory) and keep the chunked cuBLAS attention otherwise; both are checked against the
- * CPU reference (tests/test_cuda_gpt2.c). Layouts as gpt2_kernels.h: qkv (B,T,3C), out (B,T,C),
- * lse and delta (B,NH,T), natural-log units. */
+ * mma.sync tensor cores, bf16 or fp16, sm_80 and later), grouped-query: h query heads share g
+ * kv heads (g divides h), query head j reading kv head j / (h/g); g == h is multi-head
+ * attention (GPT-2's). Forward: one block per 64 query rows of one (batch row, query head),
+ * keys streamed through shared memory in tiles of 64 with an online softmax, so no score matrix
+ * is ever written; the row log-sum-exp is kept for backward. Backward, two kernels that
+ * recompute P from the log-sum-exp and add in a fixed order, so the result is the same bits on
+ * every run: one block per (batch row, kv head, 64 keys) loops over the group's query heads
+ * and their query tiles with dK and dV in registers; one block per (batch row, query head, 64
+ * queries) loops over the key tiles with dQ in registers. Memory is linear in T and no
+ * workspace is needed.
+ * The attention entry points (gpt2_kernels.h's gk_attention_*, llama_kernels.h's
+ * lk_attention_*) call this where it applies and keep the chunked cuBLAS attention otherwise;
+ * both are checked against the CPU references (tests/test_cuda_gpt2.c, test_cuda_llama.c).
+ * Layouts: qkv and dqkv (B,T,(h+2g)d), each row q's h heads, then k's g, then v's g, d values
+ * each; out and dout (B,T,h d); lse and delta (B,h,T), natural-log units. */
 #ifndef FUYOU_FLASH_ATTENTION_H
 #define FUYOU_FLASH_ATTENTION_H
 
@@ -17,17 +22,17 @@
 
 #include "gpt2_kernels.h"
 
-/* Whether the fused kernels run this shape on the current device (head size C/NH in 32, 64,
- * 128; the shared memory they need; 16-byte aligned rows). */
-bool flash_attention_supported(int C, int NH);
-/* Bytes of device workspace the backward needs: dQ in fp32, (B,T,C). */
-size_t flash_attention_workspace_bytes(int B, int T, int C);
-void flash_attention_forward(act16_t *out, float *lse, const act16_t *qkv, int B, int T, int C,
-                             int NH, GkType t, cudaStream_t_c s);
-/* dqkv is overwritten; delta (B,NH,T) = rowsum(dout * out), computed by the caller; ws of
- * flash_attention_workspace_bytes. */
+/* Whether the fused kernels run this shape on the current device: head size d in 32, 64, 128,
+ * g > 0 dividing h, a device of compute capability 8 or more with the shared memory they
+ * need. */
+bool flash_attention_supported(int h, int g, int d);
+/* out and lse from qkv; qkv and out 16-byte aligned. */
+void flash_attention_forward(act16_t *out, float *lse, const act16_t *qkv, int B, int T, int h,
+                             int g, int d, GkType t, cudaStream_t_c s);
+/* dqkv (all of it) is overwritten; delta (B,h,T) = rowsum(dout * out), computed by the
+ * caller. */
 void flash_attention_backward(act16_t *dqkv, const act16_t *dout, const act16_t *qkv,
-                              const float *lse, const float *delta, int B, int T, int C, int NH,
-                              void *ws, GkType t, cudaStream_t_c s);
+                              const float *lse, const float *delta, int B, int T, int h, int g,
+                              int d, GkType t, cudaStream_t_c s);
 
 #endif

@@ -72,12 +72,15 @@ int gk_matmul_forward(act16_t *out, act16_t *pre, const act16_t *inp, const act1
 int gk_matmul_backward_gelu(act16_t *dinp, const act16_t *dout, const act16_t *w,
                             const act16_t *pre, int N, int C, int OC, void *lt, GkType t,
                             cudaStream_t_c s);
-/* Causal attention: out (B,T,C) from qkv (B,T,3C); lse (B,NH,T) kept for backward. ws is of
- * gk_attention_workspace_bytes, linear in T; blas is a cublasHandle_t (the chunked path's). */
+/* Causal attention: out (B,T,C) from qkv (B,T,3C); lse (B,NH,T) kept for backward: the
+ * multi-head case of llama_kernels.h's lk_attention_* (h = g = NH heads of C / NH). ws is of
+ * gk_attention_workspace_bytes, linear in T: the chunked path's or, where the fused kernels run
+ * (they take none), the fp32 (B,T,C) that GPT-2's lanes and their footprint count. blas is a
+ * cublasHandle_t (the chunked path's). */
 size_t gk_attention_workspace_bytes(int B, int T, int C, int NH);
 void gk_attention_forward(act16_t *out, float *lse, const act16_t *qkv, int B, int T, int C,
                           int NH, void *ws, void *blas, GkType t, cudaStream_t_c s);
-/* dqkv (overwritten) from dout; delta (B,NH,T) is scratch. */
+/* dqkv (overwritten) from dout; delta (B,NH,T) is scratch. The same bits on every run. */
 void gk_attention_backward(act16_t *dqkv, float *delta, const act16_t *dout, const act16_t *out,
                            const act16_t *qkv, const float *lse, int B, int T, int C, int NH,
                            void *ws, void *blas, GkType t, cudaStream_t_c s);

@@ -1,0 +1,57 @@
+/* bench_llama_kernels: grouped-query attention's fused kernels at Llama 3.1 8B's shapes (32
+ * query heads over 8 kv heads of 128, one sequence of 4096 by default), forward and backward, as
+ * a ratio against the same kernels with as many kv heads as query heads (multi-head attention,
+ * the baseline measured in this run: the same FLOPs, four times the k and v bytes). TFLOP/s
+ * count the causal mask's half of the products: forward two (QK^T, PV), backward five (QK^T,
+ * dP, dV, dK, dQ; the kernels recompute QK^T and dP once more for dQ, not counted). Medians of
+ * CUDA-event timings. Usage: bench_llama_kernels [--batch B] [--seq T] [--heads h]
+ * [--kv-heads g] [--head-dim d] [--reps n] */
+#include <stdlib.h>
+
+#include "bench_util.h"
+#include "cuda_device.h"
+#include "flash_attention.h"
+#include "llama_kernels.h"
+
+/* One configuration's times; returns 0 or the helper's -errno. */
+static int measure(int B, int T, int h, int g, int d, int reps, double ms[2])
+{
+    int rc = lk_attention_ms(B, T, h, g, d, reps, &ms[0], &ms[1]);
+    if (rc) {
+        printf("lk_attention_ms: error %d\n", rc);
+        return rc;
+    }
+    double fwd_flops = 2.0 * B * h * (double)T * T * d, bwd_flops = 2.5 * fwd_flops;
+    printf("  h %2d g %2d:  forward %8.3f ms %6.1f TFLOP/s   backward %8.3f ms %6.1f TFLOP/s\n",
+           h, g, ms[0], fwd_flops / (ms[0] * 1e-3) / 1e12, ms[1],
+           bwd_flops / (ms[1] * 1e-3) / 1e12);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    CudaDeviceInfo info;
+    Err probe_e;
+    if (cudadev_probe(&info, &probe_e)) { /* no GPU: skipped, as the GPU suites are */
+        printf("SKIP: %s\n", probe_e.msg);
+        return 77;
+    }
+    int B = atoi(bench_arg(argc, argv, "--batch", "1"));
+    int T = atoi(bench_arg(argc, argv, "--seq", "4096"));
+    int h = atoi(bench_arg(argc, argv, "--heads", "32"));
+    int g = atoi(bench_arg(argc, argv, "--kv-heads", "8"));
+    int d = atoi(bench_arg(argc, argv, "--head-dim", "128"));
+    int reps = atoi(bench_arg(argc, argv, "--reps", "10"));
+    if (B < 1 || T < 1 || g < 1 || h % g || d < 2 || reps < 1) {
+        fprintf(stderr, "bench_llama_kernels: --kv-heads must divide --heads, all positive\n");
+        return 2;
+    }
+    printf("grouped-query attention, bf16, B %d T %d, %d query heads of %d (%s):\n", B, T, h, d,
+           flash_attention_supported(h, g, d) ? "the fused kernels" : "the chunked cuBLAS path");
+    double gqa[2], mha[2];
+    if (measure(B, T, h, g, d, reps, gqa) || measure(B, T, h, h, d, reps, mha))
+        return 1;
+    printf("  GQA (g %d) / MHA (g %d) time: forward %.3f, backward %.3f\n", g, h,
+           gqa[0] / mha[0], gqa[1] / mha[1]);
+    return 0;
+}

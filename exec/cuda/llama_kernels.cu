@@ -1,0 +1,523 @@
+/* llama_kernels: CUDA kernels of the Llama block's own ops; see llama_kernels.h. The token
+ * embedding, RMSNorm, the rotary embedding and SwiGLU, and the attention's benchmark helper
+ * (its kernels are flash_attention.cu's and gpt2_attention.cu's). Memory-bound kernels move 8
+ * 16-bit values (16 bytes) per access where sizes and pointers allow (W = 8) and one otherwise
+ * (W = 1); the tests run both. */
+#include <cub/device/device_radix_sort.cuh>
+#include <errno.h>
+#include <math.h>
+
+#include "cuda_check.h"
+#include "kernel_util.cuh"
+
+extern "C" {
+#include "llama_kernels.h"
+}
+
+/* Grid-stride loop over n groups of W elements: i is the group's index. */
+#define FOR_EACH(i, n)                                                                        \
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);                    \
+         i += (size_t)gridDim.x * blockDim.x)
+
+static size_t round256(size_t n)
+{
+    return (n + 255) / 256 * 256;
+}
+
+/* W 16-bit values copied as they are. */
+template <int W> __device__ __forceinline__ void copy16(uint16_t *dst, const uint16_t *src)
+{
+    if constexpr (W == 8)
+        *(uint4 *)dst = *(const uint4 *)src;
+    else
+        *dst = *src;
+}
+
+/* ---- token embedding ---------------------------------------------------------------------- */
+
+template <int W>
+__global__ void embedding_forward_kernel(uint16_t *out, const int *tokens, const uint16_t *wte,
+                                         int N, int C)
+{
+    int per_row = C / W;
+    FOR_EACH(i, (size_t)N * per_row) {
+        size_t row = i / per_row, c = (i % per_row) * W;
+        copy16<W>(out + row * C + c, wte + (size_t)tokens[row] * C + c);
+    }
+}
+
+extern "C" void lk_embedding_forward(act16_t *out, const int *tokens, const act16_t *wte, int N,
+                                     int C, cudaStream_t_c s)
+{
+    size_t n = (size_t)N * C;
+    if (vec8_ok((size_t)C, out, wte))
+        embedding_forward_kernel<8><<<blocks_for(n / 8, 256), 256, 0, S(s)>>>(out, tokens, wte,
+                                                                              N, C);
+    else
+        embedding_forward_kernel<1><<<blocks_for(n, 256), 256, 0, S(s)>>>(out, tokens, wte, N,
+                                                                          C);
+    LAUNCHED(embedding_forward_kernel);
+}
+
+/* The bits a token id of a vocabulary of V needs (the sort looks at no others). */
+static int token_bits(int V)
+{
+    int b = 1;
+    while (b < 31 && (1u << b) < (unsigned)V)
+        b++;
+    return b;
+}
+
+static size_t sort_temp_bytes(int N, int V)
+{
+    size_t bytes = 0;
+    CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, bytes, (const unsigned *)nullptr,
+                                               (unsigned *)nullptr, (const int *)nullptr,
+                                               (int *)nullptr, N, 0, token_bits(V)));
+    return bytes;
+}
+
+/* The scratch's parts: sorted tokens, positions 0..N-1, positions in token order, the sort's
+ * temporary storage. */
+typedef struct EmbedScratch {
+    unsigned *keys;
+    int *pos, *sorted;
+    void *temp;
+    size_t temp_bytes;
+} EmbedScratch;
+
+static EmbedScratch carve_embed(void *scratch, int N, int V)
+{
+    char *p = (char *)scratch;
+    size_t part = round256((size_t)N * 4);
+    EmbedScratch e = {(unsigned *)p, (int *)(p + part), (int *)(p + 2 * part), p + 3 * part,
+                      sort_temp_bytes(N, V)};
+    return e;
+}
+
+extern "C" size_t lk_embedding_backward_scratch_bytes(int N, int V)
+{
+    return 3 * round256((size_t)N * 4) + sort_temp_bytes(N, V);
+}
+
+__global__ void iota_kernel(int *pos, int N)
+{
+    FOR_EACH(i, (size_t)N)
+        pos[i] = (int)i;
+}
+
+/* Block x: sorted position k, the first of its token's run or nothing to do; block y: 256
+ * columns. The block finds where the run ends (sorted: the token's entries in each window of
+ * 256 are a prefix of it), then each thread sums its column over the run in position order (the
+ * sort is stable), eight rows' loads in flight at a time, and adds the sum once. */
+__global__ void embedding_backward_kernel(float *dwte, const float *dout, const unsigned *keys,
+                                          const int *sorted, int N, int C)
+{
+    int k = blockIdx.x, c = blockIdx.y * blockDim.x + threadIdx.x;
+    unsigned tok = keys[k];
+    if (k > 0 && keys[k - 1] == tok)
+        return; /* the whole block: not the first of its run */
+    int end = k + 1;
+    for (;; end += blockDim.x) {
+        int r = end + threadIdx.x;
+        int same = __syncthreads_count(r < N && keys[r] == tok);
+        if (same < (int)blockDim.x) {
+            end += same;
+            break;
+        }
+    }
+    if (c >= C)
+        return;
+    float sum = 0.0f;
+    int r = k;
+    for (; r + 8 <= end; r += 8) {
+        float v[8];
+        for (int i = 0; i < 8; i++)
+            v[i] = dout[(size_t)sorted[r + i] * C + c];
+        for (int i = 0; i < 8; i++)
+            sum += v[i];
+    }
+    for (; r < end; r++)
+        sum += dout[(size_t)sorted[r] * C + c];
+    dwte[(size_t)tok * C + c] += sum;
+}
+
+extern "C" void lk_embedding_backward(float *dwte, const float *dout, const int *tokens, int N,
+                                      int C, int V, void *scratch, cudaStream_t_c s)
+{
+    if (N <= 0 || C <= 0)
+        return;
+    EmbedScratch e = carve_embed(scratch, N, V);
+    iota_kernel<<<blocks_for((size_t)N, 256), 256, 0, S(s)>>>(e.pos, N);
+    LAUNCHED(iota_kernel);
+    /* token ids are non-negative: as unsigned keys they sort in the same order */
+    CUDA_CHECK(cub::DeviceRadixSort::SortPairs(e.temp, e.temp_bytes, (const unsigned *)tokens,
+                                               e.keys, e.pos, e.sorted, N, 0, token_bits(V),
+                                               S(s)));
+    dim3 grid((unsigned)N, (unsigned)((C + 255) / 256));
+    embedding_backward_kernel<<<grid, 256, 0, S(s)>>>(dwte, dout, e.keys, e.sorted, N, C);
+    LAUNCHED(embedding_backward_kernel);
+}
+
+/* ---- RMSNorm: one warp per row ------------------------------------------------------------ */
+
+template <typename A, int W>
+__global__ void rmsnorm_forward_kernel(A *out, float *rstd, const A *inp, const A *w, int N,
+                                       int C, float eps)
+{
+    int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (row >= N)
+        return;
+    const A *x = inp + (size_t)row * C;
+    float ss = 0;
+    for (int i = lane * W; i < C; i += 32 * W) {
+        float v[W];
+        load<W>(x + i, v);
+        for (int k = 0; k < W; k++)
+            ss += v[k] * v[k];
+    }
+    float s = 1.0f / sqrtf(warp_sum(ss) / C + eps);
+    A *o = out + (size_t)row * C;
+    for (int i = lane * W; i < C; i += 32 * W) {
+        float v[W], wv[W];
+        load<W>(x + i, v);
+        load<W>(w + i, wv);
+        for (int k = 0; k < W; k++)
+            v[k] = (v[k] * s) * wv[k];
+        store<W>(o + i, v);
+    }
+    if (lane == 0)
+        rstd[row] = s;
+}
+
+extern "C" void lk_rmsnorm_forward(act16_t *out, float *rstd, const act16_t *inp,
+                                   const act16_t *weight, int N, int C, float eps, GkType t,
+                                   cudaStream_t_c s)
+{
+    bool vec = vec8_ok((size_t)C, out, inp, weight);
+    GK_DISPATCH(t, {
+        T16 *o = (T16 *)out;
+        const T16 *x = (const T16 *)inp, *w = (const T16 *)weight;
+        if (vec)
+            rmsnorm_forward_kernel<T16, 8><<<(N + 7) / 8, 256, 0, S(s)>>>(o, rstd, x, w, N, C,
+                                                                          eps);
+        else
+            rmsnorm_forward_kernel<T16, 1><<<(N + 7) / 8, 256, 0, S(s)>>>(o, rstd, x, w, N, C,
+                                                                          eps);
+    });
+    LAUNCHED(rmsnorm_forward_kernel);
+}
+
+/* dinp += rstd * (dnorm - norm * mean(dnorm * norm)), norm = x * rstd, dnorm = w * dout. */
+template <typename A, int W>
+__global__ void rmsnorm_backward_kernel(float *dinp, const float *dout, const A *inp,
+                                        const A *w, const float *rstd, int N, int C)
+{
+    int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (row >= N)
+        return;
+    const float *d = dout + (size_t)row * C;
+    const A *x = inp + (size_t)row * C;
+    float s = rstd[row], m = 0;
+    for (int i = lane * W; i < C; i += 32 * W) {
+        float xv[W], wv[W], dv[W];
+        load<W>(x + i, xv), load<W>(w + i, wv), load<W>(d + i, dv);
+        for (int k = 0; k < W; k++)
+            m += wv[k] * dv[k] * (xv[k] * s);
+    }
+    m = warp_sum(m) / C;
+    float *dx = dinp + (size_t)row * C;
+    for (int i = lane * W; i < C; i += 32 * W) {
+        float xv[W], wv[W], dv[W], dxv[W];
+        load<W>(x + i, xv), load<W>(w + i, wv), load<W>(d + i, dv), load<W>(dx + i, dxv);
+        for (int k = 0; k < W; k++)
+            dxv[k] += (wv[k] * dv[k] - (xv[k] * s) * m) * s;
+        store<W>(dx + i, dxv);
+    }
+}
+
+enum { RMS_ROWS = 256 }; /* rows per partial sum of the weight gradient */
+
+/* part[blockIdx.y][c] = sum over the block's 256 rows of dout * norm: 32 columns (one per lane),
+ * 32 rows per warp, the eight warps' sums added in warp order. */
+template <typename A>
+__global__ void rmsnorm_weight_part_kernel(float *part, const float *dout, const A *inp,
+                                           const float *rstd, int N, int C)
+{
+    __shared__ float sums[8][32];
+    int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    int c = blockIdx.x * 32 + lane, row0 = blockIdx.y * RMS_ROWS + warp * 32;
+    float sum = 0;
+    if (c < C)
+        for (int r = row0; r < min(N, row0 + 32); r++) {
+            size_t at = (size_t)r * C + c;
+            sum += (ld(inp + at) * rstd[r]) * dout[at];
+        }
+    sums[warp][lane] = sum;
+    __syncthreads();
+    if (warp == 0 && c < C) {
+        float total = 0;
+        for (int k = 0; k < 8; k++)
+            total += sums[k][lane];
+        part[(size_t)blockIdx.y * C + c] = total;
+    }
+}
+
+/* dweight[c] += the partial sums of column c, first block of rows first. */
+__global__ void rmsnorm_weight_sum_kernel(float *dweight, const float *part, int blocks, int C)
+{
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= C)
+        return;
+    float total = 0;
+    for (int b = 0; b < blocks; b++)
+        total += part[(size_t)b * C + c];
+    dweight[c] += total;
+}
+
+extern "C" size_t lk_rmsnorm_backward_scratch_bytes(int N, int C)
+{
+    return (size_t)((N + RMS_ROWS - 1) / RMS_ROWS) * C * sizeof(float);
+}
+
+extern "C" void lk_rmsnorm_backward(float *dinp, float *dweight, const float *dout,
+                                    const act16_t *inp, const act16_t *weight,
+                                    const float *rstd, int N, int C, void *scratch, GkType t,
+                                    cudaStream_t_c s)
+{
+    if (N <= 0 || C <= 0)
+        return;
+    bool vec = vec8_ok((size_t)C, dinp, dout, inp) && vec8_ok(8, weight);
+    int blocks = (N + RMS_ROWS - 1) / RMS_ROWS;
+    float *part = (float *)scratch;
+    GK_DISPATCH(t, {
+        const T16 *x = (const T16 *)inp, *w = (const T16 *)weight;
+        if (vec)
+            rmsnorm_backward_kernel<T16, 8><<<(N + 7) / 8, 256, 0, S(s)>>>(dinp, dout, x, w,
+                                                                           rstd, N, C);
+        else
+            rmsnorm_backward_kernel<T16, 1><<<(N + 7) / 8, 256, 0, S(s)>>>(dinp, dout, x, w,
+                                                                           rstd, N, C);
+        LAUNCHED(rmsnorm_backward_kernel);
+        dim3 grid((C + 31) / 32, blocks);
+        rmsnorm_weight_part_kernel<T16><<<grid, 256, 0, S(s)>>>(part, dout, x, rstd, N, C);
+    });
+    LAUNCHED(rmsnorm_weight_part_kernel);
+    rmsnorm_weight_sum_kernel<<<(C + 255) / 256, 256, 0, S(s)>>>(dweight, part, blocks, C);
+    LAUNCHED(rmsnorm_weight_sum_kernel);
+}
+
+/* ---- rotary position embedding ------------------------------------------------------------
+ * One thread per W pairs (i, i + d/2) of one head of one token. Forward rotates by +angle,
+ * backward by -angle; each product and each sum rounded on its own (__fmul_rn, __fadd_rn,
+ * __fsub_rn are never contracted into a fused multiply-add), the reference's operations. v's
+ * heads are copied, or left alone when the output is the input. */
+template <typename A, int W, bool FORWARD>
+__global__ void rope_kernel(A *out, const A *in, const float *cos_t, const float *sin_t,
+                            int B, int T, int h, int g, int d, bool copy_v)
+{
+    int half = d / 2, chunks = half / W, heads = h + 2 * g;
+    FOR_EACH(it, (size_t)B * T * heads * chunks) {
+        int i0 = (int)(it % chunks) * W;
+        size_t rest = it / chunks, bt = rest / heads;
+        int j = (int)(rest % heads), t = (int)(bt % T);
+        size_t at = (bt * heads + j) * d + i0;
+        if (j >= h + g) {
+            if (copy_v) {
+                copy16<W>((uint16_t *)out + at, (const uint16_t *)in + at);
+                copy16<W>((uint16_t *)out + at + half, (const uint16_t *)in + at + half);
+            }
+            continue;
+        }
+        float x1[W], x2[W], c[W], sn[W], o1[W], o2[W];
+        load<W>(in + at, x1);
+        load<W>(in + at + half, x2);
+        load<W>(cos_t + (size_t)t * half + i0, c);
+        load<W>(sin_t + (size_t)t * half + i0, sn);
+        for (int k = 0; k < W; k++) {
+            if (FORWARD) {
+                o1[k] = __fsub_rn(__fmul_rn(x1[k], c[k]), __fmul_rn(x2[k], sn[k]));
+                o2[k] = __fadd_rn(__fmul_rn(x2[k], c[k]), __fmul_rn(x1[k], sn[k]));
+            } else {
+                o1[k] = __fadd_rn(__fmul_rn(x1[k], c[k]), __fmul_rn(x2[k], sn[k]));
+                o2[k] = __fsub_rn(__fmul_rn(x2[k], c[k]), __fmul_rn(x1[k], sn[k]));
+            }
+        }
+        store<W>(out + at, o1);
+        store<W>(out + at + half, o2);
+    }
+}
+
+template <bool FORWARD>
+static void rope(act16_t *out, const act16_t *in, const float *cos_t, const float *sin_t,
+                 int B, int T, int h, int g, int d, GkType t, cudaStream_t s)
+{
+    if (d <= 0 || d % 2) {
+        fprintf(stderr, "%s:%d: rope: head size %d is not even\n", __FILE__, __LINE__, d);
+        abort();
+    }
+    int half = d / 2;
+    bool vec = half % 8 == 0 && vec8_ok(8, out, in, cos_t, sin_t);
+    size_t pairs = (size_t)B * T * (h + 2 * g) * half;
+    bool copy_v = out != in;
+    GK_DISPATCH(t, {
+        T16 *o = (T16 *)out;
+        const T16 *x = (const T16 *)in;
+        if (vec)
+            rope_kernel<T16, 8, FORWARD><<<blocks_for(pairs / 8, 256), 256, 0, s>>>(
+                o, x, cos_t, sin_t, B, T, h, g, d, copy_v);
+        else
+            rope_kernel<T16, 1, FORWARD><<<blocks_for(pairs, 256), 256, 0, s>>>(
+                o, x, cos_t, sin_t, B, T, h, g, d, copy_v);
+    });
+    LAUNCHED(rope_kernel);
+}
+
+extern "C" void lk_rope_forward(act16_t *out, const act16_t *qkv, const float *cos_t,
+                                const float *sin_t, int B, int T, int h, int g, int d,
+                                GkType t, cudaStream_t_c s)
+{
+    rope<true>(out, qkv, cos_t, sin_t, B, T, h, g, d, t, S(s));
+}
+
+extern "C" void lk_rope_backward(act16_t *dqkv, const act16_t *dout, const float *cos_t,
+                                 const float *sin_t, int B, int T, int h, int g, int d,
+                                 GkType t, cudaStream_t_c s)
+{
+    rope<false>(dqkv, dout, cos_t, sin_t, B, T, h, g, d, t, S(s));
+}
+
+/* ---- SwiGLU --------------------------------------------------------------------------------
+ * One thread per W columns of a row: gate at [row][c], up at [row][F + c]. silu(x) =
+ * x / (1 + exp(-x)), silu'(x) = sigmoid(x) (1 + x (1 - sigmoid(x))), as llama_ops.c. A thread
+ * reads its gate and up before it writes, so the backward may overwrite gate_up. */
+template <typename A, int W>
+__global__ void swiglu_forward_kernel(A *out, const A *gate_up, int N, int F)
+{
+    int chunks = F / W;
+    FOR_EACH(it, (size_t)N * chunks) {
+        size_t row = it / chunks, c = (it % chunks) * W;
+        float x[W], u[W];
+        load<W>(gate_up + row * 2 * F + c, x);
+        load<W>(gate_up + row * 2 * F + F + c, u);
+        for (int k = 0; k < W; k++)
+            x[k] = x[k] / (1.0f + expf(-x[k])) * u[k];
+        store<W>(out + row * F + c, x);
+    }
+}
+
+template <typename A, int W>
+__global__ void swiglu_backward_kernel(A *dgate_up, const A *dout, const A *gate_up, int N,
+                                       int F)
+{
+    int chunks = F / W;
+    FOR_EACH(it, (size_t)N * chunks) {
+        size_t row = it / chunks, c = (it % chunks) * W;
+        float x[W], u[W], dy[W];
+        load<W>(gate_up + row * 2 * F + c, x);
+        load<W>(gate_up + row * 2 * F + F + c, u);
+        load<W>(dout + row * F + c, dy);
+        for (int k = 0; k < W; k++) {
+            float e = expf(-x[k]), sig = 1.0f / (1.0f + e), silu = x[k] / (1.0f + e);
+            float dgate = dy[k] * u[k] * (sig * (1.0f + x[k] * (1.0f - sig)));
+            u[k] = dy[k] * silu; /* dup */
+            x[k] = dgate;
+        }
+        store<W>(dgate_up + row * 2 * F + c, x);
+        store<W>(dgate_up + row * 2 * F + F + c, u);
+    }
+}
+
+extern "C" void lk_swiglu_forward(act16_t *out, const act16_t *gate_up, int N, int F, GkType t,
+                                  cudaStream_t_c s)
+{
+    size_t n = (size_t)N * F;
+    bool vec = vec8_ok((size_t)F, out, gate_up);
+    GK_DISPATCH(t, {
+        if (vec)
+            swiglu_forward_kernel<T16, 8><<<blocks_for(n / 8, 256), 256, 0, S(s)>>>(
+                (T16 *)out, (const T16 *)gate_up, N, F);
+        else
+            swiglu_forward_kernel<T16, 1><<<blocks_for(n, 256), 256, 0, S(s)>>>(
+                (T16 *)out, (const T16 *)gate_up, N, F);
+    });
+    LAUNCHED(swiglu_forward_kernel);
+}
+
+extern "C" void lk_swiglu_backward(act16_t *dgate_up, const act16_t *dout,
+                                   const act16_t *gate_up, int N, int F, GkType t,
+                                   cudaStream_t_c s)
+{
+    size_t n = (size_t)N * F;
+    bool vec = vec8_ok((size_t)F, dgate_up, dout, gate_up);
+    GK_DISPATCH(t, {
+        if (vec)
+            swiglu_backward_kernel<T16, 8><<<blocks_for(n / 8, 256), 256, 0, S(s)>>>(
+                (T16 *)dgate_up, (const T16 *)dout, (const T16 *)gate_up, N, F);
+        else
+            swiglu_backward_kernel<T16, 1><<<blocks_for(n, 256), 256, 0, S(s)>>>(
+                (T16 *)dgate_up, (const T16 *)dout, (const T16 *)gate_up, N, F);
+    });
+    LAUNCHED(swiglu_backward_kernel);
+}
+
+/* ---- benchmark helper ---------------------------------------------------------------------- */
+
+static int cmp_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+static double median_ms(float *ms, int n)
+{
+    qsort(ms, (size_t)n, sizeof *ms, cmp_float);
+    return ms[n / 2];
+}
+
+extern "C" int lk_attention_ms(int B, int T, int h, int g, int d, int reps, double *fwd_ms,
+                               double *bwd_ms)
+{
+    size_t N = (size_t)B * T, nq = N * (h + 2 * g) * d, no = N * h * d;
+    size_t nl = (size_t)B * h * T;
+    act16_t *qkv = (act16_t *)gk_alloc(nq * 2), *out = (act16_t *)gk_alloc(no * 2);
+    act16_t *dout = (act16_t *)gk_alloc(no * 2), *dqkv = (act16_t *)gk_alloc(nq * 2);
+    float *lse = (float *)gk_alloc(nl * 4), *delta = (float *)gk_alloc(nl * 4);
+    void *ws = gk_alloc(lk_attention_workspace_bytes(B, T, h, g, d));
+    float *ms = (float *)malloc(2 * (size_t)reps * sizeof(float));
+    cublasHandle_t blas = nullptr;
+    cudaEvent_t e[3] = {};
+    int rc = ms ? 0 : -ENOMEM; /* gk_alloc exits when the GPU has no room */
+    if (!rc) {
+        gk_fill_random((bf16_t *)qkv, nq, 3);
+        gk_fill_random((bf16_t *)dout, no, 4);
+        CUBLAS_CHECK(cublasCreate(&blas));
+        for (int i = 0; i < 3; i++)
+            CUDA_CHECK(cudaEventCreate(&e[i]));
+        for (int r = -2; r < reps; r++) {
+            CUDA_CHECK(cudaEventRecord(e[0]));
+            lk_attention_forward(out, lse, qkv, B, T, h, g, d, ws, blas, GK_BF16, nullptr);
+            CUDA_CHECK(cudaEventRecord(e[1]));
+            lk_attention_backward(dqkv, delta, dout, out, qkv, lse, B, T, h, g, d, ws, blas,
+                                  GK_BF16, nullptr);
+            CUDA_CHECK(cudaEventRecord(e[2]));
+            CUDA_CHECK(cudaEventSynchronize(e[2]));
+            if (r >= 0) {
+                CUDA_CHECK(cudaEventElapsedTime(&ms[r], e[0], e[1]));
+                CUDA_CHECK(cudaEventElapsedTime(&ms[reps + r], e[1], e[2]));
+            }
+        }
+        *fwd_ms = median_ms(ms, reps);
+        *bwd_ms = median_ms(ms + reps, reps);
+    }
+    for (int i = 0; i < 3; i++)
+        if (e[i])
+            cudaEventDestroy(e[i]);
+    if (blas)
+        cublasDestroy(blas);
+    free(ms);
+    void *all[] = {qkv, out, dout, dqkv, lse, delta, ws};
+    for (void *p : all)
+        gk_free(p);
+    return rc;
+}
