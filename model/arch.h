@@ -74,11 +74,42 @@ typedef struct BlockArch {
      * it (a norm's fp32 statistics, attention's rows' log-sum-exp). */
     void (*lane_tensor_bytes)(const struct ModelConfig *c, int64_t B, int64_t T, int64_t elem,
                               int64_t bytes[]);
-    /* What a 16-bit CUDA lane allocates for itself for a micro-batch of B x T (footprint.h):
-     * activation gradients, the attention workspace, the head's chunk of logits, gradient
-     * accumulators. */
-    double (*cuda_lane_own_bytes)(const struct ModelConfig *c, int64_t B, int64_t T);
+    /* What a 16-bit CUDA lane allocates for itself for a micro-batch of B x T, buffer by
+     * buffer (LaneBuffer): the CUDA device carves these, the footprint sums them
+     * (footprint.h). */
+    void (*cuda_lane_buffers)(const struct ModelConfig *c, int64_t B, int64_t T,
+                              int64_t bytes[]);
 } BlockArch;
+
+/* The buffers a 16-bit CUDA lane (exec/cuda/gpu_block.h) holds besides the block tensors, by
+ * role; a family without one sizes it 0. N = B * T tokens, C channels. */
+typedef enum LaneBuffer {
+    LANE_ATT_WS,     /* attention's workspace */
+    LANE_LOGITS,     /* one head chunk's logits (then their gradient), rows padded */
+    LANE_NORM_OUT,   /* the final norm's output (N,C) */
+    LANE_DRES16,     /* the residual stream's gradient in 16 bits, a GEMM's input */
+    LANE_DATT,       /* attention output's gradient */
+    LANE_DQKV,       /* the q/k/v GEMM output's gradient */
+    LANE_DFF,        /* the MLP's first GEMM output's gradient: fc (F) or gate_up (2F) */
+    LANE_DFF_OUT,    /* the gated product's gradient (F): Llama's SwiGLU */
+    LANE_NORM_STATS, /* the final norm's fp32 statistics */
+    LANE_LOSSES,     /* per-token losses, fp32 */
+    LANE_DRES,       /* the residual stream's gradient, fp32 */
+    LANE_DNORM,      /* a norm's input gradient from the GEMM after it, fp32 */
+    LANE_DELTA,      /* attention's backward row sums, fp32 */
+    LANE_SUMS,       /* a block's gradients summed over tokens (biases, norm gains), fp32 */
+    LANE_EDGE_GRADS, /* the edges' gradients, fp32 */
+    LANE_TOKENS,     /* token ids, then targets */
+    LANE_ROPE,       /* the rotary table: cos, then sin, (T, d/2) each, fp32 */
+    LANE_NORM_SCRATCH, /* an RMSNorm's weight gradient in partial sums, fp32 */
+    LANE_BUFFERS
+} LaneBuffer;
+
+/* A GPU allocation as the CUDA lane carves its buffers: 256-byte aligned. */
+static inline int64_t lane_round(int64_t bytes)
+{
+    return (bytes + 255) / 256 * 256;
+}
 
 typedef enum Arch { ARCH_GPT2, ARCH_LLAMA, ARCH_COUNT } Arch;
 
@@ -90,6 +121,13 @@ const char *arch_name(Arch a);
 static inline int arch_tensors(const BlockArch *a)
 {
     return a->n_ops + 1;
+}
+
+/* Whether a block's op has backward work: all but the residual adds, whose pass-through the
+ * residual stream's gradient carries (the graph gives them no backward cost). */
+static inline bool arch_op_has_backward(const BlockArch *a, int op)
+{
+    return a->ops[op].kind != OP_RESIDUAL;
 }
 
 /* Which ops of a block backward must run again when kept[i] says whether op i's kept tensors

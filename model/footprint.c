@@ -43,7 +43,11 @@ void footprint_cuda_lane(const Graph *g, LaneSizes *lane)
     const ModelConfig *c = &g->cfg;
     int64_t d = (int64_t)dtype_bytes(c->dtype); /* an element of the lane's 16-bit buffers */
     g->arch->lane_tensor_bytes(c, g->batch, g->seq, d, lane->tensor);
-    lane->own = (int64_t)g->arch->cuda_lane_own_bytes(c, g->batch, g->seq);
+    int64_t own[LANE_BUFFERS];
+    g->arch->cuda_lane_buffers(c, g->batch, g->seq, own);
+    lane->own = 0;
+    for (int i = 0; i < LANE_BUFFERS; i++)
+        lane->own += lane_round(own[i]);
     lane->weight_bytes = lane->grad_bytes = (int)d;
 }
 

@@ -86,41 +86,25 @@ static void gpt2_lane_tensor_bytes(const ModelConfig *c, int64_t B, int64_t T, i
     memcpy(bytes, t, sizeof t);
 }
 
-/* A GPU allocation as the CUDA lane carves its own buffers: 256-byte aligned. */
-static double lane_rnd(double n)
+/* exec/cuda/gpu_gpt2.cu's buffers (arch.h's LaneBuffer). */
+static void gpt2_cuda_lane_buffers(const ModelConfig *c, int64_t B, int64_t T, int64_t bytes[])
 {
-    return ceil(n / 256) * 256;
-}
-
-/* exec/pipeline/device_cuda.cu's own buffers (own_sizes there), each rounded as it carves them. */
-static double gpt2_cuda_lane_own_bytes(const ModelConfig *c, int64_t B, int64_t T)
-{
-    double N = (double)B * T, C = c->d_model, F = c->d_ff, H = c->n_head;
-    double Vp = (double)model_padded_vocab(c), chunk = (double)graph_head_chunk(B * T);
-    double d = (double)dtype_bytes(c->dtype); /* an element of the lane's 16-bit buffers */
-    double act = N * C * d;
+    int64_t N = B * T, C = c->d_model, F = c->d_ff, H = c->n_head;
+    int64_t chunk = graph_head_chunk(N), e = (int64_t)dtype_bytes(c->dtype);
     /* attention: flash for head sizes 32, 64, 128 (an fp32 N x C workspace); other shapes are
      * tiled by query chunks of 256 rows (exec/cuda/gpt2_attention.cu) */
-    int64_t hs = model_head_dim(c);
-    double qc = (double)B * H * 256 * T;
-    double att_ws = hs == 32 || hs == 64 || hs == 128
-                        ? N * C * 4 : qc * 6 + N * 2 * C * 4 + 3 * (double)B * H * 8 + 1024;
-    const double own[] = {
-        att_ws,
-        chunk * Vp * d,                 /* one chunk's logits, rows padded */
-        act, act, act,                  /* lnf output, 16-bit residual gradient, attention's */
-        3 * act, N * F * d,             /* qkv's and fc's input gradients */
-        2 * N * 4, N * 4,               /* lnf statistics, per-token losses */
-        N * C * 4, N * C * 4,           /* fp32 residual and norm gradients */
-        N * H * 4,                      /* attention's backward row sums */
-        (9 * C + F) * 4,                /* a block's bias and layernorm gradients, fp32 */
-        (double)model_embed_params(c) * 4, /* the edges' fp32 gradients */
-        2 * N * 4,                      /* token ids and targets */
-    };
-    double n = 0;
-    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
-        n += lane_rnd(own[i]);
-    return n;
+    int64_t hs = model_head_dim(c), qc = B * H * 256 * T;
+    int64_t att_ws = hs == 32 || hs == 64 || hs == 128 ? N * C * 4
+                                                        : qc * 6 + N * 2 * C * 4 + 3 * B * H * 8
+                                                              + 1024;
+    const int64_t b[LANE_BUFFERS] = {
+        [LANE_ATT_WS] = att_ws, [LANE_LOGITS] = chunk * model_padded_vocab(c) * e,
+        [LANE_NORM_OUT] = N * C * e, [LANE_DRES16] = N * C * e, [LANE_DATT] = N * C * e,
+        [LANE_DQKV] = 3 * N * C * e, [LANE_DFF] = N * F * e, [LANE_NORM_STATS] = 2 * N * 4,
+        [LANE_LOSSES] = N * 4, [LANE_DRES] = N * C * 4, [LANE_DNORM] = N * C * 4,
+        [LANE_DELTA] = N * H * 4, [LANE_SUMS] = (9 * C + F) * 4,
+        [LANE_EDGE_GRADS] = model_embed_params(c) * 4, [LANE_TOKENS] = 2 * N * 4};
+    memcpy(bytes, b, sizeof b);
 }
 
 const BlockArch gpt2_arch = {.name = "gpt2", .n_ops = GPT2_OPS, .input = GPT2_IN,
@@ -128,4 +112,4 @@ const BlockArch gpt2_arch = {.name = "gpt2", .n_ops = GPT2_OPS, .input = GPT2_IN
                              .graph_ops = gpt2_graph_ops,
                              .graph_edge_ops = gpt2_graph_edge_ops,
                              .lane_tensor_bytes = gpt2_lane_tensor_bytes,
-                             .cuda_lane_own_bytes = gpt2_cuda_lane_own_bytes};
+                             .cuda_lane_buffers = gpt2_cuda_lane_buffers};

@@ -99,45 +99,29 @@ static void llama_lane_tensor_bytes(const ModelConfig *c, int64_t B, int64_t T, 
     memcpy(bytes, t, sizeof t);
 }
 
-/* A GPU allocation as the CUDA lane carves its own buffers: 256-byte aligned. */
-static double lane_rnd(double n)
+/* exec/cuda/gpu_llama.cu's buffers (arch.h's LaneBuffer): GPT-2's with grouped-query
+ * attention's widths, SwiGLU's two gradients, the rotary table; norms and no biases (Qwen2:
+ * the qkv bias) among the sums. */
+static void llama_cuda_lane_buffers(const ModelConfig *c, int64_t B, int64_t T, int64_t bytes[])
 {
-    return ceil(n / 256) * 256;
-}
-
-/* What the 16-bit CUDA lane of this family allocates for itself, each buffer rounded as it
- * carves them: the same terms as GPT-2's (gpt2_arch.c) with grouped-query attention's widths and
- * SwiGLU's two halves; norms and no biases (Qwen2: the qkv bias) among the small fp32 sums. */
-static double llama_cuda_lane_own_bytes(const ModelConfig *c, int64_t B, int64_t T)
-{
-    double N = (double)B * T, C = c->d_model, F = c->d_ff, h = c->n_head;
-    double d = (double)model_head_dim(c), qkv = (h + 2 * model_kv_heads(c)) * d;
-    double Vp = (double)model_padded_vocab(c), chunk = (double)graph_head_chunk(B * T);
-    double e = (double)dtype_bytes(c->dtype); /* an element of the lane's 16-bit buffers */
-    double act = N * C * e;
+    int64_t N = B * T, C = c->d_model, F = c->d_ff, h = c->n_head, d = model_head_dim(c);
+    int64_t qkv = (h + 2 * model_kv_heads(c)) * d;
+    int64_t chunk = graph_head_chunk(N), e = (int64_t)dtype_bytes(c->dtype);
     /* attention: flash for head sizes 32, 64, 128 (no workspace); other shapes are tiled by
      * query chunks of 256 rows with fp32 dK and dV per query head (exec/cuda/gpt2_attention.cu,
      * lk_attention_workspace_bytes) */
-    double qc = (double)B * h * 256 * T;
-    double att_ws = d == 32 || d == 64 || d == 128
-                        ? 0 : qc * 6 + N * 2 * h * d * 4 + 3 * (double)B * h * 8 + 1024;
-    const double own[] = {
-        att_ws,                         /* attention's workspace */
-        chunk * Vp * e,                 /* one chunk's logits, rows padded */
-        act, act, N * h * d * e,        /* the final norm's output, 16-bit residual gradient,
-                                           attention output's gradient */
-        N * qkv * e, 2 * N * F * e, N * F * e, /* qkv's, gate_up's and down's input gradients */
-        N * 4, N * 4,                   /* the final norm's rstd, per-token losses */
-        N * C * 4, N * C * 4,           /* fp32 residual and norm gradients */
-        N * h * 4,                      /* attention's backward row sums */
-        (2 * C + (c->qkv_bias ? qkv : 0)) * 4, /* a block's norm (and bias) gradients, fp32 */
-        (double)model_embed_params(c) * 4, /* the edges' fp32 gradients */
-        2 * N * 4,                      /* token ids and targets */
-    };
-    double n = 0;
-    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
-        n += lane_rnd(own[i]);
-    return n;
+    int64_t att_ws = d == 32 || d == 64 || d == 128
+                         ? 0 : B * h * 256 * T * 6 + N * 2 * h * d * 4 + 3 * B * h * 8 + 1024;
+    const int64_t b[LANE_BUFFERS] = {
+        [LANE_ATT_WS] = att_ws, [LANE_LOGITS] = chunk * model_padded_vocab(c) * e,
+        [LANE_NORM_OUT] = N * C * e, [LANE_DRES16] = N * C * e, [LANE_DATT] = N * h * d * e,
+        [LANE_DQKV] = N * qkv * e, [LANE_DFF] = 2 * N * F * e, [LANE_DFF_OUT] = N * F * e,
+        [LANE_NORM_STATS] = N * 4, [LANE_LOSSES] = N * 4, [LANE_DRES] = N * C * 4,
+        [LANE_DNORM] = N * C * 4, [LANE_DELTA] = N * h * 4,
+        [LANE_SUMS] = (2 * C + (c->qkv_bias ? qkv : 0)) * 4,
+        [LANE_EDGE_GRADS] = model_embed_params(c) * 4, [LANE_TOKENS] = 2 * N * 4,
+        [LANE_ROPE] = T * d * 4, [LANE_NORM_SCRATCH] = (N + 255) / 256 * C * 4};
+    memcpy(bytes, b, sizeof b);
 }
 
 const BlockArch llama_arch = {.name = "llama", .n_ops = LLAMA_OPS, .input = LLAMA_IN,
@@ -145,4 +129,4 @@ const BlockArch llama_arch = {.name = "llama", .n_ops = LLAMA_OPS, .input = LLAM
                               .graph_ops = llama_graph_ops,
                               .graph_edge_ops = llama_graph_edge_ops,
                               .lane_tensor_bytes = llama_lane_tensor_bytes,
-                              .cuda_lane_own_bytes = llama_cuda_lane_own_bytes};
+                              .cuda_lane_buffers = llama_cuda_lane_buffers};

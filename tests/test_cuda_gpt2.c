@@ -1,8 +1,10 @@
 /* GPU suite for exec/cuda: each kernel against its CPU reference (exec/cpu/gpt2_ops) on random
  * inputs with sizes that are not multiples of the block size, AdamW bit for bit, then the whole
- * CUDA backend against the CPU backend with the same weights and batch (a small model and GPT-2
- * 124M): the loss within 1e-2 relative and every parameter tensor's gradient with
- * ||g - g_ref|| / ||g_ref|| below 2e-2, and 20 training steps tracking the CPU loss curve.
+ * CUDA backend against the CPU backend with the same weights and batch, for both block
+ * families (small GPT-2 and Llama models, GPT-2 124M, two layers of Llama 3.2 1B): the loss
+ * within 1e-2 relative and every parameter tensor's gradient with ||g - g_ref|| / ||g_ref||
+ * below 2e-2, and 20 training steps tracking the CPU loss curve (gpt2-tiny, llama-tiny). The
+ * Llama kernels' own checks are tests/test_cuda_llama.c.
  * Everything runs twice: in bf16, and in fp16 with loss scaling. Inputs are rounded to the
  * 16-bit format before either side sees them, so the comparison measures the kernels, not the
  * input rounding. Without a GPU it prints SKIP and exits 77. Run without fork
@@ -13,8 +15,8 @@
 
 #include "cuda_device.h"
 #include "flash_attention.h"
+#include "cuda_backend.h"
 #include "gpt2_cpu.h"
-#include "gpt2_cuda.h"
 #include "gpt2_kernels.h"
 #include "gpt2_layout.h"
 #include "gpt2_ops.h"
@@ -559,6 +561,43 @@ START_TEST(small_model_matches_cpu)
 }
 END_TEST
 
+/* The Llama family: grouped-query attention of head size 32 (one kv head for two), tied;
+ * head size 64 with q/k/v biases (Qwen2), Llama 3's RoPE scaling, untied; bf16, then fp16 */
+START_TEST(small_llama_matches_cpu)
+{
+    ModelConfig c = {.name = "small-llama", .arch = ARCH_LLAMA, .n_layer = 2, .d_model = 64,
+                     .n_head = 2, .n_kv_head = 1, .d_ff = 160, .vocab = 97, .max_seq = 64,
+                     .tied = true, .dtype = _i ? DTYPE_FP16 : DTYPE_BF16};
+    float scale = _i ? 1024.0f : 1.0f;
+    double le, ge;
+    char name[96];
+    compare_backends(&c, 3, 37, scale, &le, &ge, name);
+    ck_assert_double_lt(le, 1e-2);
+    ck_assert_msg(ge < 2e-2, "gradient of %s off by %.3e", name, ge);
+    c.d_model = 128, c.n_kv_head = 2, c.qkv_bias = true, c.tied = false;
+    c.rope_theta = 500000;
+    c.rope_scaling = (RopeScaling){.factor = 8, .low_freq_factor = 1, .high_freq_factor = 4,
+                                   .original_max_seq = 16};
+    compare_backends(&c, 2, 64, scale, &le, &ge, name);
+    ck_assert_double_lt(le, 1e-2);
+    ck_assert_msg(ge < 2e-2, "gradient of %s off by %.3e", name, ge);
+}
+END_TEST
+
+/* Llama 3.2 1B's shapes (head size 64, 4 query heads a kv head, vocabulary 128256), 2 of its
+ * 16 layers */
+START_TEST(llama_1b_layers_match_cpu)
+{
+    ModelConfig c = *model_preset_find("llama-3.2-1b");
+    c.n_layer = 2;
+    double le, ge;
+    char name[96];
+    compare_backends(&c, 1, 128, 1.0f, &le, &ge, name);
+    ck_assert_double_lt(le, 1e-2);
+    ck_assert_msg(ge < 2e-2, "gradient of %s off by %.3e", name, ge);
+}
+END_TEST
+
 START_TEST(gpt2_124m_matches_cpu)
 {
     ModelConfig c = *model_preset_find("gpt2-124m");
@@ -579,8 +618,8 @@ START_TEST(training_tracks_cpu)
                       .weight_decay = 0.1f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
                       .clip = 1.0f, .warmup = 5, .seed = 11, .subgroup_blocks = 1,
                       .tail_blocks = 1, .threads = 0};
-    o.model = *model_preset_find("gpt2-tiny");
-    o.model.dtype = _i ? DTYPE_FP16 : DTYPE_BF16; /* fp16: dynamic loss scaling from 65536 */
+    o.model = *model_preset_find(_i / 2 ? "llama-tiny" : "gpt2-tiny");
+    o.model.dtype = _i % 2 ? DTYPE_FP16 : DTYPE_BF16; /* fp16: dynamic loss scaling from 65536 */
     TrainResult rc_, rg;
     Err e;
     o.backend = &backend_cpu;
@@ -588,7 +627,7 @@ START_TEST(training_tracks_cpu)
     o.backend = &backend_cuda;
     ck_assert_msg(trainer_run(&o, &rg, &e) == 0, "%s", e.msg);
     double worst = 0;
-    printf("  20 steps gpt2-tiny, %s, loss cpu / cuda:", dtype_name(o.model.dtype));
+    printf("  20 steps %s, %s, loss cpu / cuda:", o.model.name, dtype_name(o.model.dtype));
     for (int i = 0; i < 20; i++) {
         double r = fabs(rg.losses[i] - rc_.losses[i]) / rc_.losses[i];
         worst = fmax(worst, r);
@@ -626,8 +665,10 @@ int main(void)
     tcase_add_loop_test(tk, matmul_kernels, 0, 2);
     tcase_add_loop_test(tk, adamw_bit_exact, 0, 2);
     tcase_add_loop_test(tk, small_model_matches_cpu, 0, 2);
+    tcase_add_loop_test(tk, small_llama_matches_cpu, 0, 2);
     tcase_add_loop_test(tm, gpt2_124m_matches_cpu, 0, 2);
-    tcase_add_loop_test(tm, training_tracks_cpu, 0, 2);
+    tcase_add_test(tm, llama_1b_layers_match_cpu);
+    tcase_add_loop_test(tm, training_tracks_cpu, 0, 4); /* gpt2-tiny, llama-tiny; bf16, fp16 */
     suite_add_tcase(s, tk);
     suite_add_tcase(s, tm);
     int rc = tu_run(s);

@@ -1,6 +1,6 @@
 /* GPU suite for exec/pipeline on the CUDA device (device_cuda.cu).
  *
- * 1. The out-of-core pipeline on the GPU trains like the in-memory CUDA backend (gpt2_cuda.h)
+ * 1. The out-of-core pipeline on the GPU trains like the in-memory CUDA backend (cuda_backend.h)
  *    with the same model (gpt2-tiny, bf16), data, seed and learning-rate schedule, for several
  *    placements: everything in CPU memory with the activations kept on the GPU; weights and
  *    states on SSD with recomputation; sub-groups of 2 with a tail, 2 micro-batches and the
@@ -38,7 +38,7 @@
 #include "checkpoint.h"
 #include "clock.h"
 #include "cuda_device.h"
-#include "gpt2_cuda.h"
+#include "cuda_backend.h"
 #include "gpt2_layout.h"
 #include "graph.h"
 #include "pipeline.h"
@@ -160,11 +160,17 @@ static double update_rel(const float *got, const float *ref, const float *init,
     return sums[1] > 0 ? sqrt(sums[0] / sums[1]) : sqrt(sums[0]);
 }
 
+/* Every variant for both block families: _i / n_variants picks gpt2-tiny (0) or llama-tiny. */
 START_TEST(pipeline_tracks_in_memory_cuda)
 {
-    const Variant *x = &variants[_i];
+    const int n_variants = (int)(sizeof variants / sizeof variants[0]);
+    const Variant *x = &variants[_i % n_variants];
     const int steps = 6;
     TrainOptions o = opts(steps);
+    if (_i >= n_variants) {
+        o.model = *model_preset_find("llama-tiny");
+        o.model.dtype = DTYPE_BF16;
+    }
     Plan p;
     Graph g;
     Err e;
@@ -183,8 +189,8 @@ START_TEST(pipeline_tracks_in_memory_cuda)
     ck_assert_msg(pipe_train(&o, &p, &pc, &got, &rep, &e) == 0, "%s: %s", x->name, e.msg);
     ck_assert_int_eq(ref.n_losses, steps);
     ck_assert_int_eq(got.n_losses, steps);
-    printf("%s (%d micro-batch%s): loss in memory / pipeline:\n ", x->name, x->micro,
-           x->micro > 1 ? "es" : "");
+    printf("%s, %s (%d micro-batch%s): loss in memory / pipeline:\n ", o.model.name, x->name,
+           x->micro, x->micro > 1 ? "es" : "");
     double worst = 0;
     int worst_step = 0;
     for (int i = 0; i < steps; i++) {
@@ -595,7 +601,7 @@ int main(int argc, char **argv)
     TCase *tc = tcase_create("cuda device");
     tcase_set_timeout(tc, 600);
     tcase_add_loop_test(tc, pipeline_tracks_in_memory_cuda, 0,
-                        (int)(sizeof variants / sizeof variants[0]));
+                        2 * (int)(sizeof variants / sizeof variants[0]));
     tcase_add_test(tc, compute_failure_drains);
     tcase_add_test(tc, sticky_fault_drains);
     suite_add_tcase(s, tc);

@@ -18,6 +18,9 @@
 #   every run has the Adam measured again too, --adam-only; AGAIN=0: neither)
 #   the planner's regret over a swap sweep (issue 12): MODE=sweep bash tools/device_check.sh
 #   (REPEAT=2: each configuration's sweep twice over, one after the other)
+#   the Llama family (issue 27): MODE=llama bash tools/device_check.sh (PART=check: its GPU
+#   suites, compute-sanitizer, the Hugging Face round trip through transformers, the in-memory
+#   speed; PART=offload: llama-3.1-8b out of core under 24 GiB, predicted and measured)
 #   here, to fetch the packages once: tools/device_check.sh --fetch-deps
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -74,6 +77,12 @@ if [ "${MODE:-all}" = regression ]; then
     MODE=offload CHECK=0 RUNS=${RUNS:-$REGRESSION_RUNS}
 elif [ "${MODE:-all}" = sweep ]; then
     MODE=offload CHECK=0 RUNS=${RUNS:-$SWEEP_RUNS}
+elif [ "${MODE:-all}" = llama ] && [ "${PART:-check}" = offload ]; then
+    # llama-3.1-8b out of core under the 4090's 24 GiB, its states split: the first 16 of 32
+    # blocks' on the SSD (16 x 218M parameters x 12 bytes, 42 GB; the disk has 64), the rest
+    # and the edges' in CPU memory with the weights; fuyou-sim's prediction beside it.
+    MODE=offload CHECK=0
+    RUNS=${RUNS:-"llama-3.1-8b states-split b8|llama-3.1-8b|8|2|--weights cpu --optim ssd --optim-cpu-groups 17 --checkpoints gpu --act recompute|--lr 1e-4 --warmup 1 --cpu-mem 110GiB"}
 fi
 
 mkdir -p "$OUT" /opt/deps
@@ -106,6 +115,9 @@ targets=""
 [ "${MODE:-all}" = offload ] && [ "${CHECK:-1}" = 0 ] &&
     targets="exec/fuyou-run sim/fuyou-sim traces/fuyou-trace exec/profile/fuyou-profile"
 [ "${MODE:-all}" = hwprofile ] && targets="exec/profile/fuyou-profile"
+[ "${MODE:-all}" = llama ] && targets="exec/fuyou-run sim/fuyou-sim traces/fuyou-trace \
+bench/bench_cuda tests/test_cuda_llama tests/test_cuda_gpt2 tests/test_pipeline_cuda \
+tests/test_pipeline"
 
 step "build ${targets:-everything}"
 reconf=""
@@ -275,6 +287,39 @@ if [ "${MODE:-all}" = offload ]; then
     rm -rf "$ssd" "$data"
     echo
     cat "$OUT/table.txt" 2>/dev/null
+    exit 0
+fi
+
+if [ "${MODE:-all}" = llama ] && [ "${PART:-check}" = check ]; then
+    # Correctness first: each suite on its own (their binaries, not meson's whole-tree rebuild),
+    # then the round trip through transformers, then the speed in GPU memory.
+    for t in test_cuda_llama test_cuda_gpt2 test_pipeline_cuda test_pipeline; do
+        step "$t"
+        CK_FORK=no timeout 300 ./build-dev/tests/$t > "$OUT/$t.log" 2>&1
+        echo "$t rc=$?" | tee -a "$OUT/table.txt"
+        grep -E "rel L2|loss cpu|worst|tolerance|identical|Checks|:F:|:E:|ms|TFLOP" \
+            "$OUT/$t.log" | head -60
+    done
+    step "compute-sanitizer (test_cuda_llama, kernels)"
+    sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+    CK_FORK=no CK_RUN_CASE=kernels timeout 240 "$sanitizer" --tool memcheck --error-exitcode 1 \
+        ./build-dev/tests/test_cuda_llama > "$OUT/sanitizer.log" 2>&1
+    echo "compute-sanitizer rc=$?" | tee -a "$OUT/table.txt"
+    grep -E "ERROR SUMMARY|Checks" "$OUT/sanitizer.log"
+    step "Hugging Face round trip: transformers -> fuyou-run (cuda, out of core) -> transformers"
+    timeout 240 python3 tools/hf_roundtrip.py --fuyou-run ./build-dev/exec/fuyou-run \
+        --work "$PWD/hf-work" --backend cuda --offload 2>&1 | tee "$OUT/hf_roundtrip.txt"
+    echo "hf round trip rc=${PIPESTATUS[0]}" | tee -a "$OUT/table.txt"
+    rm -rf "$PWD/hf-work"
+    step "in GPU memory: llama-3.1-8b's layers and GPT-2 1.5B (MFU)"
+    for m in "bench/llama-3.1-8b-16l.ini --batch ${BATCH:-2} --seq 4096" \
+             "gpt2-1.5b --batch 8 --seq 1024"; do
+        set -- $m
+        timeout 240 ./build-dev/bench/bench_cuda --steps 4 --models $m 2>&1 |
+            tee -a "$OUT/bench_cuda.txt" | grep -E "tokens/s|GEMM|peak"
+    done
+    grep "MFU" "$OUT/bench_cuda.txt" >> "$OUT/table.txt"
+    echo; cat "$OUT/table.txt"
     exit 0
 fi
 

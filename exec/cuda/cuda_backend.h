@@ -1,10 +1,11 @@
-/* gpt2_cuda: the CUDA backend (backend_cuda, an ops table of exec/train/backend.h): bf16 weights
- * and activations, fp32 master weights, gradients, Adam m and v and all accumulation, cuBLAS
- * GEMMs and the kernels of gpt2_kernels.h, AdamW on the GPU (the all-on-GPU placement). The
- * streams are created per role (compute, h2d, d2h) for the out-of-core pipeline; this backend
- * runs everything on the compute stream. */
-#ifndef FUYOU_GPT2_CUDA_H
-#define FUYOU_GPT2_CUDA_H
+/* cuda_backend: the CUDA training backend (backend_cuda, an ops table of exec/train/backend.h)
+ * for every block family: the whole model in GPU memory (the all-on-GPU placement), 16-bit
+ * weights and activations (bf16, or fp16 with loss scaling), fp32 master weights, gradients
+ * and Adam m and v, AdamW on the GPU. Its step is gpu_block.h's ops over every layer in order,
+ * the same ops the pipeline's CUDA device runs one task at a time. The streams are per role
+ * (compute, h2d, d2h): the batch goes up and the losses come down beside the compute. */
+#ifndef FUYOU_CUDA_BACKEND_H
+#define FUYOU_CUDA_BACKEND_H
 
 #include "backend.h"
 

@@ -6,7 +6,7 @@
 #include "config.h"
 #include "gpt2_cpu.h"
 #if FUYOU_HAVE_CUDA
-#include "gpt2_cuda.h"
+#include "cuda_backend.h"
 #endif
 
 const BackendOps *backend_find(const char *name)

@@ -285,10 +285,6 @@ static int resolve_names(RunArgs *a, const Given *gv)
         fprintf(stderr, "fuyou-run: %s\n", e.msg);
         return -EINVAL;
     }
-    if (o->backend != &backend_cpu && backend_check_gpt2(&o->model, "the cuda backend", &e)) {
-        fprintf(stderr, "fuyou-run: %s\n", e.msg);
-        return -EINVAL;
-    }
     if (!gv->dtype)
         return 0;
     DType d;

@@ -1,6 +1,6 @@
 /* backend: the operations a training backend provides, so one training loop (trainer.h) runs on
  * the CPU reference and on CUDA alike (fio-style ops table). The implementations are
- * exec/cpu/gpt2_cpu.h and exec/cuda/gpt2_cuda.h; exec/run/backends.h finds one by name.
+ * exec/cpu/gpt2_cpu.h and exec/cuda/cuda_backend.h; exec/run/backends.h finds one by name.
  *
  * Parameters, gradients and the optimizer's m and v are addressed in the flat fp32 layout of
  * gpt2_layout.h, on the host, whatever the backend keeps internally; the optimizer step is
@@ -58,9 +58,6 @@ struct BackendOps {
  * and every token inside the vocabulary (targets may be NULL; a target may also be
  * DATA_IGNORE). */
 int backend_check_shape(const ModelConfig *c, int B, int T, Err *e);
-/* What runs GPT-2's block only so far (the CUDA backend, the out-of-core pipeline) asks: 0 for
- * a GPT-2 model, else -EINVAL with e naming the model, its block and `what` that cannot. */
-int backend_check_gpt2(const ModelConfig *c, const char *what, Err *e);
 int backend_check_tokens(const ModelConfig *c, int n, const int *inputs, const int *targets,
                          Err *e);
 

@@ -4,15 +4,6 @@
 
 #include "backend.h"
 
-int backend_check_gpt2(const ModelConfig *c, const char *what, Err *e)
-{
-    if (c->arch == ARCH_GPT2)
-        return 0;
-    return err_set(e, -EINVAL, "model %s has the %s block: %s runs GPT-2's only so far (the cpu "
-                   "backend trains it in memory; fuyou-sim plans it on any hardware)", c->name,
-                   arch_name(c->arch), what);
-}
-
 int backend_check_shape(const ModelConfig *c, int B, int T, Err *e)
 {
     int rc = model_validate(c, e);
