@@ -542,6 +542,16 @@ static void compare_backends(const ModelConfig *c, int B, int T, float loss_scal
     workpool_free(&wp);
 }
 
+/* How far a parameter gradient (rel L2) may be from the CPU's: the backends round the 16-bit
+ * tensors between ops in different places, and bf16 keeps 3 fewer mantissa bits than fp16 (its
+ * measured worst is about 8 times fp16's: 2.0e-2 against 2.5e-3, the query projection of a
+ * block, where near-uniform attention leaves a small gradient). Twice the worst measured; a
+ * wrong kernel is off by order 1. */
+static double grad_tolerance(const ModelConfig *c)
+{
+    return c->dtype == DTYPE_FP16 ? 5e-3 : 4e-2;
+}
+
 /* bf16, then fp16 with a loss scale of 1024 (its gradients would underflow unscaled) */
 START_TEST(small_model_matches_cpu)
 {
@@ -553,11 +563,11 @@ START_TEST(small_model_matches_cpu)
     char name[96];
     compare_backends(&c, 3, 37, scale, &le, &ge, name);
     ck_assert_double_lt(le, 1e-2);
-    ck_assert_msg(ge < 2e-2, "gradient of %s off by %.3e", name, ge);
+    ck_assert_msg(ge < grad_tolerance(&c), "gradient of %s off by %.3e", name, ge);
     c.tied = false;
     compare_backends(&c, 2, 64, scale, &le, &ge, name);
     ck_assert_double_lt(le, 1e-2);
-    ck_assert_msg(ge < 2e-2, "gradient of %s off by %.3e", name, ge);
+    ck_assert_msg(ge < grad_tolerance(&c), "gradient of %s off by %.3e", name, ge);
 }
 END_TEST
 
@@ -573,28 +583,29 @@ START_TEST(small_llama_matches_cpu)
     char name[96];
     compare_backends(&c, 3, 37, scale, &le, &ge, name);
     ck_assert_double_lt(le, 1e-2);
-    ck_assert_msg(ge < 2e-2, "gradient of %s off by %.3e", name, ge);
+    ck_assert_msg(ge < grad_tolerance(&c), "gradient of %s off by %.3e", name, ge);
     c.d_model = 128, c.n_kv_head = 2, c.qkv_bias = true, c.tied = false;
     c.rope_theta = 500000;
     c.rope_scaling = (RopeScaling){.factor = 8, .low_freq_factor = 1, .high_freq_factor = 4,
                                    .original_max_seq = 16};
     compare_backends(&c, 2, 64, scale, &le, &ge, name);
     ck_assert_double_lt(le, 1e-2);
-    ck_assert_msg(ge < 2e-2, "gradient of %s off by %.3e", name, ge);
+    ck_assert_msg(ge < grad_tolerance(&c), "gradient of %s off by %.3e", name, ge);
 }
 END_TEST
 
 /* Llama 3.2 1B's shapes (head size 64, 4 query heads a kv head, vocabulary 128256), 2 of its
- * 16 layers */
+ * 16 layers; bf16, then fp16 */
 START_TEST(llama_1b_layers_match_cpu)
 {
     ModelConfig c = *model_preset_find("llama-3.2-1b");
     c.n_layer = 2;
+    c.dtype = _i ? DTYPE_FP16 : DTYPE_BF16;
     double le, ge;
     char name[96];
-    compare_backends(&c, 1, 128, 1.0f, &le, &ge, name);
+    compare_backends(&c, 1, 128, _i ? 1024.0f : 1.0f, &le, &ge, name);
     ck_assert_double_lt(le, 1e-2);
-    ck_assert_msg(ge < 2e-2, "gradient of %s off by %.3e", name, ge);
+    ck_assert_msg(ge < grad_tolerance(&c), "gradient of %s off by %.3e", name, ge);
 }
 END_TEST
 
@@ -606,7 +617,7 @@ START_TEST(gpt2_124m_matches_cpu)
     char name[96];
     compare_backends(&c, 2, 128, _i ? 1024.0f : 1.0f, &le, &ge, name);
     ck_assert_double_lt(le, 1e-2);
-    ck_assert_msg(ge < 2e-2, "gradient of %s off by %.3e", name, ge);
+    ck_assert_msg(ge < grad_tolerance(&c), "gradient of %s off by %.3e", name, ge);
 }
 END_TEST
 
@@ -667,7 +678,7 @@ int main(void)
     tcase_add_loop_test(tk, small_model_matches_cpu, 0, 2);
     tcase_add_loop_test(tk, small_llama_matches_cpu, 0, 2);
     tcase_add_loop_test(tm, gpt2_124m_matches_cpu, 0, 2);
-    tcase_add_test(tm, llama_1b_layers_match_cpu);
+    tcase_add_loop_test(tm, llama_1b_layers_match_cpu, 0, 2);
     tcase_add_loop_test(tm, training_tracks_cpu, 0, 4); /* gpt2-tiny, llama-tiny; bf16, fp16 */
     suite_add_tcase(s, tk);
     suite_add_tcase(s, tm);
