@@ -122,7 +122,8 @@ static void put_st(const char *path, const char *header, const void *data, size_
     fwrite(header, 1, len, f);
     for (size_t i = len; i < padded; i++)
         fputc(' ', f);
-    fwrite(data, 1, n, f);
+    if (n)
+        fwrite(data, 1, n, f);
     fclose(f);
 }
 
