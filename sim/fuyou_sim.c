@@ -43,9 +43,10 @@ static void usage(FILE *out)
 {
     fprintf(out,
 "usage: fuyou-sim [options]\n"
-"Predicts one training iteration of a GPT-style model on a hardware description by simulating\n"
-"the schedule the executor runs: iteration time, TFLOPS, tokens/s, per-resource busy time and\n"
-"the bottleneck, memory per tier; optionally the predicted timeline.\n"
+"Predicts one training iteration of a decoder LLM (GPT-2/GPT-3's block or the Llama family's)\n"
+"on a hardware description by simulating the schedule the executor runs: iteration time,\n"
+"TFLOPS, tokens/s, per-resource busy time and the bottleneck, memory per tier; optionally\n"
+"the predicted timeline.\n"
 "\n"
 "  --hw NAME|PATH          hardware ini: a preset (");
     for (int i = 0; hw_preset_name(i); i++)
@@ -57,7 +58,8 @@ static void usage(FILE *out)
 "                          fuyou-run's --gpu-mem (--set gpu.mem_GiB=24 keeps the ini's\n"
 "                          gpu_reserved_GiB); applied after --set\n"
 "  --cpu-mem BYTES         the same for host memory, as fuyou-run's --cpu-mem\n"
-"  --model NAME|PATH       a preset or a model ini (default gpt3-13b); presets:\n"
+"  --model NAME|PATH       a preset, a model ini or a Hugging Face folder or its config.json\n"
+"                          (default gpt3-13b); presets:\n"
 "                          ");
     for (int i = 0; i < model_preset_count(); i++)
         fprintf(out, "%s%s", model_preset_at(i)->name,

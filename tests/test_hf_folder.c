@@ -128,6 +128,53 @@ START_TEST(sink_gets_each_tensor_once_in_file_order)
 }
 END_TEST
 
+/* A reader read range by range (each block's, then the edges') gives each tensor once, only
+ * those whose offsets lie in the range, and the values hf_load gives. */
+START_TEST(reader_reads_ranges)
+{
+    ModelConfig c;
+    ModelLayout l;
+    hf_fixture_model(&c, &l);
+    size_t biggest = 0;
+    for (int k = 0; k < l.n; k++)
+        biggest = l.t[k].numel > biggest ? l.t[k].numel : biggest;
+    Recorder r = {.l = &l, .room = malloc(biggest * 4), .params = calloc(l.total, 4),
+                  .fail_at = -1};
+    HfSink sink = {rec_dest, rec_done, &r};
+    Err e;
+    HfReader *hr;
+    ck_assert_msg(hf_reader_open(&hr, hf_fixture(), &c, &l, &e) == 0, "%s", e.msg);
+    size_t edges = (size_t)model_embed_params(&c), bp = (size_t)model_block_params(&c);
+    size_t seen = 0;
+    for (int b = c.n_layer - 1; b >= -1; b--) {
+        size_t begin = b < 0 ? 0 : edges + (size_t)b * bp, end = b < 0 ? edges : begin + bp;
+        int n0 = r.n;
+        ck_assert_msg(hf_reader_read(hr, begin, end, &sink, &e) == 0, "%s", e.msg);
+        ck_assert_int_gt(r.n, n0);
+        for (int k = n0; k < r.n; k++) {
+            const ParamTensor *t = &l.t[r.order[k]];
+            ck_assert_uint_ge(t->offset, begin);
+            ck_assert_uint_le(t->offset + t->numel, end);
+            seen += t->numel;
+        }
+    }
+    ck_assert_int_eq(r.n, l.n);
+    ck_assert_uint_eq(seen, l.total);
+    expect_fixture_values(&l, r.params);
+    hf_reader_close(hr);
+    /* the checks come at open, before any data: a config of another model */
+    c.n_layer++;
+    ModelLayout l3;
+    layout_init(&l3, &c);
+    ck_assert_int_eq(hf_reader_open(&hr, hf_fixture(), &c, &l3, &e), -EINVAL);
+    tu_assert_contains(e.msg, "num_hidden_layers");
+    hf_reader_close(hr);
+    layout_free(&l3);
+    free(r.room), free(r.params);
+    layout_free(&l);
+}
+END_TEST
+
 /* The folder's config.json against the run's model: each field that differs, by the config's
  * name for it, with both values. */
 START_TEST(config_mismatch_names_the_field)
@@ -427,6 +474,7 @@ int main(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, fixture_loads_from_folder_index_and_config);
     tcase_add_test(tc, sink_gets_each_tensor_once_in_file_order);
+    tcase_add_test(tc, reader_reads_ranges);
     tcase_add_test(tc, config_mismatch_names_the_field);
     tcase_add_test(tc, index_and_shard_refusals);
     tcase_add_test(tc, malformed_index_and_empty_folder);

@@ -14,6 +14,7 @@
 #include "checkpoint.h"
 #include "gpt2_cpu.h"
 #include "graph.h"
+#include "hf_testutil.h"
 #include "lane.h"
 #include "pipeline.h"
 #include "trace.h"
@@ -208,6 +209,40 @@ START_TEST(placement_does_not_change_the_math)
     assert_pipeline_is_the_trainer(&o, &p, x->segment, 300, name);
     plan_free(&p);
     graph_free(&g);
+}
+END_TEST
+
+/* --init-from a sharded Hugging Face folder (the Llama fixture), read range by range into
+ * the tiers (no whole-model array): the same bits as the in-memory trainer started from it,
+ * with the weights and part of the states on the SSD, and with everything in CPU memory. */
+START_TEST(starts_from_a_folder)
+{
+    char data[] = "/tmp/fuyou-pipe-data-XXXXXX.bin"; /* raw uint16 tokens below 64 */
+    int fd = mkstemps(data, 4);
+    ck_assert_int_ge(fd, 0);
+    uint16_t tok[4096];
+    for (size_t i = 0; i < sizeof tok / sizeof *tok; i++)
+        tok[i] = (uint16_t)((i * 7 + i / 13) % 64);
+    ck_assert_int_eq(write(fd, tok, sizeof tok), (ssize_t)sizeof tok);
+    close(fd);
+    TrainOptions o = opts(3);
+    ModelLayout l;
+    hf_fixture_model(&o.model, &l);
+    layout_free(&l);
+    o.data_paths[0] = data;
+    o.init_from = hf_fixture();
+    Plan p;
+    Graph g;
+    base_plan(&p, &g, &o);
+    if (_i) {
+        p.weights = p.optim = TIER_SSD;
+        p.optim_cpu_groups = 1;
+    }
+    assert_pipeline_is_the_trainer(&o, &p, 0, 0, _i ? "from a folder: weights and states on SSD"
+                                                    : "from a folder: all in CPU memory");
+    plan_free(&p);
+    graph_free(&g);
+    unlink(data);
 }
 END_TEST
 
@@ -569,6 +604,7 @@ int main(void)
     Suite *s = suite_create("pipeline");
     TCase *tc = tcase_create("cpu device");
     tcase_set_timeout(tc, 300);
+    tcase_add_loop_test(tc, starts_from_a_folder, 0, 2);
     tcase_add_loop_test(tc, placement_does_not_change_the_math, 0,
                         2 * (int)(sizeof variants / sizeof variants[0]));
     tcase_add_loop_test(tc, head_chunks_do_not_change_the_math, 0,

@@ -458,43 +458,84 @@ static int store_sync(Store *st, const StoreTensor *t, void *buf, size_t len, bo
     return id < 0 ? id : store_wait(st, id, e);
 }
 
+/* The weights of the flat range [b0, b0 + n) from their master values src: into the CPU's
+ * home, or each edge or block unit the range holds onto the SSD (a range holds whole units:
+ * optimizer sub-groups are blocks, the tail's with the edges). */
+static int put_weights(PipeMem *m, size_t b0, size_t n, const float *src, Err *e)
+{
+    if (m->p->weights == TIER_CPU) {
+        to_weights(m, m->w_home + b0 * m->wsz, src, n);
+        return 0;
+    }
+    int rc = 0;
+    if (b0 == 0 && n < m->edge_params)
+        return err_set(e, -EINVAL, "internal: a state range of %zu parameters splits the edges",
+                       n);
+    if (b0 == 0) {
+        to_weights(m, m->edge_stage, src, m->edge_params);
+        rc = store_sync(&m->st, &m->w_ssd_edge, m->edge_stage, m->edge_params * m->wsz, true, e);
+    }
+    for (int b = 0; b < m->L && !rc; b++) {
+        size_t at = m->edge_params + (size_t)b * m->block_params;
+        bool inside = at >= b0 && at + m->block_params <= b0 + n;
+        if (!inside && at < b0 + n && at + m->block_params > b0)
+            return err_set(e, -EINVAL, "internal: a state range splits block %d", b);
+        if (!inside)
+            continue;
+        to_weights(m, m->pinned_w[0], src + (at - b0), m->block_params);
+        rc = store_sync(&m->st, &m->w_ssd[b], m->pinned_w[0], m->block_params * m->wsz, true,
+                        e);
+    }
+    return rc;
+}
+
+/* One range of the state, [b0, b0 + n): the CPU-resident sub-groups' (b0 0, n
+ * cpu_state_params) or one SSD sub-group's (ssd its index, else -1); params, mo, vo its
+ * values (mo, vo NULL: zeros). */
+static int put_range(PipeMem *m, size_t b0, size_t n, int ssd, const float *params,
+                     const float *mo, const float *vo, Err *e)
+{
+    int rc = put_weights(m, b0, n, params, e);
+    if (rc)
+        return rc;
+    float *master = ssd < 0 ? m->master : (float *)m->state_slot[0];
+    float *mm = ssd < 0 ? m->m : master + n, *vv = ssd < 0 ? m->v : master + 2 * n;
+    if (params != master)
+        memcpy(master, params, n * 4);
+    mo ? (void)memcpy(mm, mo, n * 4) : (void)memset(mm, 0, n * 4);
+    vo ? (void)memcpy(vv, vo, n * 4) : (void)memset(vv, 0, n * 4);
+    return ssd < 0 ? 0 : ooc_adam_write_group(&m->oa, ssd, master, e);
+}
+
 int pipe_mem_put_state(PipeMem *m, const float *params, const float *mo, const float *vo,
                        Err *e)
 {
-    const Plan *p = m->p;
-    size_t P = m->edge_params + (size_t)m->L * m->block_params;
-    int rc = 0;
-    if (p->weights == TIER_CPU) {
-        to_weights(m, m->w_home, params, P);
-    } else {
-        to_weights(m, m->edge_stage, params, m->edge_params);
-        rc = store_sync(&m->st, &m->w_ssd_edge, m->edge_stage, m->edge_params * m->wsz, true, e);
-        for (int b = 0; b < m->L && !rc; b++) {
-            to_weights(m, m->pinned_w[0], params + m->edge_params + b * m->block_params,
-                       m->block_params);
-            rc = store_sync(&m->st, &m->w_ssd[b], m->pinned_w[0], m->block_params * m->wsz,
-                            true, e);
-        }
-    }
-    if (rc)
-        return rc;
-    (void)P;
     size_t X = m->cpu_state_params;
-    if (X) {
-        if (params != m->master)
-            memcpy(m->master, params, X * 4);
-        mo ? (void)memcpy(m->m, mo, X * 4) : (void)memset(m->m, 0, X * 4);
-        vo ? (void)memcpy(m->v, vo, X * 4) : (void)memset(m->v, 0, X * 4);
+    int rc = X ? put_range(m, 0, X, -1, params, mo, vo, e) : 0;
+    for (int s = 0; s < m->G && !rc; s++) {
+        if (m->ooc_index[s] < 0)
+            continue;
+        size_t b0 = m->grp_begin[s];
+        rc = put_range(m, b0, m->grp_end[s] - b0, m->ooc_index[s], params + b0,
+                       mo ? mo + b0 : NULL, vo ? vo + b0 : NULL, e);
     }
-    float *buf = (float *)m->state_slot[0];
+    return rc;
+}
+
+int pipe_mem_fill_state(PipeMem *m, PipeMemFill fill, void *user, Err *e)
+{
+    size_t X = m->cpu_state_params;
+    int rc = X ? fill(user, 0, X, m->master, e) : 0;
+    if (!rc && X)
+        rc = put_range(m, 0, X, -1, m->master, NULL, NULL, e);
     for (int s = 0; s < m->G && !rc; s++) {
         if (m->ooc_index[s] < 0)
             continue;
         size_t b0 = m->grp_begin[s], n = m->grp_end[s] - b0;
-        memcpy(buf, params + b0, n * 4);
-        mo ? (void)memcpy(buf + n, mo + b0, n * 4) : (void)memset(buf + n, 0, n * 4);
-        vo ? (void)memcpy(buf + 2 * n, vo + b0, n * 4) : (void)memset(buf + 2 * n, 0, n * 4);
-        rc = ooc_adam_write_group(&m->oa, m->ooc_index[s], buf, e);
+        float *buf = (float *)m->state_slot[0];
+        rc = fill(user, b0, n, buf, e);
+        if (!rc)
+            rc = put_range(m, b0, n, m->ooc_index[s], buf, NULL, NULL, e);
     }
     return rc;
 }

@@ -99,6 +99,12 @@ static inline int pipe_mem_home(const PipeMem *m, int b, int x)
 int pipe_mem_put_state(PipeMem *m, const float *params, const float *mo, const float *vo,
                        Err *e);
 int pipe_mem_get_state(PipeMem *m, float *params, float *mo, float *vo, Err *e);
+/* The starting master weights, range by range, with zero Adam moments, never the whole model
+ * in host memory beyond the plan's own buffers: fill writes the n values of [begin, begin + n)
+ * into dst (the CPU-resident sub-groups' master, then each SSD sub-group's staging slot, in
+ * turn); 0 or -errno with e, which stops the fill. */
+typedef int (*PipeMemFill)(void *user, size_t begin, size_t n, float *dst, Err *e);
+int pipe_mem_fill_state(PipeMem *m, PipeMemFill fill, void *user, Err *e);
 
 /* The footprint table of what was allocated, at its peak. */
 void pipe_mem_measured(const PipeMem *m, Footprint *f);

@@ -10,6 +10,7 @@
 
 #include "checkpoint.h"
 #include "clock.h"
+#include "hf_folder.h"
 #include "pipe_exec.h"
 #include "units.h"
 
@@ -180,16 +181,56 @@ static int alloc_arrays(size_t P, float **params, float **m, float **v)
     return *params && *m && *v ? 0 : -ENOMEM;
 }
 
-/* The starting state put where the plan keeps it. Whole-model fp32 arrays only where a file is
- * read or written: a fresh run with the states in CPU memory initialises the master weights
- * where they live (GPT-3 6.7B's 27 GB each). */
+/* A range of the layout read from a Hugging Face folder into dst (pipe_mem_fill_state). */
+typedef struct RangeFill {
+    HfReader *r;
+    float *dst;
+    size_t begin;
+} RangeFill;
+
+static float *range_dest(void *user, const ParamTensor *t)
+{
+    const RangeFill *f = user;
+    return f->dst + (t->offset - f->begin);
+}
+
+static int fill_from_folder(void *user, size_t begin, size_t n, float *dst, Err *e)
+{
+    RangeFill *f = user;
+    f->dst = dst, f->begin = begin;
+    HfSink sink = {.dest = range_dest, .user = f};
+    return hf_reader_read(f->r, begin, begin + n, &sink, e);
+}
+
+/* --init-from: the folder checked whole, then read straight into the tiers, one optimizer
+ * sub-group's range at a time (the CPU-resident ones' at once, into their master weights):
+ * no whole-model array, so a 70B folder loads within the host budget. */
+static int start_from_folder(PipeRun *pr, Err *e)
+{
+    Pipe *pp = &pr->pp;
+    const TrainOptions *o = pp->o;
+    RangeFill f = {0};
+    int rc = hf_reader_open(&f.r, o->init_from, &o->model, &pp->layout, e);
+    if (!rc)
+        rc = pipe_mem_fill_state(&pp->mem, fill_from_folder, &f, e);
+    hf_reader_close(f.r);
+    pr->st.data = pr->data.print;
+    return rc;
+}
+
+/* The starting state put where the plan keeps it. Whole-model fp32 arrays only where a file
+ * other than a Hugging Face folder is read: a fresh run with the states in CPU memory
+ * initialises the master weights where they live (GPT-3 6.7B's 27 GB each), --init-from reads
+ * its folder range by range; a checkpoint's arrays are allocated when one is due. */
 static int put_start_state(PipeRun *pr, Err *e)
 {
     Pipe *pp = &pr->pp;
     const TrainOptions *o = pp->o;
+    if (o->init_from && !o->resume_dir)
+        return start_from_folder(pr, e);
     bool in_place = !o->resume_dir && !o->init_from && pr->plan->optim == TIER_CPU;
     size_t P = pp->layout.total;
-    if ((!in_place || o->save_dir) && alloc_arrays(P, &pr->params, &pr->m, &pr->v))
+    if (!in_place && alloc_arrays(P, &pr->params, &pr->m, &pr->v))
         return err_set(e, -ENOMEM, "out of memory for %zu parameters", P);
     float *params = in_place ? pp->mem.master : pr->params;
     int rc = trainer_load_start(o, &pr->data, &pp->layout, params, pr->m, pr->v, &pp->wp_adam,
@@ -211,10 +252,9 @@ static int run_start(PipeRun *pr, Err *e)
     Pipe *pp = &pr->pp;
     const TrainOptions *o = pp->o;
     int rc = put_start_state(pr, e);
-    if (!o->save_dir) { /* the state lives where the plan says now; the arrays go */
-        free(pr->params), free(pr->m), free(pr->v);
-        pr->params = pr->m = pr->v = NULL;
-    }
+    /* the state lives where the plan says now; the arrays go */
+    free(pr->params), free(pr->m), free(pr->v);
+    pr->params = pr->m = pr->v = NULL;
     if (!rc)
         rc = loader_init(&pr->ld, &pr->data, pr->plan->seqs_per_micro, o->seq, pr->st.seed, e);
     if (!rc && o->resume_dir)
@@ -316,12 +356,17 @@ static int end_segment(PipeRun *pr, int64_t step, int n, Err *e)
     if (!trainer_save_due(o, step))
         return 0;
     CkptSaveOptions so = {.tokenizer_from = o->init_from ? o->init_from : o->resume_dir};
+    size_t P = pp->layout.total;
+    if (!pr->params && alloc_arrays(P, &pr->params, &pr->m, &pr->v))
+        return err_set(e, -ENOMEM, "out of memory for the checkpoint of %zu parameters", P);
     int rc = pipe_mem_get_state(&pp->mem, pr->params, pr->m, pr->v, e);
     if (!rc)
         rc = trainer_clear_old_checkpoints(o, &pr->cleared, e);
     if (!rc)
         rc = ckpt_save_with(o->save_dir, &o->model, &pp->layout, pr->params, pr->m, pr->v, st,
                             &so, e);
+    free(pr->params), free(pr->m), free(pr->v); /* held only while a checkpoint is written */
+    pr->params = pr->m = pr->v = NULL;
     return rc;
 }
 

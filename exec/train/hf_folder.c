@@ -419,14 +419,21 @@ static int load_one(Load *ld, StFile *s, const StTensor *st, const ParamTensor *
     return !rc && ld->sink->done ? ld->sink->done(ld->sink->user, t, dst, e) : rc;
 }
 
-/* Shard k's tensors in the file's order (st_open sorts them by offset: one sequential read). */
-static int load_shard(Load *ld, int k, Err *e)
+/* Shard k's tensors with offsets in [begin, end), in the file's order (st_open sorts them by
+ * offset: one sequential read, the others skipped). */
+static int load_shard(Load *ld, int k, size_t begin, size_t end, Err *e)
 {
+    bool any = false;
+    for (int i = 0; i < ld->l->n && !any; i++)
+        any = ld->m.shard_of[i] == k && ld->l->t[i].offset >= begin &&
+              ld->l->t[i].offset < end;
+    if (!any)
+        return 0;
     StFile s;
     int rc = open_shard(ld, k, &s, e);
     for (int i = 0; !rc && i < s.n; i++) {
         const ParamTensor *t = layout_find(ld->l, s.t[i].name);
-        if (t)
+        if (t && t->offset >= begin && t->offset < end)
             rc = load_one(ld, &s, &s.t[i], t, e);
     }
     st_close(&s);
@@ -480,10 +487,14 @@ HfSink hf_sink_flat(float *params)
     return (HfSink){.dest = flat_dest, .done = NULL, .user = params};
 }
 
+struct HfReader {
+    Load ld;
+    Source src;
+};
+
 /* Every shard's header checked first (what it holds, dtypes and shapes), then that every
- * tensor is listed, then the tied head, then the data shard by shard: a missing or wrong
- * tensor is found before any is read. */
-static int load_all(Load *ld, Err *e)
+ * tensor is listed, then the tied head: a missing or wrong tensor is found before any is read. */
+static int check_all(Load *ld, Err *e)
 {
     int rc = 0;
     for (int k = 0; !rc && k < ld->m.n_shards; k++) {
@@ -495,36 +506,65 @@ static int load_all(Load *ld, Err *e)
         rc = map_complete(&ld->m, ld->l, e);
     if (!rc && ld->m.head_shard >= 0)
         rc = check_tied_head(ld, e);
-    for (int k = 0; !rc && k < ld->m.n_shards; k++)
-        rc = load_shard(ld, k, e);
     return rc;
 }
 
-/* hf_load, and hf_load_weights without the config check. */
+static int reader_open(HfReader **out, const char *path, const ModelConfig *c,
+                       const ModelLayout *l, bool check_config, Err *e)
+{
+    HfReader *r = calloc(1, sizeof *r);
+    *out = r;
+    if (!r)
+        return err_set(e, -ENOMEM, "out of memory");
+    r->ld = (Load){.c = c, .l = l};
+    int rc = resolve(path, &r->src, e);
+    if (!rc && check_config && r->src.config[0])
+        rc = hf_check_config(r->src.config, c, e);
+    if (!rc && r->src.index) {
+        rc = map_index(&r->ld.m, &r->src, c, l, e);
+    } else if (!rc) {
+        StFile s;
+        rc = st_open(&s, r->src.weights, e);
+        if (!rc)
+            rc = map_file(&r->ld.m, &r->src, &s, c, l, e);
+        st_close(&s);
+    }
+    return rc ? rc : check_all(&r->ld, e);
+}
+
+int hf_reader_open(HfReader **r, const char *path, const ModelConfig *c, const ModelLayout *l,
+                   Err *e)
+{
+    return reader_open(r, path, c, l, true, e);
+}
+
+int hf_reader_read(HfReader *r, size_t begin, size_t end, const HfSink *sink, Err *e)
+{
+    r->ld.sink = sink;
+    int rc = 0;
+    for (int k = 0; !rc && k < r->ld.m.n_shards; k++)
+        rc = load_shard(&r->ld, k, begin, end, e);
+    return rc;
+}
+
+void hf_reader_close(HfReader *r)
+{
+    if (!r)
+        return;
+    map_free(&r->ld.m);
+    free(r->ld.scratch);
+    free(r);
+}
+
+/* hf_load, and hf_load_weights without the config check: one reader over the whole layout. */
 static int load(const char *path, const ModelConfig *c, const ModelLayout *l, const HfSink *sink,
                 bool check_config, Err *e)
 {
-    Source *src = malloc(sizeof *src);
-    if (!src)
-        return err_set(e, -ENOMEM, "out of memory");
-    Load ld = {.c = c, .l = l, .sink = sink};
-    int rc = resolve(path, src, e);
-    if (!rc && check_config && src->config[0])
-        rc = hf_check_config(src->config, c, e);
-    if (!rc && src->index) {
-        rc = map_index(&ld.m, src, c, l, e);
-    } else if (!rc) {
-        StFile s;
-        rc = st_open(&s, src->weights, e);
-        if (!rc)
-            rc = map_file(&ld.m, src, &s, c, l, e);
-        st_close(&s);
-    }
+    HfReader *r;
+    int rc = reader_open(&r, path, c, l, check_config, e);
     if (!rc)
-        rc = load_all(&ld, e);
-    map_free(&ld.m);
-    free(ld.scratch);
-    free(src);
+        rc = hf_reader_read(r, 0, l->total, sink, e);
+    hf_reader_close(r);
     return rc;
 }
 

@@ -55,6 +55,16 @@ HfSink hf_sink_flat(float *params);
  * of another shape or dtype, or a config of another model. */
 int hf_load(const char *path, const ModelConfig *c, const ModelLayout *l, const HfSink *sink,
             Err *e);
+/* The same load in parts, for an out-of-core loader that fills one tier's range at a time:
+ * hf_reader_open resolves path and checks everything hf_load checks before any data is read
+ * (hf_reader_close(r) after, either way); hf_reader_read gives sink the tensors whose offsets
+ * in the layout lie in [begin, end), each shard that holds one read in its file order (the
+ * others' headers only). Reading every range once reads each tensor once. */
+typedef struct HfReader HfReader;
+int hf_reader_open(HfReader **r, const char *path, const ModelConfig *c, const ModelLayout *l,
+                   Err *e);
+int hf_reader_read(HfReader *r, size_t begin, size_t end, const HfSink *sink, Err *e);
+void hf_reader_close(HfReader *r);
 /* hf_load without the config.json check: for a folder whose model is known otherwise (a
  * checkpoint's state.json describes it; its config.json is for Hugging Face only). */
 int hf_load_weights(const char *path, const ModelConfig *c, const ModelLayout *l,
