@@ -540,25 +540,36 @@ int pipe_mem_fill_state(PipeMem *m, PipeMemFill fill, void *user, Err *e)
     return rc;
 }
 
-int pipe_mem_get_state(PipeMem *m, float *params, float *mo, float *vo, Err *e)
+int pipe_mem_read(PipeMem *m, int part, size_t begin, size_t n, float *dst, int *cached,
+                  Err *e)
 {
     size_t X = m->cpu_state_params;
-    if (X) {
-        memcpy(params, m->master, X * 4);
-        memcpy(mo, m->m, X * 4);
-        memcpy(vo, m->v, X * 4);
-    }
-    float *buf = (float *)m->state_slot[0];
-    for (int s = 0; s < m->G; s++) {
-        if (m->ooc_index[s] < 0)
-            continue;
-        size_t b0 = m->grp_begin[s], n = m->grp_end[s] - b0;
-        int rc = ooc_adam_read_group(&m->oa, m->ooc_index[s], buf, e);
-        if (rc)
-            return rc;
-        memcpy(params + b0, buf, n * 4);
-        memcpy(mo + b0, buf + n, n * 4);
-        memcpy(vo + b0, buf + 2 * n, n * 4);
+    while (n) {
+        size_t take;
+        if (begin < X) {
+            const float *from = part == 0 ? m->master : part == 1 ? m->m : m->v;
+            take = X - begin < n ? X - begin : n;
+            memcpy(dst, from + begin, take * 4);
+        } else {
+            int s = 0;
+            while (s < m->G && !(m->ooc_index[s] >= 0 && begin >= m->grp_begin[s] &&
+                                 begin < m->grp_end[s]))
+                s++;
+            if (s == m->G)
+                return err_set(e, -EINVAL, "internal: parameter %zu is in no sub-group", begin);
+            float *buf = (float *)m->state_slot[0];
+            if (*cached != s) {
+                *cached = -1;
+                int rc = ooc_adam_read_group(&m->oa, m->ooc_index[s], buf, e);
+                if (rc)
+                    return rc;
+                *cached = s;
+            }
+            size_t b0 = m->grp_begin[s], g = m->grp_end[s] - b0;
+            take = m->grp_end[s] - begin < n ? m->grp_end[s] - begin : n;
+            memcpy(dst, buf + (size_t)part * g + (begin - b0), take * 4);
+        }
+        begin += take, dst += take, n -= take;
     }
     return 0;
 }

@@ -94,11 +94,15 @@ static inline int pipe_mem_home(const PipeMem *m, int b, int x)
 }
 
 /* Writes the whole state from flat fp32 arrays (weights are the master's value in the
- * device's weight type; m, v may be NULL for zeros; params may be m->master itself), and reads
- * it back. */
+ * device's weight type; m, v may be NULL for zeros; params may be m->master itself). */
 int pipe_mem_put_state(PipeMem *m, const float *params, const float *mo, const float *vo,
                        Err *e);
-int pipe_mem_get_state(PipeMem *m, float *params, float *mo, float *vo, Err *e);
+/* Values [begin, begin + n) of the state's part (0 master weights, 1 Adam's m, 2 its v) into
+ * dst, for a checkpoint written range by range: an SSD sub-group is read whole into the first
+ * state slot and kept there while *cached names it (-1 before the first call: the run at rest,
+ * the slot free). 0 or -errno with e. */
+int pipe_mem_read(PipeMem *m, int part, size_t begin, size_t n, float *dst, int *cached,
+                  Err *e);
 /* The starting master weights, range by range, with zero Adam moments, never the whole model
  * in host memory beyond the plan's own buffers: fill writes the n values of [begin, begin + n)
  * into dst (the CPU-resident sub-groups' master, then each SSD sub-group's staging slot, in

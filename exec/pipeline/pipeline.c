@@ -342,6 +342,18 @@ static int record_steps(PipeRun *pr, TrainResult *r, int64_t step, int n, double
     return 0;
 }
 
+/* A checkpoint's source: the state read from its tiers, range by range (pipe_mem_read). */
+typedef struct StateRead {
+    PipeMem *mem;
+    int cached;
+} StateRead;
+
+static int read_state(void *user, HfPart part, size_t begin, size_t n, float *dst, Err *e)
+{
+    StateRead *sr = user;
+    return pipe_mem_read(sr->mem, (int)part, begin, n, dst, &sr->cached, e);
+}
+
 /* After a segment of n iterations that ended at step: the state a checkpoint records, and the
  * checkpoint when one is due. */
 static int end_segment(PipeRun *pr, int64_t step, int n, Err *e)
@@ -356,18 +368,10 @@ static int end_segment(PipeRun *pr, int64_t step, int n, Err *e)
     if (!trainer_save_due(o, step))
         return 0;
     CkptSaveOptions so = {.tokenizer_from = o->init_from ? o->init_from : o->resume_dir};
-    size_t P = pp->layout.total;
-    if (!pr->params && alloc_arrays(P, &pr->params, &pr->m, &pr->v))
-        return err_set(e, -ENOMEM, "out of memory for the checkpoint of %zu parameters", P);
-    int rc = pipe_mem_get_state(&pp->mem, pr->params, pr->m, pr->v, e);
-    if (!rc)
-        rc = trainer_clear_old_checkpoints(o, &pr->cleared, e);
-    if (!rc)
-        rc = ckpt_save_with(o->save_dir, &o->model, &pp->layout, pr->params, pr->m, pr->v, st,
-                            &so, e);
-    free(pr->params), free(pr->m), free(pr->v); /* held only while a checkpoint is written */
-    pr->params = pr->m = pr->v = NULL;
-    return rc;
+    int rc = trainer_clear_old_checkpoints(o, &pr->cleared, e);
+    StateRead sr = {.mem = &pp->mem, .cached = -1};
+    HfSource src = {.get = read_state, .user = &sr};
+    return rc ? rc : ckpt_save_from(o->save_dir, &o->model, &pp->layout, &src, st, &so, e);
 }
 
 /* Steps [step, step + n): one segment. */

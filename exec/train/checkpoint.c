@@ -75,17 +75,25 @@ static bool parse_step_name(const char *name, int64_t *step)
     return !strcmp(name, canonical);
 }
 
-static int write_optimizer(const char *path, size_t n, const float *m, const float *v, Err *e)
+/* adam.m and adam.v, each pulled from the source in chunks. */
+static int pull_moment(void *user, int i, size_t at, size_t n, float *dst, Err *e)
+{
+    const HfSource *src = user;
+    return src->get(src->user, i == 0 ? HF_PART_M : HF_PART_V, at, n, dst, e);
+}
+
+static int write_optimizer(const char *path, size_t n, const HfSource *src, Err *e)
 {
     StWriter w;
     int64_t shape[1] = {(int64_t)n};
     int rc = st_writer_begin(&w, path, e);
     if (!rc)
-        rc = st_writer_add(&w, "adam.m", m, 1, shape, e);
+        rc = st_writer_add(&w, "adam.m", NULL, 1, shape, e);
     if (!rc)
-        rc = st_writer_add(&w, "adam.v", v, 1, shape, e);
+        rc = st_writer_add(&w, "adam.v", NULL, 1, shape, e);
     if (!rc)
-        return st_writer_finish(&w, "format", "fuyou-adamw", e);
+        return st_writer_finish_pull(&w, pull_moment, (void *)src, HF_SAVE_CHUNK,
+                                     "format", "fuyou-adamw", e);
     st_writer_abort(&w);
     return rc;
 }
@@ -134,7 +142,7 @@ static void source_folder(const CkptSaveOptions *o, char *dir, size_t n)
 /* The Hugging Face files of a step directory, into dir: config.json (the source folder's token
  * ids carried), the weights, the tokenizer files. */
 static int write_hf_files(const char *dir, const ModelConfig *c, const ModelLayout *l,
-                          const float *params, const CkptSaveOptions *o, Err *e)
+                          const HfSource *src_state, const CkptSaveOptions *o, Err *e)
 {
     char src[PATH_CAP], file[FILE_CAP], config[FILE_CAP];
     source_folder(o, src, sizeof src);
@@ -142,21 +150,21 @@ static int write_hf_files(const char *dir, const ModelConfig *c, const ModelLayo
     snprintf(config, sizeof config, "%s/config.json", src);
     int rc = hf_write_config(file, c, src[0] ? config : NULL, e);
     if (!rc)
-        rc = hf_save_weights(dir, l, params, o ? o->max_shard_bytes : 0, e);
+        rc = hf_save_weights_from(dir, l, src_state, o ? o->max_shard_bytes : 0, e);
     if (!rc && src[0])
         rc = hf_copy_tokenizer(src, dir, e);
     return rc;
 }
 
 static int write_step_files(const char *dir, const ModelConfig *c, const ModelLayout *l,
-                            const float *params, const float *m, const float *v,
-                            const TrainState *s, const CkptSaveOptions *o, Err *e)
+                            const HfSource *src, const TrainState *s, const CkptSaveOptions *o,
+                            Err *e)
 {
     char file[FILE_CAP];
-    int rc = write_hf_files(dir, c, l, params, o, e);
+    int rc = write_hf_files(dir, c, l, src, o, e);
     snprintf(file, sizeof file, "%s/optimizer.safetensors", dir);
     if (!rc)
-        rc = write_optimizer(file, l->total, m, v, e);
+        rc = write_optimizer(file, l->total, src, e);
     snprintf(file, sizeof file, "%s/state.json", dir);
     if (!rc) /* 17 digits: the norm and the scale come back exactly */
         rc = hf_write_json(file, state_json(c, s), 17, e);
@@ -187,6 +195,14 @@ int ckpt_save_with(const char *dir, const ModelConfig *c, const ModelLayout *l,
                    const float *params, const float *m, const float *v, const TrainState *s,
                    const CkptSaveOptions *o, Err *e)
 {
+    HfFlat f = {{params, m, v}};
+    HfSource src = hf_source_flat(&f);
+    return ckpt_save_from(dir, c, l, &src, s, o, e);
+}
+
+int ckpt_save_from(const char *dir, const ModelConfig *c, const ModelLayout *l,
+                   const HfSource *src, const TrainState *s, const CkptSaveOptions *o, Err *e)
+{
     if (mkdir(dir, 0755) && errno != EEXIST)
         return err_set(e, -errno, "%s: cannot create: %s", dir, strerror(errno));
     char name[NAME_CAP], tmp[PATH_CAP], final[PATH_CAP];
@@ -197,7 +213,7 @@ int ckpt_save_with(const char *dir, const ModelConfig *c, const ModelLayout *l,
         return err_set(e, -EIO, "%s: cannot remove a stale temporary checkpoint", tmp);
     if (mkdir(tmp, 0755))
         return err_set(e, -errno, "%s: cannot create: %s", tmp, strerror(errno));
-    int rc = write_step_files(tmp, c, l, params, m, v, s, o, e);
+    int rc = write_step_files(tmp, c, l, src, s, o, e);
     if (!rc)
         rc = sync_dir(tmp, e);
     if (rc)

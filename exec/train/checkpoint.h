@@ -34,6 +34,7 @@
 #include <stdint.h>
 
 #include "data.h"
+#include "hf_save.h"
 #include "layout.h"
 
 typedef struct TrainState {
@@ -63,6 +64,10 @@ typedef struct CkptSaveOptions {
 int ckpt_save_with(const char *dir, const ModelConfig *c, const ModelLayout *l,
                    const float *params, const float *m, const float *v, const TrainState *s,
                    const CkptSaveOptions *o, Err *e);
+/* ckpt_save_with reading the state from src range by range (hf_save.h), as an out-of-core
+ * run holds it: never a whole-model array. */
+int ckpt_save_from(const char *dir, const ModelConfig *c, const ModelLayout *l,
+                   const HfSource *src, const TrainState *s, const CkptSaveOptions *o, Err *e);
 /* ckpt_save_with with the defaults. */
 int ckpt_save(const char *dir, const ModelConfig *c, const ModelLayout *l, const float *params,
               const float *m, const float *v, const TrainState *s, Err *e);

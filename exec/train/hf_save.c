@@ -174,35 +174,73 @@ int hf_shard_count(const ModelLayout *l, uint64_t max_shard_bytes)
     return cut_shards(l, max_shard_bytes ? max_shard_bytes : HF_MAX_SHARD_BYTES, NULL);
 }
 
+static int flat_get(void *user, HfPart part, size_t begin, size_t n, float *dst, Err *e)
+{
+    const HfFlat *f = user;
+    (void)e;
+    memcpy(dst, f->part[part] + begin, n * sizeof *dst);
+    return 0;
+}
+
+HfSource hf_source_flat(HfFlat *f)
+{
+    return (HfSource){.get = flat_get, .user = f};
+}
+
+/* One shard's tensors pulled from the source (st_writer_finish_pull). */
+typedef struct ShardPull {
+    const ModelLayout *l;
+    const HfSource *src;
+    int first;
+    float *conv;       /* a Conv1D weight, transposed as the file stores it */
+    size_t conv_cap;
+} ShardPull;
+
+static int pull_tensor(void *user, int i, size_t at, size_t n, float *dst, Err *e)
+{
+    ShardPull *sp = user;
+    const ParamTensor *t = &sp->l->t[sp->first + i];
+    if (!t->conv1d)
+        return sp->src->get(sp->src->user, HF_PART_PARAMS, t->offset + at, n, dst, e);
+    if (at == 0) {
+        if (t->numel > sp->conv_cap) {
+            free(sp->conv);
+            sp->conv_cap = 0;
+            if (!(sp->conv = malloc(2 * t->numel * sizeof *sp->conv)))
+                return err_set(e, -ENOMEM, "out of memory for tensor %s", t->name);
+            sp->conv_cap = t->numel;
+        }
+        float *ours = sp->conv + t->numel;
+        int rc = sp->src->get(sp->src->user, HF_PART_PARAMS, t->offset, t->numel, ours, e);
+        if (rc)
+            return rc;
+        hf_transpose(sp->conv, ours, t->rows, t->cols);
+    }
+    memcpy(dst, sp->conv + at, n * sizeof *dst);
+    return 0;
+}
+
 /* Tensors [first, last) of l into one safetensors file at path. */
-static int write_shard(const char *path, const ModelLayout *l, const float *params, int first,
+static int write_shard(const char *path, const ModelLayout *l, const HfSource *src, int first,
                        int last, Err *e)
 {
-    size_t conv_n = 0;
-    for (int i = first; i < last; i++)
-        conv_n += l->t[i].conv1d ? l->t[i].numel : 0;
-    float *conv = conv_n ? malloc(conv_n * sizeof *conv) : NULL, *at = conv;
-    if (conv_n && !conv)
-        return err_set(e, -ENOMEM, "out of memory writing %s", path);
+    size_t chunk = HF_SAVE_CHUNK;
+    for (int i = first; i < last; i++) /* a Conv1D weight goes whole */
+        if (l->t[i].conv1d && l->t[i].numel > chunk)
+            chunk = l->t[i].numel;
     StWriter w;
     int rc = st_writer_begin(&w, path, e);
     for (int i = first; !rc && i < last; i++) {
-        const ParamTensor *t = &l->t[i];
-        const float *data = params + t->offset;
         int64_t shape[2];
-        int nd = hf_file_shape(t, shape);
-        if (t->conv1d) {
-            hf_transpose(at, data, t->rows, t->cols);
-            data = at;
-            at += t->numel;
-        }
-        rc = st_writer_add(&w, t->name, data, nd, shape, e);
+        int nd = hf_file_shape(&l->t[i], shape);
+        rc = st_writer_add(&w, l->t[i].name, NULL, nd, shape, e);
     }
-    if (!rc)
-        rc = st_writer_finish(&w, "format", "pt", e); /* what transformers expects */
+    ShardPull sp = {.l = l, .src = src, .first = first};
+    if (!rc) /* "pt": what transformers expects */
+        rc = st_writer_finish_pull(&w, pull_tensor, &sp, chunk, "format", "pt", e);
     else
         st_writer_abort(&w);
-    free(conv);
+    free(sp.conv);
     return rc;
 }
 
@@ -229,6 +267,14 @@ static int write_index(const char *dir, const ModelLayout *l, const int *first, 
 int hf_save_weights(const char *dir, const ModelLayout *l, const float *params,
                     uint64_t max_shard_bytes, Err *e)
 {
+    HfFlat f = {{params, NULL, NULL}};
+    HfSource src = hf_source_flat(&f);
+    return hf_save_weights_from(dir, l, &src, max_shard_bytes, e);
+}
+
+int hf_save_weights_from(const char *dir, const ModelLayout *l, const HfSource *src,
+                         uint64_t max_shard_bytes, Err *e)
+{
     uint64_t max = max_shard_bytes ? max_shard_bytes : HF_MAX_SHARD_BYTES;
     int n = cut_shards(l, max, NULL);
     int *first = malloc((size_t)(n + 1) * sizeof *first);
@@ -242,7 +288,7 @@ int hf_save_weights(const char *dir, const ModelLayout *l, const float *params,
             snprintf(path, sizeof path, "%s/%s", dir, HF_SINGLE_FILE);
         else
             snprintf(path, sizeof path, "%s/model-%05d-of-%05d.safetensors", dir, k + 1, n);
-        rc = write_shard(path, l, params, first[k], first[k + 1], e);
+        rc = write_shard(path, l, src, first[k], first[k + 1], e);
     }
     if (!rc && n > 1)
         rc = write_index(dir, l, first, n, e);

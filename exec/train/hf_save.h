@@ -41,6 +41,28 @@ int hf_write_config(const char *path, const ModelConfig *c, const char *source, 
 int hf_save_weights(const char *dir, const ModelLayout *l, const float *params,
                     uint64_t max_shard_bytes, Err *e);
 
+/* Where a save reads a model's state from, range by range, so that an out-of-core run writes
+ * its checkpoint without a whole-model array: get(user, part, begin, n, dst) puts values
+ * [begin, begin + n) of the layout's flat master weights (HF_PART_PARAMS) or Adam moments
+ * (HF_PART_M, HF_PART_V) into dst; 0 or -errno with e. Saves ask in layout order. */
+typedef enum HfPart { HF_PART_PARAMS, HF_PART_M, HF_PART_V } HfPart;
+typedef struct HfSource {
+    int (*get)(void *user, HfPart part, size_t begin, size_t n, float *dst, Err *e);
+    void *user;
+} HfSource;
+
+/* The flat arrays' source (m, v NULL when only the weights are asked for). */
+typedef struct HfFlat {
+    const float *part[3];
+} HfFlat;
+HfSource hf_source_flat(HfFlat *f);
+
+/* hf_save_weights from src, in chunks of HF_SAVE_CHUNK values (a GPT-2 Conv1D weight, stored
+ * transposed, whole). */
+#define HF_SAVE_CHUNK ((size_t)1 << 24)
+int hf_save_weights_from(const char *dir, const ModelLayout *l, const HfSource *src,
+                         uint64_t max_shard_bytes, Err *e);
+
 /* How many files hf_save_weights writes l's tensors into under max_shard_bytes (0: default). */
 int hf_shard_count(const ModelLayout *l, uint64_t max_shard_bytes);
 

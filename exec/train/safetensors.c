@@ -323,7 +323,8 @@ int st_writer_add(StWriter *w, const char *name, const float *data, int ndim,
     json_object_set_new(w->header, name, entry);
     char key[sizeof crc_prefix + ST_NAME_MAX], hex[9];
     snprintf(key, sizeof key, "%s%s", crc_prefix, name);
-    snprintf(hex, sizeof hex, "%08x", crc32c(0, data, 4 * numel));
+    /* a pulled tensor's checksum is taken as it is written: 8 digits now, the header's length */
+    snprintf(hex, sizeof hex, "%08x", data ? crc32c(0, data, 4 * numel) : 0u);
     json_object_set_new(w->meta, key, json_string(hex));
     if (w->n == w->cap) {
         int cap = w->cap ? 2 * w->cap : 64;
@@ -335,6 +336,7 @@ int st_writer_add(StWriter *w, const char *name, const float *data, int ndim,
     }
     w->pending[w->n].data = data;
     w->pending[w->n].numel = numel;
+    snprintf(w->pending[w->n].crc_key, sizeof w->pending[w->n].crc_key, "%s", key);
     w->n++;
     w->offset += 4 * numel;
     return 0;
@@ -379,6 +381,89 @@ int st_writer_finish(StWriter *w, const char *metadata_key, const char *metadata
             rc = err_set(e, -EIO, "%s: write failed: %s", w->path, strerror(errno));
     }
     free(text);
+    if (w->f && fclose(w->f) && !rc)
+        rc = err_set(e, -EIO, "%s: close failed: %s", w->path, strerror(errno));
+    w->f = NULL;
+    st_writer_abort(w);
+    return rc;
+}
+
+/* The header as text, padded to 8 bytes (data 8-byte aligned), its length in *padded. */
+static char *header_text(StWriter *w, size_t *padded, Err *e)
+{
+    char *text = json_dumps(w->header, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    if (!text) {
+        err_set(e, -ENOMEM, "out of memory for the header");
+        return NULL;
+    }
+    *padded = (strlen(text) + 7) / 8 * 8;
+    return text;
+}
+
+static int write_header(StWriter *w, const char *text, size_t padded, Err *e)
+{
+    uint8_t len8[8];
+    for (int i = 0; i < 8; i++)
+        len8[i] = (uint8_t)((uint64_t)padded >> (8 * i));
+    size_t len = strlen(text);
+    if (fseek(w->f, 0, SEEK_SET) || fwrite(len8, 1, 8, w->f) != 8 ||
+        fwrite(text, 1, len, w->f) != len)
+        return err_set(e, -EIO, "%s: write failed: %s", w->path, strerror(errno));
+    for (size_t i = len; i < padded; i++)
+        fputc(' ', w->f);
+    return 0;
+}
+
+/* Tensor i's data through pull, chunk values at a time, after the header's room; its checksum
+ * into the header's metadata. */
+static int write_pulled(StWriter *w, int i, StPull pull, void *user, float *buf, size_t chunk,
+                        Err *e)
+{
+    uint32_t crc = 0;
+    size_t numel = w->pending[i].numel;
+    for (size_t at = 0; at < numel; at += chunk) {
+        size_t n = numel - at < chunk ? numel - at : chunk;
+        int rc = pull(user, i, at, n, buf, e);
+        if (rc)
+            return rc;
+        crc = crc32c(crc, buf, 4 * n);
+        if (fwrite(buf, 4, n, w->f) != n)
+            return err_set(e, -EIO, "%s: write failed: %s", w->path, strerror(errno));
+    }
+    char hex[9];
+    snprintf(hex, sizeof hex, "%08x", crc);
+    json_object_set_new(w->meta, w->pending[i].crc_key, json_string(hex));
+    return 0;
+}
+
+int st_writer_finish_pull(StWriter *w, StPull pull, void *user, size_t chunk,
+                          const char *metadata_key, const char *metadata_value, Err *e)
+{
+    if (metadata_key)
+        json_object_set_new(w->meta, metadata_key, json_string(metadata_value));
+    size_t padded, again;
+    char *text = header_text(w, &padded, e);
+    float *buf = malloc(chunk * sizeof *buf);
+    int rc = !text ? -ENOMEM : !buf ? err_set(e, -ENOMEM, "out of memory writing %s", w->path)
+                                    : 0;
+    if (!rc && !(w->f = fopen(w->path, "wb")))
+        rc = err_set(e, -errno, "%s: cannot write: %s", w->path, strerror(errno));
+    if (!rc && fseek(w->f, (long)(8 + padded), SEEK_SET))
+        rc = err_set(e, -errno, "%s: seek: %s", w->path, strerror(errno));
+    for (int i = 0; !rc && i < w->n; i++)
+        rc = w->pending[i].data ? 0 : write_pulled(w, i, pull, user, buf, chunk, e);
+    free(text);
+    text = rc ? NULL : header_text(w, &again, e); /* the checksums in; the same length */
+    if (!rc && !text)
+        rc = -ENOMEM;
+    if (!rc && again != padded)
+        rc = err_set(e, -EIO, "%s: internal: the header changed length", w->path);
+    if (!rc)
+        rc = write_header(w, text, padded, e);
+    if (!rc && (fflush(w->f) || ferror(w->f) || fsync(fileno(w->f))))
+        rc = err_set(e, -EIO, "%s: write failed: %s", w->path, strerror(errno));
+    free(text);
+    free(buf);
     if (w->f && fclose(w->f) && !rc)
         rc = err_set(e, -EIO, "%s: close failed: %s", w->path, strerror(errno));
     w->f = NULL;

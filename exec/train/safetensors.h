@@ -73,7 +73,7 @@ typedef struct StWriter {
     void *meta;     /* its "__metadata__" (json_t, owned by header): the checksums */
     uint64_t offset;
     int n, cap;
-    struct { const float *data; size_t numel; } *pending;
+    struct { const float *data; size_t numel; char crc_key[ST_NAME_MAX + 8]; } *pending;
 } StWriter;
 
 int st_writer_begin(StWriter *w, const char *path, Err *e);
@@ -84,5 +84,13 @@ int st_writer_add(StWriter *w, const char *name, const float *data, int ndim,
  * checksums) and data, fsyncs, closes. */
 int st_writer_finish(StWriter *w, const char *metadata_key, const char *metadata_value, Err *e);
 void st_writer_abort(StWriter *w);
+/* st_writer_finish for tensors added with data NULL, whose values are pulled as they are
+ * written, chunk values at a time, never held whole: pull(user, i, at, n, dst) puts values
+ * [at, at + n) of the i-th tensor added into dst (0, or -errno with e, which stops the write).
+ * Each one's checksum is taken on the way; the header, its length fixed beforehand (checksums
+ * are 8 hex digits), is written last. */
+typedef int (*StPull)(void *user, int i, size_t at, size_t n, float *dst, Err *e);
+int st_writer_finish_pull(StWriter *w, StPull pull, void *user, size_t chunk,
+                          const char *metadata_key, const char *metadata_value, Err *e);
 
 #endif
