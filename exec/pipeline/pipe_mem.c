@@ -502,8 +502,10 @@ static int put_range(PipeMem *m, size_t b0, size_t n, int ssd, const float *para
     float *mm = ssd < 0 ? m->m : master + n, *vv = ssd < 0 ? m->v : master + 2 * n;
     if (params != master)
         memcpy(master, params, n * 4);
-    mo ? (void)memcpy(mm, mo, n * 4) : (void)memset(mm, 0, n * 4);
-    vo ? (void)memcpy(vv, vo, n * 4) : (void)memset(vv, 0, n * 4);
+    if (mo != mm) /* the fill's moments are in place already */
+        mo ? (void)memcpy(mm, mo, n * 4) : (void)memset(mm, 0, n * 4);
+    if (vo != vv)
+        vo ? (void)memcpy(vv, vo, n * 4) : (void)memset(vv, 0, n * 4);
     return ssd < 0 ? 0 : ooc_adam_write_group(&m->oa, ssd, master, e);
 }
 
@@ -524,18 +526,29 @@ int pipe_mem_put_state(PipeMem *m, const float *params, const float *mo, const f
 
 int pipe_mem_fill_state(PipeMem *m, PipeMemFill fill, void *user, Err *e)
 {
-    size_t X = m->cpu_state_params;
-    int rc = X ? fill(user, 0, X, m->master, e) : 0;
-    if (!rc && X)
-        rc = put_range(m, 0, X, -1, m->master, NULL, NULL, e);
-    for (int s = 0; s < m->G && !rc; s++) {
-        if (m->ooc_index[s] < 0)
-            continue;
-        size_t b0 = m->grp_begin[s], n = m->grp_end[s] - b0;
-        float *buf = (float *)m->state_slot[0];
-        rc = fill(user, b0, n, buf, e);
+    size_t X = m->cpu_state_params, P = m->edge_params + (size_t)m->L * m->block_params;
+    int rc = 0;
+    if (X) {
+        memset(m->m, 0, X * 4), memset(m->v, 0, X * 4);
+        rc = fill(user, 0, X, m->master, m->m, m->v, e);
         if (!rc)
-            rc = put_range(m, b0, n, m->ooc_index[s], buf, NULL, NULL, e);
+            rc = put_range(m, 0, X, -1, m->master, m->m, m->v, e);
+    }
+    /* the SSD sub-groups by their place in the layout, front to back */
+    for (size_t at = X; at < P && !rc;) {
+        int s = 0;
+        while (s < m->G && !(m->ooc_index[s] >= 0 && m->grp_begin[s] == at))
+            s++;
+        if (s == m->G)
+            return err_set(e, -EINVAL, "internal: no SSD sub-group starts at parameter %zu",
+                           at);
+        size_t n = m->grp_end[s] - at;
+        float *buf = (float *)m->state_slot[0];
+        memset(buf + n, 0, 2 * n * 4);
+        rc = fill(user, at, n, buf, buf + n, buf + 2 * n, e);
+        if (!rc)
+            rc = put_range(m, at, n, m->ooc_index[s], buf, buf + n, buf + 2 * n, e);
+        at += n;
     }
     return rc;
 }

@@ -103,11 +103,13 @@ int pipe_mem_put_state(PipeMem *m, const float *params, const float *mo, const f
  * the slot free). 0 or -errno with e. */
 int pipe_mem_read(PipeMem *m, int part, size_t begin, size_t n, float *dst, int *cached,
                   Err *e);
-/* The starting master weights, range by range, with zero Adam moments, never the whole model
- * in host memory beyond the plan's own buffers: fill writes the n values of [begin, begin + n)
- * into dst (the CPU-resident sub-groups' master, then each SSD sub-group's staging slot, in
- * turn); 0 or -errno with e, which stops the fill. */
-typedef int (*PipeMemFill)(void *user, size_t begin, size_t n, float *dst, Err *e);
+/* The starting state range by range, never the whole model in host memory beyond the plan's
+ * own buffers: fill puts the n values of [begin, begin + n) into params, m and v (zeros when
+ * it leaves them). The ranges come front to back, each where the last ended: the CPU-resident
+ * sub-groups' at once (into their master weights and moments), then each SSD sub-group's
+ * through the first state slot. 0 or -errno with e, which stops the fill. */
+typedef int (*PipeMemFill)(void *user, size_t begin, size_t n, float *params, float *m,
+                           float *v, Err *e);
 int pipe_mem_fill_state(PipeMem *m, PipeMemFill fill, void *user, Err *e);
 
 /* The footprint table of what was allocated, at its peak. */

@@ -52,8 +52,8 @@ typedef struct PipeRun {
     TokenData data;
     Loader ld;
     Graph g;                 /* one micro-batch, in the device's weight type */
-    float *params, *m, *v;   /* (P) the state as files hold it; only where one is read or
-                                written */
+    float *params;           /* (P) a fresh run's initial weights, while they are put where
+                                the plan keeps them (states on SSD); else NULL */
     FILE *log;
     TrainState st;
     int seg;                 /* iterations per segment, at most */
@@ -65,7 +65,7 @@ typedef struct PipeRun {
 static void run_free(PipeRun *pr)
 {
     Pipe *pp = &pr->pp;
-    free(pr->params), free(pr->m), free(pr->v);
+    free(pr->params);
     loader_free(&pr->ld);
     data_free(&pr->data);
     graph_free(&pr->g);
@@ -173,33 +173,13 @@ static int run_init(PipeRun *pr, TrainResult *r, Err *e)
     return rc ? rc : alloc_segment(pr, r, e);
 }
 
-static int alloc_arrays(size_t P, float **params, float **m, float **v)
+static int fill_from_folder(void *user, size_t begin, size_t n, float *params, float *m,
+                            float *v, Err *e)
 {
-    *params = calloc(P, sizeof **params);
-    *m = calloc(P, sizeof **m);
-    *v = calloc(P, sizeof **v);
-    return *params && *m && *v ? 0 : -ENOMEM;
-}
-
-/* A range of the layout read from a Hugging Face folder into dst (pipe_mem_fill_state). */
-typedef struct RangeFill {
-    HfReader *r;
-    float *dst;
-    size_t begin;
-} RangeFill;
-
-static float *range_dest(void *user, const ParamTensor *t)
-{
-    const RangeFill *f = user;
-    return f->dst + (t->offset - f->begin);
-}
-
-static int fill_from_folder(void *user, size_t begin, size_t n, float *dst, Err *e)
-{
-    RangeFill *f = user;
-    f->dst = dst, f->begin = begin;
-    HfSink sink = {.dest = range_dest, .user = f};
-    return hf_reader_read(f->r, begin, begin + n, &sink, e);
+    (void)m, (void)v; /* the moments start at zero */
+    HfRange range = {params, begin};
+    HfSink sink = hf_sink_range(&range);
+    return hf_reader_read(user, begin, begin + n, &sink, e);
 }
 
 /* --init-from: the folder checked whole, then read straight into the tiers, one optimizer
@@ -209,40 +189,67 @@ static int start_from_folder(PipeRun *pr, Err *e)
 {
     Pipe *pp = &pr->pp;
     const TrainOptions *o = pp->o;
-    RangeFill f = {0};
-    int rc = hf_reader_open(&f.r, o->init_from, &o->model, &pp->layout, e);
+    HfReader *r;
+    int rc = hf_reader_open(&r, o->init_from, &o->model, &pp->layout, e);
     if (!rc)
-        rc = pipe_mem_fill_state(&pp->mem, fill_from_folder, &f, e);
-    hf_reader_close(f.r);
+        rc = pipe_mem_fill_state(&pp->mem, fill_from_folder, r, e);
+    hf_reader_close(r);
     pr->st.data = pr->data.print;
     return rc;
 }
 
-/* The starting state put where the plan keeps it. Whole-model fp32 arrays only where a file
- * other than a Hugging Face folder is read: a fresh run with the states in CPU memory
- * initialises the master weights where they live (GPT-3 6.7B's 27 GB each), --init-from reads
- * its folder range by range; a checkpoint's arrays are allocated when one is due. */
-static int put_start_state(PipeRun *pr, Err *e)
+static int fill_from_checkpoint(void *user, size_t begin, size_t n, float *params, float *m,
+                                float *v, Err *e)
+{
+    return ckpt_reader_read(user, begin, n, params, m, v, e);
+}
+
+/* One step directory of --resume read range by range into the tiers (ckpt_load_with's). */
+static int load_step_into_tiers(void *user, const char *step_dir, Err *e)
+{
+    Pipe *pp = user;
+    CkptReader *r;
+    int rc = ckpt_reader_open(&r, step_dir, &pp->o->model, &pp->layout, e);
+    if (!rc)
+        rc = pipe_mem_fill_state(&pp->mem, fill_from_checkpoint, r, e);
+    ckpt_reader_close(r);
+    return rc;
+}
+
+/* --resume: the checkpoint (latest's, or the newest complete one) read range by range into the
+ * tiers, as --init-from's folder is. */
+static int start_from_checkpoint(PipeRun *pr, Err *e)
 {
     Pipe *pp = &pr->pp;
     const TrainOptions *o = pp->o;
-    if (o->init_from && !o->resume_dir)
-        return start_from_folder(pr, e);
-    bool in_place = !o->resume_dir && !o->init_from && pr->plan->optim == TIER_CPU;
-    size_t P = pp->layout.total;
-    if (!in_place && alloc_arrays(P, &pr->params, &pr->m, &pr->v))
-        return err_set(e, -ENOMEM, "out of memory for %zu parameters", P);
-    float *params = in_place ? pp->mem.master : pr->params;
-    int rc = trainer_load_start(o, &pr->data, &pp->layout, params, pr->m, pr->v, &pp->wp_adam,
-                                &pr->st, e);
+    int rc = ckpt_load_with(o->resume_dir, &o->model, load_step_into_tiers, pp, &pr->st, e);
     if (!rc && pr->st.skipped)
         rc = err_set(e, -EINVAL, "%s skipped updates on loss-scale overflow; the out-of-core "
                      "pipeline does not scale losses: resume it without --offload",
                      o->resume_dir);
-    if (!rc)
-        rc = pipe_mem_put_state(&pp->mem, params, o->resume_dir ? pr->m : NULL,
-                                o->resume_dir ? pr->v : NULL, e);
-    return rc;
+    return rc ? rc : trainer_check_start(o, &pr->data, &pr->st, e);
+}
+
+/* The starting state put where the plan keeps it, with no whole-model array but a fresh run's
+ * initial weights when its states are on the SSD (the initialisation draws the whole model):
+ * --resume and --init-from read their files range by range into the tiers, and a fresh run
+ * with the states in CPU memory initialises the master weights where they live. */
+static int put_start_state(PipeRun *pr, Err *e)
+{
+    Pipe *pp = &pr->pp;
+    const TrainOptions *o = pp->o;
+    if (o->resume_dir)
+        return start_from_checkpoint(pr, e);
+    if (o->init_from)
+        return start_from_folder(pr, e);
+    bool in_place = pr->plan->optim == TIER_CPU;
+    size_t P = pp->layout.total;
+    if (!in_place && !(pr->params = calloc(P, sizeof *pr->params)))
+        return err_set(e, -ENOMEM, "out of memory for %zu parameters", P);
+    float *params = in_place ? pp->mem.master : pr->params;
+    int rc = trainer_load_start(o, &pr->data, &pp->layout, params, NULL, NULL, &pp->wp_adam,
+                                &pr->st, e);
+    return rc ? rc : pipe_mem_put_state(&pp->mem, params, NULL, NULL, e);
 }
 
 /* Where the run starts: the state in place, the loader at its place, the log open, the lanes
@@ -252,9 +259,8 @@ static int run_start(PipeRun *pr, Err *e)
     Pipe *pp = &pr->pp;
     const TrainOptions *o = pp->o;
     int rc = put_start_state(pr, e);
-    /* the state lives where the plan says now; the arrays go */
-    free(pr->params), free(pr->m), free(pr->v);
-    pr->params = pr->m = pr->v = NULL;
+    free(pr->params); /* the state lives where the plan says now */
+    pr->params = NULL;
     if (!rc)
         rc = loader_init(&pr->ld, &pr->data, pr->plan->seqs_per_micro, o->seq, pr->st.seed, e);
     if (!rc && o->resume_dir)

@@ -442,25 +442,97 @@ static const char *missing_file(const char *dir, const char *name)
     return NULL;
 }
 
-/* Loads the checkpoint in dir/name: the state, the model, the optimizer. */
+/* A step's data into flat arrays (ckpt_load's CkptStepLoad). */
+typedef struct FlatLoad {
+    const ModelConfig *c;
+    const ModelLayout *l;
+    float *params, *m, *v;
+} FlatLoad;
+
+static int load_flat(void *user, const char *step_dir, Err *e)
+{
+    const FlatLoad *f = user;
+    char path[PATH_CAP];
+    /* the folder: one file or shards; state.json, checked before, describes the model, so its
+     * config.json (Hugging Face's) is not read: a user may edit it, older ones are GPT2Config
+     * whatever the family */
+    HfSink flat = hf_sink_flat(f->params);
+    int rc = hf_load_weights(step_dir, f->c, f->l, &flat, e);
+    snprintf(path, sizeof path, "%s/optimizer.safetensors", step_dir);
+    return rc ? rc : load_optimizer(path, f->l, f->m, f->v, e);
+}
+
+/* Loads the checkpoint in dir/name: the state, then the model and the optimizer through
+ * load. */
 static int load_step(const char *dir, const char *name, const ModelConfig *c,
-                     const ModelLayout *l, float *params, float *m, float *v, TrainState *s,
-                     Err *e)
+                     CkptStepLoad load, void *user, TrainState *s, Err *e)
 {
     char path[PATH_CAP];
     snprintf(path, sizeof path, "%s/%s/state.json", dir, name);
-    int rc = read_state(path, c, s, e);
-    /* the folder: one file or shards; state.json, checked above, describes the model, so its
-     * config.json (Hugging Face's) is not read: a user may edit it, older ones are GPT2Config
-     * whatever the family */
+    TrainState got;
+    int rc = read_state(path, c, &got, e);
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    HfSink flat = hf_sink_flat(params);
     if (!rc)
-        rc = hf_load_weights(path, c, l, &flat, e);
-    snprintf(path, sizeof path, "%s/%s/optimizer.safetensors", dir, name);
+        rc = load(user, path, e);
     if (!rc)
-        rc = load_optimizer(path, l, m, v, e);
+        *s = got;
     return rc;
+}
+
+struct CkptReader {
+    HfReader *weights;
+    StFile opt;
+    StCursor m, v;
+    size_t next;                 /* where the next range starts */
+};
+
+int ckpt_reader_open(CkptReader **out, const char *step_dir, const ModelConfig *c,
+                     const ModelLayout *l, Err *e)
+{
+    CkptReader *r = calloc(1, sizeof *r);
+    *out = r;
+    if (!r)
+        return err_set(e, -ENOMEM, "out of memory");
+    char path[PATH_CAP];
+    snprintf(path, sizeof path, "%s/optimizer.safetensors", step_dir);
+    int rc = hf_reader_open_weights(&r->weights, step_dir, c, l, e);
+    if (!rc)
+        rc = st_open(&r->opt, path, e);
+    else
+        memset(&r->opt, 0, sizeof r->opt);
+    const StTensor *tm = rc ? NULL : st_find(&r->opt, "adam.m");
+    const StTensor *tv = rc ? NULL : st_find(&r->opt, "adam.v");
+    if (!rc && (!tm || !tv || st_numel(tm) != l->total || st_numel(tv) != l->total))
+        rc = err_set(e, -EINVAL, "%s: needs adam.m and adam.v of %zu values each", path,
+                     l->total);
+    r->m = (StCursor){.t = tm}, r->v = (StCursor){.t = tv};
+    return rc;
+}
+
+int ckpt_reader_read(CkptReader *r, size_t begin, size_t n, float *params, float *m, float *v,
+                     Err *e)
+{
+    if (begin != r->next)
+        return err_set(e, -EINVAL, "internal: checkpoint range at %zu, expected %zu", begin,
+                       r->next);
+    HfRange range = {params, begin};
+    HfSink sink = hf_sink_range(&range);
+    int rc = hf_reader_read(r->weights, begin, begin + n, &sink, e);
+    if (!rc)
+        rc = st_read_next(&r->opt, &r->m, m, n, e);
+    if (!rc)
+        rc = st_read_next(&r->opt, &r->v, v, n, e);
+    r->next = begin + n;
+    return rc;
+}
+
+void ckpt_reader_close(CkptReader *r)
+{
+    if (!r)
+        return;
+    hf_reader_close(r->weights);
+    st_close(&r->opt);
+    free(r);
 }
 
 /* The step directory dir/latest names, in name: 0; -ENOENT when latest is missing or empty
@@ -487,8 +559,7 @@ static int read_latest(const char *dir, char *name, size_t n, Err *e)
  * checksums right, its state valid), saying on stderr why (latest's problem) and what it
  * skipped. */
 static int load_newest(const char *dir, const char *why, const ModelConfig *c,
-                       const ModelLayout *l, float *params, float *m, float *v, TrainState *s,
-                       Err *e)
+                       CkptStepLoad load, void *user, TrainState *s, Err *e)
 {
     int64_t *steps;
     int n, rc = list_steps(dir, &steps, &n, e);
@@ -500,7 +571,7 @@ static int load_newest(const char *dir, const char *why, const ModelConfig *c,
         const char *lacks = missing_file(dir, name);
         Err ei;
         int ri = lacks ? err_set(&ei, -ENOENT, "it has no %s", lacks)
-                       : load_step(dir, name, c, l, params, m, v, s, &ei);
+                       : load_step(dir, name, c, load, user, s, &ei);
         if (!ri) {
             fprintf(stderr, "%s: %s; resuming from %s/%s, the newest complete checkpoint\n",
                     program_invocation_short_name, why, dir, name);
@@ -524,6 +595,13 @@ static int load_newest(const char *dir, const char *why, const ModelConfig *c,
 int ckpt_load(const char *dir, const ModelConfig *c, const ModelLayout *l, float *params,
               float *m, float *v, TrainState *s, Err *e)
 {
+    FlatLoad f = {c, l, params, m, v};
+    return ckpt_load_with(dir, c, load_flat, &f, s, e);
+}
+
+int ckpt_load_with(const char *dir, const ModelConfig *c, CkptStepLoad load, void *user,
+                   TrainState *s, Err *e)
+{
     char name[256], why[PATH_CAP];
     Err el;
     int rc = read_latest(dir, name, sizeof name, &el);
@@ -531,10 +609,10 @@ int ckpt_load(const char *dir, const ModelConfig *c, const ModelLayout *l, float
         return err_set(e, rc, "%s", el.msg);
     const char *lacks = rc ? NULL : missing_file(dir, name);
     if (!rc && !lacks)
-        return load_step(dir, name, c, l, params, m, v, s, e);
+        return load_step(dir, name, c, load, user, s, e);
     if (rc)
         snprintf(why, sizeof why, "%s", el.msg);
     else
         snprintf(why, sizeof why, "%s/latest names %s, which has no %s", dir, name, lacks);
-    return load_newest(dir, why, c, l, params, m, v, s, e);
+    return load_newest(dir, why, c, load, user, s, e);
 }

@@ -82,6 +82,25 @@ int ckpt_load_model(const char *path, const ModelConfig *c, const ModelLayout *l
 int ckpt_load(const char *dir, const ModelConfig *c, const ModelLayout *l, float *params,
               float *m, float *v, TrainState *s, Err *e);
 
+/* ckpt_load with the model and the optimizer put by load(user, step_dir, e) (0 or -errno with
+ * e; a step it fails on is skipped as a broken one is, and load is called again on an older
+ * one): for an out-of-core run, which reads a step range by range into its tiers through a
+ * CkptReader. The state is *s only once a step has loaded. */
+typedef int (*CkptStepLoad)(void *user, const char *step_dir, Err *e);
+int ckpt_load_with(const char *dir, const ModelConfig *c, CkptStepLoad load, void *user,
+                   TrainState *s, Err *e);
+
+/* A checkpoint's step directory read in ranges of the layout, front to back, each starting
+ * where the one before ended: the weights of [begin, begin + n) into params (params[0] is
+ * begin's), Adam's m and v into m and v; each tensor's checksum checked when its last value
+ * is read. ckpt_reader_close(r) after, either way. 0 or -errno naming the file. */
+typedef struct CkptReader CkptReader;
+int ckpt_reader_open(CkptReader **r, const char *step_dir, const ModelConfig *c,
+                     const ModelLayout *l, Err *e);
+int ckpt_reader_read(CkptReader *r, size_t begin, size_t n, float *params, float *m, float *v,
+                     Err *e);
+void ckpt_reader_close(CkptReader *r);
+
 /* Before a fresh run (no resume) saves into dir: 0 when dir holds no checkpoint (no latest, no
  * step directory; a missing dir holds none); else -EEXIST with one line saying what to do, or
  * with overwrite, removes them (0 or -errno). Other files in dir are left alone. */

@@ -487,6 +487,17 @@ HfSink hf_sink_flat(float *params)
     return (HfSink){.dest = flat_dest, .done = NULL, .user = params};
 }
 
+static float *range_dest(void *user, const ParamTensor *t)
+{
+    const HfRange *r = user;
+    return r->dst + (t->offset - r->begin);
+}
+
+HfSink hf_sink_range(HfRange *r)
+{
+    return (HfSink){.dest = range_dest, .done = NULL, .user = r};
+}
+
 struct HfReader {
     Load ld;
     Source src;
@@ -536,6 +547,12 @@ int hf_reader_open(HfReader **r, const char *path, const ModelConfig *c, const M
                    Err *e)
 {
     return reader_open(r, path, c, l, true, e);
+}
+
+int hf_reader_open_weights(HfReader **r, const char *path, const ModelConfig *c,
+                           const ModelLayout *l, Err *e)
+{
+    return reader_open(r, path, c, l, false, e);
 }
 
 int hf_reader_read(HfReader *r, size_t begin, size_t end, const HfSink *sink, Err *e)

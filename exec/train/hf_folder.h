@@ -43,6 +43,14 @@ typedef struct HfSink {
  * values, caller-owned), nothing to do after. */
 HfSink hf_sink_flat(float *params);
 
+/* A sink for one range of the layout: each tensor at its offset from begin in dst (the range's
+ * values, caller-owned). r holds the two and must outlive the sink. */
+typedef struct HfRange {
+    float *dst;
+    size_t begin;
+} HfRange;
+HfSink hf_sink_range(HfRange *r);
+
 /* Loads the weights at path into sink for model c (layout l). path: a folder (its
  * model.safetensors, else its model.safetensors.index.json, in transformers' order), an index
  * (.json) or the config.json of a folder, or one .safetensors file. A folder's config.json,
@@ -63,6 +71,9 @@ int hf_load(const char *path, const ModelConfig *c, const ModelLayout *l, const 
 typedef struct HfReader HfReader;
 int hf_reader_open(HfReader **r, const char *path, const ModelConfig *c, const ModelLayout *l,
                    Err *e);
+/* hf_reader_open without the config.json check (hf_load_weights') */
+int hf_reader_open_weights(HfReader **r, const char *path, const ModelConfig *c,
+                           const ModelLayout *l, Err *e);
 int hf_reader_read(HfReader *r, size_t begin, size_t end, const HfSink *sink, Err *e);
 void hf_reader_close(HfReader *r);
 /* hf_load without the config.json check: for a folder whose model is known otherwise (a

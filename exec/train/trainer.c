@@ -298,7 +298,13 @@ int trainer_load_start(const TrainOptions *o, const TokenData *data, const Model
         rc = ckpt_load_model(o->init_from, c, l, params, e);
     else
         trainer_init_params(c, l, params, o->seed, wp);
-    if (!rc && st->step >= o->steps)
+    return rc ? rc : trainer_check_start(o, data, st, e);
+}
+
+int trainer_check_start(const TrainOptions *o, const TokenData *data, TrainState *st, Err *e)
+{
+    int rc = 0;
+    if (st->step >= o->steps)
         rc = err_set(e, -EINVAL, "%s is at step %lld already; ask for more --steps",
                      o->resume_dir, (long long)st->step);
     if (!rc)

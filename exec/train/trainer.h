@@ -155,6 +155,12 @@ int trainer_load_start(const TrainOptions *o, const TokenData *data,
                        const struct ModelLayout *l, float *params, float *m, float *v,
                        WorkPool *wp, struct TrainState *st, Err *e);
 
+/* trainer_load_start's checks of a start state *st (its step below o->steps, its data
+ * fingerprint data's), st->data then set to data's: for a loader that put the state
+ * elsewhere (the pipeline's tiers). 0 or -errno with e. */
+int trainer_check_start(const TrainOptions *o, const TokenData *data, struct TrainState *st,
+                        Err *e);
+
 /* The learning rate at step (1-based). */
 float trainer_lr(const TrainOptions *o, int64_t step);
 
