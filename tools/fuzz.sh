@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# fuzz.sh: builds the libFuzzer targets (tests/fuzz/: the hardware ini, the model ini, the
-# safetensors header, the token file, state.json, the trace and dependency TSVs) with ASan and
+# fuzz.sh: builds the libFuzzer targets (tests/fuzz/: the hardware ini, the model ini, a Hugging
+# Face config.json, the safetensors header, the token file, state.json, the trace and dependency TSVs) with ASan and
 # UBSan, and runs each one for a given time. CI runs it for 10 s a target; a longer run is the same with more seconds.
 #
 # Usage: tools/fuzz.sh [-j JOBS] [SECONDS_PER_TARGET] [TARGET...]
 #   SECONDS_PER_TARGET  default 10; e.g. 600 for ten minutes each
-#   TARGET              hw model_ini safetensors tokens state trace (default: all)
+#   TARGET              hw model_ini hf_config safetensors tokens state trace (default: all)
 #   -j JOBS             targets run at once (default 1; one core each)
 # Environment: CC (default clang-16: libFuzzer needs clang, and exec/optim's _Float16 clang 15
 # or later), BUILD (default build-fuzz, configured here if it is not yet).
@@ -19,7 +19,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-all_targets="hw model_ini safetensors tokens state trace"
+all_targets="hw model_ini hf_config safetensors tokens state trace"
 usage() {
     echo "usage: tools/fuzz.sh [-j JOBS] [SECONDS_PER_TARGET] [TARGET...]" \
          "(targets: $all_targets)" >&2
@@ -76,7 +76,7 @@ fi
 # Runs one target; its log in $out/T.log, one summary line on stdout.
 run_target() {
     local t=$1 dict=tests/fuzz/$1.dict
-    case $t in safetensors | state) dict=tests/fuzz/json.dict ;; esac
+    case $t in safetensors | state | hf_config) dict=tests/fuzz/json.dict ;; esac
     mkdir -p "$out/corpus/$t"
     local args=(-max_total_time="$seconds" -timeout=10 -print_final_stats=1
                 -artifact_prefix="$out/$t-")

@@ -23,7 +23,7 @@ fi
 corpus=tests/fuzz/corpus
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-for t in hw model_ini safetensors tokens state trace; do
+for t in hw model_ini hf_config safetensors tokens state trace; do
     mkdir -p "$corpus/$t"
     find "$corpus/$t" -type f ! -name 'crash-*' ! -name 'regress-*' -delete
 done
@@ -34,6 +34,43 @@ cp model/presets/*.ini "$corpus/hw/"
   printf '\0ssd.count=3\nmemory.cpu_mem_GiB=256\ngpu.name=test\nssd.host_GBps=40\n'
   printf 'price.ssd_usd=300\nprice.host_usd=5000\ngpu.nvlink_GBps=64'; } \
     > "$corpus/hw/4090-with-overrides"
+
+# a Hugging Face config.json: the tiny fixture's, Llama 3.1 8B's (transformers 4: rope_scaling),
+# transformers 5's rope_parameters, Qwen2.5's, Mistral's window, GPT-2's
+cp tests/data/llama-tiny-hf/config.json "$corpus/hf_config/llama-tiny-hf.json"
+cat > "$corpus/hf_config/llama-3.1-8b.json" <<'JSON'
+{"architectures": ["LlamaForCausalLM"], "attention_bias": false, "hidden_act": "silu",
+ "hidden_size": 4096, "intermediate_size": 14336, "max_position_embeddings": 131072,
+ "mlp_bias": false, "model_type": "llama", "num_attention_heads": 32, "num_hidden_layers": 32,
+ "num_key_value_heads": 8, "rms_norm_eps": 1e-05, "rope_scaling": {"factor": 8.0,
+ "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8192,
+ "rope_type": "llama3"}, "rope_theta": 500000.0, "tie_word_embeddings": false,
+ "torch_dtype": "bfloat16", "vocab_size": 128256}
+JSON
+cat > "$corpus/hf_config/rope-parameters.json" <<'JSON'
+{"model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
+ "max_position_embeddings": 256, "num_attention_heads": 4, "num_hidden_layers": 2,
+ "num_key_value_heads": 2, "vocab_size": 256, "tie_word_embeddings": true,
+ "rope_parameters": {"rope_type": "llama3", "rope_theta": 250000.0, "factor": 8.0,
+ "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 64}}
+JSON
+cat > "$corpus/hf_config/qwen2.5-7b.json" <<'JSON'
+{"model_type": "qwen2", "hidden_size": 3584, "intermediate_size": 18944,
+ "max_position_embeddings": 131072, "num_attention_heads": 28, "num_hidden_layers": 28,
+ "num_key_value_heads": 4, "rms_norm_eps": 1e-06, "rope_theta": 1000000.0,
+ "sliding_window": 131072, "use_sliding_window": false, "tie_word_embeddings": false,
+ "vocab_size": 152064}
+JSON
+cat > "$corpus/hf_config/mistral-7b.json" <<'JSON'
+{"model_type": "mistral", "hidden_size": 4096, "intermediate_size": 14336,
+ "max_position_embeddings": 32768, "num_attention_heads": 32, "num_hidden_layers": 32,
+ "num_key_value_heads": 8, "rms_norm_eps": 1e-05, "rope_theta": 10000.0,
+ "sliding_window": 4096, "vocab_size": 32000}
+JSON
+cat > "$corpus/hf_config/gpt2.json" <<'JSON'
+{"model_type": "gpt2", "n_embd": 768, "n_head": 12, "n_layer": 12, "n_positions": 1024,
+ "n_inner": null, "vocab_size": 50257}
+JSON
 
 # the model ini: the test model, the micro model, and every key
 cp tests/data/tiny.ini "$corpus/model_ini/tiny.ini"
@@ -110,6 +147,6 @@ for name, content in files.items():
     with open(f"{corpus}/{name}", "wb") as f:
         f.write(content)
 PY
-for t in hw model_ini safetensors tokens state trace; do
+for t in hw model_ini hf_config safetensors tokens state trace; do
     echo "$corpus/$t: $(find "$corpus/$t" -type f | wc -l) files"
 done
