@@ -685,6 +685,7 @@ static void builder_free(Builder *b)
     free(b->grad_ssdw);
     free(b->bwd_d2h_seq);
     free(b->adam);
+    free(b->state_ssdw);
 }
 
 static int fill_minus_one(int **p, size_t n)
@@ -733,6 +734,7 @@ int sched_build(Schedule *s, const Graph *g, const Plan *p, int iters, Err *e)
              fill_minus_one(&b.upd_edge, (size_t)iters) || fill_minus_one(&b.grad_d2h, L) ||
              fill_minus_one(&b.grad32, L) || fill_minus_one(&b.grad_ssdw, G) ||
              fill_minus_one(&b.bwd_d2h_seq, (size_t)b.n_uses) || fill_minus_one(&b.adam, G) ||
+             fill_minus_one(&b.state_ssdw, G) ||
              fill_minus_one(&b.upd_release, 2 * (size_t)iters * G)
                  ? -ENOMEM : 0;
     for (int it = 0; !rc && it < iters; it++) {

@@ -54,7 +54,9 @@ int sched_update_slot(const Builder *b, int s, int k)
 }
 
 /* Sub-group s's fp32 master, m and v (12 B a parameter) read from SSD into pinned state buffer
- * slot, or written back from it. */
+ * slot, or written back from it. A read comes after the sub-group's last write: the ring of
+ * state buffers orders an update after the one state_buffers before it, which is another
+ * sub-group's when there are fewer sub-groups than buffers, and the two SSD lanes are apart. */
 int sched_emit_states(Builder *b, int s, int first, int64_t params, bool write, int slot)
 {
     double bytes = 12.0 * (double)params;
@@ -65,6 +67,10 @@ int sched_emit_states(Builder *b, int s, int first, int64_t params, bool write, 
     set_move(b, t, CARGO_STATES, write ? TIER_CPU : TIER_SSD, write ? TIER_SSD : TIER_CPU, s);
     if (t >= 0)
         b->s->tasks[t].slot.pinned = slot;
+    if (!write)
+        dep(b, t, b->state_ssdw[s]);
+    else if (t >= 0)
+        b->state_ssdw[s] = t;
     return t;
 }
 

@@ -261,6 +261,73 @@ START_TEST(buffer_rings_are_safe)
 }
 END_TEST
 
+/* Does SSD task t touch the extent of block (or -1, the edges') weights `layer`, or of
+ * sub-group `group`'s states? */
+static bool touches(const Task *t, bool states, int id, int groups)
+{
+    if (t->res != RES_SSD_READ && t->res != RES_SSD_WRITE)
+        return false;
+    if (states)
+        return t->cargo == CARGO_STATES && t->group == id;
+    if (t->cargo == CARGO_WEIGHTS)
+        return t->layer == id;
+    if (t->cargo != CARGO_UPDATE)
+        return false;
+    int first, count;
+    plan_subgroup_blocks(&p, t->group, &first, &count);
+    return id < 0 ? t->group == groups - 1 : id >= first && id < first + count;
+}
+
+/* Every SSD extent a schedule writes (a block's weights, a sub-group's states) is ordered
+ * against every other access to it, across iterations too: the two SSD lanes run apart, so a
+ * read the DAG does not order after a write may read the old bytes. The case that broke: fewer
+ * sub-groups than state buffers, whose ring then orders a sub-group's next read after another
+ * sub-group's write. */
+START_TEST(ssd_extents_are_ordered)
+{
+    static const struct { Policy pol; int sub, ring; bool deep; } cases[] = {
+        {POLICY_FUYOU, 2, 3, false},  /* 2 sub-groups, 3 state buffers */
+        {POLICY_FUYOU, 1, 3, false},
+        {POLICY_FUYOU, 1, 2, true},
+        {POLICY_FUYOU, 4, 2, true},
+        {POLICY_ZERO_INFINITY, 2, 3, false},
+        {POLICY_ZERO_INFINITY, 1, 1, true},
+    };
+    Err e;
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        setup_model(cases[c].deep ? &deep : &tiny, cases[c].pol);
+        p.weights = p.optim = TIER_SSD;
+        plan_set_all_act(&p, ACT_CPU, ACT_RECOMPUTE);
+        p.subgroup_blocks = cases[c].sub;
+        p.tail_blocks = 1;
+        p.state_buffers = cases[c].ring;
+        Schedule s;
+        ck_assert_msg(sched_build(&s, &g, &p, 3, &e) == 0, "%s", e.msg);
+        unsigned char *r = reachability(&s);
+        int n = s.n_tasks, groups = plan_subgroup_count(&p), pairs = 0;
+        for (int kind = 0; kind < 2; kind++)
+            for (int id = kind ? 0 : -1; id < (kind ? groups : p.n_layer); id++)
+                for (int a = 0; a < n; a++)
+                    for (int b = a + 1; b < n; b++) {
+                        const Task *A = &s.tasks[a], *B = &s.tasks[b];
+                        if ((A->res == RES_SSD_READ && B->res == RES_SSD_READ) ||
+                            !touches(A, kind, id, groups) || !touches(B, kind, id, groups))
+                            continue;
+                        ck_assert_msg(r[(size_t)a * n + b] || r[(size_t)b * n + a],
+                                      "case %zu: %s (iteration %d) and %s (iteration %d) both "
+                                      "touch %s %d, unordered", c, A->id, A->iter, B->id,
+                                      B->iter, kind ? "the states of sub-group" : "the weights "
+                                      "of block", id);
+                        pairs++;
+                    }
+        ck_assert_int_gt(pairs, 0);
+        free(r);
+        sched_free(&s);
+        teardown();
+    }
+}
+END_TEST
+
 /* Every copy says what it moves; every block task, which weight buffer it reads; every update,
  * its pinned buffer and (fuyou) its CPU gradient buffer; zero-infinity's fp32 gradients, their
  * pinned buffer on the way to SSD. */
@@ -301,6 +368,7 @@ int main(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, buffer_rings_are_safe);
     tcase_add_test(tc, tasks_name_their_buffers);
+    tcase_add_test(tc, ssd_extents_are_ordered);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }
