@@ -438,6 +438,7 @@ START_TEST(resume_is_exact)
     fclose(f);
     ck_assert_int_eq(pipe_train(&o, &p, &pc, &rest, NULL, &e), -EINVAL);
     tu_assert_contains(e.msg, "tensor adam.v is damaged");
+    free(rest.losses);
     snprintf(path, sizeof path, "%s/latest", dir);
     ck_assert_int_eq(unlink(path), 0);
     ck_assert_msg(pipe_train(&o, &p, &pc, &rest, NULL, &e) == 0, "%s", e.msg);
