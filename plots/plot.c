@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "regfile.h"
 #include "schedule.h"
@@ -62,8 +63,29 @@ static void lanes(FILE *f)
                "set style fill solid 0.8 noborder\n", RES_COUNT + 0.6);
 }
 
+/* Text for a gnuplot string literal: a single-quoted one takes every byte literally (no
+ * escapes, no backquote substitution) but a line break ends the command, so a newline in a
+ * title would start a command of the title's choosing. Control characters are refused. */
+static int check_text(const char *what, const char *s, Err *e)
+{
+    for (const char *c = s; c && *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            return err_set(e, -EINVAL, "%s: control character 0x%02x at byte %td: not allowed "
+                           "in a figure's text or file names", what, (unsigned char)*c, c - s);
+    return 0;
+}
+
 int plot_write_script(FILE *f, const PlotRequest *r, Err *e)
 {
+    int rc = check_text("--title", r->title, e);
+    if (!rc)
+        rc = check_text("-o", r->output, e);
+    if (!rc)
+        rc = check_text("the input", r->input, e);
+    if (!rc)
+        rc = check_text("--measured", r->measured, e);
+    if (rc)
+        return rc;
     const char *term = terminal(r->output);
     if (!term)
         return err_set(e, -EINVAL, "%s: the output must end in .png, .svg or .pdf", r->output);
@@ -165,8 +187,10 @@ int plot_render(const PlotRequest *r, Err *e)
     int rc = plot_write_script(f, r, e);
     if (fclose(f) && !rc)
         rc = err_set(e, -EIO, "%s: write failed", script);
-    if (rc)
+    if (rc) {
+        unlink(script);
         return rc;
+    }
     char *argv[] = {"gnuplot", script, NULL};
     pid_t pid;
     int err = posix_spawnp(&pid, "gnuplot", NULL, NULL, argv, environ);

@@ -28,7 +28,9 @@ typedef struct PlotRequest {
     int iter;           /* timeline, compare, scatter: the iteration to draw, -1 for all */
 } PlotRequest;
 
-/* Writes the gnuplot script for r to f. 0 or -EINVAL (unknown output extension). */
+/* Writes the gnuplot script for r to f: every text of r reaches gnuplot as a string literal,
+ * never as code. 0 or -EINVAL (unknown output extension; a control character, such as a
+ * newline, in the title, the output or an input's name). */
 int plot_write_script(FILE *f, const PlotRequest *r, Err *e);
 
 /* Whether the table at path (a header line, then rows whose first field is an iteration) has

@@ -76,6 +76,40 @@ START_TEST(scripts)
 }
 END_TEST
 
+/* No user text reaches gnuplot as code: a line break would end the string literal and start a
+ * command, so control characters are refused in every text, naming which; quotes, backquotes
+ * and @ stay inside the literal (gnuplot substitutes neither in single quotes). */
+START_TEST(hostile_text_stays_text)
+{
+    static const struct { const char *title, *output, *input, *measured, *names; } cases[] = {
+        {"a\nsystem \"touch PWNED\"", "o.png", "a.tsv", NULL, "--title"},
+        {"a\rb", "o.png", "a.tsv", NULL, "--title"},
+        {"a\x7f", "o.png", "a.tsv", NULL, "--title"},
+        {NULL, "o\n.png", "a.tsv", NULL, "-o"},
+        {NULL, "o.png", "a\n!touch PWNED\n.tsv", NULL, "the input"},
+        {NULL, "o.png", "a.tsv", "m\t.tsv", "--measured"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        PlotRequest r = {.kind = cases[i].measured ? PLOT_SWEEP : PLOT_TIMELINE,
+                         .input = cases[i].input, .measured = cases[i].measured,
+                         .output = cases[i].output, .title = cases[i].title, .iter = -1};
+        char buf[256];
+        FILE *f = fmemopen(buf, sizeof buf, "w");
+        Err e;
+        ck_assert_int_eq(plot_write_script(f, &r, &e), -EINVAL);
+        fclose(f);
+        tu_assert_contains(e.msg, cases[i].names);
+        tu_assert_contains(e.msg, "control character");
+    }
+    int rc;
+    PlotRequest q = {.kind = PLOT_TIMELINE, .input = "a.tsv", .output = "o.png", .iter = -1,
+                     .title = "it's `touch PWNED` @x"};
+    const char *s = script(&q, &rc);
+    ck_assert_int_eq(rc, 0);
+    tu_assert_contains(s, "set title 'it''s `touch PWNED` @x'\n");
+}
+END_TEST
+
 /* Renders r (its output a .png) and checks gnuplot wrote a PNG; removes it and its script. */
 static void renders_png(const PlotRequest *r)
 {
@@ -128,6 +162,22 @@ START_TEST(render_png)
     ck_assert_int_eq(plot_find_iter("/tmp", 1, &lo, &hi, &e), -EISDIR);
     renders_png(&(PlotRequest){.kind = PLOT_COMPARE, .input = tsv, .output = out, .iter = 1});
     unlink(tsv);
+    /* hostile titles through gnuplot itself: nothing runs; a newline is refused before it */
+    char pwned[] = "/tmp/fuyou-plot-PWNED";
+    unlink(pwned);
+    char title[160];
+    snprintf(title, sizeof title, "it's `touch %s` @x system('touch %s')", pwned, pwned);
+    renders_png(&(PlotRequest){.kind = PLOT_TIMELINE, .input = golden, .output = out,
+                               .iter = 1, .title = title});
+    snprintf(title, sizeof title, "a'\nsystem 'touch %s'\n'", pwned);
+    ck_assert_int_eq(plot_render(&(PlotRequest){.kind = PLOT_TIMELINE, .input = golden,
+                                                .output = out, .iter = 1, .title = title}, &e),
+                     -EINVAL);
+    ck_assert_int_ne(access(pwned, F_OK), 0);
+    char gp[80];
+    snprintf(gp, sizeof gp, "%s.gp", out);
+    ck_assert_int_ne(access(gp, F_OK), 0); /* no script left behind */
+    unlink(out);
 }
 END_TEST
 
@@ -149,6 +199,7 @@ int main(void)
     Suite *s = suite_create("plot");
     TCase *tc = tcase_create("plot");
     tcase_add_test(tc, scripts);
+    tcase_add_test(tc, hostile_text_stays_text);
     if (have_gnuplot())
         tcase_add_test(tc, render_png);
     else

@@ -5,7 +5,7 @@
 #
 # Usage: tools/fuzz.sh [-j JOBS] [SECONDS_PER_TARGET] [TARGET...]
 #   SECONDS_PER_TARGET  default 10; e.g. 600 for ten minutes each
-#   TARGET              hw model_ini hf_config safetensors tokens state trace (default: all)
+#   TARGET              hw model_ini hf_config safetensors tokens state trace plot (default: all)
 #   -j JOBS             targets run at once (default 1; one core each)
 # Environment: CC (default clang-16: libFuzzer needs clang, and exec/optim's _Float16 clang 15
 # or later), BUILD (default build-fuzz, configured here if it is not yet).
@@ -19,7 +19,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-all_targets="hw model_ini hf_config safetensors tokens state trace"
+all_targets="hw model_ini hf_config safetensors tokens state trace plot"
 usage() {
     echo "usage: tools/fuzz.sh [-j JOBS] [SECONDS_PER_TARGET] [TARGET...]" \
          "(targets: $all_targets)" >&2

@@ -23,7 +23,7 @@ fi
 corpus=tests/fuzz/corpus
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-for t in hw model_ini hf_config safetensors tokens state trace; do
+for t in hw model_ini hf_config safetensors tokens state trace plot; do
     mkdir -p "$corpus/$t"
     find "$corpus/$t" -type f ! -name 'crash-*' ! -name 'regress-*' -delete
 done
@@ -71,6 +71,15 @@ cat > "$corpus/hf_config/gpt2.json" <<'JSON'
 {"model_type": "gpt2", "n_embd": 768, "n_head": 12, "n_layer": 12, "n_positions": 1024,
  "n_inner": null, "vocab_size": 50257}
 JSON
+
+# fuyou-plot's script writer: a kind byte, then title, output, input, measured, NUL-separated
+# (fuzz_plot.c): plain requests of each kind, quotes and backquotes, a newline that must be refused
+mkdir -p "$corpus/plot"
+printf '\000a title\000out.png\000trace.tsv' > "$corpus/plot/timeline"
+printf '\001sweep\000s.svg\000sweep.tsv\000measured.tsv' > "$corpus/plot/sweep-measured"
+printf '\202it'"'"'s `id` @x\000c.pdf\000joined.tsv' > "$corpus/plot/compare-quotes"
+printf '\003\000o.png\000it'"'"'s.tsv' > "$corpus/plot/scatter"
+printf '\004a\nsystem "touch PWNED"\000x.png\000b.tsv' > "$corpus/plot/batch-newline"
 
 # the model ini: the test model, the micro model, and every key
 cp tests/data/tiny.ini "$corpus/model_ini/tiny.ini"
@@ -147,6 +156,6 @@ for name, content in files.items():
     with open(f"{corpus}/{name}", "wb") as f:
         f.write(content)
 PY
-for t in hw model_ini hf_config safetensors tokens state trace; do
+for t in hw model_ini hf_config safetensors tokens state trace plot; do
     echo "$corpus/$t: $(find "$corpus/$t" -type f | wc -l) files"
 done
