@@ -15,6 +15,7 @@
 
 #include "config.h"
 #include "plot.h"
+#include "regfile.h"
 #include "units.h"
 
 static void usage(FILE *out)
@@ -93,13 +94,20 @@ int main(int argc, char **argv)
         fprintf(stderr, "fuyou-plot: --measured goes with sweep\n");
         return 2;
     }
+    /* gnuplot reads the inputs itself: a FIFO or a device such as /dev/zero would keep it
+     * waiting or reading without end, so each must be a regular file we can read */
     const char *inputs[] = {r.input, r.measured};
-    for (int i = 0; i < 2; i++)
-        if (inputs[i] && access(inputs[i], R_OK)) {
-            fprintf(stderr, "fuyou-plot: %s: cannot read: %s\n", inputs[i], strerror(errno));
+    Err e;
+    for (int i = 0; i < 2; i++) {
+        if (!inputs[i])
+            continue;
+        int fd = regfile_open(inputs[i], &e);
+        if (fd < 0) {
+            fprintf(stderr, "fuyou-plot: %s\n", e.msg);
             return 2;
         }
-    Err e;
+        close(fd);
+    }
     int lo, hi;
     if (r.iter >= 0 && r.kind != PLOT_SWEEP && r.kind != PLOT_BATCH) {
         int found = plot_find_iter(r.input, r.iter, &lo, &hi, &e);

@@ -626,6 +626,39 @@ START_TEST(cli_whole_numbers)
 }
 END_TEST
 
+/* fuyou-plot's inputs are regular files: gnuplot would read /dev/zero without end and wait on
+ * a FIFO's writer (both hung before); a hostile title is refused, not run */
+START_TEST(plot_refuses_what_would_hang)
+{
+    char out[4096], args[768], dir[] = "/tmp/fuyou-plot-fifo-XXXXXX", fifo[64];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(fifo, sizeof fifo, "%s/in.tsv", dir);
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    const char *golden = getenv("GOLDEN_TRACE");
+    const struct { const char *kind, *input, *measured, *says; } cases[] = {
+        {"timeline", "/dev/zero", NULL, "/dev/zero: is a character device"},
+        {"timeline", fifo, NULL, "is a FIFO (named pipe), not a regular file"},
+        {"sweep", golden, "/dev/zero", "/dev/zero: is a character device"},
+        {"timeline", "/tmp", NULL, "/tmp"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        snprintf(args, sizeof args, "%s %s -o /tmp/fuyou-never.png%s%s", cases[i].kind,
+                 cases[i].input, cases[i].measured ? " --measured " : "",
+                 cases[i].measured ? cases[i].measured : "");
+        ck_assert_msg(tu_run_bin("FUYOU_PLOT", args, out, sizeof out) == 2, "%s: %s", args, out);
+        tu_assert_contains(out, cases[i].says);
+    }
+    snprintf(args, sizeof args, "timeline %s -o /tmp/fuyou-never.png --title \"$(printf "
+             "'a\\nsystem \\\"touch /tmp/fuyou-PWNED\\\"')\"", golden);
+    unlink("/tmp/fuyou-PWNED");
+    ck_assert_msg(tu_run_bin("FUYOU_PLOT", args, out, sizeof out) == 2, "%s", out);
+    tu_assert_contains(out, "--title: control character 0x0a");
+    ck_assert_int_ne(access("/tmp/fuyou-PWNED", F_OK), 0);
+    unlink(fifo);
+    rmdir(dir);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cli");
@@ -638,6 +671,7 @@ int main(void)
     tcase_add_loop_test(tc, run_offload_plans_as_sim, 0,
                         (int)(sizeof plan_option_sets / sizeof plan_option_sets[0]));
     tcase_add_test(tc, trace_compare_cli);
+    tcase_add_test(tc, plot_refuses_what_would_hang);
     tcase_add_test(tc, profile_cli);
     tcase_add_test(tc, regress_script);
     tcase_add_test(tc, regress_regret);
