@@ -99,7 +99,19 @@ START_TEST(data_formats_and_loader)
     int ia[48], ta[48], ib[48], tb[48];
     for (int k = 0; k < 5; k++)
         loader_next(&a, ia, ta);
-    loader_seek(&b, a.epoch, a.index);
+    ck_assert_int_eq(loader_seek(&b, a.epoch, a.index, &e), 0);
+    /* a damaged position (state.json's loader_epoch and loader_index): refused, where the
+     * increment would overflow and the index read past the order */
+    Loader c;
+    ck_assert_int_eq(loader_init(&c, &d, 3, 16, 5, &e), 0);
+    ck_assert_int_eq(loader_seek(&c, INT64_MAX, 0, &e), -EINVAL);
+    tu_assert_contains(e.msg, "loader_epoch 9223372036854775807 is outside 0 to");
+    ck_assert_int_eq(loader_seek(&c, 0, 1000000000000000, &e), -EINVAL);
+    tu_assert_contains(e.msg, "loader_index 1000000000000000 is past the data's");
+    ck_assert_int_eq(loader_seek(&c, 0, (int64_t)c.n_seq, &e), 0); /* the epoch's end */
+    loader_next(&c, ib, tb);
+    ck_assert_int_eq(c.epoch, 1);
+    loader_free(&c);
     loader_next(&a, ia, ta);
     loader_next(&b, ib, tb);
     ck_assert_int_eq(memcmp(ia, ib, sizeof ia), 0);

@@ -264,7 +264,7 @@ static int run_start(PipeRun *pr, Err *e)
     if (!rc)
         rc = loader_init(&pr->ld, &pr->data, pr->plan->seqs_per_micro, o->seq, pr->st.seed, e);
     if (!rc && o->resume_dir)
-        loader_seek(&pr->ld, pr->st.epoch, pr->st.index);
+        rc = trainer_seek(o, &pr->ld, &pr->st, e);
     if (!rc)
         rc = trainer_open_log(o, pr->st.step, &pr->log, e);
     for (int i = 0; i < N_THREAD_LANES && !rc; i++) {

@@ -473,11 +473,19 @@ void loader_free(Loader *l)
     l->seq_first = NULL;
 }
 
-void loader_seek(Loader *l, int64_t epoch, int64_t index)
+int loader_seek(Loader *l, int64_t epoch, int64_t index, Err *e)
 {
+    if (index < 0 || (uint64_t)index > l->n_seq)
+        return err_set(e, -EINVAL, "loader_index %lld is past the data's %zu sequences of %d "
+                       "tokens: the checkpoint is of other data or damaged", (long long)index,
+                       l->n_seq, l->T);
+    if (epoch < 0 || epoch > LOADER_MAX_EPOCH)
+        return err_set(e, -EINVAL, "loader_epoch %lld is outside 0 to %lld", (long long)epoch,
+                       (long long)LOADER_MAX_EPOCH);
     l->epoch = epoch;
     l->index = index;
     shuffle(l);
+    return 0;
 }
 
 /* Sequence k (in file order) into row b: its file found by bisection. */

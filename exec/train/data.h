@@ -117,8 +117,12 @@ typedef struct Loader {
 int loader_init(Loader *l, const TokenData *d, int B, int T, uint64_t seed, Err *e);
 int loader_init_in_order(Loader *l, const TokenData *d, int B, int T, Err *e);
 void loader_free(Loader *l);
-/* Moves to a saved position. */
-void loader_seek(Loader *l, int64_t epoch, int64_t index);
+/* The most epochs a loader counts: a checkpoint's loader_epoch beyond it is damaged (a
+ * billion passes over the data), and loader_next's increment stays far from overflow. */
+#define LOADER_MAX_EPOCH ((int64_t)1 << 40)
+/* Moves to a saved position: 0, or -EINVAL with e when the index is past the data's
+ * sequences (index n_seq is the epoch's end) or the epoch outside 0 to LOADER_MAX_EPOCH. */
+int loader_seek(Loader *l, int64_t epoch, int64_t index, Err *e);
 /* The next batch: inputs and targets (B,T), a masked target DATA_IGNORE. */
 void loader_next(Loader *l, int *inputs, int *targets);
 /* The B sequences from first in file order (not the shuffle's) into inputs and targets (B,T);

@@ -301,6 +301,14 @@ int trainer_load_start(const TrainOptions *o, const TokenData *data, const Model
     return rc ? rc : trainer_check_start(o, data, st, e);
 }
 
+int trainer_seek(const TrainOptions *o, Loader *ld, const TrainState *st, Err *e)
+{
+    Err why;
+    int rc = loader_seek(ld, st->epoch, st->index, &why);
+    return rc ? err_set(e, rc, "--resume %s (step %lld): %s", o->resume_dir,
+                        (long long)st->step, why.msg) : 0;
+}
+
 int trainer_check_start(const TrainOptions *o, const TokenData *data, TrainState *st, Err *e)
 {
     int rc = 0;
@@ -414,7 +422,7 @@ static int run_start(TrainRun *t, Err *e)
     if (!rc)
         rc = loader_init(&t->ld, &t->data, t->B, o->seq, t->st.seed, e);
     if (!rc && o->resume_dir)
-        loader_seek(&t->ld, t->st.epoch, t->st.index);
+        rc = trainer_seek(o, &t->ld, &t->st, e);
     if (!rc)
         rc = trainer_open_log(o, t->st.step, &t->log, e);
     if (!rc)

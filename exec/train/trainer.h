@@ -161,6 +161,10 @@ int trainer_load_start(const TrainOptions *o, const TokenData *data,
 int trainer_check_start(const TrainOptions *o, const TokenData *data, struct TrainState *st,
                         Err *e);
 
+/* A resumed run's loader moved to the checkpoint's position st (loader_seek), its refusal
+ * naming --resume's directory and step. 0 or -EINVAL with e. */
+int trainer_seek(const TrainOptions *o, Loader *ld, const struct TrainState *st, Err *e);
+
 /* The learning rate at step (1-based). */
 float trainer_lr(const TrainOptions *o, int64_t step);
 

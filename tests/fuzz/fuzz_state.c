@@ -5,7 +5,8 @@
  * replaces its state.json, and the checkpoint is resumed. The resume either fails with one line
  * naming state.json, or gives a state within the ranges checkpoint.h promises (what the trainer
  * indexes and counts with, the data's fingerprint absent or whole) and the saved weights and
- * AdamW moments. */
+ * AdamW moments; a loader then moved to its position either refuses it in one line or hands out
+ * batches from there (under UBSan: no overflow however large the numbers). */
 #include <errno.h>
 #include <float.h>
 #include <math.h>
@@ -20,6 +21,7 @@ static ModelConfig micro;
 static ModelLayout layout;
 static float *saved, *params, *m, *v;
 static char ckpt_dir[512];
+static TokenData tokens; /* 600 bytes of text: 37 sequences of 16 */
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -36,6 +38,13 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     for (size_t i = 0; i < 3 * P; i++)
         saved[i] = (float)i * 1e-3f - 1.0f;
     fuzz_path(ckpt_dir, sizeof ckpt_dir, "ckpt");
+    char text[600], tpath[512];
+    for (size_t i = 0; i < sizeof text; i++)
+        text[i] = (char)('a' + i % 26);
+    fuzz_file(tpath, sizeof tpath, "tokens.txt", text, sizeof text);
+    Err te;
+    if (data_load(&tokens, tpath, DATA_AUTO, &te))
+        fuzz_die("data_load", tpath);
     TrainState s = {.step = 4, .epoch = 1, .index = 3, .seed = 5, .prev_grad_norm = 0.5,
                     .data = {.files = 2, .tokens = 1000, .crc32c = 0xdeadbeef}};
     Err e;
@@ -68,5 +77,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fuzz_check((s.data.files == 0 && s.data.tokens == 0 && s.data.crc32c == 0) ||
                (s.data.files >= 1 && s.data.files <= DATA_MAX_FILES && s.data.tokens >= 1));
     fuzz_check(!memcmp(params, saved, 3 * layout.total * sizeof *params));
+    Loader ld;
+    fuzz_check(loader_init(&ld, &tokens, 2, 16, s.seed, &e) == 0);
+    rc = loader_seek(&ld, s.epoch, s.index, &e);
+    if (rc) {
+        fuzz_check(rc == -EINVAL);
+        fuzz_check_message(e.msg);
+    } else {
+        int in[32], tg[32];
+        for (int k = 0; k < 40; k++)
+            loader_next(&ld, in, tg);
+        fuzz_check(ld.epoch > s.epoch && ld.epoch <= s.epoch + 3);
+    }
+    loader_free(&ld);
     return 0;
 }
