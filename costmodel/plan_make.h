@@ -49,8 +49,8 @@ typedef struct PlanInfo {
     int units;          /* ladder units kept */
 } PlanInfo;
 
-/* Parses --swap: auto, none, all, sweep or an amount (units_parse_bytes). 0, or -EINVAL with
- * one line on stderr naming prog and the value. */
+/* Parses --swap: auto, none, all, sweep or an amount (units_parse_bytes, at most
+ * HW_MAX_MEM_GIB). 0, or -EINVAL with one line on stderr naming prog and the value. */
 int plan_swap_parse(const char *s, const char *prog, SwapMode *mode, double *bytes);
 
 /* Makes the plan for rq into p (plan_free it), the graph of its micro-batch into g (graph_free

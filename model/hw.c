@@ -45,7 +45,8 @@ typedef struct HwKey {
 /* The ranges, in the keys' units. */
 #define GBPS 1e-3, 1e4          /* link and disk bandwidths: 1 MB/s to 10 TB/s */
 #define TFLOPS 1e-3, 1e5        /* 1 GFLOP/s to 100 PFLOP/s */
-#define MEM_GIB 0, 1048576      /* above 0, up to 1 PiB (tiny budgets are fine: they overflow) */
+#define MEM_GIB 0, HW_MAX_MEM_GIB /* above 0, up to 1 PiB (tiny budgets are fine: they
+                                    overflow) */
 #define US_LINK 0, 1e4          /* launch and PCIe latencies: up to 10 ms */
 #define USD 0, 1e8              /* above 0 (absent is 0), up to 100 million dollars */
 

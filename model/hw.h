@@ -12,6 +12,10 @@
 #ifndef FUYOU_HW_H
 #define FUYOU_HW_H
 
+/* The most memory a tier may have, in GiB (1 PiB): [gpu] mem_GiB, [memory] cpu_mem_GiB, and
+ * the programs' --gpu-mem and --cpu-mem (plan_args.h). */
+#define HW_MAX_MEM_GIB 1048576
+
 #include <stdint.h>
 #include <stdio.h>
 

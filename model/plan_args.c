@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "hw.h"
 #include "units.h"
 
 const char *const plan_args_names[4 + PC_N] = {
@@ -140,6 +141,11 @@ int plan_budget_parse(const char *prog, const char *opt, const char *value, doub
 {
     if (units_parse_bytes(value, bytes) || *bytes < 1) {
         fprintf(stderr, "%s: %s expects a size such as 24GiB, got '%s'\n", prog, opt, value);
+        return -EINVAL;
+    }
+    if (*bytes > HW_MAX_MEM_GIB * 0x1p30) {
+        fprintf(stderr, "%s: %s is %s; a memory budget is at most %.0f GiB (1 PiB)\n", prog, opt,
+                value, (double)HW_MAX_MEM_GIB);
         return -EINVAL;
     }
     return 0;

@@ -48,8 +48,9 @@ typedef struct PlanBudget {
     double gpu_bytes, cpu_bytes; /* 0: not given */
 } PlanBudget;
 enum { PLAN_BUDGET_SETS = 4, PLAN_BUDGET_SET_LEN = 64 };
-/* Parses value as a size (e.g. 24GiB) into *bytes: 0, or -EINVAL with one line on stderr,
- * "prog: opt expects a size such as 24GiB, got 's'", the same in both programs. */
+/* Parses value as a size (e.g. 24GiB) into *bytes, 1 byte to HW_MAX_MEM_GIB: 0, or
+ * -EINVAL with one line on stderr ("prog: opt expects a size such as 24GiB, got 's'", or the
+ * bound), the same in both programs. */
 int plan_budget_parse(const char *prog, const char *opt, const char *value, double *bytes);
 /* The hardware overrides (hw_load's --set form) that give the ini those budgets: gpu.mem_GiB
  * and memory.gpu_reserved_GiB=0, the same for the CPU; how many were written into sets. */

@@ -626,6 +626,42 @@ START_TEST(cli_whole_numbers)
 }
 END_TEST
 
+/* One range for the same option in both programs, and input errors exit 2: --gpu-mem and
+ * --swap beyond 1 PiB (fuyou-run --offload took --gpu-mem 1e30 and trained), --threads 0, a
+ * file given to --resume, a directory to --log (both exited 1) */
+START_TEST(ranges_and_exit_codes)
+{
+    char out[4096], run[512], sim[512];
+    static const char *const both[][2] = {
+        {"--gpu-mem 1e30", "--gpu-mem is 1e30; a memory budget is at most 1048576 GiB"},
+        {"--cpu-mem 2e15", "--cpu-mem is 2e15; a memory budget is at most 1048576 GiB"},
+        {"--swap 1e30", "--swap is 1e30; an amount kept is at most 1048576 GiB"},
+    };
+    for (size_t i = 0; i < sizeof both / sizeof *both; i++) {
+        char args[128];
+        snprintf(args, sizeof args, "--offload %s --steps 1", both[i][0]);
+        ck_assert_msg(tu_run_bin("FUYOU_RUN", args, out, sizeof out) == 2, "%s: %s", args, out);
+        tu_assert_contains(out, both[i][1]);
+        snprintf(run, sizeof run, "%.500s", strstr(out, both[i][1]));
+        ck_assert_msg(tu_run_sim(both[i][0], out, sizeof out) == 2, "%s: %s", both[i][0], out);
+        tu_assert_contains(out, both[i][1]);
+        snprintf(sim, sizeof sim, "%.500s", strstr(out, both[i][1]));
+        ck_assert_str_eq(run, sim);
+    }
+    ck_assert_int_eq(tu_run_bin("FUYOU_RUN", "--threads 0 --steps 1", out, sizeof out), 2);
+    tu_assert_contains(out, "--threads expects a whole number from 1 to 4096");
+    static const char *const inputs[][2] = {
+        {"--resume /etc/hostname --steps 2", "/etc/hostname/latest: Not a directory"},
+        {"--log /tmp --steps 1", "/tmp: cannot write: Is a directory"},
+    };
+    for (size_t i = 0; i < sizeof inputs / sizeof *inputs; i++) {
+        ck_assert_msg(tu_run_bin("FUYOU_RUN", inputs[i][0], out, sizeof out) == 2, "%s: %s",
+                      inputs[i][0], out);
+        tu_assert_contains(out, inputs[i][1]);
+    }
+}
+END_TEST
+
 /* fuyou-plot's inputs are regular files: gnuplot would read /dev/zero without end and wait on
  * a FIFO's writer (both hung before); a hostile title is refused, not run */
 START_TEST(plot_refuses_what_would_hang)
@@ -672,6 +708,7 @@ int main(void)
                         (int)(sizeof plan_option_sets / sizeof plan_option_sets[0]));
     tcase_add_test(tc, trace_compare_cli);
     tcase_add_test(tc, plot_refuses_what_would_hang);
+    tcase_add_test(tc, ranges_and_exit_codes);
     tcase_add_test(tc, profile_cli);
     tcase_add_test(tc, regress_script);
     tcase_add_test(tc, regress_regret);

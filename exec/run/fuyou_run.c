@@ -45,6 +45,19 @@ static const char *data_label(const TrainOptions *o, char *buf, size_t n)
     return buf;
 }
 
+/* The exit status of a run that failed with rc: 2 for what the user gave (a bad value, a path
+ * that is missing, a file where a directory goes or the reverse, one that cannot be written,
+ * checkpoints in the way), 1 for the rest (a disk that fills during the run among them). */
+static int exit_status(int rc)
+{
+    switch (-rc) {
+    case EINVAL: case ENOENT: case ENOTDIR: case EISDIR: case EACCES: case EROFS: case EEXIST:
+        return 2;
+    default:
+        return 1;
+    }
+}
+
 /* In memory: trainer_run. The exit status. */
 static int run_in_memory(const RunArgs *a)
 {
@@ -64,7 +77,7 @@ static int run_in_memory(const RunArgs *a)
     free(r.losses);
     if (rc) {
         fprintf(stderr, "fuyou-run: %s\n", e.msg);
-        return rc == -EINVAL || rc == -ENOENT ? 2 : 1;
+        return exit_status(rc);
     }
     printf("fuyou-run: steps %lld..%lld, loss %.4f -> %.4f, %.0f tokens/s", (long long)r.first_step,
            (long long)r.last_step, r.first_loss, r.last_loss, r.tokens_per_s);
@@ -168,9 +181,8 @@ static int train_offload(const RunArgs *a, const Graph *g, const Plan *p, Err *e
     PipeReport rep;
     int rc = pipe_train(o, p, &a->pipe, &r, &rep, e);
     free(r.losses);
-    if (rc)
-        return rc == -EINVAL || rc == -ENOENT || rc == -ENOSPC || rc == -EACCES ||
-               rc == -EROFS || rc == -ENOTDIR ? 2 : 1;
+    if (rc) /* -ENOSPC here is also a budget the plan does not fit (pipe_train's check) */
+        return rc == -ENOSPC ? 2 : exit_status(rc);
     printf("fuyou-run: steps %lld..%lld, loss %.4f -> %.4f, %.0f tokens/s\n",
            (long long)r.first_step, (long long)r.last_step, r.first_loss, r.last_loss,
            r.tokens_per_s);

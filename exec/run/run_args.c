@@ -214,7 +214,7 @@ static int take_train(RunArgs *a, Given *gv, int c, const char *v)
     case O_RESUME: o->resume_dir = v; break;
     case O_INIT: o->init_from = v; break;
     case O_LOG: o->log_path = v; break;
-    case O_THREADS: bad = whole("--threads", v, 0, 4096, &x); o->threads = (int)x; break;
+    case O_THREADS: bad = whole("--threads", v, 1, 4096, &x); o->threads = (int)x; break;
     case O_DTYPE: gv->dtype = v; break;
     case O_LSCALE: bad = num("--loss-scale", v, 1.0 / 65536, 1e30, &x); o->loss_scale = (float)x;
         break;
