@@ -252,6 +252,21 @@ static int take_trace_row(TsvReader *r, char **f)
             return bad_line(r, "%s is not a finite number: \"%.40s\"", num_names[i], f[5 + i]);
     if (row.end_s < row.start_s)
         return bad_line(r, "end_s %.9f is before start_s %.9f", row.end_s, row.start_s);
+    if (row.iter < 0)
+        return bad_line(r, "iter is %d; iterations count from 0", row.iter);
+    if (row.start_s < 0 || row.end_s > TRACE_MAX_S)
+        return bad_line(r, "times %g to %g s: a trace's are 0 to %g s", row.start_s, row.end_s,
+                        TRACE_MAX_S);
+    if (row.bytes < 0 || row.flops < 0)
+        return bad_line(r, "bytes %g, flops %g: neither may be negative", row.bytes, row.flops);
+    if (!*f[1])
+        return bad_line(r, "the task id is empty");
+    int res = 0;
+    while (res < RES_COUNT && strcmp(f[2], resource_name((Resource)res)))
+        res++;
+    if (res == RES_COUNT)
+        return bad_line(r, "resource \"%.40s\" is none of the schedule's (gpu, h2d, d2h, "
+                        "ssd_read, ssd_write, cpu_adam)", f[2]);
     static const int strings[] = {1, 2, 3};
     int rc = append_strings(r, f, strings, 3);
     return rc ? rc : append_row(r, &row);
@@ -266,6 +281,11 @@ static int take_dep(TsvReader *r, char **f)
         return bad_line(r, "dep_iter is not an integer: \"%.40s\"", f[2]);
     if (!*f[1] || !*f[3])
         return bad_line(r, "a task id is empty");
+    if (dep.dep_iter < 0 || dep.dep_iter > dep.iter)
+        return bad_line(r, "dep_iter %d: a task depends on its own iteration (%d) or an "
+                        "earlier one", dep.dep_iter, dep.iter);
+    if (dep.dep_iter == dep.iter && !strcmp(f[1], f[3]))
+        return bad_line(r, "%.60s depends on itself", f[1]);
     static const int strings[] = {1, 3};
     int rc = append_strings(r, f, strings, 2);
     return rc ? rc : append_row(r, &dep);
@@ -338,6 +358,8 @@ static const char *next_string(const char **s)
     return x;
 }
 
+static int check_unique(const char *path, const TraceTable *t, Err *e);
+
 int trace_read_tsv(const char *path, TraceTable *t, Err *e)
 {
     TsvReader r = {.path = path, .e = e, .n_fields = 9, .take = take_trace_row,
@@ -356,7 +378,10 @@ int trace_read_tsv(const char *path, TraceTable *t, Err *e)
         t->rows[i].resource = next_string(&s);
         t->rows[i].phase = next_string(&s);
     }
-    return 0;
+    rc = check_unique(path, t, e);
+    if (rc)
+        trace_table_free(t);
+    return rc;
 }
 
 void trace_table_free(TraceTable *t)
@@ -423,6 +448,25 @@ int trace_sort_index(const TraceTable *t, int **idx)
         (*idx)[i] = i;
     qsort_r(*idx, (size_t)t->n, sizeof **idx, cmp_row, (void *)t);
     return 0;
+}
+
+/* Each (iter, task_id) once: a task ran once an iteration. */
+static int check_unique(const char *path, const TraceTable *t, Err *e)
+{
+    int *idx;
+    if (trace_sort_index(t, &idx))
+        return err_set(e, -ENOMEM, "%s: out of memory", path);
+    int rc = 0;
+    for (int i = 1; i < t->n && !rc; i++) {
+        const TraceRow *a = &t->rows[idx[i - 1]], *b = &t->rows[idx[i]];
+        if (!trace_row_cmp(a, b))
+            rc = err_set(e, -EINVAL, "%s: task %.60s of iteration %d has two rows (rows %d and "
+                         "%d after the header)", path, b->task_id, b->iter,
+                         (idx[i - 1] < idx[i] ? idx[i - 1] : idx[i]) + 1,
+                         (idx[i - 1] < idx[i] ? idx[i] : idx[i - 1]) + 1);
+    }
+    free(idx);
+    return rc;
 }
 
 int trace_find(const TraceTable *t, const int *idx, int iter, const char *id)

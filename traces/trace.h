@@ -49,10 +49,15 @@ typedef struct TraceTable {
     char *strings; /* owned storage for task_id/resource/phase */
 } TraceTable;
 
+/* The latest time a trace may hold (about 31 years): a row past it is damaged. */
+#define TRACE_MAX_S 1e9
+
 /* Reads the TSV at path into t (the caller's, overwritten; free it with trace_table_free). The
  * header line must equal TRACE_TSV_HEADER; every other line needs exactly 9 tab-separated
- * fields, integer iter and layer, finite start_s, end_s, bytes and flops, and end_s >= start_s.
- * Lines may be of any length. Returns 0; -EINVAL with e = "PATH:LINE: what is wrong"; -errno
+ * fields, an iter from 0, an integer layer, a non-empty task id, a resource of the schedule's,
+ * times from 0 to TRACE_MAX_S with end_s >= start_s, bytes and flops finite and not negative;
+ * each (iter, task_id) once. Lines may be of any length. Returns 0; -EINVAL with e =
+ * "PATH:LINE: what is wrong" (a repeated task: "PATH: task ... has two rows"); -errno
  * (-ENOENT for a missing file) with e naming path and the system's message; -ENOMEM. On failure
  * t is left empty. */
 int trace_read_tsv(const char *path, TraceTable *t, Err *e);
@@ -89,8 +94,9 @@ int trace_write_deps(FILE *f, const char *path, const Schedule *s, Err *e);
 /* The same into the file at path, as trace_save. */
 int trace_save_deps(const char *path, const Schedule *s, Err *e);
 /* Reads a dependencies TSV as trace_read_tsv reads a trace: the header must equal
- * TRACE_DEPS_HEADER, every other line four fields with integer iterations; errors name
- * "PATH:LINE". On failure d is left empty. */
+ * TRACE_DEPS_HEADER, every other line four fields with integer iterations, the dependency's
+ * from 0 to the task's, no task on itself; errors name "PATH:LINE". On failure d is left
+ * empty. */
 int trace_read_deps(const char *path, TraceDeps *d, Err *e);
 void trace_deps_free(TraceDeps *d);
 
