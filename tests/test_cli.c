@@ -653,6 +653,11 @@ START_TEST(ranges_and_exit_codes)
     static const char *const inputs[][2] = {
         {"--resume /etc/hostname --steps 2", "/etc/hostname/latest: Not a directory"},
         {"--log /tmp --steps 1", "/tmp: cannot write: Is a directory"},
+        /* refused before any work, though this plan puts nothing on the SSD */
+        {"--offload --ssd-dir /nonexistent/ssd --steps 1",
+         "--ssd-dir /nonexistent/ssd: No such file or directory"},
+        {"--offload --ssd-dir /etc/hostname --steps 1", "--ssd-dir /etc/hostname: not a "
+         "directory"},
     };
     for (size_t i = 0; i < sizeof inputs / sizeof *inputs; i++) {
         ck_assert_msg(tu_run_bin("FUYOU_RUN", inputs[i][0], out, sizeof out) == 2, "%s: %s",

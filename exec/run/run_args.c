@@ -227,8 +227,20 @@ static int take_train(RunArgs *a, Given *gv, int c, const char *v)
 
 /* One option of the pipeline's or the plan's (name: its long name; --micro-batches serves both
  * trainers) with its value v: 0, or -EINVAL (printed). */
+/* What keeps path from being a directory we can write in, or NULL. */
+static const char *dir_problem(const char *path)
+{
+    struct stat sb;
+    if (stat(path, &sb))
+        return strerror(errno);
+    if (!S_ISDIR(sb.st_mode))
+        return "not a directory";
+    return access(path, W_OK | X_OK) ? strerror(errno) : NULL;
+}
+
 static int take_offload(RunArgs *a, int c, const char *name, const char *v)
 {
+    const char *why;
     PipeConfig *pc = &a->pipe;
     double x = 0;
     int bad = 0;
@@ -243,6 +255,12 @@ static int take_offload(RunArgs *a, int c, const char *name, const char *v)
     case O_SSDDIR:
         if (pc->n_ssd_dirs == STORE_MAX_DEVICES) {
             fprintf(stderr, "fuyou-run: at most %d --ssd-dir\n", STORE_MAX_DEVICES);
+            return -EINVAL;
+        }
+        /* checked before any work, whether or not the plan puts anything on the SSD */
+        if ((why = dir_problem(v))) {
+            fprintf(stderr, "fuyou-run: --ssd-dir %s: %s; give a directory we can write, one "
+                    "per SSD\n", v, why);
             return -EINVAL;
         }
         pc->ssd_dirs[pc->n_ssd_dirs++] = v;
