@@ -16,13 +16,13 @@ int plan_swap_parse(const char *s, const char *prog, SwapMode *mode, double *byt
     for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
         if (!strcmp(s, modes[i].name))
             return *mode = modes[i].mode, 0;
-    if (units_parse_bytes(s, bytes) == 0 && *bytes > HW_MAX_MEM_GIB * 0x1p30) {
+    if (units_parse_bytes(s, bytes) == 0) {
+        if (*bytes <= HW_MAX_MEM_GIB * 0x1p30)
+            return *mode = SWAP_BYTES, 0;
         fprintf(stderr, "%s: --swap is %s; an amount kept is at most %.0f GiB (1 PiB), or all\n",
                 prog, s, (double)HW_MAX_MEM_GIB);
         return -EINVAL;
     }
-    if (units_parse_bytes(s, bytes) == 0)
-        return *mode = SWAP_BYTES, 0;
     fprintf(stderr, "%s: --swap expects auto, none, all, sweep or an amount such as 12GiB, "
             "got '%s'\n", prog, s);
     return -EINVAL;

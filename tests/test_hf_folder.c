@@ -80,6 +80,16 @@ static int rec_done(void *user, const ParamTensor *t, float *values, Err *e)
     return 0;
 }
 
+/* A recorder for layout l: room for its largest tensor, a flat buffer for all of them. */
+static Recorder recorder(const ModelLayout *l)
+{
+    size_t biggest = 0;
+    for (int k = 0; k < l->n; k++)
+        biggest = l->t[k].numel > biggest ? l->t[k].numel : biggest;
+    return (Recorder){.l = l, .room = malloc(biggest * 4), .params = calloc(l->total, 4),
+                      .fail_at = -1};
+}
+
 /* The index's tensors by shard, then by offset in the shard (the fixture's: by name). */
 static int cmp_file_order(const void *a, const void *b, void *map)
 {
@@ -94,11 +104,7 @@ START_TEST(sink_gets_each_tensor_once_in_file_order)
     ModelConfig c;
     ModelLayout l;
     hf_fixture_model(&c, &l);
-    size_t biggest = 0;
-    for (int k = 0; k < l.n; k++)
-        biggest = l.t[k].numel > biggest ? l.t[k].numel : biggest;
-    Recorder r = {.l = &l, .room = malloc(biggest * 4), .params = calloc(l.total, 4),
-                  .fail_at = -1};
+    Recorder r = recorder(&l);
     HfSink sink = {rec_dest, rec_done, &r};
     Err e;
     ck_assert_msg(hf_load(hf_fixture(), &c, &l, &sink, &e) == 0, "%s", e.msg);
@@ -135,11 +141,7 @@ START_TEST(reader_reads_ranges)
     ModelConfig c;
     ModelLayout l;
     hf_fixture_model(&c, &l);
-    size_t biggest = 0;
-    for (int k = 0; k < l.n; k++)
-        biggest = l.t[k].numel > biggest ? l.t[k].numel : biggest;
-    Recorder r = {.l = &l, .room = malloc(biggest * 4), .params = calloc(l.total, 4),
-                  .fail_at = -1};
+    Recorder r = recorder(&l);
     HfSink sink = {rec_dest, rec_done, &r};
     Err e;
     HfReader *hr;
