@@ -1,8 +1,9 @@
-/* regfile: regular-file checks before reading; see regfile.h. */
+/* regfile: regular-file checks before reading, output paths before work; see regfile.h. */
 #include "regfile.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -78,5 +79,56 @@ int regfile_fopen(const char *path, FILE **out, Err *e)
         return rc;
     }
     *out = f;
+    return 0;
+}
+
+/* The directory a missing path would be created in: its text up to the last '/', or ".". */
+static void parent_of(const char *path, char *out, size_t n)
+{
+    size_t len = strlen(path);
+    while (len > 1 && path[len - 1] == '/')
+        len--; /* "a/b/" is b in a */
+    while (len && path[len - 1] != '/')
+        len--;
+    while (len > 1 && path[len - 1] == '/')
+        len--;
+    if (!len)
+        snprintf(out, n, ".");
+    else
+        snprintf(out, n, "%.*s", (int)len, path);
+}
+
+static int cannot_write(const char *path, int err, const char *why, Err *e)
+{
+    return err_set(e, -err, "%s: cannot write: %s", path, why ? why : strerror(err));
+}
+
+int outpath_check(const char *path, bool dir, Err *e)
+{
+    struct stat st;
+    if (!stat(path, &st)) {
+        if (dir && !S_ISDIR(st.st_mode))
+            return cannot_write(path, ENOTDIR, "not a directory", e);
+        if (!dir && S_ISDIR(st.st_mode))
+            return cannot_write(path, EISDIR, "is a directory, a file goes here", e);
+        return access(path, dir ? W_OK | X_OK : W_OK) ? cannot_write(path, errno, NULL, e) : 0;
+    }
+    if (errno != ENOENT)
+        return cannot_write(path, errno, NULL, e);
+    char parent[4096], why[4200];
+    parent_of(path, parent, sizeof parent);
+    if (stat(parent, &st)) {
+        snprintf(why, sizeof why, "%s: %s", parent, strerror(errno));
+        return cannot_write(path, errno, why, e);
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        snprintf(why, sizeof why, "%s is not a directory", parent);
+        return cannot_write(path, ENOTDIR, why, e);
+    }
+    if (access(parent, W_OK | X_OK)) {
+        int err = errno;
+        snprintf(why, sizeof why, "cannot create it in %s: %s", parent, strerror(err));
+        return cannot_write(path, err, why, e);
+    }
     return 0;
 }

@@ -1,4 +1,4 @@
-/* regfile: opening user-named inputs that must be regular files.
+/* regfile: user-named paths: inputs that must be regular files, outputs checked before work.
  *
  * A reader of a file the user names (a hardware or model ini, a token file) wants a regular
  * file: a FIFO blocks in open until a writer comes, a device such as /dev/zero reads without
@@ -8,6 +8,7 @@
 #ifndef FUYOU_REGFILE_H
 #define FUYOU_REGFILE_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "fuyou_err.h"
@@ -26,5 +27,12 @@ int regfile_open(const char *path, Err *e);
 /* The same as a stdio stream opened "r": 0 with *out set (the caller fcloses it), or the
  * negative errno with *out NULL. */
 int regfile_fopen(const char *path, FILE **out, Err *e);
+
+/* Checks, before any work, that a program can later write path: a directory (dir true) it
+ * writes files in, or a file (dir false) it creates or replaces. An existing path must be of
+ * that kind and writable; a missing one needs a writable directory to be created in. Nothing is
+ * created or opened. 0, or -errno with "path: cannot write: <why>" (-ENOTDIR for a file where a
+ * directory goes, -EISDIR for the reverse). */
+int outpath_check(const char *path, bool dir, Err *e);
 
 #endif

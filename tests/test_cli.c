@@ -184,6 +184,29 @@ START_TEST(run_save_refuses_checkpoints)
 }
 END_TEST
 
+/* Every path a run writes or resumes from is checked before any work: a bad --save had been
+ * found at the first save, after training; --trace and --chrome at the end */
+START_TEST(run_paths_checked_first)
+{
+    static const struct { const char *args, *said; } bad[] = {
+        {"--save /nonexistent/x", "--save /nonexistent/x: cannot write: /nonexistent: "},
+        {"--save /etc/passwd", "--save /etc/passwd: cannot write: not a directory"},
+        {"--log /tmp", "--log /tmp: cannot write: is a directory, a file goes here"},
+        {"--resume /etc/passwd", "--resume /etc/passwd: not a directory"},
+        {"--resume /nonexistent/r", "--resume /nonexistent/r: No such file or directory"},
+        {"--offload --trace /nonexistent/t.tsv", "--trace /nonexistent/t.tsv: cannot write"},
+        {"--offload --chrome /tmp", "--chrome /tmp: cannot write: is a directory"},
+    };
+    char args[256];
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(args, sizeof args, "--steps 1000000 --batch 2 --seq 16 %s", bad[i].args);
+        ck_assert_msg(tu_run_bin("FUYOU_RUN", args, out, sizeof out) == 2, "%s: %s", args, out);
+        tu_assert_contains(out, bad[i].said);
+        ck_assert_msg(!strstr(out, "parameters)"), "started training first: %s", out);
+    }
+}
+END_TEST
+
 /* Without plan options fuyou-run --offload runs the plan fuyou-sim predicts for the same
  * hardware and budget (an fp32 model, as the CPU device computes) */
 static const char *const plan_option_sets[] = {
@@ -353,6 +376,10 @@ START_TEST(profile_cli)
     tu_assert_contains(out, "exclude each other");
     ck_assert_int_eq(tu_run_bin("FUYOU_PROFILE", "--ssd-dir /nonexistent/x", out, sizeof out), 2);
     tu_assert_contains(out, "--ssd-dir /nonexistent/x: not a directory");
+    /* --out is checked before the minutes of measuring, not after */
+    ck_assert_int_eq(tu_run_bin("FUYOU_PROFILE", "--out /nonexistent/p.ini", out, sizeof out), 2);
+    tu_assert_contains(out, "--out /nonexistent/p.ini: cannot write: /nonexistent: ");
+    ck_assert_msg(!strstr(out, "measur"), "measured first: %s", out);
     tu_rm_tree(dir);
 }
 END_TEST
@@ -651,8 +678,8 @@ START_TEST(ranges_and_exit_codes)
     ck_assert_int_eq(tu_run_bin("FUYOU_RUN", "--threads 0 --steps 1", out, sizeof out), 2);
     tu_assert_contains(out, "--threads expects a whole number from 1 to 4096");
     static const char *const inputs[][2] = {
-        {"--resume /etc/hostname --steps 2", "/etc/hostname/latest: Not a directory"},
-        {"--log /tmp --steps 1", "/tmp: cannot write: Is a directory"},
+        {"--resume /etc/hostname --steps 2", "--resume /etc/hostname: not a directory"},
+        {"--log /tmp --steps 1", "--log /tmp: cannot write: is a directory"},
         /* refused before any work, though this plan puts nothing on the SSD */
         {"--offload --ssd-dir /nonexistent/ssd --steps 1",
          "--ssd-dir /nonexistent/ssd: No such file or directory"},
@@ -709,6 +736,7 @@ int main(void)
     tcase_add_test(tc, run_offload);
     tcase_add_test(tc, run_eval_and_data);
     tcase_add_test(tc, run_save_refuses_checkpoints);
+    tcase_add_test(tc, run_paths_checked_first);
     tcase_add_loop_test(tc, run_offload_plans_as_sim, 0,
                         (int)(sizeof plan_option_sets / sizeof plan_option_sets[0]));
     tcase_add_test(tc, trace_compare_cli);

@@ -1,5 +1,6 @@
 /* Check suite for model/regfile: opening inputs that must be regular files, refusing
- * directories, FIFOs, devices and sockets without blocking on them. */
+ * directories, FIFOs, devices and sockets without blocking on them; output paths checked
+ * before work. */
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/socket.h>
@@ -68,12 +69,48 @@ START_TEST(others_refused)
 }
 END_TEST
 
+START_TEST(output_paths_checked)
+{
+    Err e;
+    char dir[] = "/tmp/fuyou-outpath-XXXXXX", file[64], missing[64], under_file[80], sub[80];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(file, sizeof file, "%s/log.tsv", dir);
+    snprintf(missing, sizeof missing, "%s/new", dir);
+    snprintf(under_file, sizeof under_file, "%s/x", file);
+    snprintf(sub, sizeof sub, "%s/no/such", dir);
+    FILE *f = fopen(file, "w");
+    ck_assert_ptr_nonnull(f);
+    fclose(f);
+    /* what can be written: an existing file or directory of the kind, or a new one in a
+     * directory that exists */
+    ck_assert_int_eq(outpath_check(file, false, &e), 0);
+    ck_assert_int_eq(outpath_check(dir, true, &e), 0);
+    ck_assert_int_eq(outpath_check(missing, false, &e), 0);
+    ck_assert_int_eq(outpath_check(missing, true, &e), 0);
+    ck_assert_int_eq(access(missing, F_OK), -1); /* nothing created */
+    ck_assert_int_eq(outpath_check("relative-new-file", false, &e), 0);
+    /* what cannot */
+    ck_assert_int_eq(outpath_check(dir, false, &e), -EISDIR);
+    tu_assert_contains(e.msg, ": cannot write: is a directory, a file goes here");
+    ck_assert_int_eq(outpath_check(file, true, &e), -ENOTDIR);
+    tu_assert_contains(e.msg, "/log.tsv: cannot write: not a directory");
+    ck_assert_int_eq(outpath_check(sub, true, &e), -ENOENT);
+    tu_assert_contains(e.msg, "/no/such: cannot write: ");
+    tu_assert_contains(e.msg, "/no: No such file or directory");
+    ck_assert_int_eq(outpath_check(under_file, false, &e), -ENOTDIR);
+    ck_assert_int_eq(outpath_check("/nonexistent/x", true, &e), -ENOENT);
+    unlink(file);
+    rmdir(dir);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("regfile");
     TCase *tc = tcase_create("regfile");
     tcase_add_test(tc, regular_file_opens);
     tcase_add_test(tc, others_refused);
+    tcase_add_test(tc, output_paths_checked);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

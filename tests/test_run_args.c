@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "gpt2_cpu.h"
 #include "run_args.h"
@@ -124,6 +125,23 @@ START_TEST(overwrite_needs_another_save)
 }
 END_TEST
 
+/* The paths a run writes or resumes from are checked at parse, with the errno of what is wrong */
+START_TEST(paths_checked_at_parse)
+{
+    RunArgs a;
+    ck_assert_int_eq(parse(&a, "--save /nonexistent/x"), -ENOENT);
+    ck_assert_int_eq(parse(&a, "--save /etc/passwd"), -ENOTDIR);
+    ck_assert_int_eq(parse(&a, "--log /tmp"), -EISDIR);
+    ck_assert_int_eq(parse(&a, "--offload --trace /nonexistent/t.tsv"), -ENOENT);
+    ck_assert_int_eq(parse(&a, "--offload --chrome /tmp"), -EISDIR);
+    ck_assert_int_eq(parse(&a, "--resume /etc/passwd"), -ENOTDIR);
+    ck_assert_int_eq(parse(&a, "--resume /nonexistent/r"), -ENOENT);
+    /* a --save or --log that does not exist yet, in a directory that does */
+    ck_assert_int_eq(parse(&a, "--save /tmp/fuyou-args-new --log /tmp/fuyou-args-new.tsv"), 0);
+    ck_assert_int_eq(access("/tmp/fuyou-args-new", F_OK), -1); /* checked, not created */
+}
+END_TEST
+
 /* --data: the default text alone; repeated, every file in the order given (it kept the last) */
 START_TEST(data_repeats_in_order)
 {
@@ -193,6 +211,7 @@ int main(void)
     tcase_add_test(tc, subgroups_both_ways);
     tcase_add_test(tc, offload_options);
     tcase_add_test(tc, overwrite_needs_another_save);
+    tcase_add_test(tc, paths_checked_at_parse);
     tcase_add_test(tc, data_repeats_in_order);
     tcase_add_test(tc, eval_options);
     tcase_add_test(tc, usage_and_errors);

@@ -19,6 +19,7 @@
 #include "hw.h"
 #include "profile.h"
 #include "profile_run.h"
+#include "regfile.h"
 
 enum { MAX_DIRS = 16 };
 
@@ -178,6 +179,11 @@ static int parse_args(int argc, char **argv, ProfileArgs *a)
     if (a->ssd_only && a->adam_only) {
         fprintf(stderr, "fuyou-profile: --ssd-only and --adam-only exclude each other (the "
                 "second can take the first's ini as its --base)\n");
+        return -EINVAL;
+    }
+    Err e;
+    if (a->out_path && outpath_check(a->out_path, false, &e)) {
+        fprintf(stderr, "fuyou-profile: --out %s\n", e.msg); /* before minutes of measuring */
         return -EINVAL;
     }
     if (!a->n_dirs)

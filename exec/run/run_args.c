@@ -13,6 +13,7 @@
 #include "gpt2_cpu.h"
 #include "graph.h"
 #include "plan.h"
+#include "regfile.h"
 
 static const char *default_data = "/usr/share/common-licenses/GPL-3";
 
@@ -343,6 +344,36 @@ static bool same_dir(const char *a, const char *b)
     return !stat(a, &x) && !stat(b, &y) && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
 }
 
+/* The paths a run writes, and the one it resumes from, checked before any work: a bad one is
+ * found now, not at the first save after hours of training. 0, or -errno (printed). */
+static int check_paths(const RunArgs *a)
+{
+    const TrainOptions *o = &a->train;
+    const struct { const char *option, *path; bool dir; } out[] = {
+        {"--save", o->save_dir, true},
+        {"--log", o->log_path, false},
+        {"--trace", a->pipe.trace_path, false},
+        {"--chrome", a->pipe.chrome_path, false},
+    };
+    Err e;
+    for (size_t i = 0; i < sizeof out / sizeof out[0]; i++) {
+        int rc = out[i].path ? outpath_check(out[i].path, out[i].dir, &e) : 0;
+        if (rc) {
+            fprintf(stderr, "fuyou-run: %s %s\n", out[i].option, e.msg);
+            return rc;
+        }
+    }
+    struct stat st;
+    int err = !o->resume_dir ? 0 : stat(o->resume_dir, &st) ? errno
+                                 : S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
+    if (err) {
+        fprintf(stderr, "fuyou-run: --resume %s: %s; give the --save directory of the run to "
+                "continue\n", o->resume_dir, err == ENOTDIR ? "not a directory" : strerror(err));
+        return -err;
+    }
+    return 0;
+}
+
 /* What the options say together. */
 static int check_together(RunArgs *a, const Given *gv)
 {
@@ -389,7 +420,7 @@ static int check_together(RunArgs *a, const Given *gv)
         return -EINVAL;
     }
     o->overwrite = gv->overwrite;
-    return 0;
+    return check_paths(a);
 }
 
 /* What getopt returns beside the options: --help or --version (1, printed), or a usage error
