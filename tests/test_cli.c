@@ -207,6 +207,41 @@ START_TEST(run_paths_checked_first)
 }
 END_TEST
 
+/* SIGINT or SIGTERM during a run: the step in flight finished and saved, said so, exit status
+ * 130 / 143, the log's rows up to the saved step; in memory and out of core. (Before, the run
+ * ended at once with the shell's status, everything since the last save lost.) */
+START_TEST(run_stops_on_a_signal)
+{
+    const char *bin = getenv("FUYOU_RUN");
+    ck_assert_ptr_nonnull(bin);
+    static const struct { const char *mode, *sig; int status; } runs[] = {
+        {"", "INT", 130}, {"--offload", "TERM", 143}};
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        char dir[] = "/tmp/fuyou-cli-stop-XXXXXX", cmd[1024], path[256];
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        /* started in the background; the signal once the log has two steps */
+        snprintf(cmd, sizeof cmd, "'%s' %s --steps 1000000 --batch 2 --seq 16 --save %s/ck "
+                 "--log %s/log.tsv > %s/out.txt 2>&1 & pid=$!; n=0; while [ $n -lt 600 ] && "
+                 "[ \"$(cat %s/log.tsv 2>/dev/null | wc -l)\" -lt 3 ]; do sleep 0.05; "
+                 "n=$((n+1)); done; kill -%s $pid; wait $pid; echo \"status $?\"; "
+                 "cat %s/out.txt", bin, runs[i].mode, dir, dir, dir, dir, runs[i].sig, dir);
+        ck_assert_int_eq(tu_run_shell(cmd, out, sizeof out), 0);
+        snprintf(path, sizeof path, "status %d", runs[i].status);
+        tu_assert_contains(out, path);
+        tu_assert_contains(out, "saved in ");
+        tu_assert_contains(out, "continue with --resume");
+        long step = 0;
+        const char *at = strstr(out, " after step ");
+        ck_assert_msg(at && sscanf(at, " after step %ld", &step) == 1, "%s", out);
+        snprintf(path, sizeof path, "%s/ck/step-%08ld/model.safetensors", dir, step);
+        ck_assert_msg(access(path, F_OK) == 0, "no %s: %s", path, out);
+        snprintf(path, sizeof path, "%s/log.tsv", dir);
+        ck_assert_int_eq(tu_count_lines(path), (int)step + 1); /* the header and each step */
+        tu_rm_tree(dir);
+    }
+}
+END_TEST
+
 /* Without plan options fuyou-run --offload runs the plan fuyou-sim predicts for the same
  * hardware and budget (an fp32 model, as the CPU device computes) */
 static const char *const plan_option_sets[] = {
@@ -737,6 +772,7 @@ int main(void)
     tcase_add_test(tc, run_eval_and_data);
     tcase_add_test(tc, run_save_refuses_checkpoints);
     tcase_add_test(tc, run_paths_checked_first);
+    tcase_add_test(tc, run_stops_on_a_signal);
     tcase_add_loop_test(tc, run_offload_plans_as_sim, 0,
                         (int)(sizeof plan_option_sets / sizeof plan_option_sets[0]));
     tcase_add_test(tc, trace_compare_cli);

@@ -452,6 +452,59 @@ START_TEST(resume_is_exact)
 }
 END_TEST
 
+/* A stop asked as step 2 ends (the step's row and progress line come as it ends, in the
+ * middle of the segment's DAG) ends the run after the step in flight, with SSD reads and
+ * writes of later iterations possibly in flight: the checkpoint is of that step, the loader's
+ * place with it, and the resume is the uninterrupted run bit for bit. _i: segments of one
+ * DAG (8) or of 2 iterations. */
+START_TEST(stop_mid_segment_resumes_exactly)
+{
+    char dir[] = "/tmp/fuyou-pipe-stop-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    Err e;
+    TrainOptions o = opts(6);
+    TrainResult full, first, rest;
+    Plan p;
+    Graph g;
+    base_plan(&p, &g, &o);
+    p.weights = p.optim = TIER_SSD;
+    PipeConfig pc = {.device = &device_cpu, .segment_iters = _i ? 2 : 0};
+    ck_assert_msg(pipe_train(&o, &p, &pc, &full, NULL, &e) == 0, "%s", e.msg);
+    volatile sig_atomic_t flag = 0;
+    TuStopAt at = {"step 2/6", &flag, SIGINT};
+    o.progress = tu_stop_at(&at);
+    o.stop = &flag;
+    o.save_dir = dir;
+    ck_assert_int_eq(pipe_train(&o, &p, &pc, &first, NULL, &e), -EINTR);
+    tu_assert_contains(e.msg, "stopped by SIGINT after step ");
+    int stopped = (int)first.n_losses; /* 3 or 4: an update of the next may have begun */
+    ck_assert_msg(stopped >= 2 && stopped < 6, "stopped after %d steps", stopped);
+    char path[256], want[64];
+    snprintf(path, sizeof path, "%s/latest", dir);
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_ptr_nonnull(fgets(want, sizeof want, f));
+    fclose(f);
+    snprintf(path, sizeof path, "step-%08d", stopped);
+    tu_assert_contains(want, path);
+    flag = 0;
+    o.save_dir = NULL;
+    o.resume_dir = dir;
+    ck_assert_msg(pipe_train(&o, &p, &pc, &rest, NULL, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(rest.first_step, stopped + 1);
+    for (int i = 0; i < 6; i++) {
+        float got = i < stopped ? first.losses[i] : rest.losses[i - stopped];
+        ck_assert_msg(got == full.losses[i], "step %d (stopped after %d): %.9g vs %.9g", i + 1,
+                      stopped, got, full.losses[i]);
+    }
+    fclose(o.progress);
+    free(full.losses), free(first.losses), free(rest.losses);
+    plan_free(&p);
+    graph_free(&g);
+    tu_rm_tree(dir);
+}
+END_TEST
+
 START_TEST(trace_is_the_schedule)
 {
     char path[] = "/tmp/fuyou-pipe-trace-XXXXXX";
@@ -637,6 +690,7 @@ int main(void)
                         (int)(sizeof masked_variants / sizeof masked_variants[0]));
     tcase_add_test(tc, own_bytes_hold_one_chunk_of_logits);
     tcase_add_loop_test(tc, resume_is_exact, 0, 2); /* GPT-2, Llama */
+    tcase_add_loop_test(tc, stop_mid_segment_resumes_exactly, 0, 2);
     tcase_add_test(tc, trace_is_the_schedule);
     tcase_add_test(tc, budgets_hold);
     tcase_add_test(tc, failure_keeps_its_trace);

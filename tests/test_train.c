@@ -114,6 +114,54 @@ START_TEST(resume_is_exact)
 }
 END_TEST
 
+/* A stop asked during step 3 (as SIGTERM's handler asks it) ends the run after that step with
+ * its checkpoint and -EINTR; the resume from it is the uninterrupted run, bit for bit; without
+ * --save nothing is written, and a stop during the last step is a run that ended */
+START_TEST(stop_saves_the_step)
+{
+    char dir[] = "/tmp/fuyou-stop-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    Err e;
+    TrainResult full, first, rest;
+    TrainOptions o = opts(6);
+    ck_assert_msg(trainer_run(&o, &full, &e) == 0, "%s", e.msg);
+    volatile sig_atomic_t flag = 0;
+    TuStopAt at = {"step 3/6", &flag, SIGTERM};
+    o.progress = tu_stop_at(&at);
+    o.stop = &flag;
+    o.save_dir = dir;
+    ck_assert_int_eq(trainer_run(&o, &first, &e), -EINTR);
+    tu_assert_contains(e.msg, "stopped by SIGTERM after step 3 of 6, saved in ");
+    tu_assert_contains(e.msg, "continue with --resume");
+    ck_assert_int_eq(first.n_losses, 3);
+    char path[256];
+    snprintf(path, sizeof path, "%s/step-00000003/model.safetensors", dir);
+    ck_assert_int_eq(access(path, F_OK), 0);
+    flag = 0;
+    o.save_dir = NULL;
+    o.resume_dir = dir;
+    ck_assert_msg(trainer_run(&o, &rest, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(rest.first_step, 4);
+    for (int i = 0; i < 3; i++) {
+        ck_assert_msg(first.losses[i] == full.losses[i], "step %d", i + 1);
+        ck_assert_msg(rest.losses[i] == full.losses[3 + i], "step %d", i + 4);
+    }
+    free(first.losses), free(rest.losses);
+    o.resume_dir = NULL;
+    flag = 0;
+    ck_assert_int_eq(trainer_run(&o, &first, &e), -EINTR);
+    tu_assert_contains(e.msg, "after step 3 of 6; nothing saved (no --save)");
+    free(first.losses);
+    flag = 0;
+    at.when = "step 6/6";
+    ck_assert_msg(trainer_run(&o, &first, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(first.n_losses, 6);
+    fclose(o.progress);
+    free(full.losses), free(first.losses);
+    tu_rm_tree(dir);
+}
+END_TEST
+
 /* A resume on other data is refused by the fingerprint in state.json: another file beside the
  * same one, or the same two in another order; the same two in their order resume */
 START_TEST(resume_checks_the_data)
@@ -616,6 +664,7 @@ int main(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, loss_falls);
     tcase_add_test(tc, resume_is_exact);
+    tcase_add_test(tc, stop_saves_the_step);
     tcase_add_test(tc, resume_checks_the_data);
     tcase_add_test(tc, micro_batches_accumulate);
     tcase_add_test(tc, tail_beyond_the_model);

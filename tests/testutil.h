@@ -5,11 +5,37 @@
 
 #include <check.h>
 #include <ftw.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+/* A progress stream that sets *flag to sig as the text `when` is written to it, as a signal
+ * handler would in the middle of a run (TrainOptions.stop): a stop asked at a step the test
+ * names, not at a moment a timer picks. fclose it. */
+typedef struct TuStopAt {
+    const char *when;
+    volatile sig_atomic_t *flag;
+    int sig;
+} TuStopAt;
+
+static inline ssize_t tu_stop_at_write(void *cookie, const char *buf, size_t n)
+{
+    TuStopAt *s = cookie;
+    if (memmem(buf, n, s->when, strlen(s->when)))
+        *s->flag = s->sig;
+    return (ssize_t)n;
+}
+
+static inline FILE *tu_stop_at(TuStopAt *s)
+{
+    FILE *f = fopencookie(s, "w", (cookie_io_functions_t){.write = tu_stop_at_write});
+    if (f)
+        setvbuf(f, NULL, _IONBF, 0); /* each line reaches the cookie as it is printed */
+    return f;
+}
 
 /* Writes text to a new temporary file; returns its path in buf (the test unlinks it). */
 static inline const char *tu_temp_file(char *buf, size_t n, const char *suffix, const char *text)

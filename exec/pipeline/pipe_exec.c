@@ -9,6 +9,7 @@
 #include "adam.h"
 #include "clock.h"
 #include "grad_sum.h"
+#include "trainer.h"
 
 /* ---- lane jobs -------------------------------------------------------------------------- */
 
@@ -445,30 +446,72 @@ static void idle_wait(Pipe *pp)
         lane_bell_wait(&pp->bell, &pp->rings_seen, io ? 20e-6 : 10e-3);
 }
 
-/* Runs the segment's DAG to its end. On a failure, stops releasing tasks, lets the ones in
- * flight finish, and returns the first error, naming its task. */
-int pipe_run_dag(Pipe *pp, Err *e)
+/* A stop was asked: the iteration to end with. The first not yet ended, or a later one whose
+ * optimizer update has begun: every state change of an iteration follows its updates, so
+ * none of a later one has happened. */
+static int stop_iteration(const Pipe *pp, int adam_iter)
+{
+    int i = 0;
+    while (i < pp->s.iters - 1 && !pp->iter_left[i])
+        i++;
+    return adam_iter > i ? adam_iter : i;
+}
+
+/* Whether the DAG is done: every task ended, or, after a failure, none in flight, or, once a
+ * stop was asked, the iteration it ends with ended and none in flight. */
+static bool dag_done(const Pipe *pp, int rc, int done, int in_flight)
+{
+    if (rc)
+        return in_flight == 0;
+    if (pp->stop_iter >= 0)
+        return !pp->iter_left[pp->stop_iter] && in_flight == 0;
+    return done == pp->s.n_tasks;
+}
+
+/* Sets the waits and the ready heaps of the segment's DAG, and each iteration's count of
+ * tasks. 0 or -ENOMEM. */
+static int dag_init(Pipe *pp)
 {
     const Schedule *s = &pp->s;
     int rc = sched_successors(s, &pp->succ_first, &pp->succ);
     pp->waiting = malloc(((size_t)s->n_tasks + 1) * sizeof(int));
-    if (rc || !pp->waiting)
-        return err_set(e, -ENOMEM, "out of memory for the pipeline's DAG");
+    pp->iter_left = calloc((size_t)s->iters, sizeof(int));
+    if (rc || !pp->waiting || !pp->iter_left)
+        return -ENOMEM;
     double now = clock_monotonic_s();
     for (int t = 0; t < s->n_tasks && !rc; t++) {
+        pp->iter_left[s->tasks[t].iter]++;
         pp->waiting[t] = s->tasks[t].n_deps;
         if (!pp->waiting[t])
             rc = heap_push(&pp->ready[s->tasks[t].res], heap_ready_item(&s->tasks[t], t, now));
     }
     for (int r = 0; r < RES_COUNT; r++)
         pp->running[r] = -1;
-    int done = 0, in_flight = 0;
-    while (!rc ? done < s->n_tasks : in_flight > 0) {
+    pp->stop_iter = -1;
+    return rc;
+}
+
+/* Runs the segment's DAG to its end. On a failure, stops releasing tasks, lets the ones in
+ * flight finish, and returns the first error, naming its task. */
+int pipe_run_dag(Pipe *pp, Err *e)
+{
+    const Schedule *s = &pp->s;
+    int rc = dag_init(pp) ? err_set(e, -ENOMEM, "out of memory for the pipeline's DAG") : 0;
+    int done = 0, in_flight = 0, adam_iter = -1;
+    while (!dag_done(pp, rc, done, in_flight)) {
         bool progress = false;
+        if (!rc && pp->stop_iter < 0 && trainer_stop_signal(pp->o)) {
+            pp->stop_iter = stop_iteration(pp, adam_iter);
+            trainer_stop_notice(pp->o, pp->step0 + pp->iter0 + pp->stop_iter + 1);
+        }
         for (int r = 0; r < RES_COUNT && !rc; r++) {
             if (pp->running[r] >= 0 || !pp->ready[r].n)
                 continue;
             int ti = heap_pop(&pp->ready[r]).a;
+            if (pp->stop_iter >= 0 && s->tasks[ti].iter > pp->stop_iter)
+                continue; /* never started: the run ends before its iteration */
+            if (r == RES_CPU_ADAM && s->tasks[ti].iter > adam_iter)
+                adam_iter = s->tasks[ti].iter;
             rc = start_task(pp, ti, e);
             if (!rc) {
                 pp->running[r] = ti;
@@ -501,14 +544,17 @@ int pipe_run_dag(Pipe *pp, Err *e)
             }
             if (!rc && (record(pp, ti, t0, t1) || finish_task(pp, ti, t1)))
                 rc = err_set(e, -ENOMEM, "out of memory for the measured trace");
+            int it = s->tasks[ti].iter;
+            if (!--pp->iter_left[it] && !rc && pp->iter_done)
+                rc = pp->iter_done(pp->iter_user, it, e);
         }
         if (!progress)
             idle_wait(pp);
     }
     for (int r = 0; r < RES_COUNT; r++)
         heap_free(&pp->ready[r]);
-    free(pp->succ_first), free(pp->succ), free(pp->waiting);
-    pp->succ_first = pp->succ = pp->waiting = NULL;
+    free(pp->succ_first), free(pp->succ), free(pp->waiting), free(pp->iter_left);
+    pp->succ_first = pp->succ = pp->waiting = pp->iter_left = NULL;
     return rc;
 }
 

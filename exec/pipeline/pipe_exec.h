@@ -75,6 +75,12 @@ typedef struct Pipe {
     int64_t step0;              /* the optimizer step of run iteration 0, minus one */
     double prev_norm;           /* the clip policy's norm, of the step before */
     double *norms;              /* per segment iteration */
+    int *iter_left;             /* per segment iteration: its tasks not yet ended */
+    int stop_iter;              /* out: a stop was asked: the last segment iteration run; -1 */
+    /* called as segment iteration i's last task ends, on the dispatcher's thread (NULL:
+     * nothing): 0, or -errno with e, which stops the DAG as a task's failure does */
+    int (*iter_done)(void *user, int i, Err *e);
+    void *iter_user;
     /* the measured trace (task ids copied: a segment's schedule is freed before the next) */
     TraceRow *rows;
     char (*ids)[SCHED_ID_MAX];
@@ -87,8 +93,11 @@ typedef struct Pipe {
 extern const LaneFn pipe_lane_fns[N_THREAD_LANES];
 
 /* Runs the DAG in pp->s to its end. On a failure, stops releasing tasks, lets the ones in
- * flight finish, and returns the first error (-errno with e naming the task). Every task's
- * start and end are appended to pp->rows. */
+ * flight finish, and returns the first error (-errno with e naming the task). When a stop is
+ * asked (trainer_stop_signal), runs the iteration in flight (the first not yet ended) to its
+ * end, starts no task of a later one, lets those in flight finish and returns 0 with
+ * pp->stop_iter that iteration; nothing of a later iteration has changed the state (its tasks
+ * before the backward read it only). Every task's start and end are appended to pp->rows. */
 int pipe_run_dag(Pipe *pp, Err *e);
 
 /* Points every trace row at its copied task id (after the last append, before writing). */

@@ -60,12 +60,20 @@ typedef struct PipeRun {
     bool cleared;            /* --overwrite: the old checkpoints, before the first save */
     double steady_s;         /* the gaps between iterations' ends within segments, summed */
     int n_steady;
+    /* the segment being run: its first step, where the loader stands after each of its
+     * iterations, when each ended (0: not yet), and the first whose step is not recorded */
+    TrainResult *r;
+    int64_t seg_step;
+    int64_t (*pos)[2];
+    double *ended, seg_t0;
+    int next_record;
 } PipeRun;
 
 static void run_free(PipeRun *pr)
 {
     Pipe *pp = &pr->pp;
     free(pr->params);
+    free(pr->pos), free(pr->ended);
     loader_free(&pr->ld);
     data_free(&pr->data);
     graph_free(&pr->g);
@@ -131,7 +139,10 @@ static int init_pools(PipeRun *pr, Err *e)
     return rc;
 }
 
-/* A segment's inputs, targets, norms and losses, and r->losses. 0 or -ENOMEM with e. */
+static int iteration_ended(void *user, int i, Err *e);
+
+/* A segment's inputs, targets, norms, losses and loader positions, r->losses, and the hook
+ * that records each step as it ends. 0 or -ENOMEM with e. */
 static int alloc_segment(PipeRun *pr, TrainResult *r, Err *e)
 {
     Pipe *pp = &pr->pp;
@@ -142,9 +153,14 @@ static int alloc_segment(PipeRun *pr, TrainResult *r, Err *e)
     pp->sq_count = calloc(seg, sizeof(int));
     pp->losses = calloc(seg * pp->M, sizeof(float));
     pp->norms = calloc(seg, sizeof(double));
+    pr->pos = calloc(seg, sizeof *pr->pos);
+    pr->ended = calloc(seg, sizeof(double));
     r->losses = calloc((size_t)(pp->o->steps > 0 ? pp->o->steps : 1), sizeof *r->losses);
+    pr->r = r;
+    pp->iter_done = iteration_ended;
+    pp->iter_user = pr;
     if (!pp->inputs || !pp->targets || !pp->sq || !pp->sq_count ||
-        !pp->losses || !pp->norms || !r->losses)
+        !pp->losses || !pp->norms || !pr->pos || !pr->ended || !r->losses)
         return err_set(e, -ENOMEM, "out of memory for %zu parameters", pp->layout.total);
     return 0;
 }
@@ -289,16 +305,26 @@ static int segment_len(const PipeRun *pr, int64_t step)
     return (int)n;
 }
 
-/* One segment: iterations [iter0, iter0 + n) of this run, one DAG. */
-static int run_segment(Pipe *pp, const Graph *g, const Plan *p, Loader *ld, int n, Err *e)
+/* One segment: iterations [iter0, iter0 + n) of this run, one DAG (ended early, at
+ * pp->stop_iter, when a stop is asked). */
+static int run_segment(PipeRun *pr, int n, Err *e)
 {
-    size_t N = (size_t)p->seqs_per_micro * pp->o->seq;
-    for (int i = 0; i < n * pp->M; i++)
-        loader_next(ld, pp->inputs + i * N, pp->targets + i * N);
+    Pipe *pp = &pr->pp;
+    size_t N = (size_t)pr->plan->seqs_per_micro * pp->o->seq;
+    for (int i = 0; i < n * pp->M; i++) {
+        loader_next(&pr->ld, pp->inputs + i * N, pp->targets + i * N);
+        if (i % pp->M == pp->M - 1) {
+            pr->pos[i / pp->M][0] = pr->ld.epoch;
+            pr->pos[i / pp->M][1] = pr->ld.index;
+        }
+    }
     memset(pp->sq_count, 0, (size_t)n * sizeof *pp->sq_count);
+    memset(pr->ended, 0, (size_t)n * sizeof *pr->ended);
+    pr->next_record = 0;
+    pr->seg_t0 = clock_monotonic_s();
     sched_free(&pp->s);
-    pp->g = g;
-    int rc = sched_build(&pp->s, g, p, n, e);
+    pp->g = &pr->g;
+    int rc = sched_build(&pp->s, &pr->g, pr->plan, n, e);
     return rc ? rc : pipe_run_dag(pp, e);
 }
 
@@ -312,7 +338,7 @@ static void add_steady(PipeRun *pr, int rows0, int n)
         return;
     for (int k = rows0; k < pp->n_rows; k++) {
         int i = pp->rows[k].iter - pp->iter0;
-        if (pp->rows[k].end_s > it_end[i])
+        if (i < n && pp->rows[k].end_s > it_end[i])
             it_end[i] = pp->rows[k].end_s;
     }
     for (int k = 1; k < n; k++) {
@@ -322,30 +348,60 @@ static void add_steady(PipeRun *pr, int rows0, int n)
     free(it_end);
 }
 
-/* The segment's steps from step on, dt seconds each: their losses (the micro-batches' mean,
- * as the in-memory trainer takes it) into r, the log and the progress line. */
-static int record_steps(PipeRun *pr, TrainResult *r, int64_t step, int n, double dt, Err *e)
+/* Segment iteration i's step, which took dt seconds since the one before it ended: its loss
+ * (the micro-batches' mean, as the in-memory trainer takes it) into r, the log and the
+ * progress line. */
+static int record_step(PipeRun *pr, int i, double dt, Err *e)
 {
     Pipe *pp = &pr->pp;
     const TrainOptions *o = pp->o;
-    double tps = (double)o->seqs_per_step * o->seq / dt;
-    for (int i = 0; i < n; i++, step++) {
-        double lsum = 0;
-        for (int k = 0; k < pp->M; k++)
-            lsum += pp->losses[i * pp->M + k];
-        float loss = pp->M == 1 ? pp->losses[i] : (float)(lsum / pp->M);
-        if (!isfinite(loss))
-            return err_set(e, -EDOM, "step %lld: the loss is %f; lower --lr or check the data",
-                           (long long)step, loss);
-        trainer_result_add(r, step, loss);
-        int rc = trainer_log_row(o, pr->log, step, loss, trainer_lr(o, step), pp->norms[i], tps,
-                                 1.0, NAN, e);
-        if (rc)
-            return rc;
-        trainer_progress(o, step, r->first_step - 1, loss, tps, clock_monotonic_s() - pp->t0,
-                         step == o->steps);
+    int64_t step = pr->seg_step + i;
+    double tps = (double)o->seqs_per_step * o->seq / dt, lsum = 0;
+    for (int k = 0; k < pp->M; k++)
+        lsum += pp->losses[i * pp->M + k];
+    float loss = pp->M == 1 ? pp->losses[i] : (float)(lsum / pp->M);
+    if (!isfinite(loss))
+        return err_set(e, -EDOM, "step %lld: the loss is %f; lower --lr or check the data",
+                       (long long)step, loss);
+    trainer_result_add(pr->r, step, loss);
+    int rc = trainer_log_row(o, pr->log, step, loss, trainer_lr(o, step), pp->norms[i], tps, 1.0,
+                             NAN, e);
+    if (!rc)
+        trainer_progress(o, step, pr->r->first_step - 1, loss, tps,
+                         clock_monotonic_s() - pp->t0, step == o->steps);
+    return rc;
+}
+
+/* The dispatcher's hook: segment iteration i ended. Its step and any after it that ended
+ * before it are recorded, in order, as they end (the log gets a row per step, not per
+ * segment). */
+static int iteration_ended(void *user, int i, Err *e)
+{
+    PipeRun *pr = user;
+    pr->ended[i] = clock_monotonic_s();
+    int rc = 0;
+    for (int k = pr->next_record; !rc && k < pr->pp.s.iters && pr->ended[k] > 0; k++) {
+        double dt = pr->ended[k] - (k ? pr->ended[k - 1] : pr->seg_t0);
+        if (dt <= 0) /* it ended before the one ahead of it: the segment's mean so far */
+            dt = (pr->ended[k] - pr->seg_t0) / (k + 1);
+        rc = record_step(pr, k, dt, e);
+        pr->next_record = k + 1;
     }
-    return 0;
+    return rc;
+}
+
+/* A stopped segment ran iterations up to last: the trace keeps theirs only (a later one's
+ * tasks in flight at the stop ended, the rest never ran). */
+static void drop_rows_after(Pipe *pp, int rows0, int last)
+{
+    int kept = rows0;
+    for (int k = rows0; k < pp->n_rows; k++) {
+        if (pp->rows[k].iter - pp->iter0 > last)
+            continue;
+        pp->rows[kept] = pp->rows[k];
+        memcpy(pp->ids[kept++], pp->ids[k], SCHED_ID_MAX);
+    }
+    pp->n_rows = kept;
 }
 
 /* A checkpoint's source: the state read from its tiers, range by range (pipe_mem_read). */
@@ -368,8 +424,8 @@ static int end_segment(PipeRun *pr, int64_t step, int n, Err *e)
     const TrainOptions *o = pp->o;
     TrainState *st = &pr->st;
     st->step = step;
-    st->epoch = pr->ld.epoch;
-    st->index = pr->ld.index;
+    st->epoch = pr->pos[n - 1][0];
+    st->index = pr->pos[n - 1][1];
     st->prev_grad_norm = pp->prev_norm = pp->norms[n - 1];
     if (!trainer_save_due(o, step))
         return 0;
@@ -380,20 +436,24 @@ static int end_segment(PipeRun *pr, int64_t step, int n, Err *e)
     return rc ? rc : ckpt_save_from(o->save_dir, &o->model, &pp->layout, &src, st, &so, e);
 }
 
-/* Steps [step, step + n): one segment. */
-static int train_segment(PipeRun *pr, TrainResult *r, int64_t step, int n, Err *e)
+/* Steps [step, step + n): one segment; when a stop was asked in it, the steps up to the one
+ * it ended with, saved, and -EINTR (trainer_stopped). */
+static int train_segment(PipeRun *pr, int64_t step, int n, Err *e)
 {
     Pipe *pp = &pr->pp;
     pp->iter0 = (int)(step - 1 - pp->step0);
+    pr->seg_step = step;
     int rows0 = pp->n_rows;
-    double t_seg = clock_monotonic_s();
-    int rc = run_segment(pp, &pr->g, pr->plan, &pr->ld, n, e);
+    int rc = run_segment(pr, n, e);
     if (rc)
         return rc;
-    double dt = (clock_monotonic_s() - t_seg) / (double)n;
+    if (pp->stop_iter >= 0) {
+        n = pp->stop_iter + 1;
+        drop_rows_after(pp, rows0, pp->stop_iter);
+    }
     add_steady(pr, rows0, n);
-    rc = record_steps(pr, r, step, n, dt, e);
-    return rc ? rc : end_segment(pr, step + n - 1, n, e);
+    rc = end_segment(pr, step + n - 1, n, e);
+    return rc ? rc : trainer_stopped(pp->o, step + n - 1, e);
 }
 
 /* What the run used, beside what the plan predicted (rep NULL: nothing). */
@@ -437,7 +497,7 @@ int pipe_train(const TrainOptions *o, const Plan *plan, const PipeConfig *pc, Tr
     pp->t0 = clock_monotonic_s();
     for (int64_t step = pr.st.step + 1; !rc && step <= o->steps;) {
         int n = segment_len(&pr, step);
-        rc = train_segment(&pr, r, step, n, e);
+        rc = train_segment(&pr, step, n, e);
         step += n;
     }
     double elapsed = clock_monotonic_s() - pp->t0;

@@ -2,8 +2,10 @@
  * (bf16 or fp16 with dynamic loss scaling), or with --offload out of core, by running the
  * schedule's task DAG on the pipeline (exec/pipeline/pipeline.h) under memory budgets. The
  * command line is run_args.h's; this file runs what it says.
- * Exit codes: 0 success, 1 runtime failure, 2 usage or input error. */
+ * Exit codes: 0 success, 1 runtime failure, 2 usage or input error, 130 / 143 stopped by
+ * SIGINT / SIGTERM (after the step in flight, saved with --save). */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,12 +47,39 @@ static const char *data_label(const TrainOptions *o, char *buf, size_t n)
     return buf;
 }
 
+/* The signal that asks the run to stop (SIGINT, SIGTERM): the trainers finish the step in
+ * flight, save it with --save and end (trainer.h, TrainOptions.stop). A second one ends the
+ * process at once, as it would have without the handler. */
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop_signal(int sig)
+{
+    if (stop_signal) {
+        signal(sig, SIG_DFL);
+        raise(sig);
+        return;
+    }
+    stop_signal = sig;
+}
+
+static void catch_stop_signals(TrainOptions *o)
+{
+    struct sigaction sa = {.sa_handler = on_stop_signal};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    o->stop = &stop_signal;
+}
+
 /* The exit status of a run that failed with rc: 2 for what the user gave (a bad value, a path
  * that is missing, a file where a directory goes or the reverse, one that cannot be written,
- * checkpoints in the way), 1 for the rest (a disk that fills during the run among them). */
+ * checkpoints in the way), 128 + the signal for a run a signal stopped (the shell's status
+ * for it), 1 for the rest (a disk that fills during the run among them). */
 static int exit_status(int rc)
 {
     switch (-rc) {
+    case EINTR:
+        return stop_signal ? 128 + stop_signal : 1;
     case EINVAL: case ENOENT: case ENOTDIR: case EISDIR: case EACCES: case EROFS: case EEXIST:
         return 2;
     default:
@@ -225,5 +254,6 @@ int main(int argc, char **argv)
     rc = check_save_dir(&a);
     if (rc)
         return rc;
+    catch_stop_signals(&a.train);
     return a.offload ? run_offload(&a) : run_in_memory(&a);
 }

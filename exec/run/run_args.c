@@ -96,7 +96,10 @@ void run_args_usage(FILE *out)
 "  and the budgets: always the plan fuyou-sim predicts for the same options\n"
 "  -h, --help, -V, --version\n"
 "\n"
-"Exit status: 0 success, 1 runtime failure, 2 usage or input error.\n", default_data,
+"Ctrl-C (SIGINT) or SIGTERM finishes the step in flight, saves it with --save and exits; a\n"
+"second one ends the run at once.\n"
+"Exit status: 0 success, 1 runtime failure, 2 usage or input error, 130 / 143 stopped by\n"
+"SIGINT / SIGTERM.\n", default_data,
             PIPE_OPTIM_NICE);
 }
 

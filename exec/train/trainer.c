@@ -254,7 +254,40 @@ void trainer_progress(const TrainOptions *o, int64_t step, int64_t first, float 
 
 bool trainer_save_due(const TrainOptions *o, int64_t step)
 {
-    return o->save_dir && (step == o->steps || (o->save_every > 0 && step % o->save_every == 0));
+    return o->save_dir && (step == o->steps || (o->save_every > 0 && step % o->save_every == 0) ||
+                           trainer_stop_signal(o));
+}
+
+int trainer_stop_signal(const TrainOptions *o)
+{
+    return o->stop ? (int)*o->stop : 0;
+}
+
+static const char *signal_label(int sig)
+{
+    return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal";
+}
+
+void trainer_stop_notice(const TrainOptions *o, int64_t step)
+{
+    if (o->progress && step < o->steps)
+        fprintf(o->progress, "\n%s: finishing step %lld%s; a second one stops at once\n",
+                signal_label(trainer_stop_signal(o)), (long long)step,
+                o->save_dir ? ", then saving it" : "");
+}
+
+int trainer_stopped(const TrainOptions *o, int64_t step, Err *e)
+{
+    int sig = trainer_stop_signal(o);
+    if (!sig || step >= o->steps)
+        return 0;
+    const char *name = signal_label(sig);
+    if (!o->save_dir)
+        return err_set(e, -EINTR, "stopped by %s after step %lld of %lld; nothing saved (no "
+                       "--save)", name, (long long)step, (long long)o->steps);
+    return err_set(e, -EINTR, "stopped by %s after step %lld of %lld, saved in %s; continue with "
+                   "--resume %s", name, (long long)step, (long long)o->steps, o->save_dir,
+                   o->save_dir);
 }
 
 bool trainer_eval_due(const TrainOptions *o, int64_t step)
@@ -642,7 +675,8 @@ int trainer_run(const TrainOptions *o, TrainResult *r, Err *e)
     r->first_step = t.st.step + 1;
     t.t_start = clock_monotonic_s();
     for (int64_t step = t.st.step + 1; !rc && step <= o->steps; step++)
-        rc = run_step(&t, r, step, e);
+        if (!(rc = run_step(&t, r, step, e)))
+            rc = trainer_stopped(o, step, e);
     r->loss_scale = t.st.loss_scale;
     double elapsed = clock_monotonic_s() - t.t_start;
     r->tokens_per_s = elapsed > 0 ? (double)r->n_losses * o->seqs_per_step * o->seq / elapsed

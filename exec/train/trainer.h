@@ -32,6 +32,7 @@
 #ifndef FUYOU_TRAINER_H
 #define FUYOU_TRAINER_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -71,6 +72,9 @@ typedef struct TrainOptions {
     float loss_scale;        /* the initial loss scale; 0: 65536 for fp16, else 1 (off) */
     int loss_scale_window;   /* steps without overflow before the scale doubles (0: 1000) */
     FILE *progress;          /* where progress goes (NULL: nowhere) */
+    /* when *stop turns nonzero (a signal's number, set by a handler), the run ends after the
+     * step in flight, with a checkpoint of it when save_dir is given; NULL: never */
+    const volatile sig_atomic_t *stop;
 } TrainOptions;
 
 typedef struct TrainResult {
@@ -133,9 +137,18 @@ void trainer_progress(const TrainOptions *o, int64_t step, int64_t first, float 
 int trainer_n_micro(const TrainOptions *o);
 int trainer_seqs_per_micro(const TrainOptions *o);
 
-/* Whether step ends with a checkpoint: with o->save_dir, every o->save_every steps and at the
- * last. */
+/* Whether step ends with a checkpoint: with o->save_dir, every o->save_every steps, at the
+ * last, and once a stop was asked (o->stop). */
 bool trainer_save_due(const TrainOptions *o, int64_t step);
+
+/* The signal that asked the run to stop (*o->stop), or 0. */
+int trainer_stop_signal(const TrainOptions *o);
+/* Says on the progress stream that the run stops after step, which it finishes (and saves). */
+void trainer_stop_notice(const TrainOptions *o, int64_t step);
+/* After step (saved when trainer_save_due said so): 0 to go on, or -EINTR with e saying which
+ * signal stopped the run, after which step and where it was saved, when a stop was asked
+ * before the last step. */
+int trainer_stopped(const TrainOptions *o, int64_t step, Err *e);
 
 /* Whether an evaluation follows step's update: with --eval-data, every o->eval_every steps and
  * after the last. */
