@@ -118,6 +118,18 @@ START_TEST(run_offload)
     ck_assert_int_eq(tu_run_bin("FUYOU_RUN", "--offload --steps 1 --gpu-mem 16MiB", out,
                              sizeof out), 0);
     tu_assert_contains(out, "memory (measured peak / predicted by the footprint)");
+    /* the report names the CPU device's tier as what it is, totals each tier and sets the
+     * budgets beside them */
+    const char *head = strstr(out, "footprint):\n");
+    ck_assert_ptr_nonnull(head);
+    char columns[128];
+    ck_assert_int_eq(sscanf(head + 12, "%127[^\n]", columns), 1);
+    tu_assert_contains(columns, "device (cpu)");
+    ck_assert_msg(!strstr(columns, "gpu"), "the CPU device labelled gpu: %s", columns);
+    ck_assert_ptr_nonnull(strstr(out, "\ntotal "));
+    ck_assert_ptr_nonnull(strstr(out, "\nbudget "));
+    tu_assert_contains(out, "16.00 MiB ");
+    tu_assert_contains(out, "none given");
     ck_assert_int_eq(tu_run_bin("FUYOU_RUN", "--offload --gpu-mem lots", out, sizeof out), 2);
     tu_assert_contains(out, "--gpu-mem expects a size such as 24GiB, got 'lots'");
     ck_assert_int_eq(tu_run_bin("FUYOU_RUN", "--offload --act sideways", out, sizeof out), 2);

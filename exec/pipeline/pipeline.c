@@ -474,6 +474,9 @@ static void fill_report(const PipeRun *pr, const TrainResult *r, double elapsed,
     else
         footprint_compute(&rep->predicted, &pr->g, pr->plan);
     memcpy(rep->busy_s, pp->busy, sizeof pp->busy);
+    rep->device = pr->pc->device->on_host ? pr->pc->device->name : "gpu";
+    rep->budget[TIER_GPU] = (double)pr->pc->gpu_budget;
+    rep->budget[TIER_CPU] = (double)pr->pc->cpu_budget;
     rep->elapsed_s = elapsed;
     rep->iterations = r->n_losses;
     rep->steady_iter_s = pr->n_steady ? pr->steady_s / pr->n_steady : 0;
@@ -511,24 +514,45 @@ int pipe_train(const TrainOptions *o, const Plan *plan, const PipeConfig *pc, Tr
     return rc;
 }
 
+/* One row of the memory report: a label and, per tier, measured / predicted bytes. */
+static void report_row(FILE *out, const char *label, const double *measured,
+                       const double *predicted)
+{
+    fprintf(out, "%-12s", label);
+    for (int t = 0; t < TIER_COUNT; t++) {
+        char a[24], b[24], cell[64];
+        snprintf(cell, sizeof cell, "%s / %s", units_bytes(a, sizeof a, measured[t]),
+                 units_bytes(b, sizeof b, predicted[t]));
+        fprintf(out, " %25s", cell);
+    }
+    fprintf(out, "\n");
+}
+
 void pipe_report_print(FILE *out, const PipeReport *rep)
 {
-    static const char *tier[TIER_COUNT] = {"gpu", "cpu", "ssd"};
+    char device[32];
+    snprintf(device, sizeof device, rep->device && strcmp(rep->device, "gpu") ? "device (%s)"
+             : "gpu", rep->device);
+    const char *tier[TIER_COUNT] = {device, "cpu", "ssd"};
     fprintf(out, "memory (measured peak / predicted by the footprint):\n%-12s", "");
     for (int t = 0; t < TIER_COUNT; t++)
         fprintf(out, " %25s", tier[t]);
     fprintf(out, "\n");
-    for (int k = 0; k < MEM_TAG_COUNT; k++) {
-        fprintf(out, "%-12s", mem_tag_name(k));
-        for (int t = 0; t < TIER_COUNT; t++) {
-            char a[24], b[24], cell[64];
-            snprintf(cell, sizeof cell, "%s / %s",
-                     units_bytes(a, sizeof a, rep->measured.bytes[k][t]),
-                     units_bytes(b, sizeof b, rep->predicted.bytes[k][t]));
-            fprintf(out, " %25s", cell);
-        }
-        fprintf(out, "\n");
+    for (int k = 0; k < MEM_TAG_COUNT; k++)
+        report_row(out, mem_tag_name(k), rep->measured.bytes[k], rep->predicted.bytes[k]);
+    double measured[TIER_COUNT], predicted[TIER_COUNT];
+    for (int t = 0; t < TIER_COUNT; t++) {
+        measured[t] = footprint_tier_total(&rep->measured, (Tier)t);
+        predicted[t] = footprint_tier_total(&rep->predicted, (Tier)t);
     }
+    report_row(out, "total", measured, predicted);
+    fprintf(out, "%-12s", "budget");
+    for (int t = 0; t < TIER_COUNT; t++) {
+        char b[24];
+        fprintf(out, " %25s", rep->budget[t] > 0 ? units_bytes(b, sizeof b, rep->budget[t])
+                              : t == TIER_SSD ? "the disk's free space" : "none given");
+    }
+    fprintf(out, "\n");
     fprintf(out, "lanes busy over %d iterations in %.3f s (steady iteration %.4f s):",
             rep->iterations, rep->elapsed_s, rep->steady_iter_s);
     for (int r = 0; r < RES_COUNT; r++)

@@ -50,6 +50,8 @@ enum { PIPE_OPTIM_NICE = 10 };
  * (the plan's prediction beside them), and the lanes' busy time. */
 typedef struct PipeReport {
     Footprint measured, predicted;
+    const char *device;        /* the device tier's name in the report: "gpu", or the device's */
+    double budget[TIER_COUNT]; /* --gpu-mem, --cpu-mem (0: none given) */
     double busy_s[RES_COUNT];
     double elapsed_s;          /* the segments' wall time */
     int iterations;
