@@ -462,18 +462,32 @@ static int load_flat(void *user, const char *step_dir, Err *e)
     return rc ? rc : load_optimizer(path, f->l, f->m, f->v, e);
 }
 
+/* dir/name's state.json, checked against c, into *s. */
+static int step_state(const char *dir, const char *name, const ModelConfig *c, TrainState *s,
+                      Err *e)
+{
+    char path[PATH_CAP];
+    snprintf(path, sizeof path, "%s/%s/state.json", dir, name);
+    return read_state(path, c, s, e);
+}
+
+/* dir/name's model and optimizer, put by load. */
+static int step_data(const char *dir, const char *name, CkptStepLoad load, void *user, Err *e)
+{
+    char path[PATH_CAP];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return load(user, path, e);
+}
+
 /* Loads the checkpoint in dir/name: the state, then the model and the optimizer through
  * load. */
 static int load_step(const char *dir, const char *name, const ModelConfig *c,
                      CkptStepLoad load, void *user, TrainState *s, Err *e)
 {
-    char path[PATH_CAP];
-    snprintf(path, sizeof path, "%s/%s/state.json", dir, name);
     TrainState got;
-    int rc = read_state(path, c, &got, e);
-    snprintf(path, sizeof path, "%s/%s", dir, name);
+    int rc = step_state(dir, name, c, &got, e);
     if (!rc)
-        rc = load(user, path, e);
+        rc = step_data(dir, name, load, user, e);
     if (!rc)
         *s = got;
     return rc;
@@ -555,10 +569,52 @@ static int read_latest(const char *dir, char *name, size_t n, Err *e)
     return 0;
 }
 
+/* The step latest names when it was tried and did not load: its name and its error. */
+typedef struct Tried {
+    const char *name;
+    int rc;
+} Tried;
+
+/* No step of dir's n loads (t: latest's tried first): the error, latest's own when it was
+ * tried (the others' are on stderr), else the newest's. */
+static int none_loads(const char *dir, const char *why, int n, const Tried *t,
+                      const Err *newest, int newest_rc, Err *e)
+{
+    if (!t->name)
+        return err_set(e, newest_rc, "%s: no complete checkpoint to resume (%s); the newest: %s",
+                       dir, why, newest->msg);
+    if (n == 1)
+        return err_set(e, t->rc, "%s: no complete checkpoint to resume (%s)", dir, why);
+    return err_set(e, t->rc, "%s: no complete checkpoint to resume (%s); the other %d step "
+                   "director%s not load either", dir, why, n - 1, n == 2 ? "y does" : "ies do");
+}
+
+/* Loads dir/name, the step latest names, with all its files there: 0. Its state not fitting
+ * this run: -errno with e, as that is no damage (the older steps share it). Its weights or
+ * optimizer not loading: -errno with t naming the step and why saying what failed, for
+ * load_newest, whose older step rewrites every value this one put before its damage showed. */
+static int load_latest(const char *dir, const char *name, const ModelConfig *c,
+                       CkptStepLoad load, void *user, TrainState *s, Tried *t, char *why,
+                       size_t n, Err *e)
+{
+    TrainState got;
+    Err el;
+    int rc = step_state(dir, name, c, &got, e);
+    if (rc)
+        return rc;
+    if (!(rc = step_data(dir, name, load, user, &el))) {
+        *s = got;
+        return 0;
+    }
+    *t = (Tried){name, rc};
+    snprintf(why, n, "%s/latest names %s, which does not load: %s", dir, name, el.msg);
+    return rc;
+}
+
 /* Resumes from the newest step directory of dir that loads completely (its files there, their
  * checksums right, its state valid), saying on stderr why (latest's problem) and what it
- * skipped. */
-static int load_newest(const char *dir, const char *why, const ModelConfig *c,
+ * skipped; t's step, tried already, is not tried again. */
+static int load_newest(const char *dir, const char *why, const Tried *t, const ModelConfig *c,
                        CkptStepLoad load, void *user, TrainState *s, Err *e)
 {
     int64_t *steps;
@@ -568,6 +624,8 @@ static int load_newest(const char *dir, const char *why, const ModelConfig *c,
     for (i = 0; !rc && i < n; i++) {
         char name[NAME_CAP];
         step_name(name, sizeof name, steps[i]);
+        if (t->name && !strcmp(name, t->name))
+            continue;
         const char *lacks = missing_file(dir, name);
         Err ei;
         int ri = lacks ? err_set(&ei, -ENOENT, "it has no %s", lacks)
@@ -587,8 +645,7 @@ static int load_newest(const char *dir, const char *why, const ModelConfig *c,
         rc = err_set(e, -ENOENT, "%s: no checkpoint to resume (%s, and no step directory)", dir,
                      why);
     else if (!rc && i == n)
-        rc = err_set(e, newest_rc, "%s: no complete checkpoint to resume (%s); the newest: %s",
-                     dir, why, newest.msg);
+        rc = none_loads(dir, why, n, t, &newest, newest_rc, e);
     return rc;
 }
 
@@ -604,15 +661,16 @@ int ckpt_load_with(const char *dir, const ModelConfig *c, CkptStepLoad load, voi
 {
     char name[256], why[PATH_CAP];
     Err el;
+    Tried t = {NULL, 0};
     int rc = read_latest(dir, name, sizeof name, &el);
     if (rc && rc != -ENOENT)
         return err_set(e, rc, "%s", el.msg);
     const char *lacks = rc ? NULL : missing_file(dir, name);
-    if (!rc && !lacks)
-        return load_step(dir, name, c, load, user, s, e);
     if (rc)
         snprintf(why, sizeof why, "%s", el.msg);
-    else
+    else if (lacks)
         snprintf(why, sizeof why, "%s/latest names %s, which has no %s", dir, name, lacks);
-    return load_newest(dir, why, c, load, user, s, e);
+    else if (!(rc = load_latest(dir, name, c, load, user, s, &t, why, sizeof why, e)) || !t.name)
+        return rc;
+    return load_newest(dir, why, &t, c, load, user, s, e);
 }
