@@ -1,14 +1,17 @@
 /* Check suite for checkpoint integrity (exec/train/checkpoint.h, safetensors.h): per-tensor
  * CRC-32C written and checked (and files without them still read), data offsets that overlap
  * or leave gaps refused, state.json checked against the model and its ranges, resuming from the
- * newest complete step directory when latest is missing or names an incomplete one, a fresh
- * run refused a directory that holds checkpoints, config.json for Hugging Face, an untied head
- * refused by a tied model, and no leak when a file is cut short (the ASan build checks that). */
+ * newest complete step directory when latest is missing or names an incomplete or damaged one,
+ * a fresh run refused a directory that holds checkpoints, a save directory held by one run at
+ * a time, config.json for Hugging Face, an untied head refused by a tied model, and no leak
+ * when a file is cut short (the ASan build checks that). */
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <math.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include "checkpoint.h"
 #include "crc32c.h"
@@ -358,6 +361,185 @@ START_TEST(resume_falls_back_to_newest_complete)
 }
 END_TEST
 
+/* f's arrays and state as step's: each step's values its own. */
+static void fixture_mark(Fixture *f, int step)
+{
+    for (size_t i = 0; i < f->l.total; i++)
+        f->p[i] = (float)i * 1e-5f + (float)step, f->m[i] = -(float)i - (float)step,
+        f->v[i] = (float)(i % 17) + (float)step;
+    f->s.index = 10 * step, f->s.prev_grad_norm = 0.25 * step;
+}
+
+static void fixture_save_as(Fixture *f, int step)
+{
+    fixture_mark(f, step);
+    fixture_save(f, step);
+}
+
+/* A step read range by range through a CkptReader, as the out-of-core pipeline reads one. */
+typedef struct RangeLoad {
+    const Fixture *f;
+    float *p, *m, *v;
+} RangeLoad;
+
+static int load_ranges(void *user, const char *step_dir, Err *e)
+{
+    RangeLoad *r = user;
+    CkptReader *cr;
+    size_t P = r->f->l.total, chunk = 5000; /* ranges that end inside tensors */
+    int rc = ckpt_reader_open(&cr, step_dir, &r->f->c, &r->f->l, e);
+    for (size_t at = 0; !rc && at < P; at += chunk) {
+        size_t n = P - at < chunk ? P - at : chunk;
+        rc = ckpt_reader_read(cr, at, n, r->p + at, r->m + at, r->v + at, e);
+    }
+    ckpt_reader_close(cr);
+    return rc;
+}
+
+/* fixture_load through ckpt_load_with and load_ranges, into arrays that start as garbage. */
+static int fixture_load_ranges(Fixture *f, TrainState *s, Err *e)
+{
+    size_t P = f->l.total;
+    RangeLoad r = {f, malloc(P * 4), malloc(P * 4), malloc(P * 4)};
+    memset(r.p, 0x7f, P * 4), memset(r.m, 0x7f, P * 4), memset(r.v, 0x7f, P * 4);
+    int rc = ckpt_load_with(f->dir, &f->c, load_ranges, &r, s, e);
+    if (!rc) {
+        ck_assert_int_eq(memcmp(r.p, f->p, P * 4), 0);
+        ck_assert_int_eq(memcmp(r.m, f->m, P * 4), 0);
+        ck_assert_int_eq(memcmp(r.v, f->v, P * 4), 0);
+    }
+    free(r.p), free(r.m), free(r.v);
+    return rc;
+}
+
+/* latest naming a step whose tensors are damaged: the newest intact one, bit for bit what
+ * resuming it directly gives, though the damage is found after the rest of the damaged step
+ * was put in the arrays; one line naming both. None intact: one error. Another model in
+ * latest's state.json is no damage: an error, no fallback. */
+START_TEST(resume_falls_back_from_damaged_latest)
+{
+    Fixture f;
+    fixture_init(&f, tiny(true));
+    int (*loads[2])(Fixture *, TrainState *, Err *) = {fixture_load, fixture_load_ranges};
+    char path[256], want[512], latest[256];
+    snprintf(latest, sizeof latest, "%s/latest", f.dir);
+    TrainState s, direct;
+    Err e;
+    for (int k = 0; k < 2; k++) {
+        for (int step = 1; step <= 3; step++)
+            fixture_save_as(&f, step);
+        /* adam.v is read last: step 3's weights and m are in the arrays when it fails */
+        flip_bit(step_file(path, sizeof path, &f, 3, k ? "model.safetensors"
+                           : "optimizer.safetensors"), k ? "transformer.h.3.mlp.c_proj.weight"
+                 : "adam.v");
+        fixture_mark(&f, 2); /* what the loads compare with */
+        put_text(latest, "step-00000002\n");
+        ck_assert_msg(loads[k](&f, &direct, &e) == 0, "%s", e.msg);
+        ck_assert_int_eq(direct.step, 2);
+        put_text(latest, "step-00000003\n");
+        ck_assert_msg(with_stderr(loads[k], &f, &s, &e) == 0, "%s", e.msg);
+        ck_assert_int_eq(s.step, 2);
+        ck_assert_int_eq(s.index, direct.index);
+        ck_assert(s.prev_grad_norm == direct.prev_grad_norm);
+        snprintf(want, sizeof want, "%s/latest names step-00000003, which does not load: %s/"
+                 "step-00000003/%s: tensor %s is damaged", f.dir, f.dir,
+                 k ? "model.safetensors" : "optimizer.safetensors",
+                 k ? "transformer.h.3.mlp.c_proj.weight" : "adam.v");
+        tu_assert_contains(err_text, want);
+        snprintf(want, sizeof want, "resuming from %s/step-00000002, the newest complete "
+                 "checkpoint\n", f.dir);
+        tu_assert_contains(err_text, want);
+        ck_assert_int_eq(strchr(err_text, '\n') - err_text + 1, (long)strlen(err_text));
+    }
+    /* none intact: one error naming latest's step; the others' on the lines before */
+    flip_bit(step_file(path, sizeof path, &f, 2, "optimizer.safetensors"), "adam.m");
+    flip_bit(step_file(path, sizeof path, &f, 1, "model.safetensors"), "transformer.wte.weight");
+    ck_assert_int_eq(with_stderr(fixture_load, &f, &s, &e), -EINVAL);
+    tu_assert_contains(e.msg, "no complete checkpoint to resume");
+    tu_assert_contains(e.msg, "latest names step-00000003, which does not load");
+    tu_assert_contains(e.msg, "model.safetensors: tensor transformer.h.3.mlp.c_proj.weight is "
+                       "damaged");
+    tu_assert_contains(e.msg, "; the other 2 step directories do not load either");
+    tu_assert_contains(err_text, "step-00000002/optimizer.safetensors: tensor adam.m is damaged");
+    tu_assert_contains(err_text, "skipping");
+    /* a damaged step named on its own (--init-from) stays an error */
+    float *p = calloc(f.l.total, 4);
+    ck_assert_int_eq(ckpt_load_model(step_file(path, sizeof path, &f, 3, ""), &f.c, &f.l, p,
+                                     &e), -EINVAL);
+    tu_assert_contains(e.msg, "is damaged");
+    free(p);
+    /* latest's state.json of another model: an error, older steps not tried */
+    fixture_save_as(&f, 2);
+    fixture_save_as(&f, 4);
+    set_state(&f, 4, true, "heads", json_integer(8));
+    ck_assert_int_eq(with_stderr(fixture_load, &f, &s, &e), -EINVAL);
+    tu_assert_contains(e.msg, "8 heads");
+    ck_assert_str_eq(err_text, "");
+    fixture_free(&f);
+}
+END_TEST
+
+/* A save directory is held by one run: a second lock is refused naming the holder's program
+ * and pid (two locks in one process conflict too), and taken once the holder unlocks or is
+ * killed (SIGKILL); the lock file is no checkpoint; a --save that cannot be a directory is
+ * one error. */
+START_TEST(save_dir_is_locked)
+{
+    Fixture f;
+    fixture_init(&f, tiny(true));
+    char dir[128], want[512], path[160];
+    snprintf(dir, sizeof dir, "%s/run", f.dir); /* missing: created */
+    CkptLock a = {0}, b = {0};
+    Err e;
+    ck_assert_msg(ckpt_lock_dir(dir, &a, &e) == 0, "%s", e.msg);
+    ck_assert(a.held);
+    ck_assert_int_eq(ckpt_lock_dir(dir, &b, &e), -EBUSY);
+    ck_assert(!b.held);
+    snprintf(want, sizeof want, "%s: in use by %s pid %d (lock %s/.lock); wait for it to end "
+             "or pick another --save", dir, program_invocation_short_name, (int)getpid(), dir);
+    tu_assert_contains(e.msg, want);
+    ck_assert_int_eq(ckpt_prepare_fresh(dir, false, &e), 0);
+    ckpt_unlock(&a);
+    ck_assert(!a.held);
+    ckpt_unlock(&a); /* none held: nothing */
+    ck_assert_msg(ckpt_lock_dir(dir, &b, &e) == 0, "%s", e.msg);
+    ckpt_unlock(&b);
+    /* a holder killed: its lock goes with it */
+    int ready[2], st;
+    ck_assert_int_eq(pipe(ready), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        CkptLock c = {0};
+        char ok = ckpt_lock_dir(dir, &c, &e) == 0 ? 'y' : 'n';
+        if (write(ready[1], &ok, 1) == 1)
+            pause();
+        _exit(1);
+    }
+    char ok = 0;
+    ck_assert_int_eq(read(ready[0], &ok, 1), 1);
+    ck_assert_int_eq(ok, 'y');
+    ck_assert_int_eq(ckpt_lock_dir(dir, &b, &e), -EBUSY);
+    snprintf(want, sizeof want, "pid %d (lock", (int)pid);
+    tu_assert_contains(e.msg, want);
+    ck_assert_int_eq(kill(pid, SIGKILL), 0);
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    close(ready[0]), close(ready[1]);
+    ck_assert_msg(ckpt_lock_dir(dir, &b, &e) == 0, "%s", e.msg);
+    ckpt_unlock(&b);
+    /* a file, and a directory whose parent is missing */
+    snprintf(path, sizeof path, "%s/notes.txt", f.dir);
+    put_text(path, "mine");
+    ck_assert_int_eq(ckpt_lock_dir(path, &b, &e), -ENOTDIR);
+    tu_assert_contains(e.msg, "notes.txt/.lock");
+    snprintf(path, sizeof path, "%s/no/run", f.dir);
+    ck_assert_int_eq(ckpt_lock_dir(path, &b, &e), -ENOENT);
+    tu_assert_contains(e.msg, path);
+    ck_assert(!b.held);
+    fixture_free(&f);
+}
+END_TEST
+
 /* A fresh run's --save directory: refused when it holds latest or a step directory (saying
  * what to do), emptied of them with overwrite, other files kept. */
 START_TEST(fresh_run_refuses_a_checkpoint_dir)
@@ -604,7 +786,9 @@ int main(void)
     tcase_add_test(tc, state_is_validated);
     tcase_add_test(tc, trainer_refuses_a_bad_state);
     tcase_add_test(tc, resume_falls_back_to_newest_complete);
+    tcase_add_test(tc, resume_falls_back_from_damaged_latest);
     tcase_add_test(tc, fresh_run_refuses_a_checkpoint_dir);
+    tcase_add_test(tc, save_dir_is_locked);
     tcase_add_test(tc, config_json_for_hugging_face);
     tcase_add_test(tc, untied_head_into_tied_model);
     tcase_add_test(tc, truncated_optimizer_does_not_leak);

@@ -633,6 +633,51 @@ START_TEST(run_log_survives_kill)
 }
 END_TEST
 
+/* Two fuyou-runs on one --save directory: while the first trains the second is refused before
+ * it trains, in memory or --offload (status 2, naming the first's pid); once the first is
+ * killed (SIGKILL) a run takes the directory */
+START_TEST(run_save_dir_in_use)
+{
+    const char *bin = getenv("FUYOU_RUN");
+    char dir[] = "/tmp/fuyou-lock-XXXXXX", ckpt[256], log[256], args[1024], want[64];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(ckpt, sizeof ckpt, "%s/ckpt", dir);
+    snprintf(log, sizeof log, "%s/first.tsv", dir);
+    /* far more steps than it takes before it is killed; no checkpoint before the end */
+    snprintf(args, sizeof args, "exec '%s' --steps 100000 --batch 1 --seq 16 --threads 1 "
+             "--save %s --log %s >/dev/null", bin, ckpt, log);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        execl("/bin/sh", "sh", "-c", args, (char *)NULL);
+        _exit(127);
+    }
+    /* a row in its log: it trains, so it holds the directory */
+    int st;
+    while (tu_count_lines(log) < 2 && waitpid(pid, &st, WNOHANG) == 0)
+        usleep(1000);
+    bool running = waitpid(pid, &st, WNOHANG) == 0;
+    ck_assert_msg(running, "the first run ended before a row was in its log");
+    snprintf(want, sizeof want, "in use by fuyou-run pid %d", (int)pid);
+    for (int offload = 0; offload < 2; offload++) {
+        snprintf(args, sizeof args, "%s--steps 2 --batch 2 --seq 16 --save %s",
+                 offload ? "--offload " : "", ckpt);
+        int rc = tu_run_bin("FUYOU_RUN", args, out, sizeof out);
+        if (rc != 2)
+            kill(pid, SIGKILL);
+        ck_assert_msg(rc == 2, "a second run in %s exited %d: %s", ckpt, rc, out);
+        tu_assert_contains(out, want);
+        tu_assert_contains(out, "/.lock); wait for it to end or pick another --save directory");
+        ck_assert_msg(!strstr(out, "parameters)"), "started training first: %s", out);
+    }
+    ck_assert_int_eq(kill(pid, SIGKILL), 0);
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    snprintf(args, sizeof args, "--steps 2 --batch 2 --seq 16 --save %s", ckpt);
+    ck_assert_int_eq(tu_run_bin("FUYOU_RUN", args, out, sizeof out), 0);
+    tu_rm_tree(dir);
+}
+END_TEST
+
 /* The same with --offload (the pipeline writes the rows): the work after the checkpoint at step
  * 4 was lost, its rows are replaced; and a log that cannot be written stops the run at once */
 START_TEST(run_offload_log_resume)
@@ -798,6 +843,7 @@ int main(void)
     tcase_add_test(tc, run_steps_limit);
     tcase_add_test(tc, run_log_survives_kill);
     tcase_add_test(tc, run_offload_log_resume);
+    tcase_add_test(tc, run_save_dir_in_use);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

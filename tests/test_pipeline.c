@@ -425,8 +425,8 @@ START_TEST(resume_is_exact)
         ck_assert_msg(rest.losses[i] == full.losses[3 + i], "step %d", i + 4);
     free(rest.losses);
     /* the newest checkpoint's last value flipped: found as its last range is read, after the
-     * rest went to the tiers; latest names it, so the resume stops naming the tensor; without
-     * latest, step 3 is skipped, step 2's read over it, and the run goes on exactly */
+     * rest went to the tiers; latest naming it or not, step 3 is skipped, step 2's read over
+     * it, and the run goes on exactly */
     char path[256];
     snprintf(path, sizeof path, "%s/step-00000003/optimizer.safetensors", dir);
     FILE *f = fopen(path, "r+b");
@@ -436,16 +436,17 @@ START_TEST(resume_is_exact)
     ck_assert_int_eq(fseek(f, -1, SEEK_END), 0);
     fputc(last ^ 1, f);
     fclose(f);
-    ck_assert_int_eq(pipe_train(&o, &p, &pc, &rest, NULL, &e), -EINVAL);
-    tu_assert_contains(e.msg, "tensor adam.v is damaged");
-    free(rest.losses);
     snprintf(path, sizeof path, "%s/latest", dir);
-    ck_assert_int_eq(unlink(path), 0);
-    ck_assert_msg(pipe_train(&o, &p, &pc, &rest, NULL, &e) == 0, "%s", e.msg);
-    ck_assert_int_eq(rest.first_step, 3);
-    for (int i = 0; i < 4; i++)
-        ck_assert_msg(rest.losses[i] == full.losses[2 + i], "step %d", i + 3);
-    free(full.losses), free(first.losses), free(rest.losses);
+    for (int with_latest = 1; with_latest >= 0; with_latest--) {
+        if (!with_latest)
+            ck_assert_int_eq(unlink(path), 0);
+        ck_assert_msg(pipe_train(&o, &p, &pc, &rest, NULL, &e) == 0, "%s", e.msg);
+        ck_assert_int_eq(rest.first_step, 3);
+        for (int i = 0; i < 4; i++)
+            ck_assert_msg(rest.losses[i] == full.losses[2 + i], "step %d", i + 3);
+        free(rest.losses);
+    }
+    free(full.losses), free(first.losses);
     plan_free(&p);
     graph_free(&g);
     tu_rm_tree(dir);

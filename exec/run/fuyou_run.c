@@ -20,20 +20,26 @@
 #include "run_args.h"
 #include "trainer.h"
 
-/* A run must not move another run's latest back or replace its steps: a fresh --save directory
+static int exit_status(int rc);
+
+/* A run must not move another run's latest back or replace its steps: the --save directory is
+ * held in *lock for the run (ckpt_lock_dir: another run in it is refused), and a fresh one
  * holds no other run's checkpoints (with --overwrite they are removed before the first save,
  * trainer_clear_old_checkpoints). Checked once, before either trainer starts. 0, or the exit
  * status. */
-static int check_save_dir(const RunArgs *a)
+static int check_save_dir(const RunArgs *a, CkptLock *lock)
 {
     const TrainOptions *o = &a->train;
     Err e;
-    int ck = a->fresh_save ? ckpt_prepare_fresh(o->save_dir, false, &e) : 0;
-    if (ck == -EEXIST && o->overwrite)
-        ck = 0;
+    int ck = o->save_dir ? ckpt_lock_dir(o->save_dir, lock, &e) : 0;
+    if (!ck && a->fresh_save) {
+        ck = ckpt_prepare_fresh(o->save_dir, false, &e);
+        if (ck == -EEXIST && o->overwrite)
+            ck = 0;
+    }
     if (ck) {
         fprintf(stderr, "fuyou-run: %s\n", e.msg);
-        return ck == -EEXIST || ck == -ENOTDIR || ck == -EACCES ? 2 : 1;
+        return exit_status(ck);
     }
     return 0;
 }
@@ -73,14 +79,15 @@ static void catch_stop_signals(TrainOptions *o)
 
 /* The exit status of a run that failed with rc: 2 for what the user gave (a bad value, a path
  * that is missing, a file where a directory goes or the reverse, one that cannot be written,
- * checkpoints in the way), 128 + the signal for a run a signal stopped (the shell's status
- * for it), 1 for the rest (a disk that fills during the run among them). */
+ * checkpoints or another run in the way), 128 + the signal for a run a signal stopped (the
+ * shell's status for it), 1 for the rest (a disk that fills during the run among them). */
 static int exit_status(int rc)
 {
     switch (-rc) {
     case EINTR:
         return stop_signal ? 128 + stop_signal : 1;
     case EINVAL: case ENOENT: case ENOTDIR: case EISDIR: case EACCES: case EROFS: case EEXIST:
+    case EBUSY:
         return 2;
     default:
         return 1;
@@ -251,9 +258,12 @@ int main(int argc, char **argv)
     int rc = run_args_parse(&a, argc, argv);
     if (rc)
         return rc > 0 ? 0 : 2;
-    rc = check_save_dir(&a);
-    if (rc)
-        return rc;
-    catch_stop_signals(&a.train);
-    return a.offload ? run_offload(&a) : run_in_memory(&a);
+    CkptLock lock = {0};
+    rc = check_save_dir(&a, &lock);
+    if (!rc) {
+        catch_stop_signals(&a.train);
+        rc = a.offload ? run_offload(&a) : run_in_memory(&a);
+    }
+    ckpt_unlock(&lock);
+    return rc;
 }

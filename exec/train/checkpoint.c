@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -263,6 +264,72 @@ static int list_steps(const char *dir, int64_t **steps, int *n, Err *e)
     return rc;
 }
 
+/* Who holds the lock file fd: "program pid N" as write_holder wrote it, into who. */
+static void lock_holder(int fd, char *who, size_t n)
+{
+    char text[NAME_CAP + 32], prog[NAME_CAP];
+    ssize_t got = pread(fd, text, sizeof text - 1, 0);
+    text[got > 0 ? got : 0] = '\0';
+    int pid;
+    if (sscanf(text, "%d %63s", &pid, prog) == 2 && pid > 0)
+        snprintf(who, n, "%s pid %d", prog, pid);
+    else /* between its lock and its write */
+        snprintf(who, n, "another process");
+}
+
+/* This process's "pid program\n" into the lock file fd at path: written over the old one, then
+ * cut to its length, so a reader never finds it empty. */
+static int write_holder(int fd, const char *path, Err *e)
+{
+    char text[NAME_CAP + 32];
+    int n = snprintf(text, sizeof text, "%d %.*s\n", (int)getpid(), NAME_CAP - 1,
+                     program_invocation_short_name);
+    ssize_t put = pwrite(fd, text, (size_t)n, 0);
+    if (put == n && !ftruncate(fd, n))
+        return 0;
+    int rc = put >= 0 && put < n ? -ENOSPC : -errno;
+    return err_set(e, rc, "%s: cannot write: %s", path, strerror(-rc));
+}
+
+/* The lock on the open lock file fd at path, for dir: 0, or -EBUSY naming its holder. */
+static int take_lock(int fd, const char *dir, const char *path, Err *e)
+{
+    if (!flock(fd, LOCK_EX | LOCK_NB))
+        return write_holder(fd, path, e);
+    if (errno != EWOULDBLOCK)
+        return err_set(e, -errno, "%s: flock: %s", path, strerror(errno));
+    char who[2 * NAME_CAP];
+    lock_holder(fd, who, sizeof who);
+    return err_set(e, -EBUSY, "%s: in use by %s (lock %s); wait for it to end or pick another "
+                   "--save directory", dir, who, path);
+}
+
+int ckpt_lock_dir(const char *dir, CkptLock *lock, Err *e)
+{
+    *lock = (CkptLock){false, -1};
+    if (mkdir(dir, 0755) && errno != EEXIST)
+        return err_set(e, -errno, "%s: cannot create: %s", dir, strerror(errno));
+    char path[PATH_CAP];
+    snprintf(path, sizeof path, "%s/.lock", dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return err_set(e, -errno, "%s: cannot open: %s", path, strerror(errno));
+    int rc = take_lock(fd, dir, path, e);
+    if (rc) {
+        close(fd);
+        return rc;
+    }
+    *lock = (CkptLock){true, fd};
+    return 0;
+}
+
+void ckpt_unlock(CkptLock *lock)
+{
+    if (lock->held)
+        close(lock->fd); /* the lock goes with the file's last descriptor */
+    *lock = (CkptLock){false, -1};
+}
+
 int ckpt_prepare_fresh(const char *dir, bool overwrite, Err *e)
 {
     char latest[PATH_CAP], path[PATH_CAP], name[NAME_CAP];
@@ -462,18 +529,32 @@ static int load_flat(void *user, const char *step_dir, Err *e)
     return rc ? rc : load_optimizer(path, f->l, f->m, f->v, e);
 }
 
+/* dir/name's state.json, checked against c, into *s. */
+static int step_state(const char *dir, const char *name, const ModelConfig *c, TrainState *s,
+                      Err *e)
+{
+    char path[PATH_CAP];
+    snprintf(path, sizeof path, "%s/%s/state.json", dir, name);
+    return read_state(path, c, s, e);
+}
+
+/* dir/name's model and optimizer, put by load. */
+static int step_data(const char *dir, const char *name, CkptStepLoad load, void *user, Err *e)
+{
+    char path[PATH_CAP];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return load(user, path, e);
+}
+
 /* Loads the checkpoint in dir/name: the state, then the model and the optimizer through
  * load. */
 static int load_step(const char *dir, const char *name, const ModelConfig *c,
                      CkptStepLoad load, void *user, TrainState *s, Err *e)
 {
-    char path[PATH_CAP];
-    snprintf(path, sizeof path, "%s/%s/state.json", dir, name);
     TrainState got;
-    int rc = read_state(path, c, &got, e);
-    snprintf(path, sizeof path, "%s/%s", dir, name);
+    int rc = step_state(dir, name, c, &got, e);
     if (!rc)
-        rc = load(user, path, e);
+        rc = step_data(dir, name, load, user, e);
     if (!rc)
         *s = got;
     return rc;
@@ -555,10 +636,52 @@ static int read_latest(const char *dir, char *name, size_t n, Err *e)
     return 0;
 }
 
+/* The step latest names when it was tried and did not load: its name and its error. */
+typedef struct Tried {
+    const char *name;
+    int rc;
+} Tried;
+
+/* No step of dir's n loads (t: latest's tried first): the error, latest's own when it was
+ * tried (the others' are on stderr), else the newest's. */
+static int none_loads(const char *dir, const char *why, int n, const Tried *t,
+                      const Err *newest, int newest_rc, Err *e)
+{
+    if (!t->name)
+        return err_set(e, newest_rc, "%s: no complete checkpoint to resume (%s); the newest: %s",
+                       dir, why, newest->msg);
+    if (n == 1)
+        return err_set(e, t->rc, "%s: no complete checkpoint to resume (%s)", dir, why);
+    return err_set(e, t->rc, "%s: no complete checkpoint to resume (%s); the other %d step "
+                   "director%s not load either", dir, why, n - 1, n == 2 ? "y does" : "ies do");
+}
+
+/* Loads dir/name, the step latest names, with all its files there: 0. Its state not fitting
+ * this run: -errno with e, as that is no damage (the older steps share it). Its weights or
+ * optimizer not loading: -errno with t naming the step and why saying what failed, for
+ * load_newest, whose older step rewrites every value this one put before its damage showed. */
+static int load_latest(const char *dir, const char *name, const ModelConfig *c,
+                       CkptStepLoad load, void *user, TrainState *s, Tried *t, char *why,
+                       size_t n, Err *e)
+{
+    TrainState got;
+    Err el;
+    int rc = step_state(dir, name, c, &got, e);
+    if (rc)
+        return rc;
+    if (!(rc = step_data(dir, name, load, user, &el))) {
+        *s = got;
+        return 0;
+    }
+    *t = (Tried){name, rc};
+    snprintf(why, n, "%s/latest names %s, which does not load: %s", dir, name, el.msg);
+    return rc;
+}
+
 /* Resumes from the newest step directory of dir that loads completely (its files there, their
  * checksums right, its state valid), saying on stderr why (latest's problem) and what it
- * skipped. */
-static int load_newest(const char *dir, const char *why, const ModelConfig *c,
+ * skipped; t's step, tried already, is not tried again. */
+static int load_newest(const char *dir, const char *why, const Tried *t, const ModelConfig *c,
                        CkptStepLoad load, void *user, TrainState *s, Err *e)
 {
     int64_t *steps;
@@ -568,6 +691,8 @@ static int load_newest(const char *dir, const char *why, const ModelConfig *c,
     for (i = 0; !rc && i < n; i++) {
         char name[NAME_CAP];
         step_name(name, sizeof name, steps[i]);
+        if (t->name && !strcmp(name, t->name))
+            continue;
         const char *lacks = missing_file(dir, name);
         Err ei;
         int ri = lacks ? err_set(&ei, -ENOENT, "it has no %s", lacks)
@@ -587,8 +712,7 @@ static int load_newest(const char *dir, const char *why, const ModelConfig *c,
         rc = err_set(e, -ENOENT, "%s: no checkpoint to resume (%s, and no step directory)", dir,
                      why);
     else if (!rc && i == n)
-        rc = err_set(e, newest_rc, "%s: no complete checkpoint to resume (%s); the newest: %s",
-                     dir, why, newest.msg);
+        rc = none_loads(dir, why, n, t, &newest, newest_rc, e);
     return rc;
 }
 
@@ -604,15 +728,16 @@ int ckpt_load_with(const char *dir, const ModelConfig *c, CkptStepLoad load, voi
 {
     char name[256], why[PATH_CAP];
     Err el;
+    Tried t = {NULL, 0};
     int rc = read_latest(dir, name, sizeof name, &el);
     if (rc && rc != -ENOENT)
         return err_set(e, rc, "%s", el.msg);
     const char *lacks = rc ? NULL : missing_file(dir, name);
-    if (!rc && !lacks)
-        return load_step(dir, name, c, load, user, s, e);
     if (rc)
         snprintf(why, sizeof why, "%s", el.msg);
-    else
+    else if (lacks)
         snprintf(why, sizeof why, "%s/latest names %s, which has no %s", dir, name, lacks);
-    return load_newest(dir, why, c, load, user, s, e);
+    else if (!(rc = load_latest(dir, name, c, load, user, s, &t, why, sizeof why, e)) || !t.name)
+        return rc;
+    return load_newest(dir, why, &t, c, load, user, s, e);
 }

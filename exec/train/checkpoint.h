@@ -15,12 +15,18 @@
  * DIR/latest name it (a synced temporary file renamed over it, the directory synced again): a
  * crash never leaves a half-written checkpoint as the latest.
  *
- * Resuming reads the checkpoint DIR/latest names. When latest is missing or empty, or names a
- * step directory without all three training files, it resumes from the newest step directory
- * that loads completely (files there, checksums right, state valid), says so on stderr, and
- * says which newer ones it skipped and why. state.json is checked against the model (layers,
- * hidden, heads, ffn, vocab, max_seq, tied) and every number against its range; config.json is
- * Hugging Face's and not read on resume (hf_load_weights).
+ * Resuming reads the checkpoint DIR/latest names. When latest is missing or empty, names a
+ * step directory without all three training files, or one whose weights or optimizer states do
+ * not load (a checksum wrong, a file cut short), it resumes from the newest step directory
+ * that loads completely (files there, checksums right, state valid), says so on stderr in one
+ * line naming both, and says which other ones it skipped and why. The state.json of the step
+ * latest names is not fallen back from: a state that does not fit this run (another model, a
+ * number out of range) is no damage, and the older steps share it. state.json is checked
+ * against the model (layers, hidden, heads, ffn, vocab, max_seq, tied) and every number
+ * against its range; config.json is Hugging Face's and not read on resume (hf_load_weights).
+ *
+ * A run holds its save directory for its lifetime (ckpt_lock_dir), so two runs never write
+ * into one: the second is refused, naming the first's program and pid.
  *
  * Loading a model (--init-from) takes what a Hugging Face user has: a folder, its
  * model.safetensors.index.json, or one .safetensors file (hf_folder.h, hf_load: GPT-2's names
@@ -85,7 +91,10 @@ int ckpt_load(const char *dir, const ModelConfig *c, const ModelLayout *l, float
 /* ckpt_load with the model and the optimizer put by load(user, step_dir, e) (0 or -errno with
  * e; a step it fails on is skipped as a broken one is, and load is called again on an older
  * one): for an out-of-core run, which reads a step range by range into its tiers through a
- * CkptReader. The state is *s only once a step has loaded. */
+ * CkptReader. A failure may come after part of the state is put (a tensor's checksum is
+ * checked at its end), so load must put every value of the state: the older step's load then
+ * rewrites all that the broken one left (checking a step whole before loading it would read
+ * every resumed checkpoint twice). The state is *s only once a step has loaded. */
 typedef int (*CkptStepLoad)(void *user, const char *step_dir, Err *e);
 int ckpt_load_with(const char *dir, const ModelConfig *c, CkptStepLoad load, void *user,
                    TrainState *s, Err *e);
@@ -105,5 +114,21 @@ void ckpt_reader_close(CkptReader *r);
  * step directory; a missing dir holds none); else -EEXIST with one line saying what to do, or
  * with overwrite, removes them (0 or -errno). Other files in dir are left alone. */
 int ckpt_prepare_fresh(const char *dir, bool overwrite, Err *e);
+
+/* A save directory held by one run: an exclusive flock(2) on DIR/.lock. The lock is the open
+ * file's, so a second one conflicts in the same process too, and the kernel drops it when the
+ * holder ends, killed or not: a run resumed after kill -9 finds it free. The file stays, with
+ * its last holder's "pid program". Zero-initialised: none held. */
+typedef struct CkptLock {
+    bool held;
+    int fd;
+} CkptLock;
+
+/* Creates dir if needed (one level, as ckpt_save does) and holds it in *lock: 0; -EBUSY while
+ * another holds it, with one line naming its program, its pid and what to do; another -errno
+ * with e. Called before any work, so a run refused has done none. */
+int ckpt_lock_dir(const char *dir, CkptLock *lock, Err *e);
+/* Releases *lock (none held: nothing). */
+void ckpt_unlock(CkptLock *lock);
 
 #endif
