@@ -260,6 +260,7 @@ START_TEST(state_is_validated)
         {false, "loader_epoch", json_integer(-2), "loader_epoch is -2"},
         {false, "prev_grad_norm", json_real(-1), "prev_grad_norm is -1"},
         {false, "loss_scale", json_real(1e-30), "loss_scale is 1e-30"},
+        {false, "schedule_steps", json_integer(3), "schedule_steps is 3; it must be 4 to"},
         {true, "heads", json_integer(8), "8 heads"},
         {true, "ffn", json_integer(256), "ffn 256"},
         {true, "tied", json_false(), "untied; this run's gpt2-tiny"},

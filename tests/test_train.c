@@ -162,6 +162,45 @@ START_TEST(stop_saves_the_step)
 }
 END_TEST
 
+/* A resume with more --steps than the checkpoint's run was scheduled over says so, with the
+ * next step's learning rate under both schedules; the same --steps says nothing */
+START_TEST(resume_says_the_schedule_changed)
+{
+    char dir[] = "/tmp/fuyou-sched-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    Err e;
+    TrainResult r;
+    TrainOptions o = opts(6);
+    o.save_dir = dir;
+    o.save_every = 3;
+    ck_assert_msg(trainer_run(&o, &r, &e) == 0, "%s", e.msg);
+    free(r.losses);
+    char *text = NULL;
+    size_t len = 0;
+    o = opts(12);
+    o.resume_dir = dir;
+    o.progress = open_memstream(&text, &len);
+    ck_assert_msg(trainer_run(&o, &r, &e) == 0, "%s", e.msg);
+    fclose(o.progress);
+    tu_assert_contains(text, "learning rate was scheduled over 6 steps; --steps 12 schedules it "
+                             "over 12: step 7's is ");
+    free(text), free(r.losses);
+    char path[64]; /* step 3 the newest: resumed with its run's --steps */
+    snprintf(path, sizeof path, "%s/step-00000006", dir);
+    tu_rm_tree(path);
+    snprintf(path, sizeof path, "%s/latest", dir);
+    ck_assert_int_eq(unlink(path), 0);
+    o = opts(6);
+    o.resume_dir = dir;
+    o.progress = open_memstream(&text, &len);
+    ck_assert_msg(trainer_run(&o, &r, &e) == 0, "%s", e.msg);
+    fclose(o.progress);
+    ck_assert_msg(!strstr(text, "scheduled over"), "%s", text);
+    free(text), free(r.losses);
+    tu_rm_tree(dir);
+}
+END_TEST
+
 /* A resume on other data is refused by the fingerprint in state.json: another file beside the
  * same one, or the same two in another order; the same two in their order resume */
 START_TEST(resume_checks_the_data)
@@ -665,6 +704,7 @@ int main(void)
     tcase_add_test(tc, loss_falls);
     tcase_add_test(tc, resume_is_exact);
     tcase_add_test(tc, stop_saves_the_step);
+    tcase_add_test(tc, resume_says_the_schedule_changed);
     tcase_add_test(tc, resume_checks_the_data);
     tcase_add_test(tc, micro_batches_accumulate);
     tcase_add_test(tc, tail_beyond_the_model);

@@ -120,6 +120,8 @@ static json_t *state_json(const ModelConfig *c, const TrainState *s)
         json_object_set_new(root, "data", json_pack("{s:I, s:I, s:s}", "files",
                                                     (json_int_t)s->data.files, "tokens",
                                                     (json_int_t)s->data.tokens, "crc32c", crc));
+    if (root && s->sched_steps > 0)
+        json_object_set_new(root, "schedule_steps", json_integer((json_int_t)s->sched_steps));
     return root;
 }
 
@@ -401,6 +403,8 @@ static int check_state(const char *path, const TrainState *s, Err *e)
         rc = check_range(path, "skipped_steps", s->skipped, 0, s->step, e);
     if (!rc)
         rc = check_range(path, "loss_scale_good_steps", s->scale_good, 0, s->step, e);
+    if (!rc && s->sched_steps) /* a run saves at most its --steps */
+        rc = check_range(path, "schedule_steps", s->sched_steps, s->step, CKPT_STEP_MAX, e);
     if (!rc)
         rc = check_range(path, "loader_epoch", s->epoch, 0, INT64_MAX, e);
     if (!rc)
@@ -444,23 +448,24 @@ static int read_state(const char *path, const ModelConfig *c, TrainState *s, Err
     json_t *root = json_load_file(path, 0, &jerr);
     if (!root)
         return err_set(e, -EINVAL, "%s:%d: %s", path, jerr.line, jerr.text);
-    json_int_t step = 0, epoch = 0, index = 0, seed = 0, good = 0, skipped = 0;
+    json_int_t step = 0, epoch = 0, index = 0, seed = 0, good = 0, skipped = 0, sched = 0;
     double norm = 0, scale = 0;
     json_t *model, *data = NULL;
     int rc = 0;
-    /* the loss-scaling fields and the data's fingerprint are optional: checkpoints from before
-     * them resume unscaled, their data unchecked */
-    if (json_unpack(root, "{s:I, s:I, s:I, s:I, s:F, s?F, s?I, s?I, s:o, s?o}", "step", &step,
-                    "loader_epoch", &epoch, "loader_index", &index, "seed", &seed,
+    /* the loss-scaling fields, the data's fingerprint and the schedule's length are optional:
+     * checkpoints from before them resume unscaled, their data and schedule unchecked */
+    if (json_unpack(root, "{s:I, s:I, s:I, s:I, s:F, s?F, s?I, s?I, s:o, s?o, s?I}", "step",
+                    &step, "loader_epoch", &epoch, "loader_index", &index, "seed", &seed,
                     "prev_grad_norm", &norm, "loss_scale", &scale, "loss_scale_good_steps",
-                    &good, "skipped_steps", &skipped, "model", &model, "data", &data))
+                    &good, "skipped_steps", &skipped, "model", &model, "data", &data,
+                    "schedule_steps", &sched))
         rc = err_set(e, -EINVAL, "%s: missing or malformed fields (step, loader_epoch, "
                      "loader_index, seed, prev_grad_norm, model)", path);
     if (!rc)
         rc = check_model(path, model, c, e);
     TrainState got = {.step = step, .epoch = epoch, .index = index, .seed = (uint64_t)seed,
                       .prev_grad_norm = norm, .loss_scale = scale, .scale_good = good,
-                      .skipped = skipped};
+                      .skipped = skipped, .sched_steps = sched};
     if (!rc)
         rc = check_state(path, &got, e);
     if (!rc)

@@ -52,6 +52,8 @@ typedef struct TrainState {
     int64_t scale_good;     /* steps since the scale last changed or overflowed */
     int64_t skipped;        /* steps whose update an overflow skipped */
     DataPrint data;         /* the training data's fingerprint (data.h); 0 files: not recorded */
+    int64_t sched_steps;    /* the --steps the learning rate was scheduled over (0: not
+                               recorded, an older checkpoint) */
 } TrainState;
 
 /* The most steps a checkpoint may record: AdamW counts its steps in an int. */

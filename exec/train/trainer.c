@@ -342,6 +342,23 @@ int trainer_seek(const TrainOptions *o, Loader *ld, const TrainState *st, Err *e
                         (long long)st->step, why.msg) : 0;
 }
 
+/* A resumed run whose --steps is not the one its checkpoint's learning rate was scheduled
+ * over goes on with the schedule for the new --steps (the cosine stretched or squeezed from
+ * the step on, as an uninterrupted run of that length would have it): said on the progress
+ * stream, with the rate of the next step both ways. */
+static void note_schedule_change(const TrainOptions *o, const TrainState *st)
+{
+    if (!o->resume_dir || !st->sched_steps || st->sched_steps == o->steps || !o->progress)
+        return;
+    TrainOptions old = *o;
+    old.steps = st->sched_steps;
+    int64_t next = st->step + 1;
+    fprintf(o->progress, "note: %s's learning rate was scheduled over %lld steps; --steps "
+            "%lld schedules it over %lld: step %lld's is %.3g (%.3g under the old schedule)\n",
+            o->resume_dir, (long long)st->sched_steps, (long long)o->steps,
+            (long long)o->steps, (long long)next, trainer_lr(o, next), trainer_lr(&old, next));
+}
+
 int trainer_check_start(const TrainOptions *o, const TokenData *data, TrainState *st, Err *e)
 {
     int rc = 0;
@@ -350,7 +367,10 @@ int trainer_check_start(const TrainOptions *o, const TokenData *data, TrainState
                      o->resume_dir, (long long)st->step);
     if (!rc)
         rc = check_same_data(o, st, &data->print, e);
+    if (!rc)
+        note_schedule_change(o, st);
     st->data = data->print;
+    st->sched_steps = o->steps;
     return rc;
 }
 
