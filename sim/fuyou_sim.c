@@ -52,14 +52,15 @@ static void usage(FILE *out)
     for (int i = 0; hw_preset_name(i); i++)
         fprintf(out, "%s%s", i ? ", " : "", hw_preset_name(i));
     fprintf(out, ") or a file\n"
-"                          (default 4090.ini, the Fuyou paper's testbed)\n"
+"                          (default 4090.ini, the Fuyou paper's testbed; fuyou-run's is\n"
+"                          h200.ini: give both the same --hw to plan alike)\n"
 "  --set SEC.KEY=VALUE     override one hardware key, repeatable (e.g. --set ssd.count=3)\n"
 "  --gpu-mem BYTES         the GPU memory a plan may use, e.g. 24GiB, nothing reserved: as\n"
 "                          fuyou-run's --gpu-mem (--set gpu.mem_GiB=24 keeps the ini's\n"
 "                          gpu_reserved_GiB); applied after --set\n"
 "  --cpu-mem BYTES         the same for host memory, as fuyou-run's --cpu-mem\n"
 "  --model NAME|PATH       a preset, a model ini or a Hugging Face folder or its config.json\n"
-"                          (default gpt3-13b); presets:\n"
+"                          (default gpt3-13b; fuyou-run's is gpt2-tiny); presets:\n"
 "                          ");
     for (int i = 0; i < model_preset_count(); i++)
         fprintf(out, "%s%s", model_preset_at(i)->name,

@@ -303,6 +303,34 @@ START_TEST(run_offload_plans_as_sim)
 }
 END_TEST
 
+/* fuyou-run --offload on the cpu device plans on that device's fp32 buffers, where fuyou-sim
+ * predicts the CUDA lane (bf16, its own buffers): the plans can differ, and the run says so
+ * (it had printed a plan unlike fuyou-sim's for the same options without a word); with
+ * --backend cuda the plan is fuyou-sim's (run_offload_plans_as_sim) */
+START_TEST(cpu_device_says_its_lane)
+{
+    ck_assert_int_eq(tu_run_bin("FUYOU_RUN", "--offload --steps 1 --gpu-mem 24MiB", out,
+                                sizeof out), 0);
+    tu_assert_contains(out, "the cpu device plans on its own fp32 buffers; fuyou-sim predicts "
+                            "the CUDA lane");
+    /* weights and states that fit on the GPU, kept in CPU memory by --offload: said after
+     * the run, and beside a refusal of the budget that keeping strains (it had said
+     * "everything fits on the GPU" right before refusing the plan over --cpu-mem) */
+    ck_assert_int_eq(tu_run_bin("FUYOU_RUN", "--offload --steps 1", out, sizeof out), 0);
+    tu_assert_contains(out, "everything fits on the GPU, so training without --offload is "
+                            "faster");
+    ck_assert_int_eq(tu_run_bin("FUYOU_RUN", "--offload --steps 1 --cpu-mem 8MiB", out,
+                                sizeof out), 2);
+    ck_assert_msg(!strstr(out, "everything fits"), "%s", out);
+    tu_assert_contains(out, "fit in GPU memory, but --offload keeps them in CPU memory");
+    tu_assert_contains(out, "--cpu-mem 8.00 MiB is too small for this plan");
+    ck_assert_int_eq(tu_run_bin("FUYOU_SIM", "--help", out, sizeof out), 0);
+    tu_assert_contains(out, "fuyou-run's is\n                          h200.ini");
+    ck_assert_int_eq(tu_run_bin("FUYOU_RUN", "--help", out, sizeof out), 0);
+    tu_assert_contains(out, "fuyou-sim's is 4090.ini");
+}
+END_TEST
+
 /* fuyou-trace compare: fuyou-sim's prediction and fuyou-run's measurement of the same plan
  * have the same tasks; --max-error and a bad file */
 START_TEST(trace_compare_cli)
@@ -830,6 +858,7 @@ int main(void)
     tcase_add_test(tc, run_save_refuses_checkpoints);
     tcase_add_test(tc, run_paths_checked_first);
     tcase_add_test(tc, run_stops_on_a_signal);
+    tcase_add_test(tc, cpu_device_says_its_lane);
     tcase_add_loop_test(tc, run_offload_plans_as_sim, 0,
                         (int)(sizeof plan_option_sets / sizeof plan_option_sets[0]));
     tcase_add_test(tc, trace_compare_cli);

@@ -157,26 +157,26 @@ static int parse_swap(const RunArgs *a, SwapMode *swap, double *swap_bytes)
 }
 
 /* The pipeline keeps weights and optimizer states off the device: where the plan put them on
- * it without being asked to, they go to CPU memory. */
-static void keep_off_gpu(const PlanArgs *pa, Plan *p)
+ * it without being asked to, they go to CPU memory. What moved ("the weights", ...), or NULL;
+ * said after the run, or beside a refusal of the plan (the budget the move strains). */
+static const char *keep_off_gpu(const PlanArgs *pa, Plan *p)
 {
     bool w_gpu = p->weights == TIER_GPU && !pa->weights;
     bool s_gpu = p->optim == TIER_GPU && !pa->optim;
-    if (!w_gpu && !s_gpu)
-        return;
-    printf("fuyou-run: everything fits on the GPU (training without --offload is faster); "
-           "--offload keeps %s in CPU memory\n",
-           w_gpu && s_gpu ? "weights and optimizer states"
-           : w_gpu ? "the weights" : "the optimizer states");
     if (w_gpu)
         p->weights = TIER_CPU;
     if (s_gpu)
         p->optim = TIER_CPU;
+    return w_gpu && s_gpu ? "the weights and optimizer states"
+           : w_gpu      ? "the weights"
+           : s_gpu      ? "the optimizer states"
+                        : NULL;
 }
 
 /* The plan fuyou-sim makes from the same options (plan_make.h), on the lane of the device the
- * run uses, into g and p. 0 or -errno (with e, or printed). */
-static int make_plan(const RunArgs *a, const Hardware *hw, Graph *g, Plan *p, Err *e)
+ * run uses, into g and p; *moved as keep_off_gpu says. 0 or -errno (with e, or printed). */
+static int make_plan(const RunArgs *a, const Hardware *hw, Graph *g, Plan *p,
+                     const char **moved, Err *e)
 {
     const TrainOptions *o = &a->train;
     SwapMode swap = SWAP_AUTO;
@@ -200,12 +200,14 @@ static int make_plan(const RunArgs *a, const Hardware *hw, Graph *g, Plan *p, Er
     if (frugal)
         printf("fuyou-run: the planner found no configuration that fits %s; the most "
                "frugal one follows\n", a->hw_name);
-    keep_off_gpu(&a->plan, p);
+    *moved = keep_off_gpu(&a->plan, p);
     return plan_validate(p, e);
 }
 
-/* pipe_train under the plan p (of graph g). The exit status. */
-static int train_offload(const RunArgs *a, const Graph *g, const Plan *p, Err *e)
+/* pipe_train under the plan p (of graph g), with moved what keep_off_gpu moved off the GPU.
+ * The exit status. */
+static int train_offload(const RunArgs *a, const Graph *g, const Plan *p, const char *moved,
+                         Err *e)
 {
     const TrainOptions *o = &a->train;
     char summary[512], label[4200];
@@ -213,16 +215,26 @@ static int train_offload(const RunArgs *a, const Graph *g, const Plan *p, Err *e
            "device\nplan: %s\n", o->model.name, (long long)model_param_count(&o->model),
            data_label(o, label, sizeof label), o->seqs_per_step, o->seq, a->pipe.device->name,
            plan_summary(p, g, summary, sizeof summary));
+    if (a->pipe.device->on_host)
+        printf("fuyou-run: the cpu device plans on its own fp32 buffers; fuyou-sim predicts the "
+               "CUDA lane (bf16, as --backend cuda runs it), so its plan for these options can "
+               "differ\n");
     TrainResult r;
     PipeReport rep;
     int rc = pipe_train(o, p, &a->pipe, &r, &rep, e);
     free(r.losses);
-    if (rc) /* -ENOSPC here is also a budget the plan does not fit (pipe_train's check) */
+    if (rc == -ENOSPC && moved) /* a budget the plan does not fit (pipe_train's check) */
+        fprintf(stderr, "fuyou-run: %s fit in GPU memory, but --offload keeps them in CPU "
+                "memory; training without --offload keeps them on the GPU\n", moved);
+    if (rc)
         return rc == -ENOSPC ? 2 : exit_status(rc);
     printf("fuyou-run: steps %lld..%lld, loss %.4f -> %.4f, %.0f tokens/s\n",
            (long long)r.first_step, (long long)r.last_step, r.first_loss, r.last_loss,
            r.tokens_per_s);
     pipe_report_print(stdout, &rep);
+    if (moved)
+        printf("fuyou-run: everything fits on the GPU, so training without --offload is "
+               "faster; --offload kept %s in CPU memory\n", moved);
     return 0;
 }
 
@@ -243,7 +255,8 @@ static int run_offload(RunArgs *a)
         fprintf(stderr, "fuyou-run: %s\n", e.msg);
         return 2;
     }
-    int status = make_plan(a, &hw, &g, &p, &e) ? 2 : train_offload(a, &g, &p, &e);
+    const char *moved = NULL;
+    int status = make_plan(a, &hw, &g, &p, &moved, &e) ? 2 : train_offload(a, &g, &p, moved, &e);
     if (status && e.msg[0])
         fprintf(stderr, "fuyou-run: %s\n", e.msg);
     plan_free(&p);
