@@ -218,9 +218,24 @@ START_TEST(sim_report_wording)
                      1);
     tu_assert_contains(out, "iteration      none: the plan does not fit");
     tu_assert_contains(out, "over capacity: gpu needs");
+    tu_assert_contains(out, "more than its 22.49 GiB; lower --batch or --seq, split it into "
+                            "more --micro-batches");
     ck_assert_ptr_null(strstr(out, "TFLOPS"));
     ck_assert_ptr_null(strstr(out, "tokens/s"));
     ck_assert_ptr_null(strstr(out, "closed form:"));
+    /* each short tier gets its own advice: a small SSD is not fixed by a smaller batch (it
+     * had been told to lower --batch), CPU memory by putting state on the SSD */
+    ck_assert_int_eq(tu_run_sim("--model gpt3-13b --weights ssd --optim ssd --set "
+                                "ssd.capacity_GB=50 --set ssd.count=1", out, sizeof out), 1);
+    const char *ssd = strstr(out, "over capacity: ssd needs");
+    ck_assert_msg(ssd != NULL, "%s", out);
+    ck_assert_msg(!strncmp(strstr(ssd, "; ") + 2, "add SSD capacity (--set ssd.count=N", 35),
+                  "%s", ssd);
+    ck_assert_int_eq(tu_run_sim("--model gpt3-13b --weights cpu --optim cpu --set "
+                                "memory.cpu_mem_GiB=32", out, sizeof out), 1);
+    tu_assert_contains(out, "over capacity: cpu needs");
+    tu_assert_contains(out, "; put weights or optimizer states on SSD (--weights ssd, --optim "
+                            "ssd)");
     /* an override below the file's both-ways value: named, with the fix */
     ck_assert_int_eq(tu_run_sim("--set pcie.h2d_GBps=5 --describe", out, sizeof out), 2);
     tu_assert_contains(out, "h2d_bidir_GBps 21 (4090.ini:");
