@@ -47,6 +47,10 @@ void describe_graph(FILE *out, const Graph *g)
     static const EdgeOp head[] = {EDGE_NORM, EDGE_HEAD, EDGE_LOSS};
     for (size_t i = 0; i < sizeof head / sizeof head[0]; i++)
         print_op(out, graph_edge_op(g, head[i]), "", 1);
+    const Op *lm = graph_edge_op(g, EDGE_HEAD);
+    fprintf(out, "  lm_head: over chunks of at most %lld tokens (its m), forward and backward "
+            "fused in one\n  task (fwd counts both, bwd 0), output one chunk's logits%s\n",
+            (long long)lm->m, c->tied ? "; tied: its parameters are embed's" : "");
 
     double six_pt = 6.0 * (double)t.params * (double)g->tokens;
     double no_attn = t.gemm_flops + t.other_flops;

@@ -262,6 +262,58 @@ START_TEST(sim_zero_infinity)
 }
 END_TEST
 
+/* README's figures are checked, not copied: each `<!-- figure: ARGS | OUTPUT | PROSE -->`
+ * line holds fuyou-sim's arguments, text its output must hold, and text the README's words
+ * just above the marker must hold (the figure as the reader sees it). A figure that drifts
+ * (README had 54 TFLOPS "bound by the host's sum" where fuyou-sim printed 59.5, bound by
+ * waits) fails here, naming the line. */
+START_TEST(readme_figures)
+{
+    const char *path = getenv("README");
+    ck_assert_msg(path != NULL, "README is not set (meson sets it)");
+    FILE *f = fopen(path, "r");
+    ck_assert_msg(f != NULL, "%s: cannot read", path);
+    static char text[1 << 20];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = 0;
+    int figures = 0;
+    for (const char *m = strstr(text, "<!-- figure: "); m; m = strstr(m + 1, "<!-- figure: ")) {
+        char args[256], want[128], prose[128];
+        int line = 1;
+        for (const char *c = text; c < m; c++)
+            line += *c == '\n';
+        ck_assert_msg(sscanf(m, "<!-- figure: %255[^|]| %127[^|]| %127[^\n]", args, want,
+                             prose) == 3, "%s:%d: expected <!-- figure: ARGS | OUTPUT | PROSE -->",
+                      path, line);
+        want[strcspn(want, "|")] = 0;
+        for (char *e = want + strlen(want); e > want && e[-1] == ' '; *--e = 0) {}
+        char *end = strstr(prose, " -->");
+        ck_assert_msg(end != NULL, "%s:%d: the marker does not end with -->", path, line);
+        *end = 0;
+        ck_assert_int_eq(tu_run_sim(args, out, sizeof out), 0);
+        ck_assert_msg(strstr(out, want), "%s:%d: fuyou-sim %s printed no '%s'", path, line, args,
+                      want);
+        /* the words above: from the paragraph's start (after a blank line) to the first of
+         * the markers under it */
+        const char *block = m, *prev;
+        while (block > text) {
+            for (prev = block - 1; prev > text && prev[-1] != '\n'; prev--) {}
+            if (strncmp(prev, "<!-- figure: ", 13))
+                break;
+            block = prev;
+        }
+        const char *para = block;
+        while (para > text && !(para[-1] == '\n' && para - 1 > text && para[-2] == '\n'))
+            para--;
+        ck_assert_msg(memmem(para, (size_t)(block - para), prose, strlen(prose)), "%s:%d: the "
+                      "text above the marker does not say '%s'", path, line, prose);
+        figures++;
+    }
+    ck_assert_int_ge(figures, 6);
+}
+END_TEST
+
 START_TEST(describe)
 {
     ck_assert_int_eq(tu_run_sim("--hw 4090.ini --model gpt3-13b --batch 32 --seq 1024 --describe",
@@ -269,6 +321,11 @@ START_TEST(describe)
     tu_assert_contains(out, "model gpt3-13b: gpt2 block, 40 layers, hidden 5120");
     tu_assert_contains(out, "b*.fc1");
     tu_assert_contains(out, "32768x20480x5120");
+    /* the LM head's row explained: one chunk's m, its fused backward, its tied parameters */
+    tu_assert_contains(out, "4096x50257x5120");
+    tu_assert_contains(out, "lm_head: over chunks of at most 4096 tokens (its m), forward and "
+                            "backward fused in one\n  task (fwd counts both, bwd 0)");
+    tu_assert_contains(out, "tied: its parameters are embed's");
     tu_assert_contains(out, "6·P·tokens");
     tu_assert_contains(out, "attention term");
     tu_assert_contains(out, "memory footprint on 4090.ini");
@@ -567,6 +624,7 @@ int main(void)
     tcase_add_test(tc, gpu_mem_budget);
     tcase_add_test(tc, bad_hw_file);
     tcase_add_test(tc, describe);
+    tcase_add_test(tc, readme_figures);
     tcase_add_test(tc, sim_zero_infinity);
     tcase_add_test(tc, sim_report_wording);
     tcase_add_test(tc, sim_micro_batches);
