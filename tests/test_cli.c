@@ -700,6 +700,59 @@ START_TEST(plot_refuses_what_would_hang)
 }
 END_TEST
 
+/* ---- fuyou-trace's dependencies ---------------------------------------------------------- */
+
+/* Exactly one line of output, naming where and what: a refusal, not a dump of messages. */
+static void assert_one_line(const char *out, const char *where, const char *what)
+{
+    tu_assert_contains(out, where);
+    tu_assert_contains(out, what);
+    const char *nl = strchr(out, '\n');
+    ck_assert_msg(nl && !nl[1], "expected one line, got \"%s\"", out);
+}
+
+#define TRACE_HEAD "iter\ttask_id\tresource\tphase\tlayer\tstart_s\tend_s\tbytes\tflops\n"
+#define DEPS_HEAD "iter\ttask_id\tdep_iter\tdep_task_id\n"
+
+/* fuyou-trace compare --deps: a dependency naming a task the traces lack, or closing a cycle,
+ * is refused with the row's file:line, status 2 (both were taken: the path skipped the one
+ * and followed the other) */
+START_TEST(trace_deps_refused)
+{
+    char dir[] = "/tmp/fuyou-deps-XXXXXX", trace[64], deps[64], args[256];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(trace, sizeof trace, "%s/t.tsv", dir);
+    snprintf(deps, sizeof deps, "%s/d.tsv", dir);
+    FILE *f = fopen(trace, "w");
+    fputs(TRACE_HEAD "0\tA\th2d\tforward\t0\t0\t1\t8\t0\n0\tB\tgpu\tforward\t0\t1\t2\t0\t8\n"
+          "0\tC\tgpu\tforward\t0\t2\t3\t0\t8\n", f);
+    fclose(f);
+    static const struct { const char *rows, *where, *what; } cases[] = {
+        {"0\tB\t0\tA\n0\tC\t0\tB\n", NULL, NULL},
+        {"0\tB\t0\tA\n0\tC\t0\tZ\n", ":3: ", "Z of iteration 0 is not in"},
+        {"0\tQ\t0\tA\n", ":2: ", "Q of iteration 0 is not in"},
+        {"0\tB\t0\tA\n0\tC\t0\tB\n0\tB\t0\tC\n", ":4: ", "cycle"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        f = fopen(deps, "w");
+        fprintf(f, DEPS_HEAD "%s", cases[i].rows);
+        fclose(f);
+        snprintf(args, sizeof args, "compare %s %s --deps %s", trace, trace, deps);
+        int rc = tu_run_bin("FUYOU_TRACE", args, out, sizeof out);
+        if (!cases[i].where) {
+            ck_assert_msg(rc == 0, "%s", out);
+            tu_assert_contains(out, "critical path");
+            continue;
+        }
+        ck_assert_msg(rc == 2, "case %zu: %s", i, out);
+        char where[96];
+        snprintf(where, sizeof where, "fuyou-trace: %s%s", deps, cases[i].where);
+        assert_one_line(out, where, cases[i].what);
+    }
+    tu_rm_tree(dir);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cli");
@@ -723,5 +776,10 @@ int main(void)
     tcase_add_test(tc, run_log_survives_kill);
     tcase_add_test(tc, run_offload_log_resume);
     suite_add_tcase(s, tc);
+    /* fuyou-trace's and fuyou-plot's inputs and figures (CK_RUN_CASE=plot_trace runs them) */
+    TCase *pt = tcase_create("plot_trace");
+    tcase_set_timeout(pt, 60);
+    tcase_add_test(pt, trace_deps_refused);
+    suite_add_tcase(s, pt);
     return tu_run(s);
 }

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -230,7 +231,7 @@ static int take_trace_row(TsvReader *r, char **f)
 
 static int take_dep(TsvReader *r, char **f)
 {
-    TraceDep dep = {0};
+    TraceDep dep = {.line = r->line};
     if (tsv_parse_int(f[0], &dep.iter))
         return tsv_bad_line(r, "iter is not an integer: \"%.40s\"", f[0]);
     if (tsv_parse_int(f[2], &dep.dep_iter))
@@ -256,6 +257,7 @@ static const char *next_string(const char **s)
 }
 
 static int check_unique(const char *path, const TraceTable *t, Err *e);
+static int check_acyclic(const char *path, const TraceDeps *d, Err *e);
 
 int trace_read_tsv(const char *path, TraceTable *t, Err *e)
 {
@@ -305,7 +307,10 @@ int trace_read_deps(const char *path, TraceDeps *d, Err *e)
         d->edges[i].task_id = next_string(&s);
         d->edges[i].dep_id = next_string(&s);
     }
-    return 0;
+    rc = check_acyclic(path, d, e);
+    if (rc)
+        trace_deps_free(d);
+    return rc;
 }
 
 void trace_deps_free(TraceDeps *d)
@@ -313,6 +318,185 @@ void trace_deps_free(TraceDeps *d)
     free(d->edges);
     free(d->strings);
     memset(d, 0, sizeof *d);
+}
+
+/* ---- the dependencies' graph ---------------------------------------------------------------- */
+
+/* The tasks a dependencies file names: end 2k is edge k's task, end 2k + 1 its dependency. */
+static int end_iter(const TraceDeps *d, int end)
+{
+    const TraceDep *x = &d->edges[end / 2];
+    return end % 2 ? x->dep_iter : x->iter;
+}
+
+static const char *end_id(const TraceDeps *d, int end)
+{
+    const TraceDep *x = &d->edges[end / 2];
+    return end % 2 ? x->dep_id : x->task_id;
+}
+
+static int cmp_end(const void *a, const void *b, void *deps)
+{
+    const TraceDeps *d = deps;
+    int x = *(const int *)a, y = *(const int *)b;
+    int xi = end_iter(d, x), yi = end_iter(d, y);
+    if (xi != yi)
+        return (xi > yi) - (xi < yi);
+    return strcmp(end_id(d, x), end_id(d, y));
+}
+
+/* The tasks as nodes 0 .. n_nodes - 1, each distinct (iter, task_id) once, and the edges by
+ * node both ways (in_first[v] .. in_first[v + 1] index in[] with v's dependencies' edges,
+ * out_first / out[] with its dependents'). */
+typedef struct DepGraph {
+    int n_nodes;
+    int *node; /* of each end */
+    int *in_first, *in, *out_first, *out;
+} DepGraph;
+
+static void deps_graph_free(DepGraph *g)
+{
+    free(g->node), free(g->in_first), free(g->in), free(g->out_first), free(g->out);
+}
+
+/* The edges grouped by the node of their end on side (0: the task, 1: its dependency). */
+static int group_edges(const TraceDeps *d, DepGraph *g, int side, int **first, int **list)
+{
+    *first = calloc((size_t)g->n_nodes + 2, sizeof **first);
+    *list = malloc(((size_t)d->n + 1) * sizeof **list);
+    if (!*first || !*list)
+        return -ENOMEM;
+    for (int k = 0; k < d->n; k++)
+        (*first)[g->node[2 * k + side] + 2]++;
+    for (int v = 0; v < g->n_nodes; v++)
+        (*first)[v + 2] += (*first)[v + 1];
+    /* (*first)[v + 1] is where node v's edges go; counting them in leaves it at v + 1's start */
+    for (int k = 0; k < d->n; k++)
+        (*list)[(*first)[g->node[2 * k + side] + 1]++] = k;
+    return 0;
+}
+
+static int deps_graph_build(const TraceDeps *d, DepGraph *g)
+{
+    *g = (DepGraph){0};
+    size_t n_ends = 2 * (size_t)d->n;
+    int *order = malloc((n_ends + 1) * sizeof *order);
+    g->node = malloc((n_ends + 1) * sizeof *g->node);
+    if (!order || !g->node) {
+        free(order);
+        return -ENOMEM;
+    }
+    for (size_t k = 0; k < n_ends; k++)
+        order[k] = (int)k;
+    qsort_r(order, n_ends, sizeof *order, cmp_end, (void *)d);
+    for (size_t k = 0; k < n_ends; k++) {
+        if (!k || cmp_end(&order[k - 1], &order[k], (void *)d))
+            g->n_nodes++;
+        g->node[order[k]] = g->n_nodes - 1;
+    }
+    free(order);
+    int rc = group_edges(d, g, 0, &g->in_first, &g->in);
+    return rc ? rc : group_edges(d, g, 1, &g->out_first, &g->out);
+}
+
+/* Kahn's algorithm: takes every task whose dependencies are all taken, in waves, without
+ * recursion. wait[v] ends as the number of v's dependencies not taken: 0 for a task taken,
+ * above 0 for one that waits, through a cycle, on itself or on a task that does. Returns how
+ * many were not taken. */
+static int kahn(const DepGraph *g, int *wait, int *queue)
+{
+    int tail = 0;
+    for (int v = 0; v < g->n_nodes; v++)
+        if (!(wait[v] = g->in_first[v + 1] - g->in_first[v]))
+            queue[tail++] = v;
+    for (int head = 0; head < tail; head++) {
+        int u = queue[head];
+        for (int i = g->out_first[u]; i < g->out_first[u + 1]; i++) {
+            int v = g->node[2 * g->out[i]];
+            if (!--wait[v])
+                queue[tail++] = v;
+        }
+    }
+    return g->n_nodes - tail;
+}
+
+/* A cycle among the tasks not taken: each waits for one not taken, so walking back from one
+ * along such dependencies meets a task twice, which closes a cycle. Returns the edge of the
+ * cycle that comes last in the file, the cycle's length in *len and another of its edges in
+ * *other. step and via hold n_nodes ints. */
+static int find_cycle(const DepGraph *g, const int *wait, int *step, int *via, int *len,
+                      int *other)
+{
+    int v = 0, s = 0;
+    while (!wait[v])
+        v++;
+    for (int u = 0; u < g->n_nodes; u++)
+        step[u] = -1;
+    while (step[v] < 0) {
+        step[v] = s;
+        int i = g->in_first[v];
+        while (!wait[g->node[2 * g->in[i] + 1]])
+            i++;
+        via[s++] = g->in[i];
+        v = g->node[2 * g->in[i] + 1];
+    }
+    int last = step[v];
+    for (int k = step[v]; k < s; k++)
+        last = via[k] > via[last] ? k : last;
+    *len = s - step[v];
+    *other = via[last > step[v] ? last - 1 : s - 1];
+    return via[last];
+}
+
+/* A schedule's tasks wait only for tasks before them: the file's dependencies form no cycle. */
+static int check_acyclic(const char *path, const TraceDeps *d, Err *e)
+{
+    if (d->n > INT_MAX / 2)
+        return err_set(e, -EFBIG, "%s: more than %d dependencies", path, INT_MAX / 2);
+    DepGraph g;
+    int rc = deps_graph_build(d, &g);
+    int *scratch = rc ? NULL : malloc(4 * ((size_t)g.n_nodes + 1) * sizeof *scratch);
+    if (rc || !scratch) {
+        deps_graph_free(&g);
+        return err_set(e, -ENOMEM, "%s: out of memory checking the dependencies", path);
+    }
+    int *wait = scratch, *queue = wait + g.n_nodes + 1, *step = queue + g.n_nodes + 1;
+    int *via = step + g.n_nodes + 1;
+    if (kahn(&g, wait, queue)) {
+        int len, other, k = find_cycle(&g, wait, step, via, &len, &other);
+        const TraceDep *x = &d->edges[k];
+        rc = err_set(e, -EINVAL, "%s:%ld: %.60s (iteration %d) waiting for %.60s closes a cycle "
+                     "of %d dependencies (another is line %ld): a task waits only for tasks "
+                     "before it", path, x->line, x->task_id, x->iter, x->dep_id, len,
+                     d->edges[other].line);
+    }
+    free(scratch);
+    deps_graph_free(&g);
+    return rc;
+}
+
+int trace_deps_check(const TraceDeps *d, const char *deps_path, const TraceTable *t,
+                     const char *trace_path, Err *e)
+{
+    int last = -1, *idx;
+    for (int i = 0; i < t->n; i++)
+        last = t->rows[i].iter > last ? t->rows[i].iter : last;
+    if (trace_sort_index(t, &idx))
+        return err_set(e, -ENOMEM, "%s: out of memory", trace_path);
+    int rc = 0;
+    for (int k = 0; k < d->n && !rc; k++) {
+        const TraceDep *x = &d->edges[k];
+        if (x->iter > last) /* a shorter run's trace: checked as far as it goes */
+            continue;
+        bool task = trace_find(t, idx, x->iter, x->task_id) >= 0;
+        if (!task || trace_find(t, idx, x->dep_iter, x->dep_id) < 0)
+            rc = err_set(e, -EINVAL, "%s:%ld: %s %.60s of iteration %d is not in %s: are they "
+                         "of the same model, plan and iterations?", deps_path, x->line,
+                         task ? "the dependency" : "task", task ? x->dep_id : x->task_id,
+                         task ? x->dep_iter : x->iter, trace_path);
+    }
+    free(idx);
+    return rc;
 }
 
 /* ---- looking tasks up ----------------------------------------------------------------------- */
