@@ -4,18 +4,16 @@
  *   fuyou-plot compare JOINED.tsv -o compare.png [--iter N] [--title T]
  *   fuyou-plot scatter JOINED.tsv -o scatter.png [--iter N] [--title T]
  *   fuyou-plot batch BATCH.tsv -o batch.png [--title T]
- * Exit codes: 0 success, 1 gnuplot failed or is missing, 2 usage error. */
+ * Exit codes: 0 success, 1 gnuplot failed or is missing, 2 usage or input error. */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "config.h"
 #include "plot.h"
-#include "regfile.h"
 #include "units.h"
 
 static void usage(FILE *out)
@@ -32,8 +30,10 @@ static void usage(FILE *out)
 "(compare) or measured against predicted task durations (scatter); model TFLOPS against\n"
 "batch size, predicted and measured (TSV: model batch predicted_tflops measured_tflops, as\n"
 "tools/regress.sh writes it).\n"
-"OUT ends in .png, .svg or .pdf. Needs gnuplot.\n"
-"Exit status: 0 success, 1 gnuplot failed or is missing, 2 usage error.\n");
+"Each table is read first and must be of its kind (its header, its columns' numbers finite):\n"
+"the first bad line is an input error. The title names the kind and the input unless --title\n"
+"gives one. OUT ends in .png, .svg or .pdf. Needs gnuplot.\n"
+"Exit status: 0 success, 1 gnuplot failed or is missing, 2 usage or input error.\n");
 }
 
 int main(int argc, char **argv)
@@ -70,8 +70,8 @@ int main(int argc, char **argv)
         }
     }
     if (argc - optind != 2 || !r.output) {
-        fprintf(stderr, "fuyou-plot: give a kind (timeline, sweep, compare, scatter, batch), an input "
-                "and -o OUT; see fuyou-plot --help\n");
+        fprintf(stderr, "fuyou-plot: give a kind (timeline, sweep, compare, scatter, batch), an "
+                "input and -o OUT; see fuyou-plot --help\n");
         return 2;
     }
     if (!strcmp(argv[optind], "timeline"))
@@ -85,8 +85,8 @@ int main(int argc, char **argv)
     else if (!strcmp(argv[optind], "batch"))
         r.kind = PLOT_BATCH;
     else {
-        fprintf(stderr, "fuyou-plot: unknown kind '%s': timeline, sweep, compare, scatter or batch\n",
-                argv[optind]);
+        fprintf(stderr, "fuyou-plot: unknown kind '%s': timeline, sweep, compare, scatter or "
+                "batch\n", argv[optind]);
         return 2;
     }
     r.input = argv[optind + 1];
@@ -94,37 +94,16 @@ int main(int argc, char **argv)
         fprintf(stderr, "fuyou-plot: --measured goes with sweep\n");
         return 2;
     }
-    /* gnuplot reads the inputs itself: a FIFO or a device such as /dev/zero would keep it
-     * waiting or reading without end, so each must be a regular file we can read */
-    const char *inputs[] = {r.input, r.measured};
+    /* every table read and checked before gnuplot is given it: one line naming the file and
+     * line of the first thing wrong, not gnuplot's messages or a figure of nonsense */
+    PlotData d;
     Err e;
-    for (int i = 0; i < 2; i++) {
-        if (!inputs[i])
-            continue;
-        int fd = regfile_open(inputs[i], &e);
-        if (fd < 0) {
-            fprintf(stderr, "fuyou-plot: %s\n", e.msg);
-            return 2;
-        }
-        close(fd);
+    int rc = plot_read_inputs(&r, &d, &e);
+    if (rc) {
+        fprintf(stderr, "fuyou-plot: %s\n", e.msg);
+        return rc == -ENOMEM ? 1 : 2;
     }
-    int lo, hi;
-    if (r.iter >= 0 && r.kind != PLOT_SWEEP && r.kind != PLOT_BATCH) {
-        int found = plot_find_iter(r.input, r.iter, &lo, &hi, &e);
-        if (found < 0) {
-            fprintf(stderr, "fuyou-plot: %s\n", e.msg);
-            return 2;
-        }
-        if (!found) {
-            if (hi < 0)
-                fprintf(stderr, "fuyou-plot: %s: no rows to draw\n", r.input);
-            else
-                fprintf(stderr, "fuyou-plot: --iter %d: %s has iterations %d to %d\n", r.iter,
-                        r.input, lo, hi);
-            return 2;
-        }
-    }
-    int rc = plot_render(&r, &e);
+    rc = plot_render(&r, &d, &e);
     if (rc) {
         fprintf(stderr, "fuyou-plot: %s\n", e.msg);
         return rc == -EINVAL ? 2 : 1;

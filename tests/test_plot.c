@@ -1,6 +1,7 @@
 /* Check suite for plots/plot: the gnuplot scripts (terminal by extension, columns of the trace
- * and sweep schemas), bad outputs, and, where gnuplot is installed (CI installs it), a real PNG
- * of the golden trace. */
+ * and sweep schemas, what they draw by what the inputs hold, titles), bad outputs, the tables
+ * read before gnuplot is given them (each kind's errors, stopping at the first bad line), and,
+ * where gnuplot is installed (CI installs it), real PNGs of the golden trace and of each kind. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
@@ -8,18 +9,26 @@
 #include <sys/wait.h>
 
 #include "plot.h"
+#include "schedule.h"
 #include "testutil.h"
 
 extern char **environ;
 
-static char *script(const PlotRequest *r, int *rc)
+/* The script for r with inputs that hold d. */
+static char *script_for(const PlotRequest *r, const PlotData *d, int *rc)
 {
     static char buf[8192];
     FILE *f = fmemopen(buf, sizeof buf, "w");
     Err e;
-    *rc = plot_write_script(f, r, &e);
+    *rc = plot_write_script(f, r, d, &e);
     fclose(f);
     return buf;
+}
+
+/* ... with inputs whose rows are on every lane, every sweep point fitting */
+static char *script(const PlotRequest *r, int *rc)
+{
+    return script_for(r, &(PlotData){.lanes = 0x3f}, rc);
 }
 
 START_TEST(scripts)
@@ -31,9 +40,9 @@ START_TEST(scripts)
     tu_assert_contains(s, "set terminal svg");
     tu_assert_contains(s, "keep(i) = 2 < 0 || i == 2");
     tu_assert_contains(s, "lane(strcol(3))");  /* resource column */
-    /* a lane per resource of the schedule, from the top, then the rest */
+    /* a lane per resource of the schedule, from the top */
     tu_assert_contains(s, "s eq 'gpu' ? 6 : s eq 'h2d' ? 5");
-    tu_assert_contains(s, "'cpu_adam' 1, 'other' 0)");
+    tu_assert_contains(s, "'cpu_adam' 1)\nset yrange [0.4:6.6]");
     tu_assert_contains(s, "phase(strcol(4))"); /* phase column */
     tu_assert_contains(s, "'a.tsv' skip 1");
     PlotRequest w = {.kind = PLOT_SWEEP, .input = "it's.tsv", .output = "o.png"};
@@ -41,7 +50,7 @@ START_TEST(scripts)
     ck_assert_int_eq(rc, 0);
     tu_assert_contains(s, "pngcairo");
     tu_assert_contains(s, "'it''s.tsv'"); /* quotes doubled */
-    tu_assert_contains(s, "($1 / 2**30):4"); /* sim_time_s is column 4 */
+    tu_assert_contains(s, "($1 / 2**30):($6 == 1 ? $4"); /* sim_time_s 4 where fits, 6, is 1 */
     PlotRequest c = {.kind = PLOT_COMPARE, .input = "j.tsv", .output = "o.png", .iter = 1};
     s = script(&c, &rc);
     ck_assert_int_eq(rc, 0);
@@ -96,7 +105,7 @@ START_TEST(hostile_text_stays_text)
         char buf[256];
         FILE *f = fmemopen(buf, sizeof buf, "w");
         Err e;
-        ck_assert_int_eq(plot_write_script(f, &r, &e), -EINVAL);
+        ck_assert_int_eq(plot_write_script(f, &r, &(PlotData){0}, &e), -EINVAL);
         fclose(f);
         tu_assert_contains(e.msg, cases[i].names);
         tu_assert_contains(e.msg, "control character");
@@ -110,11 +119,219 @@ START_TEST(hostile_text_stays_text)
 }
 END_TEST
 
-/* Renders r (its output a .png) and checks gnuplot wrote a PNG; removes it and its script. */
+/* What the script draws follows what the inputs hold: the lanes with rows only (there was an
+ * always-empty "other" lane), the sweep's points that do not fit as a series of their own
+ * (they were drawn as the others); and a title naming the kind and the input unless --title
+ * gives one (there was none) */
+START_TEST(scripts_draw_what_inputs_hold)
+{
+    int rc;
+    PlotRequest t = {.kind = PLOT_TIMELINE, .input = "a.tsv", .output = "o.png", .iter = 2};
+    const char *s = script_for(&t, &(PlotData){.lanes = 1u << RES_GPU | 1u << RES_H2D}, &rc);
+    ck_assert_int_eq(rc, 0);
+    tu_assert_contains(s, "lane(s) = s eq 'gpu' ? 2 : s eq 'h2d' ? 1 : NaN\n");
+    tu_assert_contains(s, "set ytics ('gpu' 2, 'h2d' 1)\nset yrange [0.4:2.6]\n");
+    ck_assert_ptr_null(strstr(s, "other"));
+    ck_assert_ptr_null(strstr(s, "d2h"));
+    tu_assert_contains(s, "set title 'timeline: a.tsv, iteration 2'\n");
+    PlotRequest c = {.kind = PLOT_COMPARE, .input = "j.tsv", .output = "o.png", .iter = -1};
+    s = script_for(&c, &(PlotData){.lanes = 1u << RES_CPU_ADAM}, &rc);
+    tu_assert_contains(s, "set ytics ('cpu_adam' 1)\n");
+    tu_assert_contains(s, "set title 'predicted and measured timelines: j.tsv'\n");
+    PlotRequest w = {.kind = PLOT_SWEEP, .input = "it's.tsv", .output = "o.png", .iter = 3};
+    s = script_for(&w, &(PlotData){.infeasible = true}, &rc);
+    ck_assert_int_eq(rc, 0);
+    tu_assert_contains(s, "($1 / 2**30):($6 == 1 ? $4 : NaN) with linespoints pt 7 ps 0.4 "
+                          "title 'simulated'");
+    tu_assert_contains(s, "($1 / 2**30):($6 == 0 ? $4 : NaN) with points pt 2 ps 0.8 "
+                          "title 'infeasible (over capacity)'");
+    tu_assert_contains(s, "set title 'swap sweep: it''s.tsv'\n"); /* no iteration in a sweep */
+    s = script_for(&w, &(PlotData){0}, &rc);
+    ck_assert_ptr_null(strstr(s, "infeasible"));
+    w.measured = "m.tsv";
+    s = script_for(&w, &(PlotData){0}, &rc);
+    tu_assert_contains(s, "set title 'swap sweep: it''s.tsv, runs m.tsv'\n");
+    PlotRequest sc = {.kind = PLOT_SCATTER, .input = "j.tsv", .output = "o.pdf", .iter = 0};
+    s = script_for(&sc, &(PlotData){0}, &rc);
+    tu_assert_contains(s, "set title 'task durations, measured against predicted: j.tsv, "
+                          "iteration 0'\n");
+    PlotRequest b = {.kind = PLOT_BATCH, .input = "b.tsv", .output = "o.png", .iter = -1};
+    s = script_for(&b, &(PlotData){0}, &rc);
+    tu_assert_contains(s, "set title 'model TFLOPS against batch size: b.tsv'\n");
+    b.title = "mine";
+    s = script_for(&b, &(PlotData){0}, &rc);
+    tu_assert_contains(s, "set title 'mine'\n");
+    ck_assert_ptr_null(strstr(s, "TFLOPS against"));
+}
+END_TEST
+
+/* plot_read_inputs on text as the input of kind (at iteration iter): its return, e and d */
+static int read_text(PlotKind kind, int iter, const char *text, PlotData *d, Err *e, char *path)
+{
+    tu_temp_file(path, 64, ".tsv", text);
+    int rc = plot_read_inputs(&(PlotRequest){.kind = kind, .input = path, .output = "o.png",
+                                             .iter = iter}, d, e);
+    unlink(path);
+    return rc;
+}
+
+#define TRACE_HEAD "iter\ttask_id\tresource\tphase\tlayer\tstart_s\tend_s\tbytes\tflops\n"
+#define JOINED_HEAD "iter\ttask_id\tresource\tpred_start_s\tpred_end_s\tmeas_start_s\tmeas_end_s\n"
+
+/* Every table of every kind is read before gnuplot is given it: what it holds for the script,
+ * or one line naming the file, the line and what is wrong */
+START_TEST(read_inputs)
+{
+    PlotData d;
+    Err e;
+    char path[64], where[128];
+    const char *trace = TRACE_HEAD "0\tA\th2d\tforward\t0\t0\t1\t8\t0\n"
+                        "0\tB\tgpu\tforward\t0\t1\t2\t0\t8\n"
+                        "1\tC\tcpu_adam\toptimizer\t0\t2\t3\t0\t0\n";
+    ck_assert_int_eq(read_text(PLOT_TIMELINE, 0, trace, &d, &e, path), 0);
+    ck_assert_uint_eq(d.lanes, 1u << RES_GPU | 1u << RES_H2D);
+    ck_assert_int_eq(read_text(PLOT_TIMELINE, -1, trace, &d, &e, path), 0);
+    ck_assert_uint_eq(d.lanes, 1u << RES_GPU | 1u << RES_H2D | 1u << RES_CPU_ADAM);
+    ck_assert_int_eq(read_text(PLOT_TIMELINE, 5, trace, &d, &e, path), -EINVAL);
+    snprintf(where, sizeof where, "--iter 5: %s has no rows of iteration 5 (it has iterations "
+             "0 to 1)", path);
+    ck_assert_str_eq(e.msg, where);
+    ck_assert_int_eq(read_text(PLOT_COMPARE, 1, JOINED_HEAD "0\tA\tgpu\t0\t1\t0\t1.5\n"
+                               "1\tB\td2h\t1\t2\t\t\n", &d, &e, path), 0);
+    ck_assert_uint_eq(d.lanes, 1u << RES_D2H);
+    ck_assert_int_eq(read_text(PLOT_SWEEP, -1, PLOT_SWEEP_HEADER "\n0\t0\t1\t1\tgpu\t1\t1\n"
+                               "1\t1\t1\t1\tgpu\t0\t0\n", &d, &e, path), 0);
+    ck_assert(d.infeasible);
+    ck_assert_int_eq(read_text(PLOT_SWEEP, -1, PLOT_SWEEP_HEADER "\n0\t0\t1\t1\tgpu\t1\t1\n",
+                               &d, &e, path), 0);
+    ck_assert(!d.infeasible);
+    ck_assert_int_eq(read_text(PLOT_BATCH, -1, PLOT_BATCH_HEADER "\nm\t8\t1.5\tNaN\n", &d, &e,
+                               path), 0);
+    static const struct { PlotKind kind; const char *text; int line; const char *what; } bad[] = {
+        {PLOT_SWEEP, TRACE_HEAD, 1, "not a swap sweep table (fuyou-sim --swap sweep --sweep-out): "
+         "the header must be swap_bytes, units, closed_form_s, sim_time_s, bottleneck, fits, "
+         "planner, separated by tabs"},
+        {PLOT_TIMELINE, PLOT_SWEEP_HEADER "\n", 1, "not a trace TSV: the header must be iter"},
+        {PLOT_COMPARE, PLOT_BATCH_HEADER "\n", 1, "not a joined table (fuyou-trace compare "
+         "--tsv): the header must be iter, task_id, resource, pred_start_s"},
+        {PLOT_BATCH, JOINED_HEAD, 1, "not a batch table (tools/regress.sh's batch.tsv)"},
+        {PLOT_SWEEP, PLOT_SWEEP_HEADER "\n0\t0\t1\t1\tgpu\t2\t0\n", 2,
+         "fits is \"2\", expected 0 or 1"},
+        {PLOT_SWEEP, PLOT_SWEEP_HEADER "\n-1\t0\t1\t1\tgpu\t1\t0\n", 2,
+         "swap_bytes is -1; it must be 0 or more"},
+        {PLOT_SWEEP, PLOT_SWEEP_HEADER "\n0\t0.5\t1\t1\tgpu\t1\t0\n", 2,
+         "units is not a whole number from 0: \"0.5\""},
+        {PLOT_SWEEP, PLOT_SWEEP_HEADER "\n0\t0\t1\t1\tnic\t1\t0\n", 2,
+         "bottleneck \"nic\" is none of the schedule's resources"},
+        {PLOT_SWEEP, PLOT_SWEEP_HEADER "\n0\t0\t1\t1\tgpu\t1\n", 2,
+         "expected 7 tab-separated fields, got 6"},
+        {PLOT_COMPARE, JOINED_HEAD "0\tA\tgpu\t0\t\t0\t1\n", 2,
+         "the predicted start and end: both or neither"},
+        {PLOT_COMPARE, JOINED_HEAD "0\tA\tgpu\t0\t1\t2\t1\n", 2,
+         "the measured end 1.000000000 is before its start 2.000000000"},
+        {PLOT_COMPARE, JOINED_HEAD "0\tA\tgpu\t\t\t\t\n", 2, "no times"},
+        {PLOT_COMPARE, JOINED_HEAD "0\t\tgpu\t0\t1\t0\t1\n", 2, "task_id is empty"},
+        {PLOT_SCATTER, JOINED_HEAD "0\tA\tgpu\t0\t1\t0\t1e10\n", 2,
+         "meas_end_s is 1e+10 s: a trace's times are 0 to 1e+09 s"},
+        {PLOT_SCATTER, JOINED_HEAD "x\tA\tgpu\t0\t1\t0\t1\n", 2,
+         "iter is not a whole number from 0"},
+        {PLOT_BATCH, PLOT_BATCH_HEADER "\nm\t0\t1\t1\n", 2, "batch is 0; it must be above 0"},
+        {PLOT_BATCH, PLOT_BATCH_HEADER "\nm\t8\tNaN\t1\n", 2,
+         "predicted_tflops is not a finite number: \"NaN\""},
+        {PLOT_BATCH, PLOT_BATCH_HEADER "\nm\t8\t1\tinf\n", 2,
+         "measured_tflops is not a finite number: \"inf\""},
+        {PLOT_TIMELINE, TRACE_HEAD "0\tA\tgpu\tforward\t0\t0\tNaN\t0\t0\n", 2,
+         "end_s is not a finite number"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+        ck_assert_int_eq(read_text(bad[k].kind, -1, bad[k].text, &d, &e, path), -EINVAL);
+        snprintf(where, sizeof where, "%s:%d: ", path, bad[k].line);
+        ck_assert_msg(!strncmp(e.msg, where, strlen(where)), "%zu: %s", k, e.msg);
+        tu_assert_contains(e.msg, bad[k].what);
+        ck_assert_ptr_null(strchr(e.msg, '\n'));
+    }
+    /* nothing to draw: no rows; for the scatter, no task with both durations */
+    ck_assert_int_eq(read_text(PLOT_BATCH, -1, PLOT_BATCH_HEADER "\n", &d, &e, path), -EINVAL);
+    snprintf(where, sizeof where, "%s: no rows to draw", path);
+    ck_assert_str_eq(e.msg, where);
+    ck_assert_int_eq(read_text(PLOT_SCATTER, -1, JOINED_HEAD "0\tA\tgpu\t0\t1\t\t\n"
+                               "0\tB\tgpu\t1\t1\t1\t2\n", &d, &e, path), -EINVAL);
+    tu_assert_contains(e.msg, "no task with both durations above 0 to draw");
+    /* files: missing, a directory; both inputs regular files before either is read */
+    PlotRequest r = {.kind = PLOT_SWEEP, .input = "/nonexistent/s.tsv", .output = "o.png"};
+    ck_assert_int_eq(plot_read_inputs(&r, &d, &e), -ENOENT);
+    tu_assert_contains(e.msg, "/nonexistent/s.tsv");
+    r.input = "/tmp";
+    ck_assert_int_eq(plot_read_inputs(&r, &d, &e), -EISDIR);
+    r.input = getenv("GOLDEN_TRACE"), r.measured = "/dev/zero";
+    ck_assert_int_eq(plot_read_inputs(&r, &d, &e), -EINVAL);
+    tu_assert_contains(e.msg, "/dev/zero: is a character device");
+    /* measured runs, after the sweep */
+    char sweep[64];
+    tu_temp_file(sweep, sizeof sweep, ".tsv", PLOT_SWEEP_HEADER "\n0\t0\t1\t1\tgpu\t1\t1\n");
+    tu_temp_file(path, sizeof path, ".tsv", PLOT_MEASURED_HEADER "\n0\t1.5\n1\t-2\n");
+    r = (PlotRequest){.kind = PLOT_SWEEP, .input = sweep, .measured = path, .output = "o.png"};
+    ck_assert_int_eq(plot_read_inputs(&r, &d, &e), -EINVAL);
+    snprintf(where, sizeof where, "%s:3: measured_s is -2; it must be 0 or more", path);
+    ck_assert_str_eq(e.msg, where);
+    unlink(path);
+    unlink(sweep);
+}
+END_TEST
+
+/* Bytes this process has read (/proc/self/io's rchar), or -1 where the kernel does not say. */
+static long long bytes_read(void)
+{
+    FILE *f = fopen("/proc/self/io", "r");
+    long long n = -1;
+    if (f && fscanf(f, "rchar: %lld", &n) != 1)
+        n = -1;
+    if (f)
+        fclose(f);
+    return n;
+}
+
+/* The first bad line stops the read: 100 MB of garbage, or of rows after a bad one, are not
+ * read to their end (counted in the bytes this process read) */
+START_TEST(read_stops_at_first_bad_line)
+{
+    static const struct { const char *head; int line; const char *what; } files[] = {
+        {"\x7f" "ELF\x02\x01\x01", 1, "not a trace TSV"},
+        {TRACE_HEAD "0\tA\tgpu\tforward\t0\t0\t1\t0\t0\ngarbage\n", 3,
+         "expected 9 tab-separated fields, got 1"},
+    };
+    for (size_t k = 0; k < sizeof files / sizeof *files; k++) {
+        char path[64], where[96];
+        tu_temp_file(path, sizeof path, ".bin", files[k].head);
+        ck_assert_int_eq(truncate(path, 100 << 20), 0); /* a hole: 100 MB that read as zeros */
+        PlotData d;
+        Err e;
+        long long before = bytes_read();
+        ck_assert_int_eq(plot_read_inputs(&(PlotRequest){.kind = PLOT_TIMELINE, .input = path,
+                                                         .output = "o.png", .iter = -1},
+                                          &d, &e), -EINVAL);
+        long long after = bytes_read();
+        snprintf(where, sizeof where, "%s:%d: %s", path, files[k].line, files[k].what);
+        tu_assert_contains(e.msg, where);
+        if (before < 0 || after < 0)
+            printf("read_stops_at_first_bad_line: /proc/self/io has no rchar here; the bytes "
+                   "read are not checked\n");
+        else
+            ck_assert_msg(after - before < (1 << 20), "read %lld bytes", after - before);
+        unlink(path);
+    }
+}
+END_TEST
+
+/* Reads r's inputs, renders r (its output a .png) and checks gnuplot wrote a PNG; removes it
+ * and its script. */
 static void renders_png(const PlotRequest *r)
 {
     Err e;
-    int rc = plot_render(r, &e);
+    PlotData d;
+    int rc = plot_read_inputs(r, &d, &e);
+    ck_assert_msg(rc == 0, "%s", e.msg);
+    rc = plot_render(r, &d, &e);
     ck_assert_msg(rc == 0, "%s", e.msg);
     FILE *f = fopen(r->output, "rb");
     ck_assert_ptr_nonnull(f);
@@ -145,23 +362,19 @@ START_TEST(render_png)
                  "gpt3-1.3b\t16\t120.0\tNaN\n");
     renders_png(&(PlotRequest){.kind = PLOT_BATCH, .input = tsv, .output = out});
     unlink(tsv);
-    /* a joined table (fuyou-trace compare --tsv): each trace from its own first task; which
-     * iterations it has (fuyou-plot refuses an --iter in no row: gnuplot would fail on it) */
+    /* a joined table (fuyou-trace compare --tsv): each trace from its own first task */
     tu_temp_file(tsv, sizeof tsv, ".tsv",
                  "iter\ttask_id\tresource\tpred_start_s\tpred_end_s\tmeas_start_s\tmeas_end_s\n"
                  "1\tF.b0.qkv\tgpu\t0.5\t0.6\t0.9\t1.05\n"
                  "1\tH2D.b1.w\th2d\t0.5\t0.7\t0.9\t1.2\n");
-    int lo, hi;
-    Err e;
-    ck_assert_int_eq(plot_find_iter(tsv, 1, &lo, &hi, &e), 1);
-    ck_assert_int_eq(plot_find_iter(tsv, 2, &lo, &hi, &e), 0);
-    ck_assert_int_eq(lo, 1);
-    ck_assert_int_eq(hi, 1);
-    ck_assert_int_lt(plot_find_iter("/nonexistent/j.tsv", 1, &lo, &hi, &e), 0);
-    tu_assert_contains(e.msg, "/nonexistent/j.tsv");
-    ck_assert_int_eq(plot_find_iter("/tmp", 1, &lo, &hi, &e), -EISDIR);
     renders_png(&(PlotRequest){.kind = PLOT_COMPARE, .input = tsv, .output = out, .iter = 1});
     unlink(tsv);
+    /* a sweep with a point that does not fit, drawn apart */
+    tu_temp_file(tsv, sizeof tsv, ".tsv", PLOT_SWEEP_HEADER "\n0\t0\t1.5\t1.6\tgpu\t1\t0\n"
+                 "1073741824\t4\t1.2\t1.3\tgpu\t1\t1\n2147483648\t8\t1.1\t1.15\tssd_read\t0\t0\n");
+    renders_png(&(PlotRequest){.kind = PLOT_SWEEP, .input = tsv, .output = out});
+    unlink(tsv);
+    Err e;
     /* hostile titles through gnuplot itself: nothing runs; a newline is refused before it */
     char pwned[] = "/tmp/fuyou-plot-PWNED";
     unlink(pwned);
@@ -171,7 +384,8 @@ START_TEST(render_png)
                                .iter = 1, .title = title});
     snprintf(title, sizeof title, "a'\nsystem 'touch %s'\n'", pwned);
     ck_assert_int_eq(plot_render(&(PlotRequest){.kind = PLOT_TIMELINE, .input = golden,
-                                                .output = out, .iter = 1, .title = title}, &e),
+                                                .output = out, .iter = 1, .title = title},
+                                 &(PlotData){0}, &e),
                      -EINVAL);
     ck_assert_int_ne(access(pwned, F_OK), 0);
     char gp[80];
@@ -200,6 +414,9 @@ int main(void)
     TCase *tc = tcase_create("plot");
     tcase_add_test(tc, scripts);
     tcase_add_test(tc, hostile_text_stays_text);
+    tcase_add_test(tc, scripts_draw_what_inputs_hold);
+    tcase_add_test(tc, read_inputs);
+    tcase_add_test(tc, read_stops_at_first_bad_line);
     if (have_gnuplot())
         tcase_add_test(tc, render_png);
     else

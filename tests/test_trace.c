@@ -354,6 +354,86 @@ START_TEST(deps_round_trip)
 }
 END_TEST
 
+/* A dependencies file must be a DAG: the row that closes a cycle is named (the last of the
+ * cycle's rows in the file), however long the cycle; a long chain is read without recursion */
+START_TEST(deps_cycles)
+{
+    static const struct { const char *rows; int line; const char *what; } bad[] = {
+        {"0\tA\t0\tB\n0\tB\t0\tA\n", 3, "B (iteration 0) waiting for A closes a cycle of 2 "
+         "dependencies"},
+        /* A before the cycle, E after it, another iteration's A apart */
+        {"1\tA\t0\tA\n1\tB\t1\tA\n1\tC\t1\tB\n1\tD\t1\tC\n1\tB\t1\tD\n1\tE\t1\tD\n", 6,
+         "B (iteration 1) waiting for D closes a cycle of 3 dependencies"},
+    };
+    char path[64], where[192];
+    TraceDeps d;
+    Err e = {{0}};
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+        char text[512];
+        snprintf(text, sizeof text, TRACE_DEPS_HEADER "\n%s", bad[k].rows);
+        tu_temp_file(path, sizeof path, ".tsv", text);
+        ck_assert_int_eq(trace_read_deps(path, &d, &e), -EINVAL);
+        snprintf(where, sizeof where, "%s:%d: ", path, bad[k].line);
+        tu_assert_contains(e.msg, where);
+        tu_assert_contains(e.msg, bad[k].what);
+        ck_assert_ptr_null(d.edges);
+        unlink(path);
+    }
+    /* 200000 tasks in a chain (a recursive search would need as many frames), then the same
+     * with its first task waiting for its last */
+    enum { CHAIN = 200000 };
+    for (int closed = 0; closed < 2; closed++) {
+        tu_temp_file(path, sizeof path, ".tsv", TRACE_DEPS_HEADER "\n");
+        FILE *f = fopen(path, "a");
+        ck_assert_ptr_nonnull(f);
+        for (int i = 1; i < CHAIN; i++)
+            fprintf(f, "0\tT%d\t0\tT%d\n", i, i - 1);
+        if (closed)
+            fprintf(f, "0\tT0\t0\tT%d\n", CHAIN - 1);
+        ck_assert_int_eq(fclose(f), 0);
+        int rc = trace_read_deps(path, &d, &e);
+        if (closed) {
+            ck_assert_int_eq(rc, -EINVAL);
+            snprintf(where, sizeof where, "%s:%d: T0 (iteration 0) waiting for T%d closes a "
+                     "cycle of %d dependencies", path, CHAIN + 1, CHAIN - 1, CHAIN);
+            tu_assert_contains(e.msg, where);
+        } else {
+            ck_assert_msg(rc == 0, "%s", e.msg);
+            ck_assert_int_eq(d.n, CHAIN - 1);
+            trace_deps_free(&d);
+        }
+        unlink(path);
+    }
+}
+END_TEST
+
+/* Every dependency's two tasks are in the trace, in the iterations it has: the first row that
+ * names one it lacks is refused with its line */
+START_TEST(deps_check_trace)
+{
+    TraceRow r[] = {{0, "A", "h2d", "forward", 0, 0, 1, 8, 0},
+                    {0, "B", "gpu", "forward", 0, 1, 2, 0, 8},
+                    {1, "A", "h2d", "forward", 0, 2, 3, 8, 0}};
+    TraceTable t = {.rows = r, .n = 3};
+    TraceDep ok[] = {{0, 0, "B", "A", 2}, {1, 0, "A", "B", 3}, {2, 1, "X", "A", 4}};
+    TraceDeps d = {.edges = ok, .n = 3};
+    Err e;
+    /* iteration 2 is after the trace's last: a shorter run's trace */
+    ck_assert_int_eq(trace_deps_check(&d, "d.tsv", &t, "t.tsv", &e), 0);
+    static const struct { TraceDep dep; const char *says; } bad[] = {
+        {{0, 0, "C", "A", 7}, "d.tsv:7: task C of iteration 0 is not in t.tsv"},
+        {{1, 1, "A", "B", 9}, "d.tsv:9: the dependency B of iteration 1 is not in t.tsv"},
+        {{1, 0, "A", "a", 5}, "d.tsv:5: the dependency a of iteration 0"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+        TraceDep two[] = {ok[0], bad[k].dep};
+        d = (TraceDeps){.edges = two, .n = 2};
+        ck_assert_int_eq(trace_deps_check(&d, "d.tsv", &t, "t.tsv", &e), -EINVAL);
+        tu_assert_contains(e.msg, bad[k].says);
+    }
+}
+END_TEST
+
 /* critpath: two iterations of A (h2d), B and C (gpu, C after A), D (cpu_adam, after C), the
  * second iteration's A after the first's D; each iteration starts 10 s after the one before.
  * Iteration 1's path: D <- C (0.2 s waiting) <- B (the lane binds C: B ends after A; 0.5 s
@@ -370,8 +450,9 @@ START_TEST(critical_path_known)
         r[n++] = (TraceRow){i, "C", "gpu", "backward", 0, b + 3.5, b + 6, 0, 1};
         r[n++] = (TraceRow){i, "D", "cpu_adam", "optimizer", 0, b + 6.2, b + 10, 0, 0};
     }
-    TraceDep e_[] = {{0, 0, "C", "A"}, {0, 0, "D", "C"}, {1, 1, "C", "A"}, {1, 1, "D", "C"},
-                     {1, 0, "A", "D"}, {1, 0, "A", "nowhere"}};
+    TraceDep e_[] = {{0, 0, "C", "A", 2},       {0, 0, "D", "C", 3}, {1, 1, "C", "A", 4},
+                     {1, 1, "D", "C", 5},       {1, 0, "A", "D", 6},
+                     {1, 0, "A", "nowhere", 7}};
     TraceTable t = {.rows = r, .n = n};
     TraceDeps d = {.edges = e_, .n = 6};
     CritPath cp;
@@ -418,6 +499,8 @@ int main(void)
     tcase_add_test(tc, read_missing_file);
     tcase_add_test(tc, compare_known);
     tcase_add_test(tc, deps_round_trip);
+    tcase_add_test(tc, deps_cycles);
+    tcase_add_test(tc, deps_check_trace);
     tcase_add_test(tc, critical_path_known);
     suite_add_tcase(s, tc);
     return tu_run(s);

@@ -72,14 +72,29 @@ cat > "$corpus/hf_config/gpt2.json" <<'JSON'
  "n_inner": null, "vocab_size": 50257}
 JSON
 
-# fuyou-plot's script writer: a kind byte, then title, output, input, measured, NUL-separated
-# (fuzz_plot.c): plain requests of each kind, quotes and backquotes, a newline that must be refused
+# fuyou-plot's table reader and script writer: a kind byte, then title, output, input, measured,
+# NUL-separated, then a table (fuzz_plot.c): plain requests of each kind, quotes and backquotes,
+# a newline that must be refused; a table of each kind
 mkdir -p "$corpus/plot"
 printf '\000a title\000out.png\000trace.tsv' > "$corpus/plot/timeline"
 printf '\001sweep\000s.svg\000sweep.tsv\000measured.tsv' > "$corpus/plot/sweep-measured"
 printf '\202it'"'"'s `id` @x\000c.pdf\000joined.tsv' > "$corpus/plot/compare-quotes"
 printf '\003\000o.png\000it'"'"'s.tsv' > "$corpus/plot/scatter"
 printf '\004a\nsystem "touch PWNED"\000x.png\000b.tsv' > "$corpus/plot/batch-newline"
+{ printf '\000t\000o.png\000t.tsv\000\000'; head -40 tests/golden/tiny_fuyou_h200.tsv; } \
+    > "$corpus/plot/timeline-table"
+printf '\001\000o.png\000s.tsv\000\000%s\n%s\n%s\n' \
+    "$(printf 'swap_bytes\tunits\tclosed_form_s\tsim_time_s\tbottleneck\tfits\tplanner')" \
+    "$(printf '0\t0\t1.5\t1.6\tgpu\t1\t1')" "$(printf '1073741824\t4\t1.2\t1.3\tssd_read\t0\t0')" \
+    > "$corpus/plot/sweep-table"
+joined=$(printf 'iter\ttask_id\tresource\tpred_start_s\tpred_end_s\tmeas_start_s\tmeas_end_s\n'
+         printf '1\tF.b0.qkv\tgpu\t0.5\t0.6\t0.9\t1.05\n1\tH2D.b1.w\th2d\t0.5\t0.7\t\t')
+printf '\204\000o.png\000j.tsv\000\000%s\n' "$joined" > "$corpus/plot/compare-table"
+printf '\205\000o.png\000j.tsv\000\000%s\n' "$joined" > "$corpus/plot/scatter-table"
+printf '\004\000o.png\000b.tsv\000\000%s\n%s\n%s\n' \
+    "$(printf 'model\tbatch\tpredicted_tflops\tmeasured_tflops')" \
+    "$(printf 'gpt3-2.7b\t8\t95.8\t101.2')" "$(printf 'gpt3-1.3b\t16\t120.0\tNaN')" \
+    > "$corpus/plot/batch-table"
 
 # the model ini: the test model, the micro model, and every key
 cp tests/data/tiny.ini "$corpus/model_ini/tiny.ini"

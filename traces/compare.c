@@ -254,7 +254,7 @@ int trace_write_joined(FILE *f, const char *path, const TraceTable *pred,
         free(sp), free(sm);
         return err_set(e, -ENOMEM, "out of memory joining traces");
     }
-    fprintf(f, "iter\ttask_id\tresource\tpred_start_s\tpred_end_s\tmeas_start_s\tmeas_end_s\n");
+    fprintf(f, "%s\n", TRACE_JOINED_HEADER);
     int i = 0, j = 0;
     while (i < pred->n || j < meas->n) {
         const TraceRow *p = i < pred->n ? &pred->rows[sp[i]] : NULL;

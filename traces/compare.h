@@ -55,6 +55,10 @@ int trace_compare_paths(const TraceTable *pred, const TraceTable *meas, const Tr
 /* The report fuyou-trace compare prints. */
 void trace_compare_print(FILE *out, const TraceCompare *c);
 
+/* The joined table's header (fuyou-plot compare and scatter read the table). */
+#define TRACE_JOINED_HEADER                                                                      \
+    "iter\ttask_id\tresource\tpred_start_s\tpred_end_s\tmeas_start_s\tmeas_end_s"
+
 /* The joined table: iter task_id resource pred_start_s pred_end_s meas_start_s meas_end_s
  * (empty fields where a trace lacks the task). 0 or -EIO (e names path). */
 int trace_write_joined(FILE *f, const char *path, const TraceTable *pred,

@@ -24,7 +24,9 @@ static void usage(FILE *out)
 "          trace only\n"
 "  --deps FILE     the schedule's dependencies (fuyou-sim --deps FILE, same model, plan and\n"
 "                  iterations): also follow each trace's critical path, per resource (what\n"
-"                  set the iteration's time) and as its longest runs of tasks\n"
+"                  set the iteration's time) and as its longest runs of tasks; a row that\n"
+"                  closes a cycle or names a task a trace lacks (in its iterations) is an\n"
+"                  input error\n"
 "  --max-error X   exit 1 when |iteration error| is above X (a fraction: 0.05 is 5%%)\n"
 "  --tsv FILE      also write the joined table (iter task_id resource pred_start_s pred_end_s\n"
 "                  meas_start_s meas_end_s)\n"
@@ -42,6 +44,17 @@ static int read_trace(const char *path, TraceTable *t)
     if (rc)
         fprintf(stderr, "fuyou-trace: %s\n", e.msg);
     return rc;
+}
+
+/* The dependencies at path, each row's tasks in both traces (a cycle or a task they lack is
+ * refused): 0 or -errno with e. */
+static int read_deps(const char *path, const char *const traces[2], const TraceTable *pred,
+                     const TraceTable *meas, TraceDeps *d, Err *e)
+{
+    int rc = trace_read_deps(path, d, e);
+    if (!rc)
+        rc = trace_deps_check(d, path, pred, traces[0], e);
+    return rc ? rc : trace_deps_check(d, path, meas, traces[1], e);
 }
 
 static int compare(int argc, char **argv)
@@ -95,12 +108,14 @@ static int compare(int argc, char **argv)
     Err e;
     if (read_trace(paths[0], &pred) || read_trace(paths[1], &meas))
         goto out;
-    if (deps_path && trace_read_deps(deps_path, &deps, &e)) {
+    int rc = deps_path ? read_deps(deps_path, paths, &pred, &meas, &deps, &e) : 0;
+    if (rc) {
         fprintf(stderr, "fuyou-trace: %s\n", e.msg);
+        status = rc == -ENOMEM ? 1 : 2;
         goto out;
     }
     TraceCompare c;
-    int rc = trace_compare(&pred, &meas, &c, &e);
+    rc = trace_compare(&pred, &meas, &c, &e);
     if (!rc && deps_path)
         rc = trace_compare_paths(&pred, &meas, &deps, &c, &e);
     if (rc) {

@@ -2,16 +2,15 @@
  * trace.h. */
 #include "trace.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
-#include <stdarg.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "regfile.h"
 #include "schedule.h"
+#include "tsv.h"
 
 void trace_row_from_task(TraceRow *row, const Task *t, int iter, double start_s, double end_s)
 {
@@ -138,94 +137,52 @@ int trace_save_deps(const char *path, const Schedule *s, Err *e)
 
 /* ---- reading TSV ---------------------------------------------------------------------------- */
 
-/* One reader for both files (traces and dependencies): lines split on tabs, each data line
- * handed to take() with its fields; rows and strings grow as they come. */
-typedef struct TsvReader TsvReader;
-struct TsvReader {
-    const char *path;
-    long line; /* 1-based number of the line being read */
-    Err *e;
-    int n_fields;
-    int (*take)(TsvReader *r, char **f);
-    void *rows; /* row_size bytes each; the caller moves them and strings into its table */
+/* What a read collects (its TsvReader's ctx): rows of row_size bytes and their strings, which
+ * the caller moves into its table. */
+typedef struct Rows {
+    void *rows;
     int n;
     size_t row_size, rows_cap;
     char *strings;
     size_t strings_len, strings_cap;
-};
-
-__attribute__((format(printf, 2, 3))) static int bad_line(const TsvReader *r, const char *fmt,
-                                                          ...)
-{
-    char what[256];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
-    va_end(ap);
-    return err_set(r->e, -EINVAL, "%s:%ld: %s", r->path, r->line, what);
-}
-
-/* Strict: the whole field, no surrounding blanks (strtol and strtod would skip leading ones). */
-static int parse_int(const char *s, int *out)
-{
-    if (!*s || isspace((unsigned char)*s))
-        return -EINVAL;
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (*end || errno == ERANGE || v < INT_MIN || v > INT_MAX)
-        return -EINVAL;
-    *out = (int)v;
-    return 0;
-}
-
-/* Overflow gives an infinity, which is refused; underflow to a denormal or 0 is accepted. */
-static int parse_number(const char *s, double *out)
-{
-    if (!*s || isspace((unsigned char)*s))
-        return -EINVAL;
-    char *end;
-    double v = strtod(s, &end);
-    if (*end || !isfinite(v))
-        return -EINVAL;
-    *out = v;
-    return 0;
-}
+} Rows;
 
 /* Strings go to the end of the table's storage in the order a row names them; the pointers are
  * set once all lines are read, because the storage moves as it grows. */
 static int append_string(TsvReader *r, const char *s)
 {
+    Rows *b = r->ctx;
     size_t len = strlen(s) + 1;
-    if (len > r->strings_cap - r->strings_len) {
-        size_t cap = r->strings_cap ? r->strings_cap : 4096;
-        while (cap - r->strings_len < len)
+    if (len > b->strings_cap - b->strings_len) {
+        size_t cap = b->strings_cap ? b->strings_cap : 4096;
+        while (cap - b->strings_len < len)
             cap *= 2;
-        char *p = realloc(r->strings, cap);
+        char *p = realloc(b->strings, cap);
         if (!p)
             return err_set(r->e, -ENOMEM, "%s:%ld: out of memory", r->path, r->line);
-        r->strings = p;
-        r->strings_cap = cap;
+        b->strings = p;
+        b->strings_cap = cap;
     }
-    memcpy(r->strings + r->strings_len, s, len);
-    r->strings_len += len;
+    memcpy(b->strings + b->strings_len, s, len);
+    b->strings_len += len;
     return 0;
 }
 
 static int append_row(TsvReader *r, const void *row)
 {
-    if (r->n == INT_MAX)
+    Rows *b = r->ctx;
+    if (b->n == INT_MAX)
         return err_set(r->e, -EFBIG, "%s:%ld: more than %d rows", r->path, r->line, INT_MAX);
-    if ((size_t)r->n == r->rows_cap) {
-        size_t cap = r->rows_cap ? 2 * r->rows_cap : 256;
-        void *p = realloc(r->rows, cap * r->row_size);
+    if ((size_t)b->n == b->rows_cap) {
+        size_t cap = b->rows_cap ? 2 * b->rows_cap : 256;
+        void *p = realloc(b->rows, cap * b->row_size);
         if (!p)
             return err_set(r->e, -ENOMEM, "%s:%ld: out of memory", r->path, r->line);
-        r->rows = p;
-        r->rows_cap = cap;
+        b->rows = p;
+        b->rows_cap = cap;
     }
-    memcpy((char *)r->rows + (size_t)r->n * r->row_size, row, r->row_size);
-    r->n++;
+    memcpy((char *)b->rows + (size_t)b->n * b->row_size, row, b->row_size);
+    b->n++;
     return 0;
 }
 
@@ -241,32 +198,32 @@ static int append_strings(TsvReader *r, char **f, const int *which, int n)
 static int take_trace_row(TsvReader *r, char **f)
 {
     TraceRow row = {0};
-    if (parse_int(f[0], &row.iter))
-        return bad_line(r, "iter is not an integer: \"%.40s\"", f[0]);
-    if (parse_int(f[4], &row.layer))
-        return bad_line(r, "layer is not an integer: \"%.40s\"", f[4]);
+    if (tsv_parse_int(f[0], &row.iter))
+        return tsv_bad_line(r, "iter is not an integer: \"%.40s\"", f[0]);
+    if (tsv_parse_int(f[4], &row.layer))
+        return tsv_bad_line(r, "layer is not an integer: \"%.40s\"", f[4]);
     static const char *const num_names[] = {"start_s", "end_s", "bytes", "flops"};
     double *num[] = {&row.start_s, &row.end_s, &row.bytes, &row.flops};
     for (int i = 0; i < 4; i++)
-        if (parse_number(f[5 + i], num[i]))
-            return bad_line(r, "%s is not a finite number: \"%.40s\"", num_names[i], f[5 + i]);
+        if (tsv_parse_number(f[5 + i], num[i]))
+            return tsv_bad_line(r, "%s is not a finite number: \"%.40s\"", num_names[i],
+                                f[5 + i]);
     if (row.end_s < row.start_s)
-        return bad_line(r, "end_s %.9f is before start_s %.9f", row.end_s, row.start_s);
+        return tsv_bad_line(r, "end_s %.9f is before start_s %.9f", row.end_s, row.start_s);
     if (row.iter < 0)
-        return bad_line(r, "iter is %d; iterations count from 0", row.iter);
+        return tsv_bad_line(r, "iter is %d; iterations count from 0", row.iter);
     if (row.start_s < 0 || row.end_s > TRACE_MAX_S)
-        return bad_line(r, "times %g to %g s: a trace's are 0 to %g s", row.start_s, row.end_s,
-                        TRACE_MAX_S);
+        return tsv_bad_line(r, "times %g to %g s: a trace's are 0 to %g s", row.start_s,
+                            row.end_s, TRACE_MAX_S);
     if (row.bytes < 0 || row.flops < 0)
-        return bad_line(r, "bytes %g, flops %g: neither may be negative", row.bytes, row.flops);
+        return tsv_bad_line(r, "bytes %g, flops %g: neither may be negative", row.bytes,
+                            row.flops);
     if (!*f[1])
-        return bad_line(r, "the task id is empty");
-    int res = 0;
-    while (res < RES_COUNT && strcmp(f[2], resource_name((Resource)res)))
-        res++;
-    if (res == RES_COUNT)
-        return bad_line(r, "resource \"%.40s\" is none of the schedule's (gpu, h2d, d2h, "
-                        "ssd_read, ssd_write, cpu_adam)", f[2]);
+        return tsv_bad_line(r, "the task id is empty");
+    Resource res;
+    if (resource_parse(f[2], &res))
+        return tsv_bad_line(r, "resource \"%.40s\" is none of the schedule's (gpu, h2d, d2h, "
+                            "ssd_read, ssd_write, cpu_adam)", f[2]);
     static const int strings[] = {1, 2, 3};
     int rc = append_strings(r, f, strings, 3);
     return rc ? rc : append_row(r, &row);
@@ -274,80 +231,21 @@ static int take_trace_row(TsvReader *r, char **f)
 
 static int take_dep(TsvReader *r, char **f)
 {
-    TraceDep dep = {0};
-    if (parse_int(f[0], &dep.iter))
-        return bad_line(r, "iter is not an integer: \"%.40s\"", f[0]);
-    if (parse_int(f[2], &dep.dep_iter))
-        return bad_line(r, "dep_iter is not an integer: \"%.40s\"", f[2]);
+    TraceDep dep = {.line = r->line};
+    if (tsv_parse_int(f[0], &dep.iter))
+        return tsv_bad_line(r, "iter is not an integer: \"%.40s\"", f[0]);
+    if (tsv_parse_int(f[2], &dep.dep_iter))
+        return tsv_bad_line(r, "dep_iter is not an integer: \"%.40s\"", f[2]);
     if (!*f[1] || !*f[3])
-        return bad_line(r, "a task id is empty");
+        return tsv_bad_line(r, "a task id is empty");
     if (dep.dep_iter < 0 || dep.dep_iter > dep.iter)
-        return bad_line(r, "dep_iter %d: a task depends on its own iteration (%d) or an "
-                        "earlier one", dep.dep_iter, dep.iter);
+        return tsv_bad_line(r, "dep_iter %d: a task depends on its own iteration (%d) or an "
+                            "earlier one", dep.dep_iter, dep.iter);
     if (dep.dep_iter == dep.iter && !strcmp(f[1], f[3]))
-        return bad_line(r, "%.60s depends on itself", f[1]);
+        return tsv_bad_line(r, "%.60s depends on itself", f[1]);
     static const int strings[] = {1, 3};
     int rc = append_strings(r, f, strings, 2);
     return rc ? rc : append_row(r, &dep);
-}
-
-/* Splits one data line in place (its newline removed) and hands it to take(). */
-static int read_line(TsvReader *r, char *line)
-{
-    enum { MAX_FIELDS = 16 };
-    char *f[MAX_FIELDS];
-    int n = 0;
-    for (char *p = line;;) {
-        char *tab = strchr(p, '\t');
-        if (n < MAX_FIELDS)
-            f[n] = p;
-        n++;
-        if (!tab)
-            break;
-        *tab = '\0';
-        p = tab + 1;
-    }
-    if (n != r->n_fields)
-        return bad_line(r, "expected %d tab-separated fields, got %d", r->n_fields, n);
-    return r->take(r, f);
-}
-
-/* Reads path with r (empty): the first line must be header (what names the file's kind in the
- * error), every other a row. */
-static int read_tsv(TsvReader *r, const char *header, const char *what)
-{
-    FILE *f;
-    int orc = regfile_fopen(r->path, &f, r->e); /* a FIFO named as a trace is refused, not read */
-    if (orc)
-        return orc;
-    char *line = NULL;
-    size_t line_cap = 0;
-    ssize_t len;
-    int rc = 0;
-    while (!rc && (errno = 0, len = getline(&line, &line_cap, f)) >= 0) {
-        r->line++;
-        if (len > 0 && line[len - 1] == '\n')
-            line[--len] = '\0';
-        if (strlen(line) != (size_t)len)
-            rc = bad_line(r, "contains a NUL byte");
-        else if (r->line == 1)
-            rc = strcmp(line, header) ? bad_line(r, "not a %s", what) : 0;
-        else
-            rc = read_line(r, line);
-    }
-    if (!rc) {
-        int err = errno;
-        if (err == ENOMEM)
-            rc = err_set(r->e, -ENOMEM, "%s:%ld: out of memory", r->path, r->line + 1);
-        else if (ferror(f))
-            rc = err_set(r->e, -EIO, "%s: read failed: %s", r->path, strerror(err));
-        else if (r->line == 0)
-            rc = err_set(r->e, -EINVAL, "%s:1: empty file, expected the header of a %s", r->path,
-                         what);
-    }
-    free(line);
-    fclose(f);
-    return rc;
 }
 
 /* The string at *s, and *s moved past it (the strings of a table's storage, in order). */
@@ -359,15 +257,16 @@ static const char *next_string(const char **s)
 }
 
 static int check_unique(const char *path, const TraceTable *t, Err *e);
+static int check_acyclic(const char *path, const TraceDeps *d, Err *e);
 
 int trace_read_tsv(const char *path, TraceTable *t, Err *e)
 {
-    TsvReader r = {.path = path, .e = e, .n_fields = 9, .take = take_trace_row,
-                   .row_size = sizeof *t->rows};
-    int rc = read_tsv(&r, TRACE_TSV_HEADER,
+    Rows b = {.row_size = sizeof *t->rows};
+    TsvReader r = {.path = path, .e = e, .n_fields = 9, .take = take_trace_row, .ctx = &b};
+    int rc = tsv_read(&r, TRACE_TSV_HEADER,
                       "trace TSV: the header must be iter, task_id, resource, phase, layer, "
                       "start_s, end_s, bytes, flops, separated by tabs");
-    *t = (TraceTable){.rows = r.rows, .n = r.n, .strings = r.strings};
+    *t = (TraceTable){.rows = b.rows, .n = b.n, .strings = b.strings};
     if (rc) {
         trace_table_free(t);
         return rc;
@@ -393,12 +292,12 @@ void trace_table_free(TraceTable *t)
 
 int trace_read_deps(const char *path, TraceDeps *d, Err *e)
 {
-    TsvReader r = {.path = path, .e = e, .n_fields = 4, .take = take_dep,
-                   .row_size = sizeof *d->edges};
-    int rc = read_tsv(&r, TRACE_DEPS_HEADER,
+    Rows b = {.row_size = sizeof *d->edges};
+    TsvReader r = {.path = path, .e = e, .n_fields = 4, .take = take_dep, .ctx = &b};
+    int rc = tsv_read(&r, TRACE_DEPS_HEADER,
                       "dependencies TSV (fuyou-sim --deps): the header must be iter, task_id, "
                       "dep_iter, dep_task_id, separated by tabs");
-    *d = (TraceDeps){.edges = r.rows, .n = r.n, .strings = r.strings};
+    *d = (TraceDeps){.edges = b.rows, .n = b.n, .strings = b.strings};
     if (rc) {
         trace_deps_free(d);
         return rc;
@@ -408,7 +307,10 @@ int trace_read_deps(const char *path, TraceDeps *d, Err *e)
         d->edges[i].task_id = next_string(&s);
         d->edges[i].dep_id = next_string(&s);
     }
-    return 0;
+    rc = check_acyclic(path, d, e);
+    if (rc)
+        trace_deps_free(d);
+    return rc;
 }
 
 void trace_deps_free(TraceDeps *d)
@@ -416,6 +318,185 @@ void trace_deps_free(TraceDeps *d)
     free(d->edges);
     free(d->strings);
     memset(d, 0, sizeof *d);
+}
+
+/* ---- the dependencies' graph ---------------------------------------------------------------- */
+
+/* The tasks a dependencies file names: end 2k is edge k's task, end 2k + 1 its dependency. */
+static int end_iter(const TraceDeps *d, int end)
+{
+    const TraceDep *x = &d->edges[end / 2];
+    return end % 2 ? x->dep_iter : x->iter;
+}
+
+static const char *end_id(const TraceDeps *d, int end)
+{
+    const TraceDep *x = &d->edges[end / 2];
+    return end % 2 ? x->dep_id : x->task_id;
+}
+
+static int cmp_end(const void *a, const void *b, void *deps)
+{
+    const TraceDeps *d = deps;
+    int x = *(const int *)a, y = *(const int *)b;
+    int xi = end_iter(d, x), yi = end_iter(d, y);
+    if (xi != yi)
+        return (xi > yi) - (xi < yi);
+    return strcmp(end_id(d, x), end_id(d, y));
+}
+
+/* The tasks as nodes 0 .. n_nodes - 1, each distinct (iter, task_id) once, and the edges by
+ * node both ways (in_first[v] .. in_first[v + 1] index in[] with v's dependencies' edges,
+ * out_first / out[] with its dependents'). */
+typedef struct DepGraph {
+    int n_nodes;
+    int *node; /* of each end */
+    int *in_first, *in, *out_first, *out;
+} DepGraph;
+
+static void deps_graph_free(DepGraph *g)
+{
+    free(g->node), free(g->in_first), free(g->in), free(g->out_first), free(g->out);
+}
+
+/* The edges grouped by the node of their end on side (0: the task, 1: its dependency). */
+static int group_edges(const TraceDeps *d, DepGraph *g, int side, int **first, int **list)
+{
+    *first = calloc((size_t)g->n_nodes + 2, sizeof **first);
+    *list = malloc(((size_t)d->n + 1) * sizeof **list);
+    if (!*first || !*list)
+        return -ENOMEM;
+    for (int k = 0; k < d->n; k++)
+        (*first)[g->node[2 * k + side] + 2]++;
+    for (int v = 0; v < g->n_nodes; v++)
+        (*first)[v + 2] += (*first)[v + 1];
+    /* (*first)[v + 1] is where node v's edges go; counting them in leaves it at v + 1's start */
+    for (int k = 0; k < d->n; k++)
+        (*list)[(*first)[g->node[2 * k + side] + 1]++] = k;
+    return 0;
+}
+
+static int deps_graph_build(const TraceDeps *d, DepGraph *g)
+{
+    *g = (DepGraph){0};
+    size_t n_ends = 2 * (size_t)d->n;
+    int *order = malloc((n_ends + 1) * sizeof *order);
+    g->node = malloc((n_ends + 1) * sizeof *g->node);
+    if (!order || !g->node) {
+        free(order);
+        return -ENOMEM;
+    }
+    for (size_t k = 0; k < n_ends; k++)
+        order[k] = (int)k;
+    qsort_r(order, n_ends, sizeof *order, cmp_end, (void *)d);
+    for (size_t k = 0; k < n_ends; k++) {
+        if (!k || cmp_end(&order[k - 1], &order[k], (void *)d))
+            g->n_nodes++;
+        g->node[order[k]] = g->n_nodes - 1;
+    }
+    free(order);
+    int rc = group_edges(d, g, 0, &g->in_first, &g->in);
+    return rc ? rc : group_edges(d, g, 1, &g->out_first, &g->out);
+}
+
+/* Kahn's algorithm: takes every task whose dependencies are all taken, in waves, without
+ * recursion. wait[v] ends as the number of v's dependencies not taken: 0 for a task taken,
+ * above 0 for one that waits, through a cycle, on itself or on a task that does. Returns how
+ * many were not taken. */
+static int kahn(const DepGraph *g, int *wait, int *queue)
+{
+    int tail = 0;
+    for (int v = 0; v < g->n_nodes; v++)
+        if (!(wait[v] = g->in_first[v + 1] - g->in_first[v]))
+            queue[tail++] = v;
+    for (int head = 0; head < tail; head++) {
+        int u = queue[head];
+        for (int i = g->out_first[u]; i < g->out_first[u + 1]; i++) {
+            int v = g->node[2 * g->out[i]];
+            if (!--wait[v])
+                queue[tail++] = v;
+        }
+    }
+    return g->n_nodes - tail;
+}
+
+/* A cycle among the tasks not taken: each waits for one not taken, so walking back from one
+ * along such dependencies meets a task twice, which closes a cycle. Returns the edge of the
+ * cycle that comes last in the file, the cycle's length in *len and another of its edges in
+ * *other. step and via hold n_nodes ints. */
+static int find_cycle(const DepGraph *g, const int *wait, int *step, int *via, int *len,
+                      int *other)
+{
+    int v = 0, s = 0;
+    while (!wait[v])
+        v++;
+    for (int u = 0; u < g->n_nodes; u++)
+        step[u] = -1;
+    while (step[v] < 0) {
+        step[v] = s;
+        int i = g->in_first[v];
+        while (!wait[g->node[2 * g->in[i] + 1]])
+            i++;
+        via[s++] = g->in[i];
+        v = g->node[2 * g->in[i] + 1];
+    }
+    int last = step[v];
+    for (int k = step[v]; k < s; k++)
+        last = via[k] > via[last] ? k : last;
+    *len = s - step[v];
+    *other = via[last > step[v] ? last - 1 : s - 1];
+    return via[last];
+}
+
+/* A schedule's tasks wait only for tasks before them: the file's dependencies form no cycle. */
+static int check_acyclic(const char *path, const TraceDeps *d, Err *e)
+{
+    if (d->n > INT_MAX / 2)
+        return err_set(e, -EFBIG, "%s: more than %d dependencies", path, INT_MAX / 2);
+    DepGraph g;
+    int rc = deps_graph_build(d, &g);
+    int *scratch = rc ? NULL : malloc(4 * ((size_t)g.n_nodes + 1) * sizeof *scratch);
+    if (rc || !scratch) {
+        deps_graph_free(&g);
+        return err_set(e, -ENOMEM, "%s: out of memory checking the dependencies", path);
+    }
+    int *wait = scratch, *queue = wait + g.n_nodes + 1, *step = queue + g.n_nodes + 1;
+    int *via = step + g.n_nodes + 1;
+    if (kahn(&g, wait, queue)) {
+        int len, other, k = find_cycle(&g, wait, step, via, &len, &other);
+        const TraceDep *x = &d->edges[k];
+        rc = err_set(e, -EINVAL, "%s:%ld: %.60s (iteration %d) waiting for %.60s closes a cycle "
+                     "of %d dependencies (another is line %ld): a task waits only for tasks "
+                     "before it", path, x->line, x->task_id, x->iter, x->dep_id, len,
+                     d->edges[other].line);
+    }
+    free(scratch);
+    deps_graph_free(&g);
+    return rc;
+}
+
+int trace_deps_check(const TraceDeps *d, const char *deps_path, const TraceTable *t,
+                     const char *trace_path, Err *e)
+{
+    int last = -1, *idx;
+    for (int i = 0; i < t->n; i++)
+        last = t->rows[i].iter > last ? t->rows[i].iter : last;
+    if (trace_sort_index(t, &idx))
+        return err_set(e, -ENOMEM, "%s: out of memory", trace_path);
+    int rc = 0;
+    for (int k = 0; k < d->n && !rc; k++) {
+        const TraceDep *x = &d->edges[k];
+        if (x->iter > last) /* a shorter run's trace: checked as far as it goes */
+            continue;
+        bool task = trace_find(t, idx, x->iter, x->task_id) >= 0;
+        if (!task || trace_find(t, idx, x->dep_iter, x->dep_id) < 0)
+            rc = err_set(e, -EINVAL, "%s:%ld: %s %.60s of iteration %d is not in %s: are they "
+                         "of the same model, plan and iterations?", deps_path, x->line,
+                         task ? "the dependency" : "task", task ? x->dep_id : x->task_id,
+                         task ? x->dep_iter : x->iter, trace_path);
+    }
+    free(idx);
+    return rc;
 }
 
 /* ---- looking tasks up ----------------------------------------------------------------------- */

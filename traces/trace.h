@@ -81,6 +81,7 @@ int trace_find(const TraceTable *t, const int *idx, int iter, const char *id);
 typedef struct TraceDep {
     int iter, dep_iter;
     const char *task_id, *dep_id;
+    long line; /* its line in the file it was read from, for messages */
 } TraceDep;
 
 typedef struct TraceDeps {
@@ -95,9 +96,19 @@ int trace_write_deps(FILE *f, const char *path, const Schedule *s, Err *e);
 int trace_save_deps(const char *path, const Schedule *s, Err *e);
 /* Reads a dependencies TSV as trace_read_tsv reads a trace: the header must equal
  * TRACE_DEPS_HEADER, every other line four fields with integer iterations, the dependency's
- * from 0 to the task's, no task on itself; errors name "PATH:LINE". On failure d is left
- * empty. */
+ * from 0 to the task's, no task on itself, and no cycle (a task waits only for tasks before it;
+ * the error names the row of the cycle that comes last in the file, "PATH:LINE: A (iteration
+ * i) waiting for B closes a cycle of N dependencies"; found in linear time, without
+ * recursion). Errors name "PATH:LINE". On failure d is left empty. */
 int trace_read_deps(const char *path, TraceDeps *d, Err *e);
 void trace_deps_free(TraceDeps *d);
+
+/* Whether every dependency of d (read from deps_path) in the iterations t has names tasks of t
+ * (read from trace_path), its task and the task it waits for: 0, -EINVAL with e =
+ * "DEPS_PATH:LINE: task X of iteration i is not in TRACE_PATH" (or "the dependency X"), or
+ * -ENOMEM. Rows of iterations after t's last are not looked at: a shorter run's trace is
+ * compared over the iterations it has. */
+int trace_deps_check(const TraceDeps *d, const char *deps_path, const TraceTable *t,
+                     const char *trace_path, Err *e);
 
 #endif

@@ -4,10 +4,14 @@
  * The input is the file, given to both readers (its header picks at most one). A read either
  * fails with one line naming what is wrong and leaves its table empty, or gives rows whose
  * times are finite and ordered and whose strings are there; the (iter, task_id) index finds
- * every row's task again, and a trace written back reads back with the same rows. */
+ * every row's task again, and a trace written back reads back with the same rows. Dependencies
+ * read are checked (trace_deps_check) against a trace of every task they name, which passes,
+ * and of all but the first row's dependency, which fails at the first row; the first row
+ * reversed beside them closes a cycle, which a read refuses. */
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fuzz_util.h"
@@ -66,6 +70,61 @@ static void check_trace(const char *path)
     trace_table_free(&t); /* safe twice */
 }
 
+/* A trace of the tasks d names (all of them, or all but the first row's dependency) */
+static void check_deps_against_trace(const char *path, const TraceDeps *d)
+{
+    TraceRow *rows = malloc(2 * (size_t)d->n * sizeof *rows);
+    fuzz_check(rows != NULL);
+    const TraceDep *first = &d->edges[0];
+    for (int skip = 0; skip < 2; skip++) {
+        int n = 0;
+        for (int k = 0; k < d->n; k++) {
+            const TraceDep *x = &d->edges[k];
+            for (int side = 0; side < 2; side++) {
+                int iter = side ? x->dep_iter : x->iter;
+                const char *id = side ? x->dep_id : x->task_id;
+                if (!skip || iter != first->dep_iter || strcmp(id, first->dep_id))
+                    rows[n++] = (TraceRow){iter, id, "gpu", "forward", 0, 0, 0, 0, 0};
+            }
+        }
+        TraceTable t = {.rows = rows, .n = n};
+        Err e = {""};
+        int rc = trace_deps_check(d, path, &t, "t.tsv", &e);
+        if (!skip) {
+            fuzz_check(rc == 0);
+            continue;
+        }
+        char where[600];
+        snprintf(where, sizeof where, "%s:%ld: ", path, first->line);
+        fuzz_check(rc == -EINVAL && !strncmp(e.msg, where, strlen(where)));
+        fuzz_check_message(e.msg);
+    }
+    free(rows);
+}
+
+/* d's rows and the first one reversed, in a file: a read refuses the cycle they make */
+static void check_reversed_closes_cycle(const TraceDeps *d)
+{
+    const TraceDep *first = &d->edges[0];
+    if (first->iter != first->dep_iter)
+        return; /* reversed, its dependency would be in a later iteration */
+    char path[512];
+    FILE *f = fopen(fuzz_path(path, sizeof path, "cycle.tsv"), "w");
+    if (!f)
+        fuzz_die("fopen", path);
+    fprintf(f, "%s\n", TRACE_DEPS_HEADER);
+    for (int k = 0; k < d->n; k++)
+        fprintf(f, "%d\t%s\t%d\t%s\n", d->edges[k].iter, d->edges[k].task_id,
+                d->edges[k].dep_iter, d->edges[k].dep_id);
+    fprintf(f, "%d\t%s\t%d\t%s\n", first->dep_iter, first->dep_id, first->iter, first->task_id);
+    if (fclose(f))
+        fuzz_die("fclose", path);
+    TraceDeps c;
+    Err e = {""};
+    fuzz_check(trace_read_deps(path, &c, &e) == -EINVAL && strstr(e.msg, "closes a cycle"));
+    fuzz_check(c.edges == NULL && c.n == 0);
+}
+
 static void check_deps(const char *path)
 {
     TraceDeps d;
@@ -78,7 +137,11 @@ static void check_deps(const char *path)
     }
     fuzz_check(d.n >= 0);
     for (int i = 0; i < d.n; i++)
-        fuzz_check(d.edges[i].task_id && d.edges[i].dep_id);
+        fuzz_check(d.edges[i].task_id && d.edges[i].dep_id && d.edges[i].line > 1);
+    if (d.n) {
+        check_deps_against_trace(path, &d);
+        check_reversed_closes_cycle(&d);
+    }
     trace_deps_free(&d);
 }
 
