@@ -245,7 +245,10 @@ static bool needs_store(const PipeMem *m)
 
 static int open_store(PipeMem *m, const PipeConfig *pc, WorkPool *wp, Err *e)
 {
-    StoreConfig sc = {.n_dirs = pc->n_ssd_dirs, .create = true};
+    /* Checksums on: every piece written gets its CRC-32C, kept in host memory (two per
+     * chunk), and a read is verified before its request completes, so no task is handed bytes
+     * the disk changed (store.h). Every extent is read as it was written, whole. */
+    StoreConfig sc = {.n_dirs = pc->n_ssd_dirs, .checksum = true, .create = true};
     for (int i = 0; i < pc->n_ssd_dirs; i++)
         sc.dirs[i] = pc->ssd_dirs[i];
     if (!pc->n_ssd_dirs) {
@@ -553,6 +556,15 @@ int pipe_mem_fill_state(PipeMem *m, PipeMemFill fill, void *user, Err *e)
     return rc;
 }
 
+int pipe_mem_ssd_error(int rc, Err *e)
+{
+    if (rc == -EBADMSG && e)
+        err_append(e->msg, sizeof e->msg, "; the SSD tier gave back other bytes than the run "
+                   "wrote there (a failing disk, or another program writing the file): check "
+                   "the disk, then --resume from the last checkpoint");
+    return rc;
+}
+
 int pipe_mem_read(PipeMem *m, int part, size_t begin, size_t n, float *dst, int *cached,
                   Err *e)
 {
@@ -573,9 +585,12 @@ int pipe_mem_read(PipeMem *m, int part, size_t begin, size_t n, float *dst, int 
             float *buf = (float *)m->state_slot[0];
             if (*cached != s) {
                 *cached = -1;
-                int rc = ooc_adam_read_group(&m->oa, m->ooc_index[s], buf, e);
-                if (rc)
-                    return rc;
+                Err e2;
+                int rc = ooc_adam_read_group(&m->oa, m->ooc_index[s], buf, &e2);
+                if (rc) {
+                    err_set(e, rc, "sub-group %d's optimizer states on the SSD: %s", s, e2.msg);
+                    return pipe_mem_ssd_error(rc, e);
+                }
                 *cached = s;
             }
             size_t b0 = m->grp_begin[s], g = m->grp_end[s] - b0;

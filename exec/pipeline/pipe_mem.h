@@ -112,6 +112,11 @@ typedef int (*PipeMemFill)(void *user, size_t begin, size_t n, float *params, fl
                            float *v, Err *e);
 int pipe_mem_fill_state(PipeMem *m, PipeMemFill fill, void *user, Err *e);
 
+/* rc, an error of a run that read the SSD tier, with e's line told what to do when a read
+ * found other bytes than were written there (-EBADMSG: the store's checksums, which are always
+ * on). Returns rc. */
+int pipe_mem_ssd_error(int rc, Err *e);
+
 /* The footprint table of what was allocated, at its peak. */
 void pipe_mem_measured(const PipeMem *m, Footprint *f);
 /* The plan's table on this device's sizes (footprint_compute_lane): what pipe_mem_init checks

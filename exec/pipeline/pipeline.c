@@ -389,7 +389,7 @@ static int train_segment(PipeRun *pr, TrainResult *r, int64_t step, int n, Err *
     double t_seg = clock_monotonic_s();
     int rc = run_segment(pp, &pr->g, pr->plan, &pr->ld, n, e);
     if (rc)
-        return rc;
+        return pipe_mem_ssd_error(rc, e);
     double dt = (clock_monotonic_s() - t_seg) / (double)n;
     add_steady(pr, rows0, n);
     rc = record_steps(pr, r, step, n, dt, e);
