@@ -781,6 +781,43 @@ START_TEST(flipped_state_bit_fails_a_checkpoint_read)
 }
 END_TEST
 
+/* The checksums' bookkeeping on a store striped over two files in chunks of 4 KiB: an extent of
+ * chunks 2 to 5 (the last one 100 bytes) reads back as written; a byte changed in its second
+ * chunk, or in its short last one, is named by the file that chunk is in (odd chunks: the
+ * second), the file's offset and the extent's; one never written is an error of its own. */
+START_TEST(sums_name_the_chunk)
+{
+    enum { C = 4096 };
+    PipeMem m = {.n_sums = 8};
+    m.st.cfg.chunk_bytes = C;
+    m.st.cfg.n_dirs = 2;
+    snprintf(m.st.paths[0], sizeof m.st.paths[0], "/ssd0/fuyou.store");
+    snprintf(m.st.paths[1], sizeof m.st.paths[1], "/ssd1/fuyou.store");
+    uint32_t sums[8];
+    uint8_t set[8] = {0};
+    m.sums = sums, m.sum_set = set;
+    StoreTensor t = {.base = 2 * C, .bytes = 3 * C + 100};
+    uint8_t *buf = malloc(t.bytes);
+    for (size_t i = 0; i < t.bytes; i++)
+        buf[i] = (uint8_t)(i * 7 + 1);
+    Err e;
+    ck_assert_int_eq(pipe_mem_sums_check(&m, &t, buf, &e), -EIO);
+    tu_assert_contains(e.msg, "/ssd0/fuyou.store: the 4096 bytes at offset 4096 were read");
+    pipe_mem_sums_take(&m, &t, buf);
+    ck_assert_int_eq(pipe_mem_sums_check(&m, &t, buf, &e), 0);
+    buf[C + 5] ^= 0x10;
+    ck_assert_int_eq(pipe_mem_sums_check(&m, &t, buf, &e), -EBADMSG);
+    tu_assert_contains(e.msg, "/ssd1/fuyou.store: checksum mismatch at offset 4096 (4096 bytes, "
+                              "from byte 4096 of the extent)");
+    buf[C + 5] ^= 0x10;
+    buf[3 * C + 99] ^= 1;
+    ck_assert_int_eq(pipe_mem_sums_check(&m, &t, buf, &e), -EBADMSG);
+    tu_assert_contains(e.msg, "/ssd1/fuyou.store: checksum mismatch at offset 8192 (100 bytes, "
+                              "from byte 12288 of the extent)");
+    free(buf);
+}
+END_TEST
+
 START_TEST(budgets_hold)
 {
     Err e;
@@ -866,6 +903,7 @@ int main(void)
     tcase_add_test(tc, failure_keeps_its_trace);
     tcase_add_test(tc, flipped_state_bit_is_an_error);
     tcase_add_test(tc, flipped_state_bit_fails_a_checkpoint_read);
+    tcase_add_test(tc, sums_name_the_chunk);
     tcase_add_test(tc, bad_input);
     tcase_add_test(tc, bell_spin);
     suite_add_tcase(s, tc);
