@@ -1,6 +1,7 @@
 /* pipe_exec: the dispatcher and the lanes' jobs; see pipe_exec.h. */
 #include "pipe_exec.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -65,6 +66,25 @@ static int run_adam(void *ctx, void *job, Err *e)
         adam_update(pp->isa, &j->step, &x, &pp->wp_adam);
         if (!narrow)
             memcpy(j->out[k], j->master + f, j->count[k] * 4);
+    }
+    return 0;
+}
+
+/* The checksums of an SSD task's extents: taken as a write goes out (the buffer stays as it is
+ * until the task ends), checked once a read is in (nothing reads the buffer before the check
+ * ends: the task's successors wait for it). */
+static int run_sums(void *ctx, void *job, Err *e)
+{
+    Pipe *pp = ctx;
+    const SumsJob *j = job;
+    for (int i = 0; i < j->n; i++) {
+        if (j->write) {
+            pipe_mem_sums_take(&pp->mem, j->t[i], j->buf[i]);
+            continue;
+        }
+        int rc = pipe_mem_sums_check(&pp->mem, j->t[i], j->buf[i], e);
+        if (rc)
+            return rc;
     }
     return 0;
 }
@@ -173,11 +193,15 @@ static int io(Pipe *pp, IoJob *j, bool write, const StoreTensor *t, uint64_t off
 {
     if (!len)
         return 0;
+    assert(off == 0 && len == t->bytes); /* whole extents: their checksums cover them */
     int id = write ? store_write(&pp->mem.st, t, off, buf, len, e)
                    : store_read(&pp->mem.st, t, off, buf, len, e);
     if (id < 0)
         return id;
+    j->sums.t[j->n] = t;
+    j->sums.buf[j->n] = buf;
     j->req[j->n++] = id;
+    j->sums.n = j->n;
     return 0;
 }
 
@@ -187,6 +211,7 @@ static int issue_io(Pipe *pp, const Task *t, IoJob *j, Err *e)
     bool w = t->res == RES_SSD_WRITE;
     int b = t->layer, rc = 0;
     j->n = 0;
+    j->sums = (SumsJob){.write = w};
     switch (t->cargo) {
     case CARGO_WEIGHTS:
         return b < 0 ? io(pp, j, w, &m->w_ssd_edge, 0, m->edge_stage, m->edge_params * m->wsz, e)
@@ -207,6 +232,7 @@ static int issue_io(Pipe *pp, const Task *t, IoJob *j, Err *e)
         int id = w ? ooc_adam_write_start(&m->oa, g, buf, e) : ooc_adam_read_start(&m->oa, g, buf, e);
         if (id < 0)
             return id;
+        j->sums = (SumsJob){.write = w, .n = 1, .t = {&m->oa.states[g]}, .buf = {buf}};
         j->req[j->n++] = id;
         return 0;
     }
@@ -338,10 +364,14 @@ static int start_task(Pipe *pp, int ti, Err *e)
     case RES_SSD_WRITE: {
         pp->started[t->res] = clock_monotonic_s();
         Err e2 = {""};
-        int rc = issue_io(pp, t, &pp->io[t->res == RES_SSD_WRITE], &e2);
+        IoJob *j = &pp->io[t->res == RES_SSD_WRITE];
+        int rc = issue_io(pp, t, j, &e2);
         if (rc)
-            err_set(e, rc, "%s: %s", t->id, e2.msg);
-        return rc;
+            return err_set(e, rc, "%s: %s", t->id, e2.msg);
+        /* a write's checksums while its bytes go out (poll_task waits for both) */
+        if (j->sums.write && j->sums.n)
+            lane_post(&pp->lanes[LANE_SUMS_WRITE], &j->sums);
+        return 0;
     }
     default:
         return err_set(e, -EINVAL, "%s: no lane for resource %s", t->id, resource_name(t->res));
@@ -356,6 +386,12 @@ static bool poll_task(Pipe *pp, Resource r, double *t0, double *t1, int *rc, Err
         for (int i = 0; i < j->n; i++)
             if (!store_done(&pp->mem.st, j->req[i]))
                 return false;
+        /* a write ends with its checksums taken; a read's go to their lane once the read
+         * before it is checked */
+        if (j->sums.write && j->sums.n && !lane_poll(&pp->lanes[LANE_SUMS_WRITE]))
+            return false;
+        if (!j->sums.write && pp->checking >= 0)
+            return false;
         *rc = 0;
         for (int i = 0; i < j->n; i++) {
             Err e2;
@@ -446,6 +482,37 @@ static void idle_wait(Pipe *pp)
         lane_bell_wait(&pp->bell, &pp->rings_seen, io ? 20e-6 : 10e-3);
 }
 
+/* Task ti ended on [t0, t1] with trc (e2 its error), its successors ready at now: recorded and
+ * released (its iteration's hook called when it was the last), or the run's first error. 0 or
+ * -errno with e. */
+static int end_task(Pipe *pp, int ti, int trc, const Err *e2, double t0, double t1, double now,
+                    int rc, Err *e)
+{
+    const Task *t = &pp->s.tasks[ti];
+    if (rc)
+        return rc;
+    if (trc)
+        return err_set(e, trc, "%s (iteration %d): %s", t->id, pp->iter0 + t->iter, e2->msg);
+    if (record(pp, ti, t0, t1) || finish_task(pp, ti, now))
+        return err_set(e, -ENOMEM, "out of memory for the measured trace");
+    if (!--pp->iter_left[t->iter] && pp->iter_done) /* the iteration's last task */
+        return pp->iter_done(pp->iter_user, t->iter, e);
+    return 0;
+}
+
+/* The read being checked, if its check has ended: the task ends then, its trace row its time on
+ * the SSD. Whether it ended; *rc as end_task. */
+static bool poll_check(Pipe *pp, int *rc, Err *e)
+{
+    Lane *l = &pp->lanes[LANE_SUMS_READ];
+    if (pp->checking < 0 || !lane_poll(l))
+        return false;
+    int ti = pp->checking;
+    pp->checking = -1;
+    *rc = end_task(pp, ti, l->rc, &l->err, pp->check_t0, pp->check_t1, l->end_s, *rc, e);
+    return true;
+}
+
 /* A stop was asked: the iteration to end with. The first not yet ended, or a later one whose
  * optimizer update has begun: every state change of an iteration follows its updates, so
  * none of a later one has happened. */
@@ -488,6 +555,7 @@ static int dag_init(Pipe *pp)
     for (int r = 0; r < RES_COUNT; r++)
         pp->running[r] = -1;
     pp->stop_iter = -1;
+    pp->checking = -1;
     return rc;
 }
 
@@ -534,19 +602,23 @@ int pipe_run_dag(Pipe *pp, Err *e)
             if (ti < 0 || !poll_task(pp, r, &t0, &t1, &trc, &e2))
                 continue;
             pp->running[r] = -1;
+            progress = true;
+            if (r == RES_SSD_READ && !trc && pp->io[0].sums.n) {
+                /* in: checked on its lane while the SSD takes the next read; its successors
+                 * wait for the check (poll_check) */
+                pp->checking = ti, pp->check_t0 = t0, pp->check_t1 = t1;
+                pp->check = pp->io[0].sums;
+                lane_post(&pp->lanes[LANE_SUMS_READ], &pp->check);
+                continue;
+            }
+            in_flight--;
+            done++;
+            rc = end_task(pp, ti, trc, &e2, t0, t1, t1, rc, e);
+        }
+        if (poll_check(pp, &rc, e)) {
             in_flight--;
             done++;
             progress = true;
-            if (trc && !rc) {
-                rc = err_set(e, trc, "%s (iteration %d): %s", s->tasks[ti].id,
-                             pp->iter0 + s->tasks[ti].iter, e2.msg);
-                continue;
-            }
-            if (!rc && (record(pp, ti, t0, t1) || finish_task(pp, ti, t1)))
-                rc = err_set(e, -ENOMEM, "out of memory for the measured trace");
-            int it = s->tasks[ti].iter;
-            if (!--pp->iter_left[it] && !rc && pp->iter_done)
-                rc = pp->iter_done(pp->iter_user, it, e);
         }
         if (!progress)
             idle_wait(pp);
@@ -560,7 +632,7 @@ int pipe_run_dag(Pipe *pp, Err *e)
 
 const LaneFn pipe_lane_fns[N_THREAD_LANES] = {
     [LANE_GPU] = run_compute, [LANE_H2D] = run_copy, [LANE_D2H] = run_copy,
-    [LANE_ADAM] = run_adam};
+    [LANE_ADAM] = run_adam, [LANE_SUMS_READ] = run_sums, [LANE_SUMS_WRITE] = run_sums};
 
 void pipe_trace_fix_ids(Pipe *pp)
 {

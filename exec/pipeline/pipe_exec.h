@@ -9,7 +9,9 @@
 #include "pipe_mem.h"
 #include "trace.h"
 
-enum { LANE_GPU, LANE_H2D, LANE_D2H, LANE_ADAM, N_THREAD_LANES,
+/* The thread lanes: the compute, copy and optimizer tasks', and the SSD tasks' checksums (a read's
+ * checked, a write's taken; pipe_mem_sums_*), which never run on the dispatcher's thread. */
+enum { LANE_GPU, LANE_H2D, LANE_D2H, LANE_ADAM, LANE_SUMS_READ, LANE_SUMS_WRITE, N_THREAD_LANES,
        MAX_COPIES = ARCH_MAX_TENSORS + 2 };
 enum { MAX_IO = 64 };
 
@@ -40,8 +42,17 @@ typedef struct AdamJob {
     double sq; /* out: the sub-group's squared gradient norm */
 } AdamJob;
 
+/* The extents of one SSD task, whole, and their buffers: their checksums' job. */
+typedef struct SumsJob {
+    bool write;
+    int n;
+    const StoreTensor *t[MAX_IO];
+    const void *buf[MAX_IO];
+} SumsJob;
+
 typedef struct IoJob {
     int n, req[MAX_IO];
+    SumsJob sums;
 } IoJob;
 
 typedef struct Pipe {
@@ -66,6 +77,11 @@ typedef struct Pipe {
     CopyJob copy[2];            /* h2d, d2h */
     AdamJob adam;
     IoJob io[2];                /* ssd_read, ssd_write */
+    /* a read whose bytes are in and being checked (LANE_SUMS_READ) while the next read runs:
+     * its task, its times on the SSD, its extents; its successors wait for the check */
+    int checking;
+    double check_t0, check_t1;
+    SumsJob check;
     int iter0;                  /* run iteration of the segment's iteration 0 */
     int M;                      /* micro-batches per iteration */
     int *inputs, *targets;      /* per segment iteration x micro-batch, (B,T) each */

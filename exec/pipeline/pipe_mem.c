@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "adam.h"
+#include "crc32c.h"
 #include "units.h"
 
 static size_t align_up(size_t n, size_t a)
@@ -243,8 +244,96 @@ static bool needs_store(const PipeMem *m)
     return false;
 }
 
+/* ---- the SSD tier's checksums ------------------------------------------------------------ */
+
+/* One entry per chunk of everything allocated in the store (each extent starts at a chunk). */
+static int alloc_sums(PipeMem *m, Err *e)
+{
+    m->n_sums = m->st.next_base / m->st.cfg.chunk_bytes;
+    m->sums = calloc(m->n_sums ? m->n_sums : 1, sizeof *m->sums);
+    m->sum_set = calloc(m->n_sums ? m->n_sums : 1, 1);
+    if (!m->sums || !m->sum_set)
+        return err_set(e, -ENOMEM, "out of memory for the SSD tier's checksums");
+    (void)crc32c(0, m->sums, 1); /* its one-time probe of the CPU, before any lane calls it */
+    return 0;
+}
+
+/* The bytes of t's chunk k: [k C, k C + *len) of t, entry *at of the table. */
+static uint64_t sum_chunk(const PipeMem *m, const StoreTensor *t, uint64_t k, size_t *len,
+                          uint64_t *at)
+{
+    uint64_t C = m->st.cfg.chunk_bytes, off = k * C;
+    *len = (size_t)(t->bytes - off < C ? t->bytes - off : C);
+    *at = t->base / C + k;
+    assert(*at < m->n_sums);
+    return off;
+}
+
+static uint64_t chunks_of(const PipeMem *m, const StoreTensor *t)
+{
+    return (t->bytes + m->st.cfg.chunk_bytes - 1) / m->st.cfg.chunk_bytes;
+}
+
+void pipe_mem_sums_take(PipeMem *m, const StoreTensor *t, const void *buf)
+{
+    for (uint64_t k = 0; k < chunks_of(m, t); k++) {
+        size_t len;
+        uint64_t at, off = sum_chunk(m, t, k, &len, &at);
+        m->sums[at] = crc32c(0, (const uint8_t *)buf + off, len);
+        m->sum_set[at] = 1;
+    }
+}
+
+int pipe_mem_sums_check(const PipeMem *m, const StoreTensor *t, const void *buf, Err *e)
+{
+    uint64_t C = m->st.cfg.chunk_bytes, N = (uint64_t)m->st.cfg.n_dirs;
+    for (uint64_t k = 0; k < chunks_of(m, t); k++) {
+        size_t len;
+        uint64_t at, off = sum_chunk(m, t, k, &len, &at);
+        /* where the chunk lies: the store stripes chunk at over the files, at mod N */
+        const char *path = m->st.paths[at % N];
+        unsigned long long file_off = (unsigned long long)(at / N * C);
+        if (!m->sum_set[at])
+            return err_set(e, -EIO, "%s: the %zu bytes at offset %llu were read before the run "
+                           "wrote them (a bug: every read of the SSD tier follows a write)",
+                           path, len, file_off);
+        if (crc32c(0, (const uint8_t *)buf + off, len) != m->sums[at])
+            return err_set(e, -EBADMSG, "%s: checksum mismatch at offset %llu (%zu bytes, from "
+                           "byte %llu of the extent)", path, file_off, len,
+                           (unsigned long long)off);
+    }
+    return 0;
+}
+
+/* The whole extent t from or to buf, synchronously, its checksums taken (while the write is
+ * in flight) or checked: the run's state put in place and read for checkpoints. */
+static int sync_io(PipeMem *m, const StoreTensor *t, void *buf, bool write, Err *e)
+{
+    int id = write ? store_write(&m->st, t, 0, buf, t->bytes, e)
+                   : store_read(&m->st, t, 0, buf, t->bytes, e);
+    if (id < 0)
+        return id;
+    if (write)
+        pipe_mem_sums_take(m, t, buf);
+    int rc = store_wait(&m->st, id, e);
+    return rc || write ? rc : pipe_mem_sums_check(m, t, buf, e);
+}
+
+int pipe_mem_ssd_error(int rc, Err *e)
+{
+    if (rc == -EBADMSG && e)
+        err_append(e->msg, sizeof e->msg, "; the SSD tier gave back other bytes than the run "
+                   "wrote there (a failing disk, or another program writing the file): check "
+                   "the disk, then --resume from the last checkpoint");
+    return rc;
+}
+
+/* ---- the store ------------------------------------------------------------------------------ */
+
 static int open_store(PipeMem *m, const PipeConfig *pc, WorkPool *wp, Err *e)
 {
+    /* The store's own checksums stay off: it would take them on its one thread, the
+     * dispatcher's (MEASUREMENTS.md, "The SSD tier's checksums"); pipe_mem_sums_* do. */
     StoreConfig sc = {.n_dirs = pc->n_ssd_dirs, .create = true};
     for (int i = 0; i < pc->n_ssd_dirs; i++)
         sc.dirs[i] = pc->ssd_dirs[i];
@@ -311,7 +400,7 @@ static int open_store(PipeMem *m, const PipeConfig *pc, WorkPool *wp, Err *e)
             m->ssd_bytes[MEM_ACTIVATIONS] += (double)m->ssd_inner_bytes[b];
         }
     }
-    return rc;
+    return rc ? rc : alloc_sums(m, e);
 }
 
 int pipe_mem_init(PipeMem *m, const ModelConfig *c, const Plan *p, int B, int T,
@@ -414,6 +503,7 @@ void pipe_mem_free(PipeMem *m)
     free(m->kept), free(m->act_cpu), free(m->w_ssd), free(m->ckpt_ssd), free(m->inner_ssd);
     free(m->home), free(m->cpu_off), free(m->ssd_off), free(m->cpu_bytes);
     free(m->ssd_inner_bytes), free(m->grp_begin), free(m->grp_end), free(m->ooc_index);
+    free(m->sums), free(m->sum_set);
     memset(m, 0, sizeof *m);
 }
 
@@ -451,13 +541,6 @@ static void to_weights(const PipeMem *m, void *dst, const float *src, size_t n)
                                                  : adam_f32_to_bf16(src[i]);
 }
 
-static int store_sync(Store *st, const StoreTensor *t, void *buf, size_t len, bool write,
-                      Err *e)
-{
-    int id = write ? store_write(st, t, 0, buf, len, e) : store_read(st, t, 0, buf, len, e);
-    return id < 0 ? id : store_wait(st, id, e);
-}
-
 /* The weights of the flat range [b0, b0 + n) from their master values src: into the CPU's
  * home, or each edge or block unit the range holds onto the SSD (a range holds whole units:
  * optimizer sub-groups are blocks, the tail's with the edges). */
@@ -473,7 +556,7 @@ static int put_weights(PipeMem *m, size_t b0, size_t n, const float *src, Err *e
                        n);
     if (b0 == 0) {
         to_weights(m, m->edge_stage, src, m->edge_params);
-        rc = store_sync(&m->st, &m->w_ssd_edge, m->edge_stage, m->edge_params * m->wsz, true, e);
+        rc = sync_io(m, &m->w_ssd_edge, m->edge_stage, true, e);
     }
     for (int b = 0; b < m->L && !rc; b++) {
         size_t at = m->edge_params + (size_t)b * m->block_params;
@@ -483,8 +566,7 @@ static int put_weights(PipeMem *m, size_t b0, size_t n, const float *src, Err *e
         if (!inside)
             continue;
         to_weights(m, m->pinned_w[0], src + (at - b0), m->block_params);
-        rc = store_sync(&m->st, &m->w_ssd[b], m->pinned_w[0], m->block_params * m->wsz, true,
-                        e);
+        rc = sync_io(m, &m->w_ssd[b], m->pinned_w[0], true, e);
     }
     return rc;
 }
@@ -506,7 +588,7 @@ static int put_range(PipeMem *m, size_t b0, size_t n, int ssd, const float *para
         mo ? (void)memcpy(mm, mo, n * 4) : (void)memset(mm, 0, n * 4);
     if (vo != vv)
         vo ? (void)memcpy(vv, vo, n * 4) : (void)memset(vv, 0, n * 4);
-    return ssd < 0 ? 0 : ooc_adam_write_group(&m->oa, ssd, master, e);
+    return ssd < 0 ? 0 : sync_io(m, &m->oa.states[ssd], master, true, e);
 }
 
 int pipe_mem_put_state(PipeMem *m, const float *params, const float *mo, const float *vo,
@@ -573,9 +655,12 @@ int pipe_mem_read(PipeMem *m, int part, size_t begin, size_t n, float *dst, int 
             float *buf = (float *)m->state_slot[0];
             if (*cached != s) {
                 *cached = -1;
-                int rc = ooc_adam_read_group(&m->oa, m->ooc_index[s], buf, e);
-                if (rc)
-                    return rc;
+                Err e2;
+                int rc = sync_io(m, &m->oa.states[m->ooc_index[s]], buf, false, &e2);
+                if (rc) {
+                    err_set(e, rc, "sub-group %d's optimizer states on the SSD: %s", s, e2.msg);
+                    return pipe_mem_ssd_error(rc, e);
+                }
                 *cached = s;
             }
             size_t b0 = m->grp_begin[s], g = m->grp_end[s] - b0;

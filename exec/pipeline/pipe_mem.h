@@ -65,6 +65,11 @@ typedef struct PipeMem {
     OocAdam oa;                 /* the sub-groups' states, when on SSD */
     StoreTensor *w_ssd, w_ssd_edge, *ckpt_ssd, *inner_ssd;
     double ssd_bytes[MEM_TAG_COUNT];
+    /* the SSD tier's checksums (pipe_mem_sums_take): a CRC-32C per chunk of the store's space,
+     * the chunks every extent starts at; sum_set says which were taken */
+    uint32_t *sums;
+    uint8_t *sum_set;
+    uint64_t n_sums;
 } PipeMem;
 
 /* Places, sizes, checks the budgets and allocates everything for plan p. The caller owns m
@@ -111,6 +116,22 @@ int pipe_mem_read(PipeMem *m, int part, size_t begin, size_t n, float *dst, int 
 typedef int (*PipeMemFill)(void *user, size_t begin, size_t n, float *params, float *m,
                            float *v, Err *e);
 int pipe_mem_fill_state(PipeMem *m, PipeMemFill fill, void *user, Err *e);
+
+/* The SSD tier's checksums. Every extent (a block's weights, a sub-group's states, a block's
+ * checkpoint or inner activations) is written and read whole; when it is written, sums_take
+ * keeps a CRC-32C of each of its chunks (the store's chunk_bytes; 4 bytes of host memory per
+ * chunk), and when it is read back sums_check compares, before anything uses the bytes. They
+ * touch only buf and t's own entries, never the store, so they run on any thread (the
+ * pipeline's checksum lanes, pipe_exec.h), one call per extent at a time, ordered against each
+ * other as the extent's write and read are. t is one of m's extents and buf its t->bytes. */
+void pipe_mem_sums_take(PipeMem *m, const StoreTensor *t, const void *buf);
+/* 0, or -EBADMSG with e naming the file, the offset and the bytes that differ (the first chunk
+ * that does), or -EIO for an extent that was never written. */
+int pipe_mem_sums_check(const PipeMem *m, const StoreTensor *t, const void *buf, Err *e);
+
+/* rc, an error of a run that read the SSD tier, with e's line told what to do when a read
+ * found other bytes than were written there (-EBADMSG, pipe_mem_sums_check). Returns rc. */
+int pipe_mem_ssd_error(int rc, Err *e);
 
 /* The footprint table of what was allocated, at its peak. */
 void pipe_mem_measured(const PipeMem *m, Footprint *f);

@@ -446,7 +446,7 @@ static int train_segment(PipeRun *pr, int64_t step, int n, Err *e)
     int rows0 = pp->n_rows;
     int rc = run_segment(pr, n, e);
     if (rc)
-        return rc;
+        return pipe_mem_ssd_error(rc, e);
     if (pp->stop_iter >= 0) {
         n = pp->stop_iter + 1;
         drop_rows_after(pp, rows0, pp->stop_iter);
