@@ -165,12 +165,13 @@ typedef struct Amounts {
     ClosedPrices prices;
     Tier *tier;  /* each unit's; NULL (out of memory): planner_apply at every amount */
     int applied; /* the amount p's activations are set to */
+    PlannerWork *work;
 } Amounts;
 
 static void amounts_init(Amounts *a, const Hardware *hw, const Graph *g, Plan *p,
-                         const SwapLadder *l)
+                         const SwapLadder *l, PlannerWork *work)
 {
-    *a = (Amounts){.hw = hw, .g = g, .p = p, .l = l};
+    *a = (Amounts){.hw = hw, .g = g, .p = p, .l = l, .work = work};
     cost_closed_prices_init(&a->prices, hw, g); /* without prices, the same numbers */
     int units = planner_units(l);
     a->tier = malloc(((size_t)units + 1) * sizeof *a->tier);
@@ -208,6 +209,7 @@ static double closed_at(Amounts *a, int n)
     ClosedForm cf;
     amounts_set(a, n);
     cost_closed_form_priced(&a->prices, a->p, &cf);
+    a->work->closed_forms++;
     return cf.iter_s;
 }
 
@@ -216,6 +218,7 @@ static bool fits_at(Amounts *a, int n)
     Footprint f;
     amounts_set(a, n);
     footprint_compute(&f, a->g, a->p);
+    a->work->footprints++;
     return footprint_overflow(&f, a->hw) == 0;
 }
 
@@ -233,7 +236,9 @@ static int convex_min(Amounts *am, int a, int b)
     return a;
 }
 
-int planner_best_units(const Hardware *hw, const Graph *g, Plan *p, const SwapLadder *l)
+/* planner_best_units, its work added to *work. */
+static int best_units(const Hardware *hw, const Graph *g, Plan *p, const SwapLadder *l,
+                      PlannerWork *work)
 {
     /* Within a run of units of one ladder step placed in one tier, every unit changes one
      * block the same way: the per-block sum grows linearly and the total-load term is a
@@ -241,7 +246,7 @@ int planner_best_units(const Hardware *hw, const Graph *g, Plan *p, const SwapLa
      * exactly. Across runs (a new step lands on blocks that differ, or a dearer tier) it need
      * not be, so each run is searched and the best kept. */
     Amounts am;
-    amounts_init(&am, hw, g, p, l);
+    amounts_init(&am, hw, g, p, l, work);
     int units = planner_units(l), best = 0;
     double best_t = closed_at(&am, 0);
     double room[TIER_COUNT];
@@ -286,6 +291,12 @@ int planner_best_units(const Hardware *hw, const Graph *g, Plan *p, const SwapLa
     return best;
 }
 
+int planner_best_units(const Hardware *hw, const Graph *g, Plan *p, const SwapLadder *l)
+{
+    PlannerWork work = {0};
+    return best_units(hw, g, p, l, &work);
+}
+
 /* Buffer configurations tried, most generous first: prefetch depth, weight, gradient and
  * activation buffers. The last one is the most frugal the schedule allows. */
 static const struct { int prefetch, weights, grads, acts; } buffer_configs[] = {
@@ -294,12 +305,16 @@ static const struct { int prefetch, weights, grads, acts; } buffer_configs[] = {
 static const int subgroup_sizes[] = {1, 2, 4};
 
 static int score_plan(const Hardware *hw, const Graph *g, const Plan *p, PlanScoreFn score,
-                      void *ctx, double *s, Err *e)
+                      void *ctx, double *s, PlannerWork *work, Err *e)
 {
-    if (score)
+    if (score) {
+        work->scores++;
+        work->score_tasks += sched_estimate_tasks(g->arch, g->cfg.n_layer, p->n_micro, 1);
         return score(ctx, g, p, s, e);
+    }
     ClosedForm cf;
     cost_closed_form(hw, g, p, &cf);
+    work->closed_forms++;
     *s = cf.iter_s;
     return 0;
 }
@@ -343,10 +358,11 @@ static int consider(const Hardware *hw, const Graph *g, Plan *p, bool ladder, Pl
     int n = 0;
     if (ladder) {
         planner_ladder(hw, g, p, &l);
-        n = planner_best_units(hw, g, p, &l);
+        n = best_units(hw, g, p, &l, &c->work);
     }
     Footprint f;
     footprint_compute(&f, g, p);
+    c->work.footprints++;
     double short_bytes = footprint_short_bytes(&f, hw);
     if (short_bytes > 0) {
         if (st->frugal_short == 0 || short_bytes < st->frugal_short) {
@@ -358,7 +374,7 @@ static int consider(const Hardware *hw, const Graph *g, Plan *p, bool ladder, Pl
     }
     c->configs_tried++;
     double s;
-    int rc = score_plan(hw, g, p, score, score_ctx, &s, e);
+    int rc = score_plan(hw, g, p, score, score_ctx, &s, &c->work, e);
     if (rc || s >= st->best)
         return rc;
     st->best = s;

@@ -56,6 +56,15 @@ void planner_apply(Plan *p, const SwapLadder *l, int n);
  * fits (the better of the two), if any. p's activations are left as that n sets them. */
 int planner_best_units(const Hardware *hw, const Graph *g, Plan *p, const SwapLadder *l);
 
+/* The work a search did, for tests and reports that bound it (no clock: the same on every
+ * machine). */
+typedef struct PlannerWork {
+    int64_t closed_forms; /* closed-form evaluations */
+    int64_t footprints;   /* footprints computed */
+    int64_t scores;       /* plans scored (simulated, with the simulator's score) ... */
+    double score_tasks;   /* ... and their schedules' tasks an iteration (sched_estimate_tasks) */
+} PlannerWork;
+
 typedef struct PlanChoice {
     Plan plan;
     int units;                /* ladder units kept ... */
@@ -68,6 +77,7 @@ typedef struct PlanChoice {
     int configs_tried;
     unsigned overflow;        /* tiers short when nothing fits (the most frugal plan's) */
     Footprint mem;
+    PlannerWork work;
 } PlanChoice;
 
 /* Scores a whole plan for graph g (one micro-batch) in seconds per iteration (the simulator
