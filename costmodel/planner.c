@@ -222,6 +222,29 @@ static bool fits_at(Amounts *a, int n)
     return footprint_overflow(&f, a->hw) == 0;
 }
 
+/* The largest amount below `above` that fits, or -1 when none does, given that `above` does not.
+ * Every tier's bytes grow with the amount: a unit only turns its ops from recomputed to kept in
+ * the unit's own tier (the same at every amount), so a tensor's home (where its last saver keeps
+ * it, footprint.c) goes at most once from none to that tier, and every term of the footprint
+ * grows with the tensors kept. The amounts that fit are then [0, k]: bisection finds k in
+ * log2(units) footprints, where a walk from `above` down took up to one per unit (a thousand
+ * layers make thousands of units, each footprint a pass over the layers). The suite checks the
+ * growth along ladders of both block families (test_planner.c, memory_grows_with_amount). */
+static int last_fitting(Amounts *am, int above)
+{
+    if (!fits_at(am, 0))
+        return -1;
+    int lo = 0, hi = above; /* lo fits, hi does not */
+    while (hi - lo > 1) {
+        int mid = lo + (hi - lo) / 2;
+        if (fits_at(am, mid))
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 /* Minimum of the closed form over units [a, b], where it is convex: bisect on the slope. */
 static int convex_min(Amounts *am, int a, int b)
 {
@@ -270,21 +293,12 @@ static int best_units(const Hardware *hw, const Graph *g, Plan *p, const SwapLad
             run_tier = t;
         }
     }
-    /* Memory is not monotone in the amount (recomputation space shrinks as swap staging
-     * grows): if the optimum does not fit, take the nearest amount that fits on either side,
-     * the better of the two. */
+    /* If the optimum does not fit, the most below it that does: memory grows with the amount
+     * (last_fitting), so nothing above it fits either. */
     if (!fits_at(&am, best)) {
-        int down = best - 1, up = best + 1;
-        while (down >= 0 && !fits_at(&am, down))
-            down--;
-        while (up <= units && !fits_at(&am, up))
-            up++;
-        if (down >= 0 && up <= units)
-            best = closed_at(&am, down) <= closed_at(&am, up) ? down : up;
-        else if (down >= 0)
+        int down = last_fitting(&am, best);
+        if (down >= 0)
             best = down;
-        else if (up <= units)
-            best = up;
     }
     amounts_set(&am, best);
     amounts_free(&am);

@@ -52,8 +52,9 @@ int planner_units_for(const SwapLadder *l, double bytes);
 void planner_apply(Plan *p, const SwapLadder *l, int n);
 
 /* The n in [0, units] minimising the closed-form time of p with planner_apply(p, l, n): exact,
- * by convexity within each run of one step in one tier; if that amount overflows a memory tier, the nearest amount on either side that
- * fits (the better of the two), if any. p's activations are left as that n sets them. */
+ * by convexity within each run of one step in one tier; if that amount overflows a memory
+ * tier, the largest smaller amount that fits, if any (every tier's bytes grow with the amount,
+ * so no larger one fits). p's activations are left as that n sets them. */
 int planner_best_units(const Hardware *hw, const Graph *g, Plan *p, const SwapLadder *l);
 
 /* The work a search did, for tests and reports that bound it (no clock: the same on every

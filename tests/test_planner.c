@@ -317,6 +317,83 @@ START_TEST(closed_form_zero_infinity)
 }
 END_TEST
 
+/* Every tier's bytes grow with the amount along a ladder whose units land in all three tiers,
+ * from checkpoints in each tier, in both block families: the planner's search for the most
+ * that fits (planner.c, last_fitting) bisects on it. */
+START_TEST(memory_grows_with_amount)
+{
+    static const char *models[] = {"gpt3-1.3b", "llama-3.2-1b"};
+    static const ActPlace ckpts[] = {ACT_GPU, ACT_CPU, ACT_SSD};
+    for (size_t m = 0; m < sizeof models / sizeof models[0]; m++)
+        for (size_t k = 0; k < sizeof ckpts / sizeof ckpts[0]; k++) {
+            setup_case("4090.ini", models[m], 4);
+            p.weights = TIER_CPU;
+            plan_set_all_act(&p, ckpts[k], ACT_RECOMPUTE);
+            SwapLadder l;
+            planner_ladder(&hw, &g, &p, &l);
+            ck_assert_int_gt(l.n_steps, 1);
+            l.room[TIER_GPU] = 5.5 * planner_unit_bytes(&l, 0);
+            l.room[TIER_CPU] = 1.5 * planner_amount(&l, g.cfg.n_layer);
+            double last[TIER_COUNT] = {0};
+            for (int u = 0; u <= planner_units(&l); u++) {
+                planner_apply(&p, &l, u);
+                Footprint f;
+                footprint_compute(&f, &g, &p);
+                for (int t = 0; t < TIER_COUNT; t++) {
+                    double now = footprint_tier_total(&f, t);
+                    ck_assert_msg(now >= last[t], "%s, checkpoints %d: tier %d at %d units "
+                                  "%.0f B, below %.0f B at one less", models[m], (int)ckpts[k],
+                                  t, u, now, last[t]);
+                    last[t] = now;
+                }
+            }
+            int last_op = l.steps[l.n_steps - 1].ops[0], n = g.cfg.n_layer - 1;
+            ck_assert_int_eq(plan_act(&p, 0, l.steps[0].ops[0]), ACT_GPU);
+            ck_assert_int_eq(plan_act(&p, n, last_op), ACT_SSD);
+            teardown_case();
+        }
+}
+END_TEST
+
+/* The search at the limits of the README (1024 layers), where nothing or little fits: a few
+ * footprints an amount searched, not one per unit of the ladder (thousands a configuration,
+ * each a pass over the layers: minutes), and the plan it keeps fits. */
+START_TEST(search_work_at_the_limits)
+{
+    static const struct { const char *hw; int hidden, heads; bool fits; } cases[] = {
+        {"h200.ini", 1024, 16, true},       /* the states half on SSD, the rest in CPU memory */
+        {"4090.ini", 131072, 1024, false},  /* 211 T parameters: nothing fits */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        Err e;
+        ModelConfig cfg = *model_preset_find("gpt3-13b");
+        cfg.n_layer = MODEL_MAX_LAYERS;
+        cfg.d_model = cases[i].hidden;
+        cfg.n_head = cases[i].heads;
+        cfg.d_ff = 4 * cases[i].hidden;
+        ck_assert_int_eq(model_validate(&cfg, &e), 0);
+        ck_assert_int_eq(hw_load(cases[i].hw, NULL, 0, &hw, &e), 0);
+        ck_assert_int_eq(graph_init(&g, &cfg, 8, 64, &e), 0);
+        PlanChoice c;
+        ck_assert_int_eq(planner_choose(&hw, &g, 1, POLICY_FUYOU, NULL, NULL, NULL, &c, &e), 0);
+        ck_assert_int_eq(c.overflow == 0, cases[i].fits);
+        /* per configuration (48 at most: 4 buffer sets x 3 sub-group sizes x 2 state buffer
+         * counts x states kept in CPU memory or not): its own, the optimum's, and a bisection
+         * over the ladder's units (at most a step an op, each of every block) */
+        int units = g.arch->n_ops * cfg.n_layer, log_units = 0;
+        while ((1 << log_units) <= units)
+            log_units++;
+        printf("%d layers, hidden %d on %s: %lld footprints, %lld closed forms\n",
+               cfg.n_layer, cfg.d_model, cases[i].hw, (long long)c.work.footprints,
+               (long long)c.work.closed_forms);
+        ck_assert_int_le(c.work.footprints, 48 * (3 + log_units));
+        plan_free(&c.plan);
+        graph_free(&g);
+        hw_free(&hw);
+    }
+}
+END_TEST
+
 /* zero-infinity's plan is DeepSpeed's defaults, not the planner's tuning. */
 START_TEST(planner_zero_infinity)
 {
@@ -380,6 +457,8 @@ int main(void)
     tcase_add_test(tc, closed_form_priced_is_exact);
     tcase_add_test(tc, tiers_fill_in_order);
     tcase_add_test(tc, closed_form_zero_infinity);
+    tcase_add_test(tc, memory_grows_with_amount);
+    tcase_add_test(tc, search_work_at_the_limits);
     tcase_add_test(tc, planner_zero_infinity);
     tcase_add_test(tc, grid_corner);
     suite_add_tcase(s, tc);
