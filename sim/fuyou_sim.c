@@ -303,10 +303,14 @@ static void report_swap(FILE *out, SwapMode swap, const PlanInfo *info, const Gr
     } else if (info->planned) {
         const PlanChoice *c = &info->choice;
         fprintf(out, "planner: best of %d distinct configuration%s that fit%s (sub-groups 1/2/4 "
-                "blocks x 4 buffer sets x 3 or 2 state buffers, the plan options over each; "
-                "each simulated)",
+                "blocks x 4 buffer sets x 3 or 2 state buffers, the plan options over each; ",
                 c->configs_tried, c->configs_tried == 1 ? "" : "s",
                 c->configs_tried == 1 ? "s" : "");
+        if (c->configs_scored == c->configs_tried)
+            fprintf(out, "each simulated)");
+        else /* PLANNER_SCORE_TASKS */
+            fprintf(out, "the %d the closed form rates fastest simulated, as many as %.0f "
+                    "tasks an iteration allow)", c->configs_scored, PLANNER_SCORE_TASKS);
         if (c->bind_below != c->bind_above)
             fprintf(out, "; at this amount backward is bound by %s, one block-step more and %s "
                     "would bind", resource_name(c->bind_below), resource_name(c->bind_above));

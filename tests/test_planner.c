@@ -357,7 +357,7 @@ END_TEST
 
 /* The search at the limits of the README (1024 layers), where nothing or little fits: a few
  * footprints an amount searched, not one per unit of the ladder (thousands a configuration,
- * each a pass over the layers: minutes), and the plan it keeps fits. */
+ * each a pass over the layers: minutes), and no search of configurations that cannot be kept. */
 START_TEST(search_work_at_the_limits)
 {
     static const struct { const char *hw; int hidden, heads; bool fits; } cases[] = {
@@ -383,14 +383,82 @@ START_TEST(search_work_at_the_limits)
         int units = g.arch->n_ops * cfg.n_layer, log_units = 0;
         while ((1 << log_units) <= units)
             log_units++;
-        printf("%d layers, hidden %d on %s: %lld footprints, %lld closed forms\n",
-               cfg.n_layer, cfg.d_model, cases[i].hw, (long long)c.work.footprints,
-               (long long)c.work.closed_forms);
+        printf("%d layers, hidden %d on %s: %lld searches, %lld footprints, %lld closed "
+               "forms\n", cfg.n_layer, cfg.d_model, cases[i].hw, (long long)c.work.searches,
+               (long long)c.work.footprints, (long long)c.work.closed_forms);
         ck_assert_int_le(c.work.footprints, 48 * (3 + log_units));
+        /* a configuration short of memory with every activation recomputed is short at every
+         * amount: where some fit, only those are searched (48 were where 24 fit); where none
+         * does, those least short first, until the rest are short of more already (24 of 24
+         * were searched, each more frugal than the one before) */
+        if (cases[i].fits)
+            ck_assert_int_eq(c.work.searches, c.configs_tried);
+        else
+            ck_assert_int_le(c.work.searches, 2);
         plan_free(&c.plan);
         graph_free(&g);
         hw_free(&hw);
     }
+}
+END_TEST
+
+/* A PlanScoreFn for the tests: the closed form, counted. */
+static int closed_score(void *ctx, const Graph *gr, const Plan *pl, double *iter_s, Err *e)
+{
+    (void)e;
+    ClosedForm cf;
+    cost_closed_form(&hw, gr, pl, &cf);
+    *iter_s = cf.iter_s;
+    (*(int *)ctx)++;
+    return 0;
+}
+
+/* Simulations within PLANNER_SCORE_TASKS: a thousand layers in 16 micro-batches would simulate
+ * every configuration that fits (1.6 M tasks an iteration each, a dozen of them: a minute);
+ * the planner scores the two the closed form rates fastest, so the plan is the closed form's
+ * best. A preset at the batches the suite plans scores every one. */
+START_TEST(scores_within_budget)
+{
+    Err e;
+    ModelConfig cfg = *model_preset_find("gpt3-13b");
+    cfg.n_layer = MODEL_MAX_LAYERS;
+    cfg.d_model = 1024;
+    cfg.n_head = 16;
+    cfg.d_ff = 4096;
+    ck_assert_int_eq(hw_load("4090.ini", NULL, 0, &hw, &e), 0);
+    ck_assert_int_eq(graph_init(&g, &cfg, 64, 2048, &e), 0);
+    int sims = 0;
+    PlanChoice c, closed;
+    ck_assert_int_eq(planner_choose(&hw, &g, 16, POLICY_FUYOU, NULL, closed_score, &sims, &c,
+                                    &e), 0);
+    ck_assert_int_eq(planner_choose(&hw, &g, 16, POLICY_FUYOU, NULL, NULL, NULL, &closed, &e),
+                     0);
+    printf("%d layers, 16 micro-batches: %d of %d configurations that fit scored, %.0f tasks\n",
+           cfg.n_layer, c.configs_scored, c.configs_tried, c.work.score_tasks);
+    ck_assert_uint_eq(c.overflow, 0);
+    ck_assert_double_gt(c.configs_tried * sched_estimate_tasks(g.arch, cfg.n_layer, 16, 1),
+                        PLANNER_SCORE_TASKS);
+    ck_assert_int_eq(c.work.scores, sims);
+    ck_assert_double_le(c.work.score_tasks, PLANNER_SCORE_TASKS);
+    ck_assert_int_ge(sims, 1);
+    ck_assert_int_eq(c.configs_scored, sims);
+    ck_assert_double_eq(c.score_s, closed.score_s);
+    ck_assert_mem_eq(c.plan.act, closed.plan.act, (size_t)c.plan.n_layer *
+                                                  (size_t)c.plan.arch->n_ops * sizeof *c.plan.act);
+    plan_free(&c.plan);
+    plan_free(&closed.plan);
+    graph_free(&g);
+    hw_free(&hw);
+
+    setup_case("4090.ini", "gpt3-6.7b", 8);
+    sims = 0;
+    ck_assert_int_eq(planner_choose(&hw, &g, 16, POLICY_FUYOU, NULL, closed_score, &sims, &c,
+                                    &e), 0);
+    ck_assert_int_gt(c.configs_tried, 1);
+    ck_assert_int_eq(c.configs_scored, c.configs_tried);
+    ck_assert_int_eq(sims, c.configs_tried);
+    plan_free(&c.plan);
+    teardown_case();
 }
 END_TEST
 
@@ -459,6 +527,7 @@ int main(void)
     tcase_add_test(tc, closed_form_zero_infinity);
     tcase_add_test(tc, memory_grows_with_amount);
     tcase_add_test(tc, search_work_at_the_limits);
+    tcase_add_test(tc, scores_within_budget);
     tcase_add_test(tc, planner_zero_infinity);
     tcase_add_test(tc, grid_corner);
     suite_add_tcase(s, tc);
