@@ -462,6 +462,43 @@ START_TEST(scores_within_budget)
 }
 END_TEST
 
+/* What the progress hook hears: the searches and scores as they happen, ending with every
+ * configuration that fits searched and every marked one scored. */
+typedef struct Heard {
+    int calls;
+    PlanProgress last;
+    bool backwards;
+} Heard;
+
+static void hear(void *ctx, const PlanProgress *at)
+{
+    Heard *h = ctx;
+    h->backwards |= h->calls && (at->searched < h->last.searched || at->scored < h->last.scored);
+    h->last = *at;
+    h->calls++;
+}
+
+START_TEST(progress_reports)
+{
+    setup_case("4090.ini", "gpt3-6.7b", 8);
+    Heard h = {0};
+    int sims = 0;
+    PlanChoice c;
+    Err e;
+    ck_assert_int_eq(planner_choose_progress(&hw, &g, 2, POLICY_FUYOU, NULL, closed_score, &sims,
+                                             hear, &h, &c, &e), 0);
+    ck_assert(!h.backwards);
+    ck_assert_int_eq(h.last.n_micro, 2);
+    ck_assert_int_eq(h.last.searched, c.configs_tried);
+    ck_assert_int_eq(h.last.to_search, c.configs_tried);
+    ck_assert_int_eq(h.last.scored, sims);
+    ck_assert_int_eq(h.last.to_score, sims);
+    ck_assert_int_eq(h.calls, c.configs_tried + sims + 1);
+    plan_free(&c.plan);
+    teardown_case();
+}
+END_TEST
+
 /* zero-infinity's plan is DeepSpeed's defaults, not the planner's tuning. */
 START_TEST(planner_zero_infinity)
 {
@@ -528,6 +565,7 @@ int main(void)
     tcase_add_test(tc, memory_grows_with_amount);
     tcase_add_test(tc, search_work_at_the_limits);
     tcase_add_test(tc, scores_within_budget);
+    tcase_add_test(tc, progress_reports);
     tcase_add_test(tc, planner_zero_infinity);
     tcase_add_test(tc, grid_corner);
     suite_add_tcase(s, tc);
