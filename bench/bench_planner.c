@@ -1,13 +1,15 @@
 /* bench_planner: first how long fuyou-sim's what-if takes (its plan made as fuyou-sim makes it,
  * the simulator scoring the planner's configurations, then the plan predicted), against one
  * simulation of the plan it chose (the baseline, measured in the same run: the ratio is the
- * what-if's cost in simulations), and the closed form the planner evaluates with its ops priced
+ * what-if's cost in simulations), with the planner's work (presets, and 1024-layer models at
+ * the README's limits), and the closed form the planner evaluates with its ops priced
  * (ClosedPrices) against cost_closed_form (the reference), over the same plans.
  * Then the swap planner over the grid GPT-3 1.3B..175B x {4090, A100-80G, H200} x
  * batch 1..128 x CPU memory 64..768 GiB (seq 1024). Prints the distribution of the planner's
  * regret (its plan simulated, against the best point of a fine sweep of swap amounts in the same
  * configuration: the baseline, measured in the same run) and of the closed form's error against
  * the simulator at every swept point, and the worst cases. Not a test: nothing here fails. */
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,10 +20,13 @@
 
 enum { WHATIF_REPEATS = 5 };
 
-/* fuyou-sim --hw HW --model MODEL --batch BATCH as its main() runs it, less the report: the
- * median seconds of the whole call and of one prediction of the plan it chose. */
-static int whatif(const char *hwname, const char *model, int batch, Err *e)
+/* fuyou-sim --hw HW --model MODEL --batch BATCH --seq SEQ as its main() runs it, less the
+ * report: the median seconds of the whole call and of one prediction of the plan it chose
+ * (of repeats), and the planner's work over the micro-batch counts it tried. */
+static int whatif(const char *hwname, const ModelConfig *model, int batch, int seq, int repeats,
+                  Err *e)
 {
+    assert(repeats >= 1 && repeats <= WHATIF_REPEATS);
     Hardware hw;
     int rc = hw_load(hwname, NULL, 0, &hw, e);
     if (rc)
@@ -29,10 +34,11 @@ static int whatif(const char *hwname, const char *model, int batch, Err *e)
     PlanArgs args;
     plan_args_init(&args);
     double t_call[WHATIF_REPEATS], t_sim[WHATIF_REPEATS];
-    int configs = 0, sims = 0, tasks = 0;
-    for (int i = 0; i < WHATIF_REPEATS && !rc; i++) {
+    int configs = 0, sims = 0, tasks = 0, micro = 0;
+    PlannerWork work = {0};
+    for (int i = 0; i < repeats && !rc; i++) {
         PredictScoreCtx sc = {&hw, 0};
-        PlanRequest rq = {.model = model_preset_find(model), .batch = batch, .seq = 1024,
+        PlanRequest rq = {.model = model, .batch = batch, .seq = seq,
                           .policy = POLICY_FUYOU, .swap = SWAP_AUTO, .args = &args,
                           .score = predict_score, .score_ctx = &sc, .prog = "bench_planner"};
         Graph g;
@@ -48,6 +54,8 @@ static int whatif(const char *hwname, const char *model, int batch, Err *e)
             configs = info.choice.configs_tried;
             sims = sc.sims;
             tasks = pr.sched.n_tasks;
+            micro = p.n_micro;
+            work = info.work;
             predict_free(&pr);
             t0 = bench_now();
             rc = predict_run(&pr, &g, &hw, &p, 3, e);
@@ -60,11 +68,17 @@ static int whatif(const char *hwname, const char *model, int batch, Err *e)
         graph_free(&g);
     }
     if (!rc) {
-        double call = bench_median(t_call, WHATIF_REPEATS);
-        double sim = bench_median(t_sim, WHATIF_REPEATS);
-        printf("  %-9s batch %3d on %-8s %7.3f s (%d configurations that fit, %d simulated); "
-               "one prediction of its plan (%d tasks) %6.1f ms: ratio %.1f\n", model, batch,
-               hwname, call, configs, sims, tasks, sim * 1e3, call / sim);
+        double call = bench_median(t_call, repeats);
+        double sim = bench_median(t_sim, repeats);
+        printf("  %-9s %4d layers, hidden %6d, batch %4d x %4d on %-12s %7.3f s (%d "
+               "configurations that fit, M = %d micro-batches, %d simulated); one prediction of "
+               "its plan (%d tasks) %6.1f ms: ratio %.1f\n", model->name, model->n_layer,
+               model->d_model, batch, seq, hwname, call, configs, micro, sims, tasks, sim * 1e3,
+               call / sim);
+        printf("    planner's work: %lld swap amounts searched, %lld closed forms, %lld "
+               "footprints, %lld plans scored (%.2f M tasks an iteration)\n",
+               (long long)work.searches, (long long)work.closed_forms,
+               (long long)work.footprints, (long long)work.scores, work.score_tasks / 1e6);
     }
     hw_free(&hw);
     return rc;
@@ -144,14 +158,33 @@ int main(void)
     static const struct { const char *hw, *model; int batch; } calls[] = {
         {"4090.ini", "gpt3-175b", 16}, {"4090.ini", "gpt3-13b", 64}, {"h200.ini", "gpt3-6.7b", 64},
     };
+    /* at the README's limits (1024 layers; hidden and heads to 131072): states half on SSD, a
+     * shape that fits nowhere, and one that needs 16 micro-batches or more */
+    static const struct { const char *hw; int hidden, heads, batch, seq; } limits[] = {
+        {"h200.ini", 1024, 16, 8, 64}, {"4090.ini", 131072, 1024, 8, 64},
+        {"4090.ini", 1024, 16, 1024, 2048},
+    };
     Err e;
     printf("what-if (fuyou-sim's call: the plan made, its configurations simulated, the plan "
-           "predicted; median of %d):\n", WHATIF_REPEATS);
+           "predicted; median of %d, at the limits of 1):\n", WHATIF_REPEATS);
     for (size_t i = 0; i < sizeof calls / sizeof calls[0]; i++)
-        if (whatif(calls[i].hw, calls[i].model, calls[i].batch, &e)) {
+        if (whatif(calls[i].hw, model_preset_find(calls[i].model), calls[i].batch, 1024,
+                   WHATIF_REPEATS, &e)) {
             fprintf(stderr, "bench_planner: %s\n", e.msg);
             return 1;
         }
+    for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
+        ModelConfig m = *model_preset_find("gpt3-13b");
+        snprintf(m.name, sizeof m.name, "limits-%zu", i);
+        m.n_layer = MODEL_MAX_LAYERS;
+        m.d_model = limits[i].hidden;
+        m.n_head = limits[i].heads;
+        m.d_ff = 4 * limits[i].hidden;
+        if (whatif(limits[i].hw, &m, limits[i].batch, limits[i].seq, 1, &e)) {
+            fprintf(stderr, "bench_planner: %s\n", e.msg);
+            return 1;
+        }
+    }
     if (closed_priced(&e)) {
         fprintf(stderr, "bench_planner: %s\n", e.msg);
         return 1;

@@ -52,8 +52,9 @@ static int plan_for(const PlanRequest *rq, const Graph *g, int M, const Hardware
             if (rc)
                 return rc;
         }
-        int rc = planner_choose(hw, g, M, rq->policy, given ? rq->args : NULL, rq->score,
-                                rq->score_ctx, &info->choice, e);
+        int rc = planner_choose_progress(hw, g, M, rq->policy, given ? rq->args : NULL,
+                                         rq->score, rq->score_ctx, rq->progress,
+                                         rq->progress_ctx, &info->choice, e);
         if (rc)
             return rc;
         info->planned = true;
@@ -124,6 +125,15 @@ static double plan_time_s(const Graph *g, const Hardware *hw, const Plan *p,
     return cf.iter_s;
 }
 
+static void work_add(PlannerWork *sum, const PlannerWork *w)
+{
+    sum->searches += w->searches;
+    sum->closed_forms += w->closed_forms;
+    sum->footprints += w->footprints;
+    sum->scores += w->scores;
+    sum->score_tasks += w->score_tasks;
+}
+
 /* One candidate: a micro-batch count with its graph, plan and how it was made. */
 typedef struct Candidate {
     int M;
@@ -173,6 +183,7 @@ int plan_make(const PlanRequest *rq, const Hardware *hw, Graph *g, Plan *p, Plan
     Candidate best = {0}, c;
     bool have = false;
     int rc = 0;
+    PlannerWork work = {0};
     for (int i = 0; i < n; i++) {
         c = (Candidate){.M = counts[i]};
         rc = graph_init(&c.g, rq->model, rq->batch / c.M, rq->seq, e);
@@ -194,6 +205,7 @@ int plan_make(const PlanRequest *rq, const Hardware *hw, Graph *g, Plan *p, Plan
             candidate_free(&c);
             break;
         }
+        work_add(&work, &c.info.choice.work);
         c.short_bytes = plan_short_bytes(&c.g, hw, &c.p);
         c.iter_s = plan_time_s(&c.g, hw, &c.p, &c.info);
         /* the first that fits, then more micro-batches while they are faster; while none
@@ -222,6 +234,7 @@ int plan_make(const PlanRequest *rq, const Hardware *hw, Graph *g, Plan *p, Plan
     *g = best.g;
     *p = best.p;
     *info = best.info;
+    info->work = work;
     return 0;
 }
 

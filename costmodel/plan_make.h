@@ -38,6 +38,8 @@ typedef struct PlanRequest {
      * the footprint plans with; NULL: the CUDA lane's (footprint_cuda_lane) */
     void (*lane_sizes)(const void *ctx, const ModelConfig *c, int B, int T, LaneSizes *out);
     const void *lane_ctx;
+    PlanProgressFn progress;    /* told how far each planner search is (NULL: nothing) */
+    void *progress_ctx;
 } PlanRequest;
 
 /* What plan_make decided, for reports and the sweep. */
@@ -47,6 +49,7 @@ typedef struct PlanInfo {
     SwapLadder ladder;  /* whenever the swap amount was taken on a ladder */
     bool have_ladder;
     int units;          /* ladder units kept */
+    PlannerWork work;   /* the planner's, over every micro-batch count tried */
 } PlanInfo;
 
 /* Parses --swap: auto, none, all, sweep or an amount (units_parse_bytes, at most

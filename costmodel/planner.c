@@ -165,12 +165,13 @@ typedef struct Amounts {
     ClosedPrices prices;
     Tier *tier;  /* each unit's; NULL (out of memory): planner_apply at every amount */
     int applied; /* the amount p's activations are set to */
+    PlannerWork *work;
 } Amounts;
 
 static void amounts_init(Amounts *a, const Hardware *hw, const Graph *g, Plan *p,
-                         const SwapLadder *l)
+                         const SwapLadder *l, PlannerWork *work)
 {
-    *a = (Amounts){.hw = hw, .g = g, .p = p, .l = l};
+    *a = (Amounts){.hw = hw, .g = g, .p = p, .l = l, .work = work};
     cost_closed_prices_init(&a->prices, hw, g); /* without prices, the same numbers */
     int units = planner_units(l);
     a->tier = malloc(((size_t)units + 1) * sizeof *a->tier);
@@ -208,6 +209,7 @@ static double closed_at(Amounts *a, int n)
     ClosedForm cf;
     amounts_set(a, n);
     cost_closed_form_priced(&a->prices, a->p, &cf);
+    a->work->closed_forms++;
     return cf.iter_s;
 }
 
@@ -216,7 +218,31 @@ static bool fits_at(Amounts *a, int n)
     Footprint f;
     amounts_set(a, n);
     footprint_compute(&f, a->g, a->p);
+    a->work->footprints++;
     return footprint_overflow(&f, a->hw) == 0;
+}
+
+/* The largest amount below `above` that fits, or -1 when none does, given that `above` does not.
+ * Every tier's bytes grow with the amount: a unit only turns its ops from recomputed to kept in
+ * the unit's own tier (the same at every amount), so a tensor's home (where its last saver keeps
+ * it, footprint.c) goes at most once from none to that tier, and every term of the footprint
+ * grows with the tensors kept. The amounts that fit are then [0, k]: bisection finds k in
+ * log2(units) footprints, where a walk from `above` down took up to one per unit (a thousand
+ * layers make thousands of units, each footprint a pass over the layers). The suite checks the
+ * growth along ladders of both block families (test_planner.c, memory_grows_with_amount). */
+static int last_fitting(Amounts *am, int above)
+{
+    if (!fits_at(am, 0))
+        return -1;
+    int lo = 0, hi = above; /* lo fits, hi does not */
+    while (hi - lo > 1) {
+        int mid = lo + (hi - lo) / 2;
+        if (fits_at(am, mid))
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
 }
 
 /* Minimum of the closed form over units [a, b], where it is convex: bisect on the slope. */
@@ -233,7 +259,9 @@ static int convex_min(Amounts *am, int a, int b)
     return a;
 }
 
-int planner_best_units(const Hardware *hw, const Graph *g, Plan *p, const SwapLadder *l)
+/* planner_best_units, its work added to *work. */
+static int best_units(const Hardware *hw, const Graph *g, Plan *p, const SwapLadder *l,
+                      PlannerWork *work)
 {
     /* Within a run of units of one ladder step placed in one tier, every unit changes one
      * block the same way: the per-block sum grows linearly and the total-load term is a
@@ -241,7 +269,7 @@ int planner_best_units(const Hardware *hw, const Graph *g, Plan *p, const SwapLa
      * exactly. Across runs (a new step lands on blocks that differ, or a dearer tier) it need
      * not be, so each run is searched and the best kept. */
     Amounts am;
-    amounts_init(&am, hw, g, p, l);
+    amounts_init(&am, hw, g, p, l, work);
     int units = planner_units(l), best = 0;
     double best_t = closed_at(&am, 0);
     double room[TIER_COUNT];
@@ -265,25 +293,22 @@ int planner_best_units(const Hardware *hw, const Graph *g, Plan *p, const SwapLa
             run_tier = t;
         }
     }
-    /* Memory is not monotone in the amount (recomputation space shrinks as swap staging
-     * grows): if the optimum does not fit, take the nearest amount that fits on either side,
-     * the better of the two. */
+    /* If the optimum does not fit, the most below it that does: memory grows with the amount
+     * (last_fitting), so nothing above it fits either. */
     if (!fits_at(&am, best)) {
-        int down = best - 1, up = best + 1;
-        while (down >= 0 && !fits_at(&am, down))
-            down--;
-        while (up <= units && !fits_at(&am, up))
-            up++;
-        if (down >= 0 && up <= units)
-            best = closed_at(&am, down) <= closed_at(&am, up) ? down : up;
-        else if (down >= 0)
+        int down = last_fitting(&am, best);
+        if (down >= 0)
             best = down;
-        else if (up <= units)
-            best = up;
     }
     amounts_set(&am, best);
     amounts_free(&am);
     return best;
+}
+
+int planner_best_units(const Hardware *hw, const Graph *g, Plan *p, const SwapLadder *l)
+{
+    PlannerWork work = {0};
+    return best_units(hw, g, p, l, &work);
 }
 
 /* Buffer configurations tried, most generous first: prefetch depth, weight, gradient and
@@ -292,17 +317,6 @@ static const struct { int prefetch, weights, grads, acts; } buffer_configs[] = {
     {2, 3, 2, 2}, {1, 2, 2, 2}, {1, 2, 1, 1}, {0, 1, 1, 1},
 };
 static const int subgroup_sizes[] = {1, 2, 4};
-
-static int score_plan(const Hardware *hw, const Graph *g, const Plan *p, PlanScoreFn score,
-                      void *ctx, double *s, Err *e)
-{
-    if (score)
-        return score(ctx, g, p, s, e);
-    ClosedForm cf;
-    cost_closed_form(hw, g, p, &cf);
-    *s = cf.iter_s;
-    return 0;
-}
 
 /* The knobs a configuration sets, to try each distinct one once when options fix some. */
 typedef struct Knobs {
@@ -317,21 +331,48 @@ static Knobs knobs_of(const Plan *p)
                     plan_act(p, 0, BLOCK_CKPT_OP)}};
 }
 
-/* Where the search stands: the best plan so far is in the choice. */
+/* The most configurations one search tries: buffer sets x sub-group sizes x state buffer counts
+ * x the states kept in CPU memory or not. */
+enum { CONFIGS_MAX = 4 * 3 * 2 * 2 };
+_Static_assert(sizeof buffer_configs / sizeof buffer_configs[0] == 4 &&
+               sizeof subgroup_sizes / sizeof subgroup_sizes[0] == 3, "CONFIGS_MAX counts them");
+
+/* A distinct configuration: its plan, every intra-block activation recomputed until its swap
+ * amount is searched (with a ladder), then at that amount. */
+typedef struct Config {
+    Plan plan;
+    SwapLadder ladder;
+    bool has_ladder;
+    int units;
+    double short_bytes; /* beyond the tiers' capacities, at the plan's amount: 0 when it fits */
+    Footprint mem;      /* once searched */
+    double closed_s;    /* the closed form of one that fits, which ranks it where not all can
+                           be simulated */
+    bool scored;
+} Config;
+
+/* Where the search stands. */
 typedef struct Search {
-    bool have;
-    double best;
-    Plan frugal;         /* of those that do not fit, the one short of the fewest bytes */
-    double frugal_short; /* its shortfall; 0 while there is none */
+    Config *cfgs; /* CONFIGS_MAX of them, in the order tried */
+    int n_cfgs, n_fit;
     Knobs tried[64];
     int n_tried;
+    PlanProgress at;
+    PlanProgressFn progress;
+    void *progress_ctx;
 } Search;
 
-/* Scores configuration p (its placement and buffers set; the swap amount taken on the ladder
- * unless ladder is false) and keeps it in c if it fits and beats the best so far. Each
- * distinct configuration once. 0 or a negative errno. */
-static int consider(const Hardware *hw, const Graph *g, Plan *p, bool ladder, PlanScoreFn score,
-                    void *score_ctx, Search *st, PlanChoice *c, Err *e)
+static void tell(Search *st)
+{
+    if (st->progress)
+        st->progress(st->progress_ctx, &st->at);
+}
+
+/* Records configuration p (its placement and buffers set; its activations recomputed past the
+ * checkpoints where ladder, the swap amount to be taken on the ladder) unless an identical one
+ * was. 0 or a negative errno. */
+static int add_config(const Hardware *hw, const Graph *g, const Plan *p, bool ladder, Search *st,
+                      PlanChoice *c, Err *e)
 {
     Knobs k = knobs_of(p);
     for (int i = 0; i < st->n_tried; i++)
@@ -339,55 +380,175 @@ static int consider(const Hardware *hw, const Graph *g, Plan *p, bool ladder, Pl
             return 0;
     if (st->n_tried < (int)(sizeof st->tried / sizeof st->tried[0]))
         st->tried[st->n_tried++] = k;
-    SwapLadder l;
-    int n = 0;
-    if (ladder) {
-        planner_ladder(hw, g, p, &l);
-        n = planner_best_units(hw, g, p, &l);
-    }
-    Footprint f;
-    footprint_compute(&f, g, p);
-    double short_bytes = footprint_short_bytes(&f, hw);
-    if (short_bytes > 0) {
-        if (st->frugal_short == 0 || short_bytes < st->frugal_short) {
-            plan_free(&st->frugal);
-            st->frugal_short = short_bytes;
-            return plan_copy(&st->frugal, p, e);
-        }
-        return 0;
-    }
-    c->configs_tried++;
-    double s;
-    int rc = score_plan(hw, g, p, score, score_ctx, &s, e);
-    if (rc || s >= st->best)
-        return rc;
-    st->best = s;
-    if (st->have)
-        plan_free(&c->plan);
-    st->have = false;
-    rc = plan_copy(&c->plan, p, e);
+    assert(st->n_cfgs < CONFIGS_MAX); /* each distinct configuration once */
+    Config *cf = &st->cfgs[st->n_cfgs];
+    memset(cf, 0, sizeof *cf);
+    int rc = plan_copy(&cf->plan, p, e);
     if (rc)
         return rc;
-    st->have = true;
-    c->units = n;
-    c->units_total = ladder ? planner_units(&l) : 0;
-    c->score_s = s;
-    c->mem = f;
+    st->n_cfgs++;
+    cf->has_ladder = ladder;
+    if (ladder) {
+        planner_ladder(hw, g, &cf->plan, &cf->ladder);
+        planner_apply(&cf->plan, &cf->ladder, 0);
+    }
+    footprint_compute(&cf->mem, g, &cf->plan);
+    c->work.footprints++;
+    cf->short_bytes = footprint_short_bytes(&cf->mem, hw);
+    st->n_fit += cf->short_bytes == 0;
+    return 0;
+}
+
+/* Takes cf's swap amount on its ladder, and its footprint and shortfall there. */
+static void search_config(const Hardware *hw, const Graph *g, Config *cf, Search *st,
+                          PlannerWork *work)
+{
+    if (cf->has_ladder) {
+        work->searches++;
+        cf->units = best_units(hw, g, &cf->plan, &cf->ladder, work);
+        footprint_compute(&cf->mem, g, &cf->plan);
+        work->footprints++;
+        cf->short_bytes = footprint_short_bytes(&cf->mem, hw);
+    }
+    st->at.searched++;
+    tell(st);
+}
+
+/* Marks the configurations that fit to score: all where their schedules' tasks fit
+ * PLANNER_SCORE_TASKS (the closed form's score costs nothing), else as many as fit it, at least
+ * one, those the closed form rates fastest (the earlier on a tie). Returns how many. */
+static int mark_scored(const Graph *g, int n_micro, bool simulated, Search *st)
+{
+    double tasks = sched_estimate_tasks(g->arch, g->cfg.n_layer, n_micro, 1);
+    int n = st->n_fit, k = n;
+    if (simulated && n * tasks > PLANNER_SCORE_TASKS)
+        k = PLANNER_SCORE_TASKS / tasks >= 1 ? (int)(PLANNER_SCORE_TASKS / tasks) : 1;
+    for (int i = 0; i < st->n_cfgs; i++) {
+        Config *a = &st->cfgs[i];
+        int faster = 0; /* of those that fit, ranked before a */
+        for (int j = 0; j < st->n_cfgs && a->short_bytes == 0; j++) {
+            const Config *b = &st->cfgs[j];
+            faster += b->short_bytes == 0 &&
+                      (b->closed_s < a->closed_s || (b->closed_s == a->closed_s && j < i));
+        }
+        a->scored = a->short_bytes == 0 && faster < k;
+    }
+    return k;
+}
+
+/* Keeps configuration cf in c: its plan (moved), amount and memory, its closed form, and what
+ * binds backward at its amount and one unit more. */
+static void keep(const Hardware *hw, const Graph *g, Config *cf, PlanChoice *c)
+{
+    c->plan = cf->plan;
+    memset(&cf->plan, 0, sizeof cf->plan);
+    c->units = cf->units;
+    c->units_total = cf->has_ladder ? planner_units(&cf->ladder) : 0;
+    c->mem = cf->mem;
+    Plan *p = &c->plan;
     cost_closed_form(hw, g, p, &c->cf);
     c->bind_below = c->bind_above = c->cf.binding[CF_BACKWARD];
-    if (ladder && n < planner_units(&l)) {
+    if (cf->has_ladder && cf->units < planner_units(&cf->ladder)) {
         ClosedForm above;
-        planner_apply(p, &l, n + 1);
+        planner_apply(p, &cf->ladder, cf->units + 1);
         cost_closed_form(hw, g, p, &above);
         c->bind_above = above.binding[CF_BACKWARD];
-        planner_apply(p, &l, n);
+        planner_apply(p, &cf->ladder, cf->units);
     }
+}
+
+/* The configurations that fit: each one's swap amount searched (it fits there too: the most
+ * that fits, last_fitting), the marked ones scored in the order tried, the first of the
+ * fastest kept in c. 0 or a negative errno. */
+static int choose_fitting(const Hardware *hw, const Graph *g, int n_micro, PlanScoreFn score,
+                          void *ctx, Search *st, PlanChoice *c, Err *e)
+{
+    st->at.to_search = st->n_fit;
+    for (int i = 0; i < st->n_cfgs; i++) {
+        Config *cf = &st->cfgs[i];
+        if (cf->short_bytes > 0)
+            continue;
+        search_config(hw, g, cf, st, &c->work);
+        assert(cf->short_bytes == 0);
+        ClosedForm closed;
+        cost_closed_form(hw, g, &cf->plan, &closed);
+        c->work.closed_forms++;
+        cf->closed_s = closed.iter_s;
+        c->configs_tried++;
+    }
+    st->at.to_score = mark_scored(g, n_micro, score != NULL, st);
+    tell(st);
+    int best = -1;
+    double best_s = INFINITY;
+    for (int i = 0; i < st->n_cfgs; i++) {
+        Config *cf = &st->cfgs[i];
+        if (!cf->scored)
+            continue;
+        double s = cf->closed_s;
+        if (score) {
+            c->work.scores++;
+            c->work.score_tasks += sched_estimate_tasks(g->arch, g->cfg.n_layer, n_micro, 1);
+            int rc = score(ctx, g, &cf->plan, &s, e);
+            if (rc)
+                return rc;
+        }
+        c->configs_scored++;
+        st->at.scored++;
+        tell(st);
+        if (best < 0 || s < best_s) {
+            best = i;
+            best_s = s;
+        }
+    }
+    keep(hw, g, &st->cfgs[best], c);
+    c->score_s = best_s;
     return 0;
+}
+
+/* Where nothing fits: the first configuration (in the order tried) short of the fewest bytes at
+ * its swap amount, kept in c with what is short. Every tier needs the least with all recomputed
+ * (last_fitting), so a configuration short of more there than the best so far is short of more
+ * at every amount: searched from the least short there up, the rest need no search (dozens of
+ * micro-batch counts plan every configuration where nothing fits). */
+static void choose_frugal(const Hardware *hw, const Graph *g, Search *st, PlanChoice *c)
+{
+    int order[CONFIGS_MAX], n = st->n_cfgs;
+    for (int i = 0; i < n; i++) { /* by shortfall with everything recomputed, stable */
+        int j = i;
+        for (; j > 0 && st->cfgs[order[j - 1]].short_bytes > st->cfgs[i].short_bytes; j--)
+            order[j] = order[j - 1];
+        order[j] = i;
+    }
+    st->at.to_search = n;
+    int best = -1;
+    for (int k = 0; k < n; k++) {
+        Config *cf = &st->cfgs[order[k]];
+        if (best >= 0 && cf->short_bytes > st->cfgs[best].short_bytes)
+            break;
+        search_config(hw, g, cf, st, &c->work);
+        if (best < 0 || cf->short_bytes < st->cfgs[best].short_bytes ||
+            (cf->short_bytes == st->cfgs[best].short_bytes && order[k] < best))
+            best = order[k];
+    }
+    Config *cf = &st->cfgs[best];
+    c->plan = cf->plan;
+    memset(&cf->plan, 0, sizeof cf->plan);
+    c->mem = cf->mem;
+    c->overflow = footprint_overflow(&c->mem, hw);
+    cost_closed_form(hw, g, &c->plan, &c->cf);
 }
 
 int planner_choose(const Hardware *hw, const Graph *g, int n_micro, Policy policy,
                    const PlanArgs *args, PlanScoreFn score, void *score_ctx, PlanChoice *c,
                    Err *e)
+{
+    return planner_choose_progress(hw, g, n_micro, policy, args, score, score_ctx, NULL, NULL, c,
+                                   e);
+}
+
+int planner_choose_progress(const Hardware *hw, const Graph *g, int n_micro, Policy policy,
+                            const PlanArgs *args, PlanScoreFn score, void *score_ctx,
+                            PlanProgressFn progress, void *progress_ctx, PlanChoice *c, Err *e)
 {
     memset(c, 0, sizeof *c);
     Plan p;
@@ -395,7 +556,13 @@ int planner_choose(const Hardware *hw, const Graph *g, int n_micro, Policy polic
     if (rc)
         return rc;
     p.n_micro = n_micro;
-    Search st = {.best = INFINITY};
+    Search st = {.cfgs = calloc(CONFIGS_MAX, sizeof *st.cfgs), .progress = progress,
+                 .progress_ctx = progress_ctx, .at = {.n_micro = n_micro}};
+    if (!st.cfgs) {
+        plan_free(&p);
+        return err_set(e, -ENOMEM, "out of memory for the planner's %d configurations",
+                       CONFIGS_MAX);
+    }
     int invalid = 0, configs = 0;
     bool fixed_act = args && args->act, fixed_split = args && args->count[PC_OCPU] >= 0;
     for (size_t bi = 0; bi < sizeof buffer_configs / sizeof buffer_configs[0] && !rc; bi++) {
@@ -440,34 +607,27 @@ int planner_choose(const Hardware *hw, const Graph *g, int n_micro, Policy polic
                 int cpu_groups = p.optim_cpu_groups;
                 bool both = policy == POLICY_FUYOU && p.optim == TIER_SSD && cpu_groups > 0 &&
                             !fixed_split;
-                rc = consider(hw, g, &p, ladder, score, score_ctx, &st, c, e);
+                rc = add_config(hw, g, &p, ladder, &st, c, e);
                 if (!rc && both) {
                     p.optim_cpu_groups = 0;
-                    if (ladder)
-                        plan_set_inner_act(&p, ACT_RECOMPUTE);
-                    rc = consider(hw, g, &p, ladder, score, score_ctx, &st, c, e);
+                    rc = add_config(hw, g, &p, ladder, &st, c, e);
                 }
             }
         }
     }
     if (!rc && invalid == configs)
         rc = -EINVAL; /* e says why, from the last configuration */
-    if (rc)
-        goto out;
-    if (!st.have) {
-        /* Nothing fits: keep the plan short of the fewest bytes and say what is short. */
-        rc = plan_copy(&c->plan, &st.frugal, e);
-        if (rc)
-            goto out;
-        footprint_compute(&c->mem, g, &st.frugal);
-        c->overflow = footprint_overflow(&c->mem, hw);
-        cost_closed_form(hw, g, &st.frugal, &c->cf);
-    }
-    plan_inner_kept_bytes(&c->plan, g, c->kept);
-out:
-    plan_free(&p);
-    plan_free(&st.frugal);
-    if (rc && st.have)
+    if (!rc && st.n_fit)
+        rc = choose_fitting(hw, g, n_micro, score, score_ctx, &st, c, e);
+    else if (!rc)
+        choose_frugal(hw, g, &st, c);
+    if (!rc)
+        plan_inner_kept_bytes(&c->plan, g, c->kept);
+    else
         plan_free(&c->plan);
+    for (int i = 0; i < st.n_cfgs; i++)
+        plan_free(&st.cfgs[i].plan);
+    free(st.cfgs);
+    plan_free(&p);
     return rc;
 }

@@ -11,7 +11,8 @@
  * exactly; the planner searches every run and keeps the best (a few dozen runs, not a scan of
  * amounts). It also picks the optimizer sub-group size and the
  * prefetch depth and buffer counts that fit the GPU and pinned-CPU budgets, by simulating each
- * candidate configuration, and says which tier is short when nothing fits. */
+ * candidate configuration (those the closed form rates fastest where all of them would be too
+ * many tasks: PLANNER_SCORE_TASKS), and says which tier is short when nothing fits. */
 #ifndef FUYOU_PLANNER_H
 #define FUYOU_PLANNER_H
 
@@ -52,9 +53,20 @@ int planner_units_for(const SwapLadder *l, double bytes);
 void planner_apply(Plan *p, const SwapLadder *l, int n);
 
 /* The n in [0, units] minimising the closed-form time of p with planner_apply(p, l, n): exact,
- * by convexity within each run of one step in one tier; if that amount overflows a memory tier, the nearest amount on either side that
- * fits (the better of the two), if any. p's activations are left as that n sets them. */
+ * by convexity within each run of one step in one tier; if that amount overflows a memory
+ * tier, the largest smaller amount that fits, if any (every tier's bytes grow with the amount,
+ * so no larger one fits). p's activations are left as that n sets them. */
 int planner_best_units(const Hardware *hw, const Graph *g, Plan *p, const SwapLadder *l);
+
+/* The work a search did, for tests and reports that bound it (no clock: the same on every
+ * machine). */
+typedef struct PlannerWork {
+    int64_t searches;     /* configurations whose swap amount was searched on the ladder */
+    int64_t closed_forms; /* closed-form evaluations */
+    int64_t footprints;   /* footprints computed */
+    int64_t scores;       /* plans scored (simulated, with the simulator's score) ... */
+    double score_tasks;   /* ... and their schedules' tasks an iteration (sched_estimate_tasks) */
+} PlannerWork;
 
 typedef struct PlanChoice {
     Plan plan;
@@ -65,9 +77,12 @@ typedef struct PlanChoice {
     double score_s;           /* what score said of the chosen plan */
     Resource bind_below;      /* backward's binding resource at the chosen amount ... */
     Resource bind_above;      /* ... and one unit more */
-    int configs_tried;
+    int configs_tried;        /* configurations that fit ... */
+    int configs_scored;       /* ... of which score rated these (all but where
+                                 PLANNER_SCORE_TASKS cut them) */
     unsigned overflow;        /* tiers short when nothing fits (the most frugal plan's) */
     Footprint mem;
+    PlannerWork work;
 } PlanChoice;
 
 /* Scores a whole plan for graph g (one micro-batch) in seconds per iteration (the simulator
@@ -75,12 +90,30 @@ typedef struct PlanChoice {
  * e filled. */
 typedef int (*PlanScoreFn)(void *ctx, const Graph *g, const Plan *p, double *iter_s, Err *e);
 
+/* The most tasks an iteration (sched_estimate_tasks), summed over the configurations it
+ * scores, that one search has score simulate. Where the configurations that fit would take
+ * more (a thousand layers in dozens of micro-batches: a minute of simulation each search), it
+ * scores those the closed form rates fastest, as many as fit, at least one; below it (every
+ * preset at the batches the suite and the benchmarks plan), all of them. */
+#define PLANNER_SCORE_TASKS 4e6
+
+/* How far a search is, for a progress line: of the distinct configurations, the swap amounts
+ * to search and searched, then the plans to score and scored. */
+typedef struct PlanProgress {
+    int n_micro;
+    int to_search, searched;
+    int to_score, scored;
+} PlanProgress;
+typedef void (*PlanProgressFn)(void *ctx, const PlanProgress *at);
+
 /* Chooses a whole plan for the policy and n_micro micro-batches of g: placement by
  * capacity, then for each sub-group size and buffer configuration that fits, the best swap
- * amount; the configuration that score rates fastest wins (the closed form when score is NULL).
+ * amount; the configuration that score rates fastest wins (the closed form when score is NULL;
+ * of those the closed form rates fastest where PLANNER_SCORE_TASKS bounds the simulations).
  * zero-infinity's plan is DeepSpeed's defaults whatever is tried (plan_zero_infinity_config:
- * placement, activations, sub-groups, buffers). The caller owns c->plan (plan_free). Returns 0 (check c->overflow: nonzero
- * means nothing fits and c holds the most frugal plan), or a negative errno. The number of
+ * placement, activations, sub-groups, buffers). The caller owns c->plan (plan_free). Returns 0
+ * (check c->overflow: nonzero means nothing fits and c holds the most frugal plan), or a
+ * negative errno. The number of
  * micro-batches is plan_make's search (plan_make.h). args (NULL: none) are plan options the
  * user gave: each configuration tried has them applied over it (each distinct one scored
  * once), and a given --act leaves the activations as it says; the caller has checked them
@@ -88,5 +121,10 @@ typedef int (*PlanScoreFn)(void *ctx, const Graph *g, const Plan *p, double *ite
 int planner_choose(const Hardware *hw, const Graph *g, int n_micro, Policy policy,
                    const PlanArgs *args, PlanScoreFn score, void *score_ctx, PlanChoice *c,
                    Err *e);
+/* planner_choose, calling progress (NULL: none) with progress_ctx after each swap amount
+ * searched and each plan scored. */
+int planner_choose_progress(const Hardware *hw, const Graph *g, int n_micro, Policy policy,
+                            const PlanArgs *args, PlanScoreFn score, void *score_ctx,
+                            PlanProgressFn progress, void *progress_ctx, PlanChoice *c, Err *e);
 
 #endif

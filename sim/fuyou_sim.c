@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "clock.h"
 #include "config.h"
 #include "cost_report.h"
 #include "describe.h"
@@ -250,6 +252,37 @@ static int parse_args(int argc, char **argv, SimArgs *a)
     return 0;
 }
 
+/* The planner's progress on stderr, for a search that takes long (a thousand layers in dozens
+ * of micro-batches): on a terminal one line rewritten in place from PROGRESS_TTY_S on, at
+ * most four times a second, and erased when the plan is made; elsewhere (a log) a line every
+ * PROGRESS_LOG_S once that long has passed, so short runs print nothing. */
+#define PROGRESS_TTY_S 1.0
+#define PROGRESS_LOG_S 5.0
+
+typedef struct Progress {
+    double start_s, last_s;
+    bool tty, shown;
+} Progress;
+
+static void progress_line(void *ctx, const PlanProgress *at)
+{
+    Progress *pg = ctx;
+    double now = clock_monotonic_s();
+    double first = pg->tty ? PROGRESS_TTY_S : PROGRESS_LOG_S;
+    double every = pg->tty ? 0.25 : PROGRESS_LOG_S;
+    if (now - pg->start_s < first || now - pg->last_s < every)
+        return;
+    pg->last_s = now;
+    pg->shown = true;
+    fprintf(stderr, "%splanner: %d micro-batch%s, %d/%d configurations searched",
+            pg->tty ? "\r" : "", at->n_micro, at->n_micro == 1 ? "" : "es", at->searched,
+            at->to_search);
+    if (at->to_score)
+        fprintf(stderr, ", %d/%d simulated", at->scored, at->to_score);
+    fprintf(stderr, ", %.1f s%s", now - pg->start_s, pg->tty ? "\033[K" : "\n");
+    fflush(stderr);
+}
+
 /* The plan both programs make from the same options (plan_make.h), scored by the simulator,
  * and the graph of its micro-batch. */
 static int make_plan(const SimArgs *a, const ModelConfig *cfg, SwapMode swap, double swap_bytes,
@@ -262,10 +295,16 @@ static int make_plan(const SimArgs *a, const ModelConfig *cfg, SwapMode swap, do
         return -EINVAL;
     }
     PredictScoreCtx sc = {hw, 0};
+    double now = clock_monotonic_s();
+    Progress pg = {.start_s = now, .last_s = now, .tty = isatty(STDERR_FILENO)};
     PlanRequest rq = {.model = cfg, .batch = a->batch, .seq = a->seq, .policy = policy,
                       .swap = swap, .swap_bytes = swap_bytes, .args = &a->plan,
-                      .score = predict_score, .score_ctx = &sc, .prog = "fuyou-sim"};
-    return plan_make(&rq, hw, g, p, info, e);
+                      .score = predict_score, .score_ctx = &sc, .prog = "fuyou-sim",
+                      .progress = progress_line, .progress_ctx = &pg};
+    int rc = plan_make(&rq, hw, g, p, info, e);
+    if (pg.tty && pg.shown)
+        fprintf(stderr, "\r\033[K");
+    return rc;
 }
 
 static void report_swap(FILE *out, SwapMode swap, const PlanInfo *info, const Graph *g,
@@ -304,10 +343,14 @@ static void report_swap(FILE *out, SwapMode swap, const PlanInfo *info, const Gr
     } else if (info->planned) {
         const PlanChoice *c = &info->choice;
         fprintf(out, "planner: best of %d distinct configuration%s that fit%s (sub-groups 1/2/4 "
-                "blocks x 4 buffer sets x 3 or 2 state buffers, the plan options over each; "
-                "each simulated)",
+                "blocks x 4 buffer sets x 3 or 2 state buffers, the plan options over each; ",
                 c->configs_tried, c->configs_tried == 1 ? "" : "s",
                 c->configs_tried == 1 ? "s" : "");
+        if (c->configs_scored == c->configs_tried)
+            fprintf(out, "each simulated)");
+        else /* PLANNER_SCORE_TASKS */
+            fprintf(out, "the %d the closed form rates fastest simulated, as many as %.0f "
+                    "tasks an iteration allow)", c->configs_scored, PLANNER_SCORE_TASKS);
         if (c->bind_below != c->bind_above)
             fprintf(out, "; at this amount backward is bound by %s, one block-step more and %s "
                     "would bind", resource_name(c->bind_below), resource_name(c->bind_above));

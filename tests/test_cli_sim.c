@@ -582,6 +582,32 @@ START_TEST(sim_input_files)
 }
 END_TEST
 
+/* Models at the limits (1024 layers) are planned with bounded work: the README's largest shape
+ * (hidden 131072, 1024 heads) fits nowhere and says so; a thousand layers in 16 micro-batches
+ * would simulate a dozen configurations of 1.6 M tasks an iteration, and simulates the two the
+ * closed form rates fastest, saying so. */
+START_TEST(sim_planner_at_limits)
+{
+    static const struct { const char *ini, *args, *want; int status; } cases[] = {
+        {"[model]\nlayers = 1024\nhidden = 131072\nheads = 1024\nvocab = 50257\n"
+         "max_seq = 2048\n", "--batch 8 --seq 64", "planner: no configuration fits", 1},
+        {"[model]\nlayers = 1024\nhidden = 1024\nheads = 16\nvocab = 50257\nmax_seq = 2048\n",
+         "--batch 16 --seq 64 --micro-batches 16 --iters 2",
+         "the 2 the closed form rates fastest simulated, as many as 4000000 tasks an iteration "
+         "allow", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char path[64], args[256];
+        tu_temp_file(path, sizeof path, ".ini", cases[i].ini);
+        snprintf(args, sizeof args, "--model %s %s", path, cases[i].args);
+        int rc = tu_run_sim(args, out, sizeof out);
+        unlink(path);
+        ck_assert_msg(rc == cases[i].status, "case %zu: status %d: %s", i, rc, out);
+        tu_assert_contains(out, cases[i].want);
+    }
+}
+END_TEST
+
 /* The predicted trace of a tiny model equals the golden one (regenerate on purpose only:
  * `meson compile -C build regen-golden`, then review the diff). */
 START_TEST(golden_trace)
@@ -632,6 +658,7 @@ int main(void)
     tcase_add_test(tc, sim_options_with_planner);
     tcase_add_test(tc, sim_states_split_scored);
     tcase_add_test(tc, golden_trace);
+    tcase_add_test(tc, sim_planner_at_limits);
     tcase_add_test(tc, swap_modes);
     tcase_add_test(tc, swap_sweep);
     tcase_add_test(tc, sim_size_limits);

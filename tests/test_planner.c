@@ -317,6 +317,188 @@ START_TEST(closed_form_zero_infinity)
 }
 END_TEST
 
+/* Every tier's bytes grow with the amount along a ladder whose units land in all three tiers,
+ * from checkpoints in each tier, in both block families: the planner's search for the most
+ * that fits (planner.c, last_fitting) bisects on it. */
+START_TEST(memory_grows_with_amount)
+{
+    static const char *models[] = {"gpt3-1.3b", "llama-3.2-1b"};
+    static const ActPlace ckpts[] = {ACT_GPU, ACT_CPU, ACT_SSD};
+    for (size_t m = 0; m < sizeof models / sizeof models[0]; m++)
+        for (size_t k = 0; k < sizeof ckpts / sizeof ckpts[0]; k++) {
+            setup_case("4090.ini", models[m], 4);
+            p.weights = TIER_CPU;
+            plan_set_all_act(&p, ckpts[k], ACT_RECOMPUTE);
+            SwapLadder l;
+            planner_ladder(&hw, &g, &p, &l);
+            ck_assert_int_gt(l.n_steps, 1);
+            l.room[TIER_GPU] = 5.5 * planner_unit_bytes(&l, 0);
+            l.room[TIER_CPU] = 1.5 * planner_amount(&l, g.cfg.n_layer);
+            double last[TIER_COUNT] = {0};
+            for (int u = 0; u <= planner_units(&l); u++) {
+                planner_apply(&p, &l, u);
+                Footprint f;
+                footprint_compute(&f, &g, &p);
+                for (int t = 0; t < TIER_COUNT; t++) {
+                    double now = footprint_tier_total(&f, t);
+                    ck_assert_msg(now >= last[t], "%s, checkpoints %d: tier %d at %d units "
+                                  "%.0f B, below %.0f B at one less", models[m], (int)ckpts[k],
+                                  t, u, now, last[t]);
+                    last[t] = now;
+                }
+            }
+            int last_op = l.steps[l.n_steps - 1].ops[0], n = g.cfg.n_layer - 1;
+            ck_assert_int_eq(plan_act(&p, 0, l.steps[0].ops[0]), ACT_GPU);
+            ck_assert_int_eq(plan_act(&p, n, last_op), ACT_SSD);
+            teardown_case();
+        }
+}
+END_TEST
+
+/* The search at the limits of the README (1024 layers), where nothing or little fits: a few
+ * footprints an amount searched, not one per unit of the ladder (thousands a configuration,
+ * each a pass over the layers: minutes), and no search of configurations that cannot be kept. */
+START_TEST(search_work_at_the_limits)
+{
+    static const struct { const char *hw; int hidden, heads; bool fits; } cases[] = {
+        {"h200.ini", 1024, 16, true},       /* the states half on SSD, the rest in CPU memory */
+        {"4090.ini", 131072, 1024, false},  /* 211 T parameters: nothing fits */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        Err e;
+        ModelConfig cfg = *model_preset_find("gpt3-13b");
+        cfg.n_layer = MODEL_MAX_LAYERS;
+        cfg.d_model = cases[i].hidden;
+        cfg.n_head = cases[i].heads;
+        cfg.d_ff = 4 * cases[i].hidden;
+        ck_assert_int_eq(model_validate(&cfg, &e), 0);
+        ck_assert_int_eq(hw_load(cases[i].hw, NULL, 0, &hw, &e), 0);
+        ck_assert_int_eq(graph_init(&g, &cfg, 8, 64, &e), 0);
+        PlanChoice c;
+        ck_assert_int_eq(planner_choose(&hw, &g, 1, POLICY_FUYOU, NULL, NULL, NULL, &c, &e), 0);
+        ck_assert_int_eq(c.overflow == 0, cases[i].fits);
+        /* per configuration (48 at most: 4 buffer sets x 3 sub-group sizes x 2 state buffer
+         * counts x states kept in CPU memory or not): its own, the optimum's, and a bisection
+         * over the ladder's units (at most a step an op, each of every block) */
+        int units = g.arch->n_ops * cfg.n_layer, log_units = 0;
+        while ((1 << log_units) <= units)
+            log_units++;
+        printf("%d layers, hidden %d on %s: %lld searches, %lld footprints, %lld closed "
+               "forms\n", cfg.n_layer, cfg.d_model, cases[i].hw, (long long)c.work.searches,
+               (long long)c.work.footprints, (long long)c.work.closed_forms);
+        ck_assert_int_le(c.work.footprints, 48 * (3 + log_units));
+        /* a configuration short of memory with every activation recomputed is short at every
+         * amount: where some fit, only those are searched (48 were where 24 fit); where none
+         * does, those least short first, until the rest are short of more already (24 of 24
+         * were searched, each more frugal than the one before) */
+        if (cases[i].fits)
+            ck_assert_int_eq(c.work.searches, c.configs_tried);
+        else
+            ck_assert_int_le(c.work.searches, 2);
+        plan_free(&c.plan);
+        graph_free(&g);
+        hw_free(&hw);
+    }
+}
+END_TEST
+
+/* A PlanScoreFn for the tests: the closed form, counted. */
+static int closed_score(void *ctx, const Graph *gr, const Plan *pl, double *iter_s, Err *e)
+{
+    (void)e;
+    ClosedForm cf;
+    cost_closed_form(&hw, gr, pl, &cf);
+    *iter_s = cf.iter_s;
+    (*(int *)ctx)++;
+    return 0;
+}
+
+/* Simulations within PLANNER_SCORE_TASKS: a thousand layers in 16 micro-batches would simulate
+ * every configuration that fits (1.6 M tasks an iteration each, a dozen of them: a minute);
+ * the planner scores the two the closed form rates fastest, so the plan is the closed form's
+ * best. A preset at the batches the suite plans scores every one. */
+START_TEST(scores_within_budget)
+{
+    Err e;
+    ModelConfig cfg = *model_preset_find("gpt3-13b");
+    cfg.n_layer = MODEL_MAX_LAYERS;
+    cfg.d_model = 1024;
+    cfg.n_head = 16;
+    cfg.d_ff = 4096;
+    ck_assert_int_eq(hw_load("4090.ini", NULL, 0, &hw, &e), 0);
+    ck_assert_int_eq(graph_init(&g, &cfg, 64, 2048, &e), 0);
+    int sims = 0;
+    PlanChoice c, closed;
+    ck_assert_int_eq(planner_choose(&hw, &g, 16, POLICY_FUYOU, NULL, closed_score, &sims, &c,
+                                    &e), 0);
+    ck_assert_int_eq(planner_choose(&hw, &g, 16, POLICY_FUYOU, NULL, NULL, NULL, &closed, &e),
+                     0);
+    printf("%d layers, 16 micro-batches: %d of %d configurations that fit scored, %.0f tasks\n",
+           cfg.n_layer, c.configs_scored, c.configs_tried, c.work.score_tasks);
+    ck_assert_uint_eq(c.overflow, 0);
+    ck_assert_double_gt(c.configs_tried * sched_estimate_tasks(g.arch, cfg.n_layer, 16, 1),
+                        PLANNER_SCORE_TASKS);
+    ck_assert_int_eq(c.work.scores, sims);
+    ck_assert_double_le(c.work.score_tasks, PLANNER_SCORE_TASKS);
+    ck_assert_int_ge(sims, 1);
+    ck_assert_int_eq(c.configs_scored, sims);
+    ck_assert_double_eq(c.score_s, closed.score_s);
+    ck_assert_mem_eq(c.plan.act, closed.plan.act, (size_t)c.plan.n_layer *
+                                                  (size_t)c.plan.arch->n_ops * sizeof *c.plan.act);
+    plan_free(&c.plan);
+    plan_free(&closed.plan);
+    graph_free(&g);
+    hw_free(&hw);
+
+    setup_case("4090.ini", "gpt3-6.7b", 8);
+    sims = 0;
+    ck_assert_int_eq(planner_choose(&hw, &g, 16, POLICY_FUYOU, NULL, closed_score, &sims, &c,
+                                    &e), 0);
+    ck_assert_int_gt(c.configs_tried, 1);
+    ck_assert_int_eq(c.configs_scored, c.configs_tried);
+    ck_assert_int_eq(sims, c.configs_tried);
+    plan_free(&c.plan);
+    teardown_case();
+}
+END_TEST
+
+/* What the progress hook hears: the searches and scores as they happen, ending with every
+ * configuration that fits searched and every marked one scored. */
+typedef struct Heard {
+    int calls;
+    PlanProgress last;
+    bool backwards;
+} Heard;
+
+static void hear(void *ctx, const PlanProgress *at)
+{
+    Heard *h = ctx;
+    h->backwards |= h->calls && (at->searched < h->last.searched || at->scored < h->last.scored);
+    h->last = *at;
+    h->calls++;
+}
+
+START_TEST(progress_reports)
+{
+    setup_case("4090.ini", "gpt3-6.7b", 8);
+    Heard h = {0};
+    int sims = 0;
+    PlanChoice c;
+    Err e;
+    ck_assert_int_eq(planner_choose_progress(&hw, &g, 2, POLICY_FUYOU, NULL, closed_score, &sims,
+                                             hear, &h, &c, &e), 0);
+    ck_assert(!h.backwards);
+    ck_assert_int_eq(h.last.n_micro, 2);
+    ck_assert_int_eq(h.last.searched, c.configs_tried);
+    ck_assert_int_eq(h.last.to_search, c.configs_tried);
+    ck_assert_int_eq(h.last.scored, sims);
+    ck_assert_int_eq(h.last.to_score, sims);
+    ck_assert_int_eq(h.calls, c.configs_tried + sims + 1);
+    plan_free(&c.plan);
+    teardown_case();
+}
+END_TEST
+
 /* zero-infinity's plan is DeepSpeed's defaults, not the planner's tuning. */
 START_TEST(planner_zero_infinity)
 {
@@ -380,6 +562,10 @@ int main(void)
     tcase_add_test(tc, closed_form_priced_is_exact);
     tcase_add_test(tc, tiers_fill_in_order);
     tcase_add_test(tc, closed_form_zero_infinity);
+    tcase_add_test(tc, memory_grows_with_amount);
+    tcase_add_test(tc, search_work_at_the_limits);
+    tcase_add_test(tc, scores_within_budget);
+    tcase_add_test(tc, progress_reports);
     tcase_add_test(tc, planner_zero_infinity);
     tcase_add_test(tc, grid_corner);
     suite_add_tcase(s, tc);
