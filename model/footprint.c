@@ -324,3 +324,27 @@ void footprint_auto_place(Plan *p, const Graph *g, const Hardware *hw)
     }
     keep_states_in_cpu(p, g, hw);
 }
+
+const char *footprint_advice(Tier t, const Plan *p, const Footprint *f)
+{
+    bool state_here = p->weights == t || p->optim == t;
+    switch (t) {
+    case TIER_GPU:
+        return "lower --batch or --seq, split it into more --micro-batches, or recompute "
+               "activations (--swap none)";
+    case TIER_CPU:
+        if (p->weights != TIER_SSD || p->optim != TIER_SSD)
+            return "put weights or optimizer states on SSD (--weights ssd, --optim ssd)";
+        if (p->optim_cpu_groups > 0)
+            return "keep fewer sub-groups' states in CPU memory (--optim-cpu-groups)";
+        return f->bytes[MEM_ACTIVATIONS][TIER_CPU] > 0
+                   ? "keep fewer activations in CPU memory (--swap), or use fewer "
+                     "--pinned-buffers or --state-buffers"
+                   : "use fewer --pinned-buffers or --state-buffers";
+    default:
+        return state_here ? "add SSD capacity (--set ssd.count=N or ssd.capacity_GB), or keep "
+                            "state in CPU memory (--weights cpu, --optim-cpu-groups N)"
+                          : "add SSD capacity (--set ssd.count=N or ssd.capacity_GB), or swap "
+                            "fewer activations to it (--swap)";
+    }
+}

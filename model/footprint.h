@@ -85,6 +85,10 @@ double footprint_capacity(const Hardware *hw, Tier t);
 double footprint_short_bytes(const Footprint *f, const Hardware *hw);
 /* Tiers over capacity as a bit mask (1 << tier); 0 when the plan fits. */
 unsigned footprint_overflow(const Footprint *f, const Hardware *hw);
+/* What frees tier t of plan p, whose footprint f is over t's capacity, in the options of both
+ * programs: the batch for the GPU, state on the SSD for CPU memory (or, with it there,
+ * activations and buffers), capacity or state kept in CPU memory for the SSD. One clause. */
+const char *footprint_advice(Tier t, const Plan *p, const Footprint *f);
 
 /* Places p's state by capacity, keeping its buffer counts: everything on the GPU when it fits
  * (all activations kept, else block checkpoints there with recomputation); otherwise optimizer

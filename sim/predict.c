@@ -117,30 +117,6 @@ int predict_write_trace(const Prediction *pr, const char *path, bool chrome, Err
     return rc;
 }
 
-/* What frees tier t of plan p (footprint f): what takes most of it there, or the capacity. */
-static const char *shortfall_advice(Tier t, const Plan *p, const Footprint *f)
-{
-    bool state_here = p->weights == t || p->optim == t;
-    switch (t) {
-    case TIER_GPU:
-        return "lower --batch or --seq, split it into more --micro-batches, or recompute "
-               "activations (--swap none)";
-    case TIER_CPU:
-        if (p->weights != TIER_SSD || p->optim != TIER_SSD)
-            return "put weights or optimizer states on SSD (--weights ssd, --optim ssd), or "
-                   "raise --cpu-mem";
-        return f->bytes[MEM_ACTIVATIONS][TIER_CPU] > 0
-                   ? "keep fewer activations in CPU memory (--swap), fewer --pinned-buffers or "
-                     "--state-buffers, or raise --cpu-mem"
-                   : "fewer --pinned-buffers or --state-buffers, or raise --cpu-mem";
-    default:
-        return state_here ? "add SSD capacity (--set ssd.count=N or ssd.capacity_GB), or keep "
-                            "state in CPU memory (--weights cpu, --optim-cpu-groups N)"
-                          : "add SSD capacity (--set ssd.count=N or ssd.capacity_GB), or swap "
-                            "fewer activations to it (--swap)";
-    }
-}
-
 void predict_report(FILE *out, const Prediction *pr, const Graph *g, const Hardware *hw,
                     const Plan *p)
 {
@@ -191,7 +167,7 @@ void predict_report(FILE *out, const Prediction *pr, const Graph *g, const Hardw
                     units_bytes(b1, sizeof b1, footprint_tier_total(&pr->mem, t) -
                                                    footprint_capacity(hw, t)),
                     units_bytes(b2, sizeof b2, footprint_capacity(hw, t)),
-                    shortfall_advice((Tier)t, p, &pr->mem));
+                    footprint_advice((Tier)t, p, &pr->mem));
     fprintf(out, "simulated %d tasks, %lld events in %.1f ms\n", pr->sched.n_tasks,
             (long long)pr->res.events, pr->sim_wall_s * 1e3);
 }

@@ -325,6 +325,14 @@ START_TEST(cpu_device_says_its_lane)
     ck_assert_msg(!strstr(out, "everything fits"), "%s", out);
     tu_assert_contains(out, "fit in GPU memory, but --offload keeps them in CPU memory");
     tu_assert_contains(out, "--cpu-mem 8.00 MiB is too small for this plan");
+    tu_assert_contains(out, "put weights or optimizer states on SSD");
+    /* with them on the SSD already, the advice is what is left in CPU memory (it had said to
+     * put them on the SSD) */
+    ck_assert_int_eq(tu_run_bin("FUYOU_RUN", "--offload --steps 1 --cpu-mem 8MiB --weights ssd "
+                                "--optim ssd --ssd-dir /tmp", out, sizeof out), 2);
+    tu_assert_contains(out, "--cpu-mem 8.00 MiB is too small for this plan");
+    ck_assert_msg(!strstr(out, "on SSD (--weights ssd"), "%s", out);
+    tu_assert_contains(out, "raise it, or use fewer --pinned-buffers or --state-buffers");
     ck_assert_int_eq(tu_run_bin("FUYOU_SIM", "--help", out, sizeof out), 0);
     tu_assert_contains(out, "fuyou-run's is\n                          h200.ini");
     ck_assert_int_eq(tu_run_bin("FUYOU_RUN", "--help", out, sizeof out), 0);

@@ -235,7 +235,7 @@ START_TEST(sim_report_wording)
                                 "memory.cpu_mem_GiB=32", out, sizeof out), 1);
     tu_assert_contains(out, "over capacity: cpu needs");
     tu_assert_contains(out, "; put weights or optimizer states on SSD (--weights ssd, --optim "
-                            "ssd)");
+                            "ssd)\n");
     /* an override below the file's both-ways value: named, with the fix */
     ck_assert_int_eq(tu_run_sim("--set pcie.h2d_GBps=5 --describe", out, sizeof out), 2);
     tu_assert_contains(out, "h2d_bidir_GBps 21 (4090.ini:");

@@ -449,17 +449,17 @@ int pipe_mem_init(PipeMem *m, const ModelConfig *c, const Plan *p, int B, int T,
                        units_bytes(more_s, sizeof more_s, dneed - (double)pc->gpu_budget));
     if (pc->cpu_budget && hneed > (double)pc->cpu_budget)
         return err_set(e, -ENOSPC, "--cpu-mem %s is too small for this plan: it needs %s (%s "
-                       "more); raise it, or put weights, optimizer states or activations on "
-                       "SSD", units_bytes(have_s, sizeof have_s, (double)pc->cpu_budget),
+                       "more); raise it, or %s", units_bytes(have_s, sizeof have_s, (double)pc->cpu_budget),
                        units_bytes(need_s, sizeof need_s, hneed),
-                       units_bytes(more_s, sizeof more_s, hneed - (double)pc->cpu_budget));
+                       units_bytes(more_s, sizeof more_s, hneed - (double)pc->cpu_budget),
+                       footprint_advice(TIER_CPU, m->p, &need));
     size_t host_free = hostpool_system_available();
     if (!pc->cpu_budget && host_free && hneed > (double)host_free)
         return err_set(e, -ENOSPC, "this plan needs %s of host memory (CPU-resident state and "
-                       "pinned buffers), and this machine has %s available; put weights, "
-                       "optimizer states or activations on SSD (--weights ssd, --optim ssd)",
+                       "pinned buffers), and this machine has %s available; %s",
                        units_bytes(need_s, sizeof need_s, hneed),
-                       units_bytes(have_s, sizeof have_s, (double)host_free));
+                       units_bytes(have_s, sizeof have_s, (double)host_free),
+                       footprint_advice(TIER_CPU, m->p, &need));
     rc = hostpool_init(&m->pool, pc->cpu_budget ? pc->cpu_budget : (size_t)hneed + (1 << 20), e);
     if (!rc && pc->device->pin)
         hostpool_set_pin(&m->pool, pc->device->pin, pc->device->unpin, NULL);
