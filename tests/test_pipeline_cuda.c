@@ -475,7 +475,9 @@ START_TEST(compute_failure_drains)
                   "or another process used the GPU meanwhile)", free0, free1,
                   (double)free1 - (double)free0);
     ck_assert_int_eq(count_entries(ssd), 0);
-    ck_assert_int_eq(broken.n_losses, 0); /* the segment did not end */
+    /* the failure is in iteration 1: its step and later ones not recorded (steps are recorded
+     * as they end, so step 1 is when it ended before the failure) */
+    ck_assert_int_le(broken.n_losses, 1);
     /* the context is fine (the failure was not sticky): the same run trains again */
     fault_arm(FAULT_NULL_TOKENS, "none", 0);
     ck_assert_msg(pipe_train(&o, &p, &pc, &again, NULL, &e) == 0, "after the failure: %s", e.msg);
