@@ -449,7 +449,8 @@ int pipe_mem_init(PipeMem *m, const ModelConfig *c, const Plan *p, int B, int T,
                        units_bytes(more_s, sizeof more_s, dneed - (double)pc->gpu_budget));
     if (pc->cpu_budget && hneed > (double)pc->cpu_budget)
         return err_set(e, -ENOSPC, "--cpu-mem %s is too small for this plan: it needs %s (%s "
-                       "more); raise it, or %s", units_bytes(have_s, sizeof have_s, (double)pc->cpu_budget),
+                       "more); raise it, or %s",
+                       units_bytes(have_s, sizeof have_s, (double)pc->cpu_budget),
                        units_bytes(need_s, sizeof need_s, hneed),
                        units_bytes(more_s, sizeof more_s, hneed - (double)pc->cpu_budget),
                        footprint_advice(TIER_CPU, m->p, &need));
