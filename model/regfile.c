@@ -118,8 +118,9 @@ int outpath_check(const char *path, bool dir, Err *e)
     char parent[4096], why[4200];
     parent_of(path, parent, sizeof parent);
     if (stat(parent, &st)) {
-        snprintf(why, sizeof why, "%s: %s", parent, strerror(errno));
-        return cannot_write(path, errno, why, e);
+        int err = errno;
+        snprintf(why, sizeof why, "%s: %s", parent, strerror(err));
+        return cannot_write(path, err, why, e);
     }
     if (!S_ISDIR(st.st_mode)) {
         snprintf(why, sizeof why, "%s is not a directory", parent);

@@ -417,6 +417,33 @@ static int fixture_load_ranges(Fixture *f, TrainState *s, Err *e)
  * resuming it directly gives, though the damage is found after the rest of the damaged step
  * was put in the arrays; one line naming both. None intact: one error. Another model in
  * latest's state.json is no damage: an error, no fallback. */
+/* A step load that fails for the run's reason, not the files' (the SSD tier full as the
+ * states are put there): counted, and the error returned as it is */
+static int load_fails_full(void *user, const char *step_dir, Err *e)
+{
+    (void)step_dir;
+    ++*(int *)user;
+    return err_set(e, -ENOSPC, "the SSD tier is full");
+}
+
+/* ...is no damage: latest's step is not skipped for an older one, which would fail the same
+ * way (it had tried every step and said none was complete) */
+START_TEST(run_failure_is_not_damage)
+{
+    Fixture f;
+    fixture_init(&f, tiny(true));
+    for (int step = 1; step <= 3; step++)
+        fixture_save_as(&f, step);
+    int calls = 0;
+    TrainState s;
+    Err e;
+    ck_assert_int_eq(ckpt_load_with(f.dir, &f.c, load_fails_full, &calls, &s, &e), -ENOSPC);
+    ck_assert_int_eq(calls, 1);
+    ck_assert_str_eq(e.msg, "the SSD tier is full");
+    fixture_free(&f);
+}
+END_TEST
+
 START_TEST(resume_falls_back_from_damaged_latest)
 {
     Fixture f;
@@ -788,6 +815,7 @@ int main(void)
     tcase_add_test(tc, trainer_refuses_a_bad_state);
     tcase_add_test(tc, resume_falls_back_to_newest_complete);
     tcase_add_test(tc, resume_falls_back_from_damaged_latest);
+    tcase_add_test(tc, run_failure_is_not_damage);
     tcase_add_test(tc, fresh_run_refuses_a_checkpoint_dir);
     tcase_add_test(tc, save_dir_is_locked);
     tcase_add_test(tc, config_json_for_hugging_face);

@@ -576,8 +576,10 @@ int pipe_run_dag(Pipe *pp, Err *e)
             if (pp->running[r] >= 0 || !pp->ready[r].n)
                 continue;
             int ti = heap_pop(&pp->ready[r]).a;
-            if (pp->stop_iter >= 0 && s->tasks[ti].iter > pp->stop_iter)
-                continue; /* never started: the run ends before its iteration */
+            if (pp->stop_iter >= 0 && s->tasks[ti].iter > pp->stop_iter) {
+                progress = true; /* never started: the run ends before its iteration */
+                continue;
+            }
             if (r == RES_CPU_ADAM && s->tasks[ti].iter > adam_iter)
                 adam_iter = s->tasks[ti].iter;
             rc = start_task(pp, ti, e);

@@ -67,6 +67,7 @@ typedef struct PipeRun {
     int64_t (*pos)[2];
     double *ended, seg_t0;
     int next_record;
+    int64_t saved_step;      /* the step last saved (0: none yet) */
 } PipeRun;
 
 static void run_free(PipeRun *pr)
@@ -210,7 +211,8 @@ static int start_from_folder(PipeRun *pr, Err *e)
     if (!rc)
         rc = pipe_mem_fill_state(&pp->mem, fill_from_folder, r, e);
     hf_reader_close(r);
-    pr->st.data = pr->data.print;
+    pr->st.data = pr->data.print; /* as trainer_check_start sets them on the other paths */
+    pr->st.sched_steps = o->steps;
     return rc;
 }
 
@@ -433,7 +435,11 @@ static int end_segment(PipeRun *pr, int64_t step, int n, Err *e)
     int rc = trainer_clear_old_checkpoints(o, &pr->cleared, e);
     StateRead sr = {.mem = &pp->mem, .cached = -1};
     HfSource src = {.get = read_state, .user = &sr};
-    return rc ? rc : ckpt_save_from(o->save_dir, &o->model, &pp->layout, &src, st, &so, e);
+    if (!rc)
+        rc = ckpt_save_from(o->save_dir, &o->model, &pp->layout, &src, st, &so, e);
+    if (!rc)
+        pr->saved_step = step;
+    return rc;
 }
 
 /* Steps [step, step + n): one segment; when a stop was asked in it, the steps up to the one
@@ -453,7 +459,7 @@ static int train_segment(PipeRun *pr, int64_t step, int n, Err *e)
     }
     add_steady(pr, rows0, n);
     rc = end_segment(pr, step + n - 1, n, e);
-    return rc ? rc : trainer_stopped(pp->o, step + n - 1, e);
+    return rc ? rc : trainer_stopped(pp->o, step + n - 1, pr->saved_step == step + n - 1, e);
 }
 
 /* What the run used, beside what the plan predicted (rep NULL: nothing). */

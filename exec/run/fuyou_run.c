@@ -70,7 +70,7 @@ static void on_stop_signal(int sig)
 
 static void catch_stop_signals(TrainOptions *o)
 {
-    struct sigaction sa = {.sa_handler = on_stop_signal};
+    struct sigaction sa = {.sa_handler = on_stop_signal, .sa_flags = SA_RESTART};
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
@@ -223,7 +223,11 @@ static int train_offload(const RunArgs *a, const Graph *g, const Plan *p, const 
     PipeReport rep;
     int rc = pipe_train(o, p, &a->pipe, &r, &rep, e);
     free(r.losses);
-    if (rc == -ENOSPC && moved) /* a budget the plan does not fit (pipe_train's check) */
+    /* a host memory the plan does not fit (pipe_train's check; -ENOSPC is also a GPU budget
+     * or a full disk) */
+    bool host_short = rc == -ENOSPC && (!strncmp(e->msg, "--cpu-mem ", 10) ||
+                                        strstr(e->msg, " of host memory "));
+    if (host_short && moved)
         fprintf(stderr, "fuyou-run: %s fit in GPU memory, but --offload keeps them in CPU "
                 "memory; training without --offload keeps them on the GPU\n", moved);
     if (rc)

@@ -662,7 +662,8 @@ static int none_loads(const char *dir, const char *why, int n, const Tried *t,
 }
 
 /* Loads dir/name, the step latest names, with all its files there: 0. Its state not fitting
- * this run: -errno with e, as that is no damage (the older steps share it). Its weights or
+ * this run, or a failure that is not the files' damage: -errno with e, as the older steps
+ * would share it. Its weights or
  * optimizer not loading: -errno with t naming the step and why saying what failed, for
  * load_newest, whose older step rewrites every value this one put before its damage showed. */
 static int load_latest(const char *dir, const char *name, const ModelConfig *c,
@@ -678,6 +679,11 @@ static int load_latest(const char *dir, const char *name, const ModelConfig *c,
         *s = got;
         return 0;
     }
+    /* damage: a tensor that fails its checksum or its header, a file cut short or gone; any
+     * other failure (a full disk filling the SSD tier, a read error) is the run's, not the
+     * step's, and the older steps would fail the same way */
+    if (rc != -EINVAL && rc != -EBADMSG && rc != -ENOENT)
+        return err_set(e, rc, "%s", el.msg);
     *t = (Tried){name, rc};
     snprintf(why, n, "%s/latest names %s, which does not load: %s", dir, name, el.msg);
     return rc;

@@ -276,10 +276,11 @@ void trainer_stop_notice(const TrainOptions *o, int64_t step)
                 o->save_dir ? ", then saving it" : "");
 }
 
-int trainer_stopped(const TrainOptions *o, int64_t step, Err *e)
+int trainer_stopped(const TrainOptions *o, int64_t step, bool saved, Err *e)
 {
     int sig = trainer_stop_signal(o);
-    if (!sig || step >= o->steps)
+    /* a signal after the step's save was decided: one step more, which saves */
+    if (!sig || step >= o->steps || (o->save_dir && !saved))
         return 0;
     const char *name = signal_label(sig);
     if (!o->save_dir)
@@ -393,6 +394,7 @@ typedef struct TrainRun {
     bool dynamic;            /* the loss scale changes (trainer.h) */
     int64_t window;          /* steps without overflow before it doubles */
     bool cleared;            /* --overwrite: the old checkpoints, before the first save */
+    int64_t saved_step;      /* the step last saved (0: none yet) */
     double t_start;
 } TrainRun;
 
@@ -667,8 +669,8 @@ static int step_finish(TrainRun *t, TrainResult *r, const Step *s, int rc, Err *
         rc = log_rc;
     trainer_progress(o, s->n, r->first_step - 1, s->loss, tps, clock_monotonic_s() - t->t_start,
                      s->n == o->steps);
-    if (!rc && trainer_save_due(o, s->n))
-        rc = run_save(t, e);
+    if (!rc && trainer_save_due(o, s->n) && !(rc = run_save(t, e)))
+        t->saved_step = s->n;
     return rc;
 }
 
@@ -696,7 +698,7 @@ int trainer_run(const TrainOptions *o, TrainResult *r, Err *e)
     t.t_start = clock_monotonic_s();
     for (int64_t step = t.st.step + 1; !rc && step <= o->steps; step++)
         if (!(rc = run_step(&t, r, step, e)))
-            rc = trainer_stopped(o, step, e);
+            rc = trainer_stopped(o, step, t.saved_step == step, e);
     r->loss_scale = t.st.loss_scale;
     double elapsed = clock_monotonic_s() - t.t_start;
     r->tokens_per_s = elapsed > 0 ? (double)r->n_losses * o->seqs_per_step * o->seq / elapsed

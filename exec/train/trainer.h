@@ -145,10 +145,11 @@ bool trainer_save_due(const TrainOptions *o, int64_t step);
 int trainer_stop_signal(const TrainOptions *o);
 /* Says on the progress stream that the run stops after step, which it finishes (and saves). */
 void trainer_stop_notice(const TrainOptions *o, int64_t step);
-/* After step (saved when trainer_save_due said so): 0 to go on, or -EINTR with e saying which
+/* After step (saved: its checkpoint was written): 0 to go on, or -EINTR with e saying which
  * signal stopped the run, after which step and where it was saved, when a stop was asked
- * before the last step. */
-int trainer_stopped(const TrainOptions *o, int64_t step, Err *e);
+ * before the last step. With save_dir, a step not saved goes on (the signal came after its
+ * save was decided: the next step saves and stops). */
+int trainer_stopped(const TrainOptions *o, int64_t step, bool saved, Err *e);
 
 /* Whether an evaluation follows step's update: with --eval-data, every o->eval_every steps and
  * after the last. */
