@@ -479,10 +479,30 @@ START_TEST(stop_mid_segment_resumes_exactly)
     o.progress = tu_stop_at(&at);
     o.stop = &flag;
     o.save_dir = dir;
-    ck_assert_int_eq(pipe_train(&o, &p, &pc, &first, NULL, &e), -EINTR);
+    char trace[256];
+    snprintf(trace, sizeof trace, "%s/trace.tsv", dir);
+    pc.trace_path = trace;
+    PipeReport rep;
+    ck_assert_int_eq(pipe_train(&o, &p, &pc, &first, &rep, &e), -EINTR);
+    pc.trace_path = NULL;
     tu_assert_contains(e.msg, "stopped by SIGINT after step ");
     int stopped = (int)first.n_losses; /* 3 or 4: an update of the next may have begun */
     ck_assert_msg(stopped >= 2 && stopped < 6, "stopped after %d steps", stopped);
+    /* the trace holds the steps run, and the lanes' busy time is the trace's */
+    TraceTable t = {0};
+    ck_assert_msg(trace_read_tsv(trace, &t, &e) == 0, "%s", e.msg);
+    double busy[RES_COUNT] = {0};
+    for (int k = 0; k < t.n; k++) {
+        Resource r;
+        ck_assert_int_lt(t.rows[k].iter, stopped);
+        ck_assert_int_eq(resource_parse(t.rows[k].resource, &r), 0);
+        busy[r] += t.rows[k].end_s - t.rows[k].start_s;
+    }
+    for (int r = 0; r < RES_COUNT; r++)
+        ck_assert_msg(fabs(busy[r] - rep.busy_s[r]) < 1e-6, "%s busy %.9f, its rows %.9f",
+                      resource_name(r), rep.busy_s[r], busy[r]);
+    trace_table_free(&t);
+    unlink(trace);
     char path[256], want[64];
     snprintf(path, sizeof path, "%s/latest", dir);
     FILE *f = fopen(path, "r");

@@ -392,14 +392,18 @@ static int iteration_ended(void *user, int i, Err *e)
     return rc;
 }
 
-/* A stopped segment ran iterations up to last: the trace keeps theirs only (a later one's
- * tasks in flight at the stop ended, the rest never ran). */
+/* A stopped segment ran iterations up to last: the trace and the lanes' busy time keep theirs
+ * only (a later one's tasks in flight at the stop ended, the rest never ran). */
 static void drop_rows_after(Pipe *pp, int rows0, int last)
 {
     int kept = rows0;
     for (int k = rows0; k < pp->n_rows; k++) {
-        if (pp->rows[k].iter - pp->iter0 > last)
+        if (pp->rows[k].iter - pp->iter0 > last) {
+            Resource r;
+            if (!resource_parse(pp->rows[k].resource, &r))
+                pp->busy[r] -= pp->rows[k].end_s - pp->rows[k].start_s;
             continue;
+        }
         pp->rows[kept] = pp->rows[k];
         memcpy(pp->ids[kept++], pp->ids[k], SCHED_ID_MAX);
     }
