@@ -447,6 +447,9 @@ int pipe_mem_init(PipeMem *m, const ModelConfig *c, const Plan *p, int B, int T,
                        units_bytes(have_s, sizeof have_s, (double)pc->gpu_budget),
                        units_bytes(need_s, sizeof need_s, dneed),
                        units_bytes(more_s, sizeof more_s, dneed - (double)pc->gpu_budget));
+    size_t host_free = hostpool_system_available();
+    m->host_short = pc->cpu_budget ? hneed > (double)pc->cpu_budget
+                                   : host_free && hneed > (double)host_free;
     if (pc->cpu_budget && hneed > (double)pc->cpu_budget)
         return err_set(e, -ENOSPC, "--cpu-mem %s is too small for this plan: it needs %s (%s "
                        "more); raise it, or %s",
@@ -454,7 +457,6 @@ int pipe_mem_init(PipeMem *m, const ModelConfig *c, const Plan *p, int B, int T,
                        units_bytes(need_s, sizeof need_s, hneed),
                        units_bytes(more_s, sizeof more_s, hneed - (double)pc->cpu_budget),
                        footprint_advice(TIER_CPU, m->p, &need));
-    size_t host_free = hostpool_system_available();
     if (!pc->cpu_budget && host_free && hneed > (double)host_free)
         return err_set(e, -ENOSPC, "this plan needs %s of host memory (CPU-resident state and "
                        "pinned buffers), and this machine has %s available; %s",

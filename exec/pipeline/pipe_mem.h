@@ -61,6 +61,7 @@ typedef struct PipeMem {
     /* SSD */
     Store st;
     bool store_opened;
+    bool host_short;           /* pipe_mem_init refused the plan: host memory is short of it */
     char tmp_dir[256];          /* made for this run when no --ssd-dir was given */
     OocAdam oa;                 /* the sub-groups' states, when on SSD */
     StoreTensor *w_ssd, w_ssd_edge, *ckpt_ssd, *inner_ssd;

@@ -61,12 +61,11 @@ typedef struct PipeRun {
     double steady_s;         /* the gaps between iterations' ends within segments, summed */
     int n_steady;
     /* the segment being run: its first step, where the loader stands after each of its
-     * iterations, when each ended (0: not yet), and the first whose step is not recorded */
+     * iterations, and when the last of them ended (or the segment began) */
     TrainResult *r;
     int64_t seg_step;
     int64_t (*pos)[2];
-    double *ended, seg_t0;
-    int next_record;
+    double last_end;
     int64_t saved_step;      /* the step last saved (0: none yet) */
 } PipeRun;
 
@@ -74,7 +73,7 @@ static void run_free(PipeRun *pr)
 {
     Pipe *pp = &pr->pp;
     free(pr->params);
-    free(pr->pos), free(pr->ended);
+    free(pr->pos);
     loader_free(&pr->ld);
     data_free(&pr->data);
     graph_free(&pr->g);
@@ -155,13 +154,12 @@ static int alloc_segment(PipeRun *pr, TrainResult *r, Err *e)
     pp->losses = calloc(seg * pp->M, sizeof(float));
     pp->norms = calloc(seg, sizeof(double));
     pr->pos = calloc(seg, sizeof *pr->pos);
-    pr->ended = calloc(seg, sizeof(double));
     r->losses = calloc((size_t)(pp->o->steps > 0 ? pp->o->steps : 1), sizeof *r->losses);
     pr->r = r;
     pp->iter_done = iteration_ended;
     pp->iter_user = pr;
     if (!pp->inputs || !pp->targets || !pp->sq || !pp->sq_count ||
-        !pp->losses || !pp->norms || !pr->pos || !pr->ended || !r->losses)
+        !pp->losses || !pp->norms || !pr->pos || !r->losses)
         return err_set(e, -ENOMEM, "out of memory for %zu parameters", pp->layout.total);
     return 0;
 }
@@ -321,9 +319,7 @@ static int run_segment(PipeRun *pr, int n, Err *e)
         }
     }
     memset(pp->sq_count, 0, (size_t)n * sizeof *pp->sq_count);
-    memset(pr->ended, 0, (size_t)n * sizeof *pr->ended);
-    pr->next_record = 0;
-    pr->seg_t0 = clock_monotonic_s();
+    pr->last_end = clock_monotonic_s();
     sched_free(&pp->s);
     pp->g = &pr->g;
     int rc = sched_build(&pp->s, &pr->g, pr->plan, n, e);
@@ -374,22 +370,15 @@ static int record_step(PipeRun *pr, int i, double dt, Err *e)
     return rc;
 }
 
-/* The dispatcher's hook: segment iteration i ended. Its step and any after it that ended
- * before it are recorded, in order, as they end (the log gets a row per step, not per
- * segment). */
+/* The dispatcher's hook: segment iteration i ended, its step recorded as it ends (the log
+ * gets a row per step, not per segment). Iterations end in order: every task of one has a
+ * successor in the next. */
 static int iteration_ended(void *user, int i, Err *e)
 {
     PipeRun *pr = user;
-    pr->ended[i] = clock_monotonic_s();
-    int rc = 0;
-    for (int k = pr->next_record; !rc && k < pr->pp.s.iters && pr->ended[k] > 0; k++) {
-        double dt = pr->ended[k] - (k ? pr->ended[k - 1] : pr->seg_t0);
-        if (dt <= 0) /* it ended before the one ahead of it: the segment's mean so far */
-            dt = (pr->ended[k] - pr->seg_t0) / (k + 1);
-        rc = record_step(pr, k, dt, e);
-        pr->next_record = k + 1;
-    }
-    return rc;
+    double now = clock_monotonic_s(), dt = now - pr->last_end;
+    pr->last_end = now;
+    return record_step(pr, i, dt, e);
 }
 
 /* A stopped segment ran iterations up to last: the trace and the lanes' busy time keep theirs
@@ -473,6 +462,7 @@ static void fill_report(const PipeRun *pr, const TrainResult *r, double elapsed,
     if (!rep)
         return;
     memset(rep, 0, sizeof *rep);
+    rep->host_short = pr->pp.mem.host_short;
     if (!pr->g.ops)
         return;
     const Pipe *pp = &pr->pp;

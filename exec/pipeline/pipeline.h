@@ -52,6 +52,8 @@ typedef struct PipeReport {
     Footprint measured, predicted;
     const char *device;        /* the device tier's name in the report: "gpu", or the device's */
     double budget[TIER_COUNT]; /* --gpu-mem, --cpu-mem (0: none given) */
+    bool host_short;           /* the plan was refused: host memory (--cpu-mem, or the
+                                  machine's) is short of it */
     double busy_s[RES_COUNT];
     double elapsed_s;          /* the segments' wall time */
     int iterations;

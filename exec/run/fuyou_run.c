@@ -223,11 +223,7 @@ static int train_offload(const RunArgs *a, const Graph *g, const Plan *p, const 
     PipeReport rep;
     int rc = pipe_train(o, p, &a->pipe, &r, &rep, e);
     free(r.losses);
-    /* a host memory the plan does not fit (pipe_train's check; -ENOSPC is also a GPU budget
-     * or a full disk) */
-    bool host_short = rc == -ENOSPC && (!strncmp(e->msg, "--cpu-mem ", 10) ||
-                                        strstr(e->msg, " of host memory "));
-    if (host_short && moved)
+    if (rc && rep.host_short && moved)
         fprintf(stderr, "fuyou-run: %s fit in GPU memory, but --offload keeps them in CPU "
                 "memory; training without --offload keeps them on the GPU\n", moved);
     if (rc)
