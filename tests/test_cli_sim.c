@@ -1,7 +1,8 @@
 /* Check suite for fuyou-sim's command line: --help, exit codes 0/2, one-line errors that name
  * file:line, the --describe report, the report's wording, --swap, --cost, the limits on sizes
  * and inputs, and the golden trace. Runs the built binary (FUYOU_SIM in the environment);
- * fuyou-run and the other tools are test_cli's. */
+ * fuyou-run and the other tools are test_cli's, fuyou-plot's and fuyou-trace's on hostile input
+ * test_cli_plot's. */
 #include <sys/stat.h>
 
 #include "testutil.h"
