@@ -127,6 +127,8 @@ double footprint_state_slot_bytes(const ModelConfig *c, const Plan *p, int weigh
     double edge = (double)model_embed_params(c), block = (double)model_block_params(c);
     double wsz = weight_bytes, most = 0;
     for (int s = 0; s < plan_subgroup_count(p); s++) {
+        if (plan_optim_tier(p, s) == TIER_GPU)
+            continue; /* its states and weights stay on the GPU */
         size_t begin, end;
         layout_subgroup_slice(c, p, s, &begin, &end);
         double n = plan_optim_tier(p, s) == TIER_SSD
@@ -162,47 +164,57 @@ static void add_zero_grads(Footprint *f, const ModelConfig *c, const Plan *p, do
         f->bytes[MEM_GRADS][TIER_CPU] += page(cpu);
 }
 
+double footprint_gpu_stage_bytes(const ModelConfig *c, const Plan *p, int weight_bytes)
+{
+    double n = (double)layout_gpu_state_params(c, p);
+    return n > 0 ? page(fmin(n, FOOTPRINT_GPU_STAGE_PARAMS) * (12 + weight_bytes)) : 0;
+}
+
 static void add_optimizer(Footprint *f, const ModelConfig *c, const Plan *p,
                           const LaneSizes *lane)
 {
     double P = (double)(model_embed_params(c) + c->n_layer * model_block_params(c));
-    double cpu_prefix = 0, largest = 0;
+    /* the GPU's sub-groups are a prefix of the layout, the CPU's the range after it */
+    double gpu_end = (double)layout_gpu_state_params(c, p), cpu_end = 0, largest_off = 0;
     for (int s = 0; s < plan_subgroup_count(p); s++) {
         size_t begin, end;
         layout_subgroup_slice(c, p, s, &begin, &end);
         double n = (double)(end - begin);
         Tier t = plan_optim_tier(p, s);
-        if (n > largest)
-            largest = n;
+        if (t != TIER_GPU && n > largest_off)
+            largest_off = n;
         if (t == TIER_CPU) {
-            if ((double)end > cpu_prefix)
-                cpu_prefix = (double)end; /* the CPU's sub-groups are a prefix of the layout */
+            cpu_end = fmax(cpu_end, (double)end);
             continue;
         }
         f->bytes[MEM_MASTER][t] += 4 * n;
         f->bytes[MEM_ADAM_M][t] += 4 * n;
         f->bytes[MEM_ADAM_V][t] += 4 * n;
     }
-    if (cpu_prefix > 0)
+    if (cpu_end > 0)
         for (int m = MEM_MASTER; m <= MEM_ADAM_V; m++)
-            f->bytes[m][TIER_CPU] += page(4 * cpu_prefix);
+            f->bytes[m][TIER_CPU] += page(4 * (cpu_end - gpu_end));
     f->bytes[MEM_STAGING][TIER_CPU] += p->state_buffers *
-                                       footprint_state_slot_bytes(c, p, lane->weight_bytes);
+                                       footprint_state_slot_bytes(c, p, lane->weight_bytes) +
+                                       footprint_gpu_stage_bytes(c, p, lane->weight_bytes);
 
     double gsz = lane->grad_bytes;
     if (p->optim == TIER_GPU) {
         f->bytes[MEM_GRADS][TIER_GPU] += P * (p->n_micro > 1 ? 4 : gsz);
         return;
     }
+    /* each GPU sub-group's block keeps its own gradients; the rest pass through the ring */
     double block = (double)model_block_params(c), edge = (double)model_embed_params(c);
-    f->bytes[MEM_GRADS][TIER_GPU] += p->grad_buffers * block * gsz + edge * gsz;
+    int resident = p->optim_gpu_groups ? plan_gpu_blocks(p) : 0;
+    f->bytes[MEM_GRADS][TIER_GPU] += (resident < c->n_layer ? p->grad_buffers * block * gsz : 0) +
+                                     resident * block * gsz + edge * gsz;
     if (p->policy == POLICY_ZERO_INFINITY) {
         add_zero_grads(f, c, p, gsz);
     } else if (p->n_micro > 1) {
         f->bytes[MEM_GRADS][TIER_CPU] += page(P * 4);
         f->bytes[MEM_STAGING][TIER_CPU] += page((block > edge ? block : edge) * gsz);
     } else {
-        f->bytes[MEM_GRADS][TIER_CPU] += p->host_grad_groups * page(largest * gsz);
+        f->bytes[MEM_GRADS][TIER_CPU] += p->host_grad_groups * page(largest_off * gsz);
     }
 }
 
@@ -216,11 +228,16 @@ void footprint_compute_lane(Footprint *f, const ModelConfig *c, const Plan *p,
     if (p->weights == TIER_GPU) {
         f->bytes[MEM_WEIGHTS][TIER_GPU] += P * wsz;
     } else {
-        f->bytes[MEM_WEIGHTS][TIER_GPU] += p->weight_buffers * block * wsz + edge * wsz;
+        /* the GPU sub-groups' blocks and edges stay there; the ring carries the others */
+        int resident = p->optim_gpu_groups ? plan_gpu_blocks(p) : 0;
+        double home = P - (double)layout_gpu_state_params(c, p);
+        f->bytes[MEM_WEIGHTS][TIER_GPU] +=
+            (resident < c->n_layer ? p->weight_buffers * block * wsz : 0) +
+            resident * block * wsz + edge * wsz;
         if (p->weights == TIER_CPU) {
-            f->bytes[MEM_WEIGHTS][TIER_CPU] += page(P * wsz);
+            f->bytes[MEM_WEIGHTS][TIER_CPU] += home > 0 ? page(home * wsz) : 0;
         } else {
-            f->bytes[MEM_WEIGHTS][TIER_SSD] += P * wsz;
+            f->bytes[MEM_WEIGHTS][TIER_SSD] += home * wsz;
             f->bytes[MEM_STAGING][TIER_CPU] += p->pinned_buffers * page(block * wsz) +
                                                page(edge * wsz);
         }

@@ -11,31 +11,36 @@
  * logits, graph.h).
  *
  * GPU:
- * - weights: all of them when they live there; else weight_buffers blocks plus the edges
- *   (embedding, position embedding, final norm, an untied head), resident.
+ * - weights: all of them when they live there; else the edges (embedding, position embedding,
+ *   final norm, an untied head), resident, the blocks of the sub-groups updated on the GPU
+ *   (optim_gpu_groups), resident, and weight_buffers blocks for the others (none if none).
  * - optimizer states (fp32 master, Adam m, v) of the sub-groups updated there.
  * - grads: with the optimizer on the GPU, a whole gradient (fp32 when micro-batches add up);
- *   else grad_buffers blocks plus the edges', on their way to the CPU.
+ *   else the edges', each GPU sub-group's block's own, and grad_buffers blocks for the
+ *   others, on their way to the CPU (none if none).
  * - activations: each block tensor kept on the GPU; a ring of act_buffers slots (forward's way
  *   out and backward's way in: schedule.h), each slot the tensors swapped in any block; one block's
  *   scratch (every tensor of a block: what is recomputed or fetched lands there); the last
  *   block's output; and the lane's own working set (activation gradients, the attention
  *   workspace, the head's chunk, gradient accumulators).
  * CPU (the pinned host pool, each allocation rounded to 4 KiB pages):
- * - weights at home there; from SSD, pinned_buffers blocks and the edges as staging.
+ * - weights at home there, but the GPU sub-groups'; from SSD, pinned_buffers blocks and the
+ *   edges as staging; with sub-groups on the GPU, one staging piece their state passes
+ *   through when it is put in place or read for a checkpoint (footprint_gpu_stage_bytes).
  * - the states of the sub-groups kept in CPU memory; state_buffers slots (staging) when states
  *   or weights come from SSD, each the largest sub-group's states plus its new weights on
  *   their way out (zero-infinity: and its fp32 gradients, 16 B a parameter: DeepSpeed's four
  *   optimizer swap buffers, which also hold the gradients on their way to SSD in backward).
- * - grads: host_grad_groups sub-groups' gradients before their update (Fuyou); with
+ * - grads: host_grad_groups sub-groups' gradients before their update (Fuyou: each the
+ *   largest sub-group updated off the GPU); with
  *   micro-batches, the whole model's in fp32 plus one layer group's landing buffer (staging).
  *   Zero-infinity (ARCHITECTURE.md, "ZeRO-Infinity as DeepSpeed runs it"): the whole model's
  *   16-bit gradients (micro-batches add into them on the GPU), and the fp32 gradients of the
  *   sub-groups whose states are in CPU memory.
  * - zero-infinity's weights on SSD: DeepSpeed's pinned buffer of max_in_cpu 16-bit weights too.
  * - activations each block keeps in CPU memory; two staging pairs (out, in) for SSD-bound ones.
- * SSD: weights, states and activations at home there; zero-infinity's fp32 gradients of the
- * sub-groups whose states are there. */
+ * SSD: weights (but the GPU sub-groups'), states and activations at home there; zero-infinity's
+ * fp32 gradients of the sub-groups whose states are there. */
 #ifndef FUYOU_FOOTPRINT_H
 #define FUYOU_FOOTPRINT_H
 
@@ -72,6 +77,12 @@ void footprint_cuda_lane(const Graph *g, LaneSizes *lane);
  * the tail's edges) on its own 4 KiB pages; 0 when the plan uses none. The executor sizes its
  * slots with it and lays the weights out the same way (pipe_mem_update_pieces). */
 double footprint_state_slot_bytes(const ModelConfig *c, const Plan *p, int weight_bytes);
+
+/* Bytes of the host staging the GPU sub-groups' state passes through on its way in and out
+ * (the start, checkpoints): FOOTPRINT_GPU_STAGE_PARAMS parameters' master, m, v and weights at
+ * a time (fewer if the GPU holds fewer); 0 with no sub-group there. */
+enum { FOOTPRINT_GPU_STAGE_PARAMS = 1 << 20 };
+double footprint_gpu_stage_bytes(const ModelConfig *c, const Plan *p, int weight_bytes);
 
 /* The table for plan p on a lane of these sizes, and on g's lane (graph.h: the executor's
  * where one was given, else the CUDA lane's). */

@@ -125,3 +125,12 @@ void layout_subgroup_slice(const ModelConfig *c, const Plan *p, int g, size_t *b
     *begin = g == plan_subgroup_count(p) - 1 ? 0 : edge + (size_t)first * block;
     *end = edge + (size_t)(first + count) * block;
 }
+
+size_t layout_gpu_state_params(const ModelConfig *c, const Plan *p)
+{
+    if (p->optim == TIER_GPU || p->optim_gpu_groups <= 0)
+        return 0;
+    size_t begin, end;
+    layout_subgroup_slice(c, p, plan_subgroup_count(p) - p->optim_gpu_groups, &begin, &end);
+    return end;
+}

@@ -52,5 +52,9 @@ const ParamTensor *layout_find(const ModelLayout *l, const char *name);
 struct Plan;
 void layout_subgroup_slice(const ModelConfig *c, const struct Plan *p, int g, size_t *begin,
                            size_t *end);
+/* The prefix [0, this) of the layout whose optimizer states live on the GPU with their
+ * sub-groups (plan_optim_tier): the last optim_gpu_groups sub-groups' slices; 0 with none, and
+ * with the optimizer on the GPU (the whole state is there, no prefix of it is special). */
+size_t layout_gpu_state_params(const ModelConfig *c, const struct Plan *p);
 
 #endif

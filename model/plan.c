@@ -140,6 +140,22 @@ int plan_validate(const Plan *p, Err *e)
     if (p->optim_cpu_groups && p->optim != TIER_SSD)
         return err_set(e, -EINVAL, "plan: keeping some sub-groups' states in CPU memory needs "
                        "the rest on SSD (optim ssd)");
+    if (p->optim_gpu_groups < 0 || p->optim_gpu_groups > plan_subgroup_count(p))
+        return err_set(e, -EINVAL, "plan: %d sub-groups' states on the GPU, of %d",
+                       p->optim_gpu_groups, plan_subgroup_count(p));
+    if (p->optim_gpu_groups && p->optim == TIER_GPU)
+        return err_set(e, -EINVAL, "plan: with the optimizer on the GPU every sub-group is "
+                       "there already (optim-gpu-groups 0)");
+    if (p->optim_gpu_groups + p->optim_cpu_groups > plan_subgroup_count(p))
+        return err_set(e, -EINVAL, "plan: %d sub-groups on the GPU and %d in CPU memory, of %d",
+                       p->optim_gpu_groups, p->optim_cpu_groups, plan_subgroup_count(p));
+    if (p->optim_gpu_groups && p->policy != POLICY_FUYOU)
+        return err_set(e, -EINVAL, "plan: sub-groups updated on the GPU are fuyou's; %s runs "
+                       "its step on the CPU", policy_name(p->policy));
+    if (p->optim_gpu_groups && p->n_micro > 1)
+        return err_set(e, -EINVAL, "plan: sub-groups updated on the GPU take one micro-batch "
+                       "(got %d): their gradients are not summed across micro-batches",
+                       p->n_micro);
     if (p->tail_blocks > p->n_layer)
         return err_set(e, -EINVAL, "plan: tail of %d blocks exceeds the model's %d",
                        p->tail_blocks, p->n_layer);
@@ -176,9 +192,38 @@ void plan_subgroup_blocks(const Plan *p, int g, int *first, int *count)
 
 Tier plan_optim_tier(const Plan *p, int g)
 {
-    if (p->optim == TIER_SSD && g >= plan_subgroup_count(p) - p->optim_cpu_groups)
+    int G = plan_subgroup_count(p);
+    if (g >= G - p->optim_gpu_groups)
+        return TIER_GPU;
+    if (p->optim == TIER_SSD && g >= G - p->optim_gpu_groups - p->optim_cpu_groups)
         return TIER_CPU;
     return p->optim;
+}
+
+int plan_gpu_groups(const Plan *p)
+{
+    return p->optim == TIER_GPU ? plan_subgroup_count(p) : p->optim_gpu_groups;
+}
+
+bool plan_block_on_gpu(const Plan *p, int block)
+{
+    return p->weights == TIER_GPU ||
+           plan_optim_tier(p, plan_subgroup_of_block(p, block)) == TIER_GPU;
+}
+
+bool plan_edges_on_gpu(const Plan *p)
+{
+    return p->weights == TIER_GPU || p->optim_gpu_groups > 0;
+}
+
+int plan_gpu_blocks(const Plan *p)
+{
+    if (p->weights == TIER_GPU)
+        return p->n_layer;
+    int n = 0;
+    while (n < p->n_layer && plan_block_on_gpu(p, n))
+        n++;
+    return n;
 }
 
 int plan_subgroup_of_block(const Plan *p, int block)
@@ -205,12 +250,17 @@ char *plan_summary(const Plan *p, const Graph *g, char *buf, size_t n)
     for (int b = 0; b < p->n_layer; b++)
         for (int i = 0; i < p->arch->n_ops; i++)
             bytes[plan_act(p, b, i)] += (double)graph_block_op(g, b, i)->act_bytes;
-    char kb[4][24], cpu_groups[64] = "";
+    char kb[4][24], cpu_groups[160] = "";
     for (int a = 0; a < 4; a++)
         units_bytes(kb[a], sizeof kb[a], bytes[a]);
-    if (p->optim_cpu_groups)
-        snprintf(cpu_groups, sizeof cpu_groups, " (the last %d sub-group%s in cpu memory)",
-                 p->optim_cpu_groups, p->optim_cpu_groups == 1 ? "'s" : "s'");
+    int ng = p->optim_gpu_groups, nc = p->optim_cpu_groups;
+    int at = 0;
+    if (ng)
+        at = snprintf(cpu_groups, sizeof cpu_groups, " (the last %d sub-group%s on gpu with "
+                      "the weights, updated there%s", ng, ng == 1 ? "'s" : "s'", nc ? "; " : ")");
+    if (nc)
+        snprintf(cpu_groups + at, sizeof cpu_groups - (size_t)at, "%s%d sub-group%s in cpu "
+                 "memory)", ng ? "the " : " (the last ", nc, nc == 1 ? "'s" : "s'");
     /* zero-infinity's step is DeepSpeed's (plan.h), whatever the plan's numbers */
     const char *how = p->policy == POLICY_ZERO_INFINITY
                           ? " (DeepSpeed's defaults: its step after backward, one sub-group at "
@@ -258,7 +308,7 @@ void plan_zero_infinity_config(Plan *p, const ModelConfig *c)
     p->copy_chunk_bytes = 0; /* its copies are its own (per tensor), not the plan's chunks */
     p->weights = P <= ZI_MAX_IN_CPU_PARAMS ? TIER_CPU : TIER_SSD;
     p->optim = TIER_SSD;
-    p->optim_cpu_groups = 0;
+    p->optim_cpu_groups = p->optim_gpu_groups = 0;
     plan_set_all_act(p, ACT_CPU, ACT_RECOMPUTE);
     /* DeepSpeed closes a sub-group at the first tensor that takes it to sub_group_size, from
      * the embedding on; a model within it is one sub-group */

@@ -45,8 +45,11 @@ typedef struct Plan {
     int grad_buffers;    /* GPU buffers of one block's gradients */
     int state_buffers;   /* pinned CPU buffers of one sub-group's optimizer states */
     int host_grad_groups; /* sub-groups of gradients the CPU holds before their update */
-    int optim_cpu_groups; /* with optim on SSD: the last this many sub-groups in update order
-                             (the tail first) keep their states in CPU memory */
+    int optim_gpu_groups; /* with optim off the GPU: the last this many sub-groups in update
+                             order (the tail first) keep their states, and their blocks'
+                             16-bit weights and gradients, on the GPU, and are updated there */
+    int optim_cpu_groups; /* with optim on SSD: the this many sub-groups before those (in update
+                             order) keep their states in CPU memory */
     int64_t copy_chunk_bytes; /* a PCIe copy above this moves in chunks of about this size (at
                                  most SCHED_COPY_CHUNKS, schedule.h), so that a more urgent
                                  copy can go between them; 0: whole */
@@ -98,9 +101,20 @@ int plan_subgroup_count(const Plan *p);
 void plan_subgroup_blocks(const Plan *p, int g, int *first, int *count);
 int plan_subgroup_of_block(const Plan *p, int block);
 /* Where sub-group g's fp32 master weights and Adam states live: p->optim, except the last
- * optim_cpu_groups sub-groups' when p->optim is SSD (CPU memory). Those sub-groups are the
- * lowest slices of the parameter layout, so the CPU-resident states are one prefix of it. */
+ * optim_gpu_groups sub-groups' (the GPU) and, when p->optim is SSD, the optim_cpu_groups
+ * before them (CPU memory). The last sub-groups are the lowest slices of the parameter layout,
+ * so the GPU's states are one prefix of it and the CPU's the range after it. */
 Tier plan_optim_tier(const Plan *p, int g);
+/* Sub-groups whose states are on the GPU: all of them with the optimizer there, else the last
+ * optim_gpu_groups. */
+int plan_gpu_groups(const Plan *p);
+/* Whether block b's 16-bit weights live on the GPU for the whole run (the weights there, or
+ * its sub-group's states): no load, no release, updated in place. */
+bool plan_block_on_gpu(const Plan *p, int block);
+/* The same for the edges (embedding, final norm, head): the tail sub-group's. */
+bool plan_edges_on_gpu(const Plan *p);
+/* Blocks whose weights live on the GPU (plan_block_on_gpu): the first this many. */
+int plan_gpu_blocks(const Plan *p);
 
 /* zero-infinity: DeepSpeed's ZeRO-Infinity as it runs by default (ZeRO stage 3 with offload_param
  * and offload_optimizer on nvme; ARCHITECTURE.md, "ZeRO-Infinity as DeepSpeed runs it", cites the

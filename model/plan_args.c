@@ -11,11 +11,11 @@
 const char *const plan_args_names[4 + PC_N] = {
     "weights", "optim", "checkpoints", "act", "micro-batches", "subgroup", "tail", "prefetch",
     "weight-buffers", "pinned-buffers", "act-buffers", "grad-buffers", "state-buffers",
-    "optim-cpu-groups"};
+    "optim-cpu-groups", "optim-gpu-groups"};
 
 int plan_args_min(int count)
 {
-    return count == PC_PREFETCH || count == PC_OCPU ? 0 : 1;
+    return count == PC_PREFETCH || count == PC_OCPU || count == PC_OGPU ? 0 : 1;
 }
 
 void plan_args_init(PlanArgs *a)
@@ -100,6 +100,9 @@ int plan_args_apply(const PlanArgs *pa, Plan *p, const char *prog)
     /* states moved off SSD keep none there in CPU memory: the placement's split was for SSD */
     if (pa->optim && p->optim != TIER_SSD && pa->count[PC_OCPU] < 0)
         p->optim_cpu_groups = 0;
+    /* with the optimizer on the GPU every sub-group is there already */
+    if (pa->optim && p->optim == TIER_GPU && pa->count[PC_OGPU] < 0)
+        p->optim_gpu_groups = 0;
     if (pa->checkpoints) {
         Tier t;
         if (parse_tier(prog, "--checkpoints", pa->checkpoints, &t))
@@ -127,6 +130,7 @@ int plan_args_apply(const PlanArgs *pa, Plan *p, const char *prog)
         [PC_WBUF] = &p->weight_buffers, [PC_PBUF] = &p->pinned_buffers,
         [PC_ABUF] = &p->act_buffers, [PC_GBUF] = &p->grad_buffers,
         [PC_SBUF] = &p->state_buffers, [PC_OCPU] = &p->optim_cpu_groups,
+        [PC_OGPU] = &p->optim_gpu_groups,
     };
     for (int i = 0; i < PC_N; i++)
         if (pa->count[i] >= 0)

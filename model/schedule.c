@@ -94,14 +94,14 @@ static int resident_blocks(const Builder *b)
 
 static bool use_loads_weights(const Builder *b, bool bwd, int block)
 {
-    if (b->p->weights == TIER_GPU)
+    if (plan_block_on_gpu(b->p, block))
         return false;
     return !bwd || block < b->L - resident_blocks(b);
 }
 
 static bool use_releases_weights(const Builder *b, bool bwd, int block)
 {
-    if (b->p->weights == TIER_GPU)
+    if (plan_block_on_gpu(b->p, block))
         return false;
     return bwd || block < b->L - resident_blocks(b);
 }
@@ -172,7 +172,7 @@ static int prepare_uses(Builder *b)
             assert(j < wb || j - wb < b->n_w_rel);
             hold[blk] = j < wb ? j : rel_buf[j - wb];
         }
-        if (b->p->weights != TIER_GPU)
+        if (!plan_block_on_gpu(b->p, blk))
             b->w_buf[u] = hold[blk];
         if (use_releases_weights(b, bwd, blk)) {
             rel_buf[b->n_w_rel] = hold[blk];
@@ -332,7 +332,7 @@ static void emit_forward_ops(Builder *b, int u, int blk)
         if (i > 0)
             continue; /* what follows gates the block's first op */
         dep(b, t, b->load_h2d[u]);
-        if (p->weights == TIER_GPU && b->iter > 0)
+        if (plan_block_on_gpu(p, blk) && b->iter > 0)
             defer(b, t, REF_BLOCK_UPDATE, b->iter - 1, blk);
         /* The out-slots of activations on their way to the CPU (act_buffers blocks): this
          * block's slot must have been drained by block blk - A's copies, and the slot its
@@ -395,10 +395,15 @@ static void emit_backward_block(Builder *b, int u, int blk, bool last_micro)
     bool rerun[ARCH_MAX_OPS];
     sched_recompute_set(p, blk, rerun);
     int n_ops = b->g->arch->n_ops, first = -1;
+    int s = plan_subgroup_of_block(p, blk), gfirst, gcount;
+    plan_subgroup_blocks(p, s, &gfirst, &gcount);
+    bool tail = s == b->n_groups - 1;
+    /* a sub-group updated on the GPU keeps its gradients there, each block's its own */
+    bool grads_stay = plan_optim_tier(p, s) == TIER_GPU;
     TaskSlots slots = {.gpu_weights = b->w_buf[u], .gpu_grads = b->n_bwd_d2h % p->grad_buffers,
                        .gpu_acts = b->a_slot[u] >= 0 ? b->a_slot[u] % p->act_buffers : -1,
                        .pinned = -1, .host_grads = -1};
-    if (p->optim == TIER_GPU)
+    if (grads_stay)
         slots.gpu_grads = -1;
     for (int i = 0; i < n_ops; i++)
         if (rerun[i]) {
@@ -422,17 +427,18 @@ static void emit_backward_block(Builder *b, int u, int blk, bool last_micro)
     dep(b, first, b->load_h2d[u]);
     dep(b, first, b->fetch_h2d[PART_CKPT][u]);
     dep(b, first, b->fetch_h2d[PART_INNER][u]);
-    if (b->n_bwd_d2h >= p->grad_buffers)
+    if (!grads_stay && b->n_bwd_d2h >= p->grad_buffers)
         dep(b, first, b->bwd_d2h_seq[b->n_bwd_d2h - p->grad_buffers]);
     b->use_last[u] = b->last_gpu;
 
-    if (p->optim == TIER_GPU)
-        return; /* gradients stay where the optimizer runs */
+    if (grads_stay) { /* gradients stay where the optimizer runs */
+        if (p->optim != TIER_GPU && last_micro && blk == gfirst && !tail)
+            sched_emit_gpu_group_update(b, s);
+        return;
+    }
     int d2h = sched_copy_task(b, RES_D2H, PHASE_BACKWARD, blk, block_weight_bytes(b), PRIO_GRAD,
                               "D2H.b%d.grad", blk);
     dep(b, d2h, b->last_gpu);
-    int s = plan_subgroup_of_block(p, blk), gfirst, gcount;
-    plan_subgroup_blocks(p, s, &gfirst, &gcount);
     set_move(b, d2h, CARGO_GRADS, TIER_GPU, TIER_CPU, s);
     bool fuyou = p->policy == POLICY_FUYOU;
     if (d2h >= 0) {
@@ -455,7 +461,6 @@ static void emit_backward_block(Builder *b, int u, int blk, bool last_micro)
     b->bwd_d2h_seq[b->n_bwd_d2h++] =
         fuyou ? d2h : sched_emit_zero_grad(b, d2h, blk, s, model_block_params(&b->g->cfg),
                                            slots.gpu_grads);
-    bool tail = s == b->n_groups - 1;
     if (last_micro && blk == gfirst && !tail && fuyou)
         sched_emit_update(b, s);
     else if (last_micro && blk == gfirst && !tail)
@@ -474,9 +479,12 @@ static void emit_micro_batch(Builder *b, int m)
     if (b->iter == 0 && m == 0)
         emit_loads_ahead(b, 0);
 
+    int tail = b->n_groups - 1;
+    bool tail_on_gpu = plan_optim_tier(p, tail) == TIER_GPU;
     /* Embedding and head parameters stay on the GPU for the whole iteration. */
     int edge_h2d = -1;
-    if (m == 0 && p->weights != TIER_GPU) {
+    bool edges_stay = plan_edges_on_gpu(p);
+    if (m == 0 && !edges_stay) {
         double bytes = (double)model_embed_params(&g->cfg) * (double)dtype_bytes(g->cfg.dtype);
         int rd = -1;
         if (p->weights == TIER_SSD)
@@ -493,7 +501,7 @@ static void emit_micro_batch(Builder *b, int m)
     }
     int t = gpu_task(b, TASK_FWD, PHASE_FORWARD, graph_edge_op_index(g, EDGE_EMBED));
     dep(b, t, edge_h2d);
-    if (p->weights == TIER_GPU && b->iter > 0 && m == 0)
+    if (edges_stay && b->iter > 0 && m == 0)
         defer(b, t, REF_EDGE_UPDATE, b->iter - 1, 0);
 
     for (int blk = 0; blk < b->L; blk++)
@@ -504,7 +512,7 @@ static void emit_micro_batch(Builder *b, int m)
         int head = gpu_task(b, TASK_FWD, PHASE_FORWARD, graph_edge_op_index(g, head_ops[i]));
         /* the fused head starts the edges' gradients: the last micro-batch's must be on their
          * way to the CPU first */
-        if (head_ops[i] == EDGE_HEAD && m > 0 && p->optim != TIER_GPU)
+        if (head_ops[i] == EDGE_HEAD && m > 0 && !tail_on_gpu)
             dep(b, head, b->embed_grad_done);
     }
     for (int i = N_HEAD_OPS - 1; i >= 0; i--) {
@@ -520,15 +528,17 @@ static void emit_micro_batch(Builder *b, int m)
     gpu_task(b, TASK_BWD, PHASE_BACKWARD, graph_edge_op_index(g, EDGE_EMBED));
     if (last_micro)
         b->bwd_last = b->last_gpu;
-    if (p->optim == TIER_GPU)
-        return; /* the GPU optimizer needs no gradient copies */
+    if (tail_on_gpu) { /* the GPU optimizer needs no gradient copies */
+        if (p->optim != TIER_GPU && last_micro)
+            sched_emit_gpu_group_update(b, tail);
+        return;
+    }
     double edge_bytes = (double)model_embed_params(&g->cfg) * (double)dtype_bytes(g->cfg.dtype);
     int prev_edge = m > 0 ? b->embed_grad_d2h : -1;
     b->embed_grad_d2h = sched_copy_task(b, RES_D2H, PHASE_BACKWARD, -1, edge_bytes, PRIO_GRAD,
                                         "D2H.embed.grad");
     dep(b, b->embed_grad_d2h, b->last_gpu);
     dep(b, b->embed_grad_d2h, prev_edge);
-    int tail = b->n_groups - 1;
     set_move(b, b->embed_grad_d2h, CARGO_GRADS, TIER_GPU, TIER_CPU, tail);
     bool fuyou = p->policy == POLICY_FUYOU;
     if (b->embed_grad_d2h >= 0) {

@@ -49,7 +49,8 @@ int sched_emit_new_weights(Builder *b, int s, int first, int64_t params, int a, 
 int sched_update_slot(const Builder *b, int s, int k)
 {
     const Plan *p = b->p;
-    bool pinned = plan_optim_tier(p, s) == TIER_SSD || p->weights != TIER_CPU;
+    Tier t = plan_optim_tier(p, s);
+    bool pinned = t == TIER_SSD || (t != TIER_GPU && p->weights != TIER_CPU);
     return pinned ? k % p->state_buffers : -1;
 }
 
@@ -128,6 +129,26 @@ void sched_emit_update(Builder *b, int s)
         b->upd_block[b->iter * b->L + blk] = upd;
     if (tail)
         b->upd_edge[b->iter] = upd;
+}
+
+/* Sub-group s's AdamW on the GPU, its states, weights and gradients there: in the GPU's program
+ * order after its blocks' backward. */
+void sched_emit_gpu_group_update(Builder *b, int s)
+{
+    int first, count;
+    int64_t params = sched_group_params(b, s, &first, &count);
+    int a = sched_add_task(b, RES_GPU, TASK_ADAM, PHASE_OPTIMIZER, first, -1, 0, "ADAM.g%d", s);
+    if (a < 0)
+        return;
+    b->s->tasks[a].params = params;
+    b->s->tasks[a].group = s;
+    dep(b, a, b->last_gpu);
+    b->last_gpu = a;
+    b->adam[s] = a;
+    for (int blk = first; blk < first + count; blk++)
+        b->upd_block[b->iter * b->L + blk] = a;
+    if (s == b->n_groups - 1)
+        b->upd_edge[b->iter] = a;
 }
 
 /* With everything on the GPU: one fused AdamW over all parameters after backward. */

@@ -31,6 +31,10 @@ int sched_emit_new_weights(Builder *b, int s, int first, int64_t params, int a, 
  * Adam, states and new weights written; records the task after which its weights are new. */
 void sched_emit_update(Builder *b, int s);
 
+/* Sub-group s's AdamW on the GPU (its states there, plan_optim_tier), after its blocks'
+ * backward in the GPU's program order; its weights are new after it. */
+void sched_emit_gpu_group_update(Builder *b, int s);
+
 /* Everything on the GPU: one fused AdamW after iteration b->iter's backward. */
 void sched_emit_gpu_update(Builder *b);
 

@@ -88,25 +88,35 @@ typedef struct Variant {
     ActPlace ckpt, inner;
     int subgroup, tail, ring, segment, micro, cpu_groups;
     int64_t chunk; /* PCIe copies cut at this many bytes (0: the plan's default) */
+    int gpu_groups; /* sub-groups updated on the device (-1: all of them) */
 } Variant;
 
 static const Variant variants[] = {
-    {"all in CPU memory", TIER_CPU, TIER_CPU, ACT_CPU, ACT_CPU, 1, 1, 2, 0, 1, 0, 0},
-    {"weights and states on SSD", TIER_SSD, TIER_SSD, ACT_CPU, ACT_GPU, 1, 1, 2, 0, 1, 0, 0},
-    {"activations to SSD", TIER_CPU, TIER_CPU, ACT_SSD, ACT_SSD, 1, 1, 2, 0, 1, 0, 0},
-    {"full recomputation", TIER_SSD, TIER_CPU, ACT_GPU, ACT_RECOMPUTE, 1, 1, 2, 0, 1, 0, 0},
+    {"all in CPU memory", TIER_CPU, TIER_CPU, ACT_CPU, ACT_CPU, 1, 1, 2, 0, 1, 0, 0, 0},
+    {"weights and states on SSD", TIER_SSD, TIER_SSD, ACT_CPU, ACT_GPU, 1, 1, 2, 0, 1, 0, 0, 0},
+    {"activations to SSD", TIER_CPU, TIER_CPU, ACT_SSD, ACT_SSD, 1, 1, 2, 0, 1, 0, 0, 0},
+    {"full recomputation", TIER_SSD, TIER_CPU, ACT_GPU, ACT_RECOMPUTE, 1, 1, 2, 0, 1, 0, 0, 0},
     {"sub-groups of 2, tail 2, all on SSD", TIER_SSD, TIER_SSD, ACT_SSD, ACT_SSD, 2, 2, 2, 0, 1,
-     0, 0},
-    {"rings of one, segments of 2", TIER_SSD, TIER_SSD, ACT_CPU, ACT_SSD, 1, 1, 1, 2, 1, 0, 0},
-    {"2 micro-batches, states on SSD", TIER_CPU, TIER_SSD, ACT_SSD, ACT_CPU, 2, 1, 2, 0, 2, 0, 0},
+     0, 0, 0},
+    {"rings of one, segments of 2", TIER_SSD, TIER_SSD, ACT_CPU, ACT_SSD, 1, 1, 1, 2, 1, 0, 0, 0},
+    {"2 micro-batches, states on SSD", TIER_CPU, TIER_SSD, ACT_SSD, ACT_CPU, 2, 1, 2, 0, 2, 0, 0,
+     0},
     {"3 micro-batches, rings of one", TIER_SSD, TIER_CPU, ACT_CPU, ACT_RECOMPUTE, 1, 2, 1, 2, 3,
-     0, 0},
+     0, 0, 0},
     {"states split: 2 sub-groups in CPU memory", TIER_SSD, TIER_SSD, ACT_CPU, ACT_SSD, 1, 1, 2,
-     0, 1, 2, 0},
+     0, 1, 2, 0, 0},
     {"copies in chunks, activations to SSD", TIER_SSD, TIER_CPU, ACT_SSD, ACT_CPU, 1, 1, 2, 0, 1,
-     0, 4096},
+     0, 4096, 0},
     {"copies in chunks, 2 micro-batches", TIER_CPU, TIER_SSD, ACT_CPU, ACT_SSD, 2, 1, 1, 0, 2, 0,
-     8192},
+     8192, 0},
+    {"2 sub-groups on the device, the rest in CPU", TIER_CPU, TIER_CPU, ACT_CPU, ACT_CPU, 1, 1, 2,
+     0, 1, 0, 0, 2},
+    {"sub-groups on the device, in CPU, on SSD", TIER_SSD, TIER_SSD, ACT_CPU, ACT_SSD, 1, 1, 2, 0,
+     1, 1, 0, 1},
+    {"every sub-group on the device", TIER_CPU, TIER_SSD, ACT_SSD, ACT_CPU, 1, 1, 2, 0, 1, 0, 0,
+     -1},
+    {"the tail of 2 on the device, rings of one", TIER_SSD, TIER_CPU, ACT_GPU, ACT_RECOMPUTE, 2,
+     2, 1, 2, 1, 0, 0, 1},
 };
 
 static void read_ckpt(const char *dir, const TrainOptions *o, float **p, float **m, float **v)
@@ -190,6 +200,7 @@ START_TEST(placement_does_not_change_the_math)
     p.tail_blocks = x->tail;
     p.n_micro = x->micro > 1 ? x->micro : 1;
     p.optim_cpu_groups = x->cpu_groups;
+    p.optim_gpu_groups = x->gpu_groups < 0 ? plan_subgroup_count(&p) : x->gpu_groups;
     if (x->chunk) {
         /* and the schedule does cut copies */
         p.copy_chunk_bytes = x->chunk;
@@ -240,9 +251,13 @@ START_TEST(starts_from_a_folder)
     if (_i) {
         p.weights = p.optim = TIER_SSD;
         p.optim_cpu_groups = 1;
+        p.optim_gpu_groups = _i - 1; /* and one sub-group on the device, read through its
+                                        staging */
     }
-    assert_pipeline_is_the_trainer(&o, &p, 0, 0, _i ? "from a folder: weights and states on SSD"
-                                                    : "from a folder: all in CPU memory");
+    const char *what[] = {"from a folder: all in CPU memory",
+                          "from a folder: weights and states on SSD",
+                          "from a folder: on the device, in CPU, on SSD"};
+    assert_pipeline_is_the_trainer(&o, &p, 0, 0, what[_i]);
     plan_free(&p);
     graph_free(&g);
     unlink(data);
@@ -404,7 +419,7 @@ START_TEST(resume_is_exact)
     ck_assert_ptr_nonnull(mkdtemp(dir));
     Err e;
     TrainOptions o = opts(6);
-    if (_i)
+    if (_i % 2)
         o.model = *model_preset_find("llama-tiny");
     o.warmup = 4; /* the first run's steps are all in warmup, where --steps does not matter */
     TrainResult full, first, rest;
@@ -413,6 +428,7 @@ START_TEST(resume_is_exact)
     base_plan(&p, &g, &o);
     p.weights = p.optim = TIER_SSD;
     p.optim_cpu_groups = 1; /* the checkpoint read into CPU memory and onto the SSD */
+    p.optim_gpu_groups = _i / 2; /* and onto the device */
     PipeConfig pc = {.device = &device_cpu};
     ck_assert_msg(pipe_train(&o, &p, &pc, &full, NULL, &e) == 0, "%s", e.msg);
     o.steps = 3;
@@ -965,7 +981,7 @@ int main(void)
     Suite *s = suite_create("pipeline");
     TCase *tc = tcase_create("cpu device");
     tcase_set_timeout(tc, 900);
-    tcase_add_loop_test(tc, starts_from_a_folder, 0, 2);
+    tcase_add_loop_test(tc, starts_from_a_folder, 0, 3);
     tcase_add_loop_test(tc, placement_does_not_change_the_math, 0,
                         2 * (int)(sizeof variants / sizeof variants[0]));
     tcase_add_loop_test(tc, head_chunks_do_not_change_the_math, 0,
@@ -973,7 +989,8 @@ int main(void)
     tcase_add_loop_test(tc, masked_loss_is_the_trainers, 0,
                         (int)(sizeof masked_variants / sizeof masked_variants[0]));
     tcase_add_test(tc, own_bytes_hold_one_chunk_of_logits);
-    tcase_add_loop_test(tc, resume_is_exact, 0, 2); /* GPT-2, Llama */
+    tcase_add_loop_test(tc, resume_is_exact, 0, 4); /* GPT-2, Llama; with a sub-group on the
+                                                       device */
     tcase_add_loop_test(tc, stop_mid_segment_resumes_exactly, 0, 2);
     tcase_add_test(tc, trace_is_the_schedule);
     tcase_add_test(tc, budgets_hold);

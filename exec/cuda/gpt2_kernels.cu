@@ -330,15 +330,26 @@ extern "C" void gk_copy16(act16_t *dst, const act16_t *src, size_t n, cudaStream
 
 /* ---- AdamW and the gradient norm ---------------------------------------------------------- */
 
-template <typename T>
-__global__ void adamw_kernel(float *master, float *m, float *v, const float *grad, T *out,
+/* A gradient's value: fp32 as it is, a 16-bit one widened (exactly). */
+__device__ __forceinline__ float grad_value(float g)
+{
+    return g;
+}
+
+template <typename G> __device__ __forceinline__ float grad_value(G g)
+{
+    return to_f(g);
+}
+
+template <typename G, typename T>
+__global__ void adamw_kernel(float *master, float *m, float *v, const G *grad, T *out,
                              size_t n, float b1, float omb1, float b2, float omb2, float eps,
                              float decay, float nss, float isb, float scale)
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
         /* exactly adam_update_ref's operations (exec/optim/adam.c) */
-        float g = grad[i] * scale;
+        float g = grad_value(grad[i]) * scale;
         float mi = fmaf(b1, m[i], omb1 * g);
         float vi = fmaf(b2, v[i], (omb2 * g) * g);
         float p = master[i] * decay;
@@ -356,33 +367,62 @@ extern "C" void gk_adamw(float *master, float *m, float *v, const float *grad, a
                          float one_minus_beta2, float eps, float decay, float neg_step_size,
                          float inv_sqrt_bc2, float grad_scale, GkType t, cudaStream_t_c s)
 {
-    GK_DISPATCH(t, adamw_kernel<T16><<<blocks_for(n, 256), 256, 0, S(s)>>>(
+    GK_DISPATCH(t, adamw_kernel<float, T16><<<blocks_for(n, 256), 256, 0, S(s)>>>(
                        master, m, v, grad, (T16 *)out, n, beta1, one_minus_beta1, beta2,
                        one_minus_beta2, eps, decay, neg_step_size, inv_sqrt_bc2, grad_scale));
     LAUNCHED(adamw_kernel);
 }
 
-__global__ void sum_sq_kernel(double *out, const float *x, size_t n)
+extern "C" void gk_adamw_g16(float *master, float *m, float *v, const act16_t *grad,
+                             act16_t *out, size_t n, float beta1, float one_minus_beta1,
+                             float beta2, float one_minus_beta2, float eps, float decay,
+                             float neg_step_size, float inv_sqrt_bc2, float grad_scale, GkType t,
+                             cudaStream_t_c s)
+{
+    GK_DISPATCH(t, adamw_kernel<T16, T16><<<blocks_for(n, 256), 256, 0, S(s)>>>(
+                       master, m, v, (const T16 *)grad, (T16 *)out, n, beta1, one_minus_beta1,
+                       beta2, one_minus_beta2, eps, decay, neg_step_size, inv_sqrt_bc2,
+                       grad_scale));
+    LAUNCHED(adamw_kernel);
+}
+
+template <typename G> __global__ void sum_sq_kernel(double *out, const G *x, size_t n)
 {
     double s = 0;
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x)
-        s += (double)x[i] * x[i];
+         i += (size_t)gridDim.x * blockDim.x) {
+        double g = grad_value(x[i]);
+        s += g * g;
+    }
     for (int o = 16; o > 0; o >>= 1)
         s += __shfl_xor_sync(0xffffffffu, s, o);
     if (threadIdx.x % 32 == 0)
         atomicAdd(out, s);
 }
 
-extern "C" double gk_sum_sq(const float *x, size_t n, double *scratch, cudaStream_t_c s)
+/* The sum into the one device double, then to the host once the stream is done. */
+template <typename G> static double sum_sq(const G *x, size_t n, double *scratch, cudaStream_t s)
 {
     double *d = scratch, h = 0;
-    CUDA_CHECK(cudaMemsetAsync(d, 0, sizeof(double), S(s)));
+    CUDA_CHECK(cudaMemsetAsync(d, 0, sizeof(double), s));
     unsigned blocks = blocks_for(n, 256);
-    sum_sq_kernel<<<blocks < 1024 ? blocks : 1024, 256, 0, S(s)>>>(d, x, n);
+    sum_sq_kernel<G><<<blocks < 1024 ? blocks : 1024, 256, 0, s>>>(d, x, n);
     LAUNCHED(sum_sq_kernel);
-    CUDA_CHECK(cudaMemcpyAsync(&h, d, sizeof h, cudaMemcpyDeviceToHost, S(s)));
-    CUDA_CHECK(cudaStreamSynchronize(S(s)));
+    CUDA_CHECK(cudaMemcpyAsync(&h, d, sizeof h, cudaMemcpyDeviceToHost, s));
+    CUDA_CHECK(cudaStreamSynchronize(s));
+    return h;
+}
+
+extern "C" double gk_sum_sq(const float *x, size_t n, double *scratch, cudaStream_t_c s)
+{
+    return sum_sq(x, n, scratch, S(s));
+}
+
+extern "C" double gk_sum_sq16(const act16_t *x, size_t n, double *scratch, GkType t,
+                              cudaStream_t_c s)
+{
+    double h = 0;
+    GK_DISPATCH(t, h = sum_sq((const T16 *)x, n, scratch, S(s)));
     return h;
 }
 

@@ -101,9 +101,17 @@ void gk_adamw(float *master, float *m, float *v, const float *grad, act16_t *out
               float beta1, float one_minus_beta1, float beta2, float one_minus_beta2,
               float eps, float decay, float neg_step_size, float inv_sqrt_bc2,
               float grad_scale, GkType t, cudaStream_t_c s);
+/* The same with 16-bit gradients of type t (the pipeline's, which move in the weights' type). */
+void gk_adamw_g16(float *master, float *m, float *v, const act16_t *grad, act16_t *out,
+                  size_t n, float beta1, float one_minus_beta1, float beta2,
+                  float one_minus_beta2, float eps, float decay, float neg_step_size,
+                  float inv_sqrt_bc2, float grad_scale, GkType t, cudaStream_t_c s);
 /* Sum of squares of x[0..n) in double, through scratch (one device double the caller keeps);
- * waits for the stream. */
+ * waits for the stream. The order of the additions varies (atomics): within rounding of
+ * adam_sum_sq, not bit for bit. */
 double gk_sum_sq(const float *x, size_t n, double *scratch, cudaStream_t_c s);
+/* The same of 16-bit values of type t. */
+double gk_sum_sq16(const act16_t *x, size_t n, double *scratch, GkType t, cudaStream_t_c s);
 
 /* For benchmarks: x[0..n) = hashed values uniform in [-0.5, 0.5), a function of (i, seed). */
 void gk_fill_random(bf16_t *x, size_t n, unsigned seed);

@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "adam.h"
 #include "config.h"
 #include "fuyou_err.h"
 #include "model.h"
@@ -53,6 +54,19 @@ typedef struct DeviceSpan {
  * starts after its dependencies ended. */
 void device_span_within(const DeviceSpan *span, double *t0, double *t1);
 
+/* An AdamW step over n parameters in device memory, in place: the sum of squares of the
+ * gradients (grad, in the ops' grad_type) into sq, then, if it is finite, the step of the fp32
+ * master weights and Adam's m and v, and the new weights (w, in the ops' weight_type). The same
+ * IEEE operations as adam_update_ref (adam.h). */
+typedef struct DeviceAdam {
+    AdamStep step;
+    float *master, *m, *v;
+    const void *grad;
+    void *w;
+    size_t n;
+    double sq; /* out */
+} DeviceAdam;
+
 /* One host <-> device copy. */
 typedef struct DeviceCopy {
     void *dst;
@@ -80,6 +94,10 @@ typedef struct DeviceOps {
     /* Runs an empty compute task, issued, timed and waited for as compute does with none of
      * its work: what the lane and the device cost a task beyond it (fuyou-profile's task_us). */
     int (*compute_empty)(Device *d, DeviceSpan *span, Err *e);
+    /* Runs an AdamW step (DeviceAdam) to completion on the compute lane's thread; span as
+     * compute's. The sum of squares is the CPU's (adam_sum_sq) on the CPU device, bit for bit,
+     * and within rounding of it on a GPU. */
+    int (*adam)(Device *d, DeviceAdam *a, DeviceSpan *span, Err *e);
     /* The mean loss of the last F.head.loss. */
     float (*loss)(Device *d);
     /* Runs n copies between host and device memory, in order, to completion (called on a copy

@@ -4,6 +4,7 @@
 #include "device_cpu.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,6 +61,22 @@ static int cpu_compute(Device *d, const ComputeCall *c, DeviceSpan *span, Err *e
     return 0;
 }
 
+static int cpu_adam(Device *d, DeviceAdam *a, DeviceSpan *span, Err *e)
+{
+    (void)e;
+    WorkPool *wp = ((CpuDeviceHead *)d)->lm.wp;
+    span->set = false;
+    /* the CPU lane's own sum and step (pipe_exec.c's run_adam): the same bits */
+    a->sq = adam_sum_sq(a->grad, DTYPE_FP32, a->n, wp);
+    if (!isfinite(a->sq))
+        return 0;
+    AdamSlice x = {.master = a->master, .m = a->m, .v = a->v, .grad = a->grad,
+                   .grad_type = DTYPE_FP32, .n = a->n};
+    adam_update(adam_isa_best(), &a->step, &x, wp);
+    memcpy(a->w, a->master, a->n * 4);
+    return 0;
+}
+
 static float cpu_loss(Device *d)
 {
     return ((const CpuDeviceHead *)d)->loss;
@@ -105,6 +122,7 @@ const DeviceOps device_cpu = {
     .weight_type = DTYPE_FP32, .grad_type = DTYPE_FP32,
     .tensor_bytes = cpu_tensor_bytes, .own_bytes = cpu_own_bytes, .create = cpu_create,
     .destroy = cpu_destroy, .alloc = cpu_alloc, .release = cpu_release,
-    .compute = cpu_compute, .compute_empty = cpu_compute_empty, .loss = cpu_loss,
+    .compute = cpu_compute, .compute_empty = cpu_compute_empty, .adam = cpu_adam,
+    .loss = cpu_loss,
     .copy = cpu_copy,
 };

@@ -41,6 +41,7 @@ struct Device {
     cudaEvent_t began[3], ended[3]; /* per stream, in STREAM_* order: times each call's work */
     CopyPace pace[3];               /* the copy streams' (cuda_wait.h) */
     float *losses_host;             /* pinned */
+    double *sq_scratch;             /* one device double: gk_sum_sq16's accumulator */
     bool loss_pending;
     int n_targets;                  /* the micro-batch's targets the loss counts (backend.h) */
     float loss;
@@ -70,6 +71,8 @@ static void cuda_destroy(Device *d)
     gpu_block_destroy(d->blk);
     if (d->losses_host)
         cudaFreeHost(d->losses_host);
+    if (d->sq_scratch)
+        cudaFree(d->sq_scratch);
     for (int i = 0; i < 3; i++) {
         if (d->began[i])
             cudaEventDestroy(d->began[i]);
@@ -111,6 +114,7 @@ static int cuda_create(Device **out, const ModelConfig *c, int B, int T, WorkPoo
         return rc;
     }
     CUDA_CHECK(cudaMallocHost((void **)&d->losses_host, (size_t)d->N * 4));
+    CUDA_CHECK(cudaMalloc((void **)&d->sq_scratch, sizeof(double)));
     *out = d;
     return 0;
 }
@@ -248,6 +252,31 @@ static int cuda_compute_empty(Device *d, DeviceSpan *span, Err *e)
     return rc ? rc : finished(d, STREAM_COMPUTE, "an empty task", 0, 0, span, e);
 }
 
+/* A GPU sub-group's AdamW: the bf16 gradients' norm, then the step in place (gk_adamw_g16,
+ * adam_update_ref's operations). */
+static int cuda_adam(Device *d, DeviceAdam *a, DeviceSpan *span, Err *e)
+{
+    int rc = begin(d, STREAM_COMPUTE, e);
+    if (rc)
+        return rc;
+    CudaFailure failure = {};
+    cuda_failure = &failure;
+    cudaStream_t_c s = (cudaStream_t_c)d->compute;
+    a->sq = gk_sum_sq16((const act16_t *)a->grad, a->n, d->sq_scratch, GK_BF16, s);
+    const AdamStep *st = &a->step;
+    if (isfinite(a->sq) && !failure.failed)
+        gk_adamw_g16(a->master, a->m, a->v, (const act16_t *)a->grad, (act16_t *)a->w, a->n,
+                     st->beta1, st->one_minus_beta1, st->beta2, st->one_minus_beta2, st->eps,
+                     st->decay, st->neg_step_size, st->inv_sqrt_bc2, st->grad_scale, GK_BF16, s);
+    cuda_failure = nullptr;
+    rc = finished(d, STREAM_COMPUTE, "the AdamW kernels", 0, 0, span, e);
+    if (failure.failed) {
+        span->set = false;
+        return err_set(e, -EIO, "%s", failure.msg);
+    }
+    return rc;
+}
+
 static float cuda_loss(Device *d)
 {
     return d->loss;
@@ -314,5 +343,5 @@ extern "C" const DeviceOps device_cuda = {
     "cuda", false, 1u << ARCH_GPT2 | 1u << ARCH_LLAMA, DTYPE_BF16, DTYPE_BF16, cuda_tensor_bytes,
     cuda_own_bytes,
     cuda_create, cuda_destroy, cuda_alloc, cuda_release, cuda_compute, cuda_compute_empty,
-    cuda_loss, cuda_copy, cuda_pin, cuda_unpin, cuda_free_bytes,
+    cuda_adam, cuda_loss, cuda_copy, cuda_pin, cuda_unpin, cuda_free_bytes,
 };

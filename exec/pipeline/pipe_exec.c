@@ -17,7 +17,14 @@
 static int run_compute(void *ctx, void *job, Err *e)
 {
     Pipe *pp = ctx;
-    return pp->mem.ops->compute(pp->mem.dev, job, &pp->call_span, e);
+    if (job != &pp->gpu_adam)
+        return pp->mem.ops->compute(pp->mem.dev, job, &pp->call_span, e);
+    int rc = pp->mem.ops->adam(pp->mem.dev, &pp->gpu_adam, &pp->call_span, e);
+    if (!rc && !isfinite(pp->gpu_adam.sq))
+        return err_set(e, -EDOM, "step %lld: the gradients of sub-group %d are not finite; "
+                       "lower --lr or check the data",
+                       (long long)(pp->step0 + 1 + pp->gpu_adam_iter), pp->gpu_adam_group);
+    return rc;
 }
 
 /* sum += bounce over [begin, end), a piece of a gradient copy's host sum (grad_sum.h). */
@@ -149,8 +156,8 @@ static void prepare_copy(Pipe *pp, const Task *t, CopyJob *j)
         bool edge = b < 0;
         size_t n = (edge ? m->edge_params : m->block_params) * m->wsz;
         const uint8_t *src = m->p->weights == TIER_CPU
-                                 ? m->w_home + (edge ? 0 : m->edge_params + b * m->block_params) *
-                                                   m->wsz
+                                 ? pipe_mem_w_home(m, edge ? 0 : m->edge_params +
+                                                                     b * m->block_params)
                                  : edge ? m->edge_stage : m->pinned_w[t->slot.pinned];
         add_copy(j, edge ? m->wedge : m->wbuf[t->slot.gpu_weights], src, n);
     } else if (t->cargo == CARGO_CKPT || t->cargo == CARGO_ACTS) {
@@ -281,10 +288,11 @@ static void prepare_compute(Pipe *pp, int ti, ComputeCall *c)
             c->t[arch->output] = m->final_res;
         return;
     }
-    c->w = m->wbuf[t->slot.gpu_weights];
+    /* a GPU sub-group's block keeps its weights and gradients; the others' pass the rings */
+    c->w = t->slot.gpu_weights >= 0 ? m->wbuf[t->slot.gpu_weights] : pipe_mem_gpu_weights(m, b);
     bool bwd = t->kind != TASK_FWD;
     if (t->kind == TASK_BWD) {
-        c->dw = m->gbuf[t->slot.gpu_grads];
+        c->dw = t->slot.gpu_grads >= 0 ? m->gbuf[t->slot.gpu_grads] : pipe_mem_gpu_grads(m, b);
         c->first_bwd = c->op == graph_first_bwd_op(pp->g);
     }
     /* backward reads no block's output: the next block's backward took its gradient */
@@ -293,33 +301,55 @@ static void prepare_compute(Pipe *pp, int ti, ComputeCall *c)
                                            : pipe_mem_tensor(m, b, x, bwd, t->slot.gpu_acts);
 }
 
-static void prepare_adam(Pipe *pp, const Task *t, AdamJob *j)
+/* Task t's AdamW step: its learning rate, and the previous step's norm clipping this one
+ * (trainer.h; that step's sub-groups are all done). */
+static void adam_step_of(const Pipe *pp, const Task *t, AdamStep *out)
 {
-    const PipeMem *m = &pp->mem;
     const TrainOptions *o = pp->o;
-    int s = t->group, si = t->iter;
-    size_t begin = m->grp_begin[s], n = m->grp_end[s] - begin;
-    /* the previous step's norm clips this one (trainer.h); its sub-groups are all done */
+    int si = t->iter;
     double prev = si == 0 ? pp->prev_norm : pp->norms[si - 1];
     float clip = o->clip > 0 && prev > o->clip ? (float)(o->clip / prev) : 1.0f;
     int64_t step = pp->step0 + 1 + pp->iter0 + si;
     AdamConfig acfg = {.lr = trainer_lr(o, step), .beta1 = o->beta1, .beta2 = o->beta2,
                        .eps = o->eps, .weight_decay = o->weight_decay};
-    *j = (AdamJob){.group = s, .iter = pp->iter0 + si, .n = n,
+    adam_step_init(out, &acfg, (int)step, clip);
+}
+
+/* A GPU sub-group's AdamW (plan_optim_tier): its states, gradients and weights on the device. */
+static void prepare_gpu_adam(Pipe *pp, const Task *t)
+{
+    const PipeMem *m = &pp->mem;
+    size_t begin = m->grp_begin[t->group];
+    DeviceAdam *a = &pp->gpu_adam;
+    *a = (DeviceAdam){.master = m->gpu_master + begin, .m = m->gpu_m + begin,
+                      .v = m->gpu_v + begin, .grad = m->gpu_g + begin * m->gsz,
+                      .w = m->gpu_w + begin * m->wsz, .n = m->grp_end[t->group] - begin};
+    adam_step_of(pp, t, &a->step);
+    pp->gpu_adam_group = t->group;
+    pp->gpu_adam_iter = pp->iter0 + t->iter;
+}
+
+static void prepare_adam(Pipe *pp, const Task *t, AdamJob *j)
+{
+    const PipeMem *m = &pp->mem;
+    int s = t->group;
+    size_t begin = m->grp_begin[s], n = m->grp_end[s] - begin;
+    *j = (AdamJob){.group = s, .iter = pp->iter0 + t->iter, .n = n,
                    .grad = m->grad_sum ? (const void *)(m->grad_sum + begin)
                                        : m->host_grads[t->slot.host_grads]};
-    adam_step_init(&j->step, &acfg, (int)step, clip);
+    adam_step_of(pp, t, &j->step);
     if (m->ooc_index[s] < 0) {
-        j->master = m->master + begin;
-        j->m = m->m + begin;
-        j->v = m->v + begin;
+        size_t at = begin - m->gpu_state_params;
+        j->master = m->master + at;
+        j->m = m->m + at;
+        j->v = m->v + at;
     } else {
         float *buf = (float *)m->state_slot[t->slot.pinned];
         j->master = buf, j->m = buf + n, j->v = buf + 2 * n;
     }
     if (m->p->weights == TIER_CPU) {
         j->n_out = 1;
-        j->first[0] = 0, j->count[0] = n, j->out[0] = m->w_home + begin * m->wsz;
+        j->first[0] = 0, j->count[0] = n, j->out[0] = pipe_mem_w_home(m, begin);
         return;
     }
     size_t off[PIPE_MAX_PIECES];
@@ -346,6 +376,11 @@ static int start_task(Pipe *pp, int ti, Err *e)
     const Task *t = &pp->s.tasks[ti];
     switch (t->res) {
     case RES_GPU:
+        if (t->kind == TASK_ADAM) {
+            prepare_gpu_adam(pp, t);
+            lane_post(&pp->lanes[LANE_GPU], &pp->gpu_adam);
+            return 0;
+        }
         prepare_compute(pp, ti, &pp->call);
         lane_post(&pp->lanes[LANE_GPU], &pp->call);
         return 0;
@@ -450,8 +485,8 @@ static int finish_task(Pipe *pp, int ti, double now)
     int si = t->iter, G = pp->mem.G;
     if (t->res == RES_GPU && t->kind == TASK_FWD && pp->g->ops[t->op].id == EDGE_LOSS)
         pp->losses[si * pp->M + t->micro] = pp->mem.ops->loss(pp->mem.dev);
-    if (t->res == RES_CPU_ADAM) {
-        pp->sq[si * G + t->group] = pp->adam.sq;
+    if (t->kind == TASK_ADAM) {
+        pp->sq[si * G + t->group] = t->res == RES_GPU ? pp->gpu_adam.sq : pp->adam.sq;
         if (++pp->sq_count[si] == G) {
             /* every sub-group is in: the norm, summed in update order as the trainer does */
             double sum = 0;
@@ -580,7 +615,7 @@ int pipe_run_dag(Pipe *pp, Err *e)
                 progress = true; /* never started: the run ends before its iteration */
                 continue;
             }
-            if (r == RES_CPU_ADAM && s->tasks[ti].iter > adam_iter)
+            if (s->tasks[ti].kind == TASK_ADAM && s->tasks[ti].iter > adam_iter)
                 adam_iter = s->tasks[ti].iter;
             rc = start_task(pp, ti, e);
             if (!rc) {

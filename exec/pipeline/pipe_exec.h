@@ -73,6 +73,9 @@ typedef struct Pipe {
     int running[RES_COUNT];     /* task index, or -1 */
     double started[RES_COUNT];  /* SSD lanes: when their task was issued */
     ComputeCall call;
+    DeviceAdam gpu_adam;        /* the compute lane's job when its task is a GPU sub-group's
+                                   AdamW (else call) */
+    int gpu_adam_group, gpu_adam_iter;
     DeviceSpan call_span;       /* out: when the compute task ran */
     CopyJob copy[2];            /* h2d, d2h */
     AdamJob adam;

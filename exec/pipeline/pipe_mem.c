@@ -84,14 +84,15 @@ static int place(PipeMem *m, Err *e)
     m->stage_in_bytes = m->stage_in_inner + inner_ssd_max;
     /* sub-groups as slices of the flat layout */
     int n_ssd = 0;
+    m->gpu_state_params = m->cpu_state_end = layout_gpu_state_params(m->c, p);
     for (int s = 0; s < m->G; s++) {
         layout_subgroup_slice(m->c, p, s, &m->grp_begin[s], &m->grp_end[s]);
-        bool cpu = plan_optim_tier(p, s) == TIER_CPU;
-        m->ooc_index[s] = cpu ? -1 : n_ssd++;
-        if (cpu && m->grp_end[s] > m->cpu_state_params)
-            m->cpu_state_params = m->grp_end[s];
-        if (m->grp_end[s] - m->grp_begin[s] > m->max_group)
-            m->max_group = m->grp_end[s] - m->grp_begin[s];
+        Tier t = plan_optim_tier(p, s);
+        m->ooc_index[s] = t == TIER_SSD ? n_ssd++ : -1;
+        if (t == TIER_CPU && m->grp_end[s] > m->cpu_state_end)
+            m->cpu_state_end = m->grp_end[s];
+        if (t != TIER_GPU && m->grp_end[s] - m->grp_begin[s] > m->max_host_group)
+            m->max_host_group = m->grp_end[s] - m->grp_begin[s];
     }
     return 0;
 }
@@ -163,16 +164,32 @@ static void *dev_alloc(PipeMem *m, size_t bytes, MemTag tag, Err *e)
     return q;
 }
 
+/* The GPU sub-groups' state, weights and gradients (the edges' among them), each one array. */
+static bool alloc_gpu_groups(PipeMem *m, Err *e)
+{
+    size_t X = m->gpu_state_params;
+    bool ok = (m->gpu_w = dev_alloc(m, X * m->wsz, MEM_WEIGHTS, e)) &&
+              (m->gpu_g = dev_alloc(m, X * m->gsz, MEM_GRADS, e)) &&
+              (m->gpu_master = dev_alloc(m, X * 4, MEM_MASTER, e)) &&
+              (m->gpu_m = dev_alloc(m, X * 4, MEM_ADAM_M, e)) &&
+              (m->gpu_v = dev_alloc(m, X * 4, MEM_ADAM_V, e));
+    m->wedge = m->gpu_w, m->gedge = m->gpu_g;
+    return ok;
+}
+
 static int alloc_device(PipeMem *m, Err *e)
 {
     const Plan *p = m->p;
-    bool ok = true;
-    for (int i = 0; i < p->weight_buffers && ok; i++)
+    bool ok = true, ring = plan_gpu_blocks(p) < m->L || !m->gpu_state_params;
+    for (int i = 0; ring && i < p->weight_buffers && ok; i++)
         ok = (m->wbuf[i] = dev_alloc(m, m->block_params * m->wsz, MEM_WEIGHTS, e));
-    ok = ok && (m->wedge = dev_alloc(m, m->edge_params * m->wsz, MEM_WEIGHTS, e));
-    for (int i = 0; i < p->grad_buffers && ok; i++)
+    for (int i = 0; ring && i < p->grad_buffers && ok; i++)
         ok = (m->gbuf[i] = dev_alloc(m, m->block_params * m->gsz, MEM_GRADS, e));
-    ok = ok && (m->gedge = dev_alloc(m, m->edge_params * m->gsz, MEM_GRADS, e));
+    if (m->gpu_state_params)
+        ok = ok && alloc_gpu_groups(m, e);
+    else
+        ok = ok && (m->wedge = dev_alloc(m, m->edge_params * m->wsz, MEM_WEIGHTS, e)) &&
+             (m->gedge = dev_alloc(m, m->edge_params * m->gsz, MEM_GRADS, e));
     for (int i = 0; i < p->act_buffers && ok && m->slot_bytes; i++)
         ok = (m->act_slot[i] = dev_alloc(m, m->slot_bytes, MEM_ACTIVATIONS, e));
     size_t all = 0;
@@ -201,17 +218,23 @@ static int alloc_host(PipeMem *m, Err *e)
     size_t P = m->edge_params + (size_t)m->L * m->block_params;
     bool ok = true;
     if (p->weights == TIER_CPU) {
-        ok = (m->w_home = host_alloc(m, P * m->wsz, MEM_WEIGHTS, e));
+        size_t home = P - m->gpu_state_params;
+        ok = !home || (m->w_home = host_alloc(m, home * m->wsz, MEM_WEIGHTS, e));
     } else {
         for (int i = 0; i < p->pinned_buffers && ok; i++)
             ok = (m->pinned_w[i] = host_alloc(m, m->block_params * m->wsz, MEM_STAGING, e));
         ok = ok && (m->edge_stage = host_alloc(m, m->edge_params * m->wsz, MEM_STAGING, e));
     }
-    size_t X = m->cpu_state_params;
+    size_t X = m->cpu_state_end - m->gpu_state_params;
     if (ok && X)
         ok = (m->master = (float *)host_alloc(m, X * 4, MEM_MASTER, e)) &&
              (m->m = (float *)host_alloc(m, X * 4, MEM_ADAM_M, e)) &&
              (m->v = (float *)host_alloc(m, X * 4, MEM_ADAM_V, e));
+    size_t stage = (size_t)footprint_gpu_stage_bytes(m->c, p, (int)m->wsz);
+    m->gpu_stage_params = stage ? stage / (12 + m->wsz) : 0;
+    if (m->gpu_stage_params > FOOTPRINT_GPU_STAGE_PARAMS)
+        m->gpu_stage_params = FOOTPRINT_GPU_STAGE_PARAMS;
+    ok = ok && (!stage || (m->gpu_stage = host_alloc(m, stage, MEM_STAGING, e)));
     /* the footprint's size (one accounting); pipe_mem_update_pieces lays the weights out in it */
     m->state_slot_bytes = (size_t)footprint_state_slot_bytes(m->c, p, (int)m->wsz);
     for (int i = 0; ok && m->state_slot_bytes && i < p->state_buffers; i++)
@@ -221,7 +244,7 @@ static int alloc_host(PipeMem *m, Err *e)
         ok = ok && (m->grad_sum = (float *)host_alloc(m, P * 4, MEM_GRADS, e)) &&
              (m->grad_bounce = host_alloc(m, biggest * m->gsz, MEM_STAGING, e));
     for (int i = 0; ok && p->n_micro == 1 && i < p->host_grad_groups; i++)
-        ok = (m->host_grads[i] = host_alloc(m, m->max_group * m->gsz, MEM_GRADS, e));
+        ok = (m->host_grads[i] = host_alloc(m, m->max_host_group * m->gsz, MEM_GRADS, e));
     m->act_cpu = calloc((size_t)m->L, sizeof *m->act_cpu);
     if (ok && !m->act_cpu)
         return err_set(e, -ENOMEM, "out of memory");
@@ -367,11 +390,14 @@ static int open_store(PipeMem *m, const PipeConfig *pc, WorkPool *wp, Err *e)
     if (!m->w_ssd || !m->ckpt_ssd || !m->inner_ssd)
         return err_set(e, -ENOMEM, "out of memory");
     if (p->weights == TIER_SSD) {
+        /* the GPU sub-groups' weights stay on the GPU */
         for (int b = 0; b < L && !rc; b++)
-            rc = store_alloc(&m->st, m->block_params * m->wsz, &m->w_ssd[b], e);
-        if (!rc)
+            if (!plan_block_on_gpu(p, b))
+                rc = store_alloc(&m->st, m->block_params * m->wsz, &m->w_ssd[b], e);
+        if (!rc && !plan_edges_on_gpu(p))
             rc = store_alloc(&m->st, m->edge_params * m->wsz, &m->w_ssd_edge, e);
-        m->ssd_bytes[MEM_WEIGHTS] = (double)((m->edge_params + L * m->block_params) * m->wsz);
+        m->ssd_bytes[MEM_WEIGHTS] = (double)((m->edge_params + L * m->block_params -
+                                              m->gpu_state_params) * m->wsz);
     }
     if (!rc && states_on_ssd(m)) {
         /* the sub-groups whose states are on SSD, in oa by their ooc_index */
@@ -480,7 +506,9 @@ int pipe_mem_init(PipeMem *m, const ModelConfig *c, const Plan *p, int B, int T,
 void pipe_mem_free(PipeMem *m)
 {
     if (m->dev) {
-        void *bufs[] = {m->wedge, m->gedge, m->scratch, m->final_res};
+        bool own_edges = !m->gpu_w; /* else they are the GPU sub-groups' arrays' start */
+        void *bufs[] = {own_edges ? m->wedge : NULL, own_edges ? m->gedge : NULL, m->scratch,
+                        m->final_res, m->gpu_w, m->gpu_g, m->gpu_master, m->gpu_m, m->gpu_v};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
             if (bufs[i])
                 m->ops->release(m->dev, bufs[i]);
@@ -530,6 +558,26 @@ void *pipe_mem_tensor(const PipeMem *m, int b, int x, bool backward, int slot)
     return (uint8_t *)m->scratch + off;
 }
 
+void *pipe_mem_gpu_weights(const PipeMem *m, int b)
+{
+    return plan_block_on_gpu(m->p, b) ? m->gpu_w + (m->edge_params + b * m->block_params) *
+                                                       m->wsz
+                                      : NULL;
+}
+
+void *pipe_mem_gpu_grads(const PipeMem *m, int b)
+{
+    return plan_block_on_gpu(m->p, b) ? m->gpu_g + (m->edge_params + b * m->block_params) *
+                                                       m->gsz
+                                      : NULL;
+}
+
+uint8_t *pipe_mem_w_home(const PipeMem *m, size_t at)
+{
+    assert(at >= m->gpu_state_params && m->w_home);
+    return m->w_home + (at - m->gpu_state_params) * m->wsz;
+}
+
 /* ---- whole state in and out ----------------------------------------------------------------- */
 
 static void to_weights(const PipeMem *m, void *dst, const float *src, size_t n)
@@ -546,11 +594,11 @@ static void to_weights(const PipeMem *m, void *dst, const float *src, size_t n)
 
 /* The weights of the flat range [b0, b0 + n) from their master values src: into the CPU's
  * home, or each edge or block unit the range holds onto the SSD (a range holds whole units:
- * optimizer sub-groups are blocks, the tail's with the edges). */
+ * optimizer sub-groups are blocks, the tail's with the edges). None of it is the GPU's. */
 static int put_weights(PipeMem *m, size_t b0, size_t n, const float *src, Err *e)
 {
     if (m->p->weights == TIER_CPU) {
-        to_weights(m, m->w_home + b0 * m->wsz, src, n);
+        to_weights(m, pipe_mem_w_home(m, b0), src, n);
         return 0;
     }
     int rc = 0;
@@ -574,8 +622,46 @@ static int put_weights(PipeMem *m, size_t b0, size_t n, const float *src, Err *e
     return rc;
 }
 
-/* One range of the state, [b0, b0 + n): the CPU-resident sub-groups' (b0 0, n
- * cpu_state_params) or one SSD sub-group's (ssd its index, else -1); params, mo, vo its
+/* The GPU staging (alloc_host): master, m, v and weights of gpu_stage_params parameters. */
+static float *gpu_stage_part(const PipeMem *m, int part)
+{
+    return (float *)m->gpu_stage + (size_t)part * m->gpu_stage_params;
+}
+
+/* n <= gpu_stage_params values of the GPU sub-groups' state from b0 on, staged as master, m
+ * and v, onto the device with their weights. */
+static int stage_to_gpu(PipeMem *m, size_t b0, size_t n, Err *e)
+{
+    uint8_t *w = (uint8_t *)gpu_stage_part(m, 3);
+    to_weights(m, w, gpu_stage_part(m, 0), n);
+    DeviceCopy c[4] = {{m->gpu_master + b0, gpu_stage_part(m, 0), n * 4},
+                       {m->gpu_m + b0, gpu_stage_part(m, 1), n * 4},
+                       {m->gpu_v + b0, gpu_stage_part(m, 2), n * 4},
+                       {m->gpu_w + b0 * m->wsz, w, n * m->wsz}};
+    DeviceSpan span;
+    return m->ops->copy(m->dev, true, 4, c, &span, e);
+}
+
+/* The GPU sub-groups' [0, gpu_state_params) from params, mo, vo (NULL: zeros), piece by piece
+ * through the staging. */
+static int put_gpu(PipeMem *m, const float *params, const float *mo, const float *vo, Err *e)
+{
+    size_t X = m->gpu_state_params, S = m->gpu_stage_params;
+    int rc = 0;
+    for (size_t at = 0; at < X && !rc; at += S) {
+        size_t n = X - at < S ? X - at : S;
+        memcpy(gpu_stage_part(m, 0), params + at, n * 4);
+        mo ? (void)memcpy(gpu_stage_part(m, 1), mo + at, n * 4)
+           : (void)memset(gpu_stage_part(m, 1), 0, n * 4);
+        vo ? (void)memcpy(gpu_stage_part(m, 2), vo + at, n * 4)
+           : (void)memset(gpu_stage_part(m, 2), 0, n * 4);
+        rc = stage_to_gpu(m, at, n, e);
+    }
+    return rc;
+}
+
+/* One range of the state, [b0, b0 + n): the CPU-resident sub-groups' (b0 gpu_state_params, n
+ * to cpu_state_end) or one SSD sub-group's (ssd its index, else -1); params, mo, vo its
  * values (mo, vo NULL: zeros). */
 static int put_range(PipeMem *m, size_t b0, size_t n, int ssd, const float *params,
                      const float *mo, const float *vo, Err *e)
@@ -597,8 +683,10 @@ static int put_range(PipeMem *m, size_t b0, size_t n, int ssd, const float *para
 int pipe_mem_put_state(PipeMem *m, const float *params, const float *mo, const float *vo,
                        Err *e)
 {
-    size_t X = m->cpu_state_params;
-    int rc = X ? put_range(m, 0, X, -1, params, mo, vo, e) : 0;
+    size_t G0 = m->gpu_state_params, X = m->cpu_state_end - G0;
+    int rc = G0 ? put_gpu(m, params, mo, vo, e) : 0;
+    if (!rc && X)
+        rc = put_range(m, G0, X, -1, params + G0, mo ? mo + G0 : NULL, vo ? vo + G0 : NULL, e);
     for (int s = 0; s < m->G && !rc; s++) {
         if (m->ooc_index[s] < 0)
             continue;
@@ -611,16 +699,25 @@ int pipe_mem_put_state(PipeMem *m, const float *params, const float *mo, const f
 
 int pipe_mem_fill_state(PipeMem *m, PipeMemFill fill, void *user, Err *e)
 {
-    size_t X = m->cpu_state_params, P = m->edge_params + (size_t)m->L * m->block_params;
+    size_t G0 = m->gpu_state_params, X = m->cpu_state_end - G0, S = m->gpu_stage_params;
+    size_t P = m->edge_params + (size_t)m->L * m->block_params;
     int rc = 0;
-    if (X) {
-        memset(m->m, 0, X * 4), memset(m->v, 0, X * 4);
-        rc = fill(user, 0, X, m->master, m->m, m->v, e);
+    for (size_t at = 0; at < G0 && !rc; at += S) {
+        size_t n = G0 - at < S ? G0 - at : S;
+        memset(gpu_stage_part(m, 1), 0, n * 4), memset(gpu_stage_part(m, 2), 0, n * 4);
+        rc = fill(user, at, n, gpu_stage_part(m, 0), gpu_stage_part(m, 1),
+                  gpu_stage_part(m, 2), e);
         if (!rc)
-            rc = put_range(m, 0, X, -1, m->master, m->m, m->v, e);
+            rc = stage_to_gpu(m, at, n, e);
+    }
+    if (!rc && X) {
+        memset(m->m, 0, X * 4), memset(m->v, 0, X * 4);
+        rc = fill(user, G0, X, m->master, m->m, m->v, e);
+        if (!rc)
+            rc = put_range(m, G0, X, -1, m->master, m->m, m->v, e);
     }
     /* the SSD sub-groups by their place in the layout, front to back */
-    for (size_t at = X; at < P && !rc;) {
+    for (size_t at = m->cpu_state_end; at < P && !rc;) {
         int s = 0;
         while (s < m->G && !(m->ooc_index[s] >= 0 && m->grp_begin[s] == at))
             s++;
@@ -638,16 +735,36 @@ int pipe_mem_fill_state(PipeMem *m, PipeMemFill fill, void *user, Err *e)
     return rc;
 }
 
+/* Values [begin, begin + take) of part of the GPU sub-groups' state, through the staging;
+ * *take at most what it holds. */
+static int read_gpu(PipeMem *m, int part, size_t begin, size_t *take, float *dst, Err *e)
+{
+    if (*take > m->gpu_stage_params)
+        *take = m->gpu_stage_params;
+    const float *from = part == 0 ? m->gpu_master : part == 1 ? m->gpu_m : m->gpu_v;
+    DeviceCopy c = {gpu_stage_part(m, 0), from + begin, *take * 4};
+    DeviceSpan span;
+    int rc = m->ops->copy(m->dev, false, 1, &c, &span, e);
+    if (!rc)
+        memcpy(dst, gpu_stage_part(m, 0), *take * 4);
+    return rc;
+}
+
 int pipe_mem_read(PipeMem *m, int part, size_t begin, size_t n, float *dst, int *cached,
                   Err *e)
 {
-    size_t X = m->cpu_state_params;
+    size_t G0 = m->gpu_state_params, X = m->cpu_state_end;
     while (n) {
         size_t take;
-        if (begin < X) {
+        if (begin < G0) {
+            take = G0 - begin < n ? G0 - begin : n;
+            int rc = read_gpu(m, part, begin, &take, dst, e);
+            if (rc)
+                return rc;
+        } else if (begin < X) {
             const float *from = part == 0 ? m->master : part == 1 ? m->m : m->v;
             take = X - begin < n ? X - begin : n;
-            memcpy(dst, from + begin, take * 4);
+            memcpy(dst, from + (begin - G0), take * 4);
         } else {
             int s = 0;
             while (s < m->G && !(m->ooc_index[s] >= 0 && begin >= m->grp_begin[s] &&

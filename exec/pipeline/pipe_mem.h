@@ -38,19 +38,28 @@ typedef struct PipeMem {
     size_t *cpu_bytes, *ssd_inner_bytes;
     size_t stage_out_bytes, stage_in_bytes, stage_in_inner; /* inner part's offset in in-slots */
     size_t *grp_begin, *grp_end; /* sub-group slices of the flat layout */
-    size_t max_group;
-    size_t cpu_state_params;    /* the CPU-resident states' prefix of the layout: [0, this) */
+    size_t max_host_group;      /* parameters of the largest sub-group updated off the GPU */
+    /* the layout's prefix [0, gpu_state_params) is the GPU sub-groups' (plan.h: states,
+     * weights and gradients on the device), [gpu_state_params, cpu_state_end) the CPU's */
+    size_t gpu_state_params, cpu_state_end;
     int *ooc_index;             /* per sub-group: its index in oa when its states are on SSD */
     /* device memory */
     void *wbuf[PIPE_MAX_RING], *wedge, *gbuf[PIPE_MAX_RING], *gedge;
+    /* the GPU sub-groups' weights, gradients and states, flat layout [0, gpu_state_params)
+     * (wedge and gedge point at their start) */
+    uint8_t *gpu_w, *gpu_g;
+    float *gpu_master, *gpu_m, *gpu_v;
     void *act_slot[PIPE_MAX_RING]; /* the activation ring, both ways (schedule.h) */
     void **kept, *scratch, *final_res;
     double dev_bytes[MEM_TAG_COUNT];
     /* host memory */
     HostPool pool;
-    uint8_t *w_home;            /* weights on the CPU, flat layout */
+    uint8_t *w_home;            /* weights on the CPU, flat layout from gpu_state_params */
     uint8_t *pinned_w[PIPE_MAX_RING], *edge_stage;
-    float *master, *m, *v;      /* states in CPU memory, flat layout [0, cpu_state_params) */
+    float *master, *m, *v;      /* states in CPU memory, flat layout [gpu_state_params,
+                                   cpu_state_end) */
+    uint8_t *gpu_stage;         /* the GPU states' way in and out (footprint_gpu_stage_bytes) */
+    size_t gpu_stage_params;
     uint8_t *state_slot[PIPE_MAX_RING];
     size_t state_slot_bytes;    /* each (footprint_state_slot_bytes) */
     uint8_t *host_grads[PIPE_MAX_RING];
@@ -90,6 +99,14 @@ void *pipe_mem_tensor(const PipeMem *m, int b, int x, bool backward, int slot);
 enum { PIPE_MAX_PIECES = 4096 };
 int pipe_mem_update_pieces(const PipeMem *m, int s, size_t *first, size_t *count, size_t *off);
 
+/* Block b's weights and gradients where they stay on the device (plan_block_on_gpu), or NULL
+ * for a block whose pass through the rings. */
+void *pipe_mem_gpu_weights(const PipeMem *m, int b);
+void *pipe_mem_gpu_grads(const PipeMem *m, int b);
+/* The weights of parameter at on in their home in CPU memory (weights there; at at or past
+ * gpu_state_params). */
+uint8_t *pipe_mem_w_home(const PipeMem *m, size_t at);
+
 /* Whether tensor x of a block moves in a copy of cargo: the input in the checkpoint's
  * (CARGO_CKPT), every other tensor off the GPU in the inner activations' (CARGO_ACTS). */
 bool pipe_mem_moves_with(const PipeMem *m, int x, Cargo cargo);
@@ -111,9 +128,10 @@ int pipe_mem_read(PipeMem *m, int part, size_t begin, size_t n, float *dst, int 
                   Err *e);
 /* The starting state range by range, never the whole model in host memory beyond the plan's
  * own buffers: fill puts the n values of [begin, begin + n) into params, m and v (zeros when
- * it leaves them). The ranges come front to back, each where the last ended: the CPU-resident
- * sub-groups' at once (into their master weights and moments), then each SSD sub-group's
- * through the first state slot. 0 or -errno with e, which stops the fill. */
+ * it leaves them). The ranges come front to back, each where the last ended: the GPU
+ * sub-groups' through the GPU staging piece by piece, the CPU-resident sub-groups' at once
+ * (into their master weights and moments), then each SSD sub-group's through the first state
+ * slot. 0 or -errno with e, which stops the fill. */
 typedef int (*PipeMemFill)(void *user, size_t begin, size_t n, float *params, float *m,
                            float *v, Err *e);
 int pipe_mem_fill_state(PipeMem *m, PipeMemFill fill, void *user, Err *e);

@@ -258,7 +258,7 @@ static int put_start_state(PipeRun *pr, Err *e)
         return start_from_checkpoint(pr, e);
     if (o->init_from)
         return start_from_folder(pr, e);
-    bool in_place = pr->plan->optim == TIER_CPU;
+    bool in_place = pr->plan->optim == TIER_CPU && !pp->mem.gpu_state_params;
     size_t P = pp->layout.total;
     if (!in_place && !(pr->params = calloc(P, sizeof *pr->params)))
         return err_set(e, -ENOMEM, "out of memory for %zu parameters", P);
