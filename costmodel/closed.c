@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cost.h"
+#include "layout.h"
 #include "schedule.h"
 
 const char *cf_phase_name(CfPhase p)
@@ -262,11 +264,12 @@ static void block_loads(const Eval *ev, const Plan *p, int b, double F[RES_COUNT
     double moved = swapped[TIER_CPU] + swapped[TIER_SSD];
     bool reload = block_reloads(p, b);
     double in_f[RES_COUNT] = {0}, in_b[RES_COUNT] = {0}; /* inbound copies */
-    if (p->weights != TIER_GPU) {
+    bool resident = plan_block_on_gpu(p, b); /* its weights and gradients stay on the GPU */
+    if (!resident) {
         in_f[RES_H2D] += link_s(hw, RES_H2D, block_w);
         in_b[RES_H2D] += reload ? link_s(hw, RES_H2D, block_w) : 0;
     }
-    if (p->weights == TIER_SSD) {
+    if (p->weights == TIER_SSD && !resident) {
         in_f[RES_SSD_READ] += link_s(hw, RES_SSD_READ, block_w);
         in_b[RES_SSD_READ] += reload ? link_s(hw, RES_SSD_READ, block_w) : 0;
     }
@@ -295,7 +298,7 @@ static void block_loads(const Eval *ev, const Plan *p, int b, double F[RES_COUNT
     B[RES_GPU] += stall[1];
     F[RES_D2H] += link_s(hw, RES_D2H, moved);
     F[RES_SSD_WRITE] += link_s(hw, RES_SSD_WRITE, swapped[TIER_SSD]);
-    if (p->optim != TIER_GPU)
+    if (plan_optim_tier(p, plan_subgroup_of_block(p, b)) != TIER_GPU)
         grad_loads(hw, p, (double)model_block_params(c), w, B);
 }
 
@@ -307,6 +310,7 @@ static bool like_previous(const Eval *ev, const Plan *p, int b)
     int n = p->arch->n_ops;
     const ActPlace *row = &p->act[b * n];
     return ev->alike && b > 0 && ev->alike[b] && block_reloads(p, b) == block_reloads(p, b - 1) &&
+           plan_block_on_gpu(p, b) == plan_block_on_gpu(p, b - 1) &&
            !memcmp(row, row - n, (size_t)n * sizeof *row);
 }
 
@@ -357,11 +361,12 @@ static void closed_form(const Eval *ev, const Plan *p, ClosedForm *cf)
         if (op->bwd_flops > 0 || op->bwd_io_bytes > 0)
             be[RES_GPU] += task_s(ev, op, TASK_BWD);
     }
-    if (p->weights != TIER_GPU)
+    bool edges_stay = plan_edges_on_gpu(p);
+    if (!edges_stay)
         fe[RES_H2D] += link_s(hw, RES_H2D, edge_w / M);
-    if (p->weights == TIER_SSD)
+    if (p->weights == TIER_SSD && !edges_stay)
         fe[RES_SSD_READ] += link_s(hw, RES_SSD_READ, edge_w / M);
-    if (p->optim != TIER_GPU)
+    if (plan_optim_tier(p, plan_subgroup_count(p) - 1) != TIER_GPU)
         grad_loads(hw, p, (double)model_embed_params(c), w, be);
     /* zero-infinity: the next micro-batch's head, and the step, wait for the edges' gradients */
     double edge_stall = zero_grad_stall_s(hw, p, (double)model_embed_params(c), w, 0);
@@ -400,6 +405,16 @@ static void closed_form(const Eval *ev, const Plan *p, ClosedForm *cf)
     double tail_chain = 0;
     if (p->optim == TIER_GPU) {
         T[RES_GPU] += adam_s(hw, p, P);
+    } else if (p->policy == POLICY_FUYOU &&
+               plan_optim_tier(p, n_groups - 1) == TIER_GPU) {
+        /* the last sub-groups on the GPU, the tail among them: their AdamW in the GPU's line,
+         * the tail's after backward; the rest's on the CPU in backward */
+        double gpu = (double)layout_gpu_state_params(c, p), po = P - gpu;
+        B[RES_GPU] += cost_gpu_adam_s(hw, gpu - tail_params);
+        B[RES_CPU_ADAM] += adam_s(hw, p, po);
+        B[RES_SSD_READ] += link_s(hw, RES_SSD_READ, 12 * ssd_state_params);
+        B[RES_SSD_WRITE] += link_s(hw, RES_SSD_WRITE, 12 * ssd_state_params + new_w * po);
+        T[RES_GPU] += cost_gpu_adam_s(hw, tail_params);
     } else if (p->policy == POLICY_FUYOU) {
         double po = P - tail_params;
         B[RES_CPU_ADAM] += adam_s(hw, p, po);
@@ -437,10 +452,12 @@ static void closed_form(const Eval *ev, const Plan *p, ClosedForm *cf)
     cf->phase_s[CF_TAIL] = phase_s(hw, ev->mem_Bps, T, &cf->binding[CF_TAIL]);
     if (tail_chain > 0)
         cf->phase_s[CF_TAIL] = tail_chain;
-    if (p->weights != TIER_GPU)
-        cf->fill_s = link_s(hw, RES_H2D, block_w + edge_w) +
+    /* the first forward's loads: block 0's weights and the edges', where they do not stay */
+    double first_w = (plan_block_on_gpu(p, 0) ? 0 : block_w) + (edges_stay ? 0 : edge_w);
+    if (first_w > 0)
+        cf->fill_s = link_s(hw, RES_H2D, first_w) +
                      (p->weights == TIER_SSD
-                          ? solo_s(hw, RES_SSD_READ, link_s(hw, RES_SSD_READ, block_w + edge_w))
+                          ? solo_s(hw, RES_SSD_READ, link_s(hw, RES_SSD_READ, first_w))
                           : 0);
     double other = phase_s(hw, ev->mem_Bps, O, NULL);
     if (osum.total > other)

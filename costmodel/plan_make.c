@@ -151,13 +151,13 @@ static void candidate_free(Candidate *c)
     graph_free(&c->g);
 }
 
-/* The micro-batch counts to try, fewest first: the one given, or every divisor of the batch up
- * to PLAN_AUTO_MICRO_MAX. */
+/* The micro-batch counts to try, fewest first: the one given (one with sub-groups on the GPU
+ * given), or every divisor of the batch up to PLAN_AUTO_MICRO_MAX. */
 static int micro_counts(const PlanRequest *rq, int *out, int max)
 {
     int given = rq->args->count[PC_MICRO], n = 0;
-    if (given > 0) {
-        out[0] = given;
+    if (given > 0 || rq->args->count[PC_OGPU] > 0) {
+        out[0] = given > 0 ? given : 1; /* sub-groups on the GPU take one (plan_validate) */
         return 1;
     }
     for (int M = 1; M <= rq->batch && M <= PLAN_AUTO_MICRO_MAX && n < max; M++)

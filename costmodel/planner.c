@@ -320,7 +320,7 @@ static const int subgroup_sizes[] = {1, 2, 4};
 
 /* The knobs a configuration sets, to try each distinct one once when options fix some. */
 typedef struct Knobs {
-    int v[13];
+    int v[14];
 } Knobs;
 
 static Knobs knobs_of(const Plan *p)
@@ -328,12 +328,13 @@ static Knobs knobs_of(const Plan *p)
     return (Knobs){{p->prefetch_depth, p->weight_buffers, p->grad_buffers, p->act_buffers,
                     p->subgroup_blocks, p->tail_blocks, p->pinned_buffers, p->state_buffers,
                     p->host_grad_groups, p->optim_cpu_groups, p->weights, p->optim,
-                    plan_act(p, 0, BLOCK_CKPT_OP)}};
+                    plan_act(p, 0, BLOCK_CKPT_OP), p->optim_gpu_groups}};
 }
 
 /* The most configurations one search tries: buffer sets x sub-group sizes x state buffer counts
- * x the states kept in CPU memory or not. */
-enum { CONFIGS_MAX = 4 * 3 * 2 * 2 };
+ * x the sub-groups updated on the GPU (GPU_SPLITS counts) x the states kept in CPU memory or
+ * not. */
+enum { GPU_SPLITS = 3, CONFIGS_MAX = 4 * 3 * 2 * GPU_SPLITS * 2 };
 _Static_assert(sizeof buffer_configs / sizeof buffer_configs[0] == 4 &&
                sizeof subgroup_sizes / sizeof subgroup_sizes[0] == 3, "CONFIGS_MAX counts them");
 
@@ -355,7 +356,7 @@ typedef struct Config {
 typedef struct Search {
     Config *cfgs; /* CONFIGS_MAX of them, in the order tried */
     int n_cfgs, n_fit;
-    Knobs tried[64];
+    Knobs tried[CONFIGS_MAX];
     int n_tried;
     PlanProgress at;
     PlanProgressFn progress;
@@ -457,6 +458,36 @@ static void keep(const Hardware *hw, const Graph *g, Config *cf, PlanChoice *c)
     }
 }
 
+/* The chosen configuration's swap amount, simulated one unit lower while that is faster (at
+ * most REFINE_UNITS, within PLANNER_SCORE_TASKS): the closed form places the amount where
+ * PCIe's two directions start to contend a few units late (with sub-groups updated on the GPU,
+ * the blocks that load weights also send activations out), and every amount below fits. *s is
+ * the score at cf's amount. */
+enum { REFINE_UNITS = 8 };
+static int refine_units(const Graph *g, int n_micro, PlanScoreFn score, void *ctx, Config *cf,
+                        double *s, PlanChoice *c, Err *e)
+{
+    double tasks = sched_estimate_tasks(g->arch, g->cfg.n_layer, n_micro, 1);
+    for (int k = 0; score && cf->has_ladder && k < REFINE_UNITS && cf->units > 0 &&
+                    c->work.score_tasks + tasks <= PLANNER_SCORE_TASKS;
+         k++) {
+        double t;
+        planner_apply(&cf->plan, &cf->ladder, cf->units - 1);
+        c->work.scores++;
+        c->work.score_tasks += tasks;
+        int rc = score(ctx, g, &cf->plan, &t, e);
+        if (rc)
+            return rc;
+        if (t >= *s) {
+            planner_apply(&cf->plan, &cf->ladder, cf->units);
+            break;
+        }
+        cf->units--, *s = t;
+    }
+    footprint_compute(&cf->mem, g, &cf->plan);
+    return 0;
+}
+
 /* The configurations that fit: each one's swap amount searched (it fits there too: the most
  * that fits, last_fitting), the marked ones scored in the order tried, the first of the
  * fastest kept in c. 0 or a negative errno. */
@@ -500,6 +531,9 @@ static int choose_fitting(const Hardware *hw, const Graph *g, int n_micro, PlanS
             best_s = s;
         }
     }
+    int rc = refine_units(g, n_micro, score, ctx, &st->cfgs[best], &best_s, c, e);
+    if (rc)
+        return rc;
     keep(hw, g, &st->cfgs[best], c);
     c->score_s = best_s;
     return 0;
@@ -538,6 +572,27 @@ static void choose_frugal(const Hardware *hw, const Graph *g, Search *st, PlanCh
     cost_closed_form(hw, g, &c->plan, &c->cf);
 }
 
+/* The GPU sub-group counts a configuration is tried with (GPU_SPLITS at most, distinct): the
+ * given one; else none, the most that fit on the GPU (footprint_max_gpu_groups) and half as
+ * many, since the GPU memory they take may be worth more to swapped activations. */
+static int gpu_splits(Plan *p, const Graph *g, const Hardware *hw, bool fixed, int *out)
+{
+    if (fixed) {
+        out[0] = p->optim_gpu_groups;
+        return 1;
+    }
+    int most = footprint_max_gpu_groups(p, g, hw), n = 0;
+    int want[GPU_SPLITS] = {0, most, most / 2};
+    for (int i = 0; i < GPU_SPLITS; i++) {
+        bool seen = false;
+        for (int j = 0; j < n; j++)
+            seen |= out[j] == want[i];
+        if (!seen)
+            out[n++] = want[i];
+    }
+    return n;
+}
+
 int planner_choose(const Hardware *hw, const Graph *g, int n_micro, Policy policy,
                    const PlanArgs *args, PlanScoreFn score, void *score_ctx, PlanChoice *c,
                    Err *e)
@@ -565,6 +620,7 @@ int planner_choose_progress(const Hardware *hw, const Graph *g, int n_micro, Pol
     }
     int invalid = 0, configs = 0;
     bool fixed_act = args && args->act, fixed_split = args && args->count[PC_OCPU] >= 0;
+    bool fixed_gpu = args && args->count[PC_OGPU] >= 0;
     for (size_t bi = 0; bi < sizeof buffer_configs / sizeof buffer_configs[0] && !rc; bi++) {
         for (size_t si = 0; si < sizeof subgroup_sizes / sizeof subgroup_sizes[0] && !rc; si++) {
             p.prefetch_depth = buffer_configs[bi].prefetch;
@@ -602,15 +658,23 @@ int planner_choose_progress(const Hardware *hw, const Graph *g, int n_micro, Pol
                 /* the swap amount on the ladder, unless everything is on the GPU or --act
                  * fixed it */
                 bool ladder = policy == POLICY_FUYOU && plan_act(&p, 0, 1) != ACT_GPU && !fixed_act;
-                /* states on SSD with room for some in CPU memory: that room may be worth more to
-                 * swapped activations; both are scored */
-                int cpu_groups = p.optim_cpu_groups;
-                bool both = policy == POLICY_FUYOU && p.optim == TIER_SSD && cpu_groups > 0 &&
-                            !fixed_split;
-                rc = add_config(hw, g, &p, ladder, &st, c, e);
-                if (!rc && both) {
-                    p.optim_cpu_groups = 0;
+                int splits[GPU_SPLITS], n_splits = gpu_splits(&p, g, hw, fixed_gpu, splits);
+                for (int k = 0; k < n_splits && !rc; k++) {
+                    if (splits[k]) /* and the CPU's share of the states before them */
+                        footprint_set_gpu_groups(&p, g, hw, splits[k]);
+                    if (fixed_split)
+                        p.optim_cpu_groups = args->count[PC_OCPU];
+                    if (plan_validate(&p, NULL))
+                        continue;
+                    /* states on SSD with room for some in CPU memory: that room may be worth
+                     * more to swapped activations; both are scored */
+                    bool both = policy == POLICY_FUYOU && p.optim == TIER_SSD &&
+                                p.optim_cpu_groups > 0 && !fixed_split;
                     rc = add_config(hw, g, &p, ladder, &st, c, e);
+                    if (!rc && both) {
+                        p.optim_cpu_groups = 0;
+                        rc = add_config(hw, g, &p, ladder, &st, c, e);
+                    }
                 }
             }
         }

@@ -304,7 +304,7 @@ static void keep_states_in_cpu(Plan *p, const Graph *g, const Hardware *hw)
     p->optim_cpu_groups = 0;
     if (p->optim != TIER_SSD || (overflow(g, p, hw) & cpu))
         return;
-    int lo = 0, hi = plan_subgroup_count(p);
+    int lo = 0, hi = plan_subgroup_count(p) - p->optim_gpu_groups;
     while (lo < hi) {
         int mid = lo + (hi - lo + 1) / 2;
         p->optim_cpu_groups = mid;
@@ -316,9 +316,39 @@ static void keep_states_in_cpu(Plan *p, const Graph *g, const Hardware *hw)
     p->optim_cpu_groups = lo;
 }
 
+int footprint_max_gpu_groups(Plan *p, const Graph *g, const Hardware *hw)
+{
+    const unsigned gpu = 1u << TIER_GPU;
+    int G = plan_subgroup_count(p), keep_gpu = p->optim_gpu_groups, keep_cpu = p->optim_cpu_groups;
+    if (p->optim == TIER_GPU || p->policy != POLICY_FUYOU || p->n_micro > 1)
+        return 0;
+    p->optim_cpu_groups = 0; /* the CPU's share does not change the GPU's bytes */
+    /* GPU bytes grow with the count, but for the last step: with every block there, the
+     * weight and gradient rings go */
+    p->optim_gpu_groups = G;
+    int lo = overflow(g, p, hw) & gpu ? 0 : G, hi = lo ? lo : G - 1;
+    while (lo < hi) {
+        int mid = lo + (hi - lo + 1) / 2;
+        p->optim_gpu_groups = mid;
+        if (overflow(g, p, hw) & gpu)
+            hi = mid - 1;
+        else
+            lo = mid;
+    }
+    p->optim_gpu_groups = keep_gpu, p->optim_cpu_groups = keep_cpu;
+    return lo;
+}
+
+void footprint_set_gpu_groups(Plan *p, const Graph *g, const Hardware *hw, int n)
+{
+    p->optim_gpu_groups = n;
+    keep_states_in_cpu(p, g, hw);
+}
+
 void footprint_auto_place(Plan *p, const Graph *g, const Hardware *hw)
 {
     const unsigned gpu = 1u << TIER_GPU, cpu = 1u << TIER_CPU;
+    p->optim_gpu_groups = 0;
     p->weights = p->optim = TIER_GPU;
     plan_set_all_act(p, ACT_GPU, ACT_GPU);
     if (!overflow(g, p, hw))

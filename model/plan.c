@@ -208,7 +208,8 @@ int plan_gpu_groups(const Plan *p)
 bool plan_block_on_gpu(const Plan *p, int block)
 {
     return p->weights == TIER_GPU ||
-           plan_optim_tier(p, plan_subgroup_of_block(p, block)) == TIER_GPU;
+           (p->optim_gpu_groups && plan_optim_tier(p, plan_subgroup_of_block(p, block)) ==
+                                       TIER_GPU);
 }
 
 bool plan_edges_on_gpu(const Plan *p)

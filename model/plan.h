@@ -109,7 +109,7 @@ Tier plan_optim_tier(const Plan *p, int g);
  * optim_gpu_groups. */
 int plan_gpu_groups(const Plan *p);
 /* Whether block b's 16-bit weights live on the GPU for the whole run (the weights there, or
- * its sub-group's states): no load, no release, updated in place. */
+ * its sub-group one of the optim_gpu_groups): no load, no release, updated in place. */
 bool plan_block_on_gpu(const Plan *p, int block);
 /* The same for the edges (embedding, final norm, head): the tail sub-group's. */
 bool plan_edges_on_gpu(const Plan *p);

@@ -343,12 +343,13 @@ static void report_swap(FILE *out, SwapMode swap, const PlanInfo *info, const Gr
     }
     if (info->planned && info->choice.overflow) {
         fprintf(out, "planner: no configuration fits (sub-groups 1/2/4 blocks x 4 buffer sets "
-                "x 3 or 2 state buffers, the plan options over each); the one short of the "
-                "fewest bytes is shown\n");
+                "x 3 or 2 state buffers x none, half or the most sub-groups updated on the GPU, "
+                "the plan options over each); the one short of the fewest bytes is shown\n");
     } else if (info->planned) {
         const PlanChoice *c = &info->choice;
         fprintf(out, "planner: best of %d distinct configuration%s that fit%s (sub-groups 1/2/4 "
-                "blocks x 4 buffer sets x 3 or 2 state buffers, the plan options over each; ",
+                "blocks x 4 buffer sets x 3 or 2 state buffers x none, half or the most "
+                "sub-groups updated on the GPU, the plan options over each; ",
                 c->configs_tried, c->configs_tried == 1 ? "" : "s",
                 c->configs_tried == 1 ? "s" : "");
         if (c->configs_scored == c->configs_tried)

@@ -206,7 +206,8 @@ START_TEST(sim_report_wording)
     ck_assert_ptr_null(strstr(out, "waiting on copies")); /* prefetched: no stall */
     /* bound by waits (one weight buffer, no prefetch: loads set the pace): no resource marked */
     ck_assert_int_eq(tu_run_sim("--hw h200.ini --model gpt2-124m --batch 1 --seq 64 --weights cpu "
-                             "--optim cpu --prefetch 0 --weight-buffers 1", out, sizeof out), 0);
+                             "--optim cpu --prefetch 0 --weight-buffers 1 --optim-gpu-groups 0", out,
+                             sizeof out), 0);
     tu_assert_contains(out, "bound by       waits between dependent tasks");
     tu_assert_contains(out, "the GPU idles");
     ck_assert_ptr_null(strstr(out, "<- bound"));
@@ -225,9 +226,11 @@ START_TEST(sim_report_wording)
     ck_assert_ptr_null(strstr(out, "tokens/s"));
     ck_assert_ptr_null(strstr(out, "closed form:"));
     /* each short tier gets its own advice: a small SSD is not fixed by a smaller batch (it
-     * had been told to lower --batch), CPU memory by putting state on the SSD */
+     * had been told to lower --batch), CPU memory by putting state on the SSD (none of it
+     * on the GPU, where the planner would put some and the SSD then hold the rest) */
     ck_assert_int_eq(tu_run_sim("--model gpt3-13b --weights ssd --optim ssd --set "
-                                "ssd.capacity_GB=50 --set ssd.count=1", out, sizeof out), 1);
+                                "ssd.capacity_GB=50 --set ssd.count=1 --optim-gpu-groups 0", out,
+                                sizeof out), 1);
     const char *ssd = strstr(out, "over capacity: ssd needs");
     ck_assert_msg(ssd != NULL, "%s", out);
     ck_assert_msg(!strncmp(strstr(ssd, "; ") + 2, "add SSD capacity (--set ssd.count=N", 35),

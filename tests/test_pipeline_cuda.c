@@ -77,17 +77,23 @@ typedef struct Variant {
     Tier weights, optim;
     ActPlace ckpt, inner;
     int subgroup, tail, ring, micro, cpu_groups;
+    int gpu_groups; /* sub-groups updated on the GPU (-1: all of them) */
 } Variant;
 
 static const Variant variants[] = {
     {"all in CPU memory, activations on the GPU", TIER_CPU, TIER_CPU, ACT_GPU, ACT_GPU, 1, 1, 2,
-     1, 0},
+     1, 0, 0},
     {"weights and states on SSD, recomputation", TIER_SSD, TIER_SSD, ACT_CPU, ACT_RECOMPUTE, 1,
-     1, 2, 1, 0},
+     1, 2, 1, 0, 0},
     {"sub-groups of 2, tail 1, 2 micro-batches, acts on SSD", TIER_SSD, TIER_CPU, ACT_SSD,
-     ACT_SSD, 2, 1, 2, 2, 0},
+     ACT_SSD, 2, 1, 2, 2, 0, 0},
     {"rings of one, states split CPU / SSD", TIER_CPU, TIER_SSD, ACT_SSD, ACT_CPU, 1, 2, 1, 1,
-     1},
+     1, 0},
+    {"2 sub-groups on the GPU, the rest in CPU memory", TIER_CPU, TIER_CPU, ACT_CPU, ACT_CPU, 1,
+     1, 2, 1, 0, 2},
+    {"sub-groups on the GPU, in CPU, on SSD", TIER_SSD, TIER_SSD, ACT_CPU, ACT_RECOMPUTE, 1, 1, 2,
+     1, 1, 1},
+    {"every sub-group on the GPU", TIER_CPU, TIER_CPU, ACT_GPU, ACT_GPU, 1, 1, 2, 1, 0, -1},
 };
 
 /* A plan over o's model (in the device's bf16) placed as x says; o gets x's sub-groups and
@@ -111,6 +117,7 @@ static int make_plan(Plan *p, Graph *g, TrainOptions *o, const Variant *x, Err *
     p->tail_blocks = x->tail;
     p->n_micro = x->micro;
     p->optim_cpu_groups = x->cpu_groups;
+    p->optim_gpu_groups = x->gpu_groups < 0 ? plan_subgroup_count(p) : x->gpu_groups;
     if (x->ring == 1) {
         p->prefetch_depth = 0;
         p->weight_buffers = p->pinned_buffers = p->act_buffers = p->grad_buffers = 1;
@@ -405,9 +412,9 @@ static int count_entries(const char *path)
  * recomputed, so every lane has work. With 2 micro-batches the second one's F.embed runs while
  * the first one's gradients are still leaving the GPU. */
 static const Variant fault_variant = {"fault", TIER_SSD, TIER_SSD, ACT_CPU, ACT_RECOMPUTE, 1, 1,
-                                      2, 2, 0};
+                                      2, 2, 0, 0};
 static const Variant sticky_variant = {"sticky", TIER_SSD, TIER_SSD, ACT_CPU, ACT_RECOMPUTE, 1,
-                                       1, 2, 1, 0};
+                                       1, 2, 1, 0, 0};
 
 START_TEST(compute_failure_drains)
 {

@@ -25,6 +25,11 @@
 #   out-of-core CUDA run with weights and states on the SSD (read back under checksums) stopped
 #   by SIGINT mid-run, resumed, and compared with an uninterrupted run's losses (within the
 #   lane's run-to-run drift: it is not bit-reproducible)
+#   the optimizer on every tier (issue 28): MODE=optim bash tools/device_check.sh: the CUDA
+#   pipeline suite and batch 8 (PART=check), then GPT-3 2.7B under 24 GiB at the planner's
+#   defaults, each beside the same with no sub-group updated on the GPU (--optim-gpu-groups 0,
+#   the plan before issue 28), predicted and measured: PART=inmem (batch 16, 32), PART=ssd
+#   (batch 8 with --cpu-mem 32GiB, states partly on the SSD); RUNS= replaces the runs
 #   here, to fetch the packages once: tools/device_check.sh --fetch-deps
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -81,6 +86,21 @@ if [ "${MODE:-all}" = regression ]; then
     MODE=offload CHECK=0 RUNS=${RUNS:-$REGRESSION_RUNS}
 elif [ "${MODE:-all}" = sweep ]; then
     MODE=offload CHECK=0 RUNS=${RUNS:-$SWEEP_RUNS}
+elif [ "${MODE:-all}" = optim ]; then
+    # planner defaults (no knobs pinned), each beside the plan without GPU sub-groups
+    two() { # name, batch, iters, fuyou-run flags
+        printf '%s old|gpt3-2.7b|%s|%s|--optim-gpu-groups 0|--lr 3e-4 --warmup 1 %s;' "$1" "$2" \
+            "$3" "$4"
+        printf '%s new|gpt3-2.7b|%s|%s||--lr 3e-4 --warmup 1 %s;' "$1" "$2" "$3" "$4"
+    }
+    case "${PART:-check}" in
+    check) default_runs="$(two "2.7b b8" 8 4 "")" ;;
+    inmem) default_runs="$(two "2.7b b16" 16 4 "")$(two "2.7b b32" 32 3 "")" ;;
+    ssd) default_runs="$(two "2.7b b8 cpu32" 8 2 "--cpu-mem 32GiB")" ;;
+    *) echo "PART=$PART: check, inmem or ssd" >&2; exit 2 ;;
+    esac
+    [ "${PART:-check}" = check ] && PIPE_TEST=1
+    MODE=offload CHECK=0 KNOBS="" RUNS=${RUNS:-$default_runs}
 elif [ "${MODE:-all}" = llama ] && [ "${PART:-check}" = offload ]; then
     # llama-3.1-8b out of core under the 4090's 24 GiB, its states split: the first 16 of 32
     # blocks' on the SSD (16 x 218M parameters x 12 bytes, 42 GB; the disk has 64), the rest
@@ -118,6 +138,7 @@ trap pack EXIT
 targets=""
 [ "${MODE:-all}" = offload ] && [ "${CHECK:-1}" = 0 ] &&
     targets="exec/fuyou-run sim/fuyou-sim traces/fuyou-trace exec/profile/fuyou-profile"
+[ -n "${PIPE_TEST:-}" ] && targets="$targets tests/test_pipeline_cuda"
 [ "${MODE:-all}" = hwprofile ] && targets="exec/profile/fuyou-profile"
 [ "${MODE:-all}" = trust ] && targets="exec/fuyou-run tests/test_pipeline_cuda"
 [ "${MODE:-all}" = llama ] && targets="exec/fuyou-run sim/fuyou-sim traces/fuyou-trace \
@@ -206,6 +227,13 @@ if [ "${MODE:-all}" = offload ]; then
                 END { printf "  worst relative loss difference %.2e\n", m }'
         done
     fi
+    if [ -n "${PIPE_TEST:-}" ]; then
+        step "the CUDA pipeline suite against the in-memory CUDA backend"
+        ./build-dev/tests/test_pipeline_cuda > "$OUT/test_pipeline_cuda.log" 2>&1
+        echo "test_pipeline_cuda rc=$?"
+        grep -E "loss in memory|worst rel|whole model rel|Checks|:F:|:E:" \
+            "$OUT/test_pipeline_cuda.log" | tail -40
+    fi
     # issue 11's table: states in CPU memory at batch 8 and 32, on SSD, and 6.7B with half of
     # them in CPU memory (--optim-cpu-groups), all under the 4090's 24 GiB
     RUNS=${RUNS:-"2.7b states-cpu b8|gpt3-2.7b|8|4|--weights cpu --optim cpu --checkpoints gpu --act recompute|--lr 3e-4 --warmup 2;2.7b states-cpu b32|gpt3-2.7b|32|3|--weights cpu --optim cpu --checkpoints cpu --act recompute|--lr 3e-4 --warmup 2;2.7b states-ssd b8|gpt3-2.7b|8|2|--weights ssd --optim ssd --checkpoints gpu --act recompute|--lr 3e-4 --warmup 1;6.7b states-split b8|gpt3-6.7b|8|2|--weights ssd --optim ssd --optim-cpu-groups 16 --checkpoints gpu --act recompute|--lr 1e-4 --warmup 1 --cpu-mem 100GiB"}
@@ -218,7 +246,7 @@ if [ "${MODE:-all}" = offload ]; then
     rm -f "$PWD/offload-text.txt"
     # the knobs a run's flags leave open, pinned (the flags given come after and win): the
     # planner would otherwise choose them, and a measured run must stay the plan it was
-    knobs=$(cat tools/regression_plan_knobs)
+    knobs=${KNOBS-$(cat tools/regression_plan_knobs)}
     n=0
     while IFS='|' read -r name model batch iters plan extra; do
         [ -n "${name// }" ] || continue
