@@ -319,7 +319,8 @@ static void keep_states_in_cpu(Plan *p, const Graph *g, const Hardware *hw)
 int footprint_max_gpu_groups(Plan *p, const Graph *g, const Hardware *hw)
 {
     const unsigned gpu = 1u << TIER_GPU;
-    int G = plan_subgroup_count(p), keep_gpu = p->optim_gpu_groups, keep_cpu = p->optim_cpu_groups;
+    int G = plan_subgroup_count(p);
+    int keep_gpu = p->optim_gpu_groups, keep_cpu = p->optim_cpu_groups;
     if (p->optim == TIER_GPU || p->policy != POLICY_FUYOU || p->n_micro > 1)
         return 0;
     p->optim_cpu_groups = 0; /* the CPU's share does not change the GPU's bytes */

@@ -107,8 +107,8 @@ const char *footprint_advice(Tier t, const Plan *p, const Footprint *f);
  * that, else SSD; checkpoints on the GPU if they fit, else CPU, else SSD; other activations
  * recomputed; with the states on SSD, as many sub-groups' states as CPU memory still holds
  * there (optim_cpu_groups); none updated on the GPU (optim_gpu_groups 0: the planner weighs
- * that against activations, footprint_max_gpu_groups). If nothing fits, the most frugal placement stays and
- * footprint_overflow says which tier is short. */
+ * that against activations, footprint_max_gpu_groups). If nothing fits, the most frugal
+ * placement stays and footprint_overflow says which tier is short. */
 void footprint_auto_place(Plan *p, const Graph *g, const Hardware *hw);
 /* The most sub-groups plan p can update on the GPU (optim_gpu_groups) within the GPU's
  * capacity, the rest of p as it is; 0 where the plan can have none (plan_validate's rules:

@@ -206,8 +206,8 @@ START_TEST(sim_report_wording)
     ck_assert_ptr_null(strstr(out, "waiting on copies")); /* prefetched: no stall */
     /* bound by waits (one weight buffer, no prefetch: loads set the pace): no resource marked */
     ck_assert_int_eq(tu_run_sim("--hw h200.ini --model gpt2-124m --batch 1 --seq 64 --weights cpu "
-                             "--optim cpu --prefetch 0 --weight-buffers 1 --optim-gpu-groups 0", out,
-                             sizeof out), 0);
+                             "--optim cpu --prefetch 0 --weight-buffers 1 --optim-gpu-groups 0",
+                             out, sizeof out), 0);
     tu_assert_contains(out, "bound by       waits between dependent tasks");
     tu_assert_contains(out, "the GPU idles");
     ck_assert_ptr_null(strstr(out, "<- bound"));

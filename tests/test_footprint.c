@@ -4,6 +4,7 @@
 
 #include "footprint.h"
 #include "gpt2_arch.h"
+#include "layout.h"
 #include "testutil.h"
 
 static const ModelConfig tiny = {.name = "tiny", .n_layer = 4, .d_model = 64, .n_head = 4,
@@ -271,6 +272,109 @@ START_TEST(auto_placement)
 }
 END_TEST
 
+/* Sub-groups updated on the GPU: the last two (the tail, block 0 with the edges, and block 1)
+ * keep their states, weights and gradients there; block 2's states in CPU memory, block 3's
+ * on SSD; the rings carry blocks 2 and 3. */
+START_TEST(gpu_groups)
+{
+    Graph g;
+    Plan p;
+    Err e;
+    ck_assert_int_eq(graph_init(&g, &tiny, 2, 16, &e), 0);
+    ck_assert_int_eq(plan_init(&p, &g, POLICY_FUYOU, &e), 0);
+    p.weights = TIER_CPU;
+    p.optim = TIER_SSD;
+    p.weight_buffers = 3;
+    p.optim_gpu_groups = 2;
+    p.optim_cpu_groups = 1;
+    plan_set_all_act(&p, ACT_CPU, ACT_RECOMPUTE);
+    ck_assert_int_eq(plan_validate(&p, &e), 0);
+    ck_assert_int_eq(plan_optim_tier(&p, 3), TIER_GPU);
+    ck_assert_int_eq(plan_optim_tier(&p, 2), TIER_GPU);
+    ck_assert_int_eq(plan_optim_tier(&p, 1), TIER_CPU);
+    ck_assert_int_eq(plan_optim_tier(&p, 0), TIER_SSD);
+    ck_assert_int_eq(plan_gpu_blocks(&p), 2);
+    ck_assert(plan_edges_on_gpu(&p) && plan_block_on_gpu(&p, 1) && !plan_block_on_gpu(&p, 2));
+    LaneSizes lane = round_lane();
+    Footprint f;
+    footprint_compute_lane(&f, &tiny, &p, &lane);
+    double block = (double)model_block_params(&tiny), edge = (double)model_embed_params(&tiny);
+    double gpu = edge + 2 * block;
+    ck_assert_double_eq((double)layout_gpu_state_params(&tiny, &p), gpu);
+    ck_assert_double_eq(f.bytes[MEM_WEIGHTS][TIER_GPU], 3 * block * 2 + gpu * 2);
+    ck_assert_double_eq(f.bytes[MEM_WEIGHTS][TIER_CPU], page(2 * block * 2));
+    ck_assert_double_eq(f.bytes[MEM_MASTER][TIER_GPU], 4 * gpu);
+    ck_assert_double_eq(f.bytes[MEM_ADAM_V][TIER_GPU], 4 * gpu);
+    ck_assert_double_eq(f.bytes[MEM_MASTER][TIER_CPU], page(4 * block));
+    ck_assert_double_eq(f.bytes[MEM_MASTER][TIER_SSD], 4 * block);
+    ck_assert_double_eq(f.bytes[MEM_GRADS][TIER_GPU], 2 * block * 2 + gpu * 2);
+    /* the host's gradients: the largest sub-group updated off the GPU, one block */
+    ck_assert_double_eq(f.bytes[MEM_GRADS][TIER_CPU], p.host_grad_groups * page(2 * block));
+    /* staging: the state slots of block 3's states, and the GPU state's way in and out */
+    ck_assert_double_eq(f.bytes[MEM_STAGING][TIER_CPU],
+                        p.state_buffers * page(12 * block) + page(gpu * (12 + 2)));
+    /* every sub-group there: no rings, nothing of the state off the GPU */
+    p.optim_cpu_groups = 0;
+    p.optim_gpu_groups = plan_subgroup_count(&p);
+    footprint_compute_lane(&f, &tiny, &p, &lane);
+    double P = edge + 4 * block;
+    ck_assert_double_eq(f.bytes[MEM_WEIGHTS][TIER_GPU], 2 * P);
+    ck_assert_double_eq(f.bytes[MEM_GRADS][TIER_GPU], 2 * P);
+    ck_assert_double_eq(f.bytes[MEM_WEIGHTS][TIER_CPU] + f.bytes[MEM_MASTER][TIER_CPU] +
+                            f.bytes[MEM_MASTER][TIER_SSD], 0);
+    /* what the plan may not ask */
+    p.optim_gpu_groups = plan_subgroup_count(&p) + 1;
+    ck_assert_int_eq(plan_validate(&p, &e), -EINVAL);
+    p.optim_gpu_groups = 3;
+    p.optim_cpu_groups = 2;
+    ck_assert_int_eq(plan_validate(&p, &e), -EINVAL);
+    tu_assert_contains(e.msg, "3 sub-groups on the GPU and 2 in CPU memory, of 4");
+    p.optim_cpu_groups = 0;
+    p.n_micro = 2;
+    ck_assert_int_eq(plan_validate(&p, &e), -EINVAL);
+    tu_assert_contains(e.msg, "one micro-batch");
+    p.n_micro = 1;
+    p.optim = TIER_GPU;
+    ck_assert_int_eq(plan_validate(&p, &e), -EINVAL);
+    tu_assert_contains(e.msg, "optim-gpu-groups 0");
+    plan_free(&p);
+    graph_free(&g);
+}
+END_TEST
+
+/* The most sub-groups a budget holds on the GPU: that many fit, one more does not. */
+START_TEST(max_gpu_groups)
+{
+    Hardware hw;
+    Err e;
+    const char *sets[] = {"gpu.mem_GiB=24", "memory.gpu_reserved_GiB=0"};
+    ck_assert_int_eq(hw_load("h200.ini", sets, 2, &hw, &e), 0);
+    Graph g;
+    Plan p;
+    ck_assert_int_eq(graph_init(&g, model_preset_find("gpt3-2.7b"), 8, 1024, &e), 0);
+    ck_assert_int_eq(plan_init(&p, &g, POLICY_FUYOU, &e), 0);
+    footprint_auto_place(&p, &g, &hw);
+    ck_assert_int_eq(p.optim_gpu_groups, 0);
+    int most = footprint_max_gpu_groups(&p, &g, &hw);
+    ck_assert_int_gt(most, 0);
+    ck_assert_int_lt(most, plan_subgroup_count(&p));
+    ck_assert_int_eq(p.optim_gpu_groups, 0); /* p as it was */
+    Footprint f;
+    footprint_set_gpu_groups(&p, &g, &hw, most);
+    footprint_compute(&f, &g, &p);
+    ck_assert_uint_eq(footprint_overflow(&f, &hw), 0);
+    p.optim_gpu_groups = most + 1;
+    footprint_compute(&f, &g, &p);
+    ck_assert_uint_eq(footprint_overflow(&f, &hw), 1u << TIER_GPU);
+    /* none with micro-batches, where their gradients would be summed */
+    p.n_micro = 2;
+    ck_assert_int_eq(footprint_max_gpu_groups(&p, &g, &hw), 0);
+    plan_free(&p);
+    graph_free(&g);
+    hw_free(&hw);
+}
+END_TEST
+
 START_TEST(names)
 {
     Tier t;
@@ -290,6 +394,8 @@ int main(void)
     tcase_add_test(tc, zero_infinity);
     tcase_add_test(tc, cuda_lane);
     tcase_add_test(tc, auto_placement);
+    tcase_add_test(tc, gpu_groups);
+    tcase_add_test(tc, max_gpu_groups);
     tcase_add_test(tc, names);
     suite_add_tcase(s, tc);
     return tu_run(s);

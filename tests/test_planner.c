@@ -6,7 +6,9 @@
 #include <math.h>
 
 #include "gpt2_arch.h"
+#include "plan_args.h"
 #include "planner_grid.h"
+#include "predict.h"
 #include "testutil.h"
 
 static Hardware hw;
@@ -549,12 +551,49 @@ START_TEST(grid_corner)
 }
 END_TEST
 
+/* GPT-3 2.7B at batch 8 under 24 GiB is bound by the CPU's Adam: the planner puts sub-groups'
+ * optimizer on the GPU, and the simulator finds that faster than the same search without any
+ * (--optim-gpu-groups 0); asked for a count, it keeps it. */
+START_TEST(gpu_groups_chosen)
+{
+    Hardware hw;
+    Err e;
+    const char *sets[] = {"gpu.mem_GiB=24", "memory.gpu_reserved_GiB=0"};
+    ck_assert_int_eq(hw_load("h200.ini", sets, 2, &hw, &e), 0);
+    Graph g;
+    ck_assert_int_eq(graph_init(&g, model_preset_find("gpt3-2.7b"), 8, 1024, &e), 0);
+    PredictScoreCtx sc = {&hw, 0};
+    PlanChoice with, without, given;
+    ck_assert_int_eq(planner_choose(&hw, &g, 1, POLICY_FUYOU, NULL, predict_score, &sc, &with,
+                                    &e), 0);
+    PlanArgs a;
+    plan_args_init(&a);
+    a.count[PC_OGPU] = 0;
+    ck_assert_int_eq(planner_choose(&hw, &g, 1, POLICY_FUYOU, &a, predict_score, &sc, &without,
+                                    &e), 0);
+    a.count[PC_OGPU] = 3;
+    ck_assert_int_eq(planner_choose(&hw, &g, 1, POLICY_FUYOU, &a, predict_score, &sc, &given,
+                                    &e), 0);
+    printf("2.7b b8, 24 GiB: %d sub-groups on the GPU, %.3f s; none, %.3f s\n",
+           with.plan.optim_gpu_groups, with.score_s, without.score_s);
+    ck_assert_int_gt(with.plan.optim_gpu_groups, 0);
+    ck_assert_int_eq(without.plan.optim_gpu_groups, 0);
+    ck_assert_int_eq(given.plan.optim_gpu_groups, 3);
+    ck_assert_double_lt(with.score_s, without.score_s);
+    ck_assert_uint_eq(with.overflow, 0);
+    plan_free(&with.plan), plan_free(&without.plan), plan_free(&given.plan);
+    graph_free(&g);
+    hw_free(&hw);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("planner");
     TCase *tc = tcase_create("planner");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, closed_form_all_gpu);
+    tcase_add_test(tc, gpu_groups_chosen);
     tcase_add_test(tc, phase_coupling);
     tcase_add_test(tc, phase_host_memory);
     tcase_add_test(tc, ladder_order);

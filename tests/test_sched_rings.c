@@ -215,18 +215,26 @@ static int check_pool(const Schedule *s, const unsigned char *r, const Pool *pl)
 START_TEST(buffer_rings_are_safe)
 {
     /* sub: sub-group blocks on the ten-block model (0: the tiny one, sub-groups of ring) */
-    static const struct { Policy pol; Tier w, o; ActPlace ckpt, inner; int ring, sub; } cases[] = {
-        {POLICY_FUYOU, TIER_SSD, TIER_SSD, ACT_CPU, ACT_RECOMPUTE, 2, 0},
-        {POLICY_FUYOU, TIER_SSD, TIER_SSD, ACT_SSD, ACT_SSD, 1, 0},
-        {POLICY_FUYOU, TIER_CPU, TIER_SSD, ACT_CPU, ACT_CPU, 1, 0},
-        {POLICY_FUYOU, TIER_SSD, TIER_CPU, ACT_GPU, ACT_SSD, 3, 0},
+    /* gpu: sub-groups updated on the GPU (their blocks out of the weight and gradient rings) */
+    static const struct {
+        Policy pol;
+        Tier w, o;
+        ActPlace ckpt, inner;
+        int ring, sub, gpu;
+    } cases[] = {
+        {POLICY_FUYOU, TIER_SSD, TIER_SSD, ACT_CPU, ACT_RECOMPUTE, 2, 0, 0},
+        {POLICY_FUYOU, TIER_SSD, TIER_SSD, ACT_SSD, ACT_SSD, 1, 0, 0},
+        {POLICY_FUYOU, TIER_CPU, TIER_SSD, ACT_CPU, ACT_CPU, 1, 0, 0},
+        {POLICY_FUYOU, TIER_SSD, TIER_CPU, ACT_GPU, ACT_SSD, 3, 0, 0},
         /* sub-groups of several blocks, more than host_grad_groups of them: each block's
          * gradients wait for the update that read its CPU buffer before */
-        {POLICY_FUYOU, TIER_CPU, TIER_CPU, ACT_CPU, ACT_RECOMPUTE, 2, 2},
-        {POLICY_FUYOU, TIER_CPU, TIER_SSD, ACT_CPU, ACT_RECOMPUTE, 1, 3},
-        {POLICY_ZERO_INFINITY, TIER_SSD, TIER_SSD, ACT_CPU, ACT_RECOMPUTE, 1, 0},
-        {POLICY_ZERO_INFINITY, TIER_SSD, TIER_SSD, ACT_SSD, ACT_CPU, 2, 0},
-        {POLICY_ZERO_INFINITY, TIER_GPU, TIER_CPU, ACT_CPU, ACT_RECOMPUTE, 1, 0},
+        {POLICY_FUYOU, TIER_CPU, TIER_CPU, ACT_CPU, ACT_RECOMPUTE, 2, 2, 0},
+        {POLICY_FUYOU, TIER_CPU, TIER_SSD, ACT_CPU, ACT_RECOMPUTE, 1, 3, 0},
+        {POLICY_FUYOU, TIER_SSD, TIER_SSD, ACT_CPU, ACT_SSD, 1, 1, 4},
+        {POLICY_FUYOU, TIER_CPU, TIER_CPU, ACT_CPU, ACT_RECOMPUTE, 2, 2, 2},
+        {POLICY_ZERO_INFINITY, TIER_SSD, TIER_SSD, ACT_CPU, ACT_RECOMPUTE, 1, 0, 0},
+        {POLICY_ZERO_INFINITY, TIER_SSD, TIER_SSD, ACT_SSD, ACT_CPU, 2, 0, 0},
+        {POLICY_ZERO_INFINITY, TIER_GPU, TIER_CPU, ACT_CPU, ACT_RECOMPUTE, 1, 0, 0},
     };
     Err e;
     /* each case with copies whole, and the first four with every PCIe copy in its most chunks
@@ -247,6 +255,8 @@ START_TEST(buffer_rings_are_safe)
         p.state_buffers = p.host_grad_groups = k;
         p.subgroup_blocks = zi ? 1 : cases[c].sub ? cases[c].sub : k;
         p.copy_chunk_bytes = cc % 2;
+        p.optim_gpu_groups = cases[c].gpu;
+        ck_assert_int_eq(plan_validate(&p, &e), 0);
         Schedule s;
         ck_assert_int_eq(sched_build(&s, &g, &p, zi ? 2 : 3, &e), 0);
         unsigned char *r = reachability(&s);

@@ -29,7 +29,8 @@
 #   pipeline suite and batch 8 (PART=check), then GPT-3 2.7B under 24 GiB at the planner's
 #   defaults, each beside the same with no sub-group updated on the GPU (--optim-gpu-groups 0,
 #   the plan before issue 28), predicted and measured: PART=inmem (batch 16, 32), PART=ssd
-#   (batch 8 with --cpu-mem 32GiB, states partly on the SSD); RUNS= replaces the runs
+#   (batch 8 with --cpu-mem 32GiB, states partly on the SSD), PART=allgpu (the pipeline with
+#   every sub-group on the GPU against --backend cuda, in memory); RUNS= replaces the runs
 #   here, to fetch the packages once: tools/device_check.sh --fetch-deps
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -97,10 +98,15 @@ elif [ "${MODE:-all}" = optim ]; then
     check) default_runs="$(two "2.7b b8" 8 4 "")" ;;
     inmem) default_runs="$(two "2.7b b16" 16 4 "")$(two "2.7b b32" 32 3 "")" ;;
     ssd) default_runs="$(two "2.7b b8 cpu32" 8 2 "--cpu-mem 32GiB")" ;;
-    *) echo "PART=$PART: check, inmem or ssd" >&2; exit 2 ;;
+    allgpu) default_runs="" ;;
+    *) echo "PART=$PART: check, inmem, ssd or allgpu" >&2; exit 2 ;;
     esac
     [ "${PART:-check}" = check ] && PIPE_TEST=1
-    MODE=offload CHECK=0 KNOBS="" RUNS=${RUNS:-$default_runs}
+    if [ "${PART:-check}" = allgpu ]; then
+        MODE=allgpu
+    else
+        MODE=offload CHECK=0 KNOBS="" RUNS=${RUNS:-$default_runs}
+    fi
 elif [ "${MODE:-all}" = llama ] && [ "${PART:-check}" = offload ]; then
     # llama-3.1-8b out of core under the 4090's 24 GiB, its states split: the first 16 of 32
     # blocks' on the SSD (16 x 218M parameters x 12 bytes, 42 GB; the disk has 64), the rest
@@ -140,6 +146,7 @@ targets=""
     targets="exec/fuyou-run sim/fuyou-sim traces/fuyou-trace exec/profile/fuyou-profile"
 [ -n "${PIPE_TEST:-}" ] && targets="$targets tests/test_pipeline_cuda"
 [ "${MODE:-all}" = hwprofile ] && targets="exec/profile/fuyou-profile"
+[ "${MODE:-all}" = allgpu ] && targets="exec/fuyou-run"
 [ "${MODE:-all}" = trust ] && targets="exec/fuyou-run tests/test_pipeline_cuda"
 [ "${MODE:-all}" = llama ] && targets="exec/fuyou-run sim/fuyou-sim traces/fuyou-trace \
 bench/bench_cuda tests/test_cuda_llama tests/test_cuda_gpt2 tests/test_pipeline_cuda"
@@ -180,6 +187,27 @@ if [ "${MODE:-all}" = gpu ]; then
     grep -E "ERROR SUMMARY|Checks" "$OUT/sanitizer.log"
     echo "compute-sanitizer rc=$san_rc"
     exit $(( test_rc || san_rc ))
+fi
+
+if [ "${MODE:-all}" = allgpu ]; then
+    # The whole state on the GPU two ways: the in-memory CUDA trainer, and the pipeline with
+    # every sub-group updated on the GPU (no weight, gradient or state crossing PCIe), the
+    # activations as its planner keeps them; the last step's tokens/s of each (warm).
+    for x in "gpt2-124m 8 12" "gpt2-1.5b 8 48" "gpt3-2.7b 8 32"; do
+        set -- $x
+        bytes_u16 /usr/share/common-licenses/GPL-3 "$PWD/gpl3-u16.bin"
+        for mode in memory pipeline; do
+            flags="--backend cuda --model $1 --batch $2 --seq 1024 --steps 6 --warmup 1"
+            [ $mode = pipeline ] && flags="$flags --offload --weights cpu --optim cpu \
+                --subgroup 1 --tail 1 --optim-gpu-groups $3 --segment 6"
+            timeout 200 ./build-dev/exec/fuyou-run $flags --data "$PWD/gpl3-u16.bin" \
+                > "$OUT/allgpu-$1-$mode.txt" 2>&1
+            rc=$?
+            last=$(tr '\r' '\n' < "$OUT/allgpu-$1-$mode.txt" | grep -E "^step 6/6" | tail -1)
+            echo "ALLGPU $1 b$2 $mode rc=$rc: $last" | tee -a "$OUT/table.txt"
+        done
+    done
+    exit 0
 fi
 
 if [ "${MODE:-all}" = hwprofile ]; then
@@ -229,7 +257,7 @@ if [ "${MODE:-all}" = offload ]; then
     fi
     if [ -n "${PIPE_TEST:-}" ]; then
         step "the CUDA pipeline suite against the in-memory CUDA backend"
-        ./build-dev/tests/test_pipeline_cuda > "$OUT/test_pipeline_cuda.log" 2>&1
+        CK_FORK=no timeout 300 ./build-dev/tests/test_pipeline_cuda > "$OUT/test_pipeline_cuda.log" 2>&1
         echo "test_pipeline_cuda rc=$?"
         grep -E "loss in memory|worst rel|whole model rel|Checks|:F:|:E:" \
             "$OUT/test_pipeline_cuda.log" | tail -40
