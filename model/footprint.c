@@ -378,6 +378,9 @@ const char *footprint_advice(Tier t, const Plan *p, const Footprint *f)
     bool state_here = p->weights == t || p->optim == t;
     switch (t) {
     case TIER_GPU:
+        if (p->optim_gpu_groups > 0)
+            return "update fewer sub-groups on the GPU (--optim-gpu-groups), lower --batch or "
+                   "--seq, or recompute activations (--swap none)";
         return "lower --batch or --seq, split it into more --micro-batches, or recompute "
                "activations (--swap none)";
     case TIER_CPU:

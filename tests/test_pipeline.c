@@ -940,6 +940,12 @@ START_TEST(budgets_hold)
     pc.gpu_budget = 1 << 20;
     ck_assert_int_eq(pipe_train(&o, &p, &pc, &tight, NULL, &e), -ENOSPC);
     tu_assert_contains(e.msg, "--gpu-mem");
+    ck_assert_ptr_null(strstr(e.msg, "--optim-gpu-groups"));
+    free(tight.losses);
+    /* with sub-groups on the GPU, the advice names them too */
+    p.optim_gpu_groups = 1;
+    ck_assert_int_eq(pipe_train(&o, &p, &pc, &tight, NULL, &e), -ENOSPC);
+    tu_assert_contains(e.msg, "fewer sub-groups there (--optim-gpu-groups)");
     free(tight.losses);
     plan_free(&p);
     graph_free(&g);

@@ -464,15 +464,19 @@ int pipe_mem_init(PipeMem *m, const ModelConfig *c, const Plan *p, int B, int T,
                        units_bytes(need_s, sizeof need_s, (double)dev_free));
     if (!pc->gpu_budget && dev_free && dneed > (double)dev_free)
         return err_set(e, -ENOSPC, "this plan needs %s on the device, which has %s free; keep "
-                       "fewer activations or buffers there",
+                       "fewer activations or buffers there%s",
                        units_bytes(need_s, sizeof need_s, dneed),
-                       units_bytes(have_s, sizeof have_s, (double)dev_free));
+                       units_bytes(have_s, sizeof have_s, (double)dev_free),
+                       p->optim_gpu_groups ? ", or update fewer sub-groups there "
+                                             "(--optim-gpu-groups)" : "");
     if (pc->gpu_budget && dneed > (double)pc->gpu_budget)
         return err_set(e, -ENOSPC, "--gpu-mem %s is too small for this plan: it needs %s (%s "
-                       "more); raise it, or keep fewer activations or buffers on the GPU",
+                       "more); raise it, or keep fewer activations or buffers on the GPU%s",
                        units_bytes(have_s, sizeof have_s, (double)pc->gpu_budget),
                        units_bytes(need_s, sizeof need_s, dneed),
-                       units_bytes(more_s, sizeof more_s, dneed - (double)pc->gpu_budget));
+                       units_bytes(more_s, sizeof more_s, dneed - (double)pc->gpu_budget),
+                       p->optim_gpu_groups ? ", or update fewer sub-groups there "
+                                             "(--optim-gpu-groups)" : "");
     size_t host_free = hostpool_system_available();
     m->host_short = pc->cpu_budget ? hneed > (double)pc->cpu_budget
                                    : host_free && hneed > (double)host_free;
