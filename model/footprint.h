@@ -31,8 +31,8 @@
  *   or weights come from SSD, each the largest sub-group's states plus its new weights on
  *   their way out (zero-infinity: and its fp32 gradients, 16 B a parameter: DeepSpeed's four
  *   optimizer swap buffers, which also hold the gradients on their way to SSD in backward).
- * - grads: host_grad_groups sub-groups' gradients before their update (Fuyou: each the
- *   largest sub-group updated off the GPU); with
+ * - grads: host_grad_groups sub-groups' gradients before their update (Fuyou: each the size
+ *   of the largest sub-group updated off the GPU); with
  *   micro-batches, the whole model's in fp32 plus one layer group's landing buffer (staging).
  *   Zero-infinity (ARCHITECTURE.md, "ZeRO-Infinity as DeepSpeed runs it"): the whole model's
  *   16-bit gradients (micro-batches add into them on the GPU), and the fp32 gradients of the

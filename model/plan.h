@@ -48,7 +48,7 @@ typedef struct Plan {
     int optim_gpu_groups; /* with optim off the GPU: the last this many sub-groups in update
                              order (the tail first) keep their states, and their blocks'
                              16-bit weights and gradients, on the GPU, and are updated there */
-    int optim_cpu_groups; /* with optim on SSD: the this many sub-groups before those (in update
+    int optim_cpu_groups; /* with optim on SSD: this many sub-groups before those (in update
                              order) keep their states in CPU memory */
     int64_t copy_chunk_bytes; /* a PCIe copy above this moves in chunks of about this size (at
                                  most SCHED_COPY_CHUNKS, schedule.h), so that a more urgent

@@ -100,11 +100,11 @@ enum { PIPE_MAX_PIECES = 4096 };
 int pipe_mem_update_pieces(const PipeMem *m, int s, size_t *first, size_t *count, size_t *off);
 
 /* Block b's weights and gradients where they stay on the device (plan_block_on_gpu), or NULL
- * for a block whose pass through the rings. */
+ * for a block whose weights and gradients pass through the rings. */
 void *pipe_mem_gpu_weights(const PipeMem *m, int b);
 void *pipe_mem_gpu_grads(const PipeMem *m, int b);
-/* The weights of parameter at on in their home in CPU memory (weights there; at at or past
- * gpu_state_params). */
+/* Where the weights from parameter at on live in CPU memory (the plan's weights there; at is
+ * at or past gpu_state_params). */
 uint8_t *pipe_mem_w_home(const PipeMem *m, size_t at);
 
 /* Whether tensor x of a block moves in a copy of cargo: the input in the checkpoint's
