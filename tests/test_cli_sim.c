@@ -194,6 +194,38 @@ END_TEST
  * waits, never both); a plan that does not fit gets its shortfall and no time; the plan line's
  * activations say they include the checkpoints; an override that breaks a pair of keys is
  * named */
+/* Sub-groups updated on the GPU: the planner's choice is at least as fast as none or a count
+ * forced, --describe's plan line names them, and what a plan cannot have is refused naming
+ * why (exit 2). */
+START_TEST(sim_gpu_groups)
+{
+    const char *base = "--hw h200.ini --gpu-mem 24GiB --model gpt3-2.7b --batch 8";
+    char args[512];
+    ck_assert_int_eq(tu_run_sim(base, out, sizeof out), 0);
+    double planned = report_iter_s(out);
+    tu_assert_contains(out, "sub-groups' on gpu with the weights, updated there");
+    for (int k = 0; k <= 4; k += 4) {
+        snprintf(args, sizeof args, "%s --optim-gpu-groups %d", base, k);
+        ck_assert_int_eq(tu_run_sim(args, out, sizeof out), 0);
+        double forced = report_iter_s(out);
+        ck_assert_msg(planned > 0 && planned <= forced * (1 + 1e-9),
+                      "planned %.3f s, %d groups on the GPU %.3f s", planned, k, forced);
+    }
+    snprintf(args, sizeof args, "%s --optim-gpu-groups 3 --micro-batches 2", base);
+    ck_assert_int_eq(tu_run_sim(args, out, sizeof out), 2);
+    tu_assert_contains(out, "take one micro-batch (got 2)");
+    snprintf(args, sizeof args, "%s --optim-gpu-groups 999", base);
+    ck_assert_int_eq(tu_run_sim(args, out, sizeof out), 2);
+    tu_assert_contains(out, "999 sub-groups' states on the GPU, of ");
+    snprintf(args, sizeof args, "%s --optim-gpu-groups -1", base);
+    ck_assert_int_eq(tu_run_sim(args, out, sizeof out), 2);
+    tu_assert_contains(out, "--optim-gpu-groups expects a whole number");
+    snprintf(args, sizeof args, "%s --policy zero-infinity --optim-gpu-groups 1", base);
+    ck_assert_int_eq(tu_run_sim(args, out, sizeof out), 2);
+    tu_assert_contains(out, "fuyou's");
+}
+END_TEST
+
 START_TEST(sim_report_wording)
 {
     /* bound by a resource: one mark, no "waits" sentence */
@@ -656,6 +688,7 @@ int main(void)
     tcase_add_test(tc, describe);
     tcase_add_test(tc, readme_figures);
     tcase_add_test(tc, sim_zero_infinity);
+    tcase_add_test(tc, sim_gpu_groups);
     tcase_add_test(tc, sim_report_wording);
     tcase_add_test(tc, sim_micro_batches);
     tcase_add_test(tc, sim_llama);
