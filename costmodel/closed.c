@@ -405,29 +405,31 @@ static void closed_form(const Eval *ev, const Plan *p, ClosedForm *cf)
     double tail_chain = 0;
     if (p->optim == TIER_GPU) {
         T[RES_GPU] += adam_s(hw, p, P);
-    } else if (p->policy == POLICY_FUYOU &&
-               plan_optim_tier(p, n_groups - 1) == TIER_GPU) {
-        /* the last sub-groups on the GPU, the tail among them: their AdamW in the GPU's line,
-         * the tail's after backward; the rest's on the CPU in backward */
-        double gpu = (double)layout_gpu_state_params(c, p), po = P - gpu;
-        B[RES_GPU] += cost_gpu_adam_s(hw, gpu - tail_params);
-        B[RES_CPU_ADAM] += adam_s(hw, p, po);
-        B[RES_SSD_READ] += link_s(hw, RES_SSD_READ, 12 * ssd_state_params);
-        B[RES_SSD_WRITE] += link_s(hw, RES_SSD_WRITE, 12 * ssd_state_params + new_w * po);
-        T[RES_GPU] += cost_gpu_adam_s(hw, tail_params);
     } else if (p->policy == POLICY_FUYOU) {
-        double po = P - tail_params;
+        /* the last sub-groups may be updated on the GPU, the tail first among them: their
+         * AdamW in the GPU's line, the tail's after backward; the rest's on the CPU during
+         * backward */
+        bool tail_gpu = plan_optim_tier(p, n_groups - 1) == TIER_GPU;
+        double on_gpu = tail_gpu ? (double)layout_gpu_state_params(c, p) - tail_params : 0;
+        double po = P - tail_params - on_gpu;
+        if (on_gpu > 0)
+            B[RES_GPU] += cost_gpu_adam_s(hw, on_gpu);
         B[RES_CPU_ADAM] += adam_s(hw, p, po);
         B[RES_SSD_READ] += link_s(hw, RES_SSD_READ, 12 * (ssd_state_params - ssd_tail_params));
         B[RES_SSD_WRITE] += link_s(hw, RES_SSD_WRITE,
                                    12 * (ssd_state_params - ssd_tail_params) + new_w * po);
-        /* The tail is a chain: Adam, then the new weights out (to SSD, or to the GPU) before
-         * the next forward can load them. */
-        T[RES_CPU_ADAM] += adam_s(hw, p, tail_params);
-        T[RES_SSD_WRITE] += link_s(hw, RES_SSD_WRITE, new_w * tail_params);
-        if (p->weights == TIER_GPU)
-            T[RES_H2D] += link_s(hw, RES_H2D, w * tail_params);
-        tail_chain = T[RES_CPU_ADAM] + solo_s(hw, RES_SSD_WRITE, T[RES_SSD_WRITE]) + T[RES_H2D];
+        if (tail_gpu) {
+            T[RES_GPU] += cost_gpu_adam_s(hw, tail_params);
+        } else {
+            /* The tail is a chain: Adam, then the new weights out (to SSD, or to the GPU)
+             * before the next forward can load them. */
+            T[RES_CPU_ADAM] += adam_s(hw, p, tail_params);
+            T[RES_SSD_WRITE] += link_s(hw, RES_SSD_WRITE, new_w * tail_params);
+            if (p->weights == TIER_GPU)
+                T[RES_H2D] += link_s(hw, RES_H2D, w * tail_params);
+            tail_chain = T[RES_CPU_ADAM] + solo_s(hw, RES_SSD_WRITE, T[RES_SSD_WRITE]) +
+                         T[RES_H2D];
+        }
     } else {
         /* zero-infinity's step, nothing overlapped (DeepSpeed's non-pipelined swapper): after
          * the tail's fp32 gradients are written, per sub-group its states and gradients read,

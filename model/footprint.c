@@ -1,4 +1,5 @@
-/* footprint: per-tier memory accounting for a plan; the rules are in footprint.h. */
+/* footprint: per-tier memory accounting for a plan (footprint.h; its terms: ARCHITECTURE.md,
+ * "Memory and the plan"). */
 #include "footprint.h"
 
 #include <assert.h>
@@ -170,6 +171,12 @@ double footprint_gpu_stage_bytes(const ModelConfig *c, const Plan *p, int weight
     return n > 0 ? page(fmin(n, FOOTPRINT_GPU_STAGE_PARAMS) * (12 + weight_bytes)) : 0;
 }
 
+/* The blocks a ring of n holds: none when the GPU sub-groups keep every block there. */
+static int ring_blocks(const Plan *p, int n)
+{
+    return plan_gpu_group_blocks(p) < p->n_layer ? n : 0;
+}
+
 static void add_optimizer(Footprint *f, const ModelConfig *c, const Plan *p,
                           const LaneSizes *lane)
 {
@@ -205,8 +212,8 @@ static void add_optimizer(Footprint *f, const ModelConfig *c, const Plan *p,
     }
     /* each GPU sub-group's block keeps its own gradients; the rest pass through the ring */
     double block = (double)model_block_params(c), edge = (double)model_embed_params(c);
-    int resident = p->optim_gpu_groups ? plan_gpu_blocks(p) : 0;
-    f->bytes[MEM_GRADS][TIER_GPU] += (resident < c->n_layer ? p->grad_buffers * block * gsz : 0) +
+    int resident = plan_gpu_group_blocks(p);
+    f->bytes[MEM_GRADS][TIER_GPU] += ring_blocks(p, p->grad_buffers) * block * gsz +
                                      resident * block * gsz + edge * gsz;
     if (p->policy == POLICY_ZERO_INFINITY) {
         add_zero_grads(f, c, p, gsz);
@@ -229,11 +236,10 @@ void footprint_compute_lane(Footprint *f, const ModelConfig *c, const Plan *p,
         f->bytes[MEM_WEIGHTS][TIER_GPU] += P * wsz;
     } else {
         /* the GPU sub-groups' blocks and edges stay there; the ring carries the others */
-        int resident = p->optim_gpu_groups ? plan_gpu_blocks(p) : 0;
+        int resident = plan_gpu_group_blocks(p);
         double home = P - (double)layout_gpu_state_params(c, p);
-        f->bytes[MEM_WEIGHTS][TIER_GPU] +=
-            (resident < c->n_layer ? p->weight_buffers * block * wsz : 0) +
-            resident * block * wsz + edge * wsz;
+        f->bytes[MEM_WEIGHTS][TIER_GPU] += ring_blocks(p, p->weight_buffers) * block * wsz +
+                                           resident * block * wsz + edge * wsz;
         if (p->weights == TIER_CPU) {
             f->bytes[MEM_WEIGHTS][TIER_CPU] += home > 0 ? page(home * wsz) : 0;
         } else {
@@ -295,30 +301,36 @@ static unsigned overflow(const Graph *g, const Plan *p, const Hardware *hw)
     return footprint_overflow(&f, hw);
 }
 
-/* With the states on SSD, as many sub-groups as CPU memory still holds keep theirs there (the
- * last in update order first, plan.h): the most that fit, found by bisection (CPU bytes grow
- * with the count). */
-static void keep_states_in_cpu(Plan *p, const Graph *g, const Hardware *hw)
+/* The largest value in [lo, hi] of p's count (one of its fields) with tier t within capacity,
+ * lo fitting, by bisection (t's bytes grow with the count); *count is left at it. */
+static int most_fitting(Plan *p, const Graph *g, const Hardware *hw, int *count, int lo,
+                        int hi, Tier t)
 {
-    const unsigned cpu = 1u << TIER_CPU;
-    p->optim_cpu_groups = 0;
-    if (p->optim != TIER_SSD || (overflow(g, p, hw) & cpu))
-        return;
-    int lo = 0, hi = plan_subgroup_count(p) - p->optim_gpu_groups;
     while (lo < hi) {
         int mid = lo + (hi - lo + 1) / 2;
-        p->optim_cpu_groups = mid;
-        if (overflow(g, p, hw) & cpu)
+        *count = mid;
+        if (overflow(g, p, hw) & 1u << t)
             hi = mid - 1;
         else
             lo = mid;
     }
-    p->optim_cpu_groups = lo;
+    *count = lo;
+    return lo;
+}
+
+/* With the states on SSD, as many sub-groups as CPU memory still holds keep theirs there (the
+ * last in update order first, plan.h): the most that fit. */
+static void keep_states_in_cpu(Plan *p, const Graph *g, const Hardware *hw)
+{
+    p->optim_cpu_groups = 0;
+    if (p->optim != TIER_SSD || (overflow(g, p, hw) & 1u << TIER_CPU))
+        return;
+    most_fitting(p, g, hw, &p->optim_cpu_groups, 0,
+                 plan_subgroup_count(p) - p->optim_gpu_groups, TIER_CPU);
 }
 
 int footprint_max_gpu_groups(Plan *p, const Graph *g, const Hardware *hw)
 {
-    const unsigned gpu = 1u << TIER_GPU;
     int G = plan_subgroup_count(p);
     int keep_gpu = p->optim_gpu_groups, keep_cpu = p->optim_cpu_groups;
     if (p->optim == TIER_GPU || p->policy != POLICY_FUYOU || p->n_micro > 1)
@@ -327,17 +339,11 @@ int footprint_max_gpu_groups(Plan *p, const Graph *g, const Hardware *hw)
     /* GPU bytes grow with the count, but for the last step: with every block there, the
      * weight and gradient rings go */
     p->optim_gpu_groups = G;
-    int lo = overflow(g, p, hw) & gpu ? 0 : G, hi = lo ? lo : G - 1;
-    while (lo < hi) {
-        int mid = lo + (hi - lo + 1) / 2;
-        p->optim_gpu_groups = mid;
-        if (overflow(g, p, hw) & gpu)
-            hi = mid - 1;
-        else
-            lo = mid;
-    }
+    int most = overflow(g, p, hw) & 1u << TIER_GPU
+                   ? most_fitting(p, g, hw, &p->optim_gpu_groups, 0, G - 1, TIER_GPU)
+                   : G;
     p->optim_gpu_groups = keep_gpu, p->optim_cpu_groups = keep_cpu;
-    return lo;
+    return most;
 }
 
 void footprint_set_gpu_groups(Plan *p, const Graph *g, const Hardware *hw, int n)

@@ -1,46 +1,11 @@
 /* footprint: bytes of training state per memory tier (GPU, CPU, SSD) for a plan.
  *
  * One accounting for both backends: the table is what the out-of-core executor allocates for
- * the plan (exec/pipeline/pipe_mem.c checks its budgets with footprint_compute_lane and
- * allocates term by term as below), and the simulator predicts with the same terms on the CUDA
- * lane's sizes (footprint_cuda_lane). One row per allocation tag (weights, master, adam_m,
- * adam_v, grads, activations, staging), one column per tier; the executor tags its allocations
- * the same way, so predicted and measured memory compare cell by cell. The executor's buffers
- * live for the whole run, so the peak is their sum; what does not coexist shares a buffer (a
- * block's scratch serves every block, forward and backward; the head runs on one chunk of
- * logits, graph.h).
- *
- * GPU:
- * - weights: all of them when they live there; else the edges (embedding, position embedding,
- *   final norm, an untied head), resident, the blocks of the sub-groups updated on the GPU
- *   (optim_gpu_groups), resident, and weight_buffers blocks for the others (none if none).
- * - optimizer states (fp32 master, Adam m, v) of the sub-groups updated there.
- * - grads: with the optimizer on the GPU, a whole gradient (fp32 when micro-batches add up);
- *   else the edges', each GPU sub-group's block's own, and grad_buffers blocks for the
- *   others, on their way to the CPU (none if none).
- * - activations: each block tensor kept on the GPU; a ring of act_buffers slots (forward's way
- *   out and backward's way in: schedule.h), each slot the tensors swapped in any block; one block's
- *   scratch (every tensor of a block: what is recomputed or fetched lands there); the last
- *   block's output; and the lane's own working set (activation gradients, the attention
- *   workspace, the head's chunk, gradient accumulators).
- * CPU (the pinned host pool, each allocation rounded to 4 KiB pages):
- * - weights at home there, but the GPU sub-groups'; from SSD, pinned_buffers blocks and the
- *   edges as staging; with sub-groups on the GPU, one staging piece their state passes
- *   through when it is put in place or read for a checkpoint (footprint_gpu_stage_bytes).
- * - the states of the sub-groups kept in CPU memory; state_buffers slots (staging) when states
- *   or weights come from SSD, each the largest sub-group's states plus its new weights on
- *   their way out (zero-infinity: and its fp32 gradients, 16 B a parameter: DeepSpeed's four
- *   optimizer swap buffers, which also hold the gradients on their way to SSD in backward).
- * - grads: host_grad_groups sub-groups' gradients before their update (Fuyou: each the size
- *   of the largest sub-group updated off the GPU); with
- *   micro-batches, the whole model's in fp32 plus one layer group's landing buffer (staging).
- *   Zero-infinity (ARCHITECTURE.md, "ZeRO-Infinity as DeepSpeed runs it"): the whole model's
- *   16-bit gradients (micro-batches add into them on the GPU), and the fp32 gradients of the
- *   sub-groups whose states are in CPU memory.
- * - zero-infinity's weights on SSD: DeepSpeed's pinned buffer of max_in_cpu 16-bit weights too.
- * - activations each block keeps in CPU memory; two staging pairs (out, in) for SSD-bound ones.
- * SSD: weights (but the GPU sub-groups'), states and activations at home there; zero-infinity's
- * fp32 gradients of the sub-groups whose states are there. */
+ * the plan, term by term (exec/pipeline/pipe_mem.c checks its budgets with
+ * footprint_compute_lane first), and what the simulator predicts with on the CUDA lane's sizes
+ * (footprint_cuda_lane). One row per allocation tag, one column per tier; the executor tags its
+ * allocations the same way, so predicted and measured memory compare cell by cell. The terms,
+ * tier by tier: ARCHITECTURE.md, "Memory and the plan". */
 #ifndef FUYOU_FOOTPRINT_H
 #define FUYOU_FOOTPRINT_H
 

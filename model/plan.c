@@ -200,11 +200,6 @@ Tier plan_optim_tier(const Plan *p, int g)
     return p->optim;
 }
 
-int plan_gpu_groups(const Plan *p)
-{
-    return p->optim == TIER_GPU ? plan_subgroup_count(p) : p->optim_gpu_groups;
-}
-
 bool plan_block_on_gpu(const Plan *p, int block)
 {
     return p->weights == TIER_GPU ||
@@ -217,12 +212,11 @@ bool plan_edges_on_gpu(const Plan *p)
     return p->weights == TIER_GPU || p->optim_gpu_groups > 0;
 }
 
-int plan_gpu_blocks(const Plan *p)
+int plan_gpu_group_blocks(const Plan *p)
 {
-    if (p->weights == TIER_GPU)
-        return p->n_layer;
     int n = 0;
-    while (n < p->n_layer && plan_block_on_gpu(p, n))
+    while (p->optim_gpu_groups && n < p->n_layer &&
+           plan_optim_tier(p, plan_subgroup_of_block(p, n)) == TIER_GPU)
         n++;
     return n;
 }

@@ -105,16 +105,14 @@ int plan_subgroup_of_block(const Plan *p, int block);
  * before them (CPU memory). The last sub-groups are the lowest slices of the parameter layout,
  * so the GPU's states are one prefix of it and the CPU's the range after it. */
 Tier plan_optim_tier(const Plan *p, int g);
-/* Sub-groups whose states are on the GPU: all of them with the optimizer there, else the last
- * optim_gpu_groups. */
-int plan_gpu_groups(const Plan *p);
 /* Whether block b's 16-bit weights live on the GPU for the whole run (the weights there, or
  * its sub-group one of the optim_gpu_groups): no load, no release, updated in place. */
 bool plan_block_on_gpu(const Plan *p, int block);
 /* The same for the edges (embedding, final norm, head): the tail sub-group's. */
 bool plan_edges_on_gpu(const Plan *p);
-/* Blocks whose weights live on the GPU (plan_block_on_gpu): the first this many. */
-int plan_gpu_blocks(const Plan *p);
+/* Blocks the GPU sub-groups keep there, weights and gradients (the first this many); 0 without
+ * optim_gpu_groups. The others pass through the weight and gradient rings. */
+int plan_gpu_group_blocks(const Plan *p);
 
 /* zero-infinity: DeepSpeed's ZeRO-Infinity as it runs by default (ZeRO stage 3 with offload_param
  * and offload_optimizer on nvme; ARCHITECTURE.md, "ZeRO-Infinity as DeepSpeed runs it", cites the

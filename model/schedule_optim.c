@@ -131,6 +131,19 @@ void sched_emit_update(Builder *b, int s)
         b->upd_edge[b->iter] = upd;
 }
 
+/* GPU AdamW task a over params parameters, blocks [first, first + count) and, with edges, the
+ * edges: in the GPU's program order, their weights new after it. */
+static void gpu_adam(Builder *b, int a, int64_t params, int first, int count, bool edges)
+{
+    b->s->tasks[a].params = params;
+    dep(b, a, b->last_gpu);
+    b->last_gpu = a;
+    for (int blk = first; blk < first + count; blk++)
+        b->upd_block[b->iter * b->L + blk] = a;
+    if (edges)
+        b->upd_edge[b->iter] = a;
+}
+
 /* Sub-group s's AdamW on the GPU, its states, weights and gradients there: in the GPU's program
  * order after its blocks' backward. */
 void sched_emit_gpu_group_update(Builder *b, int s)
@@ -140,15 +153,9 @@ void sched_emit_gpu_group_update(Builder *b, int s)
     int a = sched_add_task(b, RES_GPU, TASK_ADAM, PHASE_OPTIMIZER, first, -1, 0, "ADAM.g%d", s);
     if (a < 0)
         return;
-    b->s->tasks[a].params = params;
     b->s->tasks[a].group = s;
-    dep(b, a, b->last_gpu);
-    b->last_gpu = a;
     b->adam[s] = a;
-    for (int blk = first; blk < first + count; blk++)
-        b->upd_block[b->iter * b->L + blk] = a;
-    if (s == b->n_groups - 1)
-        b->upd_edge[b->iter] = a;
+    gpu_adam(b, a, params, first, count, s == b->n_groups - 1);
 }
 
 /* With everything on the GPU: one fused AdamW over all parameters after backward. */
@@ -159,10 +166,5 @@ void sched_emit_gpu_update(Builder *b)
         return;
     GraphTotals t;
     graph_totals(b->g, &t);
-    b->s->tasks[a].params = t.params;
-    dep(b, a, b->last_gpu);
-    b->last_gpu = a;
-    for (int blk = 0; blk < b->L; blk++)
-        b->upd_block[b->iter * b->L + blk] = a;
-    b->upd_edge[b->iter] = a;
+    gpu_adam(b, a, t.params, 0, b->L, true);
 }

@@ -170,23 +170,56 @@ static double report_iter_s(const char *report)
     return at && sscanf(at, " iteration %lf s", &x) == 1 ? x : -1;
 }
 
-/* States on SSD with room for some in CPU memory: the planner scores keeping them there
- * against giving that room to swapped activations, and is at least as fast as either forced. */
-START_TEST(sim_states_split_scored)
+/* The planner's plan for base is at least as fast as each of the n forced by `base opt k`. */
+static void assert_planned_not_slower(const char *base, const char *opt, const int *ks, int n)
 {
-    const char *base = "--model gpt3-13b --batch 32 --set memory.cpu_mem_GiB=128";
     char args[512];
     ck_assert_int_eq(tu_run_sim(base, out, sizeof out), 0);
     double planned = report_iter_s(out);
     ck_assert_double_gt(planned, 0);
-    for (int k = 0; k <= 16; k += 16) {
-        snprintf(args, sizeof args, "%s --optim ssd --optim-cpu-groups %d", base, k);
+    for (int i = 0; i < n; i++) {
+        snprintf(args, sizeof args, "%s %s %d", base, opt, ks[i]);
         ck_assert_int_eq(tu_run_sim(args, out, sizeof out), 0);
         double forced = report_iter_s(out);
         ck_assert_double_gt(forced, 0);
-        ck_assert_msg(planned <= forced * (1 + 1e-9), "planned %.3f s, %d groups in CPU %.3f s",
-                      planned, k, forced);
+        ck_assert_msg(planned <= forced * (1 + 1e-9), "planned %.3f s, %s %d: %.3f s", planned,
+                      opt, ks[i], forced);
     }
+}
+
+/* fuyou-sim with base and extra exits with status, its output naming what. */
+static void assert_sim_says(const char *base, const char *extra, int status, const char *what)
+{
+    char args[512];
+    snprintf(args, sizeof args, "%s %s", base, extra);
+    ck_assert_int_eq(tu_run_sim(args, out, sizeof out), status);
+    tu_assert_contains(out, what);
+}
+
+/* States on SSD with room for some in CPU memory: the planner scores keeping them there
+ * against giving that room to swapped activations, and is at least as fast as either forced. */
+START_TEST(sim_states_split_scored)
+{
+    static const int cpu_groups[] = {0, 16};
+    assert_planned_not_slower("--model gpt3-13b --batch 32 --set memory.cpu_mem_GiB=128",
+                              "--optim ssd --optim-cpu-groups", cpu_groups, 2);
+}
+END_TEST
+
+/* Sub-groups updated on the GPU: the planner's choice is at least as fast as none or a count
+ * forced, the plan line names them, and what a plan cannot have is refused naming why
+ * (exit 2). */
+START_TEST(sim_gpu_groups)
+{
+    const char *base = "--hw h200.ini --gpu-mem 24GiB --model gpt3-2.7b --batch 8";
+    static const int gpu_groups[] = {0, 4};
+    assert_planned_not_slower(base, "--optim-gpu-groups", gpu_groups, 2);
+    assert_sim_says(base, "", 0, "sub-groups' on gpu with the weights, updated there");
+    assert_sim_says(base, "--optim-gpu-groups 3 --micro-batches 2", 2,
+                    "take one micro-batch (got 2)");
+    assert_sim_says(base, "--optim-gpu-groups 999", 2, "999 sub-groups' states on the GPU, of ");
+    assert_sim_says(base, "--optim-gpu-groups -1", 2, "--optim-gpu-groups expects a whole number");
+    assert_sim_says(base, "--policy zero-infinity --optim-gpu-groups 1", 2, "fuyou's");
 }
 END_TEST
 
@@ -194,38 +227,6 @@ END_TEST
  * waits, never both); a plan that does not fit gets its shortfall and no time; the plan line's
  * activations say they include the checkpoints; an override that breaks a pair of keys is
  * named */
-/* Sub-groups updated on the GPU: the planner's choice is at least as fast as none or a count
- * forced, --describe's plan line names them, and what a plan cannot have is refused naming
- * why (exit 2). */
-START_TEST(sim_gpu_groups)
-{
-    const char *base = "--hw h200.ini --gpu-mem 24GiB --model gpt3-2.7b --batch 8";
-    char args[512];
-    ck_assert_int_eq(tu_run_sim(base, out, sizeof out), 0);
-    double planned = report_iter_s(out);
-    tu_assert_contains(out, "sub-groups' on gpu with the weights, updated there");
-    for (int k = 0; k <= 4; k += 4) {
-        snprintf(args, sizeof args, "%s --optim-gpu-groups %d", base, k);
-        ck_assert_int_eq(tu_run_sim(args, out, sizeof out), 0);
-        double forced = report_iter_s(out);
-        ck_assert_msg(planned > 0 && planned <= forced * (1 + 1e-9),
-                      "planned %.3f s, %d groups on the GPU %.3f s", planned, k, forced);
-    }
-    snprintf(args, sizeof args, "%s --optim-gpu-groups 3 --micro-batches 2", base);
-    ck_assert_int_eq(tu_run_sim(args, out, sizeof out), 2);
-    tu_assert_contains(out, "take one micro-batch (got 2)");
-    snprintf(args, sizeof args, "%s --optim-gpu-groups 999", base);
-    ck_assert_int_eq(tu_run_sim(args, out, sizeof out), 2);
-    tu_assert_contains(out, "999 sub-groups' states on the GPU, of ");
-    snprintf(args, sizeof args, "%s --optim-gpu-groups -1", base);
-    ck_assert_int_eq(tu_run_sim(args, out, sizeof out), 2);
-    tu_assert_contains(out, "--optim-gpu-groups expects a whole number");
-    snprintf(args, sizeof args, "%s --policy zero-infinity --optim-gpu-groups 1", base);
-    ck_assert_int_eq(tu_run_sim(args, out, sizeof out), 2);
-    tu_assert_contains(out, "fuyou's");
-}
-END_TEST
-
 START_TEST(sim_report_wording)
 {
     /* bound by a resource: one mark, no "waits" sentence */

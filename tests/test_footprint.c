@@ -293,7 +293,7 @@ START_TEST(gpu_groups)
     ck_assert_int_eq(plan_optim_tier(&p, 2), TIER_GPU);
     ck_assert_int_eq(plan_optim_tier(&p, 1), TIER_CPU);
     ck_assert_int_eq(plan_optim_tier(&p, 0), TIER_SSD);
-    ck_assert_int_eq(plan_gpu_blocks(&p), 2);
+    ck_assert_int_eq(plan_gpu_group_blocks(&p), 2);
     ck_assert(plan_edges_on_gpu(&p) && plan_block_on_gpu(&p, 1) && !plan_block_on_gpu(&p, 2));
     LaneSizes lane = round_lane();
     Footprint f;

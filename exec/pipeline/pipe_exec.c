@@ -14,6 +14,14 @@
 
 /* ---- lane jobs -------------------------------------------------------------------------- */
 
+/* A sub-group's gradients summed to a value that is not finite: the step (run iteration
+ * iter's) stops with this error, whichever device updates it. */
+static int not_finite(const Pipe *pp, int iter, int group, Err *e)
+{
+    return err_set(e, -EDOM, "step %lld: the gradients of sub-group %d are not finite; lower "
+                   "--lr or check the data", (long long)(pp->step0 + 1 + iter), group);
+}
+
 static int run_compute(void *ctx, void *job, Err *e)
 {
     Pipe *pp = ctx;
@@ -21,9 +29,7 @@ static int run_compute(void *ctx, void *job, Err *e)
         return pp->mem.ops->compute(pp->mem.dev, job, &pp->call_span, e);
     int rc = pp->mem.ops->adam(pp->mem.dev, &pp->gpu_adam, &pp->call_span, e);
     if (!rc && !isfinite(pp->gpu_adam.sq))
-        return err_set(e, -EDOM, "step %lld: the gradients of sub-group %d are not finite; "
-                       "lower --lr or check the data",
-                       (long long)(pp->step0 + 1 + pp->gpu_adam_iter), pp->gpu_adam_group);
+        return not_finite(pp, pp->gpu_adam_iter, pp->gpu_adam_group, e);
     return rc;
 }
 
@@ -58,9 +64,7 @@ static int run_adam(void *ctx, void *job, Err *e)
     double sq = adam_sum_sq(j->grad, gtype, j->n, &pp->wp_adam);
     j->sq = sq;
     if (!isfinite(sq))
-        return err_set(e, -EDOM, "step %lld: the gradients of sub-group %d are not finite; "
-                       "lower --lr or check the data", (long long)(pp->step0 + 1 + j->iter),
-                       j->group);
+        return not_finite(pp, j->iter, j->group, e);
     /* elementwise: the pieces compute exactly what one pass over the slice would */
     bool narrow = m->wsz == 2;
     for (int k = 0; k < j->n_out; k++) {

@@ -180,7 +180,7 @@ static bool alloc_gpu_groups(PipeMem *m, Err *e)
 static int alloc_device(PipeMem *m, Err *e)
 {
     const Plan *p = m->p;
-    bool ok = true, ring = plan_gpu_blocks(p) < m->L || !m->gpu_state_params;
+    bool ok = true, ring = plan_gpu_group_blocks(p) < m->L;
     for (int i = 0; ring && i < p->weight_buffers && ok; i++)
         ok = (m->wbuf[i] = dev_alloc(m, m->block_params * m->wsz, MEM_WEIGHTS, e));
     for (int i = 0; ring && i < p->grad_buffers && ok; i++)
@@ -231,9 +231,8 @@ static int alloc_host(PipeMem *m, Err *e)
              (m->m = (float *)host_alloc(m, X * 4, MEM_ADAM_M, e)) &&
              (m->v = (float *)host_alloc(m, X * 4, MEM_ADAM_V, e));
     size_t stage = (size_t)footprint_gpu_stage_bytes(m->c, p, (int)m->wsz);
-    m->gpu_stage_params = stage ? stage / (12 + m->wsz) : 0;
-    if (m->gpu_stage_params > FOOTPRINT_GPU_STAGE_PARAMS)
-        m->gpu_stage_params = FOOTPRINT_GPU_STAGE_PARAMS;
+    m->gpu_stage_params = m->gpu_state_params < FOOTPRINT_GPU_STAGE_PARAMS
+                              ? m->gpu_state_params : FOOTPRINT_GPU_STAGE_PARAMS;
     ok = ok && (!stage || (m->gpu_stage = host_alloc(m, stage, MEM_STAGING, e)));
     /* the footprint's size (one accounting); pipe_mem_update_pieces lays the weights out in it */
     m->state_slot_bytes = (size_t)footprint_state_slot_bytes(m->c, p, (int)m->wsz);
