@@ -183,13 +183,17 @@ static void add_optimizer(Footprint *f, const ModelConfig *c, const Plan *p,
     double P = (double)(model_embed_params(c) + c->n_layer * model_block_params(c));
     /* the GPU's sub-groups are a prefix of the layout, the CPU's the range after it */
     double gpu_end = (double)layout_gpu_state_params(c, p), cpu_end = 0, largest_off = 0;
+    double largest_streamed = 0;
     for (int s = 0; s < plan_subgroup_count(p); s++) {
         size_t begin, end;
         layout_subgroup_slice(c, p, s, &begin, &end);
         double n = (double)(end - begin);
         Tier t = plan_optim_tier(p, s);
-        if (t != TIER_GPU && n > largest_off)
-            largest_off = n;
+        bool streamed = plan_group_streamed(p, s);
+        if (t != TIER_GPU && !streamed && n > largest_off)
+            largest_off = n; /* its gradients pass through the CPU */
+        if (streamed && n > largest_streamed)
+            largest_streamed = n;
         if (t == TIER_CPU) {
             cpu_end = fmax(cpu_end, (double)end);
             continue;
@@ -205,16 +209,21 @@ static void add_optimizer(Footprint *f, const ModelConfig *c, const Plan *p,
                                        footprint_state_slot_bytes(c, p, lane->weight_bytes) +
                                        footprint_gpu_stage_bytes(c, p, lane->weight_bytes);
 
+    /* the streamed sub-groups' GPU slots: states and new weights (schedule.h) */
+    if (largest_streamed > 0)
+        f->bytes[MEM_STAGING][TIER_GPU] += PLAN_STREAM_SLOTS * largest_streamed *
+                                           (12 + lane->weight_bytes);
     double gsz = lane->grad_bytes;
     if (p->optim == TIER_GPU) {
         f->bytes[MEM_GRADS][TIER_GPU] += P * (p->n_micro > 1 ? 4 : gsz);
         return;
     }
-    /* each GPU sub-group's block keeps its own gradients; the rest pass through the ring */
+    /* each GPU or streamed sub-group's block keeps its own gradients; the rest pass through
+     * the ring */
     double block = (double)model_block_params(c), edge = (double)model_embed_params(c);
-    int resident = plan_gpu_group_blocks(p);
-    f->bytes[MEM_GRADS][TIER_GPU] += ring_blocks(p, p->grad_buffers) * block * gsz +
-                                     resident * block * gsz + edge * gsz;
+    int resident = plan_gpu_grad_blocks(p);
+    double ring = resident < p->n_layer ? p->grad_buffers : 0;
+    f->bytes[MEM_GRADS][TIER_GPU] += ring * block * gsz + resident * block * gsz + edge * gsz;
     if (p->policy == POLICY_ZERO_INFINITY) {
         add_zero_grads(f, c, p, gsz);
     } else if (p->n_micro > 1) {

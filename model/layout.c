@@ -134,3 +134,13 @@ size_t layout_gpu_state_params(const ModelConfig *c, const Plan *p)
     layout_subgroup_slice(c, p, plan_subgroup_count(p) - p->optim_gpu_groups, &begin, &end);
     return end;
 }
+
+size_t layout_stream_end_params(const ModelConfig *c, const Plan *p)
+{
+    if (p->optim_stream_groups <= 0)
+        return layout_gpu_state_params(c, p);
+    size_t begin, end;
+    int G = plan_subgroup_count(p);
+    layout_subgroup_slice(c, p, G - p->optim_gpu_groups - p->optim_stream_groups, &begin, &end);
+    return end;
+}

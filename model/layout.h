@@ -56,5 +56,9 @@ void layout_subgroup_slice(const ModelConfig *c, const struct Plan *p, int g, si
  * sub-groups (plan_optim_tier): the last optim_gpu_groups sub-groups' slices; 0 with none, and
  * with the optimizer on the GPU (the whole state is there, no prefix of it is special). */
 size_t layout_gpu_state_params(const ModelConfig *c, const struct Plan *p);
+/* The end of the streamed sub-groups' range [layout_gpu_state_params, this) (plan.h,
+ * optim_stream_groups: the CPU-memory sub-groups just past the GPU prefix); the GPU keeps the
+ * gradients of [0, this). layout_gpu_state_params without streamed sub-groups. */
+size_t layout_stream_end_params(const ModelConfig *c, const struct Plan *p);
 
 #endif

@@ -53,7 +53,7 @@ int plan_init(Plan *p, const Graph *g, Policy policy, Err *e)
                 .n_layer = g->cfg.n_layer, .arch = g->arch, .weights = TIER_SSD, .optim = TIER_SSD,
                 .subgroup_blocks = 1, .tail_blocks = 1, .prefetch_depth = 1,
                 .weight_buffers = 2, .pinned_buffers = 4, .act_buffers = 2, .grad_buffers = 2,
-                .state_buffers = 3, .host_grad_groups = 4,
+                .state_buffers = 3, .host_grad_groups = PLAN_HOST_GRAD_GROUPS,
                 .copy_chunk_bytes = PLAN_COPY_CHUNK_BYTES};
     p->act = malloc((size_t)p->n_layer * (size_t)p->arch->n_ops * sizeof *p->act);
     if (!p->act)
@@ -107,6 +107,32 @@ void plan_set_inner_act(Plan *p, ActPlace inner)
                 plan_set_act(p, b, i, inner);
 }
 
+/* optim_stream_groups: sub-groups in CPU memory, other than the tail, of fuyou's step on one
+ * micro-batch, whose new weights go home to CPU memory. */
+static int validate_streamed(const Plan *p, Err *e)
+{
+    int n = p->optim_stream_groups, G = plan_subgroup_count(p);
+    if (!n)
+        return 0;
+    if (n < 0 || n > G)
+        return err_set(e, -EINVAL, "plan: %d sub-groups streamed to the GPU, of %d", n, G);
+    if (p->policy != POLICY_FUYOU || p->n_micro > 1 || p->optim == TIER_GPU)
+        return err_set(e, -EINVAL, "plan: streaming sub-groups to the GPU's AdamW takes fuyou's "
+                       "step on one micro-batch with the optimizer off the GPU "
+                       "(optim-stream-groups 0)");
+    if (p->weights != TIER_CPU)
+        return err_set(e, -EINVAL, "plan: streamed sub-groups send their new weights to CPU "
+                       "memory: they need the weights there (weights cpu)");
+    if (!p->optim_gpu_groups)
+        return err_set(e, -EINVAL, "plan: the tail sub-group (with the edges) is not streamed: "
+                       "keep it on the GPU (optim-gpu-groups at least 1)");
+    int in_cpu = p->optim == TIER_SSD ? p->optim_cpu_groups : G - p->optim_gpu_groups;
+    if (n > in_cpu)
+        return err_set(e, -EINVAL, "plan: %d sub-groups streamed to the GPU, but %d have their "
+                       "states in CPU memory", n, in_cpu);
+    return 0;
+}
+
 int plan_validate(const Plan *p, Err *e)
 {
     enum { MAX = PLAN_MAX_COUNT };
@@ -156,6 +182,9 @@ int plan_validate(const Plan *p, Err *e)
         return err_set(e, -EINVAL, "plan: sub-groups updated on the GPU take one micro-batch "
                        "(got %d): their gradients are not summed across micro-batches",
                        p->n_micro);
+    int rc = validate_streamed(p, e);
+    if (rc)
+        return rc;
     if (p->tail_blocks > p->n_layer)
         return err_set(e, -EINVAL, "plan: tail of %d blocks exceeds the model's %d",
                        p->tail_blocks, p->n_layer);
@@ -212,6 +241,33 @@ bool plan_edges_on_gpu(const Plan *p)
     return p->weights == TIER_GPU || p->optim_gpu_groups > 0;
 }
 
+bool plan_group_streamed(const Plan *p, int g)
+{
+    int end = plan_subgroup_count(p) - p->optim_gpu_groups;
+    return p->optim_stream_groups > 0 && g < end && g >= end - p->optim_stream_groups;
+}
+
+bool plan_grads_on_gpu(const Plan *p, int block)
+{
+    int g = plan_subgroup_of_block(p, block);
+    return plan_optim_tier(p, g) == TIER_GPU || plan_group_streamed(p, g);
+}
+
+int plan_gpu_grad_blocks(const Plan *p)
+{
+    int n = 0;
+    while (n < p->n_layer && plan_grads_on_gpu(p, n))
+        n++;
+    return n;
+}
+
+void plan_set_stream_groups(Plan *p, int n)
+{
+    p->optim_stream_groups = n;
+    int cpu = plan_subgroup_count(p) - p->optim_gpu_groups - n;
+    p->host_grad_groups = n > 0 && cpu > PLAN_HOST_GRAD_GROUPS ? cpu : PLAN_HOST_GRAD_GROUPS;
+}
+
 int plan_gpu_group_blocks(const Plan *p)
 {
     int n = 0;
@@ -245,17 +301,22 @@ char *plan_summary(const Plan *p, const Graph *g, char *buf, size_t n)
     for (int b = 0; b < p->n_layer; b++)
         for (int i = 0; i < p->arch->n_ops; i++)
             bytes[plan_act(p, b, i)] += (double)graph_block_op(g, b, i)->act_bytes;
-    char kb[4][24], cpu_groups[160] = "";
+    char kb[4][24], cpu_groups[256] = "";
     for (int a = 0; a < 4; a++)
         units_bytes(kb[a], sizeof kb[a], bytes[a]);
-    int ng = p->optim_gpu_groups, nc = p->optim_cpu_groups;
+    int ng = p->optim_gpu_groups, nc = p->optim_cpu_groups, ns = p->optim_stream_groups;
     int at = 0;
     if (ng)
         at = snprintf(cpu_groups, sizeof cpu_groups, " (the last %d sub-group%s on gpu with "
-                      "the weights, updated there%s", ng, ng == 1 ? "'s" : "s'", nc ? "; " : ")");
+                      "the weights, updated there%s", ng, ng == 1 ? "'s" : "s'",
+                      nc || ns ? "; " : ")");
     if (nc)
-        snprintf(cpu_groups + at, sizeof cpu_groups - (size_t)at, "%s%d sub-group%s in cpu "
-                 "memory)", ng ? "the " : " (the last ", nc, nc == 1 ? "'s" : "s'");
+        at += snprintf(cpu_groups + at, sizeof cpu_groups - (size_t)at, "%s%d sub-group%s in "
+                       "cpu memory%s", ng ? "the " : " (the last ", nc, nc == 1 ? "'s" : "s'",
+                       ns ? "; " : ")");
+    if (ns)
+        snprintf(cpu_groups + at, sizeof cpu_groups - (size_t)at, "%s%d before them in cpu "
+                 "memory updated on gpu, streamed)", ng || nc ? "" : " (", ns);
     /* zero-infinity's step is DeepSpeed's (plan.h), whatever the plan's numbers */
     const char *how = p->policy == POLICY_ZERO_INFINITY
                           ? " (DeepSpeed's defaults: its step after backward, one sub-group at "
@@ -303,7 +364,7 @@ void plan_zero_infinity_config(Plan *p, const ModelConfig *c)
     p->copy_chunk_bytes = 0; /* its copies are its own (per tensor), not the plan's chunks */
     p->weights = P <= ZI_MAX_IN_CPU_PARAMS ? TIER_CPU : TIER_SSD;
     p->optim = TIER_SSD;
-    p->optim_cpu_groups = p->optim_gpu_groups = 0;
+    p->optim_cpu_groups = p->optim_gpu_groups = p->optim_stream_groups = 0;
     plan_set_all_act(p, ACT_CPU, ACT_RECOMPUTE);
     /* DeepSpeed closes a sub-group at the first tensor that takes it to sub_group_size, from
      * the embedding on; a model within it is one sub-group */

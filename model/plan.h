@@ -50,10 +50,21 @@ typedef struct Plan {
                              16-bit weights and gradients, on the GPU, and are updated there */
     int optim_cpu_groups; /* with optim on SSD: this many sub-groups before those (in update
                              order) keep their states in CPU memory */
+    int optim_stream_groups; /* of the sub-groups whose states are in CPU memory, the last this
+                                many in update order (just before the GPU's) are updated on the
+                                GPU: states over PCIe into a GPU slot and back, gradients kept
+                                on the GPU (plan_group_streamed) */
     int64_t copy_chunk_bytes; /* a PCIe copy above this moves in chunks of about this size (at
                                  most SCHED_COPY_CHUNKS, schedule.h), so that a more urgent
                                  copy can go between them; 0: whole */
 } Plan;
+
+/* GPU slots a streamed sub-group's states and new weights pass through (optim_stream_groups):
+ * one fills over H2D while the other's go home over D2H. */
+enum { PLAN_STREAM_SLOTS = 2 };
+
+/* Sub-groups of gradients the CPU holds before their update, by default (host_grad_groups). */
+enum { PLAN_HOST_GRAD_GROUPS = 4 };
 
 /* The default chunk of a PCIe copy: 256 MiB, about 10 ms on a 4090's PCIe 4.0 link. */
 #define PLAN_COPY_CHUNK_BYTES ((int64_t)256 << 20)
@@ -110,6 +121,19 @@ Tier plan_optim_tier(const Plan *p, int g);
 bool plan_block_on_gpu(const Plan *p, int block);
 /* The same for the edges (embedding, final norm, head): the tail sub-group's. */
 bool plan_edges_on_gpu(const Plan *p);
+/* Whether sub-group g is streamed: its states in CPU memory, its AdamW on the GPU
+ * (optim_stream_groups). */
+bool plan_group_streamed(const Plan *p, int g);
+/* Whether block b's gradients stay on the GPU until its update there (a GPU sub-group's or a
+ * streamed one's): no gradient copy, no gradient ring. */
+bool plan_grads_on_gpu(const Plan *p, int block);
+/* Blocks whose gradients stay on the GPU (plan_grads_on_gpu): the first this many. */
+int plan_gpu_grad_blocks(const Plan *p);
+/* Sets optim_stream_groups to n and, with n > 0, host_grad_groups to every sub-group the CPU
+ * updates (at least PLAN_HOST_GRAD_GROUPS): backward then never waits for the CPU's updates
+ * (its gradients go to the CPU while the GPU streams the others), PLAN_HOST_GRAD_GROUPS
+ * without. */
+void plan_set_stream_groups(Plan *p, int n);
 /* Blocks the GPU sub-groups keep there, weights and gradients (the first this many); 0 without
  * optim_gpu_groups. The others pass through the weight and gradient rings. */
 int plan_gpu_group_blocks(const Plan *p);

@@ -11,11 +11,12 @@
 const char *const plan_args_names[4 + PC_N] = {
     "weights", "optim", "checkpoints", "act", "micro-batches", "subgroup", "tail", "prefetch",
     "weight-buffers", "pinned-buffers", "act-buffers", "grad-buffers", "state-buffers",
-    "optim-cpu-groups", "optim-gpu-groups"};
+    "optim-cpu-groups", "optim-gpu-groups", "optim-stream-groups"};
 
 int plan_args_min(int count)
 {
-    return count == PC_PREFETCH || count == PC_OCPU || count == PC_OGPU ? 0 : 1;
+    return count == PC_PREFETCH || count == PC_OCPU || count == PC_OGPU ||
+                   count == PC_OSTREAM ? 0 : 1;
 }
 
 void plan_args_init(PlanArgs *a)
@@ -103,6 +104,8 @@ int plan_args_apply(const PlanArgs *pa, Plan *p, const char *prog)
     /* with the optimizer on the GPU every sub-group is there already */
     if (pa->optim && p->optim == TIER_GPU && pa->count[PC_OGPU] < 0)
         p->optim_gpu_groups = 0;
+    if (pa->optim && p->optim == TIER_GPU && pa->count[PC_OSTREAM] < 0)
+        p->optim_stream_groups = 0;
     if (pa->checkpoints) {
         Tier t;
         if (parse_tier(prog, "--checkpoints", pa->checkpoints, &t))
@@ -130,11 +133,13 @@ int plan_args_apply(const PlanArgs *pa, Plan *p, const char *prog)
         [PC_WBUF] = &p->weight_buffers, [PC_PBUF] = &p->pinned_buffers,
         [PC_ABUF] = &p->act_buffers, [PC_GBUF] = &p->grad_buffers,
         [PC_SBUF] = &p->state_buffers, [PC_OCPU] = &p->optim_cpu_groups,
-        [PC_OGPU] = &p->optim_gpu_groups,
+        [PC_OGPU] = &p->optim_gpu_groups, [PC_OSTREAM] = &p->optim_stream_groups,
     };
     for (int i = 0; i < PC_N; i++)
         if (pa->count[i] >= 0)
             *fields[i] = pa->count[i];
+    if (pa->count[PC_OSTREAM] >= 0 || pa->count[PC_OGPU] >= 0)
+        plan_set_stream_groups(p, p->optim_stream_groups); /* the CPU's gradient buffers */
     if (pa->count[PC_PREFETCH] >= 0 && pa->count[PC_WBUF] < 0 &&
         p->weight_buffers < p->prefetch_depth + 1)
         p->weight_buffers = p->prefetch_depth + 1;

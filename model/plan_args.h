@@ -1,7 +1,7 @@
 /* plan_args: the plan options both command lines take (fuyou-sim predicts a plan, fuyou-run
  * --offload runs it), so a plan fuyou-sim predicted can be run exactly: --weights, --optim,
  * --checkpoints, --act, --micro-batches, --subgroup, --tail, --prefetch, the buffer counts and
- * --optim-cpu-groups and --optim-gpu-groups.
+ * --optim-cpu-groups, --optim-gpu-groups and --optim-stream-groups.
  * Parsing and applying them over a plan; errors are one line on stderr naming the option. */
 #ifndef FUYOU_PLAN_ARGS_H
 #define FUYOU_PLAN_ARGS_H
@@ -13,10 +13,10 @@
 
 /* The count options, in this order. */
 enum PlanCount { PC_MICRO, PC_SUBGROUP, PC_TAIL, PC_PREFETCH, PC_WBUF, PC_PBUF, PC_ABUF,
-                 PC_GBUF, PC_SBUF, PC_OCPU, PC_OGPU, PC_N };
+                 PC_GBUF, PC_SBUF, PC_OCPU, PC_OGPU, PC_OSTREAM, PC_N };
 
-/* The least and the largest value of each count option (the prefetch depth and the CPU- and
- * GPU-resident sub-groups may be 0; every count is at most PLAN_MAX_COUNT, the prefetch depth
+/* The least and the largest value of each count option (the prefetch depth and the CPU-, GPU-
+ * resident and streamed sub-groups may be 0; every count is at most PLAN_MAX_COUNT, the prefetch depth
  * one less). */
 int plan_args_min(int count);
 int plan_args_max(int count);

@@ -399,10 +399,10 @@ static void emit_backward_block(Builder *b, int u, int blk, bool last_micro)
     plan_subgroup_blocks(p, s, &gfirst, &gcount);
     bool tail = s == b->n_groups - 1;
     /* a sub-group updated on the GPU keeps its gradients there, each block's its own */
-    bool grads_stay = plan_optim_tier(p, s) == TIER_GPU;
+    bool grads_stay = plan_grads_on_gpu(p, blk);
     TaskSlots slots = {.gpu_weights = b->w_buf[u], .gpu_grads = b->n_bwd_d2h % p->grad_buffers,
                        .gpu_acts = b->a_slot[u] >= 0 ? b->a_slot[u] % p->act_buffers : -1,
-                       .pinned = -1, .host_grads = -1};
+                       .pinned = -1, .host_grads = -1, .gpu_state = -1};
     if (grads_stay)
         slots.gpu_grads = -1;
     for (int i = 0; i < n_ops; i++)
@@ -432,8 +432,12 @@ static void emit_backward_block(Builder *b, int u, int blk, bool last_micro)
     b->use_last[u] = b->last_gpu;
 
     if (grads_stay) { /* gradients stay where the optimizer runs */
-        if (p->optim != TIER_GPU && last_micro && blk == gfirst && !tail)
-            sched_emit_gpu_group_update(b, s);
+        if (p->optim != TIER_GPU && last_micro && blk == gfirst && !tail) {
+            if (plan_group_streamed(p, s))
+                sched_emit_stream_update(b, s);
+            else
+                sched_emit_gpu_group_update(b, s);
+        }
         return;
     }
     int d2h = sched_copy_task(b, RES_D2H, PHASE_BACKWARD, blk, block_weight_bytes(b), PRIO_GRAD,
@@ -688,6 +692,7 @@ static void builder_free(Builder *b)
     free(b->defs);
     free(b->per_use);
     free(b->upd_release);
+    free(b->stream_release);
     free(b->upd_block);
     free(b->upd_edge);
     free(b->grad_d2h);
@@ -695,7 +700,7 @@ static void builder_free(Builder *b)
     free(b->grad_ssdw);
     free(b->bwd_d2h_seq);
     free(b->adam);
-    free(b->state_ssdw);
+    free(b->state_written);
 }
 
 static int fill_minus_one(int **p, size_t n)
@@ -744,8 +749,9 @@ int sched_build(Schedule *s, const Graph *g, const Plan *p, int iters, Err *e)
              fill_minus_one(&b.upd_edge, (size_t)iters) || fill_minus_one(&b.grad_d2h, L) ||
              fill_minus_one(&b.grad32, L) || fill_minus_one(&b.grad_ssdw, G) ||
              fill_minus_one(&b.bwd_d2h_seq, (size_t)b.n_uses) || fill_minus_one(&b.adam, G) ||
-             fill_minus_one(&b.state_ssdw, G) ||
-             fill_minus_one(&b.upd_release, 2 * (size_t)iters * G)
+             fill_minus_one(&b.state_written, G) ||
+             fill_minus_one(&b.upd_release, 2 * (size_t)iters * G) ||
+             fill_minus_one(&b.stream_release, 2 * (size_t)iters * G)
                  ? -ENOMEM : 0;
     for (int it = 0; !rc && it < iters; it++) {
         b.iter = it;

@@ -27,6 +27,10 @@
  * - pinned state buffers (state_buffers): the k-th update of the run uses k mod state_buffers
  *   for its states (optimizer on SSD; zero-infinity: and the fp32 gradients read back) and the
  *   new weights it sends to SSD or the GPU.
+ * - GPU state slots (PLAN_STREAM_SLOTS, plan.h): the k-th streamed update of the run uses
+ *   k mod PLAN_STREAM_SLOTS for its states in ("H2D.g3.state"), its AdamW on the GPU, and the
+ *   new weights and states home ("D2H.g3.w", "D2H.g3.state"); the next forward's loads of its
+ *   blocks wait for the weights. Its blocks' gradients stay on the GPU, as a GPU sub-group's.
  *
  * Policies (ARCHITECTURE.md, "The schedule"):
  * - fuyou: weights prefetched per block; activations swapped GPU->CPU->SSD in forward and
@@ -95,6 +99,8 @@ typedef struct TaskSlots {
     int gpu_grads;   /* the block's backward fills it; D2H .grad drains it */
     int pinned;      /* weights, activations to or from SSD, states and updates */
     int host_grads;  /* the sub-group's CPU gradient buffer */
+    int gpu_state;   /* a streamed sub-group's GPU state slot: H2D .state fills it, its ADAM
+                        updates it, D2H .state and .w drain it */
 } TaskSlots;
 
 typedef struct Task {

@@ -17,7 +17,7 @@ int sched_add_task(Builder *b, Resource res, TaskKind kind, Phase ph, int layer,
     Task *t = &s->tasks[s->n_tasks];
     *t = (Task){.res = res, .kind = kind, .phase = ph, .iter = b->iter, .layer = layer,
                 .op = op, .priority = priority, .micro = b->micro, .group = -1,
-                .slot = {-1, -1, -1, -1, -1}};
+                .slot = {-1, -1, -1, -1, -1, -1}};
     int n = snprintf(t->id, sizeof t->id, "%s", b->prefix);
     va_list ap;
     va_start(ap, fmt);

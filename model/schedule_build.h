@@ -90,9 +90,12 @@ typedef struct Builder {
     int *bwd_d2h_seq;  /* gradient D2H tasks in backward order (grad buffer pool) */
     int n_bwd_d2h;
     int *adam;         /* per sub-group, this iteration */
-    int *state_ssdw;   /* per sub-group: its states' last SSD write, any iteration, or -1 */
+    int *state_written; /* per sub-group: its states' last write home (to SSD or, streamed,
+                           CPU memory), any iteration, or -1 */
     int n_updates;     /* sub-group updates so far, all iterations (the state-buffer ring) */
     int *upd_release;  /* per update: the two tasks after which its state buffer is free */
+    int n_streams;     /* streamed sub-group updates so far, all iterations (GPU state slots) */
+    int *stream_release; /* per streamed update: the two tasks after which its slot is free */
     int bwd_first;     /* first backward task of the last micro-batch (gates state reads) */
     int bwd_last;      /* last backward task of the last micro-batch (zero-infinity's step) */
     int act_ssdw[2];   /* the last two SSD writes of activations (pinned staging) */

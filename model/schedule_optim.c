@@ -69,9 +69,9 @@ int sched_emit_states(Builder *b, int s, int first, int64_t params, bool write, 
     if (t >= 0)
         b->s->tasks[t].slot.pinned = slot;
     if (!write)
-        dep(b, t, b->state_ssdw[s]);
+        dep(b, t, b->state_written[s]);
     else if (t >= 0)
-        b->state_ssdw[s] = t;
+        b->state_written[s] = t;
     return t;
 }
 
@@ -156,6 +156,55 @@ void sched_emit_gpu_group_update(Builder *b, int s)
     b->s->tasks[a].group = s;
     b->adam[s] = a;
     gpu_adam(b, a, params, first, count, s == b->n_groups - 1);
+}
+
+/* Sub-group s's copy of bytes between CPU memory and its GPU state slot (cargo and direction:
+ * H2D the states in, D2H the states or the new weights home). */
+static int stream_copy(Builder *b, int s, int first, Resource res, Cargo cargo, double bytes,
+                       int slot, const char *what)
+{
+    int t = sched_copy_task(b, res, PHASE_OPTIMIZER, first, bytes, PRIO_OPTIM, "%s.g%d.%s",
+                            res == RES_H2D ? "H2D" : "D2H", s, what);
+    bool in = res == RES_H2D;
+    set_move(b, t, cargo, in ? TIER_CPU : TIER_GPU, in ? TIER_GPU : TIER_CPU, s);
+    if (t >= 0)
+        b->s->tasks[t].slot.gpu_state = slot;
+    return t;
+}
+
+void sched_emit_stream_update(Builder *b, int s)
+{
+    int first, count;
+    int64_t params = sched_group_params(b, s, &first, &count);
+    int k = b->n_streams++, slot = k % PLAN_STREAM_SLOTS;
+    double states = 12.0 * (double)params;
+    /* in once backward began, after the states' last way home and the slot's last user's */
+    int in = stream_copy(b, s, first, RES_H2D, CARGO_STATES, states, slot, "state");
+    dep(b, in, b->bwd_first);
+    dep(b, in, b->state_written[s]);
+    if (k >= PLAN_STREAM_SLOTS) {
+        dep(b, in, b->stream_release[2 * (k - PLAN_STREAM_SLOTS)]);
+        dep(b, in, b->stream_release[2 * (k - PLAN_STREAM_SLOTS) + 1]);
+    }
+    int a = sched_add_task(b, RES_GPU, TASK_ADAM, PHASE_OPTIMIZER, first, -1, 0, "ADAM.g%d", s);
+    if (a < 0)
+        return;
+    b->s->tasks[a].group = s;
+    b->s->tasks[a].slot.gpu_state = slot;
+    b->adam[s] = a;
+    gpu_adam(b, a, params, first, count, false);
+    dep(b, a, in);
+    /* the new weights first: the next forward loads them */
+    double wbytes = (double)dtype_bytes(b->g->cfg.dtype) * (double)params;
+    int w = stream_copy(b, s, first, RES_D2H, CARGO_UPDATE, wbytes, slot, "w");
+    dep(b, w, a);
+    int out = stream_copy(b, s, first, RES_D2H, CARGO_STATES, states, slot, "state");
+    dep(b, out, a);
+    b->state_written[s] = out;
+    b->stream_release[2 * k] = w;
+    b->stream_release[2 * k + 1] = out;
+    for (int blk = first; blk < first + count; blk++)
+        b->upd_block[b->iter * b->L + blk] = w;
 }
 
 /* With everything on the GPU: one fused AdamW over all parameters after backward. */

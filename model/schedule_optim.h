@@ -35,6 +35,11 @@ void sched_emit_update(Builder *b, int s);
  * backward in the GPU's program order; its weights are new after it. */
 void sched_emit_gpu_group_update(Builder *b, int s);
 
+/* A streamed sub-group's update (plan_group_streamed): its states from CPU memory into a GPU
+ * state slot, AdamW on the GPU after its blocks' backward in the GPU's program order, the
+ * states and the new weights back to CPU memory; its weights are new after the latter. */
+void sched_emit_stream_update(Builder *b, int s);
+
 /* Everything on the GPU: one fused AdamW after iteration b->iter's backward. */
 void sched_emit_gpu_update(Builder *b);
 

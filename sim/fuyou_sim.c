@@ -115,6 +115,10 @@ static void usage(FILE *out)
 "                          (the tail first), and their blocks' weights and gradients, on the\n"
 "                          GPU and update them there (one micro-batch only; default: the\n"
 "                          planner's fastest that fits)\n"
+"  --optim-stream-groups N of the sub-groups whose states are in CPU memory, update the last\n"
+"                          N (those before the GPU's) on the GPU: states streamed over PCIe\n"
+"                          and back, gradients kept there (needs --optim-gpu-groups >= 1 and\n"
+"                          the weights in CPU memory; default: the planner's fastest)\n"
 "cost (README, \"What a run costs\"):\n"
 "  --cost                  after the report, the machine's price ([price] of the ini), tokens/s\n"
 "                          and TFLOPS per 1000 US dollars, beside a Megatron-LM tensor-parallel\n"
@@ -141,9 +145,9 @@ static int parse_args(int argc, char **argv, SimArgs *a)
     enum { O_HW = 256, O_SET, O_MODEL, O_POLICY, O_TRACE, O_CHROME, O_DEPS, O_DESCRIBE, O_SWAP,
            O_SWEEP_OUT, O_WEIGHTS,
            O_OPTIM, O_CKPT, O_ACT, O_BATCH, O_SEQ, O_ITERS, O_MICRO, O_SUBGROUP, O_TAIL,
-           O_PREFETCH, O_WBUF, O_PBUF, O_ABUF, O_GBUF, O_SBUF, O_OCPU, O_OGPU,
+           O_PREFETCH, O_WBUF, O_PBUF, O_ABUF, O_GBUF, O_SBUF, O_OCPU, O_OGPU, O_OSTREAM,
            O_COST, O_TP_GPUS, O_TP_HW, O_TP_SET, O_GPUMEM, O_CPUMEM };
-    _Static_assert(O_OGPU - O_MICRO == PC_N - 1, "count options follow enum PlanCount");
+    _Static_assert(O_OSTREAM - O_MICRO == PC_N - 1, "count options follow enum PlanCount");
     _Static_assert(O_TP_SET - O_COST == COST_OPT_N - 1, "cost options follow enum CostOpt");
     static const struct option opts[] = {
         {"hw", required_argument, 0, O_HW}, {"set", required_argument, 0, O_SET},
@@ -167,6 +171,7 @@ static int parse_args(int argc, char **argv, SimArgs *a)
         {"state-buffers", required_argument, 0, O_SBUF},
         {"optim-cpu-groups", required_argument, 0, O_OCPU},
         {"optim-gpu-groups", required_argument, 0, O_OGPU},
+        {"optim-stream-groups", required_argument, 0, O_OSTREAM},
         {"cost", no_argument, 0, O_COST}, {"tp-gpus", required_argument, 0, O_TP_GPUS},
         {"tp-hw", required_argument, 0, O_TP_HW}, {"tp-set", required_argument, 0, O_TP_SET},
         {"help", no_argument, 0, 'h'}, {"version", no_argument, 0, 'V'}, {0, 0, 0, 0},
@@ -179,7 +184,7 @@ static int parse_args(int argc, char **argv, SimArgs *a)
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":hV", opts, NULL)) != -1) {
-        if (c >= O_BATCH && c <= O_OGPU) {
+        if (c >= O_BATCH && c <= O_OSTREAM) {
             const struct option *o = opts;
             while (o->val != c)
                 o++;

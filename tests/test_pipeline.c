@@ -64,34 +64,41 @@ typedef struct Variant {
     int subgroup, tail, ring, segment, micro, cpu_groups;
     int64_t chunk; /* PCIe copies cut at this many bytes (0: the plan's default) */
     int gpu_groups; /* sub-groups updated on the device (-1: all of them) */
+    int stream_groups; /* sub-groups before those streamed to the device's AdamW */
 } Variant;
 
 static const Variant variants[] = {
-    {"all in CPU memory", TIER_CPU, TIER_CPU, ACT_CPU, ACT_CPU, 1, 1, 2, 0, 1, 0, 0, 0},
-    {"weights and states on SSD", TIER_SSD, TIER_SSD, ACT_CPU, ACT_GPU, 1, 1, 2, 0, 1, 0, 0, 0},
-    {"activations to SSD", TIER_CPU, TIER_CPU, ACT_SSD, ACT_SSD, 1, 1, 2, 0, 1, 0, 0, 0},
-    {"full recomputation", TIER_SSD, TIER_CPU, ACT_GPU, ACT_RECOMPUTE, 1, 1, 2, 0, 1, 0, 0, 0},
+    {"all in CPU memory", TIER_CPU, TIER_CPU, ACT_CPU, ACT_CPU, 1, 1, 2, 0, 1, 0, 0, 0, 0},
+    {"weights and states on SSD", TIER_SSD, TIER_SSD, ACT_CPU, ACT_GPU, 1, 1, 2, 0, 1, 0, 0, 0, 0},
+    {"activations to SSD", TIER_CPU, TIER_CPU, ACT_SSD, ACT_SSD, 1, 1, 2, 0, 1, 0, 0, 0, 0},
+    {"full recomputation", TIER_SSD, TIER_CPU, ACT_GPU, ACT_RECOMPUTE, 1, 1, 2, 0, 1, 0, 0, 0, 0},
     {"sub-groups of 2, tail 2, all on SSD", TIER_SSD, TIER_SSD, ACT_SSD, ACT_SSD, 2, 2, 2, 0, 1,
-     0, 0, 0},
-    {"rings of one, segments of 2", TIER_SSD, TIER_SSD, ACT_CPU, ACT_SSD, 1, 1, 1, 2, 1, 0, 0, 0},
+     0, 0, 0, 0},
+    {"rings of one, segments of 2", TIER_SSD, TIER_SSD, ACT_CPU, ACT_SSD, 1, 1, 1, 2, 1, 0, 0, 0, 0},
     {"2 micro-batches, states on SSD", TIER_CPU, TIER_SSD, ACT_SSD, ACT_CPU, 2, 1, 2, 0, 2, 0, 0,
-     0},
+     0, 0},
     {"3 micro-batches, rings of one", TIER_SSD, TIER_CPU, ACT_CPU, ACT_RECOMPUTE, 1, 2, 1, 2, 3,
-     0, 0, 0},
+     0, 0, 0, 0},
     {"states split: 2 sub-groups in CPU memory", TIER_SSD, TIER_SSD, ACT_CPU, ACT_SSD, 1, 1, 2,
-     0, 1, 2, 0, 0},
+     0, 1, 2, 0, 0, 0},
     {"copies in chunks, activations to SSD", TIER_SSD, TIER_CPU, ACT_SSD, ACT_CPU, 1, 1, 2, 0, 1,
-     0, 4096, 0},
+     0, 4096, 0, 0},
     {"copies in chunks, 2 micro-batches", TIER_CPU, TIER_SSD, ACT_CPU, ACT_SSD, 2, 1, 1, 0, 2, 0,
-     8192, 0},
+     8192, 0, 0},
     {"2 sub-groups on the device, the rest in CPU", TIER_CPU, TIER_CPU, ACT_CPU, ACT_CPU, 1, 1, 2,
-     0, 1, 0, 0, 2},
+     0, 1, 0, 0, 2, 0},
     {"sub-groups on the device, in CPU, on SSD", TIER_SSD, TIER_SSD, ACT_CPU, ACT_SSD, 1, 1, 2, 0,
-     1, 1, 0, 1},
+     1, 1, 0, 1, 0},
     {"every sub-group on the device", TIER_CPU, TIER_SSD, ACT_SSD, ACT_CPU, 1, 1, 2, 0, 1, 0, 0,
-     -1},
+     -1, 0},
     {"the tail of 2 on the device, rings of one", TIER_SSD, TIER_CPU, ACT_GPU, ACT_RECOMPUTE, 2,
-     2, 1, 2, 1, 0, 0, 1},
+     2, 1, 2, 1, 0, 0, 1, 0},
+    {"2 sub-groups streamed to the device", TIER_CPU, TIER_CPU, ACT_CPU, ACT_CPU, 1, 1, 2, 0, 1,
+     0, 0, 1, 2},
+    {"streamed in chunks, states split, segments", TIER_CPU, TIER_SSD, ACT_CPU, ACT_SSD, 1, 1, 2,
+     2, 1, 2, 4096, 1, 1},
+    {"every block streamed but the tail's, rings of one", TIER_CPU, TIER_CPU, ACT_GPU,
+     ACT_RECOMPUTE, 1, 2, 1, 2, 1, 0, 0, 1, 2},
 };
 
 static void read_ckpt(const char *dir, const TrainOptions *o, float **p, float **m, float **v)
@@ -188,6 +195,8 @@ START_TEST(placement_does_not_change_the_math)
         p.weight_buffers = p.pinned_buffers = p.act_buffers = p.grad_buffers = 1;
         p.state_buffers = p.host_grad_groups = 1;
     }
+    if (x->stream_groups)
+        plan_set_stream_groups(&p, x->stream_groups);
     char name[96];
     snprintf(name, sizeof name, "%s: %s", arch_name(o.model.arch), x->name);
     assert_pipeline_is_the_trainer(&o, &p, x->segment, 300, name);

@@ -3,6 +3,8 @@
  * uses. The rest of the schedule's structure is test_sched.c's. */
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
+#include <stdio.h>
 
 #include "sched_testutil.h"
 
@@ -159,6 +161,18 @@ static bool fetch_same_block(const Task *w, const Task *r)
     return w_fetch(w) && same_block(w, r);
 }
 
+/* a streamed sub-group's GPU state slot: its states come in, its AdamW updates them and
+ * writes the new weights, and both go home (schedule.h) */
+static bool w_stream(const Task *t)
+{
+    return t->slot.gpu_state >= 0 && (t->res == RES_H2D || t->kind == TASK_ADAM);
+}
+static bool r_stream(const Task *t)
+{
+    return t->slot.gpu_state >= 0 && (t->res == RES_D2H || t->kind == TASK_ADAM);
+}
+static int s_stream(const Task *t) { return t->slot.gpu_state; }
+
 static const Pool pools[] = {
     {"pinned activation in-slots", w_stage_in, r_stage_in, s_pinned, same_block},
     {"pinned activation out-slots", w_stage_out, r_stage_out, s_pinned, same_part},
@@ -172,6 +186,7 @@ static const Pool pools[] = {
     {"pinned gradient staging", w_staging, r_staging, s_host_grads, same_group},
     {"pinned state buffers", w_states, r_states, s_pinned, same_group},
     {"pinned weight buffers", w_pinned_w, r_pinned_w, s_pinned, same_load},
+    {"GPU state slots", w_stream, r_stream, s_stream, same_group},
 };
 
 /* Every reader's data was written by an intended writer before it, and every other writer of
@@ -264,6 +279,94 @@ START_TEST(buffer_rings_are_safe)
         for (size_t i = 0; i < sizeof pools / sizeof pools[0]; i++)
             pairs += check_pool(&s, r, &pools[i]);
         ck_assert_int_gt(pairs, 0);
+        free(r);
+        sched_free(&s);
+        teardown();
+    }
+}
+END_TEST
+
+/* The task of iteration iter named id, or, cut in chunks, its first chunk (last: its last
+ * chunk), or -1. */
+static int task_named(const Schedule *s, int iter, const char *id, bool last)
+{
+    int found = -1;
+    size_t n = strlen(id);
+    for (int t = 0; t < s->n_tasks; t++) {
+        const Task *x = &s->tasks[t];
+        bool chunk = !strncmp(x->id, id, n) && !strncmp(x->id + n, ".c", 2);
+        if (x->iter == iter && (!strcmp(x->id, id) || chunk) && (found < 0 || last))
+            found = t;
+    }
+    return found;
+}
+
+/* Streamed sub-groups (optim_stream_groups): every ring safe, the GPU state slots among them;
+ * their gradients never leave the GPU; each update's states come in after the last update's
+ * went home, and the next forward loads the weights after the new ones went home. Over
+ * sub-groups of one and two blocks, states in CPU memory or split with SSD, copies whole and
+ * in chunks. */
+START_TEST(streamed_groups_are_ordered)
+{
+    static const struct { Tier o; int sub, gpu, cpu, stream; } cases[] = {
+        {TIER_CPU, 1, 2, 0, 5}, {TIER_CPU, 2, 1, 0, 2}, {TIER_SSD, 1, 1, 4, 3},
+        {TIER_CPU, 1, 1, 0, 8},
+    };
+    Err e;
+    for (size_t cc = 0; cc < 2 * sizeof cases / sizeof cases[0]; cc++) {
+        size_t c = cc / 2;
+        setup_model(&deep, POLICY_FUYOU);
+        p.weights = TIER_CPU;
+        p.optim = cases[c].o;
+        plan_set_all_act(&p, ACT_CPU, ACT_RECOMPUTE);
+        p.subgroup_blocks = cases[c].sub;
+        p.tail_blocks = 1;
+        p.copy_chunk_bytes = cc % 2;
+        p.optim_gpu_groups = cases[c].gpu;
+        p.optim_cpu_groups = cases[c].cpu;
+        plan_set_stream_groups(&p, cases[c].stream);
+        ck_assert_msg(plan_validate(&p, &e) == 0, "case %zu: %s", c, e.msg);
+        Schedule s;
+        ck_assert_int_eq(sched_build(&s, &g, &p, 3, &e), 0);
+        unsigned char *r = reachability(&s);
+        for (size_t i = 0; i < sizeof pools / sizeof pools[0]; i++)
+            check_pool(&s, r, &pools[i]);
+        int n = s.n_tasks, streamed = 0;
+        char id[SCHED_ID_MAX];
+        for (int grp = 0; grp < plan_subgroup_count(&p); grp++) {
+            if (!plan_group_streamed(&p, grp))
+                continue;
+            streamed++;
+            int first, count;
+            plan_subgroup_blocks(&p, grp, &first, &count);
+            for (int it = 0; it < 3; it++) {
+                snprintf(id, sizeof id, "ADAM.g%d", grp);
+                int a = task_named(&s, it, id, false);
+                ck_assert_msg(a >= 0 && s.tasks[a].res == RES_GPU, "%s", id);
+                snprintf(id, sizeof id, "H2D.g%d.state", grp);
+                int in = task_named(&s, it, id, false);
+                snprintf(id, sizeof id, "D2H.g%d.w", grp);
+                int w = task_named(&s, it, id, true);
+                ck_assert_msg(in >= 0 && w >= 0 && r[(size_t)a * n + in], "case %zu: %s", c, id);
+                for (int blk = first; blk < first + count; blk++) {
+                    snprintf(id, sizeof id, "D2H.b%d.grad", blk);
+                    ck_assert_msg(task_named(&s, it, id, false) < 0, "case %zu: %s", c, id);
+                    snprintf(id, sizeof id, "H2D.b%d.w", blk);
+                    int load = task_named(&s, it + 1, id, false);
+                    if (it < 2)
+                        ck_assert_msg(load >= 0 && r[(size_t)load * n + w], "case %zu: %s "
+                                      "(iteration %d) before the new weights", c, id, it + 1);
+                }
+                if (it == 0)
+                    continue;
+                for (int t = 0; t < n; t++) /* the last update's states home first */
+                    if (s.tasks[t].iter == it - 1 && s.tasks[t].res == RES_D2H &&
+                        s.tasks[t].cargo == CARGO_STATES && s.tasks[t].group == grp)
+                        ck_assert_msg(r[(size_t)in * n + t], "case %zu: %s before %s", c,
+                                      s.tasks[in].id, s.tasks[t].id);
+            }
+        }
+        ck_assert_int_eq(streamed, cases[c].stream);
         free(r);
         sched_free(&s);
         teardown();
@@ -379,6 +482,7 @@ int main(void)
     tcase_add_test(tc, buffer_rings_are_safe);
     tcase_add_test(tc, tasks_name_their_buffers);
     tcase_add_test(tc, ssd_extents_are_ordered);
+    tcase_add_test(tc, streamed_groups_are_ordered);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

@@ -151,6 +151,30 @@ static void cut_chunk(CopyJob *j, int k, int n)
     }
 }
 
+/* A streamed sub-group's GPU state slot: master, m, v and the new weights, each n long. */
+static uint8_t *stream_part(const PipeMem *m, const Task *t, int part, size_t n)
+{
+    return m->stream_slot[t->slot.gpu_state] + (size_t)part * n * 4;
+}
+
+/* A streamed sub-group's states into its GPU slot or home, or its new weights home. */
+static void stream_copy(const PipeMem *m, const Task *t, CopyJob *j)
+{
+    size_t begin = m->grp_begin[t->group], n = m->grp_end[t->group] - begin;
+    if (t->cargo == CARGO_UPDATE) {
+        add_copy(j, pipe_mem_w_home(m, begin), stream_part(m, t, 3, n), n * m->wsz);
+        return;
+    }
+    size_t at = begin - m->gpu_state_params;
+    float *home[3] = {m->master + at, m->m + at, m->v + at};
+    for (int k = 0; k < 3; k++) {
+        if (j->to_device)
+            add_copy(j, stream_part(m, t, k, n), home[k], n * 4);
+        else
+            add_copy(j, home[k], stream_part(m, t, k, n), n * 4);
+    }
+}
+
 static void prepare_copy(Pipe *pp, const Task *t, CopyJob *j)
 {
     const PipeMem *m = &pp->mem;
@@ -178,6 +202,8 @@ static void prepare_copy(Pipe *pp, const Task *t, CopyJob *j)
             else
                 add_copy(j, host, dev, m->tbytes[x]);
         }
+    } else if (t->cargo == CARGO_STATES || t->cargo == CARGO_UPDATE) {
+        stream_copy(m, t, j);
     } else if (t->cargo == CARGO_GRADS) {
         const void *src = b < 0 ? m->gedge : m->gbuf[t->slot.gpu_grads];
         size_t n = b < 0 ? m->edge_params : m->block_params;
@@ -319,15 +345,24 @@ static void adam_step_of(const Pipe *pp, const Task *t, AdamStep *out)
     adam_step_init(out, &acfg, (int)step, clip);
 }
 
-/* A GPU sub-group's AdamW (plan_optim_tier): its states, gradients and weights on the device. */
+/* A GPU sub-group's AdamW (plan_optim_tier): its states, gradients and weights on the device;
+ * a streamed one's states and new weights in its GPU state slot. */
 static void prepare_gpu_adam(Pipe *pp, const Task *t)
 {
     const PipeMem *m = &pp->mem;
     size_t begin = m->grp_begin[t->group];
+    size_t n = m->grp_end[t->group] - begin;
     DeviceAdam *a = &pp->gpu_adam;
-    *a = (DeviceAdam){.master = m->gpu_master + begin, .m = m->gpu_m + begin,
-                      .v = m->gpu_v + begin, .grad = m->gpu_g + begin * m->gsz,
-                      .w = m->gpu_w + begin * m->wsz, .n = m->grp_end[t->group] - begin};
+    if (t->slot.gpu_state >= 0) /* streamed: states and new weights in its slot */
+        *a = (DeviceAdam){.master = (float *)stream_part(m, t, 0, n),
+                          .m = (float *)stream_part(m, t, 1, n),
+                          .v = (float *)stream_part(m, t, 2, n),
+                          .grad = m->gpu_g + begin * m->gsz, .w = stream_part(m, t, 3, n),
+                          .n = n};
+    else
+        *a = (DeviceAdam){.master = m->gpu_master + begin, .m = m->gpu_m + begin,
+                          .v = m->gpu_v + begin, .grad = m->gpu_g + begin * m->gsz,
+                          .w = m->gpu_w + begin * m->wsz, .n = n};
     adam_step_of(pp, t, &a->step);
     pp->gpu_adam_group = t->group;
     pp->gpu_adam_iter = pp->iter0 + t->iter;

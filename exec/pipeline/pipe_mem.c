@@ -91,9 +91,14 @@ static int place(PipeMem *m, Err *e)
         m->ooc_index[s] = t == TIER_SSD ? n_ssd++ : -1;
         if (t == TIER_CPU && m->grp_end[s] > m->cpu_state_end)
             m->cpu_state_end = m->grp_end[s];
-        if (t != TIER_GPU && m->grp_end[s] - m->grp_begin[s] > m->max_host_group)
-            m->max_host_group = m->grp_end[s] - m->grp_begin[s];
+        size_t n = m->grp_end[s] - m->grp_begin[s];
+        bool streamed = plan_group_streamed(p, s);
+        if (t != TIER_GPU && !streamed && n > m->max_host_group)
+            m->max_host_group = n;
+        if (streamed && n > m->stream_slot_params)
+            m->stream_slot_params = n;
     }
+    m->stream_end = layout_stream_end_params(m->c, p);
     return 0;
 }
 
@@ -169,11 +174,14 @@ static bool alloc_gpu_groups(PipeMem *m, Err *e)
 {
     size_t X = m->gpu_state_params;
     bool ok = (m->gpu_w = dev_alloc(m, X * m->wsz, MEM_WEIGHTS, e)) &&
-              (m->gpu_g = dev_alloc(m, X * m->gsz, MEM_GRADS, e)) &&
+              (m->gpu_g = dev_alloc(m, m->stream_end * m->gsz, MEM_GRADS, e)) &&
               (m->gpu_master = dev_alloc(m, X * 4, MEM_MASTER, e)) &&
               (m->gpu_m = dev_alloc(m, X * 4, MEM_ADAM_M, e)) &&
               (m->gpu_v = dev_alloc(m, X * 4, MEM_ADAM_V, e));
     m->wedge = m->gpu_w, m->gedge = m->gpu_g;
+    for (int i = 0; ok && m->stream_slot_params && i < PLAN_STREAM_SLOTS; i++)
+        ok = (m->stream_slot[i] = dev_alloc(m, m->stream_slot_params * (12 + m->wsz),
+                                            MEM_STAGING, e));
     return ok;
 }
 
@@ -181,9 +189,10 @@ static int alloc_device(PipeMem *m, Err *e)
 {
     const Plan *p = m->p;
     bool ok = true, ring = plan_gpu_group_blocks(p) < m->L;
+    bool grad_ring = plan_gpu_grad_blocks(p) < m->L;
     for (int i = 0; ring && i < p->weight_buffers && ok; i++)
         ok = (m->wbuf[i] = dev_alloc(m, m->block_params * m->wsz, MEM_WEIGHTS, e));
-    for (int i = 0; ring && i < p->grad_buffers && ok; i++)
+    for (int i = 0; grad_ring && i < p->grad_buffers && ok; i++)
         ok = (m->gbuf[i] = dev_alloc(m, m->block_params * m->gsz, MEM_GRADS, e));
     if (m->gpu_state_params)
         ok = ok && alloc_gpu_groups(m, e);
@@ -516,7 +525,8 @@ void pipe_mem_free(PipeMem *m)
             if (bufs[i])
                 m->ops->release(m->dev, bufs[i]);
         for (int i = 0; i < PIPE_MAX_RING; i++) {
-            void *ring[] = {m->wbuf[i], m->gbuf[i], m->act_slot[i]};
+            void *ring[] = {m->wbuf[i], m->gbuf[i], m->act_slot[i],
+                            i < PLAN_STREAM_SLOTS ? m->stream_slot[i] : NULL};
             for (size_t k = 0; k < sizeof ring / sizeof ring[0]; k++)
                 if (ring[k])
                     m->ops->release(m->dev, ring[k]);
@@ -570,7 +580,7 @@ void *pipe_mem_gpu_weights(const PipeMem *m, int b)
 
 void *pipe_mem_gpu_grads(const PipeMem *m, int b)
 {
-    return plan_block_on_gpu(m->p, b) ? m->gpu_g + (m->edge_params + b * m->block_params) *
+    return plan_grads_on_gpu(m->p, b) ? m->gpu_g + (m->edge_params + b * m->block_params) *
                                                        m->gsz
                                       : NULL;
 }

@@ -42,13 +42,20 @@ typedef struct PipeMem {
     /* the layout's prefix [0, gpu_state_params) is the GPU sub-groups' (plan.h: states,
      * weights and gradients on the device), [gpu_state_params, cpu_state_end) the CPU's */
     size_t gpu_state_params, cpu_state_end;
+    /* [gpu_state_params, stream_end) the streamed sub-groups' (plan_group_streamed): states in
+     * CPU memory, gradients on the device beside the GPU sub-groups' */
+    size_t stream_end;
     int *ooc_index;             /* per sub-group: its index in oa when its states are on SSD */
     /* device memory */
     void *wbuf[PIPE_MAX_RING], *wedge, *gbuf[PIPE_MAX_RING], *gedge;
     /* the GPU sub-groups' weights, gradients and states, flat layout [0, gpu_state_params)
      * (wedge and gedge point at their start) */
-    uint8_t *gpu_w, *gpu_g;
+    uint8_t *gpu_w, *gpu_g;     /* gpu_g: [0, stream_end) */
     float *gpu_master, *gpu_m, *gpu_v;
+    /* a streamed sub-group's states and new weights on the device: master, m, v (fp32) and the
+     * weights, each of the group's size, end to end (schedule.h, GPU state slots) */
+    uint8_t *stream_slot[PLAN_STREAM_SLOTS];
+    size_t stream_slot_params; /* the largest streamed sub-group's */
     void *act_slot[PIPE_MAX_RING]; /* the activation ring, both ways (schedule.h) */
     void **kept, *scratch, *final_res;
     double dev_bytes[MEM_TAG_COUNT];
@@ -99,8 +106,9 @@ void *pipe_mem_tensor(const PipeMem *m, int b, int x, bool backward, int slot);
 enum { PIPE_MAX_PIECES = 4096 };
 int pipe_mem_update_pieces(const PipeMem *m, int s, size_t *first, size_t *count, size_t *off);
 
-/* Block b's weights and gradients where they stay on the device (plan_block_on_gpu), or NULL
- * for a block whose weights and gradients pass through the rings. */
+/* Block b's weights and gradients where they stay on the device (plan_block_on_gpu; the
+ * gradients also for a streamed sub-group's block, plan_grads_on_gpu), or NULL for a block
+ * whose weights or gradients pass through the rings. */
 void *pipe_mem_gpu_weights(const PipeMem *m, int b);
 void *pipe_mem_gpu_grads(const PipeMem *m, int b);
 /* Where the weights from parameter at on live in CPU memory (the plan's weights there; at is

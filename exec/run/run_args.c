@@ -92,7 +92,9 @@ void run_args_usage(FILE *out)
 "  checkpoints), --act (recompute, gpu, cpu, ssd), --prefetch, --weight-buffers,\n"
 "  --pinned-buffers, --act-buffers, --grad-buffers, --state-buffers, --optim-cpu-groups\n"
 "  (states of the last N sub-groups in CPU memory, the rest on SSD), --optim-gpu-groups\n"
-"  (the last N sub-groups' states and weights on the GPU, updated there; and --subgroup,\n"
+"  (the last N sub-groups' states and weights on the GPU, updated there),\n"
+"  --optim-stream-groups (the N CPU-memory sub-groups before those updated on the GPU,\n"
+"  their states streamed over PCIe; and --subgroup,\n"
 "  --tail above); --swap auto|none|all|BYTES (the intra-block activations kept, in the\n"
 "  planner's order, unless --act fixes them); without any, the planner's plan for --hw\n"
 "  and the budgets: always the plan fuyou-sim predicts for the same options\n"
@@ -136,7 +138,7 @@ static const struct option opts[] = {
     {"weight-buffers", 1, 0, O_PLAN}, {"pinned-buffers", 1, 0, O_PLAN},
     {"act-buffers", 1, 0, O_PLAN}, {"grad-buffers", 1, 0, O_PLAN},
     {"state-buffers", 1, 0, O_PLAN}, {"optim-cpu-groups", 1, 0, O_PLAN},
-    {"optim-gpu-groups", 1, 0, O_PLAN},
+    {"optim-gpu-groups", 1, 0, O_PLAN}, {"optim-stream-groups", 1, 0, O_PLAN},
     {"help", 0, 0, 'h'}, {"version", 0, 0, 'V'}, {0, 0, 0, 0},
 };
 
