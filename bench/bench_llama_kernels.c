@@ -1,12 +1,16 @@
 /* bench_llama_kernels: grouped-query attention's fused kernels at Llama 3.1 8B's shapes (32
  * query heads over 8 kv heads of 128, one sequence of 4096 by default), forward and backward, as
- * a ratio against the same kernels with as many kv heads as query heads (multi-head attention,
- * the baseline measured in this run: the same FLOPs, four times the k and v bytes). TFLOP/s
- * count the causal mask's half of the products: forward two (QK^T, PV), backward five (QK^T,
- * dP, dV, dK, dQ; the kernels recompute QK^T and dP once more for dQ, not counted). Medians of
- * CUDA-event timings. Usage: bench_llama_kernels [--batch B] [--seq T] [--heads h]
- * [--kv-heads g] [--head-dim d] [--reps n] */
+ * a ratio against a baseline measured in this run: by default the same kernels with as many kv
+ * heads as query heads (multi-head attention: the same FLOPs, four times the k and v bytes);
+ * with --baseline chunked, the same shape on the chunked cuBLAS path (flash_attention_enable),
+ * e.g. GPT-3 2.7B's heads: --batch 8 --seq 1024 --heads 32 --kv-heads 32 --head-dim 80.
+ * TFLOP/s count the causal mask's half of the products: forward two (QK^T, PV), backward five
+ * (QK^T, dP, dV, dK, dQ; the kernels recompute QK^T and dP once more for dQ, not counted).
+ * Medians of CUDA-event timings. Usage: bench_llama_kernels [--batch B] [--seq T] [--heads h]
+ * [--kv-heads g] [--head-dim d] [--reps n] [--baseline mha|chunked] */
+#include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "bench_util.h"
 #include "cuda_device.h"
@@ -42,16 +46,37 @@ int main(int argc, char **argv)
     int g = atoi(bench_arg(argc, argv, "--kv-heads", "8"));
     int d = atoi(bench_arg(argc, argv, "--head-dim", "128"));
     int reps = atoi(bench_arg(argc, argv, "--reps", "10"));
-    if (B < 1 || T < 1 || g < 1 || h % g || d < 2 || reps < 1) {
-        fprintf(stderr, "bench_llama_kernels: --kv-heads must divide --heads, all positive\n");
+    const char *baseline = bench_arg(argc, argv, "--baseline", "mha");
+    bool chunked = !strcmp(baseline, "chunked");
+    if (B < 1 || T < 1 || g < 1 || h % g || d < 2 || reps < 1 ||
+        (!chunked && strcmp(baseline, "mha"))) {
+        fprintf(stderr, "bench_llama_kernels: --kv-heads must divide --heads, all positive; "
+                "--baseline mha or chunked\n");
         return 2;
     }
-    printf("grouped-query attention, bf16, B %d T %d, %d query heads of %d (%s):\n", B, T, h, d,
-           flash_attention_supported(h, g, d) ? "the fused kernels" : "the chunked cuBLAS path");
-    double gqa[2], mha[2];
-    if (measure(B, T, h, g, d, reps, gqa) || measure(B, T, h, h, d, reps, mha))
+    bool fused = flash_attention_supported(h, g, d);
+    printf("grouped-query attention, bf16, B %d T %d, %d query heads of %d over %d kv heads "
+           "(%s):\n", B, T, h, d, g, fused ? "the fused kernels" : "the chunked cuBLAS path");
+    double run[2], base[2];
+    if (measure(B, T, h, g, d, reps, run))
+        return 1;
+    if (chunked) {
+        if (!fused) {
+            fprintf(stderr, "bench_llama_kernels: head size %d has no fused kernels here: "
+                    "nothing to compare with the chunked path\n", d);
+            return 2;
+        }
+        flash_attention_enable(false);
+        printf("the chunked cuBLAS path, the same shape:\n");
+        if (measure(B, T, h, g, d, reps, base))
+            return 1;
+        printf("  fused / chunked time: forward %.3f, backward %.3f\n", run[0] / base[0],
+               run[1] / base[1]);
+        return 0;
+    }
+    if (measure(B, T, h, h, d, reps, base))
         return 1;
     printf("  GQA (g %d) / MHA (g %d) time: forward %.3f, backward %.3f\n", g, h,
-           gqa[0] / mha[0], gqa[1] / mha[1]);
+           run[0] / base[0], run[1] / base[1]);
     return 0;
 }

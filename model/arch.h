@@ -111,6 +111,11 @@ static inline int64_t lane_round(int64_t bytes)
     return (bytes + 255) / 256 * 256;
 }
 
+/* Whether the fused attention kernels (exec/cuda/flash_attention.cu) take heads of d values:
+ * the one list the lanes' workspace sizes (cuda_lane_buffers) and the kernels' dispatch read.
+ * Other head sizes run the chunked path, which needs a workspace of its own. */
+bool arch_attention_fused(int64_t d);
+
 typedef enum Arch { ARCH_GPT2, ARCH_LLAMA, ARCH_COUNT } Arch;
 
 /* The description of architecture a (a static table). */

@@ -91,10 +91,10 @@ static void gpt2_cuda_lane_buffers(const ModelConfig *c, int64_t B, int64_t T, i
 {
     int64_t N = B * T, C = c->d_model, F = c->d_ff, H = c->n_head;
     int64_t chunk = graph_head_chunk(N), e = (int64_t)dtype_bytes(c->dtype);
-    /* attention: flash for head sizes 32, 64, 128 (an fp32 N x C workspace); other shapes are
+    /* attention: fused (an fp32 N x C workspace) where arch_attention_fused; other shapes are
      * tiled by query chunks of 256 rows (exec/cuda/gpt2_attention.cu) */
-    int64_t hs = model_head_dim(c), qc = B * H * 256 * T;
-    int64_t att_ws = hs == 32 || hs == 64 || hs == 128 ? N * C * 4
+    int64_t qc = B * H * 256 * T;
+    int64_t att_ws = arch_attention_fused(model_head_dim(c)) ? N * C * 4
                                                         : qc * 6 + N * 2 * C * 4 + 3 * B * H * 8
                                                               + 1024;
     const int64_t b[LANE_BUFFERS] = {

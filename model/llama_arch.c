@@ -107,10 +107,10 @@ static void llama_cuda_lane_buffers(const ModelConfig *c, int64_t B, int64_t T, 
     int64_t N = B * T, C = c->d_model, F = c->d_ff, h = c->n_head, d = model_head_dim(c);
     int64_t qkv = (h + 2 * model_kv_heads(c)) * d;
     int64_t chunk = graph_head_chunk(N), e = (int64_t)dtype_bytes(c->dtype);
-    /* attention: flash for head sizes 32, 64, 128 (no workspace); other shapes are tiled by
+    /* attention: fused where arch_attention_fused (no workspace); other shapes are tiled by
      * query chunks of 256 rows with fp32 dK and dV per query head (exec/cuda/gpt2_attention.cu,
      * lk_attention_workspace_bytes) */
-    int64_t att_ws = d == 32 || d == 64 || d == 128
+    int64_t att_ws = arch_attention_fused(d)
                          ? 0 : B * h * 256 * T * 6 + N * 2 * h * d * 4 + 3 * B * h * 8 + 1024;
     const int64_t b[LANE_BUFFERS] = {
         [LANE_ATT_WS] = att_ws, [LANE_LOGITS] = chunk * model_padded_vocab(c) * e,

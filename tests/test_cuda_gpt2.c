@@ -12,6 +12,7 @@
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
 #include <math.h>
+#include <stdbool.h>
 
 #include "cuda_device.h"
 #include "flash_attention.h"
@@ -164,9 +165,11 @@ static float *attention_lse_ref(const float *pre, int B, int NH, int T)
     return lse;
 }
 
-static void attention_case(int B, int T, int C, int NH)
+static void attention_case(int B, int T, int C, int NH, bool fused)
 {
-    const char *path = flash_attention_supported(NH, NH, C / NH) ? "fused" : "chunked";
+    const char *path = fused ? "fused" : "chunked";
+    ck_assert_msg(flash_attention_supported(NH, NH, C / NH) == fused,
+                  "%d heads of %d: expected the %s path", NH, C / NH, path);
     size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C;
     size_t na = (size_t)B * NH * T * T, nl = (size_t)B * NH * T;
     act16_t *qb, *db;
@@ -205,18 +208,20 @@ static void attention_case(int B, int T, int C, int NH)
     free(dpre), free(datt), free(got), free(got_out), free(qb), free(db);
 }
 
-/* Head sizes 32, 64 and 128 take the fused kernels (tiles of 64 queries and keys): lengths below
- * one tile, across several with a ragged last one, and one of exactly 4 tiles. Head size 80 takes
- * the chunked cuBLAS path (chunks of 256 queries). */
+/* Head sizes 32, 64, 80, 96 and 128 take the fused kernels (tiles of 64 queries and keys):
+ * lengths below one tile, across several with a ragged last one, and one of exactly 4 tiles.
+ * Head size 48 takes the chunked cuBLAS path (chunks of 256 queries). */
 START_TEST(attention_kernels)
 {
     set_type(_i);
-    attention_case(2, 37, 192, 3);  /* head size 64, one partial tile */
-    attention_case(1, 200, 64, 2);  /* 32: 3 tiles + 8 */
-    attention_case(2, 130, 256, 2); /* 128: 2 tiles + 2 */
-    attention_case(1, 300, 64, 1);  /* 64: 4 tiles + 44 */
-    attention_case(2, 256, 128, 2); /* 64: exactly 4 tiles */
-    attention_case(1, 300, 160, 2); /* 80: two query chunks (256 + 44) */
+    attention_case(2, 37, 192, 3, true);  /* head size 64, one partial tile */
+    attention_case(1, 200, 64, 2, true);  /* 32: 3 tiles + 8 */
+    attention_case(2, 130, 256, 2, true); /* 128: 2 tiles + 2 */
+    attention_case(1, 300, 64, 1, true);  /* 64: 4 tiles + 44 */
+    attention_case(2, 256, 128, 2, true); /* 64: exactly 4 tiles */
+    attention_case(1, 300, 160, 2, true); /* 80 (GPT-3 2.7B's): 4 tiles + 44 */
+    attention_case(2, 130, 192, 2, true); /* 96 (GPT-3 760M's): 2 tiles + 2 */
+    attention_case(1, 300, 96, 2, false); /* 48: two query chunks (256 + 44) */
 }
 END_TEST
 

@@ -5,8 +5,8 @@
  * for bf16, 2^-11 for fp16): an output rounded once from the exact fp32 result is within u of
  * it element by element, so within u in relative L2. The rotary embedding and the embedding's
  * gradient are compared bit for bit; every backward runs twice and must give the same bits.
- * Shapes: head sizes 128, 64, 32 on the fused attention kernels with g < h (Llama 3's 8 query
- * heads over 2 kv heads), multi-query and multi-head cases, 48 and 80 on the chunked path, T not
+ * Shapes: head sizes 128, 96, 80, 64, 32 on the fused attention kernels with g < h (Llama 3's
+ * 8 query heads over 2 kv heads), multi-query and multi-head cases, 48 on the chunked path, T not
  * a multiple of the 64-row tile, B 2, and sizes that take the 8-wide and the 1-wide kernels.
  * Without a GPU it prints SKIP and exits 77. Run without fork (CK_FORK=no). */
 #include <gsl/gsl_randist.h>
@@ -407,8 +407,8 @@ static void attention_case(int B, int T, int h, int g, int d, bool fused)
 }
 
 /* The fused kernels' tiles are 64 queries and keys: lengths below one tile, across several with a
- * ragged last one, and exactly two. Head sizes 48 and 80 take the chunked cuBLAS path (chunks of
- * 256 queries). */
+ * ragged last one, and exactly two. Head size 48 takes the chunked cuBLAS path (chunks of 256
+ * queries). */
 START_TEST(attention_kernels)
 {
     set_type(_i);
@@ -418,8 +418,10 @@ START_TEST(attention_kernels)
     attention_case(1, 520, 4, 2, 64, true);  /* 9 tiles a head, two heads a group */
     attention_case(2, 37, 2, 2, 128, true);  /* multi-head, one partial tile */
     attention_case(2, 128, 4, 4, 64, true);  /* exactly two tiles */
+    attention_case(1, 100, 3, 1, 80, true);  /* multi-query, Phi's and GPT-3 2.7B's size */
+    attention_case(2, 150, 4, 2, 96, true);  /* 3 tiles, the last of 22 rows */
     attention_case(2, 300, 4, 2, 48, false); /* two query chunks (256 + 44) */
-    attention_case(1, 100, 3, 1, 80, false); /* multi-query */
+    attention_case(1, 100, 3, 1, 48, false); /* multi-query */
 }
 END_TEST
 

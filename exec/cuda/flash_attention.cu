@@ -17,6 +17,7 @@
 #include "kernel_util.cuh"
 
 extern "C" {
+#include "arch.h"
 #include "flash_attention.h"
 }
 
@@ -545,16 +546,48 @@ static int optin_smem_bytes(void)
     return bytes;
 }
 
-static size_t max_smem_for(int d)
+/* Calls f<D>(args) for head size d, one of arch_attention_fused's: the one switch from a
+ * head size to the kernels' template. */
+#define FA_HEAD_SIZES(d, f, ...)                                                               \
+    do {                                                                                       \
+        switch (d) {                                                                           \
+        case 32: f<32>(__VA_ARGS__); break;                                                    \
+        case 64: f<64>(__VA_ARGS__); break;                                                    \
+        case 80: f<80>(__VA_ARGS__); break;                                                    \
+        case 96: f<96>(__VA_ARGS__); break;                                                    \
+        case 128: f<128>(__VA_ARGS__); break;                                                  \
+        default: check_shape(1, 1, d);                                                         \
+        }                                                                                      \
+    } while (0)
+
+static bool enabled = true;
+
+extern "C" void flash_attention_enable(bool on)
 {
-    return d == 32 ? dkv_smem_bytes<32>() : d == 64 ? dkv_smem_bytes<64>()
-                                                    : dkv_smem_bytes<128>();
+    enabled = on;
+}
+
+/* A bug in the caller: the entry points ask flash_attention_supported first. */
+static void check_shape(int h, int g, int d)
+{
+    if (!arch_attention_fused(d) || g <= 0 || h < g || h % g) {
+        fprintf(stderr, "%s:%d: flash attention has no shape h %d, g %d, head size %d\n",
+                __FILE__, __LINE__, h, g, d);
+        abort();
+    }
+}
+
+template <int D> static void smem_of(size_t *bytes)
+{
+    *bytes = dkv_smem_bytes<D>();
 }
 
 extern "C" bool flash_attention_supported(int h, int g, int d)
 {
-    if ((d != 32 && d != 64 && d != 128) || g <= 0 || h < g || h % g)
+    if (!enabled || !arch_attention_fused(d) || g <= 0 || h < g || h % g)
         return false;
+    size_t smem = 0;
+    FA_HEAD_SIZES(d, smem_of, &smem);
     static int major = -1;
     if (major < 0) {
         int dev = 0;
@@ -562,7 +595,7 @@ extern "C" bool flash_attention_supported(int h, int g, int d)
             cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess)
             return false;
     }
-    return major >= 8 && max_smem_for(d) <= (size_t)optin_smem_bytes();
+    return major >= 8 && smem <= (size_t)optin_smem_bytes();
 }
 
 /* The kernel's dynamic shared memory limit raised to what it uses, once per kernel. */
@@ -575,7 +608,7 @@ template <typename K> static void allow_smem(K kernel, size_t bytes, bool *done)
     }
 }
 
-template <typename A, int D>
+template <int D, typename A>
 static void forward_d(A *out, float *lse, const A *qkv, int B, int T, int h, int g,
                       cudaStream_t s)
 {
@@ -588,7 +621,7 @@ static void forward_d(A *out, float *lse, const A *qkv, int B, int T, int h, int
     LAUNCHED(flash_fwd_kernel);
 }
 
-template <typename A, int D>
+template <int D, typename A>
 static void backward_d(A *dqkv, const A *dout, const A *qkv, const float *lse,
                        const float *delta, int B, int T, int h, int g, cudaStream_t s)
 {
@@ -616,36 +649,18 @@ static void check_aligned(const void *p, const char *what)
     }
 }
 
-/* A bug in the caller: the entry points ask flash_attention_supported first. */
-static void check_shape(int h, int g, int d)
-{
-    if ((d != 32 && d != 64 && d != 128) || g <= 0 || h < g || h % g) {
-        fprintf(stderr, "%s:%d: flash attention has no shape h %d, g %d, head size %d\n",
-                __FILE__, __LINE__, h, g, d);
-        abort();
-    }
-}
-
 template <typename A>
 static void forward_t(A *out, float *lse, const A *qkv, int B, int T, int h, int g, int d,
                       cudaStream_t s)
 {
-    switch (d) {
-    case 32: forward_d<A, 32>(out, lse, qkv, B, T, h, g, s); break;
-    case 64: forward_d<A, 64>(out, lse, qkv, B, T, h, g, s); break;
-    default: forward_d<A, 128>(out, lse, qkv, B, T, h, g, s); break;
-    }
+    FA_HEAD_SIZES(d, forward_d, out, lse, qkv, B, T, h, g, s);
 }
 
 template <typename A>
 static void backward_t(A *dqkv, const A *dout, const A *qkv, const float *lse,
                        const float *delta, int B, int T, int h, int g, int d, cudaStream_t s)
 {
-    switch (d) {
-    case 32: backward_d<A, 32>(dqkv, dout, qkv, lse, delta, B, T, h, g, s); break;
-    case 64: backward_d<A, 64>(dqkv, dout, qkv, lse, delta, B, T, h, g, s); break;
-    default: backward_d<A, 128>(dqkv, dout, qkv, lse, delta, B, T, h, g, s); break;
-    }
+    FA_HEAD_SIZES(d, backward_d, dqkv, dout, qkv, lse, delta, B, T, h, g, s);
 }
 
 extern "C" void flash_attention_forward(act16_t *out, float *lse, const act16_t *qkv, int B,

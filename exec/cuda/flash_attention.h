@@ -22,10 +22,14 @@
 
 #include "gpt2_kernels.h"
 
-/* Whether the fused kernels run this shape on the current device: head size d in 32, 64, 128,
- * g > 0 dividing h, a device of compute capability 8 or more with the shared memory they
- * need. */
+/* Whether the fused kernels run this shape on the current device: a head size d of
+ * arch_attention_fused's (model/arch.h), g > 0 dividing h, a device of compute capability 8 or
+ * more with the shared memory they need, and the kernels enabled. */
 bool flash_attention_supported(int h, int g, int d);
+/* With on false, flash_attention_supported answers false from then on, so the attention entry
+ * points take the chunked path: a benchmark's baseline (bench_llama_kernels --baseline
+ * chunked). On by default; call it before any attention runs, never beside one. */
+void flash_attention_enable(bool on);
 /* out and lse from qkv; qkv and out 16-byte aligned. */
 void flash_attention_forward(act16_t *out, float *lse, const act16_t *qkv, int B, int T, int h,
                              int g, int d, GkType t, cudaStream_t_c s);

@@ -15,8 +15,9 @@ extern "C" {
 }
 
 /* ---- the chunked path ---------------------------------------------------------------------
- * Where flash_attention_supported (head sizes 32, 64, 128 on sm_80+) the fused kernels run;
- * other shapes take this path, tiled by query chunks of ATT_QC rows: for each chunk the scores
+ * Where flash_attention_supported (arch_attention_fused's head sizes on sm_80+) the fused
+ * kernels run; other shapes take this path, tiled by query chunks of ATT_QC rows: for each
+ * chunk the scores
  * against the keys it may see (causal: keys 0 .. q0 + qn - 1) are one batched tensor-core GEMM
  * over every (batch, query head), each reading its kv head, then a row softmax, then P @ V, so
  * memory is O(ATT_QC x T) per head: linear in T, never T x T. Backward recomputes P from the

@@ -11,6 +11,7 @@
 
 extern "C" {
 #include "graph.h"
+#include "llama_kernels.h"
 }
 
 static const GpuFamily *family(const ModelConfig *c)
@@ -18,9 +19,18 @@ static const GpuFamily *family(const ModelConfig *c)
     return c->arch == ARCH_LLAMA ? &gpu_llama : &gpu_gpt2;
 }
 
+/* The lanes' buffers as the family sizes them (the footprint's), the attention's workspace at
+ * least what the kernels need on this device: more where the device lacks the fused kernels'
+ * shared memory (an sm_89 card at head size 128), so the chunked path runs there too. */
 static void buffer_bytes(const ModelConfig *c, int B, int T, int64_t bytes[LANE_BUFFERS])
 {
     model_arch(c)->cuda_lane_buffers(c, B, T, bytes);
+    size_t ws = lk_attention_workspace_bytes(B, T, c->n_head, model_kv_heads(c),
+                                             (int)model_head_dim(c));
+    if (c->arch == ARCH_GPT2)
+        ws = gk_attention_workspace_bytes(B, T, c->d_model, c->n_head);
+    if ((int64_t)ws > bytes[LANE_ATT_WS])
+        bytes[LANE_ATT_WS] = (int64_t)ws;
 }
 
 extern "C" size_t gpu_block_own_bytes(const ModelConfig *c, int B, int T)
