@@ -463,6 +463,10 @@ START_TEST(profile_cli)
     tu_assert_contains(out, said);
     ck_assert_int_eq(tu_run_bin("FUYOU_PROFILE", "--adam-only --ssd-only", out, sizeof out), 2);
     tu_assert_contains(out, "exclude each other");
+    ck_assert_int_eq(tu_run_bin("FUYOU_PROFILE", "--gpu-only --adam-only", out, sizeof out), 2);
+    tu_assert_contains(out, "exclude each other");
+    ck_assert_int_eq(tu_run_bin("FUYOU_PROFILE", "--gpu-only --no-gpu", out, sizeof out), 2);
+    tu_assert_contains(out, "--gpu-only measures the GPU, which --no-gpu skips");
     ck_assert_int_eq(tu_run_bin("FUYOU_PROFILE", "--ssd-dir /nonexistent/x", out, sizeof out), 2);
     tu_assert_contains(out, "--ssd-dir /nonexistent/x: not a directory");
     /* --out is checked before the minutes of measuring, not after */

@@ -48,7 +48,7 @@ static void usage(FILE *out)
 {
     fprintf(out,
 "usage: fuyou-profile [--quick] [--out FILE] [--base NAME|PATH] [--ssd-dir DIR]... [--gib N]\n"
-"                     [--no-gpu] [--threads N] [--ssd-only | --adam-only]\n"
+"                     [--no-gpu] [--threads N] [--ssd-only | --adam-only | --gpu-only]\n"
 "Measures this machine and writes a hardware ini for fuyou-sim --hw: the CPU Adam task's rate\n"
 "by thread count and host memory bandwidth, the io_uring store's read, write and read + write\n"
 "GB/s over every --ssd-dir (and over the first alone: whether the host path caps the stripes),\n"
@@ -68,6 +68,9 @@ static void usage(FILE *out)
 "                      comment (e.g. an earlier fuyou-profile's ini: the disk measured again)\n"
 "  --adam-only         the same for the Adam task alone at the pipeline's thread count (about\n"
 "                      a second): the rate of a CPU that drifts, measured again\n"
+"  --gpu-only          the same for the GPU alone (PCIe copies, GEMM and attention curves,\n"
+"                      memory-bound kernels; about a minute): the GPU's keys after a change\n"
+"                      to its kernels\n"
 "  -h, --help, -V, --version\n"
 "\n"
 "Exit status: 0 success, 1 a measurement failed, 2 usage or input error.\n");
@@ -104,7 +107,7 @@ static double mem_total_GiB(void)
 
 /* The command line. */
 typedef struct ProfileArgs {
-    bool quick, gpu, ssd_only, adam_only;
+    bool quick, gpu, ssd_only, adam_only, gpu_only;
     const char *out_path, *base;
     const char *dirs[MAX_DIRS];
     int n_dirs, threads;
@@ -123,6 +126,7 @@ static int take_option(ProfileArgs *a, int c, char **argv)
     case 'n': a->gpu = false; return 0;
     case 's': a->ssd_only = true; return 0;
     case 'a': a->adam_only = true; return 0;
+    case 'G': a->gpu_only = true; return 0;
     case 'd':
         if (a->n_dirs == MAX_DIRS) {
             fprintf(stderr, "fuyou-profile: at most %d --ssd-dir\n", MAX_DIRS);
@@ -163,7 +167,7 @@ static int parse_args(int argc, char **argv, ProfileArgs *a)
     static const struct option opts[] = {
         {"quick", 0, 0, 'q'}, {"out", 1, 0, 'o'}, {"base", 1, 0, 'b'}, {"ssd-dir", 1, 0, 'd'},
         {"gib", 1, 0, 'g'}, {"no-gpu", 0, 0, 'n'}, {"threads", 1, 0, 't'},
-        {"ssd-only", 0, 0, 's'}, {"adam-only", 0, 0, 'a'},
+        {"ssd-only", 0, 0, 's'}, {"adam-only", 0, 0, 'a'}, {"gpu-only", 0, 0, 'G'},
         {"help", 0, 0, 'h'}, {"version", 0, 0, 'V'}, {0, 0, 0, 0},
     };
     *a = (ProfileArgs){.gpu = true, .base = "h200.ini"};
@@ -176,9 +180,13 @@ static int parse_args(int argc, char **argv, ProfileArgs *a)
         fprintf(stderr, "fuyou-profile: unexpected argument '%s'\n", argv[optind]);
         return -EINVAL;
     }
-    if (a->ssd_only && a->adam_only) {
-        fprintf(stderr, "fuyou-profile: --ssd-only and --adam-only exclude each other (the "
-                "second can take the first's ini as its --base)\n");
+    if (a->ssd_only + a->adam_only + a->gpu_only > 1) {
+        fprintf(stderr, "fuyou-profile: --ssd-only, --adam-only and --gpu-only exclude each "
+                "other (one can take another's ini as its --base)\n");
+        return -EINVAL;
+    }
+    if (a->gpu_only && !a->gpu) {
+        fprintf(stderr, "fuyou-profile: --gpu-only measures the GPU, which --no-gpu skips\n");
         return -EINVAL;
     }
     Err e;
@@ -255,6 +263,18 @@ static int measure_adam_only(ProfileRun *p, Err *e)
     fprintf(stderr, "fuyou-profile: the Adam task, %d threads: %.3f G params/s "
             "(%.3f..%.3f, %d runs)\n", p->used, adam.median, adam.min, adam.max, adam.n);
     return 0;
+}
+
+/* --gpu-only: the GPU's keys; every other key from the base. */
+static int measure_gpu_only(ProfileRun *p, Err *e)
+{
+#if FUYOU_HAVE_CUDA
+    if (p->have_gpu)
+        return profile_run_gpu(p, e);
+#else
+    (void)p;
+#endif
+    return err_set(e, -ENODEV, "--gpu-only: no GPU to measure here");
 }
 
 /* The CPU's name and cores, and the Adam task by thread count (the ini keeps the pipeline's). */
@@ -408,6 +428,8 @@ static int measure(ProfileRun *p, const ProfileArgs *a, Err *e)
 {
     if (a->adam_only)
         return measure_adam_only(p, e);
+    if (a->gpu_only)
+        return measure_gpu_only(p, e);
     int rc = a->ssd_only ? 0 : measure_host(p, e);
     if (!rc)
         rc = measure_store(p, e);

@@ -226,7 +226,7 @@ static void measure_mem_kernels(ProfileRun *p)
 int profile_run_gpu(ProfileRun *p, Err *e)
 {
     int rc = measure_pcie(p, e);
-    if (!rc)
+    if (!rc && p->adam.n) /* beside the Adam's rate alone (not measured by --gpu-only) */
         rc = measure_host_ceiling(p, e);
     if (!rc)
         rc = measure_task_us(p, e);
