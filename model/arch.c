@@ -16,11 +16,6 @@ const BlockArch *arch_block(Arch a)
     return archs[a];
 }
 
-bool arch_attention_fused(int64_t d)
-{
-    return d == 32 || d == 64 || d == 80 || d == 96 || d == 128;
-}
-
 const char *arch_name(Arch a)
 {
     return arch_block(a)->name;

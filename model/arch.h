@@ -114,7 +114,10 @@ static inline int64_t lane_round(int64_t bytes)
 /* Whether the fused attention kernels (exec/cuda/flash_attention.cu) take heads of d values:
  * the one list the lanes' workspace sizes (cuda_lane_buffers) and the kernels' dispatch read.
  * Other head sizes run the chunked path, which needs a workspace of its own. */
-bool arch_attention_fused(int64_t d);
+static inline bool arch_attention_fused(int64_t d)
+{
+    return d == 32 || d == 64 || d == 80 || d == 96 || d == 128;
+}
 
 typedef enum Arch { ARCH_GPT2, ARCH_LLAMA, ARCH_COUNT } Arch;
 
