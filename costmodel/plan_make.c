@@ -156,8 +156,9 @@ static void candidate_free(Candidate *c)
 static int micro_counts(const PlanRequest *rq, int *out, int max)
 {
     int given = rq->args->count[PC_MICRO], n = 0;
-    if (given > 0 || rq->args->count[PC_OGPU] > 0) {
-        out[0] = given > 0 ? given : 1; /* sub-groups on the GPU take one (plan_validate) */
+    if (given > 0 || rq->args->count[PC_OGPU] > 0 || rq->args->count[PC_OSTREAM] > 0) {
+        out[0] = given > 0 ? given : 1; /* sub-groups updated on the GPU take one
+                                           (plan_validate) */
         return 1;
     }
     for (int M = 1; M <= rq->batch && M <= PLAN_AUTO_MICRO_MAX && n < max; M++)

@@ -320,7 +320,7 @@ static const int subgroup_sizes[] = {1, 2, 4};
 
 /* The knobs a configuration sets, to try each distinct one once when options fix some. */
 typedef struct Knobs {
-    int v[14];
+    int v[15];
 } Knobs;
 
 static Knobs knobs_of(const Plan *p)
@@ -328,7 +328,8 @@ static Knobs knobs_of(const Plan *p)
     return (Knobs){{p->prefetch_depth, p->weight_buffers, p->grad_buffers, p->act_buffers,
                     p->subgroup_blocks, p->tail_blocks, p->pinned_buffers, p->state_buffers,
                     p->host_grad_groups, p->optim_cpu_groups, p->weights, p->optim,
-                    plan_act(p, 0, BLOCK_CKPT_OP), p->optim_gpu_groups}};
+                    plan_act(p, 0, BLOCK_CKPT_OP), p->optim_gpu_groups,
+                    p->optim_stream_groups}};
 }
 
 /* The most configurations one search tries: buffer sets x sub-group sizes x state buffer counts
@@ -361,6 +362,8 @@ typedef struct Search {
     PlanProgress at;
     PlanProgressFn progress;
     void *progress_ctx;
+    bool streams;   /* the chosen plan is tried with streamed sub-groups (no option fixed them) */
+    bool fixed_gpu; /* --optim-gpu-groups was given */
 } Search;
 
 static void tell(Search *st)
@@ -488,6 +491,80 @@ static int refine_units(const Graph *g, int n_micro, PlanScoreFn score, void *ct
     return 0;
 }
 
+/* Whether plan p may stream sub-groups to the GPU's AdamW (plan.h): fuyou on one micro-batch,
+ * weights in CPU memory, the states off the GPU, some sub-groups updated there. */
+static bool may_stream(const Plan *p)
+{
+    return p->policy == POLICY_FUYOU && p->n_micro == 1 && p->weights == TIER_CPU &&
+           p->optim != TIER_GPU && p->optim_gpu_groups > 0;
+}
+
+/* Plan q with n sub-groups streamed and, unless fixed_gpu, as many GPU sub-groups as still fit
+ * beside their slots and gradients (at least one; those that leave keep their states in CPU
+ * memory): whether it fits every tier and is valid. */
+static bool fit_streams(const Hardware *hw, const Graph *g, Plan *q, int n, bool fixed_gpu,
+                        PlannerWork *work)
+{
+    for (;;) {
+        plan_set_stream_groups(q, n);
+        Footprint f;
+        footprint_compute(&f, g, q);
+        work->footprints++;
+        unsigned over = footprint_overflow(&f, hw);
+        if (!over)
+            return plan_validate(q, NULL) == 0;
+        if (over != 1u << TIER_GPU || fixed_gpu || q->optim_gpu_groups <= 1)
+            return false;
+        q->optim_gpu_groups--; /* its states to CPU memory, beside the others there */
+        if (q->optim == TIER_SSD)
+            q->optim_cpu_groups++;
+    }
+}
+
+/* The chosen configuration cf (score *s) with a quarter, half, three quarters and all of its
+ * CPU-memory sub-groups streamed to the GPU's AdamW (fit_streams), each simulated, within
+ * PLANNER_SCORE_TASKS: the fastest is kept in cf. */
+enum { STREAM_TRIES = 4 };
+static int try_streams(const Hardware *hw, const Graph *g, int n_micro, PlanScoreFn score,
+                       void *ctx, const Search *st, Config *cf, double *s, PlanChoice *c,
+                       Err *e)
+{
+    if (!score || !st->streams || !may_stream(&cf->plan))
+        return 0;
+    double tasks = sched_estimate_tasks(g->arch, g->cfg.n_layer, n_micro, 1);
+    int G = plan_subgroup_count(&cf->plan), tried = -1;
+    for (int k = 1; k <= STREAM_TRIES && c->work.score_tasks + tasks <= PLANNER_SCORE_TASKS;
+         k++) {
+        const Plan *p = &cf->plan;
+        int in_cpu = p->optim == TIER_SSD ? p->optim_cpu_groups : G - p->optim_gpu_groups;
+        int n = (in_cpu * k + STREAM_TRIES - 1) / STREAM_TRIES;
+        if (n <= 0 || n == tried)
+            continue;
+        tried = n;
+        Plan q;
+        int rc = plan_copy(&q, p, e);
+        if (rc)
+            return rc;
+        double t = INFINITY;
+        if (fit_streams(hw, g, &q, n, st->fixed_gpu, &c->work)) {
+            c->work.scores++;
+            c->work.score_tasks += tasks;
+            c->streams_tried++;
+            rc = score(ctx, g, &q, &t, e);
+        }
+        if (!rc && t < *s) {
+            plan_free(&cf->plan);
+            cf->plan = q, *s = t;
+            footprint_compute(&cf->mem, g, &cf->plan);
+        } else {
+            plan_free(&q);
+        }
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
 /* The configurations that fit: each one's swap amount searched (it fits there too: the most
  * that fits, last_fitting), the marked ones scored in the order tried, the first of the
  * fastest kept in c. 0 or a negative errno. */
@@ -532,6 +609,8 @@ static int choose_fitting(const Hardware *hw, const Graph *g, int n_micro, PlanS
         }
     }
     int rc = refine_units(g, n_micro, score, ctx, &st->cfgs[best], &best_s, c, e);
+    if (!rc)
+        rc = try_streams(hw, g, n_micro, score, ctx, st, &st->cfgs[best], &best_s, c, e);
     if (rc)
         return rc;
     keep(hw, g, &st->cfgs[best], c);
@@ -612,7 +691,9 @@ int planner_choose_progress(const Hardware *hw, const Graph *g, int n_micro, Pol
         return rc;
     p.n_micro = n_micro;
     Search st = {.cfgs = calloc(CONFIGS_MAX, sizeof *st.cfgs), .progress = progress,
-                 .progress_ctx = progress_ctx, .at = {.n_micro = n_micro}};
+                 .progress_ctx = progress_ctx, .at = {.n_micro = n_micro},
+                 .streams = !args || args->count[PC_OSTREAM] < 0,
+                 .fixed_gpu = args && args->count[PC_OGPU] >= 0};
     if (!st.cfgs) {
         plan_free(&p);
         return err_set(e, -ENOMEM, "out of memory for the planner's %d configurations",
@@ -648,6 +729,9 @@ int planner_choose_progress(const Hardware *hw, const Graph *g, int n_micro, Pol
                 }
                 if (sb < 3 && p.optim != TIER_SSD && p.weights == TIER_CPU)
                     continue; /* no state or weight streams through these buffers */
+                /* streamed sub-groups go beside GPU ones: a count given is set per GPU split */
+                int pinned_streams = p.optim_stream_groups;
+                plan_set_stream_groups(&p, 0);
                 configs++;
                 /* a configuration the options make invalid (--optim-cpu-groups beyond its
                  * sub-groups) is skipped; if every one is, that is the error */
@@ -664,7 +748,13 @@ int planner_choose_progress(const Hardware *hw, const Graph *g, int n_micro, Pol
                         footprint_set_gpu_groups(&p, g, hw, splits[k]);
                     if (fixed_split)
                         p.optim_cpu_groups = args->count[PC_OCPU];
-                    if (plan_validate(&p, NULL))
+                    /* a count of streamed sub-groups given: their slots take the room of
+                     * GPU sub-groups where both do not fit */
+                    if (pinned_streams && p.optim_gpu_groups)
+                        fit_streams(hw, g, &p, pinned_streams, fixed_gpu, &c->work);
+                    else
+                        plan_set_stream_groups(&p, pinned_streams);
+                    if (plan_validate(&p, e))
                         continue;
                     /* states on SSD with room for some in CPU memory: that room may be worth
                      * more to swapped activations; both are scored */
@@ -679,8 +769,8 @@ int planner_choose_progress(const Hardware *hw, const Graph *g, int n_micro, Pol
             }
         }
     }
-    if (!rc && invalid == configs)
-        rc = -EINVAL; /* e says why, from the last configuration */
+    if (!rc && (invalid == configs || !st.n_cfgs))
+        rc = -EINVAL; /* e says why, from the last configuration or GPU split */
     if (!rc && st.n_fit)
         rc = choose_fitting(hw, g, n_micro, score, score_ctx, &st, c, e);
     else if (!rc)

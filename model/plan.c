@@ -315,8 +315,8 @@ char *plan_summary(const Plan *p, const Graph *g, char *buf, size_t n)
                        "cpu memory%s", ng ? "the " : " (the last ", nc, nc == 1 ? "'s" : "s'",
                        ns ? "; " : ")");
     if (ns)
-        snprintf(cpu_groups + at, sizeof cpu_groups - (size_t)at, "%s%d before them in cpu "
-                 "memory updated on gpu, streamed)", ng || nc ? "" : " (", ns);
+        snprintf(cpu_groups + at, sizeof cpu_groups - (size_t)at, "of those in cpu memory, "
+                 "the last %d streamed to gpu and updated there)", ns);
     /* zero-infinity's step is DeepSpeed's (plan.h), whatever the plan's numbers */
     const char *how = p->policy == POLICY_ZERO_INFINITY
                           ? " (DeepSpeed's defaults: its step after backward, one sub-group at "

@@ -16,8 +16,8 @@ enum PlanCount { PC_MICRO, PC_SUBGROUP, PC_TAIL, PC_PREFETCH, PC_WBUF, PC_PBUF, 
                  PC_GBUF, PC_SBUF, PC_OCPU, PC_OGPU, PC_OSTREAM, PC_N };
 
 /* The least and the largest value of each count option (the prefetch depth and the CPU-, GPU-
- * resident and streamed sub-groups may be 0; every count is at most PLAN_MAX_COUNT, the prefetch depth
- * one less). */
+ * resident and streamed sub-groups may be 0; every count is at most PLAN_MAX_COUNT, the
+ * prefetch depth one less). */
 int plan_args_min(int count);
 int plan_args_max(int count);
 

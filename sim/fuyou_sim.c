@@ -362,6 +362,10 @@ static void report_swap(FILE *out, SwapMode swap, const PlanInfo *info, const Gr
         else /* PLANNER_SCORE_TASKS */
             fprintf(out, "the %d the closed form rates fastest simulated, as many as %.0f "
                     "tasks an iteration allow)", c->configs_scored, PLANNER_SCORE_TASKS);
+        if (c->streams_tried)
+            fprintf(out, "; then the best with %d count%s of its cpu-memory sub-groups streamed "
+                    "to the GPU's AdamW, simulated", c->streams_tried,
+                    c->streams_tried == 1 ? "" : "s");
         if (c->bind_below != c->bind_above)
             fprintf(out, "; at this amount backward is bound by %s, one block-step more and %s "
                     "would bind", resource_name(c->bind_below), resource_name(c->bind_above));

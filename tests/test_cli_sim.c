@@ -223,6 +223,29 @@ START_TEST(sim_gpu_groups)
 }
 END_TEST
 
+/* Sub-groups streamed to the GPU's AdamW: the planner weighs them after its choice and is at
+ * least as fast as none or a count forced; the plan line and the planner's line say so; a count
+ * pinned is not searched; what a plan cannot stream is refused naming why (exit 2). */
+START_TEST(sim_stream_groups)
+{
+    const char *base = "--hw h200.ini --gpu-mem 24GiB --model gpt3-2.7b --batch 8";
+    static const int streams[] = {0, 2};
+    assert_planned_not_slower(base, "--optim-stream-groups", streams, 2);
+    assert_sim_says(base, "", 0, "streamed to gpu and updated there)");
+    tu_assert_contains(out, "of its cpu-memory sub-groups streamed to the GPU's AdamW, simulated");
+    assert_sim_says(base, "--optim-stream-groups 0", 0, "planner: best of");
+    ck_assert_ptr_null(strstr(out, "streamed"));
+    assert_sim_says(base, "--optim-stream-groups 2 --optim-gpu-groups 0", 2,
+                    "keep it on the GPU (optim-gpu-groups at least 1)");
+    assert_sim_says(base, "--optim-stream-groups 1 --weights ssd", 2,
+                    "they need the weights there (weights cpu)");
+    assert_sim_says(base, "--optim-stream-groups 2 --micro-batches 2", 2, "one micro-batch");
+    assert_sim_says(base, "--optim-stream-groups 999", 2, "999 sub-groups streamed to the GPU");
+    assert_sim_says(base, "--optim-stream-groups -1", 2,
+                    "--optim-stream-groups expects a whole number");
+}
+END_TEST
+
 /* The report says one thing at a time: what bounds the iteration (a marked resource, or the
  * waits, never both); a plan that does not fit gets its shortfall and no time; the plan line's
  * activations say they include the checkpoints; an override that breaks a pair of keys is
@@ -690,6 +713,7 @@ int main(void)
     tcase_add_test(tc, readme_figures);
     tcase_add_test(tc, sim_zero_infinity);
     tcase_add_test(tc, sim_gpu_groups);
+    tcase_add_test(tc, sim_stream_groups);
     tcase_add_test(tc, sim_report_wording);
     tcase_add_test(tc, sim_micro_batches);
     tcase_add_test(tc, sim_llama);
