@@ -4,7 +4,8 @@
  *    with the same model (gpt2-tiny, bf16), data, seed and learning-rate schedule, for several
  *    placements: everything in CPU memory with the activations kept on the GPU; weights and
  *    states on SSD with recomputation; sub-groups of 2 with a tail, 2 micro-batches and the
- *    activations on SSD; rings of one with the states split between CPU memory and SSD. Not bit
+ *    activations on SSD; rings of one with the states split between CPU memory and SSD; some
+ *    sub-groups updated on the GPU, resident or streamed from CPU memory (plan.h). Not bit
  *    for bit (the pipeline's gradients leave the GPU in bf16, the in-memory backend's stay fp32
  *    on it; the kernels' atomics make neither bitwise reproducible): every step's loss within a
  *    relative tolerance, and the weights' updates (final weights minus the initial ones) within
@@ -78,22 +79,27 @@ typedef struct Variant {
     ActPlace ckpt, inner;
     int subgroup, tail, ring, micro, cpu_groups;
     int gpu_groups; /* sub-groups updated on the GPU (-1: all of them) */
+    int stream_groups; /* CPU-memory sub-groups before those, streamed to the GPU's AdamW */
 } Variant;
 
 static const Variant variants[] = {
     {"all in CPU memory, activations on the GPU", TIER_CPU, TIER_CPU, ACT_GPU, ACT_GPU, 1, 1, 2,
-     1, 0, 0},
+     1, 0, 0, 0},
     {"weights and states on SSD, recomputation", TIER_SSD, TIER_SSD, ACT_CPU, ACT_RECOMPUTE, 1,
-     1, 2, 1, 0, 0},
+     1, 2, 1, 0, 0, 0},
     {"sub-groups of 2, tail 1, 2 micro-batches, acts on SSD", TIER_SSD, TIER_CPU, ACT_SSD,
-     ACT_SSD, 2, 1, 2, 2, 0, 0},
+     ACT_SSD, 2, 1, 2, 2, 0, 0, 0},
     {"rings of one, states split CPU / SSD", TIER_CPU, TIER_SSD, ACT_SSD, ACT_CPU, 1, 2, 1, 1,
-     1, 0},
+     1, 0, 0},
     {"2 sub-groups on the GPU, the rest in CPU memory", TIER_CPU, TIER_CPU, ACT_CPU, ACT_CPU, 1,
-     1, 2, 1, 0, 2},
+     1, 2, 1, 0, 2, 0},
     {"sub-groups on the GPU, in CPU, on SSD", TIER_SSD, TIER_SSD, ACT_CPU, ACT_RECOMPUTE, 1, 1, 2,
-     1, 1, 1},
-    {"every sub-group on the GPU", TIER_CPU, TIER_CPU, ACT_GPU, ACT_GPU, 1, 1, 2, 1, 0, -1},
+     1, 1, 1, 0},
+    {"every sub-group on the GPU", TIER_CPU, TIER_CPU, ACT_GPU, ACT_GPU, 1, 1, 2, 1, 0, -1, 0},
+    {"2 sub-groups streamed to the GPU, 1 on it", TIER_CPU, TIER_CPU, ACT_CPU, ACT_CPU, 1, 1, 2,
+     1, 0, 1, 2},
+    {"1 streamed, states split CPU / SSD, rings of one", TIER_CPU, TIER_SSD, ACT_CPU,
+     ACT_RECOMPUTE, 1, 1, 1, 1, 2, 1, 1},
 };
 
 /* A plan over o's model (in the device's bf16) placed as x says; o gets x's sub-groups and
@@ -123,6 +129,8 @@ static int make_plan(Plan *p, Graph *g, TrainOptions *o, const Variant *x, Err *
         p->weight_buffers = p->pinned_buffers = p->act_buffers = p->grad_buffers = 1;
         p->state_buffers = p->host_grad_groups = 1;
     }
+    if (x->stream_groups)
+        plan_set_stream_groups(p, x->stream_groups);
     return 0;
 }
 
@@ -412,9 +420,9 @@ static int count_entries(const char *path)
  * recomputed, so every lane has work. With 2 micro-batches the second one's F.embed runs while
  * the first one's gradients are still leaving the GPU. */
 static const Variant fault_variant = {"fault", TIER_SSD, TIER_SSD, ACT_CPU, ACT_RECOMPUTE, 1, 1,
-                                      2, 2, 0, 0};
+                                      2, 2, 0, 0, 0};
 static const Variant sticky_variant = {"sticky", TIER_SSD, TIER_SSD, ACT_CPU, ACT_RECOMPUTE, 1,
-                                       1, 2, 1, 0, 0};
+                                       1, 2, 1, 0, 0, 0};
 
 START_TEST(compute_failure_drains)
 {

@@ -30,7 +30,11 @@
 #   defaults, each beside the same with no sub-group updated on the GPU (--optim-gpu-groups 0,
 #   the plan before issue 28), predicted and measured: PART=inmem (batch 16, 32), PART=ssd
 #   (batch 8 with --cpu-mem 32GiB, states partly on the SSD), PART=allgpu (the pipeline with
-#   every sub-group on the GPU against --backend cuda, in memory); RUNS= replaces the runs
+#   every sub-group on the GPU against --backend cuda, in memory), PART=table (batch 8, 16, 32
+#   and --cpu-mem 32GiB in one call), PART=gpu (the GPU suites, compute-sanitizer, the fused
+#   attention against the chunked path, fuyou-profile --gpu-only, then batch 8 predicted on
+#   that profile); each also beside the planner's plan with nothing streamed where it streams
+#   some; RUNS= replaces the runs
 #   here, to fetch the packages once: tools/device_check.sh --fetch-deps
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -88,18 +92,29 @@ if [ "${MODE:-all}" = regression ]; then
 elif [ "${MODE:-all}" = sweep ]; then
     MODE=offload CHECK=0 RUNS=${RUNS:-$SWEEP_RUNS}
 elif [ "${MODE:-all}" = optim ]; then
-    # planner defaults (no knobs pinned), each beside the plan without GPU sub-groups
-    two() { # name, batch, iters, fuyou-run flags
-        printf '%s old|gpt3-2.7b|%s|%s|--optim-gpu-groups 0|--lr 3e-4 --warmup 1 %s;' "$1" "$2" \
-            "$3" "$4"
-        printf '%s new|gpt3-2.7b|%s|%s||--lr 3e-4 --warmup 1 %s;' "$1" "$2" "$3" "$4"
+    # planner defaults (no knobs pinned), each beside the plan before issue 28 (no sub-group
+    # updated on the GPU: "old") and the same with no sub-group streamed ("resident", run only
+    # where the planner's plan streams some)
+    three() { # name, batch, iters, fuyou-run flags
+        local f="--lr 3e-4 --warmup 1 $4"
+        printf '%s old|gpt3-2.7b|%s|%s|--optim-gpu-groups 0 --optim-stream-groups 0|%s;' \
+            "$1" "$2" "$3" "$f"
+        printf '%s resident|gpt3-2.7b|%s|%s|--optim-stream-groups 0|%s;' "$1" "$2" "$3" "$f"
+        printf '%s new|gpt3-2.7b|%s|%s||%s;' "$1" "$2" "$3" "$f"
     }
+    b8=$(three "2.7b b8" 8 4 "") b16=$(three "2.7b b16" 16 4 "")
+    b32=$(three "2.7b b32" 32 3 "") cpu32=$(three "2.7b b8 cpu32" 8 2 "--cpu-mem 32GiB")
     case "${PART:-check}" in
-    check) default_runs="$(two "2.7b b8" 8 4 "")" ;;
-    inmem) default_runs="$(two "2.7b b16" 16 4 "")$(two "2.7b b32" 32 3 "")" ;;
-    ssd) default_runs="$(two "2.7b b8 cpu32" 8 2 "--cpu-mem 32GiB")" ;;
+    check) default_runs=$b8 ;;
+    inmem) default_runs="$b16$b32" ;;
+    ssd) default_runs=$cpu32 ;;
+    table) default_runs="$b8$b16$b32$cpu32" ;;
+    # the GPU's kernels first (GPU_CHECKS, in the offload part): the kernel suites,
+    # compute-sanitizer, the CUDA pipeline suite, the fused attention against the chunked path,
+    # fuyou-profile --gpu-only (the runs then predicted on what it measured), then batch 8
+    gpu) default_runs=$b8 GPU_CHECKS=1 ;;
     allgpu) default_runs="" ;;
-    *) echo "PART=$PART: check, inmem, ssd or allgpu" >&2; exit 2 ;;
+    *) echo "PART=$PART: check, gpu, inmem, ssd, table or allgpu" >&2; exit 2 ;;
     esac
     [ "${PART:-check}" = check ] && PIPE_TEST=1
     if [ "${PART:-check}" = allgpu ]; then
@@ -148,6 +163,8 @@ targets=""
 [ "${MODE:-all}" = hwprofile ] && targets="exec/profile/fuyou-profile"
 [ "${MODE:-all}" = allgpu ] && targets="exec/fuyou-run"
 [ "${MODE:-all}" = trust ] && targets="exec/fuyou-run tests/test_pipeline_cuda"
+[ -n "${GPU_CHECKS:-}" ] && targets="$targets tests/test_cuda_gpt2 tests/test_cuda_llama \
+tests/test_pipeline_cuda bench/bench_llama_kernels"
 [ "${MODE:-all}" = llama ] && targets="exec/fuyou-run sim/fuyou-sim traces/fuyou-trace \
 bench/bench_cuda tests/test_cuda_llama tests/test_cuda_gpt2 tests/test_pipeline_cuda"
 
@@ -262,6 +279,38 @@ if [ "${MODE:-all}" = offload ]; then
         grep -E "loss in memory|worst rel|whole model rel|Checks|:F:|:E:" \
             "$OUT/test_pipeline_cuda.log" | tail -40
     fi
+    if [ -n "${GPU_CHECKS:-}" ]; then
+        for t in test_cuda_gpt2 test_cuda_llama test_pipeline_cuda; do
+            step "$t"
+            CK_FORK=no timeout 240 ./build-dev/tests/$t > "$OUT/$t.log" 2>&1
+            echo "$t rc=$?" | tee -a "$OUT/table.txt"
+            grep -E "attention|worst rel|whole model rel|Checks|:F:|:E:" "$OUT/$t.log" | tail -24
+        done
+        step "compute-sanitizer (test_cuda_llama, kernels)"
+        sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+        CK_FORK=no CK_RUN_CASE=kernels timeout 150 "$sanitizer" --tool memcheck \
+            --error-exitcode 1 ./build-dev/tests/test_cuda_llama > "$OUT/sanitizer.log" 2>&1
+        echo "compute-sanitizer rc=$?" | tee -a "$OUT/table.txt"
+        grep -E "ERROR SUMMARY|Checks" "$OUT/sanitizer.log"
+        step "fused attention against the chunked path (GPT-3 2.7B's, 760M's, 6.7B's heads)"
+        for shape in "32 80" "16 96" "32 128"; do
+            set -- $shape
+            ./build-dev/bench/bench_llama_kernels --batch 8 --seq 1024 --heads "$1" \
+                --kv-heads "$1" --head-dim "$2" --baseline chunked 2>&1 |
+                tee -a "$OUT/bench_attention.txt" | grep -E "TFLOP|fused /"
+            grep "fused /" "$OUT/bench_attention.txt" | tail -1 |
+                sed "s/^/ATTN $1 x $2: /" >> "$OUT/table.txt"
+        done
+        step "fuyou-profile --gpu-only"
+        if ./build-dev/exec/profile/fuyou-profile --gpu-only --base h200.ini \
+            --out "$OUT/gpu.ini" > "$OUT/profile.txt" 2>&1; then
+            HW=$OUT/gpu.ini
+            grep -E "^attn_efficiency|^gemm_efficiency|^(h2d|d2h)" "$OUT/gpu.ini" |
+                tee -a "$OUT/table.txt"
+        else
+            tail -3 "$OUT/profile.txt"
+        fi
+    fi
     # issue 11's table: states in CPU memory at batch 8 and 32, on SSD, and 6.7B with half of
     # them in CPU memory (--optim-cpu-groups), all under the 4090's 24 GiB
     RUNS=${RUNS:-"2.7b states-cpu b8|gpt3-2.7b|8|4|--weights cpu --optim cpu --checkpoints gpu --act recompute|--lr 3e-4 --warmup 2;2.7b states-cpu b32|gpt3-2.7b|32|3|--weights cpu --optim cpu --checkpoints cpu --act recompute|--lr 3e-4 --warmup 2;2.7b states-ssd b8|gpt3-2.7b|8|2|--weights ssd --optim ssd --checkpoints gpu --act recompute|--lr 3e-4 --warmup 1;6.7b states-split b8|gpt3-6.7b|8|2|--weights ssd --optim ssd --optim-cpu-groups 16 --checkpoints gpu --act recompute|--lr 1e-4 --warmup 1 --cpu-mem 100GiB"}
@@ -280,10 +329,18 @@ if [ "${MODE:-all}" = offload ]; then
         [ -n "${name// }" ] || continue
         n=$((n + 1))
         plan="$knobs $plan"
+        budget=$(printf '%s\n' "$extra" | grep -o -- '--cpu-mem [^ ]*' || true)
+        # "resident" (the planner's plan with nothing streamed) only where the plan streams
+        if [ "${name##* }" = resident ] && ! $sim --hw "${HW:-h200.ini}" --gpu-mem 24GiB \
+            $budget --model "$model" --batch "$batch" --seq 1024 $knobs 2>&1 | grep -q streamed
+        then
+            echo "TABLE $name: skipped, the planner's plan streams no sub-group here" |
+                tee -a "$OUT/table.txt"
+            continue
+        fi
         step "run $n: $name: $model batch $batch x 1024, $plan, --gpu-mem 24GiB"
         # the simulator on the run's budget (--gpu-mem: the capacity, none reserved; with the
         # ini's reserve the planner placed swap amounts and --swap auto differently)
-        budget=$(printf '%s\n' "$extra" | grep -o -- '--cpu-mem [^ ]*' || true)
         # the machine measured again just before the run, into hw<n>.ini, kept only when
         # fuyou-profile succeeded (regress.sh --again predicts on it where there is one, as the
         # prediction and the run's own planner here do). The disk drifts over minutes: this
@@ -342,6 +399,10 @@ if [ "${MODE:-all}" = offload ]; then
                            "%.2f, busiest lane %s %.3f s/iter, iteration/busiest %.2f\n", name,
                            meas, pred, meas / pred, who, most, meas / most }' \
             "$OUT/cmp$n.txt" | tee -a "$OUT/table.txt"
+        # what the plan put where: the plan line's sub-groups
+        sed -n 's/^plan: //p' "$OUT/sim$n.txt" | grep -oE "sub-groups of [0-9]+ blocks?|the \
+last [0-9]+ sub-groups?'? on gpu|the last [0-9]+ streamed|swapped to cpu [0-9.]+ [KMG]?i?B" |
+            tr '\n' ';' | sed "s/^/PLAN $name: /; s/;$/\n/" >> "$OUT/table.txt"
         rm -rf "${ssd:?}"/*
     done < "$OUT/runs.txt"
     rm -rf "$ssd" "$data"
