@@ -102,7 +102,7 @@ elif [ "${MODE:-all}" = optim ]; then
         printf '%s resident|gpt3-2.7b|%s|%s|--optim-stream-groups 0|%s;' "$1" "$2" "$3" "$f"
         printf '%s new|gpt3-2.7b|%s|%s||%s;' "$1" "$2" "$3" "$f"
     }
-    b8=$(three "2.7b b8" 8 4 "") b16=$(three "2.7b b16" 16 4 "")
+    b8=$(three "2.7b b8" 8 3 "") b16=$(three "2.7b b16" 16 3 "")
     b32=$(three "2.7b b32" 32 3 "") cpu32=$(three "2.7b b8 cpu32" 8 2 "--cpu-mem 32GiB")
     case "${PART:-check}" in
     check) default_runs=$b8 ;;
