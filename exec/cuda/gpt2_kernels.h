@@ -2,9 +2,10 @@
  * against exec/cpu/gpt2_ops (the references) by tests/test_cuda_gpt2.c. Weights and activations
  * are 16-bit floats (act16_t here), bf16 or fp16 as each launcher's GkType says; statistics,
  * losses and parameter gradients are fp32; all arithmetic accumulates in fp32. Attention is
- * fused (flash_attention.h) for head sizes 32, 64 and 128 and works in query chunks on cuBLAS
- * otherwise; neither keeps a T x T buffer (the row log-sum-exp is kept for backward), so its
- * memory grows linearly with T. Every launcher runs on `stream` and checks the launch. */
+ * fused (flash_attention.h) for arch_attention_fused's head sizes (model/arch.h) and works in
+ * query chunks on cuBLAS otherwise; neither keeps a T x T buffer (the row log-sum-exp is kept
+ * for backward), so its memory grows linearly with T. Every launcher runs on `stream` and checks
+ * the launch. */
 #ifndef FUYOU_GPT2_KERNELS_H
 #define FUYOU_GPT2_KERNELS_H
 

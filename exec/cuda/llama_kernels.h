@@ -77,8 +77,8 @@ void lk_swiglu_backward(act16_t *dgate_up, const act16_t *dout, const act16_t *g
 
 /* ---- grouped-query causal attention ----
  * Query head j reads kv head j / (h/g), scores scaled by 1/sqrt(d); out (B,T,h d), lse (B,h,T)
- * kept for backward. The fused kernels (flash_attention.h) run head sizes 32, 64 and 128 with
- * any g dividing h; every other head size takes query chunks on cuBLAS (blas, a
+ * kept for backward. The fused kernels (flash_attention.h) run arch_attention_fused's head
+ * sizes with any g dividing h; every other head size takes query chunks on cuBLAS (blas, a
  * cublasHandle_t), grouped-query too. Neither keeps a T x T buffer. Defined in
  * gpt2_attention.cu beside GPT-2's entry points, which are the case g == h. */
 
