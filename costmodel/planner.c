@@ -532,19 +532,23 @@ static int try_streams(const Hardware *hw, const Graph *g, int n_micro, PlanScor
     if (!score || !st->streams || !may_stream(&cf->plan))
         return 0;
     double tasks = sched_estimate_tasks(g->arch, g->cfg.n_layer, n_micro, 1);
-    int G = plan_subgroup_count(&cf->plan), tried = -1;
+    /* the counts are shares of the chosen plan's CPU-memory sub-groups, each tried from it */
+    Plan chosen;
+    int rc = plan_copy(&chosen, &cf->plan, e);
+    if (rc)
+        return rc;
+    int G = plan_subgroup_count(&chosen), tried = -1;
+    int in_cpu = chosen.optim == TIER_SSD ? chosen.optim_cpu_groups
+                                          : G - chosen.optim_gpu_groups;
     for (int k = 1; k <= STREAM_TRIES && c->work.score_tasks + tasks <= PLANNER_SCORE_TASKS;
          k++) {
-        const Plan *p = &cf->plan;
-        int in_cpu = p->optim == TIER_SSD ? p->optim_cpu_groups : G - p->optim_gpu_groups;
         int n = (in_cpu * k + STREAM_TRIES - 1) / STREAM_TRIES;
         if (n <= 0 || n == tried)
             continue;
         tried = n;
         Plan q;
-        int rc = plan_copy(&q, p, e);
-        if (rc)
-            return rc;
+        if ((rc = plan_copy(&q, &chosen, e)))
+            break;
         double t = INFINITY;
         if (fit_streams(hw, g, &q, n, st->fixed_gpu, &c->work)) {
             c->work.scores++;
@@ -560,9 +564,10 @@ static int try_streams(const Hardware *hw, const Graph *g, int n_micro, PlanScor
             plan_free(&q);
         }
         if (rc)
-            return rc;
+            break;
     }
-    return 0;
+    plan_free(&chosen);
+    return rc;
 }
 
 /* The configurations that fit: each one's swap amount searched (it fits there too: the most
@@ -701,7 +706,7 @@ int planner_choose_progress(const Hardware *hw, const Graph *g, int n_micro, Pol
     }
     int invalid = 0, configs = 0;
     bool fixed_act = args && args->act, fixed_split = args && args->count[PC_OCPU] >= 0;
-    bool fixed_gpu = args && args->count[PC_OGPU] >= 0;
+    bool fixed_gpu = st.fixed_gpu;
     for (size_t bi = 0; bi < sizeof buffer_configs / sizeof buffer_configs[0] && !rc; bi++) {
         for (size_t si = 0; si < sizeof subgroup_sizes / sizeof subgroup_sizes[0] && !rc; si++) {
             p.prefetch_depth = buffer_configs[bi].prefetch;
