@@ -706,7 +706,6 @@ int planner_choose_progress(const Hardware *hw, const Graph *g, int n_micro, Pol
     }
     int invalid = 0, configs = 0;
     bool fixed_act = args && args->act, fixed_split = args && args->count[PC_OCPU] >= 0;
-    bool fixed_gpu = st.fixed_gpu;
     for (size_t bi = 0; bi < sizeof buffer_configs / sizeof buffer_configs[0] && !rc; bi++) {
         for (size_t si = 0; si < sizeof subgroup_sizes / sizeof subgroup_sizes[0] && !rc; si++) {
             p.prefetch_depth = buffer_configs[bi].prefetch;
@@ -747,7 +746,7 @@ int planner_choose_progress(const Hardware *hw, const Graph *g, int n_micro, Pol
                 /* the swap amount on the ladder, unless everything is on the GPU or --act
                  * fixed it */
                 bool ladder = policy == POLICY_FUYOU && plan_act(&p, 0, 1) != ACT_GPU && !fixed_act;
-                int splits[GPU_SPLITS], n_splits = gpu_splits(&p, g, hw, fixed_gpu, splits);
+                int splits[GPU_SPLITS], n_splits = gpu_splits(&p, g, hw, st.fixed_gpu, splits);
                 for (int k = 0; k < n_splits && !rc; k++) {
                     if (splits[k]) /* and the CPU's share of the states before them */
                         footprint_set_gpu_groups(&p, g, hw, splits[k]);
@@ -756,7 +755,7 @@ int planner_choose_progress(const Hardware *hw, const Graph *g, int n_micro, Pol
                     /* a count of streamed sub-groups given: their slots take the room of
                      * GPU sub-groups where both do not fit */
                     if (pinned_streams && p.optim_gpu_groups)
-                        fit_streams(hw, g, &p, pinned_streams, fixed_gpu, &c->work);
+                        fit_streams(hw, g, &p, pinned_streams, st.fixed_gpu, &c->work);
                     else
                         plan_set_stream_groups(&p, pinned_streams);
                     if (plan_validate(&p, e))

@@ -567,10 +567,16 @@ extern "C" void flash_attention_enable(bool on)
     enabled = on;
 }
 
+/* Whether the kernels have h query heads over g kv heads of d values. */
+static bool shape_ok(int h, int g, int d)
+{
+    return arch_attention_fused(d) && g > 0 && h >= g && h % g == 0;
+}
+
 /* A bug in the caller: the entry points ask flash_attention_supported first. */
 static void check_shape(int h, int g, int d)
 {
-    if (!arch_attention_fused(d) || g <= 0 || h < g || h % g) {
+    if (!shape_ok(h, g, d)) {
         fprintf(stderr, "%s:%d: flash attention has no shape h %d, g %d, head size %d\n",
                 __FILE__, __LINE__, h, g, d);
         abort();
@@ -584,7 +590,7 @@ template <int D> static void smem_of(size_t *bytes)
 
 extern "C" bool flash_attention_supported(int h, int g, int d)
 {
-    if (!enabled || !arch_attention_fused(d) || g <= 0 || h < g || h % g)
+    if (!enabled || !shape_ok(h, g, d))
         return false;
     size_t smem = 0;
     FA_HEAD_SIZES(d, smem_of, &smem);

@@ -25,10 +25,10 @@ static const GpuFamily *family(const ModelConfig *c)
 static void buffer_bytes(const ModelConfig *c, int B, int T, int64_t bytes[LANE_BUFFERS])
 {
     model_arch(c)->cuda_lane_buffers(c, B, T, bytes);
+    /* the kernels' own workspace (GPT-2's multi-head is g == h; its fused path's fp32 buffer
+     * is already the lane's) */
     size_t ws = lk_attention_workspace_bytes(B, T, c->n_head, model_kv_heads(c),
                                              (int)model_head_dim(c));
-    if (c->arch == ARCH_GPT2)
-        ws = gk_attention_workspace_bytes(B, T, c->d_model, c->n_head);
     if ((int64_t)ws > bytes[LANE_ATT_WS])
         bytes[LANE_ATT_WS] = (int64_t)ws;
 }
