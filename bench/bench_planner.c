@@ -103,7 +103,7 @@ static int closed_priced(Err *e)
         hw_free(&hw);
         return rc;
     }
-    footprint_auto_place(&p, &g, &hw);
+    footprint_auto_place(&p, &g, &hw, NULL);
     plan_set_inner_act(&p, ACT_RECOMPUTE);
     SwapLadder l;
     planner_ladder(&hw, &g, &p, &l);

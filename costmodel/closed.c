@@ -134,10 +134,8 @@ static double solo_s(const Hardware *hw, Resource r, double t)
     return r == RES_SSD_READ ? ssd_s(hw, t, 0) : r == RES_SSD_WRITE ? ssd_s(hw, 0, t) : t;
 }
 
-static double adam_s(const Hardware *hw, const Plan *p, double params)
+static double adam_s(const Hardware *hw, double params)
 {
-    if (p->optim == TIER_GPU)
-        return params * 28 / (hw->gpu_mem_GBps * 1e9);
     return params / cost_alone_rate(hw, RES_CPU_ADAM);
 }
 
@@ -202,7 +200,7 @@ static void grad_loads(const Hardware *hw, const Plan *p, double params, double 
 static double zero_grad_stall_s(const Hardware *hw, const Plan *p, double params, double w,
                                 double inbound_s)
 {
-    if (p->policy != POLICY_ZERO_INFINITY || p->optim == TIER_GPU)
+    if (p->policy != POLICY_ZERO_INFINITY)
         return 0;
     double out = link_s(hw, RES_D2H, params * w), back = link_s(hw, RES_H2D, params * w);
     if (p->grad_buffers == 1)
@@ -217,7 +215,7 @@ static double zero_grad_stall_s(const Hardware *hw, const Plan *p, double params
 static double zero_grad32_loads(const Hardware *hw, const Plan *p, double params, int group,
                                 double B[RES_COUNT])
 {
-    if (p->policy != POLICY_ZERO_INFINITY || p->optim == TIER_GPU)
+    if (p->policy != POLICY_ZERO_INFINITY)
         return 0;
     double out = link_s(hw, RES_D2H, 4 * params), stall = p->grad_buffers == 1 ? out : 0;
     B[RES_D2H] += out;
@@ -403,9 +401,7 @@ static void closed_form(const Eval *ev, const Plan *p, ClosedForm *cf)
         }
     }
     double tail_chain = 0;
-    if (p->optim == TIER_GPU) {
-        T[RES_GPU] += adam_s(hw, p, P);
-    } else if (p->policy == POLICY_FUYOU) {
+    if (p->policy == POLICY_FUYOU) {
         /* the last sub-groups may be updated on the GPU, the tail first among them: their
          * AdamW in the GPU's line, the tail's after backward; the rest's on the CPU during
          * backward */
@@ -414,34 +410,29 @@ static void closed_form(const Eval *ev, const Plan *p, ClosedForm *cf)
         double po = P - tail_params - on_gpu;
         if (on_gpu > 0)
             B[RES_GPU] += cost_gpu_adam_s(hw, on_gpu);
-        B[RES_CPU_ADAM] += adam_s(hw, p, po);
+        B[RES_CPU_ADAM] += adam_s(hw, po);
         B[RES_SSD_READ] += link_s(hw, RES_SSD_READ, 12 * (ssd_state_params - ssd_tail_params));
         B[RES_SSD_WRITE] += link_s(hw, RES_SSD_WRITE,
                                    12 * (ssd_state_params - ssd_tail_params) + new_w * po);
         if (tail_gpu) {
             T[RES_GPU] += cost_gpu_adam_s(hw, tail_params);
         } else {
-            /* The tail is a chain: Adam, then the new weights out (to SSD, or to the GPU)
+            /* The tail is a chain: Adam, then the new weights out (to SSD)
              * before the next forward can load them. */
-            T[RES_CPU_ADAM] += adam_s(hw, p, tail_params);
+            T[RES_CPU_ADAM] += adam_s(hw, tail_params);
             T[RES_SSD_WRITE] += link_s(hw, RES_SSD_WRITE, new_w * tail_params);
-            if (p->weights == TIER_GPU)
-                T[RES_H2D] += link_s(hw, RES_H2D, w * tail_params);
-            tail_chain = T[RES_CPU_ADAM] + solo_s(hw, RES_SSD_WRITE, T[RES_SSD_WRITE]) +
-                         T[RES_H2D];
+            tail_chain = T[RES_CPU_ADAM] + solo_s(hw, RES_SSD_WRITE, T[RES_SSD_WRITE]);
         }
     } else {
         /* zero-infinity's step, nothing overlapped (DeepSpeed's non-pipelined swapper): after
          * the tail's fp32 gradients are written, per sub-group its states and gradients read,
          * Adam, its new weights and states written, one after the other */
-        T[RES_CPU_ADAM] += adam_s(hw, p, P);
+        T[RES_CPU_ADAM] += adam_s(hw, P);
         T[RES_SSD_READ] += link_s(hw, RES_SSD_READ, 16 * ssd_state_params);
         T[RES_SSD_WRITE] += link_s(hw, RES_SSD_WRITE, 4 * ssd_tail_params +
                                                           12 * ssd_state_params + new_w * P);
-        if (p->weights == TIER_GPU)
-            T[RES_H2D] += link_s(hw, RES_H2D, w * P);
         tail_chain = T[RES_CPU_ADAM] + solo_s(hw, RES_SSD_READ, T[RES_SSD_READ]) +
-                     solo_s(hw, RES_SSD_WRITE, T[RES_SSD_WRITE]) + T[RES_H2D];
+                     solo_s(hw, RES_SSD_WRITE, T[RES_SSD_WRITE]);
     }
 
     Resource r;

@@ -28,73 +28,70 @@ int plan_swap_parse(const char *s, const char *prog, SwapMode *mode, double *byt
     return -EINVAL;
 }
 
-/* The plan for graph g (one micro-batch) and M micro-batches of it: the planner's whole plan,
- * or the placement with the options over it. */
+/* The options' own errors, once, before a search applies them over each configuration. */
+static int check_args(const PlanRequest *rq, const Graph *g, Err *e)
+{
+    Plan check;
+    int rc = plan_init(&check, g, rq->policy, e);
+    if (!rc)
+        rc = plan_args_apply(rq->args, &check, rq->prog);
+    plan_free(&check);
+    return rc;
+}
+
+/* Fuyou's plan for graph g (one micro-batch) and M micro-batches of it: the planner's, over
+ * what the options and --swap leave open; for a sweep, the ladder its configuration is swept
+ * on, the chosen amount applied again. */
+static int plan_fuyou(const PlanRequest *rq, const Graph *g, int M, const Hardware *hw, Plan *p,
+                      PlanInfo *info, Err *e)
+{
+    bool given = plan_args_given(rq->args);
+    int rc = given ? check_args(rq, g, e) : 0;
+    if (rc)
+        return rc;
+    PlannerOptions o = {.args = given ? rq->args : NULL, .swap = rq->swap,
+                        .swap_bytes = rq->swap_bytes, .score = rq->score,
+                        .score_ctx = rq->score_ctx, .progress = rq->progress,
+                        .progress_ctx = rq->progress_ctx};
+    rc = planner_choose_with(hw, g, M, rq->policy, &o, &info->choice, e);
+    if (rc)
+        return rc;
+    info->planned = true;
+    info->units = info->choice.units;
+    rc = plan_copy(p, &info->choice.plan, e);
+    if (!rc && given)
+        rc = plan_validate(p, e); /* the options' own combinations */
+    if (rc || rq->swap != SWAP_SWEEP || !info->choice.units_total)
+        return rc;
+    plan_set_inner_act(p, ACT_RECOMPUTE);
+    planner_ladder(hw, g, p, &info->ladder);
+    info->have_ladder = true;
+    planner_apply(p, &info->ladder, info->units);
+    return 0;
+}
+
+/* The plan for graph g (one micro-batch) and M micro-batches of it: fuyou's planned, or
+ * zero-infinity's DeepSpeed defaults with the options over them. */
 static int plan_for(const PlanRequest *rq, const Graph *g, int M, const Hardware *hw, Plan *p,
                     PlanInfo *info, Err *e)
 {
     memset(info, 0, sizeof *info);
+    if (rq->policy == POLICY_FUYOU)
+        return plan_fuyou(rq, g, M, hw, p, info, e);
     SwapMode swap = rq->swap;
-    /* a sweep without options sweeps the planner's configuration (its sub-groups, prefetch and
-     * buffers), so its planner mark and fits column describe the plan --swap auto runs */
-    bool sweep_planned = swap == SWAP_SWEEP && rq->policy == POLICY_FUYOU;
-    /* zero-infinity runs DeepSpeed's defaults (plan_zero_infinity_config), not a planned plan;
-     * with --swap auto the planner searches what the options leave open */
-    bool plannable = rq->policy == POLICY_FUYOU;
-    bool given = plan_args_given(rq->args);
-    if (plannable && (swap == SWAP_AUTO || (sweep_planned && !given))) {
-        if (given) { /* the options' errors, once, before the search applies them */
-            Plan check;
-            int rc = plan_init(&check, g, rq->policy, e);
-            if (!rc)
-                rc = plan_args_apply(rq->args, &check, rq->prog);
-            plan_free(&check);
-            if (rc)
-                return rc;
-        }
-        int rc = planner_choose_progress(hw, g, M, rq->policy, given ? rq->args : NULL,
-                                         rq->score, rq->score_ctx, rq->progress,
-                                         rq->progress_ctx, &info->choice, e);
-        if (rc)
-            return rc;
-        info->planned = true;
-        info->units = info->choice.units;
-        rc = plan_copy(p, &info->choice.plan, e);
-        if (!rc && given)
-            rc = plan_validate(p, e); /* the options' own combinations */
-        if (rc || swap != SWAP_SWEEP || !info->choice.units_total)
-            return rc;
-        /* the ladder the planner walked: from the configuration with its activations back to
-         * recomputed, the chosen amount applied again */
-        plan_set_inner_act(p, ACT_RECOMPUTE);
-        planner_ladder(hw, g, p, &info->ladder);
-        info->have_ladder = true;
-        planner_apply(p, &info->ladder, info->units);
-        return 0;
-    }
     int rc = plan_init(p, g, rq->policy, e);
     if (rc)
         return rc;
     p->n_micro = M;
-    if (rq->policy == POLICY_FUYOU) {
-        footprint_auto_place(p, g, hw);
-    } else {
-        plan_zero_infinity_config(p, &g->cfg);
-    }
+    plan_zero_infinity_config(p, &g->cfg);
     /* The swap modes start from everything recomputed past the checkpoints; auto keeps the
-     * placement's own choice where everything fits on the GPU, and zero-infinity its policy. */
-    bool all_gpu = plan_act(p, 0, 1) == ACT_GPU;
-    bool keep_placed = swap == SWAP_AUTO && (all_gpu || rq->policy == POLICY_ZERO_INFINITY);
-    if (!keep_placed)
+     * policy's own choice. */
+    if (swap != SWAP_AUTO)
         plan_set_inner_act(p, ACT_RECOMPUTE);
-    /* an amount of activations asked for gets the CPU memory the placement would have filled
-     * with states (the planner weighs the two; a fixed amount is the user's choice) */
-    if (swap == SWAP_ALL || swap == SWAP_BYTES)
-        p->optim_cpu_groups = 0;
     rc = plan_args_apply(rq->args, p, rq->prog);
     if (rc)
         return rc;
-    if (!rq->args->act && swap != SWAP_NONE && !keep_placed) {
+    if (!rq->args->act && swap != SWAP_NONE && swap != SWAP_AUTO) {
         planner_ladder(hw, g, p, &info->ladder);
         info->have_ladder = true;
         int n = swap == SWAP_ALL ? planner_units(&info->ladder)

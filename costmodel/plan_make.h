@@ -19,8 +19,6 @@
 #include "plan_args.h"
 #include "planner.h"
 
-typedef enum SwapMode { SWAP_AUTO, SWAP_NONE, SWAP_ALL, SWAP_BYTES, SWAP_SWEEP } SwapMode;
-
 /* The most micro-batches the automatic count tries. */
 enum { PLAN_AUTO_MICRO_MAX = 64 };
 

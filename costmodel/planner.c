@@ -362,8 +362,11 @@ typedef struct Search {
     PlanProgress at;
     PlanProgressFn progress;
     void *progress_ctx;
-    bool streams;   /* the chosen plan is tried with streamed sub-groups (no option fixed them) */
+    bool streams;   /* the chosen plan is tried with streamed sub-groups (no option fixed them
+                       or the tiers) */
     bool fixed_gpu; /* --optim-gpu-groups was given */
+    SwapMode swap;  /* the activations asked for (planner.h) */
+    double swap_bytes;
 } Search;
 
 static void tell(Search *st)
@@ -372,9 +375,24 @@ static void tell(Search *st)
         st->progress(st->progress_ctx, &st->at);
 }
 
+/* The units a configuration keeps on ladder l before its search: the amount --swap asked for
+ * (all, or the units within its bytes), 0 where the search takes it (auto). */
+static int asked_units(const Search *st, const SwapLadder *l)
+{
+    return st->swap == SWAP_ALL     ? planner_units(l)
+           : st->swap == SWAP_BYTES ? planner_units_for(l, st->swap_bytes)
+                                    : 0;
+}
+
+/* Whether the swap amount is the planner's to search (--swap auto; a sweep plans as auto). */
+static bool amount_searched(const Search *st)
+{
+    return st->swap == SWAP_AUTO || st->swap == SWAP_SWEEP;
+}
+
 /* Records configuration p (its placement and buffers set; its activations recomputed past the
- * checkpoints where ladder, the swap amount to be taken on the ladder) unless an identical one
- * was. 0 or a negative errno. */
+ * checkpoints where ladder, the swap amount to be taken on the ladder, or at the amount asked)
+ * unless an identical one was. 0 or a negative errno. */
 static int add_config(const Hardware *hw, const Graph *g, const Plan *p, bool ladder, Search *st,
                       PlanChoice *c, Err *e)
 {
@@ -394,7 +412,8 @@ static int add_config(const Hardware *hw, const Graph *g, const Plan *p, bool la
     cf->has_ladder = ladder;
     if (ladder) {
         planner_ladder(hw, g, &cf->plan, &cf->ladder);
-        planner_apply(&cf->plan, &cf->ladder, 0);
+        cf->units = asked_units(st, &cf->ladder);
+        planner_apply(&cf->plan, &cf->ladder, cf->units);
     }
     footprint_compute(&cf->mem, g, &cf->plan);
     c->work.footprints++;
@@ -407,7 +426,7 @@ static int add_config(const Hardware *hw, const Graph *g, const Plan *p, bool la
 static void search_config(const Hardware *hw, const Graph *g, Config *cf, Search *st,
                           PlannerWork *work)
 {
-    if (cf->has_ladder) {
+    if (cf->has_ladder && amount_searched(st)) {
         work->searches++;
         cf->units = best_units(hw, g, &cf->plan, &cf->ladder, work);
         footprint_compute(&cf->mem, g, &cf->plan);
@@ -613,7 +632,8 @@ static int choose_fitting(const Hardware *hw, const Graph *g, int n_micro, PlanS
             best_s = s;
         }
     }
-    int rc = refine_units(g, n_micro, score, ctx, &st->cfgs[best], &best_s, c, e);
+    int rc = amount_searched(st)
+                 ? refine_units(g, n_micro, score, ctx, &st->cfgs[best], &best_s, c, e) : 0;
     if (!rc)
         rc = try_streams(hw, g, n_micro, score, ctx, st, &st->cfgs[best], &best_s, c, e);
     if (rc)
@@ -657,11 +677,13 @@ static void choose_frugal(const Hardware *hw, const Graph *g, Search *st, PlanCh
 }
 
 /* The GPU sub-group counts a configuration is tried with (GPU_SPLITS at most, distinct): the
- * given one; else none, the most that fit on the GPU (footprint_max_gpu_groups) and half as
- * many, since the GPU memory they take may be worth more to swapped activations. */
-static int gpu_splits(Plan *p, const Graph *g, const Hardware *hw, bool fixed, int *out)
+ * given one; none where a tier given keeps them off the GPU (plan_args_apply); else none, the
+ * most that fit on the GPU (footprint_max_gpu_groups) and half as many, since the GPU memory
+ * they take may be worth more to swapped activations. */
+static int gpu_splits(Plan *p, const Graph *g, const Hardware *hw, bool fixed, bool tiers_given,
+                      int *out)
 {
-    if (fixed) {
+    if (fixed || tiers_given) {
         out[0] = p->optim_gpu_groups;
         return 1;
     }
@@ -681,30 +703,51 @@ int planner_choose(const Hardware *hw, const Graph *g, int n_micro, Policy polic
                    const PlanArgs *args, PlanScoreFn score, void *score_ctx, PlanChoice *c,
                    Err *e)
 {
-    return planner_choose_progress(hw, g, n_micro, policy, args, score, score_ctx, NULL, NULL, c,
-                                   e);
+    PlannerOptions o = {.args = args, .score = score, .score_ctx = score_ctx};
+    return planner_choose_with(hw, g, n_micro, policy, &o, c, e);
 }
 
-int planner_choose_progress(const Hardware *hw, const Graph *g, int n_micro, Policy policy,
-                            const PlanArgs *args, PlanScoreFn score, void *score_ctx,
-                            PlanProgressFn progress, void *progress_ctx, PlanChoice *c, Err *e)
+/* The configuration's activations as --swap or --act fix them, before any amount: whether its
+ * swap amount is then taken on the ladder (every intra-block activation recomputed past the
+ * checkpoints; none where --act or --swap none fixed them, or where the placement keeps every
+ * one on the GPU and --swap asks for all or the best). */
+static bool fix_activations(Plan *p, Policy policy, bool fixed_act, const Search *st)
+{
+    if (policy != POLICY_FUYOU || fixed_act)
+        return false;
+    if (st->swap == SWAP_NONE) {
+        plan_set_inner_act(p, ACT_RECOMPUTE);
+        return false;
+    }
+    return st->swap == SWAP_BYTES || plan_act(p, 0, 1) != ACT_GPU;
+}
+
+int planner_choose_with(const Hardware *hw, const Graph *g, int n_micro, Policy policy,
+                        const PlannerOptions *o, PlanChoice *c, Err *e)
 {
     memset(c, 0, sizeof *c);
+    const PlanArgs *args = o->args;
     Plan p;
     int rc = plan_init(&p, g, policy, e);
     if (rc)
         return rc;
     p.n_micro = n_micro;
-    Search st = {.cfgs = calloc(CONFIGS_MAX, sizeof *st.cfgs), .progress = progress,
-                 .progress_ctx = progress_ctx, .at = {.n_micro = n_micro},
-                 .streams = !args || args->count[PC_OSTREAM] < 0,
-                 .fixed_gpu = args && args->count[PC_OGPU] >= 0};
+    PlaceFixed fixed = {PLACE_OPEN, PLACE_OPEN};
+    if (args)
+        plan_args_fixed(args, &fixed);
+    bool tiers_given = fixed.weights != PLACE_OPEN || fixed.optim != PLACE_OPEN;
+    Search st = {.cfgs = calloc(CONFIGS_MAX, sizeof *st.cfgs), .progress = o->progress,
+                 .progress_ctx = o->progress_ctx, .at = {.n_micro = n_micro},
+                 .streams = (!args || args->count[PC_OSTREAM] < 0) && !tiers_given,
+                 .fixed_gpu = args && args->count[PC_OGPU] >= 0, .swap = o->swap,
+                 .swap_bytes = o->swap_bytes};
     if (!st.cfgs) {
         plan_free(&p);
         return err_set(e, -ENOMEM, "out of memory for the planner's %d configurations",
                        CONFIGS_MAX);
     }
-    int invalid = 0, configs = 0;
+    int invalid = 0;
+    Err first_invalid = {""};
     bool fixed_act = args && args->act, fixed_split = args && args->count[PC_OCPU] >= 0;
     for (size_t bi = 0; bi < sizeof buffer_configs / sizeof buffer_configs[0] && !rc; bi++) {
         for (size_t si = 0; si < sizeof subgroup_sizes / sizeof subgroup_sizes[0] && !rc; si++) {
@@ -720,7 +763,7 @@ int planner_choose_progress(const Hardware *hw, const Graph *g, int n_micro, Pol
             for (int sb = 3; sb >= 2 && !rc; sb--) {
                 p.state_buffers = sb;
                 if (policy == POLICY_FUYOU) {
-                    footprint_auto_place(&p, g, hw);
+                    footprint_auto_place(&p, g, hw, &fixed);
                 } else {
                     /* DeepSpeed's defaults, whatever the loop tries (plan.h) */
                     plan_zero_infinity_config(&p, &g->cfg);
@@ -736,20 +779,24 @@ int planner_choose_progress(const Hardware *hw, const Graph *g, int n_micro, Pol
                 /* streamed sub-groups go beside GPU ones: a count given is set per GPU split */
                 int pinned_streams = p.optim_stream_groups;
                 plan_set_stream_groups(&p, 0);
-                configs++;
                 /* a configuration the options make invalid (--optim-cpu-groups beyond its
-                 * sub-groups) is skipped; if every one is, that is the error */
+                 * sub-groups) is skipped; if every one is, that is the error: the first's,
+                 * whose sub-groups are the most (of one block) */
                 if (args && plan_validate(&p, e)) {
-                    invalid++;
+                    if (!invalid++)
+                        first_invalid = *e;
                     continue;
                 }
-                /* the swap amount on the ladder, unless everything is on the GPU or --act
-                 * fixed it */
-                bool ladder = policy == POLICY_FUYOU && plan_act(&p, 0, 1) != ACT_GPU && !fixed_act;
-                int splits[GPU_SPLITS], n_splits = gpu_splits(&p, g, hw, st.fixed_gpu, splits);
+                bool ladder = fix_activations(&p, policy, fixed_act, &st);
+                int splits[GPU_SPLITS];
+                int n_splits = gpu_splits(&p, g, hw, st.fixed_gpu, tiers_given, splits);
                 for (int k = 0; k < n_splits && !rc; k++) {
-                    if (splits[k]) /* and the CPU's share of the states before them */
+                    /* and the CPU's share of the states before them, where the states' tier
+                     * is the placement's */
+                    if (splits[k] && fixed.optim == PLACE_OPEN)
                         footprint_set_gpu_groups(&p, g, hw, splits[k]);
+                    else
+                        p.optim_gpu_groups = splits[k];
                     if (fixed_split)
                         p.optim_cpu_groups = args->count[PC_OCPU];
                     /* a count of streamed sub-groups given: their slots take the room of
@@ -758,8 +805,11 @@ int planner_choose_progress(const Hardware *hw, const Graph *g, int n_micro, Pol
                         fit_streams(hw, g, &p, pinned_streams, st.fixed_gpu, &c->work);
                     else
                         plan_set_stream_groups(&p, pinned_streams);
-                    if (plan_validate(&p, e))
+                    if (plan_validate(&p, e)) {
+                        if (!invalid++)
+                            first_invalid = *e;
                         continue;
+                    }
                     /* states on SSD with room for some in CPU memory: that room may be worth
                      * more to swapped activations; both are scored */
                     bool both = policy == POLICY_FUYOU && p.optim == TIER_SSD &&
@@ -773,10 +823,12 @@ int planner_choose_progress(const Hardware *hw, const Graph *g, int n_micro, Pol
             }
         }
     }
-    if (!rc && (invalid == configs || !st.n_cfgs))
-        rc = -EINVAL; /* e says why, from the last configuration or GPU split */
+    if (!rc && !st.n_cfgs) {
+        rc = -EINVAL; /* every configuration the options allow is invalid: the first says why */
+        *e = first_invalid;
+    }
     if (!rc && st.n_fit)
-        rc = choose_fitting(hw, g, n_micro, score, score_ctx, &st, c, e);
+        rc = choose_fitting(hw, g, n_micro, o->score, o->score_ctx, &st, c, e);
     else if (!rc)
         choose_frugal(hw, g, &st, c);
     if (!rc)

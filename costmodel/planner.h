@@ -108,6 +108,22 @@ typedef struct PlanProgress {
 } PlanProgress;
 typedef void (*PlanProgressFn)(void *ctx, const PlanProgress *at);
 
+/* What --swap asks of the intra-block activations: auto the amount the planner finds best,
+ * none recomputes them, all keeps every one, an amount keeps that many bytes in the ladder's
+ * order; sweep predicts every amount (sim/sweep.h; the planner plans it as auto). */
+typedef enum SwapMode { SWAP_AUTO, SWAP_NONE, SWAP_ALL, SWAP_BYTES, SWAP_SWEEP } SwapMode;
+
+/* What the user gave and how the planner reports and scores, for planner_choose_with. */
+typedef struct PlannerOptions {
+    const PlanArgs *args;    /* the plan options given (NULL: none) */
+    SwapMode swap;           /* the activations, a constraint as args are */
+    double swap_bytes;       /* SWAP_BYTES */
+    PlanScoreFn score;       /* NULL: the closed form */
+    void *score_ctx;
+    PlanProgressFn progress; /* NULL: nothing */
+    void *progress_ctx;
+} PlannerOptions;
+
 /* Chooses a whole plan for the policy and n_micro micro-batches of g: placement by
  * capacity, then for each sub-group size and buffer configuration that fits, the best swap
  * amount; the configuration that score rates fastest wins (the closed form when score is NULL;
@@ -123,10 +139,12 @@ typedef void (*PlanProgressFn)(void *ctx, const PlanProgress *at);
 int planner_choose(const Hardware *hw, const Graph *g, int n_micro, Policy policy,
                    const PlanArgs *args, PlanScoreFn score, void *score_ctx, PlanChoice *c,
                    Err *e);
-/* planner_choose, calling progress (NULL: none) with progress_ctx after each swap amount
- * searched and each plan scored. */
-int planner_choose_progress(const Hardware *hw, const Graph *g, int n_micro, Policy policy,
-                            const PlanArgs *args, PlanScoreFn score, void *score_ctx,
-                            PlanProgressFn progress, void *progress_ctx, PlanChoice *c, Err *e);
+/* planner_choose with every option: the plan options and --swap are constraints, so the
+ * search covers only what they leave open (a tier given keeps every sub-group's weights or
+ * states there unless a count says otherwise, plan_args_apply; with --swap other than auto
+ * each configuration keeps the amount asked, and one short of memory there does not fit);
+ * progress is called after each swap amount searched and each plan scored. */
+int planner_choose_with(const Hardware *hw, const Graph *g, int n_micro, Policy policy,
+                        const PlannerOptions *o, PlanChoice *c, Err *e);
 
 #endif

@@ -214,10 +214,6 @@ static void add_optimizer(Footprint *f, const ModelConfig *c, const Plan *p,
         f->bytes[MEM_STAGING][TIER_GPU] += PLAN_STREAM_SLOTS * largest_streamed *
                                            (12 + lane->weight_bytes);
     double gsz = lane->grad_bytes;
-    if (p->optim == TIER_GPU) {
-        f->bytes[MEM_GRADS][TIER_GPU] += P * (p->n_micro > 1 ? 4 : gsz);
-        return;
-    }
     /* each GPU or streamed sub-group's block keeps its own gradients; the rest pass through
      * the ring */
     double block = (double)model_block_params(c), edge = (double)model_embed_params(c);
@@ -229,7 +225,7 @@ static void add_optimizer(Footprint *f, const ModelConfig *c, const Plan *p,
     } else if (p->n_micro > 1) {
         f->bytes[MEM_GRADS][TIER_CPU] += page(P * 4);
         f->bytes[MEM_STAGING][TIER_CPU] += page((block > edge ? block : edge) * gsz);
-    } else {
+    } else if (largest_off > 0) {
         f->bytes[MEM_GRADS][TIER_CPU] += p->host_grad_groups * page(largest_off * gsz);
     }
 }
@@ -361,31 +357,41 @@ void footprint_set_gpu_groups(Plan *p, const Graph *g, const Hardware *hw, int n
     keep_states_in_cpu(p, g, hw);
 }
 
-void footprint_auto_place(Plan *p, const Graph *g, const Hardware *hw)
+void footprint_auto_place(Plan *p, const Graph *g, const Hardware *hw, const PlaceFixed *fixed)
 {
     const unsigned gpu = 1u << TIER_GPU, cpu = 1u << TIER_CPU;
-    p->optim_gpu_groups = 0;
-    p->weights = p->optim = TIER_GPU;
-    plan_set_all_act(p, ACT_GPU, ACT_GPU);
-    if (!overflow(g, p, hw))
-        return;
+    const PlaceFixed open = {PLACE_OPEN, PLACE_OPEN}, *f = fixed ? fixed : &open;
+    p->optim_gpu_groups = p->optim_stream_groups = p->optim_cpu_groups = 0;
+    /* everything on the GPU: fuyou's step on one micro-batch (plan_validate), or what the
+     * user fixed there */
+    bool may_gpu = (f->weights == PLACE_OPEN || f->weights == TIER_GPU) &&
+                   (f->optim == PLACE_OPEN || f->optim == TIER_GPU);
+    bool must_gpu = f->weights == TIER_GPU || f->optim == TIER_GPU;
+    if (must_gpu || (may_gpu && p->policy == POLICY_FUYOU && p->n_micro == 1)) {
+        p->weights = p->optim = TIER_GPU;
+        plan_set_all_act(p, ACT_GPU, ACT_GPU);
+        if (!overflow(g, p, hw))
+            return;
+        plan_set_all_act(p, ACT_GPU, ACT_RECOMPUTE);
+        if (must_gpu || !overflow(g, p, hw))
+            return;
+    }
     plan_set_all_act(p, ACT_GPU, ACT_RECOMPUTE);
-    if (!overflow(g, p, hw))
-        return;
     /* Out of core: states and weights leave the GPU, each to CPU memory while it has room
      * (judged on the CPU tier alone, checkpoints still counted on the GPU), else to SSD. */
-    p->weights = p->optim = TIER_CPU;
-    p->optim_cpu_groups = 0;
-    if (overflow(g, p, hw) & cpu)
+    p->weights = f->weights == PLACE_OPEN ? TIER_CPU : (Tier)f->weights;
+    p->optim = f->optim == PLACE_OPEN ? TIER_CPU : (Tier)f->optim;
+    if (f->optim == PLACE_OPEN && (overflow(g, p, hw) & cpu))
         p->optim = TIER_SSD;
-    if (overflow(g, p, hw) & cpu)
+    if (f->weights == PLACE_OPEN && (overflow(g, p, hw) & cpu))
         p->weights = TIER_SSD;
     if (overflow(g, p, hw) & gpu) {
         plan_set_all_act(p, ACT_CPU, ACT_RECOMPUTE);
         if (overflow(g, p, hw) & cpu)
             plan_set_all_act(p, ACT_SSD, ACT_RECOMPUTE);
     }
-    keep_states_in_cpu(p, g, hw);
+    if (f->optim == PLACE_OPEN)
+        keep_states_in_cpu(p, g, hw);
 }
 
 const char *footprint_advice(Tier t, const Plan *p, const Footprint *f)

@@ -67,14 +67,17 @@ unsigned footprint_overflow(const Footprint *f, const Hardware *hw);
 const char *footprint_advice(Tier t, const Plan *p, const Footprint *f);
 
 /* Places p's state by capacity, keeping its buffer counts: everything on the GPU when it fits
- * (all activations kept, else block checkpoints there with recomputation); otherwise optimizer
+ * (all activations kept, else block checkpoints there with recomputation; fuyou on one
+ * micro-batch, as plan_validate allows); otherwise optimizer
  * states in CPU memory if they fit there, else on SSD; weights in CPU memory if they fit beside
  * that, else SSD; checkpoints on the GPU if they fit, else CPU, else SSD; other activations
  * recomputed; with the states on SSD, as many sub-groups' states as CPU memory still holds
  * there (optim_cpu_groups); none updated on the GPU (optim_gpu_groups 0: the planner weighs
  * that against activations, footprint_max_gpu_groups). If nothing fits, the most frugal
- * placement stays and footprint_overflow says which tier is short. */
-void footprint_auto_place(Plan *p, const Graph *g, const Hardware *hw);
+ * placement stays and footprint_overflow says which tier is short. The tiers fixed (NULL:
+ * none) stay as given, the rest placed around them; with the states' tier fixed, none of them
+ * in CPU memory (optim_cpu_groups 0: the user's tier holds every sub-group's). */
+void footprint_auto_place(Plan *p, const Graph *g, const Hardware *hw, const PlaceFixed *fixed);
 /* The most sub-groups plan p can update on the GPU (optim_gpu_groups) within the GPU's
  * capacity, the rest of p as it is; 0 where the plan can have none (plan_validate's rules:
  * fuyou, one micro-batch, the optimizer off the GPU). p is the same on return. */

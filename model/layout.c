@@ -128,10 +128,11 @@ void layout_subgroup_slice(const ModelConfig *c, const Plan *p, int g, size_t *b
 
 size_t layout_gpu_state_params(const ModelConfig *c, const Plan *p)
 {
-    if (p->optim == TIER_GPU || p->optim_gpu_groups <= 0)
+    int n = plan_gpu_groups(p);
+    if (n <= 0)
         return 0;
     size_t begin, end;
-    layout_subgroup_slice(c, p, plan_subgroup_count(p) - p->optim_gpu_groups, &begin, &end);
+    layout_subgroup_slice(c, p, plan_subgroup_count(p) - n, &begin, &end);
     return end;
 }
 

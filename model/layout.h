@@ -53,8 +53,8 @@ struct Plan;
 void layout_subgroup_slice(const ModelConfig *c, const struct Plan *p, int g, size_t *begin,
                            size_t *end);
 /* The prefix [0, this) of the layout whose optimizer states live on the GPU with their
- * sub-groups (plan_optim_tier): the last optim_gpu_groups sub-groups' slices; 0 with none, and
- * with the optimizer on the GPU (the whole state is there, no prefix of it is special). */
+ * sub-groups (plan_optim_tier): the slices of the last plan_gpu_groups sub-groups, the whole
+ * layout with the optimizer on the GPU; 0 with none. */
 size_t layout_gpu_state_params(const ModelConfig *c, const struct Plan *p);
 /* The end of the streamed sub-groups' range [layout_gpu_state_params, this) (plan.h,
  * optim_stream_groups: the CPU-memory sub-groups just past the GPU prefix); the GPU keeps the

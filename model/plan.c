@@ -172,6 +172,18 @@ int plan_validate(const Plan *p, Err *e)
     if (p->optim_gpu_groups && p->optim == TIER_GPU)
         return err_set(e, -EINVAL, "plan: with the optimizer on the GPU every sub-group is "
                        "there already (optim-gpu-groups 0)");
+    if ((p->weights == TIER_GPU) != (p->optim == TIER_GPU))
+        return err_set(e, -EINVAL, "plan: weights on %s with the optimizer states on %s: the "
+                       "weights on the GPU are updated there, with the states (weights gpu and "
+                       "optim gpu together; optim-gpu-groups N keeps the last N sub-groups' "
+                       "weights and states there)", tier_name(p->weights), tier_name(p->optim));
+    if (p->optim == TIER_GPU && p->policy != POLICY_FUYOU)
+        return err_set(e, -EINVAL, "plan: %s keeps the optimizer states off the GPU "
+                       "(DeepSpeed's offload_optimizer)", policy_name(p->policy));
+    if (p->optim == TIER_GPU && p->n_micro > 1)
+        return err_set(e, -EINVAL, "plan: with everything on the GPU, one micro-batch (got %d): "
+                       "its sub-groups are updated during backward, so their gradients are not "
+                       "summed across micro-batches", p->n_micro);
     if (p->optim_gpu_groups + p->optim_cpu_groups > plan_subgroup_count(p))
         return err_set(e, -EINVAL, "plan: %d sub-groups on the GPU and %d in CPU memory, of %d",
                        p->optim_gpu_groups, p->optim_cpu_groups, plan_subgroup_count(p));
@@ -219,6 +231,11 @@ void plan_subgroup_blocks(const Plan *p, int g, int *first, int *count)
     *count = end - start;
 }
 
+int plan_gpu_groups(const Plan *p)
+{
+    return p->optim == TIER_GPU ? plan_subgroup_count(p) : p->optim_gpu_groups;
+}
+
 Tier plan_optim_tier(const Plan *p, int g)
 {
     int G = plan_subgroup_count(p);
@@ -231,14 +248,12 @@ Tier plan_optim_tier(const Plan *p, int g)
 
 bool plan_block_on_gpu(const Plan *p, int block)
 {
-    return p->weights == TIER_GPU ||
-           (p->optim_gpu_groups && plan_optim_tier(p, plan_subgroup_of_block(p, block)) ==
-                                       TIER_GPU);
+    return plan_optim_tier(p, plan_subgroup_of_block(p, block)) == TIER_GPU;
 }
 
 bool plan_edges_on_gpu(const Plan *p)
 {
-    return p->weights == TIER_GPU || p->optim_gpu_groups > 0;
+    return plan_gpu_groups(p) > 0;
 }
 
 bool plan_group_streamed(const Plan *p, int g)
@@ -271,7 +286,7 @@ void plan_set_stream_groups(Plan *p, int n)
 int plan_gpu_group_blocks(const Plan *p)
 {
     int n = 0;
-    while (p->optim_gpu_groups && n < p->n_layer &&
+    while (plan_gpu_groups(p) && n < p->n_layer &&
            plan_optim_tier(p, plan_subgroup_of_block(p, n)) == TIER_GPU)
         n++;
     return n;
@@ -321,12 +336,18 @@ char *plan_summary(const Plan *p, const Graph *g, char *buf, size_t n)
     const char *how = p->policy == POLICY_ZERO_INFINITY
                           ? " (DeepSpeed's defaults: its step after backward, one sub-group at "
                             "a time)" : "";
+    char tiers[64];
+    if (p->optim == TIER_GPU)
+        snprintf(tiers, sizeof tiers, "weights and optimizer states on gpu, updated there");
+    else
+        snprintf(tiers, sizeof tiers, "weights on %s, optimizer states on %s",
+                 tier_name(p->weights), tier_name(p->optim));
     snprintf(buf, n,
-             "policy %s%s; weights on %s, optimizer states on %s%s; activations with the block "
+             "policy %s%s; %s%s; activations with the block "
              "checkpoints: on gpu %s, swapped to cpu %s, to ssd %s, recomputed %s; sub-groups of %d block%s (tail %d + "
              "embedding); prefetch depth %d; buffers: weights %d, pinned %d, activations %d, "
              "gradients %d, states %d; %d micro-batch%s of %d x %d tokens",
-             policy_name(p->policy), how, tier_name(p->weights), tier_name(p->optim), cpu_groups,
+             policy_name(p->policy), how, tiers, cpu_groups,
              kb[ACT_GPU],
              kb[ACT_CPU], kb[ACT_SSD], kb[ACT_RECOMPUTE], p->subgroup_blocks,
              p->subgroup_blocks == 1 ? "" : "s", p->tail_blocks, p->prefetch_depth,

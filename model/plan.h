@@ -69,6 +69,13 @@ enum { PLAN_HOST_GRAD_GROUPS = 4 };
 /* The default chunk of a PCIe copy: 256 MiB, about 10 ms on a 4090's PCIe 4.0 link. */
 #define PLAN_COPY_CHUNK_BYTES ((int64_t)256 << 20)
 
+/* The tiers a placement keeps as the user gave them (--weights, --optim): each a Tier, or
+ * PLACE_OPEN where the placement chooses (footprint_auto_place). */
+enum { PLACE_OPEN = -1 };
+typedef struct PlaceFixed {
+    int weights, optim;
+} PlaceFixed;
+
 const char *tier_name(Tier t);
 int tier_parse(const char *s, Tier *out); /* "gpu", "cpu", "ssd": 0 or -EINVAL */
 const char *policy_name(Policy p);
@@ -101,7 +108,10 @@ void plan_inner_kept_bytes(const Plan *p, const Graph *g, double kept[TIER_COUNT
 char *plan_summary(const Plan *p, const Graph *g, char *buf, size_t n);
 
 /* Checks counts (each within its least value and PLAN_MAX_COUNT) and combinations (e.g. a
- * recomputed checkpoint, buffers below prefetch depth). 0 or -EINVAL with e naming the field. */
+ * recomputed checkpoint, buffers below prefetch depth), and that the plan is one the executor
+ * runs: the weights and the optimizer states on the GPU together or neither (a GPU sub-group
+ * keeps both there), and with either, fuyou's step on one micro-batch. 0 or -EINVAL with e
+ * naming the field. */
 int plan_validate(const Plan *p, Err *e);
 
 /* Optimizer sub-groups, in update order: group 0 holds the last blocks, the last group (the
@@ -111,6 +121,11 @@ int plan_subgroup_count(const Plan *p);
 /* Blocks [first, first + count) of sub-group g. */
 void plan_subgroup_blocks(const Plan *p, int g, int *first, int *count);
 int plan_subgroup_of_block(const Plan *p, int block);
+/* The sub-groups updated on the GPU, their states, weights and gradients there: every one
+ * with the optimizer on the GPU (the weights there too: plan_validate), else the last
+ * optim_gpu_groups. Everything on the GPU is the plan whose every sub-group is a GPU one:
+ * the schedule, the footprint and the executor treat the two alike. */
+int plan_gpu_groups(const Plan *p);
 /* Where sub-group g's fp32 master weights and Adam states live: p->optim, except the last
  * optim_gpu_groups sub-groups' (the GPU) and, when p->optim is SSD, the optim_cpu_groups
  * before them (CPU memory). The last sub-groups are the lowest slices of the parameter layout,

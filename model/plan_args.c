@@ -93,19 +93,38 @@ static int parse_tier(const char *prog, const char *opt, const char *s, Tier *ou
     return 0;
 }
 
+void plan_args_fixed(const PlanArgs *pa, PlaceFixed *out)
+{
+    Tier t;
+    out->weights = pa->weights && !tier_parse(pa->weights, &t) ? (int)t : PLACE_OPEN;
+    out->optim = pa->optim && !tier_parse(pa->optim, &t) ? (int)t : PLACE_OPEN;
+    /* the weights and the states on the GPU go together (plan_validate) */
+    if (out->weights == TIER_GPU && out->optim == PLACE_OPEN)
+        out->optim = TIER_GPU;
+    if (out->optim == TIER_GPU && out->weights == PLACE_OPEN)
+        out->weights = TIER_GPU;
+}
+
 int plan_args_apply(const PlanArgs *pa, Plan *p, const char *prog)
 {
     if ((pa->weights && parse_tier(prog, "--weights", pa->weights, &p->weights)) ||
         (pa->optim && parse_tier(prog, "--optim", pa->optim, &p->optim)))
         return -EINVAL;
-    /* states moved off SSD keep none there in CPU memory: the placement's split was for SSD */
-    if (pa->optim && p->optim != TIER_SSD && pa->count[PC_OCPU] < 0)
-        p->optim_cpu_groups = 0;
-    /* with the optimizer on the GPU every sub-group is there already */
-    if (pa->optim && p->optim == TIER_GPU && pa->count[PC_OGPU] < 0)
+    PlaceFixed fixed;
+    plan_args_fixed(pa, &fixed);
+    if (fixed.weights != PLACE_OPEN)
+        p->weights = (Tier)fixed.weights;
+    if (fixed.optim != PLACE_OPEN)
+        p->optim = (Tier)fixed.optim;
+    /* a tier given is where every sub-group's weights or states are, unless a count says
+     * otherwise: none on the GPU or streamed to it, and the states none in CPU memory */
+    bool tier_given = pa->weights || pa->optim;
+    if (tier_given && pa->count[PC_OGPU] < 0)
         p->optim_gpu_groups = 0;
-    if (pa->optim && p->optim == TIER_GPU && pa->count[PC_OSTREAM] < 0)
-        p->optim_stream_groups = 0;
+    if (tier_given && pa->count[PC_OSTREAM] < 0)
+        plan_set_stream_groups(p, 0);
+    if (pa->optim && pa->count[PC_OCPU] < 0)
+        p->optim_cpu_groups = 0;
     if (pa->checkpoints) {
         Tier t;
         if (parse_tier(prog, "--checkpoints", pa->checkpoints, &t))

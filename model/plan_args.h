@@ -57,7 +57,15 @@ int plan_budget_parse(const char *prog, const char *opt, const char *value, doub
  * and memory.gpu_reserved_GiB=0, the same for the CPU; how many were written into sets. */
 int plan_budget_sets(const PlanBudget *b, char sets[PLAN_BUDGET_SETS][PLAN_BUDGET_SET_LEN]);
 /* Sets what a names over p (a prefetch depth beyond the weight buffers raises them unless
- * they were given). 0 or -EINVAL, printed. */
+ * they were given). A tier given binds what goes with it unless a count says otherwise:
+ * --weights or --optim off the GPU keeps no sub-group on the GPU, streamed or not (a GPU
+ * sub-group's weights and states are there); --optim keeps none of the others' states in CPU
+ * memory (ssd means every sub-group's on the SSD); the weights and the states on the GPU go
+ * together (--weights gpu alone puts the states there, --optim gpu the weights). 0 or -EINVAL,
+ * printed. */
 int plan_args_apply(const PlanArgs *a, Plan *p, const char *prog);
+/* The tiers a fixes (PLACE_OPEN where it gives none; a tier that does not parse is open: apply
+ * reports it). */
+void plan_args_fixed(const PlanArgs *a, PlaceFixed *out);
 
 #endif

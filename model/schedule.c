@@ -1,6 +1,6 @@
 /* schedule (sched_*): building the task DAG of the fuyou and zero-infinity policies; see
  * schedule.h. Here: the walk over the run (weights, activations, gradients' first copy) and
- * finishing. The optimizer's tasks (states, Adam, new weights; fuyou's update, the GPU update)
+ * finishing. The optimizer's tasks (states, Adam, new weights; fuyou's update, the GPU's)
  * are in schedule_optim.c; the zero-infinity policy's gradients and optimizer step in
  * schedule_zero.c; the builder the three files use is in schedule_build.h (.c).
  *
@@ -432,7 +432,7 @@ static void emit_backward_block(Builder *b, int u, int blk, bool last_micro)
     b->use_last[u] = b->last_gpu;
 
     if (grads_stay) { /* gradients stay where the optimizer runs */
-        if (p->optim != TIER_GPU && last_micro && blk == gfirst && !tail) {
+        if (last_micro && blk == gfirst && !tail) {
             if (plan_group_streamed(p, s))
                 sched_emit_stream_update(b, s);
             else
@@ -533,7 +533,7 @@ static void emit_micro_batch(Builder *b, int m)
     if (last_micro)
         b->bwd_last = b->last_gpu;
     if (tail_on_gpu) { /* the GPU optimizer needs no gradient copies */
-        if (p->optim != TIER_GPU && last_micro)
+        if (last_micro)
             sched_emit_gpu_group_update(b, tail);
         return;
     }
@@ -761,9 +761,7 @@ int sched_build(Schedule *s, const Graph *g, const Plan *p, int iters, Err *e)
         for (int m = 0; m < b.M; m++)
             emit_micro_batch(&b, m);
         snprintf(b.prefix, sizeof b.prefix, "%s", "");
-        if (p->optim == TIER_GPU)
-            sched_emit_gpu_update(&b);
-        else if (p->policy == POLICY_ZERO_INFINITY)
+        if (p->policy == POLICY_ZERO_INFINITY)
             sched_emit_zero_step(&b);
     }
     if (!rc)

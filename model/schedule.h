@@ -26,7 +26,7 @@
  *   to SSD use pinned buffer s mod ZI_OPTIM_BUFFERS, named as host_grads too).
  * - pinned state buffers (state_buffers): the k-th update of the run uses k mod state_buffers
  *   for its states (optimizer on SSD; zero-infinity: and the fp32 gradients read back) and the
- *   new weights it sends to SSD or the GPU.
+ *   new weights it sends to SSD.
  * - GPU state slots (PLAN_STREAM_SLOTS, plan.h): the k-th streamed update of the run uses
  *   k mod PLAN_STREAM_SLOTS for its states in ("H2D.g3.state"), its AdamW on the GPU, and the
  *   new weights and states home ("D2H.g3.w", "D2H.g3.state"); the next forward's loads of its

@@ -1,8 +1,8 @@
 /* schedule_optim: the optimizer's part of the task DAG sched_build emits. The tasks of one
  * sub-group's update that both policies use (states read and written, AdamW on the CPU, the new
  * weights on their way home, the pinned state buffer they share), fuyou's update during backward
- * built from them, and the fused GPU update when everything is on the GPU. Not the walk over the
- * run (schedule.c, which calls the updates) or zero-infinity's step after backward
+ * built from them, and the updates on the GPU (its sub-groups', streamed ones'). Not the walk
+ * over the run (schedule.c, which calls the updates) or zero-infinity's step after backward
  * (schedule_zero.c, which orders the shared tasks its own way); the builder is schedule_build.h. */
 #include <stdbool.h>
 #include <stdint.h>
@@ -19,7 +19,7 @@ int64_t sched_group_params(const Builder *b, int s, int *first, int *count)
 }
 
 /* Sub-group s's new 16-bit weights (Adam task a) on their way home from pinned state buffer
- * slot: written to SSD or copied to the GPU; in CPU memory Adam wrote them in place. Returns the
+ * slot: written to SSD; in CPU memory Adam wrote them in place. Returns the
  * task after which they are there. The tail's are what the next forward loads first: written
  * with the weight loads' priority, ahead of its states. */
 int sched_emit_new_weights(Builder *b, int s, int first, int64_t params, int a, int slot)
@@ -32,11 +32,6 @@ int sched_emit_new_weights(Builder *b, int s, int first, int64_t params, int a, 
         upd = sched_copy_task(b, RES_SSD_WRITE, PHASE_OPTIMIZER, first, bytes,
                               tail ? PRIO_WEIGHTS : PRIO_OPTIM, "SSDW.g%d.w", s);
         set_move(b, upd, CARGO_UPDATE, TIER_CPU, TIER_SSD, s);
-        dep(b, upd, a);
-    } else if (p->weights == TIER_GPU) {
-        upd = sched_copy_task(b, RES_H2D, PHASE_OPTIMIZER, first, bytes, PRIO_OPTIM, "H2D.g%d.w",
-                              s);
-        set_move(b, upd, CARGO_UPDATE, TIER_CPU, TIER_GPU, s);
         dep(b, upd, a);
     }
     if (upd != a && upd >= 0)
@@ -205,15 +200,4 @@ void sched_emit_stream_update(Builder *b, int s)
     b->stream_release[2 * k + 1] = out;
     for (int blk = first; blk < first + count; blk++)
         b->upd_block[b->iter * b->L + blk] = w;
-}
-
-/* With everything on the GPU: one fused AdamW over all parameters after backward. */
-void sched_emit_gpu_update(Builder *b)
-{
-    int a = sched_add_task(b, RES_GPU, TASK_ADAM, PHASE_OPTIMIZER, 0, -1, 0, "ADAM.gpu");
-    if (a < 0)
-        return;
-    GraphTotals t;
-    graph_totals(b->g, &t);
-    gpu_adam(b, a, t.params, 0, b->L, true);
 }

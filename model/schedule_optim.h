@@ -1,5 +1,6 @@
 /* schedule_optim: the optimizer's part of the task DAG (schedule_optim.c): one sub-group's
- * update as both policies build it, fuyou's update during backward and the fused GPU update.
+ * update as both policies build it, fuyou's update during backward, on the CPU, on the GPU or
+ * streamed to it.
  * Private to model/, as schedule_build.h. */
 #ifndef FUYOU_SCHEDULE_OPTIM_H
 #define FUYOU_SCHEDULE_OPTIM_H
@@ -31,16 +32,14 @@ int sched_emit_new_weights(Builder *b, int s, int first, int64_t params, int a, 
  * Adam, states and new weights written; records the task after which its weights are new. */
 void sched_emit_update(Builder *b, int s);
 
-/* Sub-group s's AdamW on the GPU (its states there, plan_optim_tier), after its blocks'
- * backward in the GPU's program order; its weights are new after it. */
+/* Sub-group s's AdamW on the GPU (its states there, plan_optim_tier: a GPU sub-group, or any
+ * with everything on the GPU), after its blocks' backward in the GPU's program order; its
+ * weights are new after it. */
 void sched_emit_gpu_group_update(Builder *b, int s);
 
 /* A streamed sub-group's update (plan_group_streamed): its states from CPU memory into a GPU
  * state slot, AdamW on the GPU after its blocks' backward in the GPU's program order, the
  * states and the new weights back to CPU memory; its weights are new after the latter. */
 void sched_emit_stream_update(Builder *b, int s);
-
-/* Everything on the GPU: one fused AdamW after iteration b->iter's backward. */
-void sched_emit_gpu_update(Builder *b);
 
 #endif

@@ -100,6 +100,12 @@ static const Variant variants[] = {
      2, 1, 2, 4096, 1, 1},
     {"every block streamed but the tail's, rings of one", TIER_CPU, TIER_CPU, ACT_GPU,
      ACT_RECOMPUTE, 1, 2, 1, 2, 1, 0, 0, 1, 2},
+    /* everything on the device (the plan the planner gives a model that fits): every sub-group
+     * a device one, the activations through the ring or recomputed */
+    {"everything on the device", TIER_GPU, TIER_GPU, ACT_GPU, ACT_CPU, 2, 1, 2, 2, 1, 0, 0, 0,
+     0},
+    {"everything on the device, recomputed, rings of one", TIER_GPU, TIER_GPU, ACT_GPU,
+     ACT_RECOMPUTE, 1, 1, 1, 0, 1, 0, 0, 0, 0},
 };
 
 static void read_ckpt(const char *dir, const TrainOptions *o, float **p, float **m, float **v)
@@ -693,9 +699,9 @@ START_TEST(bad_input)
     tu_assert_contains(e.msg, "micro-batches");
     free(r.losses);
     p.n_micro = 1;
-    p.optim = TIER_GPU;
+    p.optim = TIER_GPU; /* the weights on SSD: the two go together */
     ck_assert_int_eq(pipe_train(&o, &p, &pc, &r, NULL, &e), -EINVAL);
-    tu_assert_contains(e.msg, "--optim");
+    tu_assert_contains(e.msg, "weights gpu and optim gpu together");
     free(r.losses);
     plan_free(&p);
     graph_free(&g);

@@ -31,7 +31,8 @@ static void teardown_case(void)
 }
 
 /* All on the GPU with nothing to copy: the closed form is the GPU's op times, each task's
- * dispatch (h200.ini's task_us) with it, plus Adam. */
+ * dispatch (h200.ini's task_us) with it, plus the sub-groups' AdamW on the GPU: the tail's
+ * after backward, the others' in it. */
 START_TEST(closed_form_all_gpu)
 {
     setup_case("h200.ini", "gpt3-1.3b", 2);
@@ -46,12 +47,16 @@ START_TEST(closed_form_all_gpu)
         if (g.ops[i].bwd_flops > 0 || g.ops[i].bwd_io_bytes > 0)
             bwd += cost_gpu_op_s(&hw, &g.ops[i], TASK_BWD) + lead;
     }
-    double adam = (double)model_param_count(&g.cfg) * 28 / (hw.gpu_mem_GBps * 1e9);
+    int first, count;
+    plan_subgroup_blocks(&p, plan_subgroup_count(&p) - 1, &first, &count);
+    double tail = (double)model_embed_params(&g.cfg) + count * (double)model_block_params(&g.cfg);
+    double P = (double)model_param_count(&g.cfg);
+    double adam_bwd = cost_gpu_adam_s(&hw, P - tail), adam_tail = cost_gpu_adam_s(&hw, tail);
     ck_assert_double_eq_tol(cf.phase_s[CF_FORWARD], fwd, 1e-12);
-    ck_assert_double_eq_tol(cf.phase_s[CF_BACKWARD], bwd, 1e-12);
-    ck_assert_double_eq_tol(cf.phase_s[CF_TAIL], adam, 1e-12);
+    ck_assert_double_eq_tol(cf.phase_s[CF_BACKWARD], bwd + adam_bwd, 1e-12);
+    ck_assert_double_eq_tol(cf.phase_s[CF_TAIL], adam_tail, 1e-12);
     ck_assert_double_eq(cf.fill_s, 0);
-    ck_assert_double_eq_tol(cf.iter_s, fwd + bwd + adam, 1e-12);
+    ck_assert_double_eq_tol(cf.iter_s, fwd + bwd + adam_bwd + adam_tail, 1e-12);
     ck_assert_int_eq(cf.binding[CF_BACKWARD], RES_GPU);
     teardown_case();
 }
@@ -150,7 +155,7 @@ START_TEST(minimum_is_exact)
         ck_assert_int_eq(graph_init(&g, model_preset_find(cases[c].model), cases[c].batch, 1024,
                                     &e), 0);
         ck_assert_int_eq(plan_init(&p, &g, POLICY_FUYOU, &e), 0);
-        footprint_auto_place(&p, &g, &hw);
+        footprint_auto_place(&p, &g, &hw, NULL);
         plan_set_all_act(&p, plan_act(&p, 0, BLOCK_CKPT_OP), ACT_RECOMPUTE);
         SwapLadder l;
         planner_ladder(&hw, &g, &p, &l);
@@ -487,8 +492,9 @@ START_TEST(progress_reports)
     int sims = 0;
     PlanChoice c;
     Err e;
-    ck_assert_int_eq(planner_choose_progress(&hw, &g, 2, POLICY_FUYOU, NULL, closed_score, &sims,
-                                             hear, &h, &c, &e), 0);
+    PlannerOptions o = {.score = closed_score, .score_ctx = &sims, .progress = hear,
+                        .progress_ctx = &h};
+    ck_assert_int_eq(planner_choose_with(&hw, &g, 2, POLICY_FUYOU, &o, &c, &e), 0);
     ck_assert(!h.backwards);
     ck_assert_int_eq(h.last.n_micro, 2);
     ck_assert_int_eq(h.last.searched, c.configs_tried);

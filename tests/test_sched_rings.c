@@ -249,7 +249,9 @@ START_TEST(buffer_rings_are_safe)
         {POLICY_FUYOU, TIER_CPU, TIER_CPU, ACT_CPU, ACT_RECOMPUTE, 2, 2, 2},
         {POLICY_ZERO_INFINITY, TIER_SSD, TIER_SSD, ACT_CPU, ACT_RECOMPUTE, 1, 0, 0},
         {POLICY_ZERO_INFINITY, TIER_SSD, TIER_SSD, ACT_SSD, ACT_CPU, 2, 0, 0},
-        {POLICY_ZERO_INFINITY, TIER_GPU, TIER_CPU, ACT_CPU, ACT_RECOMPUTE, 1, 0, 0},
+        {POLICY_ZERO_INFINITY, TIER_CPU, TIER_CPU, ACT_CPU, ACT_RECOMPUTE, 1, 0, 0},
+        /* everything on the GPU: every sub-group a GPU one, activations through the ring */
+        {POLICY_FUYOU, TIER_GPU, TIER_GPU, ACT_GPU, ACT_CPU, 2, 0, 0},
     };
     Err e;
     /* each case with copies whole, and the first four with every PCIe copy in its most chunks

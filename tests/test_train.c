@@ -3,14 +3,19 @@
  * checkpoints round-trip with the Hugging Face names and layouts, every bad checkpoint gives one
  * clear error, the --log file (rows written as steps end, equal to an uninterrupted run's after
  * kills and resumes, a write error stops the run), and dynamic loss scaling: exact at a
- * power-of-two scale, and its skip / halve / double policy against a scripted backend. The data
- * formats and the loader are test_data's. */
+ * power-of-two scale, and its skip / halve / double policy against a scripted backend; the
+ * initialisation of any range equals the whole array's, and the element-by-element reference's.
+ * The data formats and the loader are test_data's. */
 #include <errno.h>
 #include <math.h>
 #include <sys/stat.h>
 
+#include <gsl/gsl_randist.h>
+#include <gsl/gsl_rng.h>
+
 #include "checkpoint.h"
 #include "gpt2_cpu.h"
+#include "layout.h"
 #include "safetensors.h"
 #include "trainer.h"
 #include "testutil.h"
@@ -47,6 +52,69 @@ START_TEST(loss_falls)
 END_TEST
 
 /* Two micro-batches of two sequences are one batch of four, up to the order of the sums */
+/* The initialisation as it was first written, element by element: the reference the
+ * per-tensor, per-range initialisation (trainer_init_range) is held to, bit for bit. */
+static void init_reference(const ModelConfig *c, const ModelLayout *l, float *p, uint64_t seed)
+{
+    enum { CHUNK = 1 << 20 };
+    double resid = 0.02 / sqrt(2.0 * c->n_layer);
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    for (size_t k = 0; k * CHUNK < l->total; k++) {
+        gsl_rng_set(r, (unsigned long)(seed * 1000003u + k));
+        size_t lo = k * CHUNK, hi = lo + CHUNK < l->total ? lo + CHUNK : l->total;
+        int t = 0;
+        for (size_t i = lo; i < hi; i++) {
+            while (l->t[t].offset + l->t[t].numel <= i)
+                t++;
+            const char *n = l->t[t].name;
+            size_t len = strlen(n);
+            bool bias = len > 5 && !strcmp(n + len - 5, ".bias");
+            bool ln = strstr(n, "ln_") || strstr(n, "layernorm") || strstr(n, "norm.weight");
+            bool proj = strstr(n, "c_proj.weight") || strstr(n, "o_proj.weight") ||
+                        strstr(n, "down_proj.weight");
+            if (ln || bias)
+                p[i] = ln && !bias ? 1.0f : 0.0f;
+            else
+                p[i] = (float)gsl_ran_gaussian_ziggurat(r, proj ? resid : 0.02);
+        }
+    }
+    gsl_rng_free(r);
+}
+
+/* Any range of the initialisation, drawn alone (a fresh run's state put in place sub-group by
+ * sub-group, with no whole-model array), is that range of the whole array, which is the
+ * reference's; both families, ranges across the generators' chunks and tensors */
+START_TEST(init_ranges_are_the_whole)
+{
+    ModelConfig models[] = {*model_preset_find("gpt2-tiny"), *model_preset_find("llama-tiny")};
+    models[0].vocab = models[1].vocab = 9000; /* several chunks of 1 Mi parameters */
+    models[0].d_model = models[1].d_model = 256;
+    models[0].d_ff = models[1].d_ff = 1024;
+    WorkPool wp;
+    Err e;
+    ck_assert_int_eq(workpool_init(&wp, 3, &e), 0);
+    for (int m = 0; m < 2; m++) {
+        ModelLayout l;
+        ck_assert_int_eq(layout_init(&l, &models[m]), 0);
+        ck_assert_uint_gt(l.total, 2u << 20);
+        float *ref = malloc(l.total * 4), *whole = malloc(l.total * 4), *part = malloc(l.total * 4);
+        init_reference(&models[m], &l, ref, 11);
+        trainer_init_params(&models[m], &l, whole, 11, &wp);
+        ck_assert_int_eq(memcmp(ref, whole, l.total * 4), 0);
+        const size_t cuts[][2] = {{0, 1}, {5, 100}, {(1 << 20) - 3, 7}, {(1 << 20) + 17, 1 << 20},
+                                  {l.total - 9, 9}, {12345, l.total - 12345}};
+        for (size_t k = 0; k < sizeof cuts / sizeof cuts[0]; k++) {
+            size_t b = cuts[k][0], n = cuts[k][1];
+            trainer_init_range(&models[m], &l, 11, b, n, part, k % 2 ? &wp : NULL);
+            ck_assert_msg(!memcmp(part, ref + b, n * 4), "%s: [%zu, +%zu)", models[m].name, b, n);
+        }
+        free(ref), free(whole), free(part);
+        layout_free(&l);
+    }
+    workpool_free(&wp);
+}
+END_TEST
+
 START_TEST(micro_batches_accumulate)
 {
     TrainOptions o = opts(3);
@@ -702,6 +770,7 @@ int main(void)
     TCase *tc = tcase_create("train");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, loss_falls);
+    tcase_add_test(tc, init_ranges_are_the_whole);
     tcase_add_test(tc, resume_is_exact);
     tcase_add_test(tc, stop_saves_the_step);
     tcase_add_test(tc, resume_says_the_schedule_changed);

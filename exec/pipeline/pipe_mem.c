@@ -229,7 +229,7 @@ static int alloc_host(PipeMem *m, Err *e)
     if (p->weights == TIER_CPU) {
         size_t home = P - m->gpu_state_params;
         ok = !home || (m->w_home = host_alloc(m, home * m->wsz, MEM_WEIGHTS, e));
-    } else {
+    } else if (p->weights == TIER_SSD) {
         for (int i = 0; i < p->pinned_buffers && ok; i++)
             ok = (m->pinned_w[i] = host_alloc(m, m->block_params * m->wsz, MEM_STAGING, e));
         ok = ok && (m->edge_stage = host_alloc(m, m->edge_params * m->wsz, MEM_STAGING, e));
@@ -251,7 +251,7 @@ static int alloc_host(PipeMem *m, Err *e)
     if (p->n_micro > 1)
         ok = ok && (m->grad_sum = (float *)host_alloc(m, P * 4, MEM_GRADS, e)) &&
              (m->grad_bounce = host_alloc(m, biggest * m->gsz, MEM_STAGING, e));
-    for (int i = 0; ok && p->n_micro == 1 && i < p->host_grad_groups; i++)
+    for (int i = 0; ok && p->n_micro == 1 && m->max_host_group && i < p->host_grad_groups; i++)
         ok = (m->host_grads[i] = host_alloc(m, m->max_host_group * m->gsz, MEM_GRADS, e));
     m->act_cpu = calloc((size_t)m->L, sizeof *m->act_cpu);
     if (ok && !m->act_cpu)

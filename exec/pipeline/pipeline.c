@@ -27,11 +27,6 @@ static int check_plan(const TrainOptions *o, const Plan *p, const PipeConfig *pc
         return err_set(e, -EINVAL, "--eval-data is in-memory only: the out-of-core pipeline runs "
                        "the schedule's training DAG, and model/schedule.h builds no forward-only "
                        "one yet; evaluate without --offload");
-    if (p->weights == TIER_GPU || p->optim == TIER_GPU)
-        return err_set(e, -EINVAL, "the out-of-core pipeline keeps weights and optimizer states "
-                       "off the GPU (the plan has weights on %s, states on %s): use --weights "
-                       "and --optim cpu or ssd, or train without --offload",
-                       tier_name(p->weights), tier_name(p->optim));
     if (p->n_layer != o->model.n_layer || p->seq != o->seq ||
         (int64_t)p->n_micro * p->seqs_per_micro != o->seqs_per_step)
         return err_set(e, -EINVAL, "plan (%d blocks, %d micro-batches of %d x %d) does not "

@@ -39,58 +39,95 @@ float trainer_lr(const TrainOptions *o, int64_t step)
 }
 
 /* Chunks of the flat parameter array, each drawn from its own seeded generator, so the values
- * do not depend on how many threads draw them. */
+ * do not depend on how many threads draw them, nor on which range of the array is asked for. */
 enum { INIT_CHUNK = 1 << 20 };
 
 typedef struct InitJob {
     const ModelConfig *c;
     const ModelLayout *l;
-    float *p;
+    float *out;          /* the values of [begin, end) */
+    size_t begin, end;
     uint64_t seed;
 } InitJob;
+
+/* How tensor t starts: a norm's gain at 1 (GPT-2's ln_*, Llama's *layernorm and model.norm), a
+ * bias at 0, the rest drawn from N(0, sd), the projections back into the residual stream
+ * (GPT-2's c_proj, Llama's o_proj and down_proj) scaled down with depth. Returns sd, or 0 with
+ * *value the constant. */
+static double init_sd(const ModelConfig *c, const ParamTensor *t, float *value)
+{
+    const char *n = t->name;
+    size_t len = strlen(n);
+    bool bias = len > 5 && !strcmp(n + len - 5, ".bias");
+    bool ln = strstr(n, "ln_") || strstr(n, "layernorm") || strstr(n, "norm.weight");
+    bool proj = strstr(n, "c_proj.weight") || strstr(n, "o_proj.weight") ||
+                strstr(n, "down_proj.weight");
+    *value = ln && !bias ? 1.0f : 0.0f;
+    return ln || bias ? 0 : proj ? 0.02 / sqrt(2.0 * c->n_layer) : 0.02;
+}
+
+/* The tensor holding element i (the layout's tensors lie end to end from 0). */
+static int tensor_at(const ModelLayout *l, size_t i)
+{
+    int lo = 0, hi = l->n - 1;
+    while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        if (l->t[mid].offset <= i)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
+/* Chunk k's values that fall in [j->begin, j->end): its generator draws every drawn element
+ * of the chunk in order from the chunk's start, so a range that starts inside it draws the
+ * ones before the range too. */
+static void init_chunk(const InitJob *j, size_t k, gsl_rng *r)
+{
+    const ModelLayout *l = j->l;
+    size_t c0 = k * INIT_CHUNK, c1 = c0 + INIT_CHUNK < l->total ? c0 + INIT_CHUNK : l->total;
+    size_t lo = c0 > j->begin ? c0 : j->begin, hi = c1 < j->end ? c1 : j->end;
+    gsl_rng_set(r, (unsigned long)(j->seed * 1000003u + k));
+    for (int t = tensor_at(l, c0); t < l->n && l->t[t].offset < hi; t++) {
+        size_t t0 = l->t[t].offset > c0 ? l->t[t].offset : c0;
+        size_t t1 = l->t[t].offset + l->t[t].numel < hi ? l->t[t].offset + l->t[t].numel : hi;
+        float value;
+        double sd = init_sd(j->c, &l->t[t], &value);
+        for (size_t i = t0; i < t1; i++) {
+            float x = sd > 0 ? (float)gsl_ran_gaussian_ziggurat(r, sd) : value;
+            if (i >= lo)
+                j->out[i - j->begin] = x;
+        }
+    }
+}
 
 static void init_chunks(void *ctx, size_t begin, size_t end)
 {
     const InitJob *j = ctx;
-    double resid = 0.02 / sqrt(2.0 * j->c->n_layer);
     gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
-    int t = 0;
-    for (size_t k = begin; k < end; k++) {
-        gsl_rng_set(r, (unsigned long)(j->seed * 1000003u + k));
-        size_t lo = k * INIT_CHUNK, hi = lo + INIT_CHUNK < j->l->total ? lo + INIT_CHUNK
-                                                                      : j->l->total;
-        for (size_t i = lo; i < hi; i++) {
-            while (j->l->t[t].offset + j->l->t[t].numel <= i)
-                t++;
-            const char *n = j->l->t[t].name;
-            size_t len = strlen(n);
-            bool bias = len > 5 && !strcmp(n + len - 5, ".bias");
-            /* the norms' gains start at 1 (GPT-2's ln_*, Llama's *layernorm and model.norm),
-             * the projections back into the residual stream (GPT-2's c_proj, Llama's o_proj
-             * and down_proj) scaled down with depth */
-            bool ln = strstr(n, "ln_") || strstr(n, "layernorm") || strstr(n, "norm.weight");
-            bool proj = strstr(n, "c_proj.weight") || strstr(n, "o_proj.weight") ||
-                        strstr(n, "down_proj.weight");
-            if (ln || bias) {
-                j->p[i] = ln && !bias ? 1.0f : 0.0f;
-                continue;
-            }
-            j->p[i] = (float)gsl_ran_gaussian_ziggurat(r, proj ? resid : 0.02);
-        }
-        t = 0;
-    }
+    for (size_t k = begin; k < end; k++)
+        init_chunk(j, j->begin / INIT_CHUNK + k, r);
     gsl_rng_free(r);
+}
+
+void trainer_init_range(const ModelConfig *c, const ModelLayout *l, uint64_t seed, size_t begin,
+                        size_t n, float *out, WorkPool *wp)
+{
+    if (!n)
+        return;
+    InitJob j = {c, l, out, begin, begin + n, seed};
+    size_t chunks = (begin + n - 1) / INIT_CHUNK - begin / INIT_CHUNK + 1;
+    if (wp)
+        workpool_run(wp, init_chunks, &j, chunks, 1);
+    else
+        init_chunks(&j, 0, chunks);
 }
 
 void trainer_init_params(const ModelConfig *c, const ModelLayout *l, float *p, uint64_t seed,
                          WorkPool *wp)
 {
-    InitJob j = {c, l, p, seed};
-    size_t chunks = (l->total + INIT_CHUNK - 1) / INIT_CHUNK;
-    if (wp)
-        workpool_run(wp, init_chunks, &j, chunks, 1);
-    else
-        init_chunks(&j, 0, chunks);
+    trainer_init_range(c, l, seed, 0, l->total, p, wp);
 }
 
 typedef struct Slice {

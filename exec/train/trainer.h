@@ -95,6 +95,11 @@ typedef struct TrainResult {
 struct ModelLayout;
 void trainer_init_params(const ModelConfig *c, const struct ModelLayout *l, float *params,
                          uint64_t seed, WorkPool *wp);
+/* Values [begin, begin + n) of that initialisation into out, the same bits as the whole
+ * array's (each chunk's generator starts at the chunk: a range drawn alone draws the chunk's
+ * earlier values too), with no whole-model array. */
+void trainer_init_range(const ModelConfig *c, const struct ModelLayout *l, uint64_t seed,
+                        size_t begin, size_t n, float *out, WorkPool *wp);
 
 /* The most steps a run may ask for: AdamW counts its steps in an int, and the loop keeps
  * each step's loss (TrainResult). */
