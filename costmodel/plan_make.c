@@ -148,14 +148,17 @@ static void candidate_free(Candidate *c)
     graph_free(&c->g);
 }
 
-/* The micro-batch counts to try, fewest first: the one given (one with sub-groups on the GPU
- * given), or every divisor of the batch up to PLAN_AUTO_MICRO_MAX. */
+/* The micro-batch counts to try, fewest first: the one given (one with sub-groups or the
+ * states on the GPU given), or every divisor of the batch up to PLAN_AUTO_MICRO_MAX. */
 static int micro_counts(const PlanRequest *rq, int *out, int max)
 {
     int given = rq->args->count[PC_MICRO], n = 0;
-    if (given > 0 || rq->args->count[PC_OGPU] > 0 || rq->args->count[PC_OSTREAM] > 0) {
-        out[0] = given > 0 ? given : 1; /* sub-groups updated on the GPU take one
-                                           (plan_validate) */
+    PlaceFixed fixed;
+    plan_args_fixed(rq->args, &fixed);
+    if (given > 0 || rq->args->count[PC_OGPU] > 0 || rq->args->count[PC_OSTREAM] > 0 ||
+        fixed.optim == TIER_GPU) {
+        out[0] = given > 0 ? given : 1; /* sub-groups updated on the GPU take one, and so
+                                           does everything there (plan_validate) */
         return 1;
     }
     for (int M = 1; M <= rq->batch && M <= PLAN_AUTO_MICRO_MAX && n < max; M++)
@@ -241,4 +244,102 @@ void plan_make_free(PlanInfo *info)
     if (info->planned)
         plan_free(&info->choice.plan);
     info->planned = false;
+}
+
+bool plan_make_fits(const Graph *g, const Hardware *hw, const Plan *p)
+{
+    return plan_short_bytes(g, hw, p) == 0;
+}
+
+/* rq without its option k (of the plan options, then --swap as the last): whether one was
+ * given there, and then the request and the arguments left. */
+static bool leave_out(const PlanRequest *rq, int k, PlanRequest *out, PlanArgs *args,
+                      char *name, size_t n)
+{
+    *out = *rq;
+    *args = *rq->args;
+    out->args = args;
+    out->score = NULL, out->progress = NULL; /* the closed form decides, quietly */
+    const char **tiers[4] = {&args->weights, &args->optim, &args->checkpoints, &args->act};
+    if (k < 4) {
+        if (!*tiers[k])
+            return false;
+        snprintf(name, n, "--%s %s", plan_args_names[k], *tiers[k]);
+        *tiers[k] = NULL;
+        return true;
+    }
+    if (k < 4 + PC_N) {
+        int c = k - 4;
+        if (args->count[c] < 0 || c == PC_MICRO)
+            return false; /* micro-batches are searched from the batch anyway */
+        snprintf(name, n, "--%s %d", plan_args_names[k], args->count[c]);
+        args->count[c] = -1;
+        return true;
+    }
+    if (rq->swap == SWAP_AUTO || rq->swap == SWAP_SWEEP)
+        return false;
+    static const char *mode[] = {"auto", "none", "all"};
+    if (rq->swap == SWAP_BYTES) {
+        char b[24];
+        snprintf(name, n, "--swap %s", units_bytes(b, sizeof b, rq->swap_bytes));
+    } else {
+        snprintf(name, n, "--swap %s", mode[rq->swap]);
+    }
+    out->swap = SWAP_AUTO;
+    return true;
+}
+
+char *plan_make_why_short(const PlanRequest *rq, const Hardware *hw, const Graph *g,
+                          const Plan *p, char *buf, size_t n)
+{
+    Footprint f;
+    footprint_compute(&f, g, p);
+    size_t at = 0;
+    int first_short = -1;
+    for (int t = 0; t < TIER_COUNT; t++) {
+        double need = footprint_tier_total(&f, (Tier)t), have = footprint_capacity(hw, (Tier)t);
+        if (need <= have)
+            continue;
+        char b0[24], b1[24], b2[24];
+        at += (size_t)snprintf(buf + at, at < n ? n - at : 0, "%s%s needs %s of its %s (%s "
+                               "short)", first_short < 0 ? "" : ", ", tier_name((Tier)t),
+                               units_bytes(b0, sizeof b0, need), units_bytes(b1, sizeof b1, have),
+                               units_bytes(b2, sizeof b2, need - have));
+        if (first_short < 0)
+            first_short = t;
+    }
+    if (first_short < 0) {
+        snprintf(buf, n, "it fits");
+        return buf;
+    }
+    bool given = false;
+    for (int k = 0; k < 4 + PC_N + 1 && at < n; k++) {
+        PlanRequest q;
+        PlanArgs args;
+        char name[64];
+        if (!leave_out(rq, k, &q, &args, name, sizeof name))
+            continue;
+        given = true;
+        Graph g2;
+        Plan p2;
+        PlanInfo info;
+        Err e;
+        int rc = plan_make(&q, hw, &g2, &p2, &info, &e);
+        bool fits = !rc && plan_make_fits(&g2, hw, &p2);
+        plan_make_free(&info);
+        plan_free(&p2);
+        graph_free(&g2);
+        if (fits) {
+            snprintf(buf + at, n - at, "; %s keeps every plan from fitting (without it one "
+                     "fits)", name);
+            return buf;
+        }
+    }
+    if (given)
+        snprintf(buf + at, at < n ? n - at : 0, "; no one option given keeps it from fitting "
+                 "alone: %s", footprint_advice((Tier)first_short, p, &f));
+    else
+        snprintf(buf + at, at < n ? n - at : 0, "; %s",
+                 footprint_advice((Tier)first_short, p, &f));
+    return buf;
 }

@@ -79,7 +79,15 @@ typedef struct BlockArch {
      * (footprint.h). */
     void (*cuda_lane_buffers)(const struct ModelConfig *c, int64_t B, int64_t T,
                               int64_t bytes[]);
+    /* The fp32 CPU reference lane (exec/pipeline/device_cpu.h) for a micro-batch of B x T:
+     * each block tensor as it keeps it, with what backward needs beside it, into bytes[]
+     * (n_ops + 1), and what it allocates for itself (*own: one block's activation gradients,
+     * its scratch, graph_cpu_head_floats and the family's tables), in bytes. The CPU device
+     * carves its buffers to these sizes; the footprint sums them (footprint_cpu_lane). */
+    void (*cpu_lane_bytes)(const struct ModelConfig *c, int64_t B, int64_t T, int64_t bytes[],
+                           int64_t *own);
 } BlockArch;
+
 
 /* The buffers a 16-bit CUDA lane (exec/cuda/gpu_block.h) holds besides the block tensors, by
  * role; a family without one sizes it 0. N = B * T tokens, C channels. */

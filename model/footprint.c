@@ -50,6 +50,13 @@ void footprint_cuda_lane(const Graph *g, LaneSizes *lane)
     for (int i = 0; i < LANE_BUFFERS; i++)
         lane->own += lane_round(own[i]);
     lane->weight_bytes = lane->grad_bytes = (int)d;
+    lane->on_host = false;
+}
+
+void footprint_cpu_lane(const ModelConfig *c, int B, int T, LaneSizes *lane)
+{
+    *lane = (LaneSizes){.weight_bytes = 4, .grad_bytes = 4, .on_host = true};
+    model_arch(c)->cpu_lane_bytes(c, B, T, lane->tensor, &lane->own);
 }
 
 /* Where each block tensor lives between forward and backward: home[b][x] is a tier, or -1 when

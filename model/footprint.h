@@ -36,6 +36,10 @@ const char *mem_tag_name(MemTag m);
  * fuyou-run has; flash attention where the head size allows it; the head on one chunk of
  * logits), as exec/pipeline/device_cuda.cu allocates them: what the simulator predicts with. */
 void footprint_cuda_lane(const Graph *g, LaneSizes *lane);
+/* The CPU reference lane's sizes for micro-batches of B x T of c (fp32 tensors and buffers,
+ * arch.h's cpu_lane_bytes), as exec/pipeline/device_cpu.c allocates them: what fuyou-sim
+ * --device cpu predicts with. */
+void footprint_cpu_lane(const ModelConfig *c, int B, int T, LaneSizes *lane);
 
 /* Bytes of one pinned state slot of plan p (schedule.h's state-buffer ring): the largest
  * sub-group's states read from SSD, then its new weights on their way to SSD, each block (and
@@ -46,7 +50,7 @@ double footprint_state_slot_bytes(const ModelConfig *c, const Plan *p, int weigh
 /* Bytes of the host staging the GPU sub-groups' state passes through on its way in and out
  * (the start, checkpoints): FOOTPRINT_GPU_STAGE_PARAMS parameters' master, m, v and weights at
  * a time (fewer if the GPU holds fewer); 0 with no sub-group there. */
-enum { FOOTPRINT_GPU_STAGE_PARAMS = 1 << 20 };
+enum { FOOTPRINT_GPU_STAGE_PARAMS = 16 << 20 };
 double footprint_gpu_stage_bytes(const ModelConfig *c, const Plan *p, int weight_bytes);
 
 /* The table for plan p on a lane of these sizes, and on g's lane (graph.h: the executor's

@@ -107,9 +107,29 @@ static void gpt2_cuda_lane_buffers(const ModelConfig *c, int64_t B, int64_t T, i
     memcpy(bytes, b, sizeof b);
 }
 
+/* The CPU lane's tensors in fp32, each with its statistics (a layernorm's mean and rstd) or,
+ * attention's output, its softmax (B,NH,T,T) beside it; its own buffers: one block's
+ * activation gradients, the forward's scratch, the final layernorm's statistics and the
+ * head's (device_cpu_gpt2.c carves them in this order). */
+static void gpt2_cpu_lane_bytes(const ModelConfig *c, int64_t B, int64_t T, int64_t bytes[],
+                                int64_t *own)
+{
+    int64_t N = B * T, C = c->d_model, NC = N * C, NF = N * c->d_ff;
+    int64_t att = B * c->n_head * T * T;
+    const int64_t floats[GPT2_TENSORS] = {
+        [GPT2_LN1] = NC + 2 * N, [GPT2_QKV] = 3 * NC, [GPT2_ATTN] = NC + att,
+        [GPT2_PROJ] = NC, [GPT2_RES1] = NC, [GPT2_LN2] = NC + 2 * N, [GPT2_FC1] = NF,
+        [GPT2_GELU] = NF, [GPT2_FC2] = NC, [GPT2_RES2] = NC, [GPT2_IN] = NC};
+    for (int i = 0; i < GPT2_TENSORS; i++)
+        bytes[i] = floats[i] * 4;
+    int64_t grads = 6 * NC + 3 * NC + 2 * att + 2 * NF;
+    *own = (grads + att + 2 * N + graph_cpu_head_floats(c, B, T)) * 4;
+}
+
 const BlockArch gpt2_arch = {.name = "gpt2", .n_ops = GPT2_OPS, .input = GPT2_IN,
                              .output = GPT2_RES2, .ops = gpt2_ops,
                              .graph_ops = gpt2_graph_ops,
                              .graph_edge_ops = gpt2_graph_edge_ops,
                              .lane_tensor_bytes = gpt2_lane_tensor_bytes,
-                             .cuda_lane_buffers = gpt2_cuda_lane_buffers};
+                             .cuda_lane_buffers = gpt2_cuda_lane_buffers,
+                             .cpu_lane_bytes = gpt2_cpu_lane_bytes};

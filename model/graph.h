@@ -37,6 +37,17 @@ static inline int64_t graph_head_chunk(int64_t tokens)
     return tokens < GRAPH_HEAD_CHUNK ? tokens : GRAPH_HEAD_CHUNK;
 }
 
+/* Floats of what every family's CPU lane keeps for the residual stream's gradients and the LM
+ * head (exec/pipeline/device_cpu_head.c) for a micro-batch of B x T: two residual gradients,
+ * the final norm's output and its gradient (N, C) each, one head chunk's logits and
+ * probabilities (graph_head_chunk x vocab), the per-token losses (N) and a chunk's loss
+ * gradients. */
+static inline int64_t graph_cpu_head_floats(const ModelConfig *c, int64_t B, int64_t T)
+{
+    int64_t N = B * T, chunk = graph_head_chunk(N);
+    return 4 * N * c->d_model + 2 * chunk * c->vocab + N + chunk;
+}
+
 /* Limits of one micro-batch (README, "Limits"), on top of the model's (model.h): at most
  * GRAPH_MAX_BATCH sequences and GRAPH_MAX_TOKENS tokens, which keep every op's sizes exact in
  * int64, and at most GRAPH_MAX_ACT_BYTES of activations kept when nothing is recomputed (1 PiB),
@@ -52,6 +63,7 @@ typedef struct LaneSizes {
     int64_t tensor[ARCH_MAX_TENSORS];
     int64_t own;
     int weight_bytes, grad_bytes;
+    bool on_host; /* the CPU reference's lane: its "GPU" tier is host memory, named "device" */
 } LaneSizes;
 
 typedef struct Graph {

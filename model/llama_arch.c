@@ -124,9 +124,30 @@ static void llama_cuda_lane_buffers(const ModelConfig *c, int64_t B, int64_t T, 
     memcpy(bytes, b, sizeof b);
 }
 
+/* The CPU lane's tensors in fp32, each norm's output with its rstd and attention's output
+ * with its softmax (B,h,T,T) beside it; its own buffers: one block's activation gradients,
+ * the forward's scratch, the final norm's rstd, the head's, and the rotary table (T positions
+ * of d/2 cosines and sines; device_cpu_llama.c carves them in this order). */
+static void llama_cpu_lane_bytes(const ModelConfig *c, int64_t B, int64_t T, int64_t bytes[],
+                                 int64_t *own)
+{
+    int64_t N = B * T, NC = N * c->d_model, d = model_head_dim(c);
+    int64_t h = c->n_head, qkv = N * (h + 2 * model_kv_heads(c)) * d, q = N * h * d;
+    int64_t NF = N * c->d_ff, att = B * h * T * T;
+    const int64_t floats[LLAMA_TENSORS] = {
+        [LLAMA_NORM1] = NC + N, [LLAMA_QKV] = qkv, [LLAMA_ROPE] = qkv, [LLAMA_ATTN] = q + att,
+        [LLAMA_O] = NC, [LLAMA_RES1] = NC, [LLAMA_NORM2] = NC + N, [LLAMA_GATE_UP] = 2 * NF,
+        [LLAMA_SWIGLU] = NF, [LLAMA_DOWN] = NC, [LLAMA_RES2] = NC, [LLAMA_IN] = NC};
+    for (int i = 0; i < LLAMA_TENSORS; i++)
+        bytes[i] = floats[i] * 4;
+    int64_t grads = 5 * NC + 2 * qkv + q + 2 * att + 3 * NF;
+    *own = (grads + att + N + graph_cpu_head_floats(c, B, T)) * 4 + T * d * 4;
+}
+
 const BlockArch llama_arch = {.name = "llama", .n_ops = LLAMA_OPS, .input = LLAMA_IN,
                               .output = LLAMA_RES2, .ops = llama_ops,
                               .graph_ops = llama_graph_ops,
                               .graph_edge_ops = llama_graph_edge_ops,
                               .lane_tensor_bytes = llama_lane_tensor_bytes,
-                              .cuda_lane_buffers = llama_cuda_lane_buffers};
+                              .cuda_lane_buffers = llama_cuda_lane_buffers,
+                              .cpu_lane_bytes = llama_cpu_lane_bytes};

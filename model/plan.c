@@ -312,6 +312,7 @@ void plan_inner_kept_bytes(const Plan *p, const Graph *g, double kept[TIER_COUNT
 
 char *plan_summary(const Plan *p, const Graph *g, char *buf, size_t n)
 {
+    const char *gpu = g->has_lane && g->lane.on_host ? "device" : tier_name(TIER_GPU);
     double bytes[4] = {0};
     for (int b = 0; b < p->n_layer; b++)
         for (int i = 0; i < p->arch->n_ops; i++)
@@ -322,8 +323,8 @@ char *plan_summary(const Plan *p, const Graph *g, char *buf, size_t n)
     int ng = p->optim_gpu_groups, nc = p->optim_cpu_groups, ns = p->optim_stream_groups;
     int at = 0;
     if (ng)
-        at = snprintf(cpu_groups, sizeof cpu_groups, " (the last %d sub-group%s on gpu with "
-                      "the weights, updated there%s", ng, ng == 1 ? "'s" : "s'",
+        at = snprintf(cpu_groups, sizeof cpu_groups, " (the last %d sub-group%s on %s with "
+                      "the weights, updated there%s", ng, ng == 1 ? "'s" : "s'", gpu,
                       nc || ns ? "; " : ")");
     if (nc)
         at += snprintf(cpu_groups + at, sizeof cpu_groups - (size_t)at, "%s%d sub-group%s in "
@@ -331,23 +332,23 @@ char *plan_summary(const Plan *p, const Graph *g, char *buf, size_t n)
                        ns ? "; " : ")");
     if (ns)
         snprintf(cpu_groups + at, sizeof cpu_groups - (size_t)at, "of those in cpu memory, "
-                 "the last %d streamed to gpu and updated there)", ns);
+                 "the last %d streamed to %s and updated there)", ns, gpu);
     /* zero-infinity's step is DeepSpeed's (plan.h), whatever the plan's numbers */
     const char *how = p->policy == POLICY_ZERO_INFINITY
                           ? " (DeepSpeed's defaults: its step after backward, one sub-group at "
                             "a time)" : "";
-    char tiers[64];
+    char tiers[96];
     if (p->optim == TIER_GPU)
-        snprintf(tiers, sizeof tiers, "weights and optimizer states on gpu, updated there");
+        snprintf(tiers, sizeof tiers, "weights and optimizer states on %s, updated there", gpu);
     else
         snprintf(tiers, sizeof tiers, "weights on %s, optimizer states on %s",
-                 tier_name(p->weights), tier_name(p->optim));
+                 p->weights == TIER_GPU ? gpu : tier_name(p->weights), tier_name(p->optim));
     snprintf(buf, n,
              "policy %s%s; %s%s; activations with the block "
-             "checkpoints: on gpu %s, swapped to cpu %s, to ssd %s, recomputed %s; sub-groups of %d block%s (tail %d + "
+             "checkpoints: on %s %s, swapped to cpu %s, to ssd %s, recomputed %s; sub-groups of %d block%s (tail %d + "
              "embedding); prefetch depth %d; buffers: weights %d, pinned %d, activations %d, "
              "gradients %d, states %d; %d micro-batch%s of %d x %d tokens",
-             policy_name(p->policy), how, tiers, cpu_groups,
+             policy_name(p->policy), how, tiers, cpu_groups, gpu,
              kb[ACT_GPU],
              kb[ACT_CPU], kb[ACT_SSD], kb[ACT_RECOMPUTE], p->subgroup_blocks,
              p->subgroup_blocks == 1 ? "" : "s", p->tail_blocks, p->prefetch_depth,

@@ -104,7 +104,8 @@ void plan_set_inner_act(Plan *p, ActPlace inner);
 void plan_inner_kept_bytes(const Plan *p, const Graph *g, double kept[TIER_COUNT]);
 
 /* One paragraph naming every decision of p, for reports: policy, tiers, activation bytes by
- * decision, sub-groups, prefetch and buffers. Writes into buf and returns it. */
+ * decision, sub-groups, prefetch and buffers; the GPU tier named "device" where g's lane is
+ * the host's (LaneSizes.on_host). Writes into buf and returns it. */
 char *plan_summary(const Plan *p, const Graph *g, char *buf, size_t n);
 
 /* Checks counts (each within its least value and PLAN_MAX_COUNT) and combinations (e.g. a

@@ -92,18 +92,21 @@ static int resident_blocks(const Builder *b)
     return b->p->weight_buffers < b->L ? b->p->weight_buffers : b->L;
 }
 
+/* Whether use u loads its block's weights, or releases their buffer once it ends: a block
+ * resident from its forward to its backward does both once; forward passes alone load and
+ * release each forward use's. */
 static bool use_loads_weights(const Builder *b, bool bwd, int block)
 {
-    if (plan_block_on_gpu(b->p, block))
+    if (plan_block_on_gpu(b->p, block) || (bwd && b->forward_only))
         return false;
-    return !bwd || block < b->L - resident_blocks(b);
+    return !bwd || b->forward_only || block < b->L - resident_blocks(b);
 }
 
 static bool use_releases_weights(const Builder *b, bool bwd, int block)
 {
-    if (plan_block_on_gpu(b->p, block))
+    if (plan_block_on_gpu(b->p, block) || (bwd && b->forward_only))
         return false;
-    return bwd || block < b->L - resident_blocks(b);
+    return bwd || b->forward_only || block < b->L - resident_blocks(b);
 }
 
 /* Bytes of block activations at each tier (checkpoint: BLOCK_CKPT_OP's; inner: the rest). */
@@ -126,7 +129,7 @@ static void act_bytes(const Builder *b, int block, double ckpt[TIER_COUNT],
 
 static bool use_fetches_acts(const Builder *b, bool bwd, int block)
 {
-    if (!bwd)
+    if (!bwd || b->forward_only)
         return false;
     double c[TIER_COUNT], in[TIER_COUNT];
     act_bytes(b, block, c, in);
@@ -359,8 +362,8 @@ static void emit_forward_block(Builder *b, int u, int blk)
         double *tier = part == PART_CKPT ? c : in;
         if (part == PART_INNER)
             emit_forward_ops(b, u, blk);
-        if (tier[TIER_CPU] + tier[TIER_SSD] == 0)
-            continue;
+        if (tier[TIER_CPU] + tier[TIER_SSD] == 0 || b->forward_only)
+            continue; /* nothing leaves the GPU (forward passes alone: nothing reads it back) */
         int d2h = sched_copy_task(b, RES_D2H, PHASE_FORWARD, blk, tier[TIER_CPU] + tier[TIER_SSD],
                                   PRIO_ACT_OUT, "D2H.b%d.%s", blk, part_name(part));
         set_move(b, d2h, part_cargo(part), TIER_GPU, TIER_CPU, -1);
@@ -519,6 +522,8 @@ static void emit_micro_batch(Builder *b, int m)
         if (head_ops[i] == EDGE_HEAD && m > 0 && !tail_on_gpu)
             dep(b, head, b->embed_grad_done);
     }
+    if (b->forward_only)
+        return;
     for (int i = N_HEAD_OPS - 1; i >= 0; i--) {
         const Op *op = graph_edge_op(g, head_ops[i]);
         if (op->bwd_flops == 0 && op->bwd_io_bytes == 0)
@@ -713,7 +718,9 @@ static int fill_minus_one(int **p, size_t n)
     return 0;
 }
 
-int sched_build(Schedule *s, const Graph *g, const Plan *p, int iters, Err *e)
+/* sched_build, or with forward_only sched_build_forward. */
+static int build(Schedule *s, const Graph *g, const Plan *p, int iters, bool forward_only,
+                 Err *e)
 {
     memset(s, 0, sizeof *s);
     int rc = plan_validate(p, e);
@@ -735,7 +742,8 @@ int sched_build(Schedule *s, const Graph *g, const Plan *p, int iters, Err *e)
                        units_bytes(b1, sizeof b1, need), units_bytes(b2, sizeof b2,
                                                                      SCHED_MAX_BYTES));
     }
-    Builder b = {.g = g, .p = p, .s = s, .L = g->cfg.n_layer, .M = p->n_micro,
+    Builder b = {.g = g, .p = p, .s = s, .L = g->cfg.n_layer,
+                 .M = forward_only ? 1 : p->n_micro, .forward_only = forward_only,
                  .last_gpu = -1, .bwd_first = -1, .bwd_last = -1, .embed_grad_d2h = -1,
                  .embed_grad_done = -1, .embed_grad32 = -1};
     s->iters = iters;
@@ -761,7 +769,7 @@ int sched_build(Schedule *s, const Graph *g, const Plan *p, int iters, Err *e)
         for (int m = 0; m < b.M; m++)
             emit_micro_batch(&b, m);
         snprintf(b.prefix, sizeof b.prefix, "%s", "");
-        if (p->policy == POLICY_ZERO_INFINITY)
+        if (p->policy == POLICY_ZERO_INFINITY && !forward_only)
             sched_emit_zero_step(&b);
     }
     if (!rc)
@@ -772,6 +780,16 @@ int sched_build(Schedule *s, const Graph *g, const Plan *p, int iters, Err *e)
         return err_set(e, rc, "out of memory building the schedule");
     }
     return 0;
+}
+
+int sched_build(Schedule *s, const Graph *g, const Plan *p, int iters, Err *e)
+{
+    return build(s, g, p, iters, false, e);
+}
+
+int sched_build_forward(Schedule *s, const Graph *g, const Plan *p, int passes, Err *e)
+{
+    return build(s, g, p, passes, true, e);
 }
 
 void sched_free(Schedule *s)

@@ -153,6 +153,11 @@ double sched_estimate_bytes(const BlockArch *a, int n_layer, int n_micro, int it
  * frees it with sched_free (safe after a failure). Returns 0, -EINVAL for an invalid plan or one
  * whose schedule would need more than SCHED_MAX_BYTES (e says why and the estimate), -ENOMEM. */
 int sched_build(Schedule *s, const Graph *g, const Plan *p, int iters, Err *e);
+/* Builds the forward passes of `passes` micro-batches under plan p, one an "iteration" (an
+ * evaluation's, on the buffers the plan's training uses): each block's weights loaded, its ops
+ * run and the head's loss, as training's forward does, but nothing sent off the GPU (no
+ * backward reads it back), no backward and no update. Returns as sched_build. */
+int sched_build_forward(Schedule *s, const Graph *g, const Plan *p, int passes, Err *e);
 void sched_free(Schedule *s);
 
 static inline const int *sched_deps(const Schedule *s, int task)

@@ -52,6 +52,7 @@ typedef struct Builder {
     const Plan *p;
     Schedule *s;
     int L, M, n_uses, n_groups;
+    bool forward_only; /* sched_build_forward: forward passes only, nothing swapped out */
     int task_cap;
     Edge *edges;
     int n_edges, edges_cap;

@@ -31,7 +31,7 @@
 enum { MAX_SETS = 64 };
 
 typedef struct SimArgs {
-    const char *hw, *model, *policy, *trace, *chrome, *deps, *swap, *sweep_out;
+    const char *hw, *model, *policy, *trace, *chrome, *deps, *swap, *sweep_out, *device;
     const char *sets[MAX_SETS + PLAN_BUDGET_SETS]; /* --set's, then the budgets' */
     int n_sets;
     PlanBudget budget;
@@ -74,6 +74,9 @@ static void usage(FILE *out)
 "                          1048576), in --micro-batches of equal size\n"
 "  --seq N                 sequence length in tokens (default 1024, the paper's)\n"
 "  --policy P              fuyou (default) or zero-infinity\n"
+"  --device D              the executor's device the plan is for: cuda (default; its 16-bit\n"
+"                          buffers) or cpu (fuyou-run --backend cpu: the fp32 reference,\n"
+"                          whose device memory is the host's, named device)\n"
 "  --iters N               iterations to simulate; N >= 2 reports the steady state (default 3;\n"
 "                          at most what 4 GiB of simulator memory holds, about 1460 for\n"
 "                          gpt3-175b)\n"
@@ -142,7 +145,7 @@ static void usage(FILE *out)
 /* Returns 0 to go on, 1 when --help/--version was served, -EINVAL on a usage error. */
 static int parse_args(int argc, char **argv, SimArgs *a)
 {
-    enum { O_HW = 256, O_SET, O_MODEL, O_POLICY, O_TRACE, O_CHROME, O_DEPS, O_DESCRIBE, O_SWAP,
+    enum { O_HW = 256, O_SET, O_MODEL, O_POLICY, O_TRACE, O_CHROME, O_DEPS, O_DESCRIBE, O_SWAP, O_DEVICE,
            O_SWEEP_OUT, O_WEIGHTS,
            O_OPTIM, O_CKPT, O_ACT, O_BATCH, O_SEQ, O_ITERS, O_MICRO, O_SUBGROUP, O_TAIL,
            O_PREFETCH, O_WBUF, O_PBUF, O_ABUF, O_GBUF, O_SBUF, O_OCPU, O_OGPU, O_OSTREAM,
@@ -156,6 +159,7 @@ static int parse_args(int argc, char **argv, SimArgs *a)
         {"trace", required_argument, 0, O_TRACE}, {"chrome", required_argument, 0, O_CHROME},
         {"deps", required_argument, 0, O_DEPS},
         {"describe", no_argument, 0, O_DESCRIBE}, {"swap", required_argument, 0, O_SWAP},
+        {"device", required_argument, 0, O_DEVICE},
         {"sweep-out", required_argument, 0, O_SWEEP_OUT},
         {"weights", required_argument, 0, O_WEIGHTS},
         {"optim", required_argument, 0, O_OPTIM}, {"checkpoints", required_argument, 0, O_CKPT},
@@ -177,6 +181,7 @@ static int parse_args(int argc, char **argv, SimArgs *a)
         {"help", no_argument, 0, 'h'}, {"version", no_argument, 0, 'V'}, {0, 0, 0, 0},
     };
     *a = (SimArgs){.hw = "4090.ini", .model = "gpt3-13b", .policy = "fuyou", .swap = "auto",
+                   .device = "cuda",
                    .batch = 8,
                    .seq = 1024, .iters = 3};
     plan_args_init(&a->plan);
@@ -211,6 +216,13 @@ static int parse_args(int argc, char **argv, SimArgs *a)
         case O_CHROME: a->chrome = optarg; break;
         case O_DESCRIBE: a->describe = true; break;
         case O_SWAP: a->swap = optarg; break;
+        case O_DEVICE:
+            if (strcmp(optarg, "cuda") && strcmp(optarg, "cpu")) {
+                fprintf(stderr, "fuyou-sim: --device expects cuda or cpu, got '%s'\n", optarg);
+                return -EINVAL;
+            }
+            a->device = optarg;
+            break;
         case O_SWEEP_OUT: a->sweep_out = optarg; break;
         case O_WEIGHTS: a->plan.weights = optarg; break;
         case O_OPTIM: a->plan.optim = optarg; break;
@@ -293,6 +305,13 @@ static void progress_line(void *ctx, const PlanProgress *at)
     fflush(stderr);
 }
 
+/* The CPU reference device's lane (--device cpu), as plan_make takes lane sizes. */
+static void cpu_lane(const void *ctx, const ModelConfig *c, int B, int T, LaneSizes *out)
+{
+    (void)ctx;
+    footprint_cpu_lane(c, B, T, out);
+}
+
 /* The plan both programs make from the same options (plan_make.h), scored by the simulator,
  * and the graph of its micro-batch. */
 static int make_plan(const SimArgs *a, const ModelConfig *cfg, SwapMode swap, double swap_bytes,
@@ -307,10 +326,15 @@ static int make_plan(const SimArgs *a, const ModelConfig *cfg, SwapMode swap, do
     PredictScoreCtx sc = {hw, 0};
     double now = clock_monotonic_s();
     Progress pg = {.start_s = now, .last_s = now, .tty = isatty(STDERR_FILENO)};
-    PlanRequest rq = {.model = cfg, .batch = a->batch, .seq = a->seq, .policy = policy,
+    bool on_cpu = !strcmp(a->device, "cpu");
+    ModelConfig lane_cfg = *cfg;
+    if (on_cpu) /* the graph's bytes are what the device moves: fp32 */
+        lane_cfg.dtype = DTYPE_FP32;
+    PlanRequest rq = {.model = &lane_cfg, .batch = a->batch, .seq = a->seq, .policy = policy,
                       .swap = swap, .swap_bytes = swap_bytes, .args = &a->plan,
                       .score = predict_score, .score_ctx = &sc, .prog = "fuyou-sim",
-                      .progress = progress_line, .progress_ctx = &pg};
+                      .progress = progress_line, .progress_ctx = &pg,
+                      .lane_sizes = on_cpu ? cpu_lane : NULL};
     int rc = plan_make(&rq, hw, g, p, info, e);
     if (pg.tty && pg.shown)
         fprintf(stderr, "\r\033[K");

@@ -212,6 +212,52 @@ START_TEST(placement_does_not_change_the_math)
 }
 END_TEST
 
+/* --eval-data out of core: the held-out loss after every second step and the last, each
+ * batch a forward pass on the training plan's buffers (sched_build_forward), is the in-memory
+ * trainer's to the bit, and the training around it is unchanged; weights and states on SSD
+ * with activations there and in CPU memory, and everything on the device; GPT-2 and Llama; a
+ * segment cut at each evaluated step */
+START_TEST(evaluates_as_the_trainer)
+{
+    TrainOptions o = opts(5);
+    if (_i % 2)
+        o.model = *model_preset_find("llama-tiny");
+    o.eval_paths[0] = text;
+    o.n_eval = 1;
+    o.eval_every = 2;
+    o.eval_batches = 5;
+    o.seqs_per_step = 2;
+    Plan p;
+    Graph g;
+    base_plan(&p, &g, &o);
+    if (_i < 2) {
+        p.weights = p.optim = TIER_SSD;
+        plan_set_all_act(&p, ACT_SSD, ACT_CPU);
+    } else {
+        p.weights = p.optim = TIER_GPU;
+        plan_set_all_act(&p, ACT_GPU, ACT_RECOMPUTE);
+    }
+    TrainResult ref, got, plain;
+    Err e;
+    ck_assert_msg(trainer_run(&o, &ref, &e) == 0, "%s", e.msg);
+    PipeConfig pc = {.device = &device_cpu, .jitter_us = 200};
+    ck_assert_msg(pipe_train(&o, &p, &pc, &got, NULL, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(got.eval_step, 5);
+    ck_assert_msg(got.eval_loss == ref.eval_loss, "held-out loss %.17g, in memory %.17g",
+                  got.eval_loss, ref.eval_loss);
+    ck_assert(got.eval_perplexity == ref.eval_perplexity);
+    o.n_eval = 0;
+    ck_assert_msg(pipe_train(&o, &p, &pc, &plain, NULL, &e) == 0, "%s", e.msg);
+    for (int i = 0; i < 5; i++) {
+        ck_assert(got.losses[i] == ref.losses[i]);
+        ck_assert(got.losses[i] == plain.losses[i]);
+    }
+    free(ref.losses), free(got.losses), free(plain.losses);
+    plan_free(&p);
+    graph_free(&g);
+}
+END_TEST
+
 /* --init-from a sharded Hugging Face folder (the Llama fixture), read range by range into
  * the tiers (no whole-model array): the same bits as the in-memory trainer started from it,
  * with the weights and part of the states on the SSD, and with everything in CPU memory. */
@@ -714,6 +760,7 @@ int main(void)
     TCase *tc = tcase_create("cpu device");
     tcase_set_timeout(tc, 900);
     tcase_add_loop_test(tc, starts_from_a_folder, 0, 3);
+    tcase_add_loop_test(tc, evaluates_as_the_trainer, 0, 4);
     tcase_add_loop_test(tc, placement_does_not_change_the_math, 0,
                         2 * (int)(sizeof variants / sizeof variants[0]));
     tcase_add_loop_test(tc, head_chunks_do_not_change_the_math, 0,

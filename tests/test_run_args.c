@@ -1,12 +1,14 @@
 /* Check suite for exec/run/run_args: fuyou-run's command line parsed into what a run is made of,
  * without running it: the defaults, --batch staying the sequences of a step beside the
- * micro-batch count (in memory and with --offload alike), the options only --offload takes,
- * --overwrite's conditions, and --help. The messages themselves are test_cli's. */
+ * micro-batch count, the plan and executor options (--offload accepted, changing nothing),
+ * --swap and what cannot go with it, loss scaling refused, --overwrite's conditions, and
+ * --help. The messages themselves are test_cli's. */
 #include <errno.h>
 #include <stdbool.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "backends.h"
 #include "gpt2_cpu.h"
 #include "run_args.h"
 #include "testutil.h"
@@ -37,7 +39,7 @@ START_TEST(defaults)
     ck_assert_int_eq(o->steps, 200);
     ck_assert(!a.offload && !a.fresh_save && !o->overwrite);
     ck_assert_str_eq(a.hw_name, "h200.ini");
-    ck_assert_str_eq(a.swap, "auto");
+    ck_assert_int_eq(a.swap, SWAP_AUTO);
     ck_assert_int_eq(a.pipe.optim_nice, PIPE_OPTIM_NICE);
     ck_assert_ptr_null(a.pipe.device);
 }
@@ -58,12 +60,12 @@ START_TEST(batch_is_the_step)
 {
     RunArgs a;
     assert_step("--batch 12 --micro-batches 3 --seq 32", 12, 3);
-    assert_step("--offload --batch 12 --micro-batches 3", 12, 3);
-    assert_step("--offload --batch 12", 12, 0); /* the plan's count */
+    assert_step("--weights ssd --batch 12 --micro-batches 3", 12, 3);
+    assert_step("--batch 12", 12, 0); /* the plan's count */
     ck_assert_int_eq(parse(&a, "--batch 12 --micro-batches 3"), 0);
     ck_assert_int_eq(trainer_seqs_per_micro(&a.train), 4);
     ck_assert_int_eq(parse(&a, "--batch 12 --micro-batches 5"), -EINVAL);
-    ck_assert_int_eq(parse(&a, "--offload --batch 12 --micro-batches 5"), -EINVAL);
+    ck_assert_int_eq(parse(&a, "--weights ssd --batch 12 --micro-batches 5"), -EINVAL);
 }
 END_TEST
 
@@ -79,29 +81,67 @@ START_TEST(subgroups_both_ways)
 }
 END_TEST
 
-START_TEST(offload_options)
+static bool same_str(const char *a, const char *b)
 {
-    static const char *only[] = {"--weights ssd", "--swap all", "--gpu-mem 1GiB",
-                                 "--ssd-dir /tmp", "--trace t.tsv", "--segment 2",
-                                 "--optimizer-nice 3", "--prefetch 1"};
-    RunArgs a;
-    for (size_t i = 0; i < sizeof only / sizeof *only; i++) {
-        char args[128];
-        ck_assert_msg(parse(&a, only[i]) == -EINVAL, "%s without --offload", only[i]);
-        snprintf(args, sizeof args, "--offload %s", only[i]);
-        ck_assert_msg(parse(&a, args) == 0, "%s", args);
+    return a == b || (a && b && !strcmp(a, b));
+}
+
+/* Whether two parses give the same plan options */
+static bool same_plan(const PlanArgs *a, const PlanArgs *b)
+{
+    return same_str(a->weights, b->weights) && same_str(a->optim, b->optim) &&
+           same_str(a->checkpoints, b->checkpoints) && same_str(a->act, b->act) &&
+           !memcmp(a->count, b->count, sizeof a->count);
+}
+
+/* The plan's and the executor's options on any run; --offload is accepted and changes
+ * nothing; --swap parsed here, with what cannot go with it */
+START_TEST(plan_and_executor_options)
+{
+    static const char *any[] = {"--weights ssd", "--swap all", "--gpu-mem 1GiB",
+                                "--ssd-dir /tmp", "--trace t.tsv", "--segment 2",
+                                "--optimizer-nice 3", "--prefetch 1", "--offload"};
+    RunArgs a, b;
+    for (size_t i = 0; i < sizeof any / sizeof *any; i++) {
+        char args[128], weights[16] = "";
+        ck_assert_msg(parse(&a, any[i]) == 0, "%s", any[i]);
+        if (a.plan.weights) /* the parse's strings live in its buffer, which the next reuses */
+            snprintf(weights, sizeof weights, "%s", a.plan.weights);
+        snprintf(args, sizeof args, "--offload %s", any[i]);
+        ck_assert_msg(parse(&b, args) == 0, "%s", args);
+        a.plan.weights = a.plan.weights ? weights : NULL;
+        ck_assert_msg(same_plan(&a.plan, &b.plan) && a.swap == b.swap &&
+                      a.pipe.gpu_budget == b.pipe.gpu_budget, "--offload changed %s", any[i]);
     }
-    ck_assert_int_eq(parse(&a, "--offload --gpu-mem 2MiB --ssd-dir /tmp --ssd-dir /var/tmp "
+    ck_assert_int_eq(parse(&a, "--gpu-mem 2MiB --ssd-dir /tmp --ssd-dir /var/tmp "
                                "--hw 4090.ini --trace t.tsv --optimizer-nice 0"), 0);
-    ck_assert(a.offload);
     ck_assert_int_eq(a.pipe.gpu_budget, 2 << 20);
     ck_assert_int_eq(a.pipe.n_ssd_dirs, 2);
     ck_assert_str_eq(a.pipe.ssd_dirs[1], "/var/tmp");
     ck_assert_str_eq(a.hw_name, "4090.ini");
     ck_assert_str_eq(a.pipe.trace_path, "t.tsv");
     ck_assert_int_eq(a.pipe.optim_nice, 0);
-    /* not a plan option, a training one: no --offload needed */
-    ck_assert_int_eq(parse(&a, "--micro-batches 2"), 0);
+    ck_assert_int_eq(parse(&a, "--swap 12MiB"), 0);
+    ck_assert_int_eq(a.swap, SWAP_BYTES);
+    ck_assert_double_eq(a.swap_bytes, 12 << 20);
+    ck_assert_int_eq(parse(&a, "--swap none"), 0);
+    ck_assert_int_eq(a.swap, SWAP_NONE);
+    ck_assert_int_eq(parse(&a, "--swap sweep"), -EINVAL); /* fuyou-sim's */
+    ck_assert_int_eq(parse(&a, "--swap all --act gpu"), -EINVAL);
+    ck_assert_int_eq(parse(&a, "--swap lots"), -EINVAL);
+}
+END_TEST
+
+/* The executor scales no losses yet: a scale other than 1, its window, and fp16 (which needs
+ * one) are refused at parse */
+START_TEST(loss_scaling_refused)
+{
+    RunArgs a;
+    ck_assert_int_eq(parse(&a, "--loss-scale 1"), 0);
+    ck_assert_int_eq(parse(&a, "--loss-scale 1024"), -EINVAL);
+    ck_assert_int_eq(parse(&a, "--loss-scale-window 100"), -EINVAL);
+    if (backend_find("cuda"))
+        ck_assert_int_eq(parse(&a, "--backend cuda --dtype fp16"), -EINVAL);
 }
 END_TEST
 
@@ -132,8 +172,8 @@ START_TEST(paths_checked_at_parse)
     ck_assert_int_eq(parse(&a, "--save /nonexistent/x"), -ENOENT);
     ck_assert_int_eq(parse(&a, "--save /etc/passwd"), -ENOTDIR);
     ck_assert_int_eq(parse(&a, "--log /tmp"), -EISDIR);
-    ck_assert_int_eq(parse(&a, "--offload --trace /nonexistent/t.tsv"), -ENOENT);
-    ck_assert_int_eq(parse(&a, "--offload --chrome /tmp"), -EISDIR);
+    ck_assert_int_eq(parse(&a, "--trace /nonexistent/t.tsv"), -ENOENT);
+    ck_assert_int_eq(parse(&a, "--chrome /tmp"), -EISDIR);
     ck_assert_int_eq(parse(&a, "--resume /etc/passwd"), -ENOTDIR);
     ck_assert_int_eq(parse(&a, "--resume /nonexistent/r"), -ENOENT);
     /* a --save or --log that does not exist yet, in a directory that does */
@@ -163,7 +203,7 @@ START_TEST(data_repeats_in_order)
 }
 END_TEST
 
-/* --eval-data as --data; --eval-every and --eval-batches need it; not with --offload */
+/* --eval-data as --data; --eval-every and --eval-batches need it; any plan evaluates */
 START_TEST(eval_options)
 {
     RunArgs a;
@@ -178,7 +218,7 @@ START_TEST(eval_options)
     ck_assert_int_eq(parse(&a, "--eval-every 50"), -EINVAL);
     ck_assert_int_eq(parse(&a, "--eval-batches 5"), -EINVAL);
     ck_assert_int_eq(parse(&a, "--eval-data v.npy --eval-every 0"), -EINVAL);
-    ck_assert_int_eq(parse(&a, "--eval-data v.npy --offload"), -EINVAL);
+    ck_assert_int_eq(parse(&a, "--eval-data v.npy --weights ssd"), 0);
 }
 END_TEST
 
@@ -209,7 +249,8 @@ int main(void)
     tcase_add_test(tc, defaults);
     tcase_add_test(tc, batch_is_the_step);
     tcase_add_test(tc, subgroups_both_ways);
-    tcase_add_test(tc, offload_options);
+    tcase_add_test(tc, plan_and_executor_options);
+    tcase_add_test(tc, loss_scaling_refused);
     tcase_add_test(tc, overwrite_needs_another_save);
     tcase_add_test(tc, paths_checked_at_parse);
     tcase_add_test(tc, data_repeats_in_order);

@@ -122,6 +122,45 @@ START_TEST(fuyou_structure)
 }
 END_TEST
 
+/* Forward passes alone (an evaluation's): every block's weights loaded from SSD and its ops
+ * run, each pass after the one before on the GPU, through the same weight ring (every forward
+ * releases its buffer: none is held for a backward), and nothing else: no backward, no
+ * recomputation, no gradient, no update, nothing sent off the GPU; the head's loss ends each
+ * pass. Under a plan with micro-batches, one pass a batch. */
+START_TEST(forward_only)
+{
+    setup(POLICY_FUYOU);
+    p.n_micro = 2;
+    plan_set_all_act(&p, ACT_SSD, ACT_CPU);
+    Schedule s;
+    Err e;
+    ck_assert_int_eq(sched_build_forward(&s, &g, &p, 3, &e), 0);
+    check_well_formed(&s);
+    ck_assert_int_eq(s.iters, 3);
+    int loads = 0, ops = 0;
+    for (int t = 0; t < s.n_tasks; t++) {
+        const Task *x = &s.tasks[t];
+        ck_assert_msg(x->kind == TASK_FWD || (x->kind == TASK_COPY && x->cargo == CARGO_WEIGHTS &&
+                                              x->to != TIER_SSD),
+                      "%s in forward passes", x->id);
+        ck_assert_int_eq(x->micro, 0);
+        loads += x->res == RES_H2D;
+        ops += x->kind == TASK_FWD;
+    }
+    /* each pass: every block and the edges loaded; the embedding, the blocks' ops, the head */
+    ck_assert_int_eq(loads, 3 * (tiny.n_layer + 1));
+    ck_assert_int_eq(ops, 3 * (1 + tiny.n_layer * g.arch->n_ops + 3));
+    int h2d = find(&s, 1, "H2D.b3.w");
+    ck_assert(depends(&s, h2d, find(&s, 1, "SSDR.b3.w")));
+    /* two weight buffers: block 3's load waits for block 1's forward in the same pass, and
+     * the next pass's first load for this one's blocks */
+    ck_assert(depends(&s, h2d, find(&s, 1, "F.b1.res2")));
+    ck_assert(waits_for(&s, find(&s, 2, "F.b0.ln1"), find(&s, 1, "F.head.loss")));
+    sched_free(&s);
+    teardown();
+}
+END_TEST
+
 /* zero-infinity, as DeepSpeed runs it by default (schedule.h): each block's 16-bit gradient to
  * the CPU and back, its fp32 copy out in the last micro-batch and on to SSD per sub-group; the
  * step after the last backward task and those writes, one sub-group at a time from the tail,
@@ -635,6 +674,7 @@ int main(void)
     tcase_add_test(tc, zero_infinity_gradient_buffers);
     tcase_add_test(tc, zero_infinity_config);
     tcase_add_test(tc, all_on_gpu);
+    tcase_add_test(tc, forward_only);
     tcase_add_test(tc, n_micro);
     tcase_add_test(tc, activation_ring_both_ways);
     tcase_add_test(tc, recompute_closure);

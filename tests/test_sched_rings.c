@@ -283,6 +283,15 @@ START_TEST(buffer_rings_are_safe)
         ck_assert_int_gt(pairs, 0);
         free(r);
         sched_free(&s);
+        /* and its forward passes alone (an evaluation's, on the same buffers) */
+        if (!zi) {
+            ck_assert_int_eq(sched_build_forward(&s, &g, &p, 3, &e), 0);
+            r = reachability(&s);
+            for (size_t i = 0; i < sizeof pools / sizeof pools[0]; i++)
+                check_pool(&s, r, &pools[i]);
+            free(r);
+            sched_free(&s);
+        }
         teardown();
     }
 }

@@ -38,6 +38,8 @@ typedef struct ComputeCall {
     bool first_bwd;            /* the block's (or the edges') first backward task: zero dw */
     const int *inputs, *targets; /* host memory: the micro-batch's tokens (embed, head) */
     float grad_scale;          /* the loss's gradient is grad_scale * d(mean loss): 1 / M */
+    bool no_grad;              /* forward passes alone (an evaluation's): the head computes
+                                  its loss and no gradient, and touches no dw */
 } ComputeCall;
 
 /* When a call's work ran on the device, where the device times it itself (CUDA events): the

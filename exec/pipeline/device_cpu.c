@@ -2,6 +2,7 @@
  * (device_cpu.h), and what no family changes: host memory as device memory, memcpy as copies,
  * no timers of its own (the lane's clock is exact). */
 #include "device_cpu.h"
+#include "hostpool.h"
 
 #include <errno.h>
 #include <math.h>
@@ -18,14 +19,20 @@ static const CpuDeviceFamily *family_of(const Device *d)
     return ((const CpuDeviceHead *)d)->fam;
 }
 
+/* The family's CPU lane (arch.h, cpu_lane_bytes): what the footprint counts. */
 static void cpu_tensor_bytes(const ModelConfig *c, int B, int T, size_t bytes[ARCH_MAX_TENSORS])
 {
-    family(c)->tensor_bytes(c, B, T, bytes);
+    int64_t b[ARCH_MAX_TENSORS], own;
+    model_arch(c)->cpu_lane_bytes(c, B, T, b, &own);
+    for (int x = 0; x < arch_tensors(model_arch(c)); x++)
+        bytes[x] = (size_t)b[x];
 }
 
 static size_t cpu_own_bytes(const ModelConfig *c, int B, int T)
 {
-    return family(c)->own_bytes(c, B, T);
+    int64_t b[ARCH_MAX_TENSORS], own;
+    model_arch(c)->cpu_lane_bytes(c, B, T, b, &own);
+    return (size_t)own;
 }
 
 static int cpu_create(Device **out, const ModelConfig *c, int B, int T, WorkPool *wp, Err *e)
@@ -124,5 +131,5 @@ const DeviceOps device_cpu = {
     .destroy = cpu_destroy, .alloc = cpu_alloc, .release = cpu_release,
     .compute = cpu_compute, .compute_empty = cpu_compute_empty, .adam = cpu_adam,
     .loss = cpu_loss,
-    .copy = cpu_copy,
+    .copy = cpu_copy, .free_bytes = hostpool_system_available,
 };

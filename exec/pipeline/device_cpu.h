@@ -18,12 +18,11 @@ typedef struct CpuHead {
     WorkPool *wp;
 } CpuHead;
 
-/* A family's half. block computes a block task's operation, edge an edge task's other than the
- * loss (which device_cpu.c takes from the head's losses); each returns -EINVAL for an
- * operation it does not have. */
+/* A family's half. create carves the buffers the family's BlockArch sizes (cpu_lane_bytes:
+ * what the footprint counts); block computes a block task's operation, edge an edge task's
+ * other than the loss (which device_cpu.c takes from the head's losses); each returns -EINVAL
+ * for an operation it does not have. */
 typedef struct CpuDeviceFamily {
-    void (*tensor_bytes)(const ModelConfig *c, int B, int T, size_t bytes[ARCH_MAX_TENSORS]);
-    size_t (*own_bytes)(const ModelConfig *c, int B, int T);
     int (*create)(Device **out, const ModelConfig *c, int B, int T, WorkPool *wp, Err *e);
     void (*destroy)(Device *d);
     int (*block)(Device *d, const ComputeCall *c);
@@ -45,10 +44,9 @@ typedef struct CpuDeviceHead {
 
 extern const CpuDeviceFamily cpu_device_gpt2, cpu_device_llama;
 
-/* What every family's device holds, in floats for micro-batches of B x T: the residual
- * gradients and the head's buffers. cpu_device_carve_shared takes them from p on, fills h
- * but for the activation gradients (the family's) and returns where they end. */
-size_t cpu_device_shared_floats(const ModelConfig *c, int B, int T);
+/* What every family's device holds for micro-batches of B x T, the residual gradients and
+ * the head's buffers (graph_cpu_head_floats of them): cpu_device_carve_shared takes them from
+ * p on, fills h but for the activation gradients (the family's) and returns where they end. */
 float *cpu_device_carve_shared(CpuDeviceHead *h, float *p, const ModelConfig *c, int B, int T,
                                WorkPool *wp);
 

@@ -36,34 +36,12 @@ static void sizes(const ModelConfig *c, int B, int T, size_t s[F_COUNT])
     s[F_ATT] = (size_t)B * c->n_head * T * T;
 }
 
-/* Each block tensor in fp32, with its statistics (a layernorm's mean and rstd) or, for
- * attention's output, its softmax (B,NH,T,T) beside it. */
-static void cpu_tensor_bytes(const ModelConfig *c, int B, int T, size_t bytes[ARCH_MAX_TENSORS])
-{
-    size_t s[F_COUNT];
-    sizes(c, B, T, s);
-    const size_t floats[GPT2_TENSORS] = {
-        [GPT2_LN1] = s[F_N_C] + 2 * s[F_N], [GPT2_QKV] = s[F_N_3C],
-        [GPT2_ATTN] = s[F_N_C] + s[F_ATT], [GPT2_PROJ] = s[F_N_C], [GPT2_RES1] = s[F_N_C],
-        [GPT2_LN2] = s[F_N_C] + 2 * s[F_N], [GPT2_FC1] = s[F_N_F], [GPT2_GELU] = s[F_N_F],
-        [GPT2_FC2] = s[F_N_C], [GPT2_RES2] = s[F_N_C], [GPT2_IN] = s[F_N_C]};
-    for (int i = 0; i < GPT2_TENSORS; i++)
-        bytes[i] = floats[i] * sizeof(float);
-}
-
-/* Activation gradients (one block's), residual gradients, scratch and the edges: what create
- * carves, in its order. */
+/* What create carves, in floats: gpt2_arch's cpu_lane_bytes. */
 static size_t own_floats(const ModelConfig *c, int B, int T)
 {
-    size_t s[F_COUNT];
-    sizes(c, B, T, s);
-    size_t grads = 6 * s[F_N_C] + s[F_N_3C] + 2 * s[F_ATT] + 2 * s[F_N_F];
-    return grads + s[F_ATT] + 2 * s[F_N] + cpu_device_shared_floats(c, B, T);
-}
-
-static size_t cpu_own_bytes(const ModelConfig *c, int B, int T)
-{
-    return own_floats(c, B, T) * sizeof(float);
+    int64_t bytes[ARCH_MAX_TENSORS], own;
+    gpt2_arch.cpu_lane_bytes(c, B, T, bytes, &own);
+    return (size_t)own / sizeof(float);
 }
 
 static void cpu_destroy(Device *d)
@@ -190,6 +168,6 @@ static int edge_call(Device *d, const ComputeCall *c)
 }
 
 const CpuDeviceFamily cpu_device_gpt2 = {
-    .tensor_bytes = cpu_tensor_bytes, .own_bytes = cpu_own_bytes, .create = cpu_create,
+    .create = cpu_create,
     .destroy = cpu_destroy, .block = block_call, .edge = edge_call,
 };

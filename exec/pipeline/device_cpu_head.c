@@ -8,12 +8,6 @@
 #include "gpt2_ops.h"
 #include "graph.h"
 
-size_t cpu_device_shared_floats(const ModelConfig *c, int B, int T)
-{
-    size_t N = (size_t)B * T, chunk = (size_t)graph_head_chunk((int64_t)N);
-    return 4 * N * (size_t)c->d_model + 2 * chunk * (size_t)c->vocab + N + chunk;
-}
-
 float *cpu_device_carve_shared(CpuDeviceHead *h, float *p, const ModelConfig *c, int B, int T,
                                WorkPool *wp)
 {
@@ -33,7 +27,7 @@ float *cpu_device_carve_shared(CpuDeviceHead *h, float *p, const ModelConfig *c,
     CARVE(h->lm.losses, (size_t)N);
     CARVE(h->lm.dlosses, (size_t)chunk);
 #undef CARVE
-    assert((size_t)(p - start) == cpu_device_shared_floats(c, B, T));
+    assert(p - start == graph_cpu_head_floats(c, B, T));
     return p;
 }
 
@@ -60,6 +54,8 @@ static void head_chunk(const CpuHead *h, const ComputeCall *c, const float *lm_h
     matmul_forward_ref(h->logits, x, lm_head, NULL, n, C, V, h->wp);
     softmax_forward_ref(h->probs, h->logits, 1, n, V);
     crossentropy_forward_ref(h->losses + r, h->probs, targets, 1, n, V);
+    if (c->no_grad)
+        return;
     /* the softmax is all the rest needs of the logits: their buffer takes their gradient, which
      * the backward adds into */
     memset(h->logits, 0, (size_t)n * V * sizeof(float));
@@ -74,7 +70,8 @@ void cpu_device_head(CpuDeviceHead *h, const ComputeCall *c, const float *lm_hea
     const CpuHead *lm = &h->lm;
     int N = lm->N, chunk = (int)graph_head_chunk(N);
     assert(c->dw);
-    memset(c->dw, 0, edge_params * sizeof(float));
+    if (!c->no_grad)
+        memset(c->dw, 0, edge_params * sizeof(float));
     h->n_targets = backend_count_targets(N, c->targets);
     float dloss = h->n_targets ? c->grad_scale / (float)h->n_targets : 0.0f;
     for (int i = 0; i < chunk; i++)

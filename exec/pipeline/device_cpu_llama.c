@@ -40,36 +40,18 @@ static void sizes(const ModelConfig *c, int B, int T, size_t s[F_COUNT])
     s[F_ATT] = (size_t)B * h * T * T;
 }
 
-static void llama_tensor_bytes(const ModelConfig *c, int B, int T,
-                               size_t bytes[ARCH_MAX_TENSORS])
+/* The rotary table's floats: T positions of d/2 cosines and sines. */
+static size_t rope_floats(const ModelConfig *c, int T)
 {
-    size_t s[F_COUNT];
-    sizes(c, B, T, s);
-    const size_t floats[LLAMA_TENSORS] = {
-        [LLAMA_NORM1] = s[F_N_C] + s[F_N], [LLAMA_QKV] = s[F_N_QKV], [LLAMA_ROPE] = s[F_N_QKV],
-        [LLAMA_ATTN] = s[F_N_Q] + s[F_ATT], [LLAMA_O] = s[F_N_C], [LLAMA_RES1] = s[F_N_C],
-        [LLAMA_NORM2] = s[F_N_C] + s[F_N], [LLAMA_GATE_UP] = 2 * s[F_N_F],
-        [LLAMA_SWIGLU] = s[F_N_F], [LLAMA_DOWN] = s[F_N_C], [LLAMA_RES2] = s[F_N_C],
-        [LLAMA_IN] = s[F_N_C]};
-    for (int i = 0; i < LLAMA_TENSORS; i++)
-        bytes[i] = floats[i] * sizeof(float);
+    return (size_t)T * (size_t)model_head_dim(c);
 }
 
-/* One block's activation gradients, the forward's scratch, the residual gradients, the edges
- * and the rotary table: what create carves, in its order. */
+/* What create carves, in floats (the rotary table apart): llama_arch's cpu_lane_bytes. */
 static size_t own_floats(const ModelConfig *c, int B, int T)
 {
-    size_t s[F_COUNT];
-    sizes(c, B, T, s);
-    size_t grads = 5 * s[F_N_C] + 2 * s[F_N_QKV] + s[F_N_Q] + 2 * s[F_ATT] + 3 * s[F_N_F];
-    return grads + s[F_ATT] + s[F_N] + cpu_device_shared_floats(c, B, T);
-}
-
-static size_t llama_own_bytes(const ModelConfig *c, int B, int T)
-{
-    /* the rotary table: T positions of d/2 cosines and sines */
-    size_t rope = (size_t)T * (size_t)model_head_dim(c) * sizeof(float);
-    return own_floats(c, B, T) * sizeof(float) + rope;
+    int64_t bytes[ARCH_MAX_TENSORS], own;
+    llama_arch.cpu_lane_bytes(c, B, T, bytes, &own);
+    return (size_t)own / sizeof(float) - rope_floats(c, T);
 }
 
 static void llama_destroy(Device *d)
@@ -201,6 +183,6 @@ static int edge_call(Device *d, const ComputeCall *c)
 }
 
 const CpuDeviceFamily cpu_device_llama = {
-    .tensor_bytes = llama_tensor_bytes, .own_bytes = llama_own_bytes, .create = llama_create,
+    .create = llama_create,
     .destroy = llama_destroy, .block = block_call, .edge = edge_call,
 };

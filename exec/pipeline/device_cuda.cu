@@ -167,7 +167,7 @@ static void edge_call(Device *d, const ComputeCall *c)
     } else if (c->op == EDGE_HEAD && !bwd) {
         /* a backward task has nothing left: the forward did it */
         d->n_targets = backend_count_targets(N, c->targets);
-        gpu_head(d->blk, w, c->dw, c->grad_scale, d->n_targets, true);
+        gpu_head(d->blk, w, c->dw, c->grad_scale, d->n_targets, !c->no_grad);
     } else if (c->op == EDGE_LOSS && !bwd) {
         CUDA_CHECK(cudaMemcpyAsync(d->losses_host, gpu_block_losses(d->blk), (size_t)N * 4,
                                    cudaMemcpyDeviceToHost, d->compute));

@@ -304,7 +304,7 @@ static void prepare_compute(Pipe *pp, int ti, ComputeCall *c)
     size_t N = (size_t)m->B * m->T;
     size_t k = (size_t)si * pp->M + t->micro;
     *c = (ComputeCall){.task = t, .inputs = pp->inputs + k * N, .targets = pp->targets + k * N,
-                       .grad_scale = (float)(1.0 / pp->M)};
+                       .grad_scale = (float)(1.0 / pp->M), .no_grad = pp->quiet};
     const BlockArch *arch = m->arch;
     c->op = pp->g->ops[t->op].id;
     if (b < 0 || b >= L) {
@@ -497,6 +497,8 @@ static bool poll_task(Pipe *pp, Resource r, double *t0, double *t1, int *rc, Err
 
 static int record(Pipe *pp, int ti, double t0, double t1)
 {
+    if (pp->quiet)
+        return 0;
     if (pp->n_rows == pp->cap_rows) {
         int cap = pp->cap_rows ? 2 * pp->cap_rows : 4096;
         TraceRow *r = realloc(pp->rows, (size_t)cap * sizeof *r);
@@ -642,7 +644,7 @@ int pipe_run_dag(Pipe *pp, Err *e)
     int done = 0, in_flight = 0, adam_iter = -1;
     while (!dag_done(pp, rc, done, in_flight)) {
         bool progress = false;
-        if (!rc && pp->stop_iter < 0 && trainer_stop_signal(pp->o)) {
+        if (!rc && pp->stop_iter < 0 && !pp->quiet && trainer_stop_signal(pp->o)) {
             pp->stop_iter = stop_iteration(pp, adam_iter);
             trainer_stop_notice(pp->o, pp->step0 + pp->iter0 + pp->stop_iter + 1);
         }

@@ -85,6 +85,8 @@ typedef struct Pipe {
     int checking;
     double check_t0, check_t1;
     SumsJob check;
+    bool quiet;                 /* an evaluation's DAG: no trace rows or busy time, and a
+                                   stop asked waits for it to end */
     int iter0;                  /* run iteration of the segment's iteration 0 */
     int M;                      /* micro-batches per iteration */
     int *inputs, *targets;      /* per segment iteration x micro-batch, (B,T) each */

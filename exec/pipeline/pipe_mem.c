@@ -10,6 +10,7 @@
 
 #include "adam.h"
 #include "crc32c.h"
+#include "progress.h"
 #include "units.h"
 
 static size_t align_up(size_t n, size_t a)
@@ -147,7 +148,7 @@ void pipe_lane_sizes(const void *device_ops, const ModelConfig *c, int B, int T,
     ops->tensor_bytes(c, B, T, t);
     *lane = (LaneSizes){.own = (int64_t)ops->own_bytes(c, B, T),
                         .weight_bytes = (int)dtype_bytes(ops->weight_type),
-                        .grad_bytes = (int)dtype_bytes(ops->grad_type)};
+                        .grad_bytes = (int)dtype_bytes(ops->grad_type), .on_host = ops->on_host};
     for (int x = 0; x < arch_tensors(model_arch(c)); x++)
         lane->tensor[x] = (int64_t)t[x];
 }
@@ -437,6 +438,54 @@ static int open_store(PipeMem *m, const PipeConfig *pc, WorkPool *wp, Err *e)
     return rc ? rc : alloc_sums(m, e);
 }
 
+/* The plan's bytes against the budgets and what the machine has, before anything is
+ * allocated: *hneed the host memory it needs. 0, -ENOSPC naming the budget and the shortfall,
+ * or -EINVAL for a --gpu-mem beyond the device. */
+static int check_budgets(PipeMem *m, const PipeConfig *pc, double *hneed, Err *e)
+{
+    const Plan *p = m->p;
+    char need_s[24], have_s[24], more_s[24];
+    Footprint need;
+    pipe_mem_planned(m, &need);
+    double dneed = footprint_tier_total(&need, TIER_GPU);
+    *hneed = footprint_tier_total(&need, TIER_CPU);
+    size_t dev_free = pc->device->free_bytes ? pc->device->free_bytes() : 0;
+    if (pc->gpu_budget && dev_free && pc->gpu_budget > dev_free)
+        return err_set(e, -EINVAL, "--gpu-mem %s is more than the device has free (%s); "
+                       "lower it", units_bytes(have_s, sizeof have_s, (double)pc->gpu_budget),
+                       units_bytes(need_s, sizeof need_s, (double)dev_free));
+    if (!pc->gpu_budget && dev_free && dneed > (double)dev_free)
+        return err_set(e, -ENOSPC, "this plan needs %s on the device, which has %s free; keep "
+                       "fewer activations or buffers there%s",
+                       units_bytes(need_s, sizeof need_s, dneed),
+                       units_bytes(have_s, sizeof have_s, (double)dev_free),
+                       p->optim_gpu_groups ? ", or update fewer sub-groups there "
+                                             "(--optim-gpu-groups)" : "");
+    if (pc->gpu_budget && dneed > (double)pc->gpu_budget)
+        return err_set(e, -ENOSPC, "--gpu-mem %s is too small for this plan: it needs %s (%s "
+                       "more); raise it, or keep fewer activations or buffers on the GPU%s",
+                       units_bytes(have_s, sizeof have_s, (double)pc->gpu_budget),
+                       units_bytes(need_s, sizeof need_s, dneed),
+                       units_bytes(more_s, sizeof more_s, dneed - (double)pc->gpu_budget),
+                       p->optim_gpu_groups ? ", or update fewer sub-groups there "
+                                             "(--optim-gpu-groups)" : "");
+    size_t host_free = hostpool_system_available();
+    if (pc->cpu_budget && *hneed > (double)pc->cpu_budget)
+        return err_set(e, -ENOSPC, "--cpu-mem %s is too small for this plan: it needs %s (%s "
+                       "more); raise it, or %s",
+                       units_bytes(have_s, sizeof have_s, (double)pc->cpu_budget),
+                       units_bytes(need_s, sizeof need_s, *hneed),
+                       units_bytes(more_s, sizeof more_s, *hneed - (double)pc->cpu_budget),
+                       footprint_advice(TIER_CPU, m->p, &need));
+    if (!pc->cpu_budget && host_free && *hneed > (double)host_free)
+        return err_set(e, -ENOSPC, "this plan needs %s of host memory (CPU-resident state and "
+                       "pinned buffers), and this machine has %s available; %s",
+                       units_bytes(need_s, sizeof need_s, *hneed),
+                       units_bytes(have_s, sizeof have_s, (double)host_free),
+                       footprint_advice(TIER_CPU, m->p, &need));
+    return 0;
+}
+
 int pipe_mem_init(PipeMem *m, const ModelConfig *c, const Plan *p, int B, int T,
                   const PipeConfig *pc, WorkPool *wp, Err *e)
 {
@@ -460,48 +509,14 @@ int pipe_mem_init(PipeMem *m, const ModelConfig *c, const Plan *p, int B, int T,
     int rc = place(m, e);
     if (rc)
         return rc;
-    char need_s[24], have_s[24], more_s[24];
-    Footprint need;
-    pipe_mem_planned(m, &need);
-    double dneed = footprint_tier_total(&need, TIER_GPU);
-    double hneed = footprint_tier_total(&need, TIER_CPU);
-    size_t dev_free = pc->device->free_bytes ? pc->device->free_bytes() : 0;
-    if (pc->gpu_budget && dev_free && pc->gpu_budget > dev_free)
-        return err_set(e, -EINVAL, "--gpu-mem %s is more than the device has free (%s); "
-                       "lower it", units_bytes(have_s, sizeof have_s, (double)pc->gpu_budget),
-                       units_bytes(need_s, sizeof need_s, (double)dev_free));
-    if (!pc->gpu_budget && dev_free && dneed > (double)dev_free)
-        return err_set(e, -ENOSPC, "this plan needs %s on the device, which has %s free; keep "
-                       "fewer activations or buffers there%s",
-                       units_bytes(need_s, sizeof need_s, dneed),
-                       units_bytes(have_s, sizeof have_s, (double)dev_free),
-                       p->optim_gpu_groups ? ", or update fewer sub-groups there "
-                                             "(--optim-gpu-groups)" : "");
-    if (pc->gpu_budget && dneed > (double)pc->gpu_budget)
-        return err_set(e, -ENOSPC, "--gpu-mem %s is too small for this plan: it needs %s (%s "
-                       "more); raise it, or keep fewer activations or buffers on the GPU%s",
-                       units_bytes(have_s, sizeof have_s, (double)pc->gpu_budget),
-                       units_bytes(need_s, sizeof need_s, dneed),
-                       units_bytes(more_s, sizeof more_s, dneed - (double)pc->gpu_budget),
-                       p->optim_gpu_groups ? ", or update fewer sub-groups there "
-                                             "(--optim-gpu-groups)" : "");
-    size_t host_free = hostpool_system_available();
-    m->host_short = pc->cpu_budget ? hneed > (double)pc->cpu_budget
-                                   : host_free && hneed > (double)host_free;
-    if (pc->cpu_budget && hneed > (double)pc->cpu_budget)
-        return err_set(e, -ENOSPC, "--cpu-mem %s is too small for this plan: it needs %s (%s "
-                       "more); raise it, or %s",
-                       units_bytes(have_s, sizeof have_s, (double)pc->cpu_budget),
-                       units_bytes(need_s, sizeof need_s, hneed),
-                       units_bytes(more_s, sizeof more_s, hneed - (double)pc->cpu_budget),
-                       footprint_advice(TIER_CPU, m->p, &need));
-    if (!pc->cpu_budget && host_free && hneed > (double)host_free)
-        return err_set(e, -ENOSPC, "this plan needs %s of host memory (CPU-resident state and "
-                       "pinned buffers), and this machine has %s available; %s",
-                       units_bytes(need_s, sizeof need_s, hneed),
-                       units_bytes(have_s, sizeof have_s, (double)host_free),
-                       footprint_advice(TIER_CPU, m->p, &need));
-    rc = hostpool_init(&m->pool, pc->cpu_budget ? pc->cpu_budget : (size_t)hneed + (1 << 20), e);
+    double hneed;
+    rc = check_budgets(m, pc, &hneed, e);
+    if (rc) {
+        m->budget_short = rc == -ENOSPC;
+        return rc;
+    }
+    rc = hostpool_init(&m->pool, pc->cpu_budget ? pc->cpu_budget : (size_t)hneed + (1 << 20),
+                       e);
     if (!rc && pc->device->pin)
         hostpool_set_pin(&m->pool, pc->device->pin, pc->device->unpin, NULL);
     if (!rc)
@@ -593,25 +608,44 @@ uint8_t *pipe_mem_w_home(const PipeMem *m, size_t at)
 
 /* ---- whole state in and out ----------------------------------------------------------------- */
 
-static void to_weights(const PipeMem *m, void *dst, const float *src, size_t n)
+/* src's values as the device's weights into dst, elements [begin, end) (a WorkFn). */
+typedef struct ToWeights {
+    const PipeMem *m;
+    void *dst;
+    const float *src;
+} ToWeights;
+
+static void to_weights_range(void *ctx, size_t begin, size_t end)
+{
+    const ToWeights *t = ctx;
+    uint16_t *d = t->dst;
+    bool f16 = t->m->ops->weight_type == DTYPE_FP16;
+    for (size_t i = begin; i < end; i++)
+        d[i] = f16 ? adam_f32_to_f16(t->src[i]) : adam_f32_to_bf16(t->src[i]);
+}
+
+/* n master values src as the device's weights into dst, on wp's threads (NULL: this one). */
+static void to_weights(const PipeMem *m, void *dst, const float *src, size_t n, WorkPool *wp)
 {
     if (m->wsz == 4) {
         memcpy(dst, src, n * 4);
         return;
     }
-    uint16_t *d = dst;
-    for (size_t i = 0; i < n; i++)
-        d[i] = m->ops->weight_type == DTYPE_FP16 ? adam_f32_to_f16(src[i])
-                                                 : adam_f32_to_bf16(src[i]);
+    ToWeights t = {m, dst, src};
+    if (wp)
+        workpool_run(wp, to_weights_range, &t, n, 4096);
+    else
+        to_weights_range(&t, 0, n);
 }
 
 /* The weights of the flat range [b0, b0 + n) from their master values src: into the CPU's
  * home, or each edge or block unit the range holds onto the SSD (a range holds whole units:
  * optimizer sub-groups are blocks, the tail's with the edges). None of it is the GPU's. */
-static int put_weights(PipeMem *m, size_t b0, size_t n, const float *src, Err *e)
+static int put_weights(PipeMem *m, size_t b0, size_t n, const float *src, WorkPool *wp,
+                       Err *e)
 {
     if (m->p->weights == TIER_CPU) {
-        to_weights(m, pipe_mem_w_home(m, b0), src, n);
+        to_weights(m, pipe_mem_w_home(m, b0), src, n, wp);
         return 0;
     }
     int rc = 0;
@@ -619,7 +653,7 @@ static int put_weights(PipeMem *m, size_t b0, size_t n, const float *src, Err *e
         return err_set(e, -EINVAL, "internal: a state range of %zu parameters splits the edges",
                        n);
     if (b0 == 0) {
-        to_weights(m, m->edge_stage, src, m->edge_params);
+        to_weights(m, m->edge_stage, src, m->edge_params, wp);
         rc = sync_io(m, &m->w_ssd_edge, m->edge_stage, true, e);
     }
     for (int b = 0; b < m->L && !rc; b++) {
@@ -629,7 +663,7 @@ static int put_weights(PipeMem *m, size_t b0, size_t n, const float *src, Err *e
             return err_set(e, -EINVAL, "internal: a state range splits block %d", b);
         if (!inside)
             continue;
-        to_weights(m, m->pinned_w[0], src + (at - b0), m->block_params);
+        to_weights(m, m->pinned_w[0], src + (at - b0), m->block_params, wp);
         rc = sync_io(m, &m->w_ssd[b], m->pinned_w[0], true, e);
     }
     return rc;
@@ -643,10 +677,10 @@ static float *gpu_stage_part(const PipeMem *m, int part)
 
 /* n <= gpu_stage_params values of the GPU sub-groups' state from b0 on, staged as master, m
  * and v, onto the device with their weights. */
-static int stage_to_gpu(PipeMem *m, size_t b0, size_t n, Err *e)
+static int stage_to_gpu(PipeMem *m, size_t b0, size_t n, WorkPool *wp, Err *e)
 {
     uint8_t *w = (uint8_t *)gpu_stage_part(m, 3);
-    to_weights(m, w, gpu_stage_part(m, 0), n);
+    to_weights(m, w, gpu_stage_part(m, 0), n, wp);
     DeviceCopy c[4] = {{m->gpu_master + b0, gpu_stage_part(m, 0), n * 4},
                        {m->gpu_m + b0, gpu_stage_part(m, 1), n * 4},
                        {m->gpu_v + b0, gpu_stage_part(m, 2), n * 4},
@@ -668,7 +702,7 @@ static int put_gpu(PipeMem *m, const float *params, const float *mo, const float
            : (void)memset(gpu_stage_part(m, 1), 0, n * 4);
         vo ? (void)memcpy(gpu_stage_part(m, 2), vo + at, n * 4)
            : (void)memset(gpu_stage_part(m, 2), 0, n * 4);
-        rc = stage_to_gpu(m, at, n, e);
+        rc = stage_to_gpu(m, at, n, NULL, e);
     }
     return rc;
 }
@@ -677,9 +711,9 @@ static int put_gpu(PipeMem *m, const float *params, const float *mo, const float
  * to cpu_state_end) or one SSD sub-group's (ssd its index, else -1); params, mo, vo its
  * values (mo, vo NULL: zeros). */
 static int put_range(PipeMem *m, size_t b0, size_t n, int ssd, const float *params,
-                     const float *mo, const float *vo, Err *e)
+                     const float *mo, const float *vo, WorkPool *wp, Err *e)
 {
-    int rc = put_weights(m, b0, n, params, e);
+    int rc = put_weights(m, b0, n, params, wp, e);
     if (rc)
         return rc;
     float *master = ssd < 0 ? m->master : (float *)m->state_slot[0];
@@ -699,35 +733,53 @@ int pipe_mem_put_state(PipeMem *m, const float *params, const float *mo, const f
     size_t G0 = m->gpu_state_params, X = m->cpu_state_end - G0;
     int rc = G0 ? put_gpu(m, params, mo, vo, e) : 0;
     if (!rc && X)
-        rc = put_range(m, G0, X, -1, params + G0, mo ? mo + G0 : NULL, vo ? vo + G0 : NULL, e);
+        rc = put_range(m, G0, X, -1, params + G0, mo ? mo + G0 : NULL, vo ? vo + G0 : NULL,
+                       NULL, e);
     for (int s = 0; s < m->G && !rc; s++) {
         if (m->ooc_index[s] < 0)
             continue;
         size_t b0 = m->grp_begin[s];
         rc = put_range(m, b0, m->grp_end[s] - b0, m->ooc_index[s], params + b0,
-                       mo ? mo + b0 : NULL, vo ? vo + b0 : NULL, e);
+                       mo ? mo + b0 : NULL, vo ? vo + b0 : NULL, NULL, e);
     }
     return rc;
 }
 
-int pipe_mem_fill_state(PipeMem *m, PipeMemFill fill, void *user, Err *e)
+/* One range of the fill: f's values of [at, at + n) into params and, when it writes them, m
+ * and v (else they stay the zeros put there); the progress told. */
+static int fill_range(const PipeMemFiller *f, size_t at, size_t n, float *params, float *mm,
+                      float *vv, size_t *done, Err *e)
+{
+    int rc = f->fill(f->user, at, n, params, f->moments ? mm : NULL, f->moments ? vv : NULL, e);
+    *done += n;
+    if (f->progress)
+        progress_to(f->progress, (double)*done);
+    return rc;
+}
+
+int pipe_mem_fill_state(PipeMem *m, const PipeMemFiller *f, Err *e)
 {
     size_t G0 = m->gpu_state_params, X = m->cpu_state_end - G0, S = m->gpu_stage_params;
-    size_t P = m->edge_params + (size_t)m->L * m->block_params;
+    size_t P = m->edge_params + (size_t)m->L * m->block_params, done = 0;
     int rc = 0;
+    /* the moments start at zero unless the fill gives them: zeroed once where they are
+     * staged, each time where the fill writes them */
+    if (G0)
+        memset(gpu_stage_part(m, 1), 0, 2 * S * 4);
     for (size_t at = 0; at < G0 && !rc; at += S) {
         size_t n = G0 - at < S ? G0 - at : S;
-        memset(gpu_stage_part(m, 1), 0, n * 4), memset(gpu_stage_part(m, 2), 0, n * 4);
-        rc = fill(user, at, n, gpu_stage_part(m, 0), gpu_stage_part(m, 1),
-                  gpu_stage_part(m, 2), e);
+        if (f->moments && at)
+            memset(gpu_stage_part(m, 1), 0, n * 4), memset(gpu_stage_part(m, 2), 0, n * 4);
+        rc = fill_range(f, at, n, gpu_stage_part(m, 0), gpu_stage_part(m, 1),
+                        gpu_stage_part(m, 2), &done, e);
         if (!rc)
-            rc = stage_to_gpu(m, at, n, e);
+            rc = stage_to_gpu(m, at, n, f->wp, e);
     }
     if (!rc && X) {
         memset(m->m, 0, X * 4), memset(m->v, 0, X * 4);
-        rc = fill(user, G0, X, m->master, m->m, m->v, e);
+        rc = fill_range(f, G0, X, m->master, m->m, m->v, &done, e);
         if (!rc)
-            rc = put_range(m, G0, X, -1, m->master, m->m, m->v, e);
+            rc = put_range(m, G0, X, -1, m->master, m->m, m->v, f->wp, e);
     }
     /* the SSD sub-groups by their place in the layout, front to back */
     for (size_t at = m->cpu_state_end; at < P && !rc;) {
@@ -740,9 +792,9 @@ int pipe_mem_fill_state(PipeMem *m, PipeMemFill fill, void *user, Err *e)
         size_t n = m->grp_end[s] - at;
         float *buf = (float *)m->state_slot[0];
         memset(buf + n, 0, 2 * n * 4);
-        rc = fill(user, at, n, buf, buf + n, buf + 2 * n, e);
+        rc = fill_range(f, at, n, buf, buf + n, buf + 2 * n, &done, e);
         if (!rc)
-            rc = put_range(m, at, n, m->ooc_index[s], buf, buf + n, buf + 2 * n, e);
+            rc = put_range(m, at, n, m->ooc_index[s], buf, buf + n, buf + 2 * n, f->wp, e);
         at += n;
     }
     return rc;

@@ -12,6 +12,7 @@
 #include "hostpool.h"
 #include "ooc_adam.h"
 #include "pipeline.h"
+#include "progress.h"
 #include "store.h"
 
 enum { PIPE_MAX_RING = 64, PIPE_NO_OFFSET = -1 };
@@ -77,7 +78,8 @@ typedef struct PipeMem {
     /* SSD */
     Store st;
     bool store_opened;
-    bool host_short;           /* pipe_mem_init refused the plan: host memory is short of it */
+    bool budget_short;         /* pipe_mem_init refused the plan: a budget, or the memory the
+                                  machine has, is short of it */
     char tmp_dir[256];          /* made for this run when no --ssd-dir was given */
     OocAdam oa;                 /* the sub-groups' states, when on SSD */
     StoreTensor *w_ssd, w_ssd_edge, *ckpt_ssd, *inner_ssd;
@@ -135,14 +137,22 @@ int pipe_mem_put_state(PipeMem *m, const float *params, const float *mo, const f
 int pipe_mem_read(PipeMem *m, int part, size_t begin, size_t n, float *dst, int *cached,
                   Err *e);
 /* The starting state range by range, never the whole model in host memory beyond the plan's
- * own buffers: fill puts the n values of [begin, begin + n) into params, m and v (zeros when
- * it leaves them). The ranges come front to back, each where the last ended: the GPU
- * sub-groups' through the GPU staging piece by piece, the CPU-resident sub-groups' at once
- * (into their master weights and moments), then each SSD sub-group's through the first state
- * slot. 0 or -errno with e, which stops the fill. */
+ * own buffers: fill puts the n values of [begin, begin + n) into params, and m and v where it
+ * is given them (NULL: they start at zero). The ranges come front to back, each where the
+ * last ended: the GPU sub-groups' through the GPU staging piece by piece, the CPU-resident
+ * sub-groups' at once (into their master weights and moments), then each SSD sub-group's
+ * through the first state slot. 0 or -errno with e, which stops the fill. */
 typedef int (*PipeMemFill)(void *user, size_t begin, size_t n, float *params, float *m,
                            float *v, Err *e);
-int pipe_mem_fill_state(PipeMem *m, PipeMemFill fill, void *user, Err *e);
+typedef struct PipeMemFiller {
+    PipeMemFill fill;
+    void *user;
+    bool moments;       /* fill gives Adam's m and v (a checkpoint's); else they start at 0 */
+    WorkPool *wp;       /* the weights converted from the master values on its threads (NULL:
+                           the caller's) */
+    Progress *progress; /* told the parameters put in place so far (NULL: nothing) */
+} PipeMemFiller;
+int pipe_mem_fill_state(PipeMem *m, const PipeMemFiller *f, Err *e);
 
 /* The SSD tier's checksums. Every extent (a block's weights, a sub-group's states, a block's
  * checkpoint or inner activations) is written and read whole; when it is written, sums_take

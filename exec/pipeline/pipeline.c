@@ -6,9 +6,11 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "checkpoint.h"
+#include "eval.h"
 #include "clock.h"
 #include "hf_folder.h"
 #include "pipe_exec.h"
@@ -23,10 +25,6 @@ static int check_plan(const TrainOptions *o, const Plan *p, const PipeConfig *pc
                        "does not compute yet: use --backend cpu (the fp32 reference), or plan "
                        "it with fuyou-sim", o->model.name, arch_name(o->model.arch),
                        pc->device->name);
-    if (o->n_eval)
-        return err_set(e, -EINVAL, "--eval-data is in-memory only: the out-of-core pipeline runs "
-                       "the schedule's training DAG, and model/schedule.h builds no forward-only "
-                       "one yet; evaluate without --offload");
     if (p->n_layer != o->model.n_layer || p->seq != o->seq ||
         (int64_t)p->n_micro * p->seqs_per_micro != o->seqs_per_step)
         return err_set(e, -EINVAL, "plan (%d blocks, %d micro-batches of %d x %d) does not "
@@ -47,8 +45,6 @@ typedef struct PipeRun {
     TokenData data;
     Loader ld;
     Graph g;                 /* one micro-batch, in the device's weight type */
-    float *params;           /* (P) a fresh run's initial weights, while they are put where
-                                the plan keeps them (states on SSD); else NULL */
     FILE *log;
     TrainState st;
     int seg;                 /* iterations per segment, at most */
@@ -62,13 +58,19 @@ typedef struct PipeRun {
     int64_t (*pos)[2];
     double last_end;
     int64_t saved_step;      /* the step last saved (0: none yet) */
+    EvalSet ev;              /* --eval-data (ev.batches 0 without it) */
+    double own_rss;          /* the peak resident set before the plan's buffers */
+    /* an evaluated step's row and progress line wait for its evaluation (record_step) */
+    bool row_waits;
+    float wait_loss;
+    double wait_tps;
 } PipeRun;
 
 static void run_free(PipeRun *pr)
 {
     Pipe *pp = &pr->pp;
-    free(pr->params);
     free(pr->pos);
+    eval_free(&pr->ev);
     loader_free(&pr->ld);
     data_free(&pr->data);
     graph_free(&pr->g);
@@ -144,7 +146,7 @@ static int alloc_segment(PipeRun *pr, TrainResult *r, Err *e)
     size_t N = (size_t)pr->plan->seqs_per_micro * pp->o->seq, seg = (size_t)pr->seg;
     pp->inputs = calloc(seg * pp->M * N, sizeof(int));
     pp->targets = calloc(seg * pp->M * N, sizeof(int));
-    pp->sq = calloc(seg * pp->mem.G, sizeof(double));
+    pp->sq = calloc(seg * (size_t)plan_subgroup_count(pr->plan), sizeof(double));
     pp->sq_count = calloc(seg, sizeof(int));
     pp->losses = calloc(seg * pp->M, sizeof(float));
     pp->norms = calloc(seg, sizeof(double));
@@ -159,8 +161,15 @@ static int alloc_segment(PipeRun *pr, TrainResult *r, Err *e)
     return 0;
 }
 
-/* The plan checked, the data, the graph, the threads, the placement's buffers (pipe_mem) and
- * a segment's arrays. 0 or -errno with e. */
+/* The most this process has held in memory so far (its peak resident set), in bytes. */
+static double peak_rss_bytes(void)
+{
+    struct rusage u;
+    return getrusage(RUSAGE_SELF, &u) ? 0 : (double)u.ru_maxrss * 1024;
+}
+
+/* The plan checked, the data, the graph, the threads, the evaluation's data, a segment's
+ * arrays and the placement's buffers (pipe_mem), the last. 0 or -errno with e. */
 static int run_init(PipeRun *pr, TrainResult *r, Err *e)
 {
     Pipe *pp = &pr->pp;
@@ -177,10 +186,38 @@ static int run_init(PipeRun *pr, TrainResult *r, Err *e)
         rc = err_set(e, -ENOMEM, "out of memory");
     if (!rc)
         rc = init_pools(pr, e);
+    if (!rc && o->n_eval) /* in the plan's micro-batches: the buffers are theirs */
+        rc = eval_init(&pr->ev, o->eval_paths, o->n_eval, o->data_format, o->model.vocab,
+                       o->model.name, plan->seqs_per_micro, o->seq, o->eval_batches, e);
+    if (!rc)
+        rc = alloc_segment(pr, r, e);
+    pr->own_rss = peak_rss_bytes(); /* the program's own: all but the plan's buffers */
     if (!rc)
         rc = pipe_mem_init(&pp->mem, &o->model, plan, plan->seqs_per_micro, o->seq, pr->pc,
                            &pp->wp_compute, e);
-    return rc ? rc : alloc_segment(pr, r, e);
+    return rc;
+}
+
+/* The parameters a fill puts in place, for its progress line. */
+static double total_params(const PipeRun *pr)
+{
+    return (double)pr->pp.layout.total;
+}
+
+/* Fills the tiers with fill (moments: it gives Adam's m and v), saying how far it is when it
+ * takes long: what it is doing in what. */
+static int fill_tiers(PipeRun *pr, PipeMemFill fill, void *user, bool moments, const char *what,
+                      Err *e)
+{
+    Pipe *pp = &pr->pp;
+    Progress pg;
+    progress_begin(&pg, pp->o->progress, what, total_params(pr), "parameters");
+    PipeMemFiller f = {.fill = fill, .user = user, .moments = moments, .wp = &pp->wp_adam,
+                       .progress = &pg};
+    int rc = pipe_mem_fill_state(&pp->mem, &f, e);
+    if (!rc)
+        progress_end(&pg);
+    return rc;
 }
 
 static int fill_from_folder(void *user, size_t begin, size_t n, float *params, float *m,
@@ -202,7 +239,7 @@ static int start_from_folder(PipeRun *pr, Err *e)
     HfReader *r;
     int rc = hf_reader_open(&r, o->init_from, &o->model, &pp->layout, e);
     if (!rc)
-        rc = pipe_mem_fill_state(&pp->mem, fill_from_folder, r, e);
+        rc = fill_tiers(pr, fill_from_folder, r, false, "loading the weights", e);
     hf_reader_close(r);
     pr->st.data = pr->data.print; /* as trainer_check_start sets them on the other paths */
     pr->st.sched_steps = o->steps;
@@ -218,11 +255,12 @@ static int fill_from_checkpoint(void *user, size_t begin, size_t n, float *param
 /* One step directory of --resume read range by range into the tiers (ckpt_load_with's). */
 static int load_step_into_tiers(void *user, const char *step_dir, Err *e)
 {
-    Pipe *pp = user;
+    PipeRun *pr = user;
+    Pipe *pp = &pr->pp;
     CkptReader *r;
     int rc = ckpt_reader_open(&r, step_dir, &pp->o->model, &pp->layout, e);
     if (!rc)
-        rc = pipe_mem_fill_state(&pp->mem, fill_from_checkpoint, r, e);
+        rc = fill_tiers(pr, fill_from_checkpoint, r, true, "loading the checkpoint", e);
     ckpt_reader_close(r);
     return rc;
 }
@@ -233,18 +271,28 @@ static int start_from_checkpoint(PipeRun *pr, Err *e)
 {
     Pipe *pp = &pr->pp;
     const TrainOptions *o = pp->o;
-    int rc = ckpt_load_with(o->resume_dir, &o->model, load_step_into_tiers, pp, &pr->st, e);
+    int rc = ckpt_load_with(o->resume_dir, &o->model, load_step_into_tiers, pr, &pr->st, e);
     if (!rc && pr->st.skipped)
-        rc = err_set(e, -EINVAL, "%s skipped updates on loss-scale overflow; the out-of-core "
-                     "pipeline does not scale losses: resume it without --offload",
-                     o->resume_dir);
+        rc = err_set(e, -EINVAL, "%s skipped updates on loss-scale overflow; the executor does "
+                     "not scale losses", o->resume_dir);
     return rc ? rc : trainer_check_start(o, &pr->data, &pr->st, e);
 }
 
-/* The starting state put where the plan keeps it, with no whole-model array but a fresh run's
- * initial weights when its states are on the SSD (the initialisation draws the whole model):
- * --resume and --init-from read their files range by range into the tiers, and a fresh run
- * with the states in CPU memory initialises the master weights where they live. */
+/* A fresh run's initial weights (trainer_init_range), drawn range by range as they go in. */
+static int fill_fresh(void *user, size_t begin, size_t n, float *params, float *m, float *v,
+                      Err *e)
+{
+    (void)m, (void)v, (void)e; /* the moments start at zero */
+    const PipeRun *pr = user;
+    const TrainOptions *o = pr->pp.o;
+    trainer_init_range(&o->model, &pr->pp.layout, o->seed, begin, n, params,
+                       (WorkPool *)&pr->pp.wp_adam);
+    return 0;
+}
+
+/* The starting state put where the plan keeps it, range by range, with no whole-model array:
+ * --resume and --init-from read their files into the tiers, a fresh run draws its initial
+ * weights into them. */
 static int put_start_state(PipeRun *pr, Err *e)
 {
     Pipe *pp = &pr->pp;
@@ -253,14 +301,8 @@ static int put_start_state(PipeRun *pr, Err *e)
         return start_from_checkpoint(pr, e);
     if (o->init_from)
         return start_from_folder(pr, e);
-    bool in_place = pr->plan->optim == TIER_CPU && !pp->mem.gpu_state_params;
-    size_t P = pp->layout.total;
-    if (!in_place && !(pr->params = calloc(P, sizeof *pr->params)))
-        return err_set(e, -ENOMEM, "out of memory for %zu parameters", P);
-    float *params = in_place ? pp->mem.master : pr->params;
-    int rc = trainer_load_start(o, &pr->data, &pp->layout, params, NULL, NULL, &pp->wp_adam,
-                                &pr->st, e);
-    return rc ? rc : pipe_mem_put_state(&pp->mem, params, NULL, NULL, e);
+    int rc = trainer_check_start(o, &pr->data, &pr->st, e);
+    return rc ? rc : fill_tiers(pr, fill_fresh, pr, false, "initialising the weights", e);
 }
 
 /* Where the run starts: the state in place, the loader at its place, the log open, the lanes
@@ -270,8 +312,6 @@ static int run_start(PipeRun *pr, Err *e)
     Pipe *pp = &pr->pp;
     const TrainOptions *o = pp->o;
     int rc = put_start_state(pr, e);
-    free(pr->params); /* the state lives where the plan says now */
-    pr->params = NULL;
     if (!rc)
         rc = loader_init(&pr->ld, &pr->data, pr->plan->seqs_per_micro, o->seq, pr->st.seed, e);
     if (!rc && o->resume_dir)
@@ -297,6 +337,9 @@ static int segment_len(const PipeRun *pr, int64_t step)
         if (to_save < n)
             n = to_save;
     }
+    for (int64_t k = 1; o->n_eval && k < n; k++)
+        if (trainer_eval_due(o, step + k - 1))
+            n = k; /* an evaluation runs at rest, after its step */
     return (int)n;
 }
 
@@ -341,6 +384,20 @@ static void add_steady(PipeRun *pr, int rows0, int n)
     free(it_end);
 }
 
+/* Step's row in the log (eval_loss NaN: not evaluated) and its progress line. */
+static int log_step(PipeRun *pr, int64_t step, float loss, double tps, double eval_loss, Err *e)
+{
+    Pipe *pp = &pr->pp;
+    const TrainOptions *o = pp->o;
+    int i = (int)(step - pr->seg_step);
+    int rc = trainer_log_row(o, pr->log, step, loss, trainer_lr(o, step), pp->norms[i], tps, 1.0,
+                             eval_loss, e);
+    if (!rc)
+        trainer_progress(o, step, pr->r->first_step - 1, loss, tps,
+                         clock_monotonic_s() - pp->t0, step == o->steps);
+    return rc;
+}
+
 /* Segment iteration i's step, which took dt seconds since the one before it ended: its loss
  * (the micro-batches' mean, as the in-memory trainer takes it) into r, the log and the
  * progress line. */
@@ -357,12 +414,13 @@ static int record_step(PipeRun *pr, int i, double dt, Err *e)
         return err_set(e, -EDOM, "step %lld: the loss is %f; lower --lr or check the data",
                        (long long)step, loss);
     trainer_result_add(pr->r, step, loss);
-    int rc = trainer_log_row(o, pr->log, step, loss, trainer_lr(o, step), pp->norms[i], tps, 1.0,
-                             NAN, e);
-    if (!rc)
-        trainer_progress(o, step, pr->r->first_step - 1, loss, tps,
-                         clock_monotonic_s() - pp->t0, step == o->steps);
-    return rc;
+    if (trainer_eval_due(o, step)) { /* the row waits for its evaluation (end_segment) */
+        pr->row_waits = true;
+        pr->wait_loss = loss;
+        pr->wait_tps = tps;
+        return 0;
+    }
+    return log_step(pr, step, loss, tps, NAN, e);
 }
 
 /* The dispatcher's hook: segment iteration i ended, its step recorded as it ends (the log
@@ -406,8 +464,61 @@ static int read_state(void *user, HfPart part, size_t begin, size_t n, float *ds
     return pipe_mem_read(sr->mem, (int)part, begin, n, dst, &sr->cached, e);
 }
 
-/* After a segment of n iterations that ended at step: the state a checkpoint records, and the
- * checkpoint when one is due. */
+/* The held-out loss of the weights at rest: the evaluation's batches as forward passes
+ * (sched_build_forward) on the training plan's buffers, in DAGs of at most a segment's
+ * micro-batches (its arrays hold them), each batch's loss weighted by the targets it counts,
+ * summed in order as eval_run sums them (a batch that counts none adds nothing). 0 or -errno
+ * with e. */
+static int run_eval(PipeRun *pr, EvalResult *er, Err *e)
+{
+    Pipe *pp = &pr->pp;
+    const Loader *l = &pr->ev.ld;
+    size_t N = (size_t)l->B * l->T;
+    int per_dag = pr->seg * pp->M, M = pp->M, rc = 0;
+    int *counted = malloc((size_t)per_dag * sizeof *counted);
+    if (!counted)
+        return err_set(e, -ENOMEM, "out of memory for the evaluation");
+    int (*hook)(void *, int, Err *) = pp->iter_done;
+    pp->M = 1, pp->iter_done = NULL, pp->quiet = true;
+    double sum = 0;
+    *er = (EvalResult){0};
+    Progress pg;
+    progress_begin(&pg, pp->o->progress, "evaluating", (double)pr->ev.batches, "batches");
+    for (int64_t k0 = 0; !rc && k0 < pr->ev.batches; k0 += per_dag) {
+        int n = pr->ev.batches - k0 < per_dag ? (int)(pr->ev.batches - k0) : per_dag;
+        for (int i = 0; i < n; i++) {
+            er->sequences += loader_fill(l, (size_t)(k0 + i) * (size_t)l->B, pp->inputs + i * N,
+                                         pp->targets + i * N);
+            counted[i] = backend_count_targets((int)N, pp->targets + i * N);
+        }
+        sched_free(&pp->s);
+        rc = sched_build_forward(&pp->s, &pr->g, pr->plan, n, e);
+        if (!rc)
+            rc = pipe_run_dag(pp, e);
+        for (int i = 0; !rc && i < n; i++) {
+            sum += counted[i] ? (double)pp->losses[i] * counted[i] : 0;
+            er->targets += counted[i];
+        }
+        progress_to(&pg, (double)(k0 + n));
+    }
+    pp->M = M, pp->iter_done = hook, pp->quiet = false;
+    free(counted);
+    if (!rc)
+        progress_end(&pg);
+    if (!rc && !er->targets)
+        return err_set(e, -EINVAL, "%s: the evaluation's %lld sequences have no target the loss "
+                       "counts (every one is masked); give --eval-data other files",
+                       pr->ev.data.files[0].path, (long long)er->sequences);
+    if (!rc) {
+        er->loss = sum / (double)er->targets;
+        er->perplexity = exp(er->loss);
+    }
+    return rc;
+}
+
+/* After a segment of n iterations that ended at step: the evaluation when one is due (and the
+ * row and progress line of the step, which waited for it), the state a checkpoint records, and
+ * the checkpoint when one is due. */
 static int end_segment(PipeRun *pr, int64_t step, int n, Err *e)
 {
     Pipe *pp = &pr->pp;
@@ -417,6 +528,18 @@ static int end_segment(PipeRun *pr, int64_t step, int n, Err *e)
     st->epoch = pr->pos[n - 1][0];
     st->index = pr->pos[n - 1][1];
     st->prev_grad_norm = pp->prev_norm = pp->norms[n - 1];
+    if (pr->row_waits) {
+        EvalResult er;
+        int rc = run_eval(pr, &er, e);
+        if (!rc)
+            trainer_eval_done(o, step, &er, pr->r);
+        pr->row_waits = false;
+        Err log_e;
+        int log_rc = log_step(pr, step, pr->wait_loss, pr->wait_tps, rc ? NAN : er.loss,
+                              rc ? &log_e : e);
+        if (rc || log_rc)
+            return rc ? rc : log_rc;
+    }
     if (!trainer_save_due(o, step))
         return 0;
     CkptSaveOptions so = {.tokenizer_from = o->init_from ? o->init_from : o->resume_dir};
@@ -457,7 +580,7 @@ static void fill_report(const PipeRun *pr, const TrainResult *r, double elapsed,
     if (!rep)
         return;
     memset(rep, 0, sizeof *rep);
-    rep->host_short = pr->pp.mem.host_short;
+    rep->budget_short = pr->pp.mem.budget_short;
     if (!pr->g.ops)
         return;
     const Pipe *pp = &pr->pp;
@@ -473,6 +596,12 @@ static void fill_report(const PipeRun *pr, const TrainResult *r, double elapsed,
     rep->budget[TIER_GPU] = (double)pr->pc->gpu_budget;
     rep->budget[TIER_CPU] = (double)pr->pc->cpu_budget;
     rep->elapsed_s = elapsed;
+    /* what this process held: its own, then the plan's buffers where they are host memory */
+    rep->host_own_bytes = pr->own_rss;
+    rep->host_plan_bytes = footprint_tier_total(&rep->measured, TIER_CPU) +
+                           (pr->pc->device->on_host ? footprint_tier_total(&rep->measured,
+                                                                           TIER_GPU) : 0);
+    rep->host_peak_bytes = peak_rss_bytes();
     rep->iterations = r->n_losses;
     rep->steady_iter_s = pr->n_steady ? pr->steady_s / pr->n_steady : 0;
 }
@@ -548,6 +677,14 @@ void pipe_report_print(FILE *out, const PipeReport *rep)
                               : t == TIER_SSD ? "the disk's free space" : "none given");
     }
     fprintf(out, "\n");
+    char b0[24], b1[24], b2[24], b3[24];
+    fprintf(out, "host memory: peak resident %s = the program's own %s (before the plan's "
+            "buffers) + %s more; the plan's host memory (%s) is %s\n",
+            units_bytes(b0, sizeof b0, rep->host_peak_bytes),
+            units_bytes(b1, sizeof b1, rep->host_own_bytes),
+            units_bytes(b2, sizeof b2, rep->host_peak_bytes - rep->host_own_bytes),
+            strcmp(tier[TIER_GPU], "gpu") ? "its device and cpu tiers" : "its cpu tier",
+            units_bytes(b3, sizeof b3, rep->host_plan_bytes));
     fprintf(out, "lanes busy over %d iterations in %.3f s (steady iteration %.4f s):",
             rep->iterations, rep->elapsed_s, rep->steady_iter_s);
     for (int r = 0; r < RES_COUNT; r++)

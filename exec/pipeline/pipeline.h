@@ -52,12 +52,17 @@ typedef struct PipeReport {
     Footprint measured, predicted;
     const char *device;        /* the device tier's name in the report: "gpu", or the device's */
     double budget[TIER_COUNT]; /* --gpu-mem, --cpu-mem (0: none given) */
-    bool host_short;           /* the plan was refused: host memory (--cpu-mem, or the
-                                  machine's) is short of it */
+    bool budget_short;         /* the plan was refused before anything was allocated: a
+                                  budget (--gpu-mem, --cpu-mem) or the machine's memory is
+                                  short of it */
     double busy_s[RES_COUNT];
     double elapsed_s;          /* the segments' wall time */
     int iterations;
     double steady_iter_s;      /* mean over iterations after each segment's first */
+    /* this process's memory (its resident set): its peak, what it held before the plan's
+     * buffers (the program's own: code, data, threads, the segment's arrays), and the plan's
+     * buffers that are host memory (the cpu tier; with a device on the host, its tier too) */
+    double host_peak_bytes, host_own_bytes, host_plan_bytes;
 } PipeReport;
 
 /* Trains o->model for o->steps like trainer_run (same options, data order, learning rate,

@@ -1,7 +1,8 @@
-/* fuyou-run: the real trainer: in memory on the CPU reference backend (fp32) or the CUDA backend
- * (bf16 or fp16 with dynamic loss scaling), or with --offload out of core, by running the
- * schedule's task DAG on the pipeline (exec/pipeline/pipeline.h) under memory budgets. The
- * command line is run_args.h's; this file runs what it says.
+/* fuyou-run: the real trainer. It plans as fuyou-sim does for the same options (plan_make.h:
+ * the same function), and runs that plan, everything on the device where it fits, else out of
+ * core, by running the schedule's task DAG on the pipeline (exec/pipeline/pipeline.h) under
+ * memory budgets, on the CPU reference device (fp32) or on CUDA (bf16). The command line is
+ * run_args.h's; this file runs what it says.
  * Exit codes: 0 success, 1 runtime failure, 2 usage or input error, 130 / 143 stopped by
  * SIGINT / SIGTERM (after the step in flight, saved with --save). */
 #include <errno.h>
@@ -11,7 +12,6 @@
 #include <string.h>
 
 #include "checkpoint.h"
-#include "gpt2_cpu.h"
 #include "hw.h"
 #include "pipeline.h"
 #include "plan_args.h"
@@ -19,13 +19,14 @@
 #include "predict.h"
 #include "run_args.h"
 #include "trainer.h"
+#include "units.h"
 
 static int exit_status(int rc);
 
 /* A run must not move another run's latest back or replace its steps: the --save directory is
  * held in *lock for the run (ckpt_lock_dir: another run in it is refused), and a fresh one
  * holds no other run's checkpoints (with --overwrite they are removed before the first save,
- * trainer_clear_old_checkpoints). Checked once, before either trainer starts. 0, or the exit
+ * trainer_clear_old_checkpoints). Checked once, before the run starts. 0, or the exit
  * status. */
 static int check_save_dir(const RunArgs *a, CkptLock *lock)
 {
@@ -94,157 +95,101 @@ static int exit_status(int rc)
     }
 }
 
-/* In memory: trainer_run. The exit status. */
-static int run_in_memory(const RunArgs *a)
-{
-    const TrainOptions *o = &a->train;
-    int micro = trainer_n_micro(o);
-    char label[4200];
-    printf("fuyou-run: %s (%lld parameters) on %s, batch %d x %d", o->model.name,
-           (long long)model_param_count(&o->model), data_label(o, label, sizeof label),
-           o->seqs_per_step, o->seq);
-    if (micro > 1)
-        printf(" (%d micro-batches of %d)", micro, trainer_seqs_per_micro(o));
-    printf(", %s backend (%s)\n", o->backend->name,
-           o->backend == &backend_cpu ? "fp32" : dtype_name(o->model.dtype));
-    TrainResult r;
-    Err e;
-    int rc = trainer_run(o, &r, &e);
-    free(r.losses);
-    if (rc) {
-        fprintf(stderr, "fuyou-run: %s\n", e.msg);
-        return exit_status(rc);
-    }
-    printf("fuyou-run: steps %lld..%lld, loss %.4f -> %.4f, %.0f tokens/s", (long long)r.first_step,
-           (long long)r.last_step, r.first_loss, r.last_loss, r.tokens_per_s);
-    if (r.loss_scale != 1.0 || r.skipped)
-        printf(", loss scale %g, %lld updates skipped on overflow", r.loss_scale,
-               (long long)r.skipped);
-    if (r.eval_step)
-        printf(", held-out loss %.4f (perplexity %.3f)", r.eval_loss, r.eval_perplexity);
-    printf("\n");
-    return 0;
-}
-
-/* The hardware ini with the budgets as its capacities: a budget is what the plan may use, with
- * nothing reserved. */
+/* The hardware ini with the budgets as its capacities (a budget is what the plan may use,
+ * with nothing reserved), and the device as it is: one with less free than the ini's capacity
+ * (no --gpu-mem), such as the cpu device, whose memory is the host's, is planned for what it
+ * has free, said on the console. 0 or -errno with e. */
 static int load_hw(const RunArgs *a, Hardware *hw, Err *e)
 {
     char sets[PLAN_BUDGET_SETS][PLAN_BUDGET_SET_LEN];
     const char *set[PLAN_BUDGET_SETS];
     PlanBudget budget = {(double)a->pipe.gpu_budget, (double)a->pipe.cpu_budget};
+    const DeviceOps *dev = a->pipe.device;
+    double dev_free = dev->free_bytes ? (double)dev->free_bytes() : 0, ini = 0;
+    if (dev->on_host && dev_free > 0) /* the host pool takes its budget from the same memory */
+        dev_free = dev_free > budget.cpu_bytes ? dev_free - budget.cpu_bytes : 1;
+    if (!budget.gpu_bytes && dev_free > 0) {
+        Hardware plain;
+        int rc = hw_load(a->hw_name, NULL, 0, &plain, e);
+        if (rc)
+            return rc;
+        ini = footprint_capacity(&plain, TIER_GPU);
+        hw_free(&plain);
+        if (dev_free < ini)
+            budget.gpu_bytes = dev_free;
+    }
     int n_sets = plan_budget_sets(&budget, sets);
     for (int i = 0; i < n_sets; i++)
         set[i] = sets[i];
-    return hw_load(a->hw_name, set, n_sets, hw, e);
-}
-
-/* --swap, as a run takes it: 0, or -EINVAL (printed). */
-static int parse_swap(const RunArgs *a, SwapMode *swap, double *swap_bytes)
-{
-    if (plan_swap_parse(a->swap, "fuyou-run", swap, swap_bytes))
-        return -EINVAL;
-    if (*swap == SWAP_SWEEP) {
-        fprintf(stderr, "fuyou-run: --swap sweep is fuyou-sim's (it predicts every amount); "
-                "run one amount\n");
-        return -EINVAL;
+    int rc = hw_load(a->hw_name, set, n_sets, hw, e);
+    if (!rc && budget.gpu_bytes && !a->pipe.gpu_budget) {
+        char b0[24], b1[24];
+        printf("fuyou-run: the %s device has %s free, less than %s's %s: planned for what it "
+               "has (fuyou-sim --hw %s --gpu-mem %.0f%s predicts this plan)\n", dev->name,
+               units_bytes(b0, sizeof b0, dev_free), a->hw_name, units_bytes(b1, sizeof b1, ini),
+               a->hw_name, dev_free, dev->on_host ? " --device cpu" : "");
     }
-    if (a->plan.act && *swap != SWAP_AUTO) {
-        fprintf(stderr, "fuyou-run: --act and --swap both decide the activations; give one\n");
-        return -EINVAL;
-    }
-    return 0;
-}
-
-/* The pipeline keeps weights and optimizer states off the device: where the plan put them on
- * it without being asked to, they go to CPU memory. What moved ("the weights", ...), or NULL;
- * said after the run, or beside a refusal of the plan (the budget the move strains). */
-static const char *keep_off_gpu(const PlanArgs *pa, Plan *p)
-{
-    bool w_gpu = p->weights == TIER_GPU && !pa->weights;
-    bool s_gpu = p->optim == TIER_GPU && !pa->optim;
-    if (w_gpu)
-        p->weights = TIER_CPU;
-    if (s_gpu)
-        p->optim = TIER_CPU;
-    return w_gpu && s_gpu ? "the weights and optimizer states"
-           : w_gpu      ? "the weights"
-           : s_gpu      ? "the optimizer states"
-                        : NULL;
+    return rc;
 }
 
 /* The plan fuyou-sim makes from the same options (plan_make.h), on the lane of the device the
- * run uses, into g and p; *moved as keep_off_gpu says. 0 or -errno (with e, or printed). */
-static int make_plan(const RunArgs *a, const Hardware *hw, Graph *g, Plan *p,
-                     const char **moved, Err *e)
+ * run uses, into g and p; one that does not fit the budgets is refused, saying why. 0 or
+ * -errno (with e, or printed). */
+static int make_plan(const RunArgs *a, const Hardware *hw, Graph *g, Plan *p, Err *e)
 {
     const TrainOptions *o = &a->train;
-    SwapMode swap = SWAP_AUTO;
-    double swap_bytes = 0;
-    if (parse_swap(a, &swap, &swap_bytes))
-        return -EINVAL;
     ModelConfig gc = o->model;
     gc.dtype = a->pipe.device->weight_type; /* the graph's bytes are what the device moves */
     PredictScoreCtx sc = {hw, 0};
     PlanRequest rq = {.model = &gc, .batch = o->seqs_per_step, .seq = o->seq,
-                      .policy = POLICY_FUYOU, .swap = swap, .swap_bytes = swap_bytes,
+                      .policy = POLICY_FUYOU, .swap = a->swap, .swap_bytes = a->swap_bytes,
                       .args = &a->plan, .score = predict_score, .score_ctx = &sc,
                       .prog = "fuyou-run", .lane_sizes = pipe_lane_sizes,
                       .lane_ctx = a->pipe.device};
     PlanInfo info;
-    int made = plan_make(&rq, hw, g, p, &info, e);
-    bool frugal = info.planned && info.choice.overflow;
+    int rc = plan_make(&rq, hw, g, p, &info, e);
     plan_make_free(&info);
-    if (made)
-        return made;
-    if (frugal)
-        printf("fuyou-run: the planner found no configuration that fits %s; the most "
-               "frugal one follows\n", a->hw_name);
-    *moved = keep_off_gpu(&a->plan, p);
-    return plan_validate(p, e);
+    if (!rc && !plan_make_fits(g, hw, p)) {
+        char why[1024];
+        rc = err_set(e, -ENOSPC, "no plan fits %s%s: %s", a->hw_name,
+                     a->pipe.gpu_budget || a->pipe.cpu_budget ? " under the budgets given" : "",
+                     plan_make_why_short(&rq, hw, g, p, why, sizeof why));
+    }
+    return rc;
 }
 
-/* pipe_train under the plan p (of graph g), with moved what keep_off_gpu moved off the GPU.
- * The exit status. */
-static int train_offload(const RunArgs *a, const Graph *g, const Plan *p, const char *moved,
-                         Err *e)
+/* pipe_train under the plan p (of graph g). The exit status. */
+static int train(const RunArgs *a, const Graph *g, const Plan *p, Err *e)
 {
     const TrainOptions *o = &a->train;
-    char summary[512], label[4200];
-    printf("fuyou-run: %s (%lld parameters) on %s, batch %d x %d, out of core on the %s "
-           "device\nplan: %s\n", o->model.name, (long long)model_param_count(&o->model),
-           data_label(o, label, sizeof label), o->seqs_per_step, o->seq, a->pipe.device->name,
+    const DeviceOps *dev = a->pipe.device;
+    char summary[640], label[4200];
+    printf("fuyou-run: %s (%lld parameters) on %s, batch %d x %d, on the %s device (%s)\n"
+           "plan: %s\n", o->model.name, (long long)model_param_count(&o->model),
+           data_label(o, label, sizeof label), o->seqs_per_step, o->seq, dev->name,
+           dev->on_host ? "fp32" : dtype_name(o->model.dtype),
            plan_summary(p, g, summary, sizeof summary));
-    if (a->pipe.device->on_host)
-        printf("fuyou-run: the cpu device plans on its own fp32 buffers; fuyou-sim predicts the "
-               "CUDA lane (bf16, as --backend cuda runs it), so its plan for these options can "
-               "differ\n");
     TrainResult r;
     PipeReport rep;
     int rc = pipe_train(o, p, &a->pipe, &r, &rep, e);
     free(r.losses);
-    if (rc && rep.host_short && moved)
-        fprintf(stderr, "fuyou-run: %s fit in GPU memory, but --offload keeps them in CPU "
-                "memory; training without --offload keeps them on the GPU\n", moved);
-    if (rc)
-        return rc == -ENOSPC ? 2 : exit_status(rc);
-    printf("fuyou-run: steps %lld..%lld, loss %.4f -> %.4f, %.0f tokens/s\n",
-           (long long)r.first_step, (long long)r.last_step, r.first_loss, r.last_loss,
-           r.tokens_per_s);
+    if (rc) /* a plan the budgets refuse is the user's to change: 2, as a usage error */
+        return rep.budget_short ? 2 : exit_status(rc);
+    printf("fuyou-run: steps %lld..%lld, loss %.4f -> %.4f, %.0f tokens/s", (long long)r.first_step,
+           (long long)r.last_step, r.first_loss, r.last_loss, r.tokens_per_s);
+    if (r.eval_step)
+        printf(", held-out loss %.4f (perplexity %.3f)", r.eval_loss, r.eval_perplexity);
+    printf("\n");
     pipe_report_print(stdout, &rep);
-    if (moved)
-        printf("fuyou-run: everything fits on the GPU, so training without --offload is "
-               "faster; --offload kept %s in CPU memory\n", moved);
     return 0;
 }
 
-/* --offload: the plan for the budgets, then the pipeline. The exit status. */
-static int run_offload(RunArgs *a)
+/* The plan for the options and the budgets, then the executor. The exit status. */
+static int run(RunArgs *a)
 {
     a->pipe.device = device_find(a->train.backend->name);
     if (!a->pipe.device) {
-        fprintf(stderr, "fuyou-run: --offload has no %s device in this build\n",
-                a->train.backend->name);
+        fprintf(stderr, "fuyou-run: this build has no %s device\n", a->train.backend->name);
         return 2;
     }
     Err e = {""};
@@ -255,8 +200,8 @@ static int run_offload(RunArgs *a)
         fprintf(stderr, "fuyou-run: %s\n", e.msg);
         return 2;
     }
-    const char *moved = NULL;
-    int status = make_plan(a, &hw, &g, &p, &moved, &e) ? 2 : train_offload(a, &g, &p, moved, &e);
+    int rc = make_plan(a, &hw, &g, &p, &e);
+    int status = rc ? (rc == -ENOMEM ? 1 : 2) : train(a, &g, &p, &e);
     if (status && e.msg[0])
         fprintf(stderr, "fuyou-run: %s\n", e.msg);
     plan_free(&p);
@@ -267,6 +212,7 @@ static int run_offload(RunArgs *a)
 
 int main(int argc, char **argv)
 {
+    setvbuf(stdout, NULL, _IOLBF, 0); /* its lines in order with stderr's */
     RunArgs a;
     int rc = run_args_parse(&a, argc, argv);
     if (rc)
@@ -275,7 +221,7 @@ int main(int argc, char **argv)
     rc = check_save_dir(&a, &lock);
     if (!rc) {
         catch_stop_signals(&a.train);
-        rc = a.offload ? run_offload(&a) : run_in_memory(&a);
+        rc = run(&a);
     }
     ckpt_unlock(&lock);
     return rc;

@@ -28,10 +28,10 @@ void run_args_usage(FILE *out)
 "tools/prepare_data.py wrote with its tokenizer (README.md, \"Fine-tuning\").\n"
 "\n"
 "  --backend NAME        cpu (the fp32 reference; default), or cuda when built with it\n"
-"  --dtype T             cuda: bf16 (default, or the model ini's dtype) or fp16\n"
-"  --loss-scale X        initial loss scale; dynamic unless 1 (default 65536 for fp16, 1\n"
-"                        otherwise): halved and the update skipped when gradients overflow\n"
-"  --loss-scale-window N steps without overflow before the scale doubles (default 1000)\n"
+"  --dtype T             cuda: bf16 (default); fp16 needs loss scaling, which the\n"
+"                        executor does not do yet (refused)\n"
+"  --loss-scale X        1 only (the executor does not scale losses yet; bf16 needs none)\n"
+"  --loss-scale-window N refused with any --loss-scale but 1\n"
 "  --model NAME|PATH     a preset (default gpt2-tiny; fuyou-sim --help lists them), a\n"
 "                        model ini, or a Hugging Face folder or its config.json\n"
 "  --data FILE|PATTERN   tokens: NumPy .npy (uint16, uint32), llm.c .bin (uint16 or\n"
@@ -73,14 +73,17 @@ void run_args_usage(FILE *out)
 "  --log FILE            TSV: step loss lr grad_norm tokens_per_s loss_scale (and\n"
 "                        eval_loss eval_ppl with --eval-data)\n"
 "  --threads N           CPU threads (default: all)\n"
-"out of core (--offload): run the schedule's task DAG with weights, optimizer states and\n"
-"activations placed across device, CPU memory and SSD (cpu backend: the fp32 reference on\n"
-"the CPU, every copy and SSD transfer performed as on a GPU):\n"
-"  --offload             train out of core on the pipeline\n"
-"  --hw NAME|PATH        hardware ini the placement is judged on (default h200.ini;\n"
-"                        fuyou-sim's is 4090.ini: give both the same --hw to plan alike)\n"
+"the plan: every run is planned as fuyou-sim plans it for the same options and --hw (the\n"
+"same function) and runs that plan, the schedule's task DAG, with weights, optimizer\n"
+"states and activations on the device (all of them when they fit), in CPU memory and on\n"
+"SSD; on the cpu backend the device is the host's memory and cores (the fp32 reference,\n"
+"every copy and SSD transfer performed as on a GPU):\n"
+"  --hw NAME|PATH        hardware ini the plan is judged on (default h200.ini;\n"
+"                        fuyou-sim's is 4090.ini: give both the same --hw to plan alike);\n"
+"                        a device with less free than the ini says is planned as it is\n"
 "  --gpu-mem BYTES       device budget, e.g. 24GiB; never exceeded (default: the ini's)\n"
 "  --cpu-mem BYTES       host budget for pinned buffers and CPU-resident state\n"
+"  --offload             accepted, changes nothing: every run is planned\n"
 "  --ssd-dir DIR         where the SSD tier lives, repeatable (striped); default a\n"
 "                        temporary directory, removed at the end\n"
 "  --trace FILE          the measured timeline, TSV (the simulator's schema and task ids)\n"
@@ -96,8 +99,10 @@ void run_args_usage(FILE *out)
 "  --optim-stream-groups (the N CPU-memory sub-groups before those updated on the GPU,\n"
 "  their states streamed over PCIe; and --subgroup,\n"
 "  --tail above); --swap auto|none|all|BYTES (the intra-block activations kept, in the\n"
-"  planner's order, unless --act fixes them); without any, the planner's plan for --hw\n"
-"  and the budgets: always the plan fuyou-sim predicts for the same options\n"
+"  planner's order, unless --act fixes them). Each option given is a constraint: the\n"
+"  planner searches only what they leave open (--weights or --optim puts every sub-group's\n"
+"  weights or states on that tier unless a count says otherwise), and a run whose options\n"
+"  leave no plan that fits is refused, naming the option and the shortfall\n"
 "  -h, --help, -V, --version\n"
 "\n"
 "Ctrl-C (SIGINT) or SIGTERM finishes the step in flight, saves it with --save and exits; a\n"
@@ -278,7 +283,15 @@ static int take_offload(RunArgs *a, int c, const char *name, const char *v)
     case O_CHROME: pc->chrome_path = v; break;
     case O_SEGMENT: bad = whole("--segment", v, 1, 1e6, &x); pc->segment_iters = (int)x; break;
     case O_NICE: bad = whole("--optimizer-nice", v, 0, 19, &x); pc->optim_nice = (int)x; break;
-    case O_SWAP: a->swap = v; break;
+    case O_SWAP:
+        if (plan_swap_parse(v, "fuyou-run", &a->swap, &a->swap_bytes))
+            return -EINVAL;
+        if (a->swap == SWAP_SWEEP) {
+            fprintf(stderr, "fuyou-run: --swap sweep is fuyou-sim's (it predicts every "
+                    "amount); run one amount\n");
+            return -EINVAL;
+        }
+        break;
     case O_PLAN: bad = plan_args_take(&a->plan, name, v, "fuyou-run") < 0; break;
     }
     return bad ? -EINVAL : 0;
@@ -286,7 +299,7 @@ static int take_offload(RunArgs *a, int c, const char *name, const char *v)
 
 static void set_defaults(RunArgs *a)
 {
-    *a = (RunArgs){.hw_name = "h200.ini", .swap = "auto",
+    *a = (RunArgs){.hw_name = "h200.ini", .swap = SWAP_AUTO,
                    .pipe = {.optim_nice = PIPE_OPTIM_NICE}};
     a->train = (TrainOptions){.seqs_per_step = 8, .seq = 64,
                               .steps = 200, .lr = 3e-3f, .min_lr_ratio = 0.1f,
@@ -330,19 +343,6 @@ static int resolve_names(RunArgs *a, const Given *gv)
     }
     o->model.dtype = d;
     return 0;
-}
-
-/* Whether an option that only --offload takes was given. */
-static bool offload_options_given(const RunArgs *a)
-{
-    const PlanArgs *pa = &a->plan;
-    const PipeConfig *pc = &a->pipe;
-    bool placed = pa->weights || pa->optim || pa->checkpoints || pa->act;
-    for (int i = 0; i < PC_N; i++)
-        placed |= i != PC_SUBGROUP && i != PC_TAIL && i != PC_MICRO && pa->count[i] >= 0;
-    return placed || strcmp(a->swap, "auto") || pc->gpu_budget || pc->cpu_budget ||
-           pc->n_ssd_dirs || pc->trace_path || pc->chrome_path || pc->segment_iters ||
-           pc->optim_nice != PIPE_OPTIM_NICE;
 }
 
 /* Whether two paths name the same existing directory. */
@@ -395,28 +395,36 @@ static int check_together(RunArgs *a, const Given *gv)
                 o->model.max_seq);
         return -EINVAL;
     }
-    /* --batch is the sequences of a step, in --micro-batches of equal size: in memory, the
-     * count given or one; with --offload, plan_make's (the fewest whose plan fits) */
+    /* --batch is the sequences of a step, in --micro-batches of equal size: the count given,
+     * else plan_make's (the fewest whose plan fits) */
     o->n_micro = a->plan.count[PC_MICRO] > 0 ? a->plan.count[PC_MICRO] : 0;
     if (o->seqs_per_step % trainer_n_micro(o)) {
         fprintf(stderr, "fuyou-run: --micro-batches %d does not divide --batch %d (the sequences "
                 "of a step); give a divisor of it\n", trainer_n_micro(o), o->seqs_per_step);
         return -EINVAL;
     }
+    if (o->loss_scale != 0 && o->loss_scale != 1) {
+        fprintf(stderr, "fuyou-run: --loss-scale %g: the executor does not scale losses yet "
+                "(bf16 needs none); give 1 or leave it out\n", o->loss_scale);
+        return -EINVAL;
+    }
+    if (o->loss_scale_window && o->loss_scale != 1) {
+        fprintf(stderr, "fuyou-run: --loss-scale-window needs loss scaling, which the executor "
+                "does not do yet\n");
+        return -EINVAL;
+    }
+    if (o->backend != &backend_cpu && o->model.dtype == DTYPE_FP16) {
+        fprintf(stderr, "fuyou-run: %s is fp16, which needs loss scaling; the executor does "
+                "not scale losses yet: train it in bf16 (--dtype bf16)\n", o->model.name);
+        return -EINVAL;
+    }
+    if (a->plan.act && a->swap != SWAP_AUTO) {
+        fprintf(stderr, "fuyou-run: --act and --swap both decide the activations; give one\n");
+        return -EINVAL;
+    }
     if (gv->eval_options && !o->n_eval) {
         fprintf(stderr, "fuyou-run: --eval-every and --eval-batches need --eval-data (the "
                 "held-out tokens)\n");
-        return -EINVAL;
-    }
-    if (a->offload && o->n_eval) {
-        fprintf(stderr, "fuyou-run: --eval-data is in-memory only: the out-of-core pipeline runs "
-                "the schedule's training DAG, which has no forward-only form yet; evaluate "
-                "without --offload\n");
-        return -EINVAL;
-    }
-    if (!a->offload && offload_options_given(a)) {
-        fprintf(stderr, "fuyou-run: placement, budgets, --ssd-dir, traces and --optimizer-nice "
-                "need --offload\n");
         return -EINVAL;
     }
     /* a run must not move another run's latest back or replace its steps: a fresh run's

@@ -1,6 +1,6 @@
 /* run_args: fuyou-run's command line. The options parsed and checked into what a run is made
  * from: the training options (the model loaded, the backend found), the pipeline's
- * configuration and the plan options for --offload. Nothing here trains, plans or touches a
+ * configuration and the plan options. Nothing here trains, plans or touches a
  * checkpoint directory (fuyou_run.c does, in that order). Errors are one line on stderr,
  * prefixed "fuyou-run: ", as the program prints them. */
 #ifndef FUYOU_RUN_ARGS_H
@@ -11,16 +11,18 @@
 
 #include "pipeline.h"
 #include "plan_args.h"
+#include "plan_make.h"
 #include "trainer.h"
 
 typedef struct RunArgs {
     TrainOptions train;  /* seqs_per_step is --batch; n_micro --micro-batches, 0: not given */
-    bool offload;
+    bool offload;        /* --offload: accepted, changes nothing (every run is planned) */
     bool fresh_save;     /* --save names a directory other than the one resumed from (if any),
                             which must then hold no other run's checkpoints (train.overwrite:
                             they are removed) */
-    const char *hw_name; /* --offload: the hardware ini the plan is judged on */
-    const char *swap;    /* --swap as given ("auto" by default) */
+    const char *hw_name; /* the hardware ini the plan is judged on */
+    SwapMode swap;       /* --swap: auto (the default), none, all or an amount */
+    double swap_bytes;
     PlanArgs plan;       /* the plan options, --subgroup and --tail with them */
     PipeConfig pipe;     /* the device is left for the run to find */
 } RunArgs;

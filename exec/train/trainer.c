@@ -669,15 +669,21 @@ static int step_eval(TrainRun *t, TrainResult *r, int64_t step, double *eval_los
     if (rc)
         return rc;
     *eval_loss = er.loss;
+    trainer_eval_done(o, step, &er, r);
+    return 0;
+}
+
+void trainer_eval_done(const TrainOptions *o, int64_t step, const EvalResult *er,
+                       TrainResult *r)
+{
     r->eval_step = step;
-    r->eval_loss = er.loss;
-    r->eval_perplexity = er.perplexity;
+    r->eval_loss = er->loss;
+    r->eval_perplexity = er->perplexity;
     if (o->progress)
         fprintf(o->progress, "%seval after step %lld: loss %.4f, perplexity %.3f (%lld targets "
                 "of %lld sequences)\n", isatty(fileno(o->progress)) ? "\r\033[K" : "",
-                (long long)step, er.loss, er.perplexity, (long long)er.targets,
-                (long long)er.sequences);
-    return 0;
+                (long long)step, er->loss, er->perplexity, (long long)er->targets,
+                (long long)er->sequences);
 }
 
 /* After step s's update (rc: its error, if any): the evaluation when one is due, the result,

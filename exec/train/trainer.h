@@ -159,6 +159,11 @@ int trainer_stopped(const TrainOptions *o, int64_t step, bool saved, Err *e);
 /* Whether an evaluation follows step's update: with --eval-data, every o->eval_every steps and
  * after the last. */
 bool trainer_eval_due(const TrainOptions *o, int64_t step);
+/* An evaluation after step ended with er: into r's last evaluation and onto the progress
+ * stream. */
+struct EvalResult;
+void trainer_eval_done(const TrainOptions *o, int64_t step, const struct EvalResult *er,
+                       TrainResult *r);
 
 /* Appends step's loss to r (r->losses has room for every step of the run). */
 void trainer_result_add(TrainResult *r, int64_t step, float loss);
