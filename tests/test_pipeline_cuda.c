@@ -100,6 +100,9 @@ static const Variant variants[] = {
      1, 0, 1, 2},
     {"1 streamed, states split CPU / SSD, rings of one", TIER_CPU, TIER_SSD, ACT_CPU,
      ACT_RECOMPUTE, 1, 1, 1, 1, 2, 1, 1},
+    /* the plan the planner gives a model that fits: weights and states on the GPU */
+    {"everything on the GPU, activations through the ring", TIER_GPU, TIER_GPU, ACT_GPU,
+     ACT_CPU, 2, 1, 2, 1, 0, 0, 0},
 };
 
 /* A plan over o's model (in the device's bf16) placed as x says; o gets x's sub-groups and

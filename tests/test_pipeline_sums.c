@@ -88,7 +88,7 @@ static void open_mem(PipeMem *m, WorkPool *wp, const TrainOptions *o, const Plan
     Err e;
     ck_assert_int_eq(workpool_init(wp, 1, &e), 0);
     PipeConfig pc = {.device = &device_cpu, .ssd_dirs = {ssd}, .n_ssd_dirs = 1};
-    ck_assert_msg(pipe_mem_init(m, &o->model, p, trainer_seqs_per_micro(o), o->seq, &pc, wp,
+    ck_assert_msg(pipe_mem_init(m, &o->model, p, trainer_seqs_per_micro(o), o->seq, &pc, wp, wp,
                                 &e) == 0, "%s", e.msg);
 }
 

@@ -486,8 +486,22 @@ static int check_budgets(PipeMem *m, const PipeConfig *pc, double *hneed, Err *e
     return 0;
 }
 
+/* [begin, end) of the 4 KiB pages at ctx written, which puts them in RAM (a WorkFn). */
+static void touch_pages(void *ctx, size_t begin, size_t end)
+{
+    volatile uint8_t *p = ctx;
+    for (size_t i = begin; i < end; i++)
+        p[i * 4096] = 0;
+}
+
+/* A host allocation's pages put in RAM on the pool's threads (hostpool's toucher). */
+static void touch_on(void *ctx, void *ptr, size_t bytes)
+{
+    workpool_run(ctx, touch_pages, ptr, bytes / 4096, 512);
+}
+
 int pipe_mem_init(PipeMem *m, const ModelConfig *c, const Plan *p, int B, int T,
-                  const PipeConfig *pc, WorkPool *wp, Err *e)
+                  const PipeConfig *pc, WorkPool *wp, WorkPool *host_wp, Err *e)
 {
     memset(m, 0, sizeof *m);
     *m = (PipeMem){.c = c, .arch = model_arch(c), .p = p, .ops = pc->device, .L = c->n_layer,
@@ -519,6 +533,8 @@ int pipe_mem_init(PipeMem *m, const ModelConfig *c, const Plan *p, int B, int T,
                        e);
     if (!rc && pc->device->pin)
         hostpool_set_pin(&m->pool, pc->device->pin, pc->device->unpin, NULL);
+    if (!rc && host_wp)
+        hostpool_set_touch(&m->pool, touch_on, host_wp);
     if (!rc)
         rc = pc->device->create(&m->dev, c, B, T, wp, e);
     if (!rc)

@@ -91,11 +91,12 @@ typedef struct PipeMem {
     uint64_t n_sums;
 } PipeMem;
 
-/* Places, sizes, checks the budgets and allocates everything for plan p. The caller owns m
- * and frees it with pipe_mem_free (safe after a failure). 0 or -errno with e naming the budget
- * and the shortfall, the directory, or the allocation. */
+/* Places, sizes, checks the budgets and allocates everything for plan p (the device created
+ * with wp; the host memory's pages put in RAM on host_wp's threads, NULL: the kernel's one).
+ * The caller owns m and frees it with pipe_mem_free (safe after a failure). 0 or -errno with e
+ * naming the budget and the shortfall, the directory, or the allocation. */
 int pipe_mem_init(PipeMem *m, const ModelConfig *c, const Plan *p, int B, int T,
-                  const PipeConfig *pc, WorkPool *wp, Err *e);
+                  const PipeConfig *pc, WorkPool *wp, WorkPool *host_wp, Err *e);
 void pipe_mem_free(PipeMem *m);
 
 /* The device address of block b's tensor x as forward (backward false) or backward sees it;

@@ -194,7 +194,7 @@ static int run_init(PipeRun *pr, TrainResult *r, Err *e)
     pr->own_rss = peak_rss_bytes(); /* the program's own: all but the plan's buffers */
     if (!rc)
         rc = pipe_mem_init(&pp->mem, &o->model, plan, plan->seqs_per_micro, o->seq, pr->pc,
-                           &pp->wp_compute, e);
+                           &pp->wp_compute, &pp->wp_adam, e);
     return rc;
 }
 

@@ -38,6 +38,12 @@ int hostpool_init(HostPool *p, size_t budget, Err *e)
     return 0;
 }
 
+void hostpool_set_touch(HostPool *p, HostTouchFn touch, void *ctx)
+{
+    p->touch = touch;
+    p->touch_ctx = ctx;
+}
+
 void hostpool_set_pin(HostPool *p, HostPinFn pin, HostUnpinFn unpin, void *ctx)
 {
     p->pin = pin;
@@ -91,11 +97,15 @@ void *hostpool_alloc(HostPool *p, size_t bytes, MemTag tag, Err *e)
         p->cap = cap;
     }
     void *ptr = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS |
-                     MAP_POPULATE, -1, 0);
+                     (p->touch ? 0 : MAP_POPULATE), -1, 0);
     if (ptr == MAP_FAILED) {
         err_set(e, -errno, "mmap of %s for %s: %s", units_bytes(b1, sizeof b1, (double)size),
                 mem_tag_name(tag), strerror(errno));
         return NULL;
+    }
+    if (p->touch) {
+        madvise(ptr, size, MADV_HUGEPAGE); /* fewer pages to fault, lock and pin */
+        p->touch(p->touch_ctx, ptr, size);
     }
     HostBlock b = {.ptr = ptr, .bytes = size, .tag = tag};
     b.locked = mlock(ptr, size) == 0;

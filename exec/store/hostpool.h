@@ -1,6 +1,7 @@
 /* hostpool: host memory for staging under a byte budget (--cpu-mem), tagged like the footprint.
  *
- * Every allocation is page-aligned (O_DIRECT and DMA need it), touched up front, locked in RAM
+ * Every allocation is page-aligned (O_DIRECT and DMA need it), touched up front (by the caller's
+ * threads where it gives a toucher: tens of GiB take seconds, not minutes), locked in RAM
  * where the system allows, and optionally pinned for the GPU through a hook the CUDA backend
  * installs (cudaHostRegister). Going over the budget is an error the caller reports, never an
  * OOM kill: the budget is checked before any allocation and against the memory the system has
@@ -14,6 +15,10 @@
 
 #include "footprint.h"
 #include "fuyou_err.h"
+
+/* Touches every page of [ptr, ptr + bytes), which puts it in RAM, on the caller's threads
+ * (the pages' zeroing, the kernel's, is most of an allocation's time). */
+typedef void (*HostTouchFn)(void *ctx, void *ptr, size_t bytes);
 
 /* Pins [ptr, ptr + bytes) for device DMA; 0 or -errno with e. And undoes it. */
 typedef int (*HostPinFn)(void *ctx, void *ptr, size_t bytes, Err *e);
@@ -34,6 +39,8 @@ typedef struct HostPool {
     HostPinFn pin;
     HostUnpinFn unpin;
     void *pin_ctx;
+    HostTouchFn touch;  /* NULL: the kernel populates each mapping on one thread */
+    void *touch_ctx;
     bool lock_failed; /* mlock refused at least once (RLIMIT_MEMLOCK): memory may be paged */
 } HostPool;
 
@@ -43,6 +50,9 @@ int hostpool_init(HostPool *p, size_t budget, Err *e);
 /* Frees every block; safe on a zeroed pool. */
 void hostpool_free(HostPool *p);
 void hostpool_set_pin(HostPool *p, HostPinFn pin, HostUnpinFn unpin, void *ctx);
+/* Each allocation's pages put in RAM by touch (say, on a pool of threads), backed by huge
+ * pages where the kernel has them, instead of populated by the kernel on one thread. */
+void hostpool_set_touch(HostPool *p, HostTouchFn touch, void *ctx);
 
 /* bytes of tagged memory, page-aligned; NULL with e when over budget (naming the tag, what is
  * in use and what to change) or when the system refuses. */
