@@ -35,6 +35,14 @@
 #   attention against the chunked path, fuyou-profile --gpu-only, then batch 8 predicted on
 #   that profile); each also beside the planner's plan with nothing streamed where it streams
 #   some; RUNS= replaces the runs
+#   one plan (issue 38): MODE=plans bash tools/device_check.sh: fuyou-run at the planner's
+#   defaults (seq 1024, GPL-3 as uint16 tokens) beside fuyou-sim's prediction for the same
+#   options, the plan lines compared, the time to step 1; PART=check (the CUDA pipeline suite,
+#   then llama-3.1-8b b8, gpt3-2.7b b8 beside the in-memory CUDA trainer's bench_cuda, and
+#   llama-3.2-3b b8, all with no budget) or PART=budget (--gpu-mem 24GiB: llama-3.1-8b b16,
+#   llama-3.2-3b b8, gpt3-2.7b b8, b16, b32); RUNS="name|model|batch|flags;..." replaces them
+#   PREBUILT=dir (carried): the programs built on the development machine (tools/prebuild.sh),
+#   run as they are instead of built here: minutes of nvcc saved on the device's clock
 #   here, to fetch the packages once: tools/device_check.sh --fetch-deps
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -168,12 +176,25 @@ tests/test_pipeline_cuda bench/bench_llama_kernels"
 [ "${MODE:-all}" = llama ] && targets="exec/fuyou-run sim/fuyou-sim traces/fuyou-trace \
 bench/bench_cuda tests/test_cuda_llama tests/test_cuda_gpt2 tests/test_pipeline_cuda"
 
+[ "${MODE:-all}" = plans ] &&
+    targets="exec/fuyou-run sim/fuyou-sim tests/test_pipeline_cuda bench/bench_cuda"
+
+if [ -n "${PREBUILT:-}" ]; then
+    step "the programs built on the development machine, from $PREBUILT"
+    for t in $targets; do
+        mkdir -p "build-dev/$(dirname "$t")" && cp "$PREBUILT/$(basename "$t")" "build-dev/$t"
+    done
+    export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:/usr/local/cuda/lib64
+    ldd build-dev/exec/fuyou-run | grep "not found" | tee -a "$OUT/summary.txt"
+    build_rc=0
+else
 step "build ${targets:-everything}"
 reconf=""
 [ -d build-dev/meson-info ] && reconf=--reconfigure
 meson setup $reconf build-dev -Dgpu_arch=90 -Dwerror=true > "$OUT/setup.log" 2>&1 &&
     ninja -C build-dev $targets > "$OUT/build.log" 2>&1
 build_rc=$?
+fi
 if [ $build_rc -ne 0 ]; then
     # This machine's compiler is newer than CI's: keep its warnings, but still test and measure.
     step "build with -Dwerror=true failed; warnings below, retrying without -Werror"
@@ -224,6 +245,74 @@ if [ "${MODE:-all}" = allgpu ]; then
             echo "ALLGPU $1 b$2 $mode rc=$rc: $last" | tee -a "$OUT/table.txt"
         done
     done
+    exit 0
+fi
+
+if [ "${MODE:-all}" = plans ]; then
+    # fuyou-run as a user runs it: no plan option, the planner's plan for the budget given;
+    # fuyou-sim's for the same options beside it (the plan lines must be equal), the time from
+    # the command to step 1's line, and the steady iteration (the report's, over the steps after
+    # a segment's first).
+    run=./build-dev/exec/fuyou-run sim=./build-dev/sim/fuyou-sim
+    ssd=$PWD/plans-ssd data=$PWD/gpl3-u16.bin
+    mkdir -p "$ssd"
+    bytes_u16 /usr/share/common-licenses/GPL-3 "$data"
+    if [ "${PART:-check}" = check ]; then
+        step "the CUDA pipeline suite against the in-memory CUDA backend"
+        CK_FORK=no timeout 300 ./build-dev/tests/test_pipeline_cuda \
+            > "$OUT/test_pipeline_cuda.log" 2>&1
+        echo "test_pipeline_cuda rc=$?" | tee -a "$OUT/table.txt"
+        grep -E "worst rel|whole model rel|Checks|:F:|:E:" "$OUT/test_pipeline_cuda.log" |
+            tail -30
+        default_runs="8b b8|llama-3.1-8b|8|;2.7b b8|gpt3-2.7b|8|;3b b8|llama-3.2-3b|8|"
+    else
+        default_runs="8b b16 24g|llama-3.1-8b|16|--gpu-mem 24GiB;\
+3b b8 24g|llama-3.2-3b|8|--gpu-mem 24GiB;2.7b b8 24g|gpt3-2.7b|8|--gpu-mem 24GiB;\
+2.7b b16 24g|gpt3-2.7b|16|--gpu-mem 24GiB;2.7b b32 24g|gpt3-2.7b|32|--gpu-mem 24GiB"
+    fi
+    printf '%s\n' "${RUNS:-$default_runs}" | tr ';' '\n' > "$OUT/runs.txt"
+    n=0
+    while IFS='|' read -r name model batch flags; do
+        [ -n "${name// }" ] || continue
+        n=$((n + 1))
+        step "run $n: $name: $model batch $batch x 1024 $flags"
+        $sim --hw h200.ini --model "$model" --batch "$batch" --seq 1024 --iters 3 $flags \
+            > "$OUT/sim$n.txt" 2>&1
+        pred=$(awk '/^iteration/ { print $2 }' "$OUT/sim$n.txt")
+        t0=$(date +%s.%N)
+        timeout 420 $run --backend cuda --model "$model" --batch "$batch" --seq 1024 \
+            --steps "${STEPS:-5}" --segment "${STEPS:-5}" --warmup 1 --lr 3e-4 --data "$data" \
+            --ssd-dir "$ssd" $flags 2>&1 |
+            while IFS= read -r line; do printf '%s %s\n' "$(date +%s.%N)" "$line"; done \
+            > "$OUT/run$n.txt"
+        first=$(awk -v t0="$t0" '$2 == "step" && $3 ~ /^1\// { printf "%.1f", $1 - t0; exit }' \
+            "$OUT/run$n.txt")
+        meas=$(grep -o "steady iteration [0-9.]*" "$OUT/run$n.txt" | awk '{ print $3 }')
+        cut -d' ' -f2- "$OUT/run$n.txt" | grep -E "^fuyou-run|^plan|loss|host memory|^total|\
+initialising|^[a-z_]+ +[0-9.]+ [KMGT]?i?B" | tail -24
+        same=differs
+        [ "$(sed -n 's/^plan: //p' "$OUT/sim$n.txt")" = \
+          "$(cut -d' ' -f2- "$OUT/run$n.txt" | sed -n 's/^plan: //p')" ] && same=equal
+        awk -v name="$name" -v m="$meas" -v p="$pred" -v f="$first" -v b="$batch" -v s="$same" \
+            'BEGIN { if (m > 0 && p > 0)
+                printf "TABLE %s: measured %.3f s/iter (%.0f tokens/s), predicted %.3f, " \
+                       "measured/predicted %.3f, step 1 after %s s, plan lines %s\n", name, m,
+                       b * 1024 / m, p, m / p, f, s
+                else printf "TABLE %s: no steady iteration (rc of the run above)\n", name }' |
+            tee -a "$OUT/table.txt"
+        sed -n 's/^plan: //p' "$OUT/sim$n.txt" | cut -c1-200 | sed "s/^/PLAN $name: /" \
+            >> "$OUT/table.txt"
+        rm -rf "${ssd:?}"/*
+    done < "$OUT/runs.txt"
+    if [ "${PART:-check}" = check ] && [ -z "${RUNS:-}" ]; then
+        step "the in-memory CUDA trainer (bench_cuda): gpt3-2.7b b8 x 1024"
+        timeout 120 ./build-dev/bench/bench_cuda --steps 6 --batch 8 --seq 1024 \
+            --models gpt3-2.7b > "$OUT/bench_cuda.txt" 2>&1
+        grep -E "tokens/s" "$OUT/bench_cuda.txt" | sed 's/^/IN-MEMORY /' | tee -a "$OUT/table.txt"
+    fi
+    rm -rf "$ssd" "$data"
+    echo
+    cat "$OUT/table.txt"
     exit 0
 fi
 

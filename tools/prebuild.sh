@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# tools/prebuild.sh: builds the programs a device call runs here, where nvcc is (no GPU), and
+# puts them, stripped, in .prebuilt/ (ignored by git) to carry to the GPU machine, whose
+# device_check.sh then runs them as they are (PREBUILT=.prebuilt): its call then spends no
+# minutes in nvcc. The machine has the same CUDA (13.0) and a newer glibc; the Debian
+# libraries these link come with .deps (device_check.sh --fetch-deps).
+#   tools/prebuild.sh [TARGET...]   (default: the programs MODE=plans runs)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$PATH:/usr/local/cuda/bin"
+targets=${*:-"exec/fuyou-run sim/fuyou-sim tests/test_pipeline_cuda bench/bench_cuda"}
+[ -d build-prebuilt/meson-info ] ||
+    meson setup build-prebuilt -Dgpu_arch=90 -Dwerror=true > /dev/null
+ninja -C build-prebuilt $targets
+mkdir -p .prebuilt
+for t in $targets; do
+    cp "build-prebuilt/$t" .prebuilt/
+    strip ".prebuilt/$(basename "$t")"
+done
+du -sh .prebuilt
