@@ -145,6 +145,9 @@ START_TEST(layernorm_kernels)
     layernorm_case(37, 100);  /* one at a time */
     layernorm_case(37, 264);  /* 8 at a time, a partial last pass of the warp */
     layernorm_case(300, 72);  /* rows over two blocks of the weight-gradient sums */
+    layernorm_case(5, 2560);  /* a block a row, 3 packs a thread (GPT-3 2.7B's width) */
+    layernorm_case(3, 6144);  /* 6 of 8 packs a thread */
+    layernorm_case(2, 8200);  /* wider than a block keeps: a warp a row */
 }
 END_TEST
 
@@ -493,6 +496,69 @@ START_TEST(adamw_bit_exact)
 }
 END_TEST
 
+/* The pipeline's update: AdamW over 16-bit gradients fused with their sum of squares
+ * (gk_adamw_sq_g16), 8 at a time with a tail, and from an offset that is not 16-byte aligned
+ * (the element-by-element path): master weights, m, v and the 16-bit weights identical to the
+ * CPU reference's, the sum within rounding of adam_sum_sq's */
+START_TEST(adamw_sq_matches_reference)
+{
+    set_type(_i);
+    size_t total = 100008;
+    act16_t *gbits;
+    float *gf = rand16(total, 1e-2, &gbits);
+    (void)gf;
+    float *p = malloc(total * 4), *m = malloc(total * 4), *v = malloc(total * 4);
+    for (size_t i = 0; i < total; i++) {
+        p[i] = (float)gsl_ran_gaussian(rng, 0.05);
+        m[i] = (float)gsl_ran_gaussian(rng, 1e-3);
+        v[i] = (float)fabs(gsl_ran_gaussian(rng, 1e-6));
+    }
+    AdamConfig cfg = {.lr = 3e-4f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
+                      .weight_decay = 0.1f};
+    AdamStep s;
+    adam_step_init(&s, &cfg, 5, 0.6f);
+    double *sq_dev = gk_alloc(sizeof(double)), sq_host = 0;
+    const struct { size_t off, n; } cases[] = {{0, 100003}, {8, 96}, {3, 1001}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        size_t off = cases[k].off, n = cases[k].n;
+        float *gp = dev_copy(p, total * 4), *gm = dev_copy(m, total * 4);
+        float *gv = dev_copy(v, total * 4);
+        act16_t *gg = dev_copy(gbits, total * 2), *gout = gk_alloc(total * 2);
+        float *rp = malloc(n * 4), *rm = malloc(n * 4), *rv = malloc(n * 4);
+        memcpy(rp, p + off, n * 4), memcpy(rm, m + off, n * 4), memcpy(rv, v + off, n * 4);
+        uint16_t *ref_out = malloc(n * 2);
+        AdamSlice x = {.master = rp, .m = rm, .v = rv, .grad = gbits + off,
+                       .grad_type = ty == GK_FP16 ? DTYPE_FP16 : DTYPE_BF16, .out = ref_out,
+                       .out_type = ty == GK_FP16 ? DTYPE_FP16 : DTYPE_BF16, .n = n};
+        double want = adam_sum_sq(gbits + off, x.grad_type, n, NULL);
+        adam_update_ref(&s, &x, 0, n);
+        gk_adamw_sq_g16(gp + off, gm + off, gv + off, gg + off, gout + off, n, sq_dev, &sq_host,
+                        s.beta1, s.one_minus_beta1, s.beta2, s.one_minus_beta2, s.eps, s.decay,
+                        s.neg_step_size, s.inv_sqrt_bc2, s.grad_scale, ty, NULL);
+        gk_sync();
+        float *bp = download_f(gp, total), *bm = download_f(gm, total);
+        float *bv = download_f(gv, total);
+        uint16_t *out = malloc(total * 2);
+        gk_download(out, gout, total * 2);
+        ck_assert_int_eq(memcmp(bp + off, rp, n * 4), 0);
+        ck_assert_int_eq(memcmp(bm + off, rm, n * 4), 0);
+        ck_assert_int_eq(memcmp(bv + off, rv, n * 4), 0);
+        ck_assert_int_eq(memcmp(out + off, ref_out, n * 2), 0);
+        /* nothing outside the range moved */
+        ck_assert_int_eq(memcmp(bp, p, off * 4), 0);
+        ck_assert_int_eq(memcmp(bp + off + n, p + off + n, (total - off - n) * 4), 0);
+        ck_assert_msg(fabs(sq_host - want) <= 1e-12 * want, "sum %.17g, reference %.17g",
+                      sq_host, want);
+        printf("  fused AdamW, %zu from %zu: identical; sum of squares rel %.1e\n", n, off,
+               fabs(sq_host - want) / want);
+        free(bp), free(bm), free(bv), free(out), free(rp), free(rm), free(rv), free(ref_out);
+        gk_free(gp), gk_free(gm), gk_free(gv), gk_free(gg), gk_free(gout);
+    }
+    gk_free(sq_dev);
+    free(p), free(m), free(v), free(gf), free(gbits);
+}
+END_TEST
+
 /* Same weights and batch on both backends: loss and per-tensor gradients, both scaled by
  * loss_scale (exact on the CPU: a power of two). The CUDA side computes in c->dtype. */
 static void compare_backends(const ModelConfig *c, int B, int T, float loss_scale,
@@ -679,6 +745,7 @@ int main(void)
     tcase_add_loop_test(tk, crossentropy_large_vocab, 0, 2);
     tcase_add_loop_test(tk, matmul_kernels, 0, 2);
     tcase_add_loop_test(tk, adamw_bit_exact, 0, 2);
+    tcase_add_loop_test(tk, adamw_sq_matches_reference, 0, 2);
     tcase_add_loop_test(tk, small_model_matches_cpu, 0, 2);
     tcase_add_loop_test(tk, small_llama_matches_cpu, 0, 2);
     tcase_add_loop_test(tm, gpt2_124m_matches_cpu, 0, 2);

@@ -249,6 +249,9 @@ START_TEST(rmsnorm_kernels)
     rmsnorm_case(200, 72);  /* 8 at a time, a partial last pass of the warp */
     rmsnorm_case(300, 264); /* rows over two blocks of the weight-gradient sums */
     rmsnorm_case(600, 40);  /* three blocks, the last partial */
+    rmsnorm_case(4, 4096);  /* a block a row, 4 packs a thread (Llama 3.1 8B's width) */
+    rmsnorm_case(3, 3072);  /* 3 of 4 packs a thread (Llama 3.2 3B's) */
+    rmsnorm_case(2, 8200);  /* wider than a block keeps: a warp a row */
 }
 END_TEST
 

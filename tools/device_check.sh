@@ -176,8 +176,8 @@ tests/test_pipeline_cuda bench/bench_llama_kernels"
 [ "${MODE:-all}" = llama ] && targets="exec/fuyou-run sim/fuyou-sim traces/fuyou-trace \
 bench/bench_cuda tests/test_cuda_llama tests/test_cuda_gpt2 tests/test_pipeline_cuda"
 
-[ "${MODE:-all}" = plans ] &&
-    targets="exec/fuyou-run sim/fuyou-sim tests/test_pipeline_cuda bench/bench_cuda"
+[ "${MODE:-all}" = plans ] && targets="exec/fuyou-run sim/fuyou-sim traces/fuyou-trace \
+tests/test_pipeline_cuda tests/test_cuda_gpt2 tests/test_cuda_llama bench/bench_cuda"
 
 if [ -n "${PREBUILT:-}" ]; then
     step "the programs built on the development machine, from $PREBUILT"
@@ -258,12 +258,23 @@ if [ "${MODE:-all}" = plans ]; then
     mkdir -p "$ssd"
     bytes_u16 /usr/share/common-licenses/GPL-3 "$data"
     if [ "${PART:-check}" = check ]; then
-        step "the CUDA pipeline suite against the in-memory CUDA backend"
-        CK_FORK=no timeout 300 ./build-dev/tests/test_pipeline_cuda \
-            > "$OUT/test_pipeline_cuda.log" 2>&1
-        echo "test_pipeline_cuda rc=$?" | tee -a "$OUT/table.txt"
-        grep -E "worst rel|whole model rel|Checks|:F:|:E:" "$OUT/test_pipeline_cuda.log" |
-            tail -30
+        # the kernels against the CPU reference, the CUDA pipeline against the in-memory CUDA
+        # backend, then compute-sanitizer over the kernel cases
+        for t in test_cuda_gpt2 test_cuda_llama test_pipeline_cuda; do
+            step "$t"
+            CK_FORK=no timeout 300 ./build-dev/tests/$t > "$OUT/$t.log" 2>&1
+            echo "$t rc=$?" | tee -a "$OUT/table.txt"
+            grep -E "fused AdamW|layernorm|rmsnorm|worst rel|whole model rel|Checks|:F:|:E:" \
+                "$OUT/$t.log" | tail -12
+        done
+        step "compute-sanitizer (the kernel cases)"
+        sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+        for t in test_cuda_gpt2 test_cuda_llama; do
+            CK_FORK=no CK_RUN_CASE=kernels timeout 200 "$sanitizer" --tool memcheck \
+                --error-exitcode 1 ./build-dev/tests/$t > "$OUT/sanitizer-$t.log" 2>&1
+            echo "compute-sanitizer $t rc=$?" | tee -a "$OUT/table.txt"
+            grep -E "ERROR SUMMARY" "$OUT/sanitizer-$t.log"
+        done
         default_runs="8b b8|llama-3.1-8b|8|;2.7b b8|gpt3-2.7b|8|;3b b8|llama-3.2-3b|8|"
     else
         default_runs="8b b16 24g|llama-3.1-8b|16|--gpu-mem 24GiB;\
@@ -277,12 +288,12 @@ if [ "${MODE:-all}" = plans ]; then
         n=$((n + 1))
         step "run $n: $name: $model batch $batch x 1024 $flags"
         $sim --hw h200.ini --model "$model" --batch "$batch" --seq 1024 --iters 3 $flags \
-            > "$OUT/sim$n.txt" 2>&1
+            --trace "$OUT/pred$n.tsv" --deps "$OUT/deps$n.tsv" > "$OUT/sim$n.txt" 2>&1
         pred=$(awk '/^iteration/ { print $2 }' "$OUT/sim$n.txt")
         t0=$(date +%s.%N)
         timeout 420 $run --backend cuda --model "$model" --batch "$batch" --seq 1024 \
             --steps "${STEPS:-5}" --segment "${STEPS:-5}" --warmup 1 --lr 3e-4 --data "$data" \
-            --ssd-dir "$ssd" $flags 2>&1 |
+            --ssd-dir "$ssd" --trace "$OUT/meas$n.tsv" $flags 2>&1 |
             while IFS= read -r line; do printf '%s %s\n' "$(date +%s.%N)" "$line"; done \
             > "$OUT/run$n.txt"
         first=$(awk -v t0="$t0" '$2 == "step" && $3 ~ /^1\// { printf "%.1f", $1 - t0; exit }' \
@@ -290,6 +301,10 @@ if [ "${MODE:-all}" = plans ]; then
         meas=$(grep -o "steady iteration [0-9.]*" "$OUT/run$n.txt" | awk '{ print $3 }')
         cut -d' ' -f2- "$OUT/run$n.txt" | grep -E "^fuyou-run|^plan|loss|host memory|^total|\
 initialising|^[a-z_]+ +[0-9.]+ [KMGT]?i?B" | tail -24
+        # where the time went, against the prediction: per resource, and the critical path
+        ./build-dev/traces/fuyou-trace compare "$OUT/pred$n.tsv" "$OUT/meas$n.tsv" \
+            --deps "$OUT/deps$n.tsv" > "$OUT/cmp$n.txt" 2>&1
+        sed -n '1,40p' "$OUT/cmp$n.txt"
         same=differs
         [ "$(sed -n 's/^plan: //p' "$OUT/sim$n.txt")" = \
           "$(cut -d' ' -f2- "$OUT/run$n.txt" | sed -n 's/^plan: //p')" ] && same=equal

@@ -4,11 +4,12 @@
 # device_check.sh then runs them as they are (PREBUILT=.prebuilt): its call then spends no
 # minutes in nvcc. The machine has the same CUDA (13.0) and a newer glibc; the Debian
 # libraries these link come with .deps (device_check.sh --fetch-deps).
-#   tools/prebuild.sh [TARGET...]   (default: the programs MODE=plans runs)
+#   tools/prebuild.sh [TARGET...]   (default: what MODE=plans and MODE=regression run)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/local/cuda/bin"
-targets=${*:-"exec/fuyou-run sim/fuyou-sim tests/test_pipeline_cuda bench/bench_cuda"}
+targets=${*:-"exec/fuyou-run sim/fuyou-sim traces/fuyou-trace exec/profile/fuyou-profile \
+tests/test_pipeline_cuda tests/test_cuda_gpt2 tests/test_cuda_llama bench/bench_cuda"}
 [ -d build-prebuilt/meson-info ] ||
     meson setup build-prebuilt -Dgpu_arch=90 -Dwerror=true > /dev/null
 ninja -C build-prebuilt $targets

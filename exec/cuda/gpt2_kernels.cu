@@ -197,13 +197,69 @@ __global__ void layernorm_param_grad_kernel(float *dw, float *db, const float *d
     }
 }
 
+/* The same, one block a row (ROW_THREADS threads), the row kept in registers (P packs of 8 a
+ * thread) and read once: the mean, then the variance around it, as the warp kernel takes
+ * them. */
+template <typename T, int P>
+__global__ void layernorm_forward_row_kernel(T *out, float *mean, float *rstd, const T *inp,
+                                             const T *w, const T *b, int C)
+{
+    const T *x = inp + (size_t)blockIdx.x * C;
+    int packs = C / 8;
+    float v[P][8], sum = 0;
+    for (int k = 0; k < P; k++) {
+        int q = threadIdx.x + k * ROW_THREADS;
+        if (q < packs) {
+            load<8>(x + 8 * q, v[k]);
+            for (int j = 0; j < 8; j++)
+                sum += v[k][j];
+        }
+    }
+    float m = row_sum(sum) / C, var = 0;
+    for (int k = 0; k < P; k++)
+        if (threadIdx.x + k * ROW_THREADS < packs)
+            for (int j = 0; j < 8; j++)
+                var += (v[k][j] - m) * (v[k][j] - m);
+    float s = rsqrtf(row_sum(var) / C + 1e-5f);
+    T *o = out + (size_t)blockIdx.x * C;
+    for (int k = 0; k < P; k++) {
+        int q = threadIdx.x + k * ROW_THREADS;
+        if (q < packs) {
+            float wv[8], bv[8];
+            load<8>(w + 8 * q, wv);
+            load<8>(b + 8 * q, bv);
+            for (int j = 0; j < 8; j++)
+                v[k][j] = (v[k][j] - m) * s * wv[j] + bv[j];
+            store<8>(o + 8 * q, v[k]);
+        }
+    }
+    if (threadIdx.x == 0) {
+        mean[blockIdx.x] = m;
+        rstd[blockIdx.x] = s;
+    }
+}
+
+#define LN_ROW(P)                                                                             \
+    layernorm_forward_row_kernel<T16, P><<<N, ROW_THREADS, 0, S(s)>>>(o, mean, rstd, x, w, b, C)
+
 extern "C" void gk_layernorm_forward(act16_t *out, float *mean, float *rstd, const act16_t *inp,
                                      const act16_t *weight, const act16_t *bias, int N, int C,
                                      GkType t, cudaStream_t_c s)
 {
-    GK_DISPATCH(t, layernorm_forward_kernel<T16><<<(N + 7) / 8, 256, 0, S(s)>>>(
-                       (T16 *)out, mean, rstd, (const T16 *)inp, (const T16 *)weight,
-                       (const T16 *)bias, N, C));
+    int P = vec8_ok((size_t)C, out, inp, weight, bias) ? row_packs(C) : 0;
+    GK_DISPATCH(t, {
+        T16 *o = (T16 *)out;
+        const T16 *x = (const T16 *)inp, *w = (const T16 *)weight, *b = (const T16 *)bias;
+        switch (P) {
+        case 1: LN_ROW(1); break;
+        case 2: LN_ROW(2); break;
+        case 4: LN_ROW(4); break;
+        case 8: LN_ROW(8); break;
+        default: /* rows too wide to keep, or unaligned: a warp a row */
+            layernorm_forward_kernel<T16><<<(N + 7) / 8, 256, 0, S(s)>>>(o, mean, rstd, x, w, b,
+                                                                         N, C);
+        }
+    });
     LAUNCHED(layernorm_forward_kernel);
 }
 
@@ -424,6 +480,101 @@ extern "C" double gk_sum_sq16(const act16_t *x, size_t n, double *scratch, GkTyp
     double h = 0;
     GK_DISPATCH(t, h = sum_sq((const T16 *)x, n, scratch, S(s)));
     return h;
+}
+
+/* AdamW over 16-bit gradients and the gradients' sum of squares in one pass (the pipeline's
+ * GPU update): each thread 8 elements at a time (16-byte loads and stores), the elements past
+ * the last 8 by block 0's first threads; the sum in double per thread, then per block, one
+ * atomic add a block. Each element's operations are adamw_kernel's. */
+template <typename T>
+__global__ void adamw_sq_kernel(float *master, float *m, float *v, const T *grad, T *out,
+                                size_t n, double *sq, float b1, float omb1, float b2,
+                                float omb2, float eps, float decay, float nss, float isb,
+                                float scale)
+{
+    double s = 0;
+    size_t n8 = n / 8;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n8;
+         i += (size_t)gridDim.x * blockDim.x) {
+        float g[8], mm[8], vv[8], pp[8];
+        load<8>(grad + 8 * i, g);
+        load<8>(m + 8 * i, mm);
+        load<8>(v + 8 * i, vv);
+        load<8>(master + 8 * i, pp);
+        for (int k = 0; k < 8; k++) {
+            s += (double)g[k] * g[k];
+            float gs = g[k] * scale;
+            mm[k] = fmaf(b1, mm[k], omb1 * gs);
+            vv[k] = fmaf(b2, vv[k], (omb2 * gs) * gs);
+            float p = pp[k] * decay;
+            float denom = fmaf(sqrtf(vv[k]), isb, eps);
+            pp[k] = fmaf(nss, mm[k] / denom, p);
+        }
+        store<8>(m + 8 * i, mm);
+        store<8>(v + 8 * i, vv);
+        store<8>(master + 8 * i, pp);
+        store<8>(out + 8 * i, pp);
+    }
+    size_t t = 8 * n8 + threadIdx.x;
+    if (blockIdx.x == 0 && t < n) {
+        float g = to_f(grad[t]);
+        s += (double)g * g;
+        float gs = g * scale;
+        float mi = fmaf(b1, m[t], omb1 * gs);
+        float vi = fmaf(b2, v[t], (omb2 * gs) * gs);
+        float p = master[t] * decay;
+        float denom = fmaf(sqrtf(vi), isb, eps);
+        p = fmaf(nss, mi / denom, p);
+        m[t] = mi;
+        v[t] = vi;
+        master[t] = p;
+        out[t] = from_f<T>(p);
+    }
+    __shared__ double part[32];
+    for (int o = 16; o > 0; o >>= 1)
+        s += __shfl_xor_sync(0xffffffffu, s, o);
+    int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    if (lane == 0)
+        part[warp] = s;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double b = 0;
+        for (int w = 0; w < (int)blockDim.x / 32; w++)
+            b += part[w];
+        atomicAdd(sq, b);
+    }
+}
+
+extern "C" void gk_adamw_sq_g16(float *master, float *m, float *v, const act16_t *grad,
+                                act16_t *out, size_t n, double *sq_dev, double *sq_host,
+                                float beta1, float one_minus_beta1, float beta2,
+                                float one_minus_beta2, float eps, float decay,
+                                float neg_step_size, float inv_sqrt_bc2, float grad_scale,
+                                GkType t, cudaStream_t_c s)
+{
+    CUDA_CHECK(cudaMemsetAsync(sq_dev, 0, sizeof(double), S(s)));
+    if (vec8_ok(8, master, m, v) && vec8_ok(8, grad, out) && n / 8 <= 0xffffffffu) {
+        /* a few blocks per SM, each thread many packs: the loads stay in flight */
+        size_t packs = n / 8, blocks = (packs + 255) / 256;
+        unsigned grid = (unsigned)(blocks < 132 * 16 ? (blocks ? blocks : 1) : 132 * 16);
+        GK_DISPATCH(t, adamw_sq_kernel<T16><<<grid, 256, 0, S(s)>>>(
+                           master, m, v, (const T16 *)grad, (T16 *)out, n, sq_dev, beta1,
+                           one_minus_beta1, beta2, one_minus_beta2, eps, decay, neg_step_size,
+                           inv_sqrt_bc2, grad_scale));
+        LAUNCHED(adamw_sq_kernel);
+    } else { /* unaligned: the sum, then the update, element by element */
+        unsigned blocks = blocks_for(n, 256);
+        GK_DISPATCH(t, {
+            sum_sq_kernel<T16><<<blocks < 1024 ? blocks : 1024, 256, 0, S(s)>>>(
+                sq_dev, (const T16 *)grad, n);
+            LAUNCHED(sum_sq_kernel);
+            adamw_kernel<T16, T16><<<blocks, 256, 0, S(s)>>>(
+                master, m, v, (const T16 *)grad, (T16 *)out, n, beta1, one_minus_beta1,
+                beta2, one_minus_beta2, eps, decay, neg_step_size, inv_sqrt_bc2, grad_scale);
+        });
+        LAUNCHED(adamw_kernel);
+    }
+    CUDA_CHECK(cudaMemcpyAsync(sq_host, sq_dev, sizeof(double), cudaMemcpyDeviceToHost, S(s)));
 }
 
 /* ---- benchmark helper ---------------------------------------------------------------------- */

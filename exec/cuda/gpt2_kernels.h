@@ -107,6 +107,15 @@ void gk_adamw_g16(float *master, float *m, float *v, const act16_t *grad, act16_
                   size_t n, float beta1, float one_minus_beta1, float beta2,
                   float one_minus_beta2, float eps, float decay, float neg_step_size,
                   float inv_sqrt_bc2, float grad_scale, GkType t, cudaStream_t_c s);
+/* gk_adamw_g16 and the gradients' sum of squares in one pass, enqueued only: the sum (in
+ * double, within rounding of adam_sum_sq) goes through sq_dev (one device double) to *sq_host
+ * (pinned), there once the stream is done. The update happens whatever the sum is: a caller
+ * whose policy skips a step on a non-finite gradient sums first (gk_sum_sq16). */
+void gk_adamw_sq_g16(float *master, float *m, float *v, const act16_t *grad, act16_t *out,
+                     size_t n, double *sq_dev, double *sq_host, float beta1,
+                     float one_minus_beta1, float beta2, float one_minus_beta2, float eps,
+                     float decay, float neg_step_size, float inv_sqrt_bc2, float grad_scale,
+                     GkType t, cudaStream_t_c s);
 /* Sum of squares of x[0..n) in double, through scratch (one device double the caller keeps);
  * waits for the stream. The order of the additions varies (atomics): within rounding of
  * adam_sum_sq, not bit for bit. */

@@ -181,6 +181,36 @@ template <int W, typename T> __device__ __forceinline__ void store(T *p, const f
     }
 }
 
+/* Rows normalised by one block each (RMSNorm, LayerNorm forward): the block's threads take
+ * the row's 8-element packs by turn, each keeping at most ROW_PACKS_MAX of them in registers,
+ * so the row is read from memory once. ROW_THREADS threads a block. */
+enum { ROW_THREADS = 128, ROW_PACKS_MAX = 8 };
+
+/* The packs each thread keeps for rows of C elements (C / 8 packs), rounded up to a power of two
+ * (the kernels' instantiations), or 0 when a row does not fit ROW_PACKS_MAX a thread. */
+static inline int row_packs(int C)
+{
+    int need = (C / 8 + ROW_THREADS - 1) / ROW_THREADS, p = 1;
+    while (p < need)
+        p *= 2;
+    return p <= ROW_PACKS_MAX ? p : 0;
+}
+
+/* v summed over the block's threads (ROW_THREADS of them); every thread gets the sum. */
+__device__ __forceinline__ float row_sum(float v)
+{
+    __shared__ float part[ROW_THREADS / 32];
+    v = warp_sum(v);
+    if (threadIdx.x % 32 == 0)
+        part[threadIdx.x / 32] = v;
+    __syncthreads();
+    float s = 0;
+    for (int w = 0; w < ROW_THREADS / 32; w++)
+        s += part[w];
+    __syncthreads(); /* part is read by all before a next sum writes it */
+    return s;
+}
+
 /* Whether n elements at these pointers can go 8 at a time: n a multiple of 8, every pointer
  * 16-byte aligned, n / 8 within a 32-bit index. */
 static inline bool vec8_ok(size_t n, const void *a, const void *b = 0, const void *c = 0,

@@ -190,20 +190,64 @@ __global__ void rmsnorm_forward_kernel(A *out, float *rstd, const A *inp, const 
         rstd[row] = s;
 }
 
+/* The same, one block a row (ROW_THREADS threads), the row kept in registers: P packs of 8 a
+ * thread, read once. */
+template <typename A, int P>
+__global__ void rmsnorm_forward_row_kernel(A *out, float *rstd, const A *inp, const A *w, int C,
+                                           float eps)
+{
+    const A *x = inp + (size_t)blockIdx.x * C;
+    int packs = C / 8;
+    float v[P][8], ss = 0;
+    for (int k = 0; k < P; k++) {
+        int q = threadIdx.x + k * ROW_THREADS;
+        if (q < packs) {
+            load<8>(x + 8 * q, v[k]);
+            for (int j = 0; j < 8; j++)
+                ss += v[k][j] * v[k][j];
+        }
+    }
+    float s = 1.0f / sqrtf(row_sum(ss) / C + eps);
+    A *o = out + (size_t)blockIdx.x * C;
+    for (int k = 0; k < P; k++) {
+        int q = threadIdx.x + k * ROW_THREADS;
+        if (q < packs) {
+            float wv[8];
+            load<8>(w + 8 * q, wv);
+            for (int j = 0; j < 8; j++)
+                v[k][j] = (v[k][j] * s) * wv[j];
+            store<8>(o + 8 * q, v[k]);
+        }
+    }
+    if (threadIdx.x == 0)
+        rstd[blockIdx.x] = s;
+}
+
+#define ROW_KERNEL(kernel, P, ...)                                                            \
+    kernel<T16, P><<<N, ROW_THREADS, 0, S(s)>>>(__VA_ARGS__)
+
 extern "C" void lk_rmsnorm_forward(act16_t *out, float *rstd, const act16_t *inp,
                                    const act16_t *weight, int N, int C, float eps, GkType t,
                                    cudaStream_t_c s)
 {
     bool vec = vec8_ok((size_t)C, out, inp, weight);
+    int P = vec ? row_packs(C) : 0;
     GK_DISPATCH(t, {
         T16 *o = (T16 *)out;
         const T16 *x = (const T16 *)inp, *w = (const T16 *)weight;
-        if (vec)
-            rmsnorm_forward_kernel<T16, 8><<<(N + 7) / 8, 256, 0, S(s)>>>(o, rstd, x, w, N, C,
-                                                                          eps);
-        else
-            rmsnorm_forward_kernel<T16, 1><<<(N + 7) / 8, 256, 0, S(s)>>>(o, rstd, x, w, N, C,
-                                                                          eps);
+        switch (P) {
+        case 1: ROW_KERNEL(rmsnorm_forward_row_kernel, 1, o, rstd, x, w, C, eps); break;
+        case 2: ROW_KERNEL(rmsnorm_forward_row_kernel, 2, o, rstd, x, w, C, eps); break;
+        case 4: ROW_KERNEL(rmsnorm_forward_row_kernel, 4, o, rstd, x, w, C, eps); break;
+        case 8: ROW_KERNEL(rmsnorm_forward_row_kernel, 8, o, rstd, x, w, C, eps); break;
+        default: /* rows too wide to keep, or unaligned: a warp a row */
+            if (vec)
+                rmsnorm_forward_kernel<T16, 8><<<(N + 7) / 8, 256, 0, S(s)>>>(o, rstd, x, w, N,
+                                                                              C, eps);
+            else
+                rmsnorm_forward_kernel<T16, 1><<<(N + 7) / 8, 256, 0, S(s)>>>(o, rstd, x, w, N,
+                                                                              C, eps);
+        }
     });
     LAUNCHED(rmsnorm_forward_kernel);
 }

@@ -56,10 +56,12 @@ typedef struct DeviceSpan {
  * starts after its dependencies ended. */
 void device_span_within(const DeviceSpan *span, double *t0, double *t1);
 
-/* An AdamW step over n parameters in device memory, in place: the sum of squares of the
- * gradients (grad, in the ops' grad_type) into sq, then, if it is finite, the step of the fp32
- * master weights and Adam's m and v, and the new weights (w, in the ops' weight_type). The same
- * IEEE operations as adam_update_ref (adam.h). */
+/* An AdamW step over n parameters in device memory, in place: the step of the fp32 master
+ * weights and Adam's m and v, and the new weights (w, in the ops' weight_type), with the same
+ * IEEE operations as adam_update_ref (adam.h), and the sum of squares of the gradients (grad,
+ * in the ops' grad_type) into sq. A non-finite sum stops the run (the pipeline never skips a
+ * step), so a device may update before it has the sum: the CPU reference sums first and
+ * steps only on a finite sum, CUDA does both in one pass. */
 typedef struct DeviceAdam {
     AdamStep step;
     float *master, *m, *v;

@@ -41,7 +41,8 @@ struct Device {
     cudaEvent_t began[3], ended[3]; /* per stream, in STREAM_* order: times each call's work */
     CopyPace pace[3];               /* the copy streams' (cuda_wait.h) */
     float *losses_host;             /* pinned */
-    double *sq_scratch;             /* one device double: gk_sum_sq16's accumulator */
+    double *sq_scratch;             /* one device double: the AdamW's sum of squares */
+    double *sq_host;                /* pinned: the sum, once the stream is done */
     bool loss_pending;
     int n_targets;                  /* the micro-batch's targets the loss counts (backend.h) */
     float loss;
@@ -73,6 +74,8 @@ static void cuda_destroy(Device *d)
         cudaFreeHost(d->losses_host);
     if (d->sq_scratch)
         cudaFree(d->sq_scratch);
+    if (d->sq_host)
+        cudaFreeHost(d->sq_host);
     for (int i = 0; i < 3; i++) {
         if (d->began[i])
             cudaEventDestroy(d->began[i]);
@@ -115,6 +118,7 @@ static int cuda_create(Device **out, const ModelConfig *c, int B, int T, WorkPoo
     }
     CUDA_CHECK(cudaMallocHost((void **)&d->losses_host, (size_t)d->N * 4));
     CUDA_CHECK(cudaMalloc((void **)&d->sq_scratch, sizeof(double)));
+    CUDA_CHECK(cudaMallocHost((void **)&d->sq_host, sizeof(double)));
     *out = d;
     return 0;
 }
@@ -262,14 +266,16 @@ static int cuda_adam(Device *d, DeviceAdam *a, DeviceSpan *span, Err *e)
     CudaFailure failure = {};
     cuda_failure = &failure;
     cudaStream_t_c s = (cudaStream_t_c)d->compute;
-    a->sq = gk_sum_sq16((const act16_t *)a->grad, a->n, d->sq_scratch, GK_BF16, s);
+    /* the update and the gradients' sum in one pass (device.h: the pipeline stops on a
+     * non-finite sum, it never skips a step) */
     const AdamStep *st = &a->step;
-    if (isfinite(a->sq) && !failure.failed)
-        gk_adamw_g16(a->master, a->m, a->v, (const act16_t *)a->grad, (act16_t *)a->w, a->n,
-                     st->beta1, st->one_minus_beta1, st->beta2, st->one_minus_beta2, st->eps,
-                     st->decay, st->neg_step_size, st->inv_sqrt_bc2, st->grad_scale, GK_BF16, s);
+    gk_adamw_sq_g16(a->master, a->m, a->v, (const act16_t *)a->grad, (act16_t *)a->w, a->n,
+                    d->sq_scratch, d->sq_host, st->beta1, st->one_minus_beta1, st->beta2,
+                    st->one_minus_beta2, st->eps, st->decay, st->neg_step_size,
+                    st->inv_sqrt_bc2, st->grad_scale, GK_BF16, s);
     cuda_failure = nullptr;
     rc = finished(d, STREAM_COMPUTE, "the AdamW kernels", 0, 0, span, e);
+    a->sq = *d->sq_host;
     if (failure.failed) {
         span->set = false;
         return err_set(e, -EIO, "%s", failure.msg);
