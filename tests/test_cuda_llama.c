@@ -342,6 +342,7 @@ START_TEST(swiglu_kernels)
     set_type(_i);
     swiglu_case(200, 136); /* 8 at a time */
     swiglu_case(37, 100);  /* one at a time */
+    swiglu_case(70000, 8); /* more rows than a grid holds: 8 at a time, grid-strided */
 }
 END_TEST
 

@@ -487,13 +487,17 @@ extern "C" double gk_sum_sq16(const act16_t *x, size_t n, double *scratch, GkTyp
  * the last 8 by block 0's first threads; the sum in double per thread, then per block, one
  * atomic add a block. Each element's operations are adamw_kernel's. */
 template <typename T>
-__global__ void adamw_sq_kernel(float *master, float *m, float *v, const T *grad, T *out,
-                                size_t n, double *sq, float b1, float omb1, float b2,
-                                float omb2, float eps, float decay, float nss, float isb,
-                                float scale)
+__global__ void adamw_sq_kernel(float *__restrict__ master, float *__restrict__ m,
+                                float *__restrict__ v, const T *__restrict__ grad,
+                                T *__restrict__ out, size_t n, double *sq, float b1, float omb1,
+                                float b2, float omb2, float eps, float decay, float nss,
+                                float isb, float scale)
 {
     double s = 0;
     size_t n8 = n / 8;
+    /* the arrays apart (restrict) and two packs' loads issued before either is used: more
+     * bytes in flight a thread */
+#pragma unroll 2
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n8;
          i += (size_t)gridDim.x * blockDim.x) {
         float g[8], mm[8], vv[8], pp[8];
