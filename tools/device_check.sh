@@ -12,6 +12,7 @@
 #   correctness part; RUNS="name|model|batch|iters|plan flags|fuyou-run flags;..." replaces
 #   the speed runs)
 #   this machine measured into a hardware ini: MODE=hwprofile bash tools/device_check.sh
+#   (ONLY=adam, ssd or gpu: that part alone over h200.ini's other keys)
 #   the regression's ten runs (issue 12): MODE=regression bash tools/device_check.sh
 #   (a run on the SSD tier has the disk measured again just before it, fuyou-profile
 #   --ssd-only, into hw<n>.ini beside its trace: regress.sh --again predicts on that; AGAIN=adam:
@@ -335,8 +336,10 @@ if [ "${MODE:-all}" = hwprofile ]; then
     # fuyou-profile on the GPU machine: the ini fuyou-sim should predict it with.
     step "fuyou-profile"
     mkdir -p "$scratch"
+    # ONLY=adam, ssd or gpu: that part alone, every other key from h200.ini
     ./build-dev/exec/profile/fuyou-profile ${QUICK:+--quick} --ssd-dir "$scratch" \
-        --out "$OUT/profiled.ini" 2>&1 | tee "$OUT/profile.txt"
+        ${ONLY:+--$ONLY-only --base h200.ini} --out "$OUT/profiled.ini" 2>&1 |
+        tee "$OUT/profile.txt"
     rm -rf "$scratch"
     cat "$OUT/profiled.ini"
     exit 0

@@ -75,10 +75,17 @@ static int adam_runs(int threads, size_t params, int reps, double *x, Beside *b,
     /* its workers niced as the pipeline's are by default (fuyou-run --optimizer-nice), which
      * matters only beside a load: what the load's threads take from it */
     int rc = workpool_init_nice(&wp, threads, PIPE_OPTIM_NICE, e);
-    float *state = malloc(params * 3 * sizeof(float));
-    uint16_t *grad = malloc(params * 2), *out = malloc(params * 2);
-    if (!rc && (!state || !grad || !out))
-        rc = err_set(e, -ENOMEM, "out of memory for %zu parameters", params);
+    /* the pipeline's memory: its host pool's pages (huge where the kernel has them) */
+    HostPool pool = {0};
+    float *state = NULL;
+    uint16_t *grad = NULL, *out = NULL;
+    size_t page = 1 << 21;
+    if (!rc)
+        rc = hostpool_init(&pool, params * 16 + 3 * page, e);
+    if (!rc && (!(state = hostpool_alloc(&pool, params * 12, MEM_MASTER, e)) ||
+                !(grad = hostpool_alloc(&pool, params * 2, MEM_GRADS, e)) ||
+                !(out = hostpool_alloc(&pool, params * 2, MEM_STAGING, e))))
+        rc = -ENOMEM;
     for (size_t i = 0; !rc && i < params; i++) {
         state[i] = 0.01f * (float)(i % 97);
         state[params + i] = state[2 * params + i] = 0;
@@ -106,7 +113,7 @@ static int adam_runs(int threads, size_t params, int reps, double *x, Beside *b,
     }
     if (b)
         atomic_store(&b->counting, false);
-    free(state), free(grad), free(out);
+    hostpool_free(&pool);
     workpool_free(&wp);
     return rc;
 }

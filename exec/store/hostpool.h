@@ -50,8 +50,8 @@ int hostpool_init(HostPool *p, size_t budget, Err *e);
 /* Frees every block; safe on a zeroed pool. */
 void hostpool_free(HostPool *p);
 void hostpool_set_pin(HostPool *p, HostPinFn pin, HostUnpinFn unpin, void *ctx);
-/* Each allocation's pages put in RAM by touch (say, on a pool of threads), backed by huge
- * pages where the kernel has them, instead of populated by the kernel on one thread. */
+/* Each allocation's pages put in RAM by touch (say, on a pool of threads), instead of
+ * touched on the caller's thread. Either way they are huge pages where the kernel has them. */
 void hostpool_set_touch(HostPool *p, HostTouchFn touch, void *ctx);
 
 /* bytes of tagged memory, page-aligned; NULL with e when over budget (naming the tag, what is
