@@ -397,20 +397,34 @@ template <typename G> __device__ __forceinline__ float grad_value(G g)
     return to_f(g);
 }
 
+/* The step's scalars (adam.h's AdamStep, as the kernels take them). */
+struct AdamArgs {
+    float b1, omb1, b2, omb2, eps, decay, nss, isb, scale;
+};
+
+/* One element's AdamW from its gradient g (as stored, widened): m, v and the master weight p
+ * in place, exactly adam_update_ref's operations (exec/optim/adam.c). */
+__device__ __forceinline__ void adamw_element(float g, float &m, float &v, float &p,
+                                              const AdamArgs &a)
+{
+    float gs = g * a.scale;
+    m = fmaf(a.b1, m, a.omb1 * gs);
+    v = fmaf(a.b2, v, (a.omb2 * gs) * gs);
+    float q = p * a.decay;
+    float denom = fmaf(sqrtf(v), a.isb, a.eps);
+    p = fmaf(a.nss, m / denom, q);
+}
+
 template <typename G, typename T>
 __global__ void adamw_kernel(float *master, float *m, float *v, const G *grad, T *out,
                              size_t n, float b1, float omb1, float b2, float omb2, float eps,
                              float decay, float nss, float isb, float scale)
 {
+    AdamArgs a = {b1, omb1, b2, omb2, eps, decay, nss, isb, scale};
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
-        /* exactly adam_update_ref's operations (exec/optim/adam.c) */
-        float g = grad_value(grad[i]) * scale;
-        float mi = fmaf(b1, m[i], omb1 * g);
-        float vi = fmaf(b2, v[i], (omb2 * g) * g);
-        float p = master[i] * decay;
-        float denom = fmaf(sqrtf(vi), isb, eps);
-        p = fmaf(nss, mi / denom, p);
+        float mi = m[i], vi = v[i], p = master[i];
+        adamw_element(grad_value(grad[i]), mi, vi, p, a);
         m[i] = mi;
         v[i] = vi;
         master[i] = p;
@@ -493,6 +507,7 @@ __global__ void adamw_sq_kernel(float *__restrict__ master, float *__restrict__ 
                                 float b2, float omb2, float eps, float decay, float nss,
                                 float isb, float scale)
 {
+    AdamArgs a = {b1, omb1, b2, omb2, eps, decay, nss, isb, scale};
     double s = 0;
     size_t n8 = n / 8;
     /* the arrays apart (restrict) and two packs' loads issued before either is used: more
@@ -507,12 +522,7 @@ __global__ void adamw_sq_kernel(float *__restrict__ master, float *__restrict__ 
         load<8>(master + 8 * i, pp);
         for (int k = 0; k < 8; k++) {
             s += (double)g[k] * g[k];
-            float gs = g[k] * scale;
-            mm[k] = fmaf(b1, mm[k], omb1 * gs);
-            vv[k] = fmaf(b2, vv[k], (omb2 * gs) * gs);
-            float p = pp[k] * decay;
-            float denom = fmaf(sqrtf(vv[k]), isb, eps);
-            pp[k] = fmaf(nss, mm[k] / denom, p);
+            adamw_element(g[k], mm[k], vv[k], pp[k], a);
         }
         store<8>(m + 8 * i, mm);
         store<8>(v + 8 * i, vv);
@@ -521,14 +531,9 @@ __global__ void adamw_sq_kernel(float *__restrict__ master, float *__restrict__ 
     }
     size_t t = 8 * n8 + threadIdx.x;
     if (blockIdx.x == 0 && t < n) {
-        float g = to_f(grad[t]);
+        float g = to_f(grad[t]), mi = m[t], vi = v[t], p = master[t];
         s += (double)g * g;
-        float gs = g * scale;
-        float mi = fmaf(b1, m[t], omb1 * gs);
-        float vi = fmaf(b2, v[t], (omb2 * gs) * gs);
-        float p = master[t] * decay;
-        float denom = fmaf(sqrtf(vi), isb, eps);
-        p = fmaf(nss, mi / denom, p);
+        adamw_element(g, mi, vi, p, a);
         m[t] = mi;
         v[t] = vi;
         master[t] = p;
