@@ -3,6 +3,7 @@
  * ladder's order, the exactness of the minimisation against a full scan, memory fitting, and a
  * corner of the planner grid (regret within 2% of a fine sweep).
  * The full grid runs as a benchmark (bench_planner) and its distributions go in notes. */
+#include <errno.h>
 #include <math.h>
 
 #include "gpt2_arch.h"
@@ -560,6 +561,78 @@ END_TEST
 /* GPT-3 2.7B at batch 8 under 24 GiB is bound by the CPU's Adam: the planner puts sub-groups'
  * optimizer on the GPU, and the simulator finds that faster than the same search without any
  * (--optim-gpu-groups 0); asked for a count, it keeps it. */
+/* The options a user gives bind the planner: a tier given puts every sub-group's weights or
+ * states there (none on the GPU, streamed or in CPU memory) unless a count says otherwise;
+ * weights and states on the GPU go together; --swap keeps its amount while the rest is
+ * searched; a count no configuration allows names the most sub-groups there are. GPT-3 13B on
+ * the 4090 at batch 8 (the planner, left free, puts sub-groups on the GPU and in CPU memory). */
+static int choose(const char *tiers[2], int gpu_groups, SwapMode swap, PlanChoice *c, Err *e)
+{
+    PlanArgs a;
+    plan_args_init(&a);
+    a.weights = tiers[0];
+    a.optim = tiers[1];
+    a.count[PC_OGPU] = gpu_groups;
+    PlannerOptions o = {.args = &a, .swap = swap};
+    return planner_choose_with(&hw, &g, 1, POLICY_FUYOU, &o, c, e);
+}
+
+START_TEST(options_bind)
+{
+    setup_case("4090.ini", "gpt3-13b", 8);
+    PlanChoice c;
+    Err e;
+    /* free: the planner's own choice has sub-groups off the SSD */
+    const char *none[2] = {NULL, NULL};
+    ck_assert_int_eq(choose(none, -1, SWAP_AUTO, &c, &e), 0);
+    ck_assert_int_gt(c.plan.optim_gpu_groups + c.plan.optim_cpu_groups, 0);
+    plan_free(&c.plan);
+    /* --weights ssd --optim ssd: every sub-group's there */
+    const char *ssd[2] = {"ssd", "ssd"};
+    ck_assert_int_eq(choose(ssd, -1, SWAP_AUTO, &c, &e), 0);
+    ck_assert_int_eq(c.plan.weights, TIER_SSD);
+    ck_assert_int_eq(c.plan.optim, TIER_SSD);
+    ck_assert_int_eq(c.plan.optim_gpu_groups, 0);
+    ck_assert_int_eq(c.plan.optim_cpu_groups, 0);
+    ck_assert_int_eq(c.plan.optim_stream_groups, 0);
+    for (int s = 0; s < plan_subgroup_count(&c.plan); s++)
+        ck_assert_int_eq(plan_optim_tier(&c.plan, s), TIER_SSD);
+    plan_free(&c.plan);
+    /* a count says otherwise: two sub-groups on the GPU, the rest still on the SSD */
+    ck_assert_int_eq(choose(ssd, 2, SWAP_AUTO, &c, &e), 0);
+    ck_assert_int_eq(c.plan.optim_gpu_groups, 2);
+    ck_assert_int_eq(c.plan.optim_cpu_groups, 0);
+    plan_free(&c.plan);
+    /* --optim cpu alone: the weights left to the placement, no sub-group on the GPU */
+    const char *cpu[2] = {NULL, "cpu"};
+    ck_assert_int_eq(choose(cpu, -1, SWAP_AUTO, &c, &e), 0);
+    ck_assert_int_eq(c.plan.optim, TIER_CPU);
+    ck_assert_int_eq(c.plan.optim_gpu_groups + c.plan.optim_stream_groups, 0);
+    plan_free(&c.plan);
+    /* --swap none: nothing kept but the checkpoints, the sub-groups still searched */
+    ck_assert_int_eq(choose(ssd, -1, SWAP_NONE, &c, &e), 0);
+    for (int b = 0; b < c.plan.n_layer; b++)
+        for (int i = 0; i < c.plan.arch->n_ops; i++)
+            if (i != BLOCK_CKPT_OP)
+                ck_assert_int_eq(plan_act(&c.plan, b, i), ACT_RECOMPUTE);
+    ck_assert_int_gt(c.configs_tried, 1);
+    plan_free(&c.plan);
+    /* --weights gpu alone puts the states there too; with them elsewhere, refused */
+    const char *gpu[2] = {"gpu", NULL}, *split[2] = {"gpu", "cpu"};
+    ck_assert_int_eq(choose(gpu, -1, SWAP_AUTO, &c, &e), 0);
+    ck_assert_int_eq(c.plan.optim, TIER_GPU);
+    ck_assert_uint_ne(c.overflow, 0); /* 13B's state does not fit the card */
+    plan_free(&c.plan);
+    ck_assert_int_eq(choose(split, -1, SWAP_AUTO, &c, &e), -EINVAL);
+    tu_assert_contains(e.msg, "weights gpu and optim gpu together");
+    /* more sub-groups on the GPU than any configuration has: the most there are (40 blocks,
+     * sub-groups of one) */
+    ck_assert_int_eq(choose(none, 41, SWAP_AUTO, &c, &e), -EINVAL);
+    tu_assert_contains(e.msg, "41 sub-groups' states on the GPU, of 40");
+    teardown_case();
+}
+END_TEST
+
 START_TEST(gpu_groups_chosen)
 {
     Hardware hw;
@@ -600,6 +673,7 @@ int main(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, closed_form_all_gpu);
     tcase_add_test(tc, gpu_groups_chosen);
+    tcase_add_test(tc, options_bind);
     tcase_add_test(tc, phase_coupling);
     tcase_add_test(tc, phase_host_memory);
     tcase_add_test(tc, ladder_order);
