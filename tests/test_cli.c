@@ -343,6 +343,8 @@ START_TEST(cpu_device_plans_as_sim)
     ck_assert_ptr_nonnull(p);
     sscanf(p + 1, "%1023[^\n]", sim_plan);
     ck_assert_str_eq(run_plan, sim_plan);
+    ck_assert_int_eq(tu_run_sim("--device tpu", out, sizeof out), 2);
+    tu_assert_contains(out, "--device expects cuda or cpu, got 'tpu'");
     ck_assert_int_eq(tu_run_bin("FUYOU_RUN", "--steps 1 --cpu-mem 8MiB", out, sizeof out), 2);
     tu_assert_contains(out, "no plan fits h200.ini under the budgets given: cpu needs ");
     ck_assert_msg(!strstr(out, "parameters)"), "started training: %s", out);
