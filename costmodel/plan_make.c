@@ -5,17 +5,24 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fuyou_err.h"
 #include "hw.h"
 #include "units.h"
 
+const char *plan_swap_name(SwapMode m)
+{
+    static const char *names[] = {
+        [SWAP_AUTO] = "auto", [SWAP_NONE] = "none", [SWAP_ALL] = "all",
+        [SWAP_BYTES] = "fixed amount", [SWAP_SWEEP] = "sweep",
+    };
+    return names[m];
+}
+
 int plan_swap_parse(const char *s, const char *prog, SwapMode *mode, double *bytes)
 {
-    static const struct { const char *name; SwapMode mode; } modes[] = {
-        {"auto", SWAP_AUTO}, {"none", SWAP_NONE}, {"all", SWAP_ALL}, {"sweep", SWAP_SWEEP},
-    };
-    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
-        if (!strcmp(s, modes[i].name))
-            return *mode = modes[i].mode, 0;
+    for (SwapMode m = SWAP_AUTO; m <= SWAP_SWEEP; m++)
+        if (m != SWAP_BYTES && !strcmp(s, plan_swap_name(m)))
+            return *mode = m, 0;
     if (units_parse_bytes(s, bytes) == 0) {
         if (*bytes <= HW_MAX_MEM_GIB * 0x1p30)
             return *mode = SWAP_BYTES, 0;
@@ -278,13 +285,9 @@ static bool leave_out(const PlanRequest *rq, int k, PlanRequest *out, PlanArgs *
     }
     if (rq->swap == SWAP_AUTO || rq->swap == SWAP_SWEEP)
         return false;
-    static const char *mode[] = {"auto", "none", "all"};
-    if (rq->swap == SWAP_BYTES) {
-        char b[24];
-        snprintf(name, n, "--swap %s", units_bytes(b, sizeof b, rq->swap_bytes));
-    } else {
-        snprintf(name, n, "--swap %s", mode[rq->swap]);
-    }
+    char b[24];
+    snprintf(name, n, "--swap %s", rq->swap == SWAP_BYTES ?
+             units_bytes(b, sizeof b, rq->swap_bytes) : plan_swap_name(rq->swap));
     out->swap = SWAP_AUTO;
     return true;
 }
@@ -294,17 +297,16 @@ char *plan_make_why_short(const PlanRequest *rq, const Hardware *hw, const Graph
 {
     Footprint f;
     footprint_compute(&f, g, p);
-    size_t at = 0;
+    buf[0] = '\0';
     int first_short = -1;
     for (int t = 0; t < TIER_COUNT; t++) {
         double need = footprint_tier_total(&f, (Tier)t), have = footprint_capacity(hw, (Tier)t);
         if (need <= have)
             continue;
         char b0[24], b1[24], b2[24];
-        at += (size_t)snprintf(buf + at, at < n ? n - at : 0, "%s%s needs %s of its %s (%s "
-                               "short)", first_short < 0 ? "" : ", ", tier_name((Tier)t),
-                               units_bytes(b0, sizeof b0, need), units_bytes(b1, sizeof b1, have),
-                               units_bytes(b2, sizeof b2, need - have));
+        err_append(buf, n, "%s%s needs %s of its %s (%s short)", first_short < 0 ? "" : ", ",
+                   tier_name((Tier)t), units_bytes(b0, sizeof b0, need),
+                   units_bytes(b1, sizeof b1, have), units_bytes(b2, sizeof b2, need - have));
         if (first_short < 0)
             first_short = t;
     }
@@ -313,7 +315,7 @@ char *plan_make_why_short(const PlanRequest *rq, const Hardware *hw, const Graph
         return buf;
     }
     bool given = false;
-    for (int k = 0; k < 4 + PC_N + 1 && at < n; k++) {
+    for (int k = 0; k < 4 + PC_N + 1; k++) {
         PlanRequest q;
         PlanArgs args;
         char name[64];
@@ -330,16 +332,12 @@ char *plan_make_why_short(const PlanRequest *rq, const Hardware *hw, const Graph
         plan_free(&p2);
         graph_free(&g2);
         if (fits) {
-            snprintf(buf + at, n - at, "; %s keeps every plan from fitting (without it one "
-                     "fits)", name);
+            err_append(buf, n, "; %s keeps every plan from fitting (without it one fits)",
+                       name);
             return buf;
         }
     }
-    if (given)
-        snprintf(buf + at, at < n ? n - at : 0, "; no one option given keeps it from fitting "
-                 "alone: %s", footprint_advice((Tier)first_short, p, &f));
-    else
-        snprintf(buf + at, at < n ? n - at : 0, "; %s",
-                 footprint_advice((Tier)first_short, p, &f));
+    err_append(buf, n, "; %s%s", given ? "no one option given keeps it from fitting alone: " :
+               "", footprint_advice((Tier)first_short, p, &f));
     return buf;
 }

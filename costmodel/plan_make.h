@@ -53,6 +53,8 @@ typedef struct PlanInfo {
 /* Parses --swap: auto, none, all, sweep or an amount (units_parse_bytes, at most
  * HW_MAX_MEM_GIB). 0, or -EINVAL with one line on stderr naming prog and the value. */
 int plan_swap_parse(const char *s, const char *prog, SwapMode *mode, double *bytes);
+/* The mode's name as --swap spells it ("fixed amount" for SWAP_BYTES), for reports. */
+const char *plan_swap_name(SwapMode m);
 
 /* Makes the plan for rq into p (plan_free it), the graph of its micro-batch into g (graph_free
  * it), and says how in info (plan_make_free it). 0, or a negative errno: -EINVAL for options

@@ -88,7 +88,6 @@ typedef struct BlockArch {
                            int64_t *own);
 } BlockArch;
 
-
 /* The buffers a 16-bit CUDA lane (exec/cuda/gpu_block.h) holds besides the block tensors, by
  * role; a family without one sizes it 0. N = B * T tokens, C channels. */
 typedef enum LaneBuffer {

@@ -216,7 +216,7 @@ static void add_optimizer(Footprint *f, const ModelConfig *c, const Plan *p,
                                        footprint_state_slot_bytes(c, p, lane->weight_bytes) +
                                        footprint_gpu_stage_bytes(c, p, lane->weight_bytes);
 
-    /* the streamed sub-groups' GPU slots: states and new weights (schedule.h) */
+    /* the streamed sub-groups' GPU slots: states and new weights (ARCHITECTURE.md) */
     if (largest_streamed > 0)
         f->bytes[MEM_STAGING][TIER_GPU] += PLAN_STREAM_SLOTS * largest_streamed *
                                            (12 + lane->weight_bytes);

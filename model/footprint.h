@@ -41,7 +41,7 @@ void footprint_cuda_lane(const Graph *g, LaneSizes *lane);
  * --device cpu predicts with. */
 void footprint_cpu_lane(const ModelConfig *c, int B, int T, LaneSizes *lane);
 
-/* Bytes of one pinned state slot of plan p (schedule.h's state-buffer ring): the largest
+/* Bytes of one pinned state slot of plan p (ARCHITECTURE.md's state buffers): the largest
  * sub-group's states read from SSD, then its new weights on their way to SSD, each block (and
  * the tail's edges) on its own 4 KiB pages; 0 when the plan uses none. The executor sizes its
  * slots with it and lays the weights out the same way (pipe_mem_update_pieces). */

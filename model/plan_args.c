@@ -107,8 +107,9 @@ void plan_args_fixed(const PlanArgs *pa, PlaceFixed *out)
 
 int plan_args_apply(const PlanArgs *pa, Plan *p, const char *prog)
 {
-    if ((pa->weights && parse_tier(prog, "--weights", pa->weights, &p->weights)) ||
-        (pa->optim && parse_tier(prog, "--optim", pa->optim, &p->optim)))
+    Tier given; /* spelling checked here; plan_args_fixed says what binds */
+    if ((pa->weights && parse_tier(prog, "--weights", pa->weights, &given)) ||
+        (pa->optim && parse_tier(prog, "--optim", pa->optim, &given)))
         return -EINVAL;
     PlaceFixed fixed;
     plan_args_fixed(pa, &fixed);

@@ -1,51 +1,13 @@
 /* schedule (sched_*): one training iteration (or N) as a task DAG, from the graph and a plan.
  *
  * Both backends run this DAG: the simulator predicts it, the executor performs it. A task has a
- * stable id that reads well and is the same in every run ("F.b12.fc1", "R.b12.fc1" (recompute),
- * "B.b12.fc1", "H2D.b13.w", "H2D.b13.w.bwd", "D2H.b12.ckpt", "SSDR.g3.state", "ADAM.g3", ...;
- * "m1." in front when micro-batches accumulate), a resource, its work (bytes or FLOPs, and the
- * graph op for compute), the block or sub-group it belongs to, and its dependencies. Buffer
- * limits are dependencies too: a load waits until the buffer it fills is released.
- * The schedule describes work, not time: costmodel/ gives durations, sim/ runs them.
- *
- * What the executor needs beyond that is in each task too: what a copy moves (its cargo, from
- * which tier to which, for which block or sub-group) and which buffer of each pool the task
- * uses (TaskSlots). Every pool is a ring whose reuse the dependencies make safe, so an executor
- * that follows the DAG never overwrites a buffer still in use:
- * - GPU weight buffers (weight_buffers of one block): a load takes the buffer the
- *   (j - weight_buffers)-th release freed; a block's forward and backward compute read it.
- * - pinned weight buffers (pinned_buffers, SSD weights): load j uses j mod pinned_buffers.
- * - the GPU activation ring (act_buffers slots, one ring for both ways): forward block b
- *   computes its swapped tensors into slot b mod act_buffers (its input, the checkpoint, is
- *   written there by the block before it); backward fetch k fills slot k mod act_buffers, once
- *   the slot's last forward user of the micro-batch has computed and drained it.
- * - pinned activation staging for SSD: two out-slots (D2H -> SSDW) and two in-slots (SSDR -> H2D).
- * - GPU gradient buffers: the k-th block of backward uses k mod grad_buffers.
- * - CPU gradient buffers: sub-group s uses s mod host_grad_groups (zero-infinity: one buffer of
- *   the whole model's 16-bit gradients, no ring; its fp32 gradients of sub-group s on their way
- *   to SSD use pinned buffer s mod ZI_OPTIM_BUFFERS, named as host_grads too).
- * - pinned state buffers (state_buffers): the k-th update of the run uses k mod state_buffers
- *   for its states (optimizer on SSD; zero-infinity: and the fp32 gradients read back) and the
- *   new weights it sends to SSD.
- * - GPU state slots (PLAN_STREAM_SLOTS, plan.h): the k-th streamed update of the run uses
- *   k mod PLAN_STREAM_SLOTS for its states in ("H2D.g3.state"), its AdamW on the GPU, and the
- *   new weights and states home ("D2H.g3.w", "D2H.g3.state"); the next forward's loads of its
- *   blocks wait for the weights. Its blocks' gradients stay on the GPU, as a GPU sub-group's.
- *
- * Policies (ARCHITECTURE.md, "The schedule"):
- * - fuyou: weights prefetched per block; activations swapped GPU->CPU->SSD in forward and
- *   prefetched back in backward; the out-of-core CPU Adam per sub-group runs during backward
- *   (read states of g+1, Adam g, write g-1 and the new weights); the tail sub-group (with the
- *   embedding) is updated last and the next forward waits for it; no delayed update.
- * - zero-infinity, as DeepSpeed runs it by default (ARCHITECTURE.md, "ZeRO-Infinity as DeepSpeed
- *   runs it"): the same data movement for weights and checkpoints; each block's 16-bit gradient
- *   goes to the CPU buffer and back ("D2H.b3.grad", "H2D.b3.grad"), then, in the last
- *   micro-batch, out in fp32 ("D2H.b3.grad32") to a pinned buffer that goes to SSD once its
- *   sub-group is complete ("SSDW.g2.grad"; with the states on CPU the fp32 gradients stay
- *   there). The optimizer step is its own phase after backward and those writes, one sub-group
- *   at a time from the tail (the embedding's) on, nothing overlapped: read the states, then the
- *   gradients ("SSDR.g2.grad"), Adam, write the new weights, then the states; the next
- *   sub-group starts after that, and the next iteration after the last. */
+ * stable id that reads well and is the same in every run ("F.b12.fc1", "H2D.b13.w",
+ * "SSDR.g3.state", "ADAM.g3", "m1." in front for micro-batches), a resource, its work (bytes or
+ * FLOPs, and the graph op for compute), the block or sub-group it belongs to, what a copy moves
+ * (its cargo) and which buffer of each pool it uses (TaskSlots), and its dependencies. Every
+ * pool is a ring whose reuse is a dependency, so an executor that follows the DAG never
+ * overwrites a buffer still in use. The schedule describes work, not time: costmodel/ gives
+ * durations, sim/ runs them. The rings and the policies: ARCHITECTURE.md, "The schedule". */
 #ifndef FUYOU_SCHED_H
 #define FUYOU_SCHED_H
 

@@ -347,9 +347,8 @@ static void report_swap(FILE *out, SwapMode swap, const PlanInfo *info, const Gr
     double kept[TIER_COUNT] = {0};
     plan_inner_kept_bytes(p, g, kept);
     char k0[24], k1[24], k2[24];
-    static const char *mode[] = {"auto", "none", "all", "fixed amount", "sweep"};
     fprintf(out, "swap (%s): intra-block activations kept on gpu %s, swapped to cpu %s, to ssd "
-            "%s", mode[swap], units_bytes(k0, sizeof k0, kept[TIER_GPU]),
+            "%s", plan_swap_name(swap), units_bytes(k0, sizeof k0, kept[TIER_GPU]),
             units_bytes(k1, sizeof k1, kept[TIER_CPU]), units_bytes(k2, sizeof k2,
                                                                       kept[TIER_SSD]));
     if (info->have_ladder || info->planned)

@@ -161,7 +161,7 @@ START_TEST(forward_only)
 }
 END_TEST
 
-/* zero-infinity, as DeepSpeed runs it by default (schedule.h): each block's 16-bit gradient to
+/* zero-infinity, as DeepSpeed runs it by default (ARCHITECTURE.md): each block's 16-bit gradient to
  * the CPU and back, its fp32 copy out in the last micro-batch and on to SSD per sub-group; the
  * step after the last backward task and those writes, one sub-group at a time from the tail,
  * each read after the previous one's writes. */

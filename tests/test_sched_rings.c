@@ -146,7 +146,7 @@ static bool next_block(const Task *w, const Task *r)
 {
     return w->layer + 1 == r->layer && w->iter == r->iter;
 }
-/* One ring serves both ways (schedule.h): backward's fetches write the slots forward computes
+/* One ring serves both ways (ARCHITECTURE.md): backward's fetches write the slots forward computes
  * into and drains, and forward's compute the slots backward's fetches fill. */
 static bool w_ring_inner(const Task *t) { return w_out_inner(t) || w_fetch(t); }
 static bool w_ring_ckpt(const Task *t) { return w_out_ckpt(t) || w_fetch(t); }
@@ -162,7 +162,7 @@ static bool fetch_same_block(const Task *w, const Task *r)
 }
 
 /* a streamed sub-group's GPU state slot: its states come in, its AdamW updates them and
- * writes the new weights, and both go home (schedule.h) */
+ * writes the new weights, and both go home (ARCHITECTURE.md) */
 static bool w_stream(const Task *t)
 {
     return t->slot.gpu_state >= 0 && (t->res == RES_H2D || t->kind == TASK_ADAM);

@@ -46,7 +46,7 @@
 #   run as they are instead of built here: minutes of nvcc saved on the device's clock
 #   here, to fetch the packages once: tools/device_check.sh --fetch-deps
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 
 if [ "${1:-}" = "--fetch-deps" ]; then
     mkdir -p .deps && cd .deps && apt-get download libgsl27 libgslcblas0 libgsl-dev liburing2 \
@@ -147,6 +147,19 @@ export PATH="$PATH:/usr/local/cuda/bin"
 scratch=${SCRATCH:-$PWD/bench-scratch}
 
 step() { echo "== $* ($SECONDS s)" | tee -a "$OUT/summary.txt"; }
+sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+# Test binaries $4... each on its own (not meson's whole-tree rebuild), at most $1 s: its log
+# $OUT/NAME.log, its status in the table, and the last $3 of its lines that match $2.
+run_suites() {
+    local limit=$1 pattern=$2 lines=$3 t
+    shift 3
+    for t in "$@"; do
+        step "$t"
+        CK_FORK=no timeout "$limit" ./build-dev/tests/$t > "$OUT/$t.log" 2>&1
+        echo "$t rc=$?" | tee -a "$OUT/table.txt"
+        grep -E "$pattern" "$OUT/$t.log" | tail -"$lines"
+    done
+}
 # The bytes of text file $1 as headerless uint16 tokens in $2: data for GPT-2's vocabulary,
 # which fuyou-run refuses to give raw text (the timing does not depend on what the text says).
 bytes_u16() { python3 -c 'import sys; d = open(sys.argv[1], "rb").read()
@@ -214,7 +227,6 @@ if [ "${MODE:-all}" = gpu ]; then
     meson test -C build-dev --suite gpu --print-errorlogs -v > "$OUT/test.log" 2>&1
     test_rc=$?
     step "compute-sanitizer"
-    sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
     CK_FORK=no CK_RUN_CASE=kernels "$sanitizer" --tool memcheck --error-exitcode 1 \
         ./build-dev/tests/test_cuda_gpt2 > "$OUT/sanitizer.log" 2>&1
     san_rc=$?
@@ -261,15 +273,9 @@ if [ "${MODE:-all}" = plans ]; then
     if [ "${PART:-check}" = check ]; then
         # the kernels against the CPU reference, the CUDA pipeline against the in-memory CUDA
         # backend, then compute-sanitizer over the kernel cases
-        for t in test_cuda_gpt2 test_cuda_llama test_pipeline_cuda; do
-            step "$t"
-            CK_FORK=no timeout 300 ./build-dev/tests/$t > "$OUT/$t.log" 2>&1
-            echo "$t rc=$?" | tee -a "$OUT/table.txt"
-            grep -E "fused AdamW|layernorm|rmsnorm|worst rel|whole model rel|Checks|:F:|:E:" \
-                "$OUT/$t.log" | tail -12
-        done
+        run_suites 300 "fused AdamW|layernorm|rmsnorm|worst rel|whole model rel|Checks|:F:|:E:" \
+            12 test_cuda_gpt2 test_cuda_llama test_pipeline_cuda
         step "compute-sanitizer (the kernel cases)"
-        sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
         for t in test_cuda_gpt2 test_cuda_llama; do
             CK_FORK=no CK_RUN_CASE=kernels timeout 200 "$sanitizer" --tool memcheck \
                 --error-exitcode 1 ./build-dev/tests/$t > "$OUT/sanitizer-$t.log" 2>&1
@@ -387,14 +393,9 @@ if [ "${MODE:-all}" = offload ]; then
             "$OUT/test_pipeline_cuda.log" | tail -40
     fi
     if [ -n "${GPU_CHECKS:-}" ]; then
-        for t in test_cuda_gpt2 test_cuda_llama test_pipeline_cuda; do
-            step "$t"
-            CK_FORK=no timeout 240 ./build-dev/tests/$t > "$OUT/$t.log" 2>&1
-            echo "$t rc=$?" | tee -a "$OUT/table.txt"
-            grep -E "attention|worst rel|whole model rel|Checks|:F:|:E:" "$OUT/$t.log" | tail -24
-        done
+        run_suites 240 "attention|worst rel|whole model rel|Checks|:F:|:E:" 24 \
+            test_cuda_gpt2 test_cuda_llama test_pipeline_cuda
         step "compute-sanitizer (test_cuda_llama, kernels)"
-        sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
         CK_FORK=no CK_RUN_CASE=kernels timeout 150 "$sanitizer" --tool memcheck \
             --error-exitcode 1 ./build-dev/tests/test_cuda_llama > "$OUT/sanitizer.log" 2>&1
         echo "compute-sanitizer rc=$?" | tee -a "$OUT/table.txt"
@@ -521,15 +522,9 @@ fi
 if [ "${MODE:-all}" = llama ] && [ "${PART:-check}" = check ]; then
     # Correctness first: each suite on its own (their binaries, not meson's whole-tree rebuild),
     # then the round trip through transformers, then the speed in GPU memory.
-    for t in test_cuda_llama test_cuda_gpt2 test_pipeline_cuda; do
-        step "$t"
-        CK_FORK=no timeout 150 ./build-dev/tests/$t > "$OUT/$t.log" 2>&1
-        echo "$t rc=$?" | tee -a "$OUT/table.txt"
-        grep -E "rel L2|loss cpu|worst|tolerance|identical|Checks|:F:|:E:|ms|TFLOP" \
-            "$OUT/$t.log" | head -60
-    done
+    run_suites 150 "rel L2|loss cpu|worst|tolerance|identical|Checks|:F:|:E:|ms|TFLOP" 60 \
+        test_cuda_llama test_cuda_gpt2 test_pipeline_cuda
     step "compute-sanitizer (test_cuda_llama, kernels)"
-    sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
     CK_FORK=no CK_RUN_CASE=kernels timeout 120 "$sanitizer" --tool memcheck --error-exitcode 1 \
         ./build-dev/tests/test_cuda_llama > "$OUT/sanitizer.log" 2>&1
     echo "compute-sanitizer rc=$?" | tee -a "$OUT/table.txt"
@@ -629,7 +624,6 @@ test_rc=$?
 grep -E "^ *[0-9]+/[0-9]+ " "$OUT/test.log" | tee -a "$OUT/summary.txt"
 grep -E "^GPU:|SKIP" build-dev/meson-logs/testlog.txt | tee -a "$OUT/summary.txt"
 step "compute-sanitizer"
-sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 CK_FORK=no CK_RUN_CASE=kernels "$sanitizer" --tool memcheck --error-exitcode 1 \
     ./build-dev/tests/test_cuda_gpt2 > "$OUT/sanitizer.log" 2>&1
 san_rc=$?

@@ -332,7 +332,7 @@ static void prepare_compute(Pipe *pp, int ti, ComputeCall *c)
 }
 
 /* Task t's AdamW step: its learning rate, and the previous step's norm clipping this one
- * (trainer.h; that step's sub-groups are all done). */
+ * (ARCHITECTURE.md; that step's sub-groups are all done). */
 static void adam_step_of(const Pipe *pp, const Task *t, AdamStep *out)
 {
     const TrainOptions *o = pp->o;

@@ -486,18 +486,10 @@ static int check_budgets(PipeMem *m, const PipeConfig *pc, double *hneed, Err *e
     return 0;
 }
 
-/* [begin, end) of the 4 KiB pages at ctx written, which puts them in RAM (a WorkFn). */
-static void touch_pages(void *ctx, size_t begin, size_t end)
-{
-    volatile uint8_t *p = ctx;
-    for (size_t i = begin; i < end; i++)
-        p[i * 4096] = 0;
-}
-
 /* A host allocation's pages put in RAM on the pool's threads (hostpool's toucher). */
 static void touch_on(void *ctx, void *ptr, size_t bytes)
 {
-    workpool_run(ctx, touch_pages, ptr, bytes / 4096, 512);
+    workpool_run(ctx, hostpool_touch_pages, ptr, bytes / HOSTPOOL_TOUCH_PAGE, 512);
 }
 
 int pipe_mem_init(PipeMem *m, const ModelConfig *c, const Plan *p, int B, int T,
@@ -705,24 +697,6 @@ static int stage_to_gpu(PipeMem *m, size_t b0, size_t n, WorkPool *wp, Err *e)
     return m->ops->copy(m->dev, true, 4, c, &span, e);
 }
 
-/* The GPU sub-groups' [0, gpu_state_params) from params, mo, vo (NULL: zeros), piece by piece
- * through the staging. */
-static int put_gpu(PipeMem *m, const float *params, const float *mo, const float *vo, Err *e)
-{
-    size_t X = m->gpu_state_params, S = m->gpu_stage_params;
-    int rc = 0;
-    for (size_t at = 0; at < X && !rc; at += S) {
-        size_t n = X - at < S ? X - at : S;
-        memcpy(gpu_stage_part(m, 0), params + at, n * 4);
-        mo ? (void)memcpy(gpu_stage_part(m, 1), mo + at, n * 4)
-           : (void)memset(gpu_stage_part(m, 1), 0, n * 4);
-        vo ? (void)memcpy(gpu_stage_part(m, 2), vo + at, n * 4)
-           : (void)memset(gpu_stage_part(m, 2), 0, n * 4);
-        rc = stage_to_gpu(m, at, n, NULL, e);
-    }
-    return rc;
-}
-
 /* One range of the state, [b0, b0 + n): the CPU-resident sub-groups' (b0 gpu_state_params, n
  * to cpu_state_end) or one SSD sub-group's (ssd its index, else -1); params, mo, vo its
  * values (mo, vo NULL: zeros). */
@@ -743,22 +717,31 @@ static int put_range(PipeMem *m, size_t b0, size_t n, int ssd, const float *para
     return ssd < 0 ? 0 : sync_io(m, &m->oa.states[ssd], master, true, e);
 }
 
+/* The flat arrays pipe_mem_put_state writes from, as a fill (a PipeMemFill). */
+typedef struct FlatState {
+    const float *params, *mo, *vo;
+} FlatState;
+
+static int fill_from_flat(void *user, size_t begin, size_t n, float *params, float *mm,
+                          float *vv, Err *e)
+{
+    (void)e;
+    const FlatState *s = user;
+    if (params != s->params + begin) /* params may be the master weights themselves */
+        memcpy(params, s->params + begin, n * 4);
+    if (mm && s->mo)
+        memcpy(mm, s->mo + begin, n * 4);
+    if (vv && s->vo)
+        memcpy(vv, s->vo + begin, n * 4);
+    return 0;
+}
+
 int pipe_mem_put_state(PipeMem *m, const float *params, const float *mo, const float *vo,
                        Err *e)
 {
-    size_t G0 = m->gpu_state_params, X = m->cpu_state_end - G0;
-    int rc = G0 ? put_gpu(m, params, mo, vo, e) : 0;
-    if (!rc && X)
-        rc = put_range(m, G0, X, -1, params + G0, mo ? mo + G0 : NULL, vo ? vo + G0 : NULL,
-                       NULL, e);
-    for (int s = 0; s < m->G && !rc; s++) {
-        if (m->ooc_index[s] < 0)
-            continue;
-        size_t b0 = m->grp_begin[s];
-        rc = put_range(m, b0, m->grp_end[s] - b0, m->ooc_index[s], params + b0,
-                       mo ? mo + b0 : NULL, vo ? vo + b0 : NULL, NULL, e);
-    }
-    return rc;
+    FlatState s = {params, mo, vo};
+    PipeMemFiller f = {.fill = fill_from_flat, .user = &s, .moments = mo || vo};
+    return pipe_mem_fill_state(m, &f, e);
 }
 
 /* One range of the fill: f's values of [at, at + n) into params and, when it writes them, m

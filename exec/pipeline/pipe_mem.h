@@ -54,10 +54,10 @@ typedef struct PipeMem {
     uint8_t *gpu_w, *gpu_g;     /* gpu_g: [0, stream_end) */
     float *gpu_master, *gpu_m, *gpu_v;
     /* a streamed sub-group's states and new weights on the device: master, m, v (fp32) and the
-     * weights, each of the group's size, end to end (schedule.h, GPU state slots) */
+     * weights, each of the group's size, end to end (ARCHITECTURE.md, GPU state slots) */
     uint8_t *stream_slot[PLAN_STREAM_SLOTS];
     size_t stream_slot_params; /* the largest streamed sub-group's */
-    void *act_slot[PIPE_MAX_RING]; /* the activation ring, both ways (schedule.h) */
+    void *act_slot[PIPE_MAX_RING]; /* the activation ring, both ways (ARCHITECTURE.md) */
     void **kept, *scratch, *final_res;
     double dev_bytes[MEM_TAG_COUNT];
     /* host memory */

@@ -198,12 +198,6 @@ static int run_init(PipeRun *pr, TrainResult *r, Err *e)
     return rc;
 }
 
-/* The parameters a fill puts in place, for its progress line. */
-static double total_params(const PipeRun *pr)
-{
-    return (double)pr->pp.layout.total;
-}
-
 /* Fills the tiers with fill (moments: it gives Adam's m and v), saying how far it is when it
  * takes long: what it is doing in what. */
 static int fill_tiers(PipeRun *pr, PipeMemFill fill, void *user, bool moments, const char *what,
@@ -211,7 +205,7 @@ static int fill_tiers(PipeRun *pr, PipeMemFill fill, void *user, bool moments, c
 {
     Pipe *pp = &pr->pp;
     Progress pg;
-    progress_begin(&pg, pp->o->progress, what, total_params(pr), "parameters");
+    progress_begin(&pg, pp->o->progress, what, (double)pp->layout.total, "parameters");
     PipeMemFiller f = {.fill = fill, .user = user, .moments = moments, .wp = &pp->wp_adam,
                        .progress = &pg};
     int rc = pipe_mem_fill_state(&pp->mem, &f, e);
@@ -505,15 +499,7 @@ static int run_eval(PipeRun *pr, EvalResult *er, Err *e)
     free(counted);
     if (!rc)
         progress_end(&pg);
-    if (!rc && !er->targets)
-        return err_set(e, -EINVAL, "%s: the evaluation's %lld sequences have no target the loss "
-                       "counts (every one is masked); give --eval-data other files",
-                       pr->ev.data.files[0].path, (long long)er->sequences);
-    if (!rc) {
-        er->loss = sum / (double)er->targets;
-        er->perplexity = exp(er->loss);
-    }
-    return rc;
+    return rc ? rc : eval_finish(&pr->ev, sum, er, e);
 }
 
 /* After a segment of n iterations that ended at step: the evaluation when one is due (and the

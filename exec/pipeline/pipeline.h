@@ -10,7 +10,7 @@
  *
  * The optimizer is Fuyou's: each sub-group's AdamW runs on the CPU as soon as its gradients
  * are there, during backward; the gradient norm of step t is summed over the sub-groups and
- * clips step t + 1 (trainer.h's policy), so the losses and weights equal the in-memory
+ * clips step t + 1 (ARCHITECTURE.md's numerics), so the losses and weights equal the in-memory
  * trainer's bit for bit on the CPU device. A run is cut into segments of iterations, one DAG
  * each (the schedule of that many iterations); a segment ends with everything at rest, which
  * is where checkpoints are written. Every task's start and end go to the measured trace, with

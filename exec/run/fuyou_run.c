@@ -95,34 +95,38 @@ static int exit_status(int rc)
     }
 }
 
+/* hw_load of name with the budgets set as its capacities. */
+static int load_budgeted(const char *name, const PlanBudget *budget, Hardware *hw, Err *e)
+{
+    char sets[PLAN_BUDGET_SETS][PLAN_BUDGET_SET_LEN];
+    const char *set[PLAN_BUDGET_SETS];
+    int n_sets = plan_budget_sets(budget, sets);
+    for (int i = 0; i < n_sets; i++)
+        set[i] = sets[i];
+    return hw_load(name, set, n_sets, hw, e);
+}
+
 /* The hardware ini with the budgets as its capacities (a budget is what the plan may use,
  * with nothing reserved), and the device as it is: one with less free than the ini's capacity
  * (no --gpu-mem), such as the cpu device, whose memory is the host's, is planned for what it
  * has free, said on the console. 0 or -errno with e. */
 static int load_hw(const RunArgs *a, Hardware *hw, Err *e)
 {
-    char sets[PLAN_BUDGET_SETS][PLAN_BUDGET_SET_LEN];
-    const char *set[PLAN_BUDGET_SETS];
     PlanBudget budget = {(double)a->pipe.gpu_budget, (double)a->pipe.cpu_budget};
+    int rc = load_budgeted(a->hw_name, &budget, hw, e);
     const DeviceOps *dev = a->pipe.device;
-    double dev_free = dev->free_bytes ? (double)dev->free_bytes() : 0, ini = 0;
+    if (rc || budget.gpu_bytes || !dev->free_bytes)
+        return rc;
+    double dev_free = (double)dev->free_bytes();
     if (dev->on_host && dev_free > 0) /* the host pool takes its budget from the same memory */
         dev_free = dev_free > budget.cpu_bytes ? dev_free - budget.cpu_bytes : 1;
-    if (!budget.gpu_bytes && dev_free > 0) {
-        Hardware plain;
-        int rc = hw_load(a->hw_name, NULL, 0, &plain, e);
-        if (rc)
-            return rc;
-        ini = footprint_capacity(&plain, TIER_GPU);
-        hw_free(&plain);
-        if (dev_free < ini)
-            budget.gpu_bytes = dev_free;
-    }
-    int n_sets = plan_budget_sets(&budget, sets);
-    for (int i = 0; i < n_sets; i++)
-        set[i] = sets[i];
-    int rc = hw_load(a->hw_name, set, n_sets, hw, e);
-    if (!rc && budget.gpu_bytes && !a->pipe.gpu_budget) {
+    double ini = footprint_capacity(hw, TIER_GPU);
+    if (dev_free <= 0 || dev_free >= ini)
+        return 0;
+    hw_free(hw);
+    budget.gpu_bytes = dev_free;
+    rc = load_budgeted(a->hw_name, &budget, hw, e);
+    if (!rc) {
         char b0[24], b1[24];
         printf("fuyou-run: the %s device has %s free, less than %s's %s: planned for what it "
                "has (fuyou-sim --hw %s --gpu-mem %.0f%s predicts this plan)\n", dev->name,

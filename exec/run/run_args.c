@@ -112,7 +112,7 @@ void run_args_usage(FILE *out)
             PIPE_OPTIM_NICE);
 }
 
-/* The options, training's first, then those only --offload takes (O_OFFLOAD on). */
+/* The options, training's first, then the plan's and the pipeline's (O_OFFLOAD on). */
 enum { O_BACKEND = 256, O_MODEL, O_DATA, O_FORMAT, O_EVAL, O_EVAL_EVERY, O_EVAL_BATCHES,
        O_STEPS, O_BATCH, O_SEQ, O_LR, O_WARMUP, O_MINLR, O_WD, O_B1, O_B2, O_EPS, O_CLIP, O_SEED,
        O_SUBGROUP, O_TAIL, O_SAVE,
@@ -252,7 +252,7 @@ static const char *dir_problem(const char *path)
     return access(path, W_OK | X_OK) ? strerror(errno) : NULL;
 }
 
-static int take_offload(RunArgs *a, int c, const char *name, const char *v)
+static int take_plan(RunArgs *a, int c, const char *name, const char *v)
 {
     const char *why;
     PipeConfig *pc = &a->pipe;
@@ -467,7 +467,7 @@ int run_args_parse(RunArgs *a, int argc, char **argv)
         if (c >= O_BACKEND && c < O_OFFLOAD)
             rc = take_train(a, &gv, c, optarg);
         else if (c >= O_OFFLOAD && c <= O_PLAN)
-            rc = take_offload(a, c, opts[li].name, optarg);
+            rc = take_plan(a, c, opts[li].name, optarg);
         else
             return take_other(c, argv);
         if (rc)

@@ -39,12 +39,11 @@ int hostpool_init(HostPool *p, size_t budget, Err *e)
     return 0;
 }
 
-/* Every page of [ptr, ptr + bytes) written once, on this thread. */
-static void touch_pages(void *ptr, size_t bytes)
+void hostpool_touch_pages(void *base, size_t begin, size_t end)
 {
-    volatile uint8_t *b = ptr;
-    for (size_t i = 0; i < bytes; i += 4096)
-        b[i] = 0;
+    volatile uint8_t *b = base;
+    for (size_t i = begin; i < end; i++)
+        b[i * HOSTPOOL_TOUCH_PAGE] = 0;
 }
 
 void hostpool_set_touch(HostPool *p, HostTouchFn touch, void *ctx)
@@ -117,7 +116,7 @@ void *hostpool_alloc(HostPool *p, size_t bytes, MemTag tag, Err *e)
     if (p->touch)
         p->touch(p->touch_ctx, ptr, size);
     else
-        touch_pages(ptr, size);
+        hostpool_touch_pages(ptr, 0, size / HOSTPOOL_TOUCH_PAGE);
     HostBlock b = {.ptr = ptr, .bytes = size, .tag = tag};
     b.locked = mlock(ptr, size) == 0;
     if (!b.locked)

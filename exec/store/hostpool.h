@@ -20,6 +20,11 @@
  * (the pages' zeroing, the kernel's, is most of an allocation's time). */
 typedef void (*HostTouchFn)(void *ctx, void *ptr, size_t bytes);
 
+/* Writes the pages [begin, end) of base, of HOSTPOOL_TOUCH_PAGE bytes (a 4 KiB page; a huge
+ * page is touched as many), which puts them in RAM: what a HostTouchFn runs over its share. */
+enum { HOSTPOOL_TOUCH_PAGE = 4096 };
+void hostpool_touch_pages(void *base, size_t begin, size_t end);
+
 /* Pins [ptr, ptr + bytes) for device DMA; 0 or -errno with e. And undoes it. */
 typedef int (*HostPinFn)(void *ctx, void *ptr, size_t bytes, Err *e);
 typedef void (*HostUnpinFn)(void *ctx, void *ptr);
@@ -39,7 +44,7 @@ typedef struct HostPool {
     HostPinFn pin;
     HostUnpinFn unpin;
     void *pin_ctx;
-    HostTouchFn touch;  /* NULL: the kernel populates each mapping on one thread */
+    HostTouchFn touch;  /* NULL: each allocation touched on the caller's thread */
     void *touch_ctx;
     bool lock_failed; /* mlock refused at least once (RLIMIT_MEMLOCK): memory may be paged */
 } HostPool;

@@ -32,7 +32,7 @@ struct BackendOps {
     const char *name;
     /* A backend for micro-batches of B sequences of T tokens; parameters and optimizer state
      * zeroed. The CPU reference computes in fp32 whatever c->dtype says; CUDA keeps weights
-     * and activations in c->dtype, bf16 or fp16 (fp16 needs loss scaling: trainer.h). 0 or
+     * and activations in c->dtype, bf16 or fp16 (fp16 needs loss scaling: ARCHITECTURE.md). 0 or
      * -errno with e. */
     int (*create)(Backend **out, const ModelConfig *c, int B, int T, WorkPool *wp, Err *e);
     void (*destroy)(Backend *b);

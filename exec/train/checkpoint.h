@@ -47,8 +47,8 @@ typedef struct TrainState {
     int64_t step;           /* optimizer steps taken */
     int64_t epoch, index;   /* loader position */
     uint64_t seed;
-    double prev_grad_norm;  /* for the clipping policy (trainer.h) */
-    double loss_scale;      /* dynamic loss scaling (trainer.h): the scale, 0 if never set */
+    double prev_grad_norm;  /* for the clipping policy (ARCHITECTURE.md) */
+    double loss_scale;      /* dynamic loss scaling (ARCHITECTURE.md): the scale, 0 if never set */
     int64_t scale_good;     /* steps since the scale last changed or overflowed */
     int64_t skipped;        /* steps whose update an overflow skipped */
     DataPrint data;         /* the training data's fingerprint (data.h); 0 files: not recorded */

@@ -53,6 +53,11 @@ int eval_run(EvalSet *ev, Backend *be, EvalResult *r, Err *e)
         sum += (double)loss * counted;
         r->targets += counted;
     }
+    return eval_finish(ev, sum, r, e);
+}
+
+int eval_finish(const EvalSet *ev, double sum, EvalResult *r, Err *e)
+{
     if (!r->targets)
         return err_set(e, -EINVAL, "%s: the evaluation's %lld sequences have no target the loss "
                        "counts (every one is masked); give --eval-data other files",

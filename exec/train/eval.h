@@ -40,5 +40,9 @@ void eval_free(EvalSet *ev);
 /* The held-out loss of be's current weights (be's micro-batches are B x T). 0, or -errno with
  * e: the backend's error, or -EINVAL when the mask leaves no target to count. */
 int eval_run(EvalSet *ev, Backend *be, EvalResult *r, Err *e);
+/* r's loss and perplexity from sum, the batches' losses each times the targets it counts (r's
+ * targets and sequences summed already), as eval_run ends: for an executor that runs the
+ * batches itself. 0, or -EINVAL when the mask left no target to count. */
+int eval_finish(const EvalSet *ev, double sum, EvalResult *r, Err *e);
 
 #endif

@@ -1,4 +1,4 @@
-/* trainer: the shared training loop; the policies are in trainer.h. */
+/* trainer: the shared training loop; see trainer.h, the policies in ARCHITECTURE.md. */
 #include "trainer.h"
 
 #include <errno.h>
@@ -428,7 +428,7 @@ typedef struct TrainRun {
     int M, B, n_groups;      /* micro-batches per step, their sequences; sub-groups */
     FILE *log;
     TrainState st;
-    bool dynamic;            /* the loss scale changes (trainer.h) */
+    bool dynamic;            /* the loss scale changes (ARCHITECTURE.md) */
     int64_t window;          /* steps without overflow before it doubles */
     bool cleared;            /* --overwrite: the old checkpoints, before the first save */
     int64_t saved_step;      /* the step last saved (0: none yet) */
@@ -547,7 +547,7 @@ static void run_free(TrainRun *t)
     data_free(&t->data);
 }
 
-/* One step of M micro-batches (trainer.h): the gradients' sum in acc (part is scratch), then
+/* One step of M micro-batches (ARCHITECTURE.md): the gradients' sum in acc (part is scratch), then
  * written back to the backend; the loss, the micro-batches' mean. */
 static int accumulate(TrainRun *t, double S, float *loss, Err *e)
 {

@@ -1,34 +1,10 @@
-/* trainer: the training loop every backend shares.
- *
- * Per step: a batch from the loader, forward and backward on the backend, the gradient norm
- * summed over the optimizer's sub-groups, then AdamW sub-group by sub-group in the order the
- * schedule updates them (the last blocks first, the tail with the embedding last), each an
- * elementwise update of its slice, so the result equals one whole-model AdamW step.
- * Learning rate: linear warmup from 0 over warmup steps, then cosine decay to lr * min_lr_ratio at
- * `steps`. Gradient clipping policy: every gradient of step t is scaled by
- * min(1, clip / ||g_{t-1}||), the global norm of the previous step (1 at the first step), so the
- * scale is known before backward starts and a sub-group can be updated as soon as its gradients
- * exist (ARCHITECTURE.md); the norm of step t is logged and kept for step t + 1 (and in checkpoints).
- * Loss scaling (what fp16 needs: its gradients underflow unscaled): backward starts from
- * S * d(loss); the gradients' norm and AdamW see them divided by S. With S other than 1 the scale
- * is dynamic: a step whose gradients are not finite is skipped (no update, AdamW's step count
- * does not advance, the learning-rate schedule does) and S halves; after `loss_scale_window`
- * steps without an overflow S doubles. S starts at `loss_scale`, 0 meaning 65536 for fp16 and
- * 1 (off) otherwise. Unscaled, non-finite gradients are an error.
- * Micro-batches: a step of `seqs_per_step` sequences in M micro-batches of seqs_per_step / M
- * each runs forward and backward on each with the loss scaled by 1/M, adds their gradients in
- * order into a sum that starts at 0, and updates once from the sum; its loss is the mean of the
- * micro-batches' losses (the out-of-core pipeline accumulates the same way, so the two agree
- * bit for bit).
- * Evaluation (eval.h): with eval_paths, the held-out loss after each eval_every-th step's update
- * and after the last step, before that step's row is logged; it goes to the progress stream, to
- * the log's eval columns and to the result (the last one); the training itself is unchanged.
- * Loss masks (data.h): a micro-batch's loss is the mean cross-entropy over its targets that the
- * mask keeps, the gradient that mean's (backend.h); a masked target contributes nothing, and a
- * micro-batch whose targets are all masked has loss 0 and no gradient, counted as 0 in the
- * step's mean of micro-batch losses.
- * `steps` is the step count to reach: resuming from step k runs steps k+1..steps and produces
- * exactly the losses an uninterrupted run does. */
+/* trainer: the training loop every backend shares, and the pieces of it the out-of-core
+ * pipeline runs too (the learning rate, the initialisation, the log, the checkpoints' due
+ * steps), so the two train the same bits. Per step: a batch from the loader, forward and
+ * backward, the gradient norm over the optimizer's sub-groups, then AdamW sub-group by
+ * sub-group in the schedule's order. The numerics (warmup and cosine decay, clipping by the
+ * previous step's norm, loss scaling, micro-batches, evaluation, loss masks, resuming):
+ * ARCHITECTURE.md, "The training loop's numerics". */
 #ifndef FUYOU_TRAINER_H
 #define FUYOU_TRAINER_H
 
