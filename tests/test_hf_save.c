@@ -63,7 +63,7 @@ START_TEST(llama_config_reads_back)
         ck_assert_ptr_nonnull(mkdtemp(dir));
         snprintf(path, sizeof path, "%s/config.json", dir);
         Err e;
-        ck_assert_msg(hf_write_config(path, cases[i], NULL, &e) == 0, "%s", e.msg);
+        ck_assert_msg(hf_write_config(path, cases[i], DTYPE_FP32, NULL, &e) == 0, "%s", e.msg);
         ModelConfig back;
         ck_assert_msg(model_load(dir, &back, &e) == 0, "%s", e.msg);
         expect_same_model(cases[i], &back);
@@ -99,13 +99,13 @@ START_TEST(token_ids_from_the_source)
     snprintf(path, sizeof path, "%s/config.json", dir);
     snprintf(source, sizeof source, "%s/config.json", hf_fixture());
     Err e;
-    ck_assert_msg(hf_write_config(path, &fx, source, &e) == 0, "%s", e.msg);
+    ck_assert_msg(hf_write_config(path, &fx, DTYPE_FP32, source, &e) == 0, "%s", e.msg);
     json_t *cfg = hf_read_json(path);
     ck_assert_int_eq(json_integer_value(json_object_get(cfg, "bos_token_id")), 1);
     ck_assert_int_eq(json_integer_value(json_object_get(cfg, "eos_token_id")), 2);
     ck_assert_ptr_null(json_object_get(cfg, "pad_token_id")); /* the source has none */
     json_decref(cfg);
-    ck_assert_int_eq(hf_write_config(path, model_preset_find("gpt2-124m"), NULL, &e), 0);
+    ck_assert_int_eq(hf_write_config(path, model_preset_find("gpt2-124m"), DTYPE_FP32, NULL, &e), 0);
     cfg = hf_read_json(path);
     ck_assert_str_eq(str_of(cfg, "model_type"), "gpt2");
     ck_assert_int_eq(json_integer_value(json_object_get(cfg, "eos_token_id")), 50256);
@@ -133,13 +133,13 @@ START_TEST(shards_cut_as_huggingface_does)
     hf_fixture_model(&c, &l);
     float *p = some_params(&l);
     const uint64_t max = 3000; /* the embedding and the head (4096 bytes) alone */
-    int n = hf_shard_count(&l, max);
+    int n = hf_shard_count(&l, DTYPE_FP32, max);
     ck_assert_int_gt(n, 4);
-    ck_assert_int_eq(hf_shard_count(&l, 0), 1);
+    ck_assert_int_eq(hf_shard_count(&l, DTYPE_FP32, 0), 1);
     char dir[] = "/tmp/fuyou-hfs-XXXXXX", path[128];
     ck_assert_ptr_nonnull(mkdtemp(dir));
     Err e;
-    ck_assert_msg(hf_save_weights(dir, &l, p, max, &e) == 0, "%s", e.msg);
+    ck_assert_msg(hf_save_weights(dir, &l, p, DTYPE_FP32, max, &e) == 0, "%s", e.msg);
     snprintf(path, sizeof path, "%s/%s", dir, HF_SINGLE_FILE);
     ck_assert_int_ne(access(path, F_OK), 0);
     snprintf(path, sizeof path, "%s/%s", dir, HF_INDEX_FILE);
@@ -215,7 +215,7 @@ START_TEST(sharded_checkpoint_round_trip)
     CkptSaveOptions o = {.max_shard_bytes = 8000, .tokenizer_from = hf_fixture()};
     ck_assert_msg(ckpt_save_with(dir, &c, &l, p, m, v, &s, &o, &e) == 0, "%s", e.msg);
     snprintf(step, sizeof step, "%s/step-00000007", dir);
-    int n = hf_shard_count(&l, 8000);
+    int n = hf_shard_count(&l, DTYPE_FP32, 8000);
     ck_assert_int_gt(n, 2);
     snprintf(path, sizeof path, "%s/model-%05d-of-%05d.safetensors", step, n, n);
     ck_assert_int_eq(access(path, F_OK), 0);
@@ -239,14 +239,14 @@ START_TEST(sharded_checkpoint_round_trip)
     /* resuming reads state.json's model, not config.json: a GPT2Config there (as checkpoints
      * of Llama before this one had) still resumes, and --init-from refuses it */
     snprintf(path, sizeof path, "%s/config.json", step);
-    ck_assert_int_eq(hf_write_config(path, model_preset_find("gpt2-tiny"), NULL, &e), 0);
+    ck_assert_int_eq(hf_write_config(path, model_preset_find("gpt2-tiny"), DTYPE_FP32, NULL, &e), 0);
     memset(p2, 0, l.total * 4);
     ck_assert_msg(ckpt_load(dir, &c, &l, p2, m2, v2, &s2, &e) == 0, "%s", e.msg);
     ck_assert_int_eq(memcmp(p, p2, l.total * 4), 0);
     ck_assert_int_eq(ckpt_load_model(step, &c, &l, p2, &e), -EINVAL);
     tu_assert_contains(e.msg, "a model of the gpt2 family");
     snprintf(src, sizeof src, "%s/config.json", hf_fixture());
-    ck_assert_int_eq(hf_write_config(path, &c, src, &e), 0); /* as it was */
+    ck_assert_int_eq(hf_write_config(path, &c, DTYPE_FP32, src, &e), 0); /* as it was */
     /* --init-from the step folder and its index: bit for bit; its config the same model */
     memset(p2, 0, l.total * 4);
     ck_assert_msg(ckpt_load_model(step, &c, &l, p2, &e) == 0, "%s", e.msg);
@@ -297,7 +297,7 @@ START_TEST(resume_and_a_step_with_a_shard_missing)
     p[0] = 42; /* step 4's weights differ */
     ck_assert_int_eq(ckpt_save_with(dir, &c, &l, p, p, p, &s, &o, &e), 0);
     snprintf(path, sizeof path, "%s/step-00000004/model-00002-of-%05d.safetensors", dir,
-             hf_shard_count(&l, 8000));
+             hf_shard_count(&l, DTYPE_FP32, 8000));
     ck_assert_int_eq(unlink(path), 0);
     ck_assert_msg(ckpt_load(dir, &c, &l, q, q, q, &got, &e) == 0, "%s", e.msg);
     ck_assert_int_eq(got.step, 2);

@@ -528,7 +528,8 @@ static int end_segment(PipeRun *pr, int64_t step, int n, Err *e)
     }
     if (!trainer_save_due(o, step))
         return 0;
-    CkptSaveOptions so = {.tokenizer_from = o->init_from ? o->init_from : o->resume_dir};
+    TrainHparams hp;
+    CkptSaveOptions so = trainer_save_options(o, &hp);
     int rc = trainer_clear_old_checkpoints(o, &pr->cleared, e);
     StateRead sr = {.mem = &pp->mem, .cached = -1};
     HfSource src = {.get = read_state, .user = &sr};
@@ -608,6 +609,12 @@ int pipe_train(const TrainOptions *o, const Plan *plan, const PipeConfig *pc, Tr
     pp->prev_norm = pr.st.prev_grad_norm;
     r->first_step = pr.st.step + 1;
     pp->t0 = clock_monotonic_s();
+    if (!rc && o->steps == 0) { /* evaluate only: the weights as they were loaded */
+        EvalResult er;
+        rc = run_eval(&pr, &er, e);
+        if (!rc)
+            trainer_eval_done(o, pr.st.step, &er, r);
+    }
     for (int64_t step = pr.st.step + 1; !rc && step <= o->steps;) {
         int n = segment_len(&pr, step);
         rc = train_segment(&pr, step, n, e);

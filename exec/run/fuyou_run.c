@@ -54,6 +54,32 @@ static const char *data_label(const TrainOptions *o, char *buf, size_t n)
     return buf;
 }
 
+/* Where the weights come from, as the first line says it, into buf. */
+static const char *weights_source(const TrainOptions *o, char *buf, size_t n)
+{
+    if (o->resume_dir)
+        snprintf(buf, n, "resumed from %s", o->resume_dir);
+    else if (o->init_from)
+        snprintf(buf, n, "from the weights in %s", o->init_from);
+    else
+        snprintf(buf, n, "from random weights (seed %llu)", (unsigned long long)o->seed);
+    return buf;
+}
+
+/* Every hyperparameter the run trains with, once, as its checkpoints record them. */
+static void print_hparams(const TrainOptions *o)
+{
+    if (o->steps == 0)
+        return;
+    printf("hyperparameters: %lld steps, lr %g (warmup %d steps, cosine to %g x), AdamW betas "
+           "%g %g eps %g, weight decay %g, clip %g, seed %llu\n", (long long)o->steps, o->lr,
+           o->warmup, o->min_lr_ratio, o->beta1, o->beta2, o->eps, o->weight_decay, o->clip,
+           (unsigned long long)o->seed);
+    if (o->save_dir)
+        printf("checkpoints: %s, %s weights%s\n", o->save_dir, dtype_name(o->save_dtype),
+               o->save_weights_only ? " alone (not resumable)" : " and the training state");
+}
+
 /* The signal that asks the run to stop (SIGINT, SIGTERM): the trainers finish the step in
  * flight, save it with --save and end (trainer.h, TrainOptions.stop). A second one ends the
  * process at once, as it would have without the handler. */
@@ -167,23 +193,31 @@ static int train(const RunArgs *a, const Graph *g, const Plan *p, Err *e)
 {
     const TrainOptions *o = &a->train;
     const DeviceOps *dev = a->pipe.device;
-    char summary[640], label[4200];
-    printf("fuyou-run: %s (%lld parameters) on %s, batch %d x %d, on the %s device (%s)\n"
+    char summary[640], label[4200], from[4400];
+    printf("fuyou-run: %s (%lld parameters) %s, on %s, batch %d x %d, on the %s device (%s)\n"
            "plan: %s\n", o->model.name, (long long)model_param_count(&o->model),
-           data_label(o, label, sizeof label), o->seqs_per_step, o->seq, dev->name,
-           dev->on_host ? "fp32" : dtype_name(o->model.dtype),
+           weights_source(o, from, sizeof from), data_label(o, label, sizeof label),
+           o->seqs_per_step, o->seq, dev->name, dev->on_host ? "fp32" : dtype_name(o->model.dtype),
            plan_summary(p, g, summary, sizeof summary));
+    print_hparams(o);
     TrainResult r;
     PipeReport rep;
     int rc = pipe_train(o, p, &a->pipe, &r, &rep, e);
     free(r.losses);
     if (rc) /* a plan the budgets refuse is the user's to change: 2, as a usage error */
         return rep.budget_short ? 2 : exit_status(rc);
-    printf("fuyou-run: steps %lld..%lld, loss %.4f -> %.4f, %.0f tokens/s", (long long)r.first_step,
-           (long long)r.last_step, r.first_loss, r.last_loss, r.tokens_per_s);
-    if (r.eval_step)
+    if (o->steps == 0)
+        printf("fuyou-run: evaluated the weights of step %lld, no training: held-out loss %.4f "
+               "(perplexity %.3f)\n", (long long)r.first_step - 1, r.eval_loss,
+               r.eval_perplexity);
+    else
+        printf("fuyou-run: steps %lld..%lld, loss %.4f -> %.4f, %.0f tokens/s",
+               (long long)r.first_step, (long long)r.last_step, r.first_loss, r.last_loss,
+               r.tokens_per_s);
+    if (o->steps && r.eval_step)
         printf(", held-out loss %.4f (perplexity %.3f)", r.eval_loss, r.eval_perplexity);
-    printf("\n");
+    if (o->steps)
+        printf("\n");
     pipe_report_print(stdout, &rep);
     return 0;
 }

@@ -9,9 +9,11 @@
 #include <sys/stat.h>
 
 #include "backends.h"
+#include "checkpoint.h"
 #include "config.h"
 #include "gpt2_cpu.h"
 #include "graph.h"
+#include "hf_folder.h"
 #include "plan.h"
 #include "regfile.h"
 
@@ -24,8 +26,11 @@ void run_args_usage(FILE *out)
 "Trains or fine-tunes a decoder LLM, GPT-2's block or the Llama family's (Llama 3, Qwen2,\n"
 "Mistral). With no options: the tiny byte-level model on a text every Debian and Ubuntu\n"
 "system ships (%s), for 200 steps.\n"
-"Fine-tuning a Hugging Face model: --model and --init-from its folder, --data the tokens\n"
-"tools/prepare_data.py wrote with its tokenizer (README.md, \"Fine-tuning\").\n"
+"Fine-tuning a Hugging Face model: --model its folder (its weights load, as from_pretrained\n"
+"loads them), --data the tokens tools/prepare_data.py wrote with its tokenizer (README.md,\n"
+"\"Fine-tuning\"). Pretrained weights change the defaults to a fine-tune's: --lr 1e-5, warmup\n"
+"over a tenth of --steps, --seq the model's longest up to 1024. The first lines say where\n"
+"the weights come from and every hyperparameter the run uses.\n"
 "\n"
 "  --backend NAME        cpu (the fp32 reference; default), or cuda when built with it\n"
 "  --dtype T             cuda: bf16 (default); fp16 needs loss scaling, which the\n"
@@ -33,7 +38,11 @@ void run_args_usage(FILE *out)
 "  --loss-scale X        1 only (the executor does not scale losses yet; bf16 needs none)\n"
 "  --loss-scale-window N refused with any --loss-scale but 1\n"
 "  --model NAME|PATH     a preset (default gpt2-tiny; fuyou-sim --help lists them), a\n"
-"                        model ini, or a Hugging Face folder or its config.json\n"
+"                        model ini, or a Hugging Face folder or its config.json, whose\n"
+"                        weights are loaded (a folder without weights needs --init-from or\n"
+"                        --from-scratch)\n"
+"  --from-scratch        random weights (GPT-2's initialisation, --seed) for a --model\n"
+"                        folder that has weights; presets and model inis always start so\n"
 "  --data FILE|PATTERN   tokens: NumPy .npy (uint16, uint32), llm.c .bin (uint16 or\n"
 "                        uint32), nanoGPT uint16 .bin, or text (bytes: vocabulary 256 only);\n"
 "                        repeatable, concatenated in order; a quoted pattern ('d/*.npy') is\n"
@@ -42,18 +51,20 @@ void run_args_usage(FILE *out)
 "  --data-format F       auto (default), npy, llmc, u16, text\n"
 "  --eval-data FILE|PATTERN  held-out tokens (as --data, repeatable): their loss and\n"
 "                        perplexity after the last step, on the console and in --log's\n"
-"                        eval_loss and eval_ppl columns (in memory only, not --offload)\n"
+"                        eval_loss and eval_ppl columns; on every plan, streamed as\n"
+"                        training is; --steps 0 evaluates the weights alone\n"
 "  --eval-every K        evaluate after every K steps too\n"
 "  --eval-batches N      evaluate the first N batches of the held-out files (default all)\n"
 "  --steps N             the step count to reach (default 200, at most 1e9); with --resume,\n"
-"                        runs the rest\n"
+"                        runs the rest (default: the checkpoint's); 0: evaluate only\n"
 "  --batch B             sequences per step (default 8)\n"
 "  --micro-batches M     split each step's batch into M micro-batches, gradients accumulated\n"
 "                        (M divides B; default auto: 1 in memory, with --offload the fewest\n"
 "                        whose plan fits the budgets, as fuyou-sim picks)\n"
-"  --seq T               tokens per sequence (default 64)\n"
-"  --lr X                peak learning rate (default 3e-3)\n"
-"  --warmup N            linear warmup steps (default 20), then cosine decay\n"
+"  --seq T               tokens per sequence (default 64; fine-tuning: up to 1024)\n"
+"  --lr X                peak learning rate (default 3e-3; fine-tuning: 1e-5)\n"
+"  --warmup N            linear warmup steps (default 20; fine-tuning: --steps / 10), then\n"
+"                        cosine decay\n"
 "  --min-lr-ratio X      final learning rate over peak (default 0.1)\n"
 "  --weight-decay X      AdamW decoupled weight decay (default 0.1)\n"
 "  --beta1 X --beta2 X --eps X    AdamW (defaults 0.9, 0.95, 1e-8)\n"
@@ -62,14 +73,22 @@ void run_args_usage(FILE *out)
 "  --seed N              initialisation and data order (default 1337)\n"
 "  --subgroup N          optimizer sub-group size in blocks (default 1)\n"
 "  --tail N              blocks in the tail sub-group (default 1)\n"
-"  --save DIR            write checkpoints (safetensors, Hugging Face names) to DIR\n"
+"  --save DIR            write checkpoints to DIR: each step-N folder loads with\n"
+"                        from_pretrained (weights in the model's own dtype, bf16 for a\n"
+"                        bf16 model), beside the training state a resume needs (fp32\n"
+"                        master weights, AdamW moments, state.json)\n"
 "  --save-every K        every K steps as well as at the end\n"
+"  --save-total-limit N  keep the newest N step folders, removing older ones\n"
+"  --save-weights-only   the weights alone, no training state (a final export; not\n"
+"                        resumable): an 8B model's checkpoint is 16 GB, not 112\n"
 "  --overwrite           save into a --save DIR that holds another run's checkpoints:\n"
 "                        they are removed before the first save (without it, refused)\n"
-"  --resume DIR          continue from DIR's latest checkpoint, exactly\n"
-"  --init-from PATH      start from Hugging Face weights: a model folder (config.json checked\n"
-"                        against --model), its model.safetensors.index.json, or one\n"
-"                        .safetensors file; checkpoints carry its tokenizer files\n"
+"  --resume DIR          continue from DIR's latest checkpoint, exactly, with the\n"
+"                        hyperparameters it recorded unless given again\n"
+"  --init-from PATH      start from Hugging Face weights other than --model's folder: a\n"
+"                        model folder (config.json checked against --model), its\n"
+"                        model.safetensors.index.json, or one .safetensors file;\n"
+"                        checkpoints carry its tokenizer files\n"
 "  --log FILE            TSV: step loss lr grad_norm tokens_per_s loss_scale (and\n"
 "                        eval_loss eval_ppl with --eval-data)\n"
 "  --threads N           CPU threads (default: all)\n"
@@ -117,8 +136,8 @@ enum { O_BACKEND = 256, O_MODEL, O_DATA, O_FORMAT, O_EVAL, O_EVAL_EVERY, O_EVAL_
        O_STEPS, O_BATCH, O_SEQ, O_LR, O_WARMUP, O_MINLR, O_WD, O_B1, O_B2, O_EPS, O_CLIP, O_SEED,
        O_SUBGROUP, O_TAIL, O_SAVE,
        O_SAVE_EVERY, O_RESUME, O_INIT, O_LOG, O_THREADS, O_DTYPE, O_LSCALE, O_LWINDOW,
-       O_OVERWRITE, O_OFFLOAD, O_HW, O_GPUMEM, O_CPUMEM, O_SSDDIR, O_TRACE, O_CHROME, O_SEGMENT,
-       O_NICE, O_SWAP, O_PLAN };
+       O_OVERWRITE, O_FROM_SCRATCH, O_WEIGHTS_ONLY, O_TOTAL_LIMIT, O_OFFLOAD, O_HW, O_GPUMEM,
+       O_CPUMEM, O_SSDDIR, O_TRACE, O_CHROME, O_SEGMENT, O_NICE, O_SWAP, O_PLAN };
 
 static const struct option opts[] = {
     {"backend", 1, 0, O_BACKEND}, {"model", 1, 0, O_MODEL}, {"data", 1, 0, O_DATA},
@@ -131,6 +150,8 @@ static const struct option opts[] = {
     {"seed", 1, 0, O_SEED}, {"subgroup", 1, 0, O_SUBGROUP}, {"tail", 1, 0, O_TAIL},
     {"save", 1, 0, O_SAVE}, {"save-every", 1, 0, O_SAVE_EVERY}, {"resume", 1, 0, O_RESUME},
     {"overwrite", 0, 0, O_OVERWRITE}, {"swap", 1, 0, O_SWAP},
+    {"from-scratch", 0, 0, O_FROM_SCRATCH}, {"save-weights-only", 0, 0, O_WEIGHTS_ONLY},
+    {"save-total-limit", 1, 0, O_TOTAL_LIMIT},
     {"init-from", 1, 0, O_INIT}, {"log", 1, 0, O_LOG}, {"threads", 1, 0, O_THREADS},
     {"dtype", 1, 0, O_DTYPE}, {"loss-scale", 1, 0, O_LSCALE},
     {"loss-scale-window", 1, 0, O_LWINDOW}, {"offload", 0, 0, O_OFFLOAD},
@@ -150,9 +171,15 @@ static const struct option opts[] = {
 /* The options resolved after parsing, as given. */
 typedef struct Given {
     const char *backend, *model, *format, *dtype;
-    bool overwrite;
+    bool overwrite, from_scratch;
     bool eval_options;   /* --eval-every or --eval-batches */
+    bool set[O_PLAN - O_BACKEND + 1]; /* by option, whether the command line gave it */
 } Given;
+
+static bool given(const Given *gv, int option)
+{
+    return gv->set[option - O_BACKEND];
+}
 
 static int num(const char *opt, const char *s, double lo, double hi, double *out)
 {
@@ -204,7 +231,7 @@ static int take_train(RunArgs *a, Given *gv, int c, const char *v)
     case O_EVAL_BATCHES: bad = whole("--eval-batches", v, 1, 1e12, &x);
         o->eval_batches = (int64_t)x; gv->eval_options = true; break;
     case O_FORMAT: gv->format = v; break;
-    case O_STEPS: bad = whole("--steps", v, 1, TRAIN_MAX_STEPS, &x); o->steps = (int64_t)x;
+    case O_STEPS: bad = whole("--steps", v, 0, TRAIN_MAX_STEPS, &x); o->steps = (int64_t)x;
         break;
     case O_BATCH: bad = whole("--batch", v, 1, GRAPH_MAX_BATCH, &x); o->seqs_per_step = (int)x;
         break;
@@ -235,7 +262,12 @@ static int take_train(RunArgs *a, Given *gv, int c, const char *v)
     case O_LWINDOW: bad = whole("--loss-scale-window", v, 1, 1e9, &x);
         o->loss_scale_window = (int)x; break;
     case O_OVERWRITE: gv->overwrite = true; break;
+    case O_FROM_SCRATCH: gv->from_scratch = true; break;
+    case O_WEIGHTS_ONLY: o->save_weights_only = true; break;
+    case O_TOTAL_LIMIT: bad = whole("--save-total-limit", v, 1, INT_MAX, &x);
+        o->save_total_limit = (int)x; break;
     }
+    gv->set[c - O_BACKEND] = true;
     return bad;
 }
 
@@ -345,6 +377,98 @@ static int resolve_names(RunArgs *a, const Given *gv)
     return 0;
 }
 
+/* A fine-tune's defaults (the weights were trained already): a small peak rate, warmup over a
+ * tenth of the steps, and sequences as long as the model takes up to FINETUNE_SEQ. */
+#define FINETUNE_LR 1e-5f
+#define FINETUNE_SEQ 1024
+
+/* The options a resumed run does not give, from what its checkpoint recorded (the
+ * hyperparameters, the --steps scheduled over): a resume goes on as the run it continues. */
+static void resume_defaults(RunArgs *a, const Given *gv)
+{
+    TrainOptions *o = &a->train;
+    TrainHparams hp;
+    int64_t sched;
+    ckpt_read_hparams(o->resume_dir, &hp, &sched);
+    if (sched && !given(gv, O_STEPS))
+        o->steps = sched;
+    if (!hp.set)
+        return;
+    struct { int option; float *to; double from; } reals[] = {
+        {O_LR, &o->lr, hp.lr}, {O_MINLR, &o->min_lr_ratio, hp.min_lr_ratio},
+        {O_WD, &o->weight_decay, hp.weight_decay}, {O_B1, &o->beta1, hp.beta1},
+        {O_B2, &o->beta2, hp.beta2}, {O_EPS, &o->eps, hp.eps}, {O_CLIP, &o->clip, hp.clip}};
+    for (size_t i = 0; i < sizeof reals / sizeof *reals; i++)
+        if (!given(gv, reals[i].option))
+            *reals[i].to = (float)reals[i].from;
+    if (!given(gv, O_WARMUP))
+        o->warmup = (int)hp.warmup;
+    if (!given(gv, O_BATCH))
+        o->seqs_per_step = (int)hp.batch;
+    if (!given(gv, O_SEQ))
+        o->seq = (int)hp.seq;
+}
+
+/* Where the weights come from: --resume's checkpoint, --init-from's folder, the --model folder
+ * itself when it holds weights (as from_pretrained loads them), or random ones, which a
+ * Hugging Face folder must ask for (--from-scratch). Pretrained weights get a fine-tune's
+ * defaults; a resume its checkpoint's; the checkpoints' weights dtype is the source's. */
+static int resolve_weights(RunArgs *a, const Given *gv)
+{
+    TrainOptions *o = &a->train;
+    char folder[4096];
+    struct stat sb;
+    size_t len = strlen(gv->model);
+    /* model_load's reading of the name: a folder, or a config.json */
+    bool hf_model = (!stat(gv->model, &sb) && S_ISDIR(sb.st_mode)) ||
+                    (len >= 5 && !strcmp(gv->model + len - 5, ".json"));
+    hf_folder_of(gv->model, folder, sizeof folder);
+    if (gv->from_scratch && (o->init_from || o->resume_dir)) {
+        fprintf(stderr, "fuyou-run: --from-scratch and %s both say where the weights come "
+                "from; pick one\n", o->init_from ? "--init-from" : "--resume");
+        return -EINVAL;
+    }
+    if (hf_model && !gv->from_scratch && !o->init_from && !o->resume_dir) {
+        if (!hf_folder_has_weights(folder)) {
+            fprintf(stderr, "fuyou-run: --model %s: the folder has a config.json and no "
+                    "weights (%s or %s); give --init-from with them, or --from-scratch to "
+                    "train from random weights\n", gv->model, HF_SINGLE_FILE, HF_INDEX_FILE);
+            return -ENOENT;
+        }
+        o->init_from = strdup(folder);
+        if (!o->init_from)
+            return -ENOMEM;
+    }
+    o->save_dtype = o->model.dtype;
+    char source[4200];
+    DType d;
+    if (o->resume_dir) {
+        resume_defaults(a, gv);
+        FILE *f = NULL;
+        char name[64] = "";
+        snprintf(source, sizeof source, "%s/latest", o->resume_dir);
+        if ((f = fopen(source, "r"))) {
+            if (fgets(name, sizeof name, f))
+                name[strcspn(name, "\n")] = '\0';
+            fclose(f);
+        }
+        snprintf(source, sizeof source, "%s/%s", o->resume_dir, name);
+        if (name[0] && !hf_folder_dtype(source, &d))
+            o->save_dtype = d;
+    } else if (o->init_from) {
+        hf_folder_of(o->init_from, source, sizeof source);
+        if (source[0] && !hf_folder_dtype(source, &d))
+            o->save_dtype = d;
+        if (!given(gv, O_LR))
+            o->lr = FINETUNE_LR;
+        if (!given(gv, O_WARMUP))
+            o->warmup = (int)(o->steps / 10 > 0 ? o->steps / 10 : 1);
+        if (!given(gv, O_SEQ))
+            o->seq = o->model.max_seq < FINETUNE_SEQ ? o->model.max_seq : FINETUNE_SEQ;
+    }
+    return 0;
+}
+
 /* Whether two paths name the same existing directory. */
 static bool same_dir(const char *a, const char *b)
 {
@@ -422,6 +546,15 @@ static int check_together(RunArgs *a, const Given *gv)
         fprintf(stderr, "fuyou-run: --act and --swap both decide the activations; give one\n");
         return -EINVAL;
     }
+    if (o->steps == 0 && (!o->n_eval || (!o->init_from && !o->resume_dir))) {
+        fprintf(stderr, "fuyou-run: --steps 0 evaluates without training: it needs "
+                "--eval-data and weights (--model DIR, --init-from or --resume)\n");
+        return -EINVAL;
+    }
+    if (o->steps == 0 && o->save_dir) {
+        fprintf(stderr, "fuyou-run: --steps 0 trains nothing to save; leave --save out\n");
+        return -EINVAL;
+    }
     if (gv->eval_options && !o->n_eval) {
         fprintf(stderr, "fuyou-run: --eval-every and --eval-batches need --eval-data (the "
                 "held-out tokens)\n");
@@ -481,5 +614,7 @@ int run_args_parse(RunArgs *a, int argc, char **argv)
     if (!a->train.n_data)
         a->train.data_paths[a->train.n_data++] = default_data;
     rc = resolve_names(a, &gv);
+    if (!rc)
+        rc = resolve_weights(a, &gv);
     return rc ? rc : check_together(a, &gv);
 }

@@ -23,9 +23,10 @@
 enum { PATH_CAP = 4200, FILE_CAP = PATH_CAP + 64, NAME_CAP = 64 };
 
 /* What a step directory needs to be resumed from (config.json and the tokenizer files are for
- * Hugging Face only); the weights are model.safetensors or, sharded, its index (whose shards
- * the load checks). */
+ * Hugging Face only); the weights are master.safetensors, else (fp32 weights) model.safetensors
+ * or, sharded, its index (whose shards the load checks). */
 static const char *const step_files[] = {"state.json", HF_SINGLE_FILE, "optimizer.safetensors"};
+#define MASTER_FILE "master.safetensors"
 
 static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
 {
@@ -101,12 +102,22 @@ static int write_optimizer(const char *path, size_t n, const HfSource *src, Err 
 
 static json_t *model_json(const ModelConfig *c)
 {
-    return json_pack("{s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:b}", "name", c->name, "layers",
-                     c->n_layer, "hidden", c->d_model, "heads", c->n_head, "ffn", c->d_ff,
-                     "vocab", c->vocab, "max_seq", c->max_seq, "tied", c->tied);
+    return json_pack("{s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:b}", "name", c->name, "arch",
+                     arch_name(c->arch), "layers", c->n_layer, "hidden", c->d_model, "heads",
+                     c->n_head, "ffn", c->d_ff, "vocab", c->vocab, "max_seq", c->max_seq,
+                     "tied", c->tied);
 }
 
-static json_t *state_json(const ModelConfig *c, const TrainState *s)
+static json_t *hparams_json(const TrainHparams *h)
+{
+    return json_pack("{s:f, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:I}", "lr", h->lr,
+                     "warmup", (json_int_t)h->warmup, "min_lr_ratio", h->min_lr_ratio,
+                     "weight_decay", h->weight_decay, "beta1", h->beta1, "beta2", h->beta2,
+                     "eps", h->eps, "clip", h->clip, "batch", (json_int_t)h->batch, "seq",
+                     (json_int_t)h->seq);
+}
+
+static json_t *state_json(const ModelConfig *c, const TrainState *s, const CkptSaveOptions *o)
 {
     json_t *root = json_pack("{s:I, s:I, s:I, s:I, s:f, s:f, s:I, s:I, s:o}", "step",
                              (json_int_t)s->step, "loader_epoch", (json_int_t)s->epoch,
@@ -122,6 +133,13 @@ static json_t *state_json(const ModelConfig *c, const TrainState *s)
                                                     (json_int_t)s->data.tokens, "crc32c", crc));
     if (root && s->sched_steps > 0)
         json_object_set_new(root, "schedule_steps", json_integer((json_int_t)s->sched_steps));
+    if (root && o && o->hp)
+        json_object_set_new(root, "hyperparameters", hparams_json(o->hp));
+    if (root) {
+        json_object_set_new(root, "weights_dtype",
+                            json_string(hf_torch_dtype(o ? o->weights_dtype : DTYPE_FP32)));
+        json_object_set_new(root, "weights_only", json_boolean(o && o->weights_only));
+    }
     return root;
 }
 
@@ -151,9 +169,10 @@ static int write_hf_files(const char *dir, const ModelConfig *c, const ModelLayo
     source_folder(o, src, sizeof src);
     snprintf(file, sizeof file, "%s/config.json", dir);
     snprintf(config, sizeof config, "%s/config.json", src);
-    int rc = hf_write_config(file, c, src[0] ? config : NULL, e);
+    DType dtype = o ? o->weights_dtype : DTYPE_FP32;
+    int rc = hf_write_config(file, c, dtype, src[0] ? config : NULL, e);
     if (!rc)
-        rc = hf_save_weights_from(dir, l, src_state, o ? o->max_shard_bytes : 0, e);
+        rc = hf_save_weights_from(dir, l, src_state, dtype, o ? o->max_shard_bytes : 0, e);
     if (!rc && src[0])
         rc = hf_copy_tokenizer(src, dir, e);
     return rc;
@@ -164,13 +183,17 @@ static int write_step_files(const char *dir, const ModelConfig *c, const ModelLa
                             Err *e)
 {
     char file[FILE_CAP];
+    bool state = !(o && o->weights_only);
     int rc = write_hf_files(dir, c, l, src, o, e);
+    snprintf(file, sizeof file, "%s/%s", dir, MASTER_FILE);
+    if (!rc && state && o && o->weights_dtype != DTYPE_FP32)
+        rc = hf_save_tensors(file, l, src, e);
     snprintf(file, sizeof file, "%s/optimizer.safetensors", dir);
-    if (!rc)
+    if (!rc && state)
         rc = write_optimizer(file, l->total, src, e);
     snprintf(file, sizeof file, "%s/state.json", dir);
     if (!rc) /* 17 digits: the norm and the scale come back exactly */
-        rc = hf_write_json(file, state_json(c, s), 17, e);
+        rc = hf_write_json(file, state_json(c, s, o), 17, e);
     return rc;
 }
 
@@ -185,6 +208,25 @@ static int write_latest(const char *dir, const char *name, Err *e)
     int rc = hf_write_text(tmp, text, e);
     if (!rc && rename(tmp, latest))
         rc = err_set(e, -errno, "%s: rename: %s", latest, strerror(errno));
+    return rc ? rc : sync_dir(dir, e);
+}
+
+static int list_steps(const char *dir, int64_t **steps, int *n, Err *e);
+
+/* Removes dir's step directories but the newest keep (latest names the newest, just saved). */
+static int keep_newest(const char *dir, int keep, Err *e)
+{
+    int64_t *steps;
+    int n, rc = list_steps(dir, &steps, &n, e);
+    for (int i = keep; !rc && i < n; i++) {
+        char name[NAME_CAP], path[PATH_CAP];
+        step_name(name, sizeof name, steps[i]);
+        snprintf(path, sizeof path, "%s/%s", dir, name);
+        if (remove_tree(path))
+            rc = err_set(e, -EIO, "%s: cannot remove (--save-total-limit %d): %s", path, keep,
+                         strerror(errno));
+    }
+    free(steps);
     return rc ? rc : sync_dir(dir, e);
 }
 
@@ -226,7 +268,9 @@ int ckpt_save_from(const char *dir, const ModelConfig *c, const ModelLayout *l,
     if (rename(tmp, final))
         return err_set(e, -errno, "%s: rename: %s", final, strerror(errno));
     rc = sync_dir(dir, e); /* the step directory is in place before latest names it */
-    return rc ? rc : write_latest(dir, name, e);
+    if (!rc)
+        rc = write_latest(dir, name, e);
+    return rc || !o || o->keep_last <= 0 ? rc : keep_newest(dir, o->keep_last, e);
 }
 
 static int newest_first(const void *pa, const void *pb)
@@ -380,6 +424,12 @@ static int check_range(const char *path, const char *key, json_int_t v, json_int
 static int check_model(const char *path, json_t *model, const ModelConfig *c, Err *e)
 {
     int layers, hidden, heads, ffn, vocab, max_seq, tied;
+    const char *arch = NULL; /* absent from older checkpoints */
+    json_unpack(model, "{s?s}", "arch", &arch);
+    if (arch && strcmp(arch, arch_name(c->arch)))
+        return err_set(e, -EINVAL, "%s: the checkpoint is of a %s model; this run's %s is %s: "
+                       "give the --model it was trained with", path, arch, c->name,
+                       arch_name(c->arch));
     if (json_unpack(model, "{s:i, s:i, s:i, s:i, s:i, s:i, s:b}", "layers", &layers, "hidden",
                     &hidden, "heads", &heads, "ffn", &ffn, "vocab", &vocab, "max_seq", &max_seq,
                     "tied", &tied))
@@ -461,6 +511,12 @@ static int read_state(const char *path, const ModelConfig *c, TrainState *s, Err
                     "schedule_steps", &sched))
         rc = err_set(e, -EINVAL, "%s: missing or malformed fields (step, loader_epoch, "
                      "loader_index, seed, prev_grad_norm, model)", path);
+    int weights_only = 0;
+    json_unpack(root, "{s?b}", "weights_only", &weights_only);
+    if (!rc && weights_only)
+        rc = err_set(e, -EINVAL, "%s: saved with --save-weights-only, it holds the weights and "
+                     "no training state to resume; fine-tune from its folder (--model) instead",
+                     path);
     if (!rc)
         rc = check_model(path, model, c, e);
     TrainState got = {.step = step, .epoch = epoch, .index = index, .seed = (uint64_t)seed,
@@ -514,6 +570,39 @@ static const char *missing_file(const char *dir, const char *name)
     return NULL;
 }
 
+/* The hyperparameters object of state.json (absent: h->set false). */
+static void read_hparams(json_t *root, TrainHparams *h)
+{
+    json_int_t warmup, batch, seq;
+    *h = (TrainHparams){0};
+    json_t *o = json_object_get(root, "hyperparameters");
+    if (!o || json_unpack(o, "{s:F, s:I, s:F, s:F, s:F, s:F, s:F, s:F, s:I, s:I}", "lr", &h->lr,
+                          "warmup", &warmup, "min_lr_ratio", &h->min_lr_ratio, "weight_decay",
+                          &h->weight_decay, "beta1", &h->beta1, "beta2", &h->beta2, "eps",
+                          &h->eps, "clip", &h->clip, "batch", &batch, "seq", &seq))
+        return;
+    h->warmup = warmup, h->batch = batch, h->seq = seq;
+    h->set = true;
+}
+
+int ckpt_read_hparams(const char *dir, TrainHparams *hp, int64_t *sched_steps)
+{
+    char name[NAME_CAP], path[PATH_CAP];
+    *hp = (TrainHparams){0};
+    *sched_steps = 0;
+    if (read_latest(dir, name, sizeof name, NULL))
+        return 0;
+    snprintf(path, sizeof path, "%s/%s/state.json", dir, name);
+    json_t *root = json_load_file(path, 0, NULL);
+    json_int_t sched = 0;
+    if (root && !json_unpack(root, "{s?I}", "schedule_steps", &sched) && sched > 0)
+        *sched_steps = sched;
+    if (root)
+        read_hparams(root, hp);
+    json_decref(root);
+    return 0;
+}
+
 /* A step's data into flat arrays (ckpt_load's CkptStepLoad). */
 typedef struct FlatLoad {
     const ModelConfig *c;
@@ -521,15 +610,37 @@ typedef struct FlatLoad {
     float *params, *m, *v;
 } FlatLoad;
 
+/* Where a step directory's fp32 master weights are, into path: master.safetensors, else the
+ * folder's own weights when they are fp32 (state.json's weights_dtype float32, or absent: a
+ * checkpoint from before it). 0, or -ENOENT with e (weights of another dtype, no master). */
+static int master_path(const char *step_dir, char *path, size_t n, Err *e)
+{
+    snprintf(path, n, "%s/%s", step_dir, MASTER_FILE);
+    if (regular_file(path))
+        return 0;
+    snprintf(path, n, "%s/state.json", step_dir);
+    json_t *root = json_load_file(path, 0, NULL);
+    const char *dt = NULL;
+    json_unpack(root, "{s?s}", "weights_dtype", &dt);
+    bool fp32 = !dt || !strcmp(dt, "float32");
+    int rc = fp32 ? 0 : err_set(e, -ENOENT, "%s has %s weights and no %s (the fp32 master "
+                                "weights a resume needs)", step_dir, dt, MASTER_FILE);
+    json_decref(root);
+    snprintf(path, n, "%s", step_dir);
+    return rc;
+}
+
 static int load_flat(void *user, const char *step_dir, Err *e)
 {
     const FlatLoad *f = user;
     char path[PATH_CAP];
-    /* the folder: one file or shards; state.json, checked before, describes the model, so its
+    /* the master weights: state.json, checked before, describes the model, so the folder's
      * config.json (Hugging Face's) is not read: a user may edit it, older ones are GPT2Config
      * whatever the family */
     HfSink flat = hf_sink_flat(f->params);
-    int rc = hf_load_weights(step_dir, f->c, f->l, &flat, e);
+    int rc = master_path(step_dir, path, sizeof path, e);
+    if (!rc)
+        rc = hf_load_weights(path, f->c, f->l, &flat, e);
     snprintf(path, sizeof path, "%s/optimizer.safetensors", step_dir);
     return rc ? rc : load_optimizer(path, f->l, f->m, f->v, e);
 }
@@ -541,6 +652,18 @@ static int step_state(const char *dir, const char *name, const ModelConfig *c, T
     char path[PATH_CAP];
     snprintf(path, sizeof path, "%s/%s/state.json", dir, name);
     return read_state(path, c, s, e);
+}
+
+/* Whether dir/name's state.json says it was saved with the weights alone. */
+static bool weights_only_step(const char *dir, const char *name)
+{
+    char path[PATH_CAP];
+    snprintf(path, sizeof path, "%s/%s/state.json", dir, name);
+    json_t *root = json_load_file(path, 0, NULL);
+    int only = 0;
+    json_unpack(root, "{s?b}", "weights_only", &only);
+    json_decref(root);
+    return only;
 }
 
 /* dir/name's model and optimizer, put by load. */
@@ -580,8 +703,10 @@ int ckpt_reader_open(CkptReader **out, const char *step_dir, const ModelConfig *
     if (!r)
         return err_set(e, -ENOMEM, "out of memory");
     char path[PATH_CAP];
+    int rc = master_path(step_dir, path, sizeof path, e);
+    if (!rc)
+        rc = hf_reader_open_weights(&r->weights, path, c, l, e);
     snprintf(path, sizeof path, "%s/optimizer.safetensors", step_dir);
-    int rc = hf_reader_open_weights(&r->weights, step_dir, c, l, e);
     if (!rc)
         rc = st_open(&r->opt, path, e);
     else
@@ -743,6 +868,8 @@ int ckpt_load_with(const char *dir, const ModelConfig *c, CkptStepLoad load, voi
     int rc = read_latest(dir, name, sizeof name, &el);
     if (rc && rc != -ENOENT)
         return err_set(e, rc, "%s", el.msg);
+    if (!rc && weights_only_step(dir, name)) /* no training state: say so, not "damaged" */
+        return step_state(dir, name, c, &(TrainState){0}, e);
     const char *lacks = rc ? NULL : missing_file(dir, name);
     if (rc)
         snprintf(why, sizeof why, "%s", el.msg);

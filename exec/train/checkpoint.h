@@ -1,38 +1,38 @@
 /* checkpoint: training checkpoints a Hugging Face user can read, and exact resumption.
  *
- * DIR/step-00000010/ is a Hugging Face model folder (hf_save.h): config.json for the family
- * (GPT2Config, LlamaConfig or Qwen2Config, so AutoModelForCausalLM.from_pretrained(step_dir)
- * loads it), the fp32 weights with the family's Hugging Face names (layout.h) in
- * model.safetensors or, above the shard size, in model-0000K-of-0000N.safetensors with
- * model.safetensors.index.json, and the tokenizer files of the folder the run started from.
- * Beside them optimizer.safetensors (AdamW m and v in fuyou's flat layout) and state.json (step,
- * loader position, seed, the previous step's gradient norm, the loss scale, the model's shape,
- * the training data's fingerprint as "data": {"files", "tokens", "crc32c": 8 hex digits},
- * absent from older checkpoints). The weights file holds the fp32 master weights, so a resumed
- * run continues bit for bit. Every safetensors file carries a CRC-32C per tensor
- * (safetensors.h), checked on every load. A checkpoint is written under a temporary name,
- * synced and renamed, the directory synced, and only then does
- * DIR/latest name it (a synced temporary file renamed over it, the directory synced again): a
- * crash never leaves a half-written checkpoint as the latest.
+ * DIR/step-00000010/ is a Hugging Face model folder (hf_save.h): config.json for the family,
+ * the weights in the model's own dtype (CkptSaveOptions.weights_dtype: bf16 for a bf16 model)
+ * with the family's Hugging Face names, sharded above the shard size, and the tokenizer files
+ * of the folder the run started from, so that from_pretrained(step_dir) loads it. Beside them
+ * the training state, needed only to resume: master.safetensors (the fp32 master weights, so a
+ * resumed run continues bit for bit; absent when the weights are fp32 themselves),
+ * optimizer.safetensors (AdamW m and v in fuyou's flat layout) and state.json (step, loader
+ * position, seed, the previous step's norm, the model's family and shape, the data's
+ * fingerprint, the hyperparameters). A weights-only checkpoint (--save-weights-only) has
+ * config.json, the weights, the tokenizer and a state.json that says so; it is not resumed.
+ * Every safetensors file carries a CRC-32C per tensor (safetensors.h), checked on every load.
+ * A checkpoint is written under a temporary name, synced and renamed, the directory synced,
+ * and only then does DIR/latest name it (a synced temporary file renamed over it, the
+ * directory synced again): a crash never leaves a half-written checkpoint as the latest. With
+ * keep_last, older step directories beyond that many are removed after latest names the new
+ * one (HF Trainer's save_total_limit).
  *
  * Resuming reads the checkpoint DIR/latest names. When latest is missing or empty, names a
- * step directory without all three training files, or one whose weights or optimizer states do
- * not load (a checksum wrong, a file cut short), it resumes from the newest step directory
- * that loads completely (files there, checksums right, state valid), says so on stderr in one
- * line naming both, and says which other ones it skipped and why. The state.json of the step
- * latest names is not fallen back from: a state that does not fit this run (another model, a
- * number out of range) is no damage, and the older steps share it. state.json is checked
- * against the model (layers, hidden, heads, ffn, vocab, max_seq, tied) and every number
- * against its range; config.json is Hugging Face's and not read on resume (hf_load_weights).
+ * step directory without its training files, or one whose weights or optimizer states do not
+ * load (a checksum wrong, a file cut short), it resumes from the newest step directory that
+ * loads completely, says so on stderr in one line naming both, and says which other ones it
+ * skipped and why. The state.json of the step latest names is not fallen back from: a state
+ * that does not fit this run (another model, a number out of range) is no damage, and the
+ * older steps share it. state.json is checked against the model (family, layers, hidden,
+ * heads, ffn, vocab, max_seq, tied) and every number against its range; config.json is
+ * Hugging Face's and not read on resume.
  *
  * A run holds its save directory for its lifetime (ckpt_lock_dir), so two runs never write
  * into one: the second is refused, naming the first's program and pid.
  *
- * Loading a model (--init-from) takes what a Hugging Face user has: a folder, its
- * model.safetensors.index.json, or one .safetensors file (hf_folder.h, hf_load: GPT-2's names
- * with or without "transformer.", F32, F16 or BF16 data, a folder's config.json checked against
- * the model). Anything that does not match the model, and any damaged file, is one clear error
- * naming the file and the tensor or key (-EINVAL, -ENOENT for a missing file). */
+ * Loading a model (--init-from) takes what a Hugging Face user has (hf_folder.h). Anything
+ * that does not match the model, and any damaged file, is one clear error naming the file and
+ * the tensor or key (-EINVAL, -ENOENT for a missing file). */
 #ifndef FUYOU_CHECKPOINT_H
 #define FUYOU_CHECKPOINT_H
 
@@ -56,12 +56,31 @@ typedef struct TrainState {
                                recorded, an older checkpoint) */
 } TrainState;
 
+/* The hyperparameters a run trains with, recorded in state.json ("hyperparameters") so that
+ * a resumed run goes on with those its command line does not give (run_args.c). */
+typedef struct TrainHparams {
+    bool set;               /* false: not recorded (a checkpoint from before them) */
+    double lr, min_lr_ratio, weight_decay, beta1, beta2, eps, clip;
+    int64_t warmup, batch, seq;
+} TrainHparams;
+
+/* What a checkpoint directory's latest step records of the run that wrote it: its
+ * hyperparameters (hp->set false when it has none) and the --steps its schedule ran over (0:
+ * not recorded), read from DIR/latest's state.json. A directory with no readable latest has
+ * neither: 0 all the same (the resume itself reports what is wrong). */
+int ckpt_read_hparams(const char *dir, TrainHparams *hp, int64_t *sched_steps);
+
 /* The most steps a checkpoint may record: AdamW counts its steps in an int. */
 #define CKPT_STEP_MAX ((int64_t)INT32_MAX - 1)
 
 /* How a checkpoint is written beyond what ckpt_save's arguments say. */
 typedef struct CkptSaveOptions {
     uint64_t max_shard_bytes;   /* weights above it go in shards; 0: HF_MAX_SHARD_BYTES (5 GB) */
+    DType weights_dtype;        /* of the Hugging Face weights (0: fp32, which are the master
+                                   weights then: no master.safetensors) */
+    bool weights_only;          /* no training state: a final export, not resumed */
+    int keep_last;              /* step directories kept, the newest (0: all) */
+    const TrainHparams *hp;     /* recorded in state.json; NULL: none */
     const char *tokenizer_from; /* where the model came from (--init-from's path, or a --resume
                                    directory: its latest step), whose tokenizer files and
                                    config token ids the checkpoint carries; NULL: none */

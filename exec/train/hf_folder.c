@@ -129,6 +129,73 @@ void hf_folder_of(const char *path, char *dir, size_t n)
         dir[0] = '\0';
 }
 
+bool hf_folder_has_weights(const char *dir)
+{
+    char path[FILE_CAP];
+    snprintf(path, sizeof path, "%s/%s", dir, HF_SINGLE_FILE);
+    if (is_file(path))
+        return true;
+    snprintf(path, sizeof path, "%s/%s", dir, HF_INDEX_FILE);
+    return is_file(path);
+}
+
+/* A torch dtype's name ("bfloat16", "torch.bfloat16") or a safetensors one ("BF16"). */
+static int dtype_named(const char *s, DType *out)
+{
+    if (s && !strncmp(s, "torch.", 6))
+        s += 6;
+    if (!s)
+        return -ENOENT;
+    if (!strcmp(s, "bfloat16") || !strcmp(s, "BF16"))
+        *out = DTYPE_BF16;
+    else if (!strcmp(s, "float16") || !strcmp(s, "F16"))
+        *out = DTYPE_FP16;
+    else if (!strcmp(s, "float32") || !strcmp(s, "F32"))
+        *out = DTYPE_FP32;
+    else
+        return -ENOENT;
+    return 0;
+}
+
+int hf_folder_dtype(const char *dir, DType *out)
+{
+    char path[FILE_CAP];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    json_t *root = json_load_file(path, 0, NULL);
+    const char *name = NULL;
+    if (json_unpack(root, "{s:s}", "torch_dtype", &name))
+        json_unpack(root, "{s:s}", "dtype", &name); /* transformers 5's key */
+    int rc = dtype_named(name, out);
+    json_decref(root);
+    if (!rc)
+        return 0;
+    /* no config says: the first tensor's, in the single file or the first shard listed */
+    StFile st;
+    snprintf(path, sizeof path, "%s/%s", dir, HF_SINGLE_FILE);
+    if (!is_file(path)) {
+        char index[FILE_CAP];
+        snprintf(index, sizeof index, "%s/%s", dir, HF_INDEX_FILE);
+        json_t *ix = json_load_file(index, 0, NULL);
+        json_t *map = json_object_get(ix, "weight_map");
+        const char *key;
+        json_t *v;
+        path[0] = '\0';
+        json_object_foreach(map, key, v) {
+            if (json_is_string(v)) {
+                snprintf(path, sizeof path, "%s/%s", dir, json_string_value(v));
+                break;
+            }
+        }
+        json_decref(ix);
+    }
+    Err e;
+    if (!path[0] || st_open(&st, path, &e))
+        return -ENOENT;
+    rc = st.n > 0 ? dtype_named(st.t[0].dtype, out) : -ENOENT;
+    st_close(&st);
+    return rc;
+}
+
 static int resolve(const char *path, Source *s, Err *e)
 {
     memset(s, 0, sizeof *s);

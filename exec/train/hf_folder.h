@@ -17,6 +17,7 @@
 #ifndef FUYOU_HF_FOLDER_H
 #define FUYOU_HF_FOLDER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -91,6 +92,12 @@ int hf_check_config(const char *path, const ModelConfig *c, Err *e);
  * folder, the folder of an index or a config.json, the folder of a .safetensors file when a
  * config.json lies beside it; else "" (a lone file). */
 void hf_folder_of(const char *path, char *dir, size_t n);
+
+/* Whether the folder dir holds weights: model.safetensors or model.safetensors.index.json. */
+bool hf_folder_has_weights(const char *dir);
+/* The dtype the folder dir's weights are stored in: config.json's torch_dtype (or
+ * transformers 5's dtype), else its first tensor's. 0, or -ENOENT when neither says. */
+int hf_folder_dtype(const char *dir, DType *out);
 
 /* The shape t has in a Hugging Face file (Conv1D weights transposed): its dims into shape,
  * their count (1 or 2) returned. */

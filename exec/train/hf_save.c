@@ -137,9 +137,22 @@ static void carry_token_ids(json_t *root, const char *source)
     json_decref(src);
 }
 
-int hf_write_config(const char *path, const ModelConfig *c, const char *source, Err *e)
+const char *hf_torch_dtype(DType d)
+{
+    return d == DTYPE_BF16 ? "bfloat16" : d == DTYPE_FP16 ? "float16" : "float32";
+}
+
+const char *hf_st_dtype(DType d)
+{
+    return d == DTYPE_BF16 ? "BF16" : d == DTYPE_FP16 ? "F16" : "F32";
+}
+
+int hf_write_config(const char *path, const ModelConfig *c, DType dtype, const char *source,
+                    Err *e)
 {
     json_t *root = c->arch == ARCH_LLAMA ? llama_config_json(c) : gpt2_config_json(c);
+    if (root)
+        json_object_set_new(root, "torch_dtype", json_string(hf_torch_dtype(dtype)));
     carry_token_ids(root, source);
     const RopeScaling *r = &c->rope_scaling;
     double reals[] = {model_norm_eps(c), model_rope_theta(c), r->factor, r->low_freq_factor,
@@ -149,13 +162,14 @@ int hf_write_config(const char *path, const ModelConfig *c, const char *source, 
 
 /* ---- Writing the weights ---- */
 
-/* The layout's tensors into shards: first[k] is shard k's first tensor (first[n] = l->n). */
-static int cut_shards(const ModelLayout *l, uint64_t max_bytes, int *first)
+/* The layout's tensors into shards of values of esize bytes: first[k] is shard k's first
+ * tensor (first[n] = l->n). */
+static int cut_shards(const ModelLayout *l, size_t esize, uint64_t max_bytes, int *first)
 {
     int n = 0;
     uint64_t bytes = 0;
     for (int i = 0; i < l->n; i++) {
-        uint64_t b = 4 * (uint64_t)l->t[i].numel;
+        uint64_t b = esize * (uint64_t)l->t[i].numel;
         if (i == 0 || (bytes > 0 && bytes + b > max_bytes)) {
             if (first)
                 first[n] = i;
@@ -169,9 +183,10 @@ static int cut_shards(const ModelLayout *l, uint64_t max_bytes, int *first)
     return n;
 }
 
-int hf_shard_count(const ModelLayout *l, uint64_t max_shard_bytes)
+int hf_shard_count(const ModelLayout *l, DType dtype, uint64_t max_shard_bytes)
 {
-    return cut_shards(l, max_shard_bytes ? max_shard_bytes : HF_MAX_SHARD_BYTES, NULL);
+    return cut_shards(l, dtype_bytes(dtype), max_shard_bytes ? max_shard_bytes
+                                                             : HF_MAX_SHARD_BYTES, NULL);
 }
 
 static int flat_get(void *user, HfPart part, size_t begin, size_t n, float *dst, Err *e)
@@ -220,16 +235,16 @@ static int pull_tensor(void *user, int i, size_t at, size_t n, float *dst, Err *
     return 0;
 }
 
-/* Tensors [first, last) of l into one safetensors file at path. */
-static int write_shard(const char *path, const ModelLayout *l, const HfSource *src, int first,
-                       int last, Err *e)
+/* Tensors [first, last) of l into one safetensors file at path, stored as dtype. */
+static int write_shard(const char *path, const ModelLayout *l, const HfSource *src, DType dtype,
+                       int first, int last, Err *e)
 {
     size_t chunk = HF_SAVE_CHUNK;
     for (int i = first; i < last; i++) /* a Conv1D weight goes whole */
         if (l->t[i].conv1d && l->t[i].numel > chunk)
             chunk = l->t[i].numel;
     StWriter w;
-    int rc = st_writer_begin(&w, path, e);
+    int rc = st_writer_begin_as(&w, path, hf_st_dtype(dtype), e);
     for (int i = first; !rc && i < last; i++) {
         int64_t shape[2];
         int nd = hf_file_shape(&l->t[i], shape);
@@ -246,7 +261,8 @@ static int write_shard(const char *path, const ModelLayout *l, const HfSource *s
 
 /* model.safetensors.index.json for the shards first[] cut: total_size and each tensor's shard,
  * keys sorted as transformers writes them. */
-static int write_index(const char *dir, const ModelLayout *l, const int *first, int n, Err *e)
+static int write_index(const char *dir, const ModelLayout *l, size_t esize, const int *first,
+                       int n, Err *e)
 {
     char path[PATH_CAP], shard[SHARD_NAME_CAP];
     json_t *map = json_object();
@@ -255,7 +271,7 @@ static int write_index(const char *dir, const ModelLayout *l, const int *first, 
         snprintf(shard, sizeof shard, "model-%05d-of-%05d.safetensors", k + 1, n);
         for (int i = first[k]; i < first[k + 1]; i++) {
             json_object_set_new(map, l->t[i].name, json_string(shard));
-            total += 4 * (uint64_t)l->t[i].numel;
+            total += esize * (uint64_t)l->t[i].numel;
         }
     }
     json_t *root = map ? json_pack("{s:{s:I}, s:o}", "metadata", "total_size",
@@ -264,23 +280,29 @@ static int write_index(const char *dir, const ModelLayout *l, const int *first, 
     return write_json_flags(path, root, JSON_INDENT(2) | JSON_SORT_KEYS, e);
 }
 
-int hf_save_weights(const char *dir, const ModelLayout *l, const float *params,
+int hf_save_weights(const char *dir, const ModelLayout *l, const float *params, DType dtype,
                     uint64_t max_shard_bytes, Err *e)
 {
     HfFlat f = {{params, NULL, NULL}};
     HfSource src = hf_source_flat(&f);
-    return hf_save_weights_from(dir, l, &src, max_shard_bytes, e);
+    return hf_save_weights_from(dir, l, &src, dtype, max_shard_bytes, e);
+}
+
+int hf_save_tensors(const char *path, const ModelLayout *l, const HfSource *src, Err *e)
+{
+    return write_shard(path, l, src, DTYPE_FP32, 0, l->n, e);
 }
 
 int hf_save_weights_from(const char *dir, const ModelLayout *l, const HfSource *src,
-                         uint64_t max_shard_bytes, Err *e)
+                         DType dtype, uint64_t max_shard_bytes, Err *e)
 {
     uint64_t max = max_shard_bytes ? max_shard_bytes : HF_MAX_SHARD_BYTES;
-    int n = cut_shards(l, max, NULL);
+    size_t esize = dtype_bytes(dtype);
+    int n = cut_shards(l, esize, max, NULL);
     int *first = malloc((size_t)(n + 1) * sizeof *first);
     if (!first)
         return err_set(e, -ENOMEM, "out of memory writing %s", dir);
-    cut_shards(l, max, first);
+    cut_shards(l, esize, max, first);
     char path[PATH_CAP];
     int rc = 0;
     for (int k = 0; !rc && k < n; k++) {
@@ -288,10 +310,10 @@ int hf_save_weights_from(const char *dir, const ModelLayout *l, const HfSource *
             snprintf(path, sizeof path, "%s/%s", dir, HF_SINGLE_FILE);
         else
             snprintf(path, sizeof path, "%s/model-%05d-of-%05d.safetensors", dir, k + 1, n);
-        rc = write_shard(path, l, src, first[k], first[k + 1], e);
+        rc = write_shard(path, l, src, dtype, first[k], first[k + 1], e);
     }
     if (!rc && n > 1)
-        rc = write_index(dir, l, first, n, e);
+        rc = write_index(dir, l, esize, first, n, e);
     free(first);
     return rc;
 }

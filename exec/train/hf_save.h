@@ -9,10 +9,10 @@
  * alone in its shard; each tensor whole in one shard), and the tokenizer files copied from the
  * folder the model came from.
  *
- * The weights are fp32, whatever the training dtype: they are the master weights a resumed run
- * reads back bit for bit (checkpoint.h; the optimizer file holds only Adam's m and v), and
- * transformers loads fp32 weights into a bf16 model when asked (torch_dtype=torch.bfloat16). A
- * bf16 model.safetensors would halve the file but lose the low bits Adam updates. */
+ * The weights are stored in the dtype asked (the model's own: bf16 for a bf16 model, rounded
+ * to nearest even from the fp32 master weights), and config.json's torch_dtype says it; the
+ * fp32 master weights a resumed run needs go in a file of their own (hf_save_tensors,
+ * checkpoint.h). */
 #ifndef FUYOU_HF_SAVE_H
 #define FUYOU_HF_SAVE_H
 
@@ -20,6 +20,7 @@
 
 #include "fuyou_err.h"
 #include "layout.h"
+#include "model.h"
 
 /* transformers' default max_shard_size, "5GB" (10^9 bytes a GB, as it counts) */
 #define HF_MAX_SHARD_BYTES ((uint64_t)5000000000)
@@ -28,17 +29,22 @@
  * c has q/k/v biases) for Llama: hidden_size, intermediate_size, num_hidden_layers,
  * num_attention_heads, num_key_value_heads, vocab_size, max_position_embeddings, rms_norm_eps,
  * rope_theta, rope_scaling (llama3's fields when set, else null), tie_word_embeddings,
- * hidden_act silu, attention_bias and mlp_bias false; torch_dtype float32, as the weights are;
+ * hidden_act silu, attention_bias and mlp_bias false; torch_dtype dtype's, as the weights are;
  * reals with as many digits as read back exactly. The bos/eos/pad token ids of the config.json
  * at source (NULL, or unreadable: none) are carried over, being the tokenizer's, which c does
  * not know; without them GPT-2's vocabulary gets <|endoftext|>, any other null. 0 or -errno. */
-int hf_write_config(const char *path, const ModelConfig *c, const char *source, Err *e);
+int hf_write_config(const char *path, const ModelConfig *c, DType dtype, const char *source,
+                    Err *e);
 
-/* Writes params (layout l, caller-owned) into the folder dir as fp32 safetensors with the
+/* Hugging Face's names of d: torch_dtype's ("bfloat16") and safetensors' ("BF16"). */
+const char *hf_torch_dtype(DType d);
+const char *hf_st_dtype(DType d);
+
+/* Writes params (layout l, caller-owned) into the folder dir as safetensors of dtype with the
  * Hugging Face names: model.safetensors when the model's bytes fit max_shard_bytes (0:
  * HF_MAX_SHARD_BYTES), else the shards and their index. Every file synced (the folder is the
  * caller's to sync), every tensor with its CRC-32C (safetensors.h). 0 or -errno with e. */
-int hf_save_weights(const char *dir, const ModelLayout *l, const float *params,
+int hf_save_weights(const char *dir, const ModelLayout *l, const float *params, DType dtype,
                     uint64_t max_shard_bytes, Err *e);
 
 /* Where a save reads a model's state from, range by range, so that an out-of-core run writes
@@ -61,10 +67,13 @@ HfSource hf_source_flat(HfFlat *f);
  * transposed, whole). */
 #define HF_SAVE_CHUNK ((size_t)1 << 24)
 int hf_save_weights_from(const char *dir, const ModelLayout *l, const HfSource *src,
-                         uint64_t max_shard_bytes, Err *e);
+                         DType dtype, uint64_t max_shard_bytes, Err *e);
+/* Every tensor of l from src into the one fp32 safetensors file at path, with the Hugging Face
+ * names (hf_load reads it as one .safetensors file). 0 or -errno with e. */
+int hf_save_tensors(const char *path, const ModelLayout *l, const HfSource *src, Err *e);
 
 /* How many files hf_save_weights writes l's tensors into under max_shard_bytes (0: default). */
-int hf_shard_count(const ModelLayout *l, uint64_t max_shard_bytes);
+int hf_shard_count(const ModelLayout *l, DType dtype, uint64_t max_shard_bytes);
 
 /* Copies the tokenizer files (tokenizer.json, tokenizer_config.json, special_tokens_map.json,
  * tokenizer.model, vocab.json, merges.txt, generation_config.json) that the folder from holds

@@ -286,8 +286,17 @@ int st_read_f32(StFile *s, const StTensor *t, float *dst, Err *e)
 
 int st_writer_begin(StWriter *w, const char *path, Err *e)
 {
+    return st_writer_begin_as(w, path, "F32", e);
+}
+
+int st_writer_begin_as(StWriter *w, const char *path, const char *dtype, Err *e)
+{
     memset(w, 0, sizeof *w);
     snprintf(w->path, sizeof w->path, "%s", path);
+    w->esize = dtype_size(dtype);
+    if (strcmp(dtype, "F32") && strcmp(dtype, "BF16") && strcmp(dtype, "F16"))
+        return err_set(e, -EINVAL, "%s: cannot write %s tensors (F32, BF16 or F16)", path, dtype);
+    snprintf(w->dtype, sizeof w->dtype, "%s", dtype);
     json_t *meta = json_object();
     w->header = json_object();
     /* first in the header, as Hugging Face's writer puts it */
@@ -307,6 +316,8 @@ int st_writer_add(StWriter *w, const char *name, const float *data, int ndim,
 {
     if (strlen(name) >= ST_NAME_MAX)
         return err_set(e, -EINVAL, "%s: tensor name too long: %.60s...", w->path, name);
+    if (data && w->esize != 4)
+        return err_set(e, -EINVAL, "%s: %s tensors are written pulled", w->path, w->dtype);
     size_t numel = 1;
     json_t *sh = json_array();
     for (int i = 0; i < ndim; i++) {
@@ -315,9 +326,9 @@ int st_writer_add(StWriter *w, const char *name, const float *data, int ndim,
     }
     json_t *off = json_array();
     json_array_append_new(off, json_integer((json_int_t)w->offset));
-    json_array_append_new(off, json_integer((json_int_t)(w->offset + 4 * numel)));
+    json_array_append_new(off, json_integer((json_int_t)(w->offset + w->esize * numel)));
     json_t *entry = json_object();
-    json_object_set_new(entry, "dtype", json_string("F32"));
+    json_object_set_new(entry, "dtype", json_string(w->dtype));
     json_object_set_new(entry, "shape", sh);
     json_object_set_new(entry, "data_offsets", off);
     json_object_set_new(w->header, name, entry);
@@ -338,7 +349,7 @@ int st_writer_add(StWriter *w, const char *name, const float *data, int ndim,
     w->pending[w->n].numel = numel;
     snprintf(w->pending[w->n].crc_key, sizeof w->pending[w->n].crc_key, "%s", key);
     w->n++;
-    w->offset += 4 * numel;
+    w->offset += w->esize * numel;
     return 0;
 }
 
@@ -414,6 +425,19 @@ static int write_header(StWriter *w, const char *text, size_t padded, Err *e)
     return 0;
 }
 
+/* buf's n fp32 values stored as dtype, in place from its start (each 2-byte value lands on
+ * bytes already read). */
+static void narrow(float *buf, size_t n, const char *dtype)
+{
+    uint16_t *out = (uint16_t *)(void *)buf;
+    if (!strcmp(dtype, "BF16"))
+        for (size_t k = 0; k < n; k++)
+            out[k] = adam_f32_to_bf16(buf[k]);
+    else if (!strcmp(dtype, "F16"))
+        for (size_t k = 0; k < n; k++)
+            out[k] = adam_f32_to_f16(buf[k]);
+}
+
 /* Tensor i's data through pull, chunk values at a time, after the header's room; its checksum
  * into the header's metadata. */
 static int write_pulled(StWriter *w, int i, StPull pull, void *user, float *buf, size_t chunk,
@@ -426,8 +450,9 @@ static int write_pulled(StWriter *w, int i, StPull pull, void *user, float *buf,
         int rc = pull(user, i, at, n, buf, e);
         if (rc)
             return rc;
-        crc = crc32c(crc, buf, 4 * n);
-        if (fwrite(buf, 4, n, w->f) != n)
+        narrow(buf, n, w->dtype);
+        crc = crc32c(crc, buf, w->esize * n);
+        if (fwrite(buf, w->esize, n, w->f) != n)
             return err_set(e, -EIO, "%s: write failed: %s", w->path, strerror(errno));
     }
     char hex[9];

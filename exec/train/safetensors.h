@@ -1,6 +1,7 @@
 /* safetensors: reading and writing the safetensors format (an 8-byte little-endian header
  * length, a JSON header of {"name": {"dtype", "shape", "data_offsets"}} plus "__metadata__",
- * then the raw little-endian data). Writing is F32; reading converts F32, F16 and BF16 to fp32.
+ * then the raw little-endian data). Writing is F32, or BF16 / F16 rounded to nearest even from
+ * fp32 values pulled as they are written; reading converts F32, F16 and BF16 to fp32.
  * The JSON goes through jansson. Every malformed file is an error naming the file and what is
  * wrong: never a crash, never a silent partial load.
  *
@@ -69,6 +70,8 @@ int st_read_next(StFile *s, StCursor *c, float *dst, size_t n, Err *e);
 typedef struct StWriter {
     char path[4096];
     FILE *f;
+    char dtype[8];  /* of every tensor: "F32" (st_writer_begin), "BF16" or "F16" */
+    size_t esize;   /* its bytes a value */
     void *header;   /* json_t object */
     void *meta;     /* its "__metadata__" (json_t, owned by header): the checksums */
     uint64_t offset;
@@ -77,6 +80,9 @@ typedef struct StWriter {
 } StWriter;
 
 int st_writer_begin(StWriter *w, const char *path, Err *e);
+/* st_writer_begin for tensors stored as dtype: "F32", "BF16" or "F16" (the last two only
+ * pulled, st_writer_finish_pull: each value rounded to nearest even as it is written). */
+int st_writer_begin_as(StWriter *w, const char *path, const char *dtype, Err *e);
 /* Queues a tensor; data must stay valid until st_writer_finish. */
 int st_writer_add(StWriter *w, const char *name, const float *data, int ndim,
                   const int64_t *shape, Err *e);

@@ -400,7 +400,7 @@ static void note_schedule_change(const TrainOptions *o, const TrainState *st)
 int trainer_check_start(const TrainOptions *o, const TokenData *data, TrainState *st, Err *e)
 {
     int rc = 0;
-    if (st->step >= o->steps)
+    if (o->steps > 0 && st->step >= o->steps) /* 0: evaluate only */
         rc = err_set(e, -EINVAL, "%s is at step %lld already; ask for more --steps",
                      o->resume_dir, (long long)st->step);
     if (!rc)
@@ -641,12 +641,30 @@ static int step_update(TrainRun *t, const Step *s, Err *e)
     return rc;
 }
 
+void trainer_hparams(const TrainOptions *o, TrainHparams *hp)
+{
+    *hp = (TrainHparams){.set = true, .lr = o->lr, .min_lr_ratio = o->min_lr_ratio,
+                         .weight_decay = o->weight_decay, .beta1 = o->beta1, .beta2 = o->beta2,
+                         .eps = o->eps, .clip = o->clip, .warmup = o->warmup,
+                         .batch = o->seqs_per_step, .seq = o->seq};
+}
+
+CkptSaveOptions trainer_save_options(const TrainOptions *o, TrainHparams *hp)
+{
+    trainer_hparams(o, hp);
+    /* the tokenizer files of the folder the weights came from go along */
+    return (CkptSaveOptions){.tokenizer_from = o->init_from ? o->init_from : o->resume_dir,
+                             .weights_dtype = o->save_dtype,
+                             .weights_only = o->save_weights_only,
+                             .keep_last = o->save_total_limit, .hp = hp};
+}
+
 /* The state as checkpoints hold it, written to o->save_dir. */
 static int run_save(TrainRun *t, Err *e)
 {
     const TrainOptions *o = t->o;
-    /* the tokenizer files of the folder the weights came from go along */
-    CkptSaveOptions so = {.tokenizer_from = o->init_from ? o->init_from : o->resume_dir};
+    TrainHparams hp;
+    CkptSaveOptions so = trainer_save_options(o, &hp);
     int rc = t->be->ops->read_state(t->be, t->params, t->m, t->v, e);
     if (!rc)
         rc = trainer_clear_old_checkpoints(o, &t->cleared, e);

@@ -37,6 +37,9 @@ typedef struct TrainOptions {
     int subgroup_blocks, tail_blocks;
     const char *save_dir;    /* NULL: no checkpoints */
     int save_every;          /* steps between checkpoints (and one at the end) */
+    DType save_dtype;        /* of the checkpoints' Hugging Face weights (checkpoint.h) */
+    bool save_weights_only;  /* checkpoints without the training state (not resumable) */
+    int save_total_limit;    /* step directories kept, the newest (0: all) */
     bool overwrite;          /* save_dir's checkpoints (another run's: the command line
                                 allows it only then) are removed just before the first save,
                                 not before (a run that fails first leaves them) */
@@ -80,6 +83,13 @@ void trainer_init_range(const ModelConfig *c, const struct ModelLayout *l, uint6
 /* The most steps a run may ask for: AdamW counts its steps in an int, and the loop keeps
  * each step's loss (TrainResult). */
 #define TRAIN_MAX_STEPS 1000000000
+
+/* The hyperparameters o trains with, as checkpoints record them; and the options a checkpoint
+ * of o's run is saved with (hp, filled, is what they point at). */
+struct TrainHparams;
+struct CkptSaveOptions;
+void trainer_hparams(const TrainOptions *o, struct TrainHparams *hp);
+struct CkptSaveOptions trainer_save_options(const TrainOptions *o, struct TrainHparams *hp);
 
 /* Before each save: with o->overwrite, removes save_dir's earlier checkpoints the first time
  * (*done then true). 0 or -errno with e. */
