@@ -127,6 +127,10 @@ static inline int tu_run_sim(const char *args, char *out, size_t n)
     ck_assert_msg(strstr((haystack), (needle)) != NULL, "expected \"%s\" in \"%s\"", (needle), \
                   (haystack))
 
+#define tu_assert_not_contains(haystack, needle)                                                 \
+    ck_assert_msg(strstr((haystack), (needle)) == NULL, "unexpected \"%s\" in \"%s\"", (needle), \
+                  (haystack))
+
 static inline int tu_rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
 {
     (void)sb, (void)flag, (void)ftw;

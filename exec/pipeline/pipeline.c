@@ -182,6 +182,7 @@ static int run_init(PipeRun *pr, TrainResult *r, Err *e)
     gc.dtype = pr->pc->device->weight_type; /* the graph's bytes are what the device moves */
     if (!rc)
         rc = graph_init(&pr->g, &gc, plan->seqs_per_micro, o->seq, e);
+    pr->pp.g = &pr->g; /* the DAGs' ops, training's and evaluation's */
     if (!rc && layout_init(&pp->layout, &o->model))
         rc = err_set(e, -ENOMEM, "out of memory");
     if (!rc)
@@ -353,7 +354,6 @@ static int run_segment(PipeRun *pr, int n, Err *e)
     memset(pp->sq_count, 0, (size_t)n * sizeof *pp->sq_count);
     pr->last_end = clock_monotonic_s();
     sched_free(&pp->s);
-    pp->g = &pr->g;
     int rc = sched_build(&pp->s, &pr->g, pr->plan, n, e);
     return rc ? rc : pipe_run_dag(pp, e);
 }
