@@ -106,6 +106,14 @@ def main():
     descr, mask = read_npy(f"{tmp}/o.mask.npy")
     check(descr == "|u1" and mask == want_mask, f"mask {mask}, want {want_mask}")
     check("3 documents, 15 tokens (uint16" in out and "3 masked" in out, out)
+    check(f"fine-tune with: fuyou-run --model {tmp}/tok --data {tmp}/o.npy" in out, out)
+    # an --out folder that does not exist is made (the README's data/train.npy)
+    rc, out = tool("--tokenizer", f"{tmp}/tok", "--out", f"{tmp}/new/dir/o.npy", f"{tmp}/doc.txt")
+    check(rc == 0 and read_npy(f"{tmp}/new/dir/o.npy")[1] == want[:5], f"a new folder: {out}")
+    write(f"{tmp}/file", "")
+    rc, out = tool("--tokenizer", f"{tmp}/tok", "--out", f"{tmp}/file/o.npy", f"{tmp}/doc.txt")
+    check(rc == 2 and f"--out {tmp}/file/o.npy: cannot create {tmp}/file" in out and
+          out.count("\n") == 1, f"an --out folder that cannot be: {out}")
     # llm.c's format, version 1, and its raw mask
     rc, out = tool("--tokenizer", f"{tmp}/tok", "--out", f"{tmp}/o.bin", f"{tmp}/doc.txt",
                    f"{tmp}/mix.jsonl")

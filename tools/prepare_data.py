@@ -272,7 +272,20 @@ def parse_args(argv):
     return a
 
 
+def make_out_folder(path):
+    """Creates OUT's folder (and its parents) before any tokenizing, so that a path that cannot
+    be written fails at once, not after the whole corpus."""
+    folder = os.path.dirname(path) or "."
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as err:
+        raise InputError(f"--out {path}: cannot create {folder}: {err.strerror}")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise InputError(f"--out {path}: {folder} is not writable")
+
+
 def run(a):
+    make_out_folder(a.out)
     tok, config = load_tokenizer(a.tokenizer)
     vocab = tok.get_vocab_size(with_added_tokens=True)
     eos = eos_id(tok, config, a.eos)
@@ -299,10 +312,12 @@ def run(a):
         print(f"{out.path}: {out.docs} documents, {len(out.tokens)} tokens "
               f"({'uint32' if out.wide else 'uint16'}, vocabulary {vocab})" +
               (f", {masked} masked in {mpath}" if mpath else ", none masked"))
-    cmd = f"fuyou-run --data {a.out}"
+    cmd = f"fuyou-run --model {a.tokenizer} --data {a.out}"
     if val:
         cmd += f" --eval-data {val.path}"
-    print(f"train with: {cmd} --model MODEL (its vocabulary at least {vocab})")
+    print(f"fine-tune with: {cmd}\n  (--model loads the folder's weights; --init-from PATH "
+          f"starts from other weights of that model, --from-scratch from random ones; any "
+          f"--model needs a vocabulary of at least {vocab})")
 
 
 def main(argv):
