@@ -507,66 +507,6 @@ START_TEST(resume_falls_back_from_damaged_latest)
 }
 END_TEST
 
-/* A save directory is held by one run: a second lock is refused naming the holder's program
- * and pid (two locks in one process conflict too), and taken once the holder unlocks or is
- * killed (SIGKILL); the lock file is no checkpoint; a --save that cannot be a directory is
- * one error. */
-START_TEST(save_dir_is_locked)
-{
-    Fixture f;
-    fixture_init(&f, tiny(true));
-    char dir[128], want[512], path[160];
-    snprintf(dir, sizeof dir, "%s/run", f.dir); /* missing: created */
-    CkptLock a = {0}, b = {0};
-    Err e;
-    ck_assert_msg(ckpt_lock_dir(dir, &a, &e) == 0, "%s", e.msg);
-    ck_assert(a.held);
-    ck_assert_int_eq(ckpt_lock_dir(dir, &b, &e), -EBUSY);
-    ck_assert(!b.held);
-    snprintf(want, sizeof want, "%s: in use by %s pid %d (lock %s/.lock); wait for it to end "
-             "or pick another --save", dir, program_invocation_short_name, (int)getpid(), dir);
-    tu_assert_contains(e.msg, want);
-    ck_assert_int_eq(ckpt_prepare_fresh(dir, false, &e), 0);
-    ckpt_unlock(&a);
-    ck_assert(!a.held);
-    ckpt_unlock(&a); /* none held: nothing */
-    ck_assert_msg(ckpt_lock_dir(dir, &b, &e) == 0, "%s", e.msg);
-    ckpt_unlock(&b);
-    /* a holder killed: its lock goes with it */
-    int ready[2], st;
-    ck_assert_int_eq(pipe(ready), 0);
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        CkptLock c = {0};
-        char ok = ckpt_lock_dir(dir, &c, &e) == 0 ? 'y' : 'n';
-        if (write(ready[1], &ok, 1) == 1)
-            pause();
-        _exit(1);
-    }
-    char ok = 0;
-    ck_assert_int_eq(read(ready[0], &ok, 1), 1);
-    ck_assert_int_eq(ok, 'y');
-    ck_assert_int_eq(ckpt_lock_dir(dir, &b, &e), -EBUSY);
-    snprintf(want, sizeof want, "pid %d (lock", (int)pid);
-    tu_assert_contains(e.msg, want);
-    ck_assert_int_eq(kill(pid, SIGKILL), 0);
-    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-    close(ready[0]), close(ready[1]);
-    ck_assert_msg(ckpt_lock_dir(dir, &b, &e) == 0, "%s", e.msg);
-    ckpt_unlock(&b);
-    /* a file, and a directory whose parent is missing */
-    snprintf(path, sizeof path, "%s/notes.txt", f.dir);
-    put_text(path, "mine");
-    ck_assert_int_eq(ckpt_lock_dir(path, &b, &e), -ENOTDIR);
-    tu_assert_contains(e.msg, "notes.txt/.lock");
-    snprintf(path, sizeof path, "%s/no/run", f.dir);
-    ck_assert_int_eq(ckpt_lock_dir(path, &b, &e), -ENOENT);
-    tu_assert_contains(e.msg, path);
-    ck_assert(!b.held);
-    fixture_free(&f);
-}
-END_TEST
 
 /* A fresh run's --save directory: refused when it holds latest or a step directory (saying
  * what to do), emptied of them with overwrite, other files kept. */
@@ -578,6 +518,9 @@ START_TEST(fresh_run_refuses_a_checkpoint_dir)
     char path[256], other[256];
     snprintf(path, sizeof path, "%s/nothing-yet", f.dir);
     ck_assert_int_eq(ckpt_prepare_fresh(path, false, &e), 0); /* missing: fine */
+    ck_assert_int_eq(ckpt_prepare_fresh(f.dir, false, &e), 0);
+    snprintf(path, sizeof path, "%s/.lock", f.dir); /* a run's lock (dirlock.h) is none */
+    put_text(path, "1 fuyou-run\n");
     ck_assert_int_eq(ckpt_prepare_fresh(f.dir, false, &e), 0);
     fixture_save(&f, 2);
     ck_assert_int_eq(ckpt_prepare_fresh(f.dir, false, &e), -EEXIST);
@@ -817,7 +760,6 @@ int main(void)
     tcase_add_test(tc, resume_falls_back_from_damaged_latest);
     tcase_add_test(tc, run_failure_is_not_damage);
     tcase_add_test(tc, fresh_run_refuses_a_checkpoint_dir);
-    tcase_add_test(tc, save_dir_is_locked);
     tcase_add_test(tc, config_json_for_hugging_face);
     tcase_add_test(tc, untied_head_into_tied_model);
     tcase_add_test(tc, truncated_optimizer_does_not_leak);

@@ -526,8 +526,9 @@ START_TEST(run_log_survives_kill)
 END_TEST
 
 /* Two fuyou-runs on one --save directory: while the first trains the second is refused before
- * it trains, in memory or --offload (status 2, naming the first's pid); once the first is
- * killed (SIGKILL) a run takes the directory */
+ * it trains, in memory or --offload (status 2, naming the first's pid); so is one on its
+ * --ssd-dir (the SSD tier's file would be another run's); once the first is killed (SIGKILL) a
+ * run takes the directory */
 START_TEST(run_save_dir_in_use)
 {
     const char *bin = getenv("FUYOU_RUN");
@@ -537,7 +538,7 @@ START_TEST(run_save_dir_in_use)
     snprintf(log, sizeof log, "%s/first.tsv", dir);
     /* far more steps than it takes before it is killed; no checkpoint before the end */
     snprintf(args, sizeof args, "exec '%s' --steps 100000 --batch 1 --seq 16 --threads 1 "
-             "--save %s --log %s >/dev/null", bin, ckpt, log);
+             "--save %s --log %s --ssd-dir %s --weights ssd >/dev/null", bin, ckpt, log, dir);
     pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
@@ -562,6 +563,13 @@ START_TEST(run_save_dir_in_use)
         tu_assert_contains(out, "/.lock); wait for it to end or pick another --save directory");
         ck_assert_msg(!strstr(out, "parameters)"), "started training first: %s", out);
     }
+    snprintf(args, sizeof args, "--steps 2 --batch 2 --seq 16 --weights ssd --ssd-dir %s", dir);
+    int rc = tu_run_bin("FUYOU_RUN", args, out, sizeof out);
+    if (rc != 2)
+        kill(pid, SIGKILL);
+    ck_assert_msg(rc == 2, "a second run on --ssd-dir %s exited %d: %s", dir, rc, out);
+    tu_assert_contains(out, want);
+    tu_assert_contains(out, "/.lock); wait for it to end or pick another --ssd-dir directory");
     ck_assert_int_eq(kill(pid, SIGKILL), 0);
     ck_assert_int_eq(waitpid(pid, &st, 0), pid);
     snprintf(args, sizeof args, "--steps 2 --batch 2 --seq 16 --save %s", ckpt);

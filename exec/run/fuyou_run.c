@@ -10,8 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "checkpoint.h"
+#include "dirlock.h"
 #include "hw.h"
 #include "pipeline.h"
 #include "plan_args.h"
@@ -23,24 +25,39 @@
 
 static int exit_status(int rc);
 
-/* A run must not move another run's latest back or replace its steps: the --save directory is
- * held in *lock for the run (ckpt_lock_dir: another run in it is refused), and a fresh one
- * holds no other run's checkpoints (with --overwrite they are removed before the first save,
- * trainer_clear_old_checkpoints). Checked once, before the run starts. 0, or the exit
+/* Whether two paths name the same existing directory. */
+static bool same_dir(const char *a, const char *b)
+{
+    struct stat x, y;
+    return !stat(a, &x) && !stat(b, &y) && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+}
+
+/* The directories a run writes into are its alone: the --save directory and every --ssd-dir
+ * are held in locks[] for the run (dirlock.h: another run in one is refused, before either
+ * has done any work), and a fresh --save holds no other run's checkpoints (with --overwrite
+ * they are removed before the first save, trainer_clear_old_checkpoints). 0, or the exit
  * status. */
-static int check_save_dir(const RunArgs *a, CkptLock *lock)
+static int hold_dirs(const RunArgs *a, DirLock locks[1 + STORE_MAX_DEVICES])
 {
     const TrainOptions *o = &a->train;
+    const PipeConfig *pc = &a->pipe;
     Err e;
-    int ck = o->save_dir ? ckpt_lock_dir(o->save_dir, lock, &e) : 0;
-    if (!ck && a->fresh_save) {
-        ck = ckpt_prepare_fresh(o->save_dir, false, &e);
-        if (ck == -EEXIST && o->overwrite)
-            ck = 0;
+    int rc = o->save_dir ? dirlock_take(o->save_dir, "--save", &locks[0], &e) : 0;
+    for (int i = 0; !rc && i < pc->n_ssd_dirs; i++) {
+        bool held = o->save_dir && same_dir(o->save_dir, pc->ssd_dirs[i]);
+        for (int k = 0; k < i; k++)
+            held = held || same_dir(pc->ssd_dirs[k], pc->ssd_dirs[i]);
+        if (!held) /* a directory given twice is the store's to refuse */
+            rc = dirlock_take(pc->ssd_dirs[i], "--ssd-dir", &locks[1 + i], &e);
     }
-    if (ck) {
+    if (!rc && a->fresh_save) {
+        rc = ckpt_prepare_fresh(o->save_dir, false, &e);
+        if (rc == -EEXIST && o->overwrite)
+            rc = 0;
+    }
+    if (rc) {
         fprintf(stderr, "fuyou-run: %s\n", e.msg);
-        return exit_status(ck);
+        return exit_status(rc);
     }
     return 0;
 }
@@ -255,12 +272,13 @@ int main(int argc, char **argv)
     int rc = run_args_parse(&a, argc, argv);
     if (rc)
         return rc > 0 ? 0 : 2;
-    CkptLock lock = {0};
-    rc = check_save_dir(&a, &lock);
+    DirLock locks[1 + STORE_MAX_DEVICES] = {0};
+    rc = hold_dirs(&a, locks);
     if (!rc) {
         catch_stop_signals(&a.train);
         rc = run(&a);
     }
-    ckpt_unlock(&lock);
+    for (int i = 0; i < 1 + STORE_MAX_DEVICES; i++)
+        dirlock_release(&locks[i]);
     return rc;
 }

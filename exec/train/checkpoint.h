@@ -27,8 +27,8 @@
  * heads, ffn, vocab, max_seq, tied) and every number against its range; config.json is
  * Hugging Face's and not read on resume.
  *
- * A run holds its save directory for its lifetime (ckpt_lock_dir), so two runs never write
- * into one: the second is refused, naming the first's program and pid.
+ * A run holds its save directory for its lifetime (dirlock.h), so two runs never write into
+ * one: the second is refused, naming the first's program and pid.
  *
  * Loading a model (--init-from) takes what a Hugging Face user has (hf_folder.h). Anything
  * that does not match the model, and any damaged file, is one clear error naming the file and
@@ -135,21 +135,5 @@ void ckpt_reader_close(CkptReader *r);
  * step directory; a missing dir holds none); else -EEXIST with one line saying what to do, or
  * with overwrite, removes them (0 or -errno). Other files in dir are left alone. */
 int ckpt_prepare_fresh(const char *dir, bool overwrite, Err *e);
-
-/* A save directory held by one run: an exclusive flock(2) on DIR/.lock. The lock is the open
- * file's, so a second one conflicts in the same process too, and the kernel drops it when the
- * holder ends, killed or not: a run resumed after kill -9 finds it free. The file stays, with
- * its last holder's "pid program". Zero-initialised: none held. */
-typedef struct CkptLock {
-    bool held;
-    int fd;
-} CkptLock;
-
-/* Creates dir if needed (one level, as ckpt_save does) and holds it in *lock: 0; -EBUSY while
- * another holds it, with one line naming its program, its pid and what to do; another -errno
- * with e. Called before any work, so a run refused has done none. */
-int ckpt_lock_dir(const char *dir, CkptLock *lock, Err *e);
-/* Releases *lock (none held: nothing). */
-void ckpt_unlock(CkptLock *lock);
 
 #endif
