@@ -155,6 +155,57 @@ START_TEST(run_paths_checked_first)
 }
 END_TEST
 
+/* An output that is an input, or another output, is refused before any work (status 2) and the
+ * file is left as it was: a --log naming the --data file had turned a token file into a TSV */
+START_TEST(run_outputs_never_inputs)
+{
+    char dir[] = "/tmp/fuyou-paths-XXXXXX", data[128], args[1024], want[512];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(data, sizeof data, "%s/tokens.txt", dir);
+    FILE *f = fopen(data, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("some text to train on, some text to train on\n", f);
+    fclose(f);
+    const struct { const char *fmt, *said; } bad[] = {
+        {"--data %s/tokens.txt --log %s/tokens.txt", "--log %s/tokens.txt is an input of the "
+                                                     "run (--data)"},
+        {"--data %s/*.txt --trace %s/tokens.txt", "--trace %s/tokens.txt is an input of the "
+                                                  "run (--data)"},
+        {"--data %s/tokens.txt --eval-data %s/../%s/tokens.txt --chrome %s/tokens.txt.mask",
+         "is an input of the run (a --data mask)"},
+        {"--data %s/tokens.txt --log %s/x.tsv --trace %s/x.tsv", "--log and --trace both name "
+                                                                "%s/x.tsv"},
+        {"--data %s/tokens.txt --ssd-dir %s --log %s/fuyou.store", "--log and --ssd-dir's store "
+                                                                 "both name %s/fuyou.store"},
+    };
+    const char *base = strrchr(dir, '/') + 1;
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        if (i == 2)
+            snprintf(args, sizeof args, bad[i].fmt, dir, dir, base, dir);
+        else
+            snprintf(args, sizeof args, bad[i].fmt, dir, dir, dir);
+        char full[1200];
+        snprintf(full, sizeof full, "--steps 2 --batch 2 --seq 8 %s", args);
+        ck_assert_msg(tu_run_bin("FUYOU_RUN", full, out, sizeof out) == 2, "%s: %s", full, out);
+        snprintf(want, sizeof want, bad[i].said, dir);
+        tu_assert_contains(out, want);
+        ck_assert_msg(!strstr(out, "parameters)"), "started training first: %s", out);
+    }
+    f = fopen(data, "r");
+    char line[128] = "";
+    ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
+    fclose(f);
+    ck_assert_str_eq(line, "some text to train on, some text to train on\n");
+    ck_assert_int_eq(access(strcat(strcpy(want, data), ".mask"), F_OK), -1);
+    /* the --model folder's files too */
+    snprintf(args, sizeof args, "--model %s/llama-tiny-hf --log %s/llama-tiny-hf/config.json",
+             getenv("TEST_DATA"), getenv("TEST_DATA"));
+    ck_assert_int_eq(tu_run_bin("FUYOU_RUN", args, out, sizeof out), 2);
+    tu_assert_contains(out, "config.json is an input of the run (--model)");
+    tu_rm_tree(dir);
+}
+END_TEST
+
 /* SIGINT or SIGTERM during a run: the step in flight finished and saved, said so, exit status
  * 130 / 143, the log's rows up to the saved step; in memory and out of core. (Before, the run
  * ended at once with the shell's status, everything since the last save lost.) */
@@ -695,6 +746,7 @@ int main(void)
     tcase_add_test(tc, run_eval_and_data);
     tcase_add_test(tc, run_save_refuses_checkpoints);
     tcase_add_test(tc, run_paths_checked_first);
+    tcase_add_test(tc, run_outputs_never_inputs);
     tcase_add_test(tc, run_stops_on_a_signal);
     tcase_add_test(tc, trace_compare_cli);
     tcase_add_test(tc, ranges_and_exit_codes);

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <glob.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -476,6 +477,127 @@ static bool same_dir(const char *a, const char *b)
     return !stat(a, &x) && !stat(b, &y) && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
 }
 
+/* What a run reads and writes, by name, for the checks that none is written over. */
+typedef struct PathRole {
+    const char *option; /* "--data" */
+    char path[4200];    /* as canonical as it can be made (path_canon) */
+} PathRole;
+
+typedef struct PathRoles {
+    PathRole in[4 * DATA_MAX_ARGS + 16], out[8 + STORE_MAX_DEVICES];
+    int n_in, n_out;
+} PathRoles;
+
+/* path made absolute and free of links: realpath(3) when it exists, else its folder's and its
+ * name (a file a run is about to create), else as given. */
+static void path_canon(const char *path, char *out, size_t n)
+{
+    char buf[PATH_MAX], dir[PATH_MAX];
+    if (realpath(path, buf)) {
+        snprintf(out, n, "%s", buf);
+        return;
+    }
+    const char *slash = strrchr(path, '/');
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
+    if (slash == path)
+        snprintf(dir, sizeof dir, "/");
+    if (realpath(dir, buf))
+        snprintf(out, n, "%s/%s", strcmp(buf, "/") ? buf : "", slash ? slash + 1 : path);
+    else
+        snprintf(out, n, "%s", path);
+}
+
+static void add_role(PathRole *list, int *n, int cap, const char *option, const char *path)
+{
+    if (*n < cap) {
+        list[*n].option = option;
+        path_canon(path, list[*n].path, sizeof list[*n].path);
+        (*n)++;
+    }
+}
+
+/* The files a run reads: the token files (patterns expanded) and their masks, the files of
+ * the folders weights come from, the model's and the hardware's ini. */
+static void input_roles(const RunArgs *a, const char *model, PathRoles *r)
+{
+    const TrainOptions *o = &a->train;
+    int cap = (int)(sizeof r->in / sizeof *r->in);
+    for (int k = 0; k < o->n_data + o->n_eval; k++) {
+        bool train = k < o->n_data;
+        const char *pat = train ? o->data_paths[k] : o->eval_paths[k - o->n_data];
+        glob_t g;
+        if (glob(pat, GLOB_NOCHECK, NULL, &g))
+            continue;
+        for (size_t i = 0; i < g.gl_pathc; i++) {
+            char mask[4200];
+            add_role(r->in, &r->n_in, cap, train ? "--data" : "--eval-data", g.gl_pathv[i]);
+            data_mask_path(g.gl_pathv[i], mask, sizeof mask);
+            add_role(r->in, &r->n_in, cap, train ? "a --data mask" : "an --eval-data mask", mask);
+        }
+        globfree(&g);
+    }
+    /* a folder's weights, config and tokenizer: every file in it */
+    const char *folders[3][2] = {{"--model", model}, {"--init-from", o->init_from},
+                                 {"--resume", o->resume_dir}};
+    for (int f = 0; f < 3; f++) {
+        const char *path = folders[f][1];
+        struct stat sb;
+        if (!path || stat(path, &sb))
+            continue;
+        if (!S_ISDIR(sb.st_mode)) {
+            add_role(r->in, &r->n_in, cap, folders[f][0], path);
+            continue;
+        }
+        char pat[4200];
+        snprintf(pat, sizeof pat, "%s/*", path);
+        glob_t g;
+        if (glob(pat, 0, NULL, &g))
+            continue;
+        for (size_t i = 0; i < g.gl_pathc; i++)
+            if (!stat(g.gl_pathv[i], &sb) && S_ISREG(sb.st_mode))
+                add_role(r->in, &r->n_in, cap, folders[f][0], g.gl_pathv[i]);
+        globfree(&g);
+    }
+    add_role(r->in, &r->n_in, cap, "--hw", a->hw_name);
+}
+
+/* No file a run writes is one it reads, or one another of its outputs writes: -EINVAL after
+ * one line naming both options, else 0. */
+static int check_collisions(const RunArgs *a, const char *model)
+{
+    const TrainOptions *o = &a->train;
+    static PathRoles r;
+    r.n_in = r.n_out = 0;
+    int cap = (int)(sizeof r.out / sizeof *r.out);
+    input_roles(a, model, &r);
+    const char *outs[3][2] = {{"--log", o->log_path}, {"--trace", a->pipe.trace_path},
+                              {"--chrome", a->pipe.chrome_path}};
+    for (int i = 0; i < 3; i++)
+        if (outs[i][1])
+            add_role(r.out, &r.n_out, cap, outs[i][0], outs[i][1]);
+    for (int i = 0; i < a->pipe.n_ssd_dirs; i++) {
+        char store[4200];
+        snprintf(store, sizeof store, "%s/%s", a->pipe.ssd_dirs[i], STORE_FILE_NAME);
+        add_role(r.out, &r.n_out, cap, "--ssd-dir's store", store);
+    }
+    for (int i = 0; i < r.n_out; i++) {
+        for (int k = 0; k < r.n_in; k++)
+            if (!strcmp(r.out[i].path, r.in[k].path)) {
+                fprintf(stderr, "fuyou-run: %s %s is an input of the run (%s): writing it "
+                        "would destroy it; give another path\n", r.out[i].option,
+                        r.out[i].path, r.in[k].option);
+                return -EINVAL;
+            }
+        for (int k = 0; k < i; k++)
+            if (!strcmp(r.out[i].path, r.out[k].path)) {
+                fprintf(stderr, "fuyou-run: %s and %s both name %s; give each its own file\n",
+                        r.out[k].option, r.out[i].option, r.out[i].path);
+                return -EINVAL;
+            }
+    }
+    return 0;
+}
+
 /* The paths a run writes, and the one it resumes from, checked before any work: a bad one is
  * found now, not at the first save after hours of training. 0, or -errno (printed). */
 static int check_paths(const RunArgs *a)
@@ -569,7 +691,8 @@ static int check_together(RunArgs *a, const Given *gv)
         return -EINVAL;
     }
     o->overwrite = gv->overwrite;
-    return check_paths(a);
+    int rc = check_paths(a);
+    return rc ? rc : check_collisions(a, gv->model);
 }
 
 /* What getopt returns beside the options: --help or --version (1, printed), or a usage error

@@ -25,7 +25,7 @@
 #define MARK_FILLED(p, n) ((void)(p), (void)(n))
 #endif
 
-static const char *const file_name = "fuyou.store";
+static const char *const file_name = STORE_FILE_NAME;
 
 /* ---- opening ------------------------------------------------------------------------------ */
 

@@ -25,6 +25,9 @@
 
 #include "fuyou_err.h"
 
+/* The file the store keeps in each of its directories. */
+#define STORE_FILE_NAME "fuyou.store"
+
 enum { STORE_MAX_DEVICES = 16, STORE_ALIGN = 4096, STORE_MAX_REQUESTS = 256,
        STORE_MAX_BUFFERS = 16 };
 
