@@ -201,6 +201,11 @@ int model_validate(const ModelConfig *c, Err *e)
     if (!(c->norm_eps >= 0 && c->norm_eps <= 1) || !(c->rope_theta >= 0 && c->rope_theta <= 1e12))
         return err_set(e, -EINVAL, "model %s: norm_eps must be in [0, 1] and rope_theta in "
                        "[0, 1e12]", c->name);
+    /* GPT-2's layernorm adds 1e-5f (exec/cpu/gpt2_ops.c, exec/cuda/gpt2_kernels.cu): an
+     * epsilon that rounds to another float would train another model than the one described */
+    if (c->arch == ARCH_GPT2 && c->norm_eps > 0 && (float)c->norm_eps != 1e-5f)
+        return err_set(e, -EINVAL, "model %s: norm_eps %g: fuyou's GPT-2 layernorm adds 1e-05 "
+                       "(norm_eps is arch = llama's RMSNorm epsilon)", c->name, c->norm_eps);
     const RopeScaling *r = &c->rope_scaling;
     if (r->factor != 0 && !(r->factor >= 1 && r->factor <= 1e6 && r->low_freq_factor > 0 &&
                             r->high_freq_factor > r->low_freq_factor &&

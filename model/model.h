@@ -77,6 +77,16 @@ const ModelConfig *model_preset_find(const char *name);
  * with e naming the name/file:line or field and what to do. */
 int model_load(const char *name_or_path, ModelConfig *out, Err *e);
 
+/* What a loaded config states that fuyou does not compute, where that leaves the model the one
+ * it describes (a Hugging Face config's dropout rates: fuyou trains without dropout): one line
+ * naming the file, for the caller to print; "" when there is nothing to say. */
+typedef struct ModelNotice {
+    char msg[512];
+} ModelNotice;
+
+/* model_load, and its notice into *notice ("" for a preset or a model ini). */
+int model_load_noticed(const char *name_or_path, ModelConfig *out, ModelNotice *notice, Err *e);
+
 /* Checks shape consistency (sizes from 1 to their MODEL_MAX_ limit, heads dividing the hidden
  * size). 0 or -EINVAL. */
 int model_validate(const ModelConfig *c, Err *e);

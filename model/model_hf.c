@@ -1,14 +1,19 @@
 /* model_hf: a model from a Hugging Face config.json (model_load, model.h): the architecture as
- * transformers' LlamaConfig, Qwen2Config, MistralConfig and GPT2Config write it. What fuyou's
- * blocks do not compute (another model_type, biases on o or the MLP, a head size other than
- * hidden / heads, a rope_scaling other than llama3's) is refused naming the field, so a
- * config never loads as a different model than the one it describes. The weights' torch_dtype
- * is not the training's: a model trains in bf16 unless told otherwise (--dtype). */
+ * transformers' LlamaConfig, Qwen2Config, MistralConfig and GPT2Config write it. Every field
+ * that changes what the model computes is read into the ModelConfig or checked against what
+ * fuyou's blocks compute (the tables gpt2_fields and llama_fields), and refused naming the
+ * field and its value where they differ, so a config never loads as a different model than the
+ * one it describes. Dropout is the one exception: fuyou trains without it, and refusing it
+ * would refuse every stock GPT-2 folder (0.1), so its rates load and come back as a notice for
+ * the caller to print. The weights' torch_dtype is not the training's: a model trains in bf16
+ * unless told otherwise (--dtype). */
 #include <errno.h>
+#include <float.h>
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "model.h"
@@ -54,28 +59,148 @@ static int get_bool(const json_t *o, const char *path, const char *f, bool *out,
     return 0;
 }
 
-/* A field that must be absent, null or false: what fuyou's block does not compute. */
-static int refuse_true(const json_t *o, const char *path, const char *f, const char *why,
-                       Err *e)
+/* v as a message quotes it: a number in %.9g (enough to tell two floats apart), else its JSON
+ * (a string in quotes), cut to fit buf. */
+static const char *value_text(const json_t *v, char *buf, size_t n)
 {
-    const json_t *v = json_object_get(o, f);
-    if (v && !json_is_null(v) && !json_is_false(v))
-        return err_set(e, -EINVAL, "%s: \"%s\" is set: %s", path, f, why);
+    if (json_is_number(v)) {
+        snprintf(buf, n, "%.9g", json_number_value(v));
+        return buf;
+    }
+    char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+    snprintf(buf, n, "%s", s ? s : "(unprintable)");
+    free(s);
+    return buf;
+}
+
+/* What a field of the config must say for fuyou's block to compute the model it describes. */
+typedef enum FieldRule {
+    RULE_FALSE,   /* absent, null or false: a part the block does not have */
+    RULE_TRUE,    /* absent, null or true: a part the block always has */
+    RULE_NAMES,   /* absent, null, or a string among names: the function the block computes */
+    RULE_EQUALS,  /* absent, null, or the number value */
+    RULE_FLOAT,   /* absent, null, or a number that rounds to the float value, which the
+                     kernels hard-code */
+    RULE_DROPOUT, /* a rate from 0 to 1; above 0 it goes into the notice: not computed */
+} FieldRule;
+
+typedef struct MathField {
+    const char *key;
+    FieldRule rule;
+    double value;            /* RULE_EQUALS, RULE_FLOAT */
+    const char *names[4];    /* RULE_NAMES, up to a NULL */
+    const char *computes;    /* what fuyou computes instead: the refusal's reason */
+} MathField;
+
+/* GPT2Config. Accepted without reading: reorder_and_upcast_attn, which changes the precision of
+ * the scores only (q scaled before q k^T, the product and its softmax in fp32 under autocast):
+ * fuyou's attention keeps scores and softmax in fp32 at every dtype. summary_* (dropout too)
+ * belong to GPT2DoubleHeadsModel's classification head, which fuyou neither builds nor saves. */
+static const MathField gpt2_fields[] = {
+    {"activation_function", RULE_NAMES, 0, {"gelu_new", "gelu_pytorch_tanh", "gelu_fast"},
+     "fuyou's GPT-2 MLP computes gelu_new, GELU's tanh approximation (gelu_pytorch_tanh and "
+     "gelu_fast are the same function)"},
+    /* exec/cpu/gpt2_ops.c and exec/cuda/gpt2_kernels.cu add 1e-5f */
+    {"layer_norm_epsilon", RULE_FLOAT, 1e-5, {NULL},
+     "fuyou's GPT-2 layernorm adds 1e-05 (as a float)"},
+    {"scale_attn_weights", RULE_TRUE, 0, {NULL},
+     "fuyou's attention divides the scores by sqrt(head size)"},
+    {"scale_attn_by_inverse_layer_idx", RULE_FALSE, 0, {NULL},
+     "fuyou's attention does not divide the scores by the layer's number"},
+    {"add_cross_attention", RULE_FALSE, 0, {NULL}, "fuyou's GPT-2 block has no cross-attention"},
+    {"embd_pdrop", RULE_DROPOUT, 0, {NULL}, NULL},
+    {"attn_pdrop", RULE_DROPOUT, 0, {NULL}, NULL},
+    {"resid_pdrop", RULE_DROPOUT, 0, {NULL}, NULL},
+};
+
+/* LlamaConfig, MistralConfig, Qwen2Config; head_dim, the rotary embedding (and rope_fields)
+ * and the sliding window are read in llama_config. hidden_activation is Gemma's name for
+ * hidden_act, which transformers' Llama ignores; a config that names another activation there
+ * is refused rather than guessed at. Accepted without reading: pretraining_tp, with which
+ * transformers splits each projection's GEMM into that many slices and sums their products:
+ * the same function, summed in another order. None of these model_types has q/k norms. */
+static const MathField llama_fields[] = {
+    {"hidden_act", RULE_NAMES, 0, {"silu", "swish"},
+     "fuyou's Llama MLP computes SwiGLU, SiLU (swish) of the gate times up"},
+    {"hidden_activation", RULE_NAMES, 0, {"silu", "swish"},
+     "fuyou's Llama MLP computes SwiGLU, SiLU (swish) of the gate times up"},
+    {"attention_bias", RULE_FALSE, 0, {NULL},
+     "fuyou's Llama block has no biases on q, k, v and o (Qwen2's q/k/v biases come with "
+     "model_type qwen2)"},
+    {"mlp_bias", RULE_FALSE, 0, {NULL}, "fuyou's Llama block has no MLP biases"},
+    {"attention_dropout", RULE_DROPOUT, 0, {NULL}, NULL},
+};
+
+/* The rotary embedding's, in the config or (transformers 5) in its rope_parameters. */
+static const MathField rope_fields[] = {
+    {"partial_rotary_factor", RULE_EQUALS, 1, {NULL},
+     "fuyou's rotary embedding turns every dimension of a head"},
+};
+
+/* Whether v (present, not null) is what f's rule accepts. */
+static bool field_ok(const MathField *f, const json_t *v)
+{
+    double x = json_is_number(v) ? json_number_value(v) : NAN;
+    switch (f->rule) {
+    case RULE_FALSE:
+        return json_is_false(v);
+    case RULE_TRUE:
+        return json_is_true(v);
+    case RULE_NAMES:
+        for (int i = 0; json_is_string(v) && i < 4 && f->names[i]; i++)
+            if (!strcmp(json_string_value(v), f->names[i]))
+                return true;
+        return false;
+    case RULE_EQUALS:
+        return x == f->value;
+    case RULE_FLOAT: /* in float's range first: converting a larger double is undefined */
+        return fabs(x) <= FLT_MAX && (float)x == (float)f->value;
+    case RULE_DROPOUT:
+        return x >= 0 && x <= 1;
+    }
+    return false;
+}
+
+/* Checks o's fields against the table fs[0..n): 0, or -EINVAL naming the first that differs;
+ * dropout rates above 0 appended to dropped (capacity cap) as "key rate". */
+static int check_fields(const json_t *o, const char *path, const MathField *fs, size_t n,
+                        char *dropped, size_t cap, Err *e)
+{
+    for (size_t i = 0; i < n; i++) {
+        const MathField *f = &fs[i];
+        const json_t *v = json_object_get(o, f->key);
+        if (!v || json_is_null(v))
+            continue;
+        char text[80];
+        if (!field_ok(f, v))
+            return err_set(e, -EINVAL, "%s: \"%s\" is %s: %s", path, f->key,
+                           value_text(v, text, sizeof text),
+                           f->rule == RULE_DROPOUT ? "a dropout rate is a number from 0 to 1"
+                                                   : f->computes);
+        if (f->rule == RULE_DROPOUT && json_number_value(v) > 0 && dropped)
+            err_append(dropped, cap, "%s%s %s", *dropped ? ", " : "", f->key,
+                       value_text(v, text, sizeof text));
+    }
     return 0;
 }
 
 /* The rotary embedding: rope_theta and rope_scaling as transformers 4 writes them, or one
  * rope_parameters object with rope_theta inside (transformers 5); rope_type "default" (no
- * scaling) or "llama3". */
+ * scaling) or "llama3"; over every dimension of a head (rope_fields). */
 static int llama_rope(const json_t *o, const char *path, ModelConfig *c, Err *e)
 {
     const json_t *s = json_object_get(o, "rope_parameters");
+    int rc = check_fields(o, path, rope_fields, 1, NULL, 0, e);
+    if (rc)
+        return rc;
     if (json_is_object(s)) {
-        int rc = get_real(s, path, "rope_theta", &c->rope_theta, e);
+        rc = check_fields(s, path, rope_fields, 1, NULL, 0, e);
+        if (!rc)
+            rc = get_real(s, path, "rope_theta", &c->rope_theta, e);
         if (rc)
             return rc;
     } else {
-        int rc = get_real(o, path, "rope_theta", &c->rope_theta, e);
+        rc = get_real(o, path, "rope_theta", &c->rope_theta, e);
         if (rc)
             return rc;
         s = json_object_get(o, "rope_scaling");
@@ -92,7 +217,7 @@ static int llama_rope(const json_t *o, const char *path, ModelConfig *c, Err *e)
                        "frequency scaling only", path,
                        json_is_string(t) ? json_string_value(t) : "(none)");
     RopeScaling *r = &c->rope_scaling;
-    int rc = get_real(s, path, "factor", &r->factor, e);
+    rc = get_real(s, path, "factor", &r->factor, e);
     if (!rc)
         rc = get_real(s, path, "low_freq_factor", &r->low_freq_factor, e);
     if (!rc)
@@ -103,9 +228,10 @@ static int llama_rope(const json_t *o, const char *path, ModelConfig *c, Err *e)
     return rc;
 }
 
-/* LlamaConfig, MistralConfig, Qwen2Config: the Llama block (Qwen2's q/k/v biases always on). */
+/* LlamaConfig, MistralConfig, Qwen2Config: the Llama block (Qwen2's q/k/v biases always on);
+ * dropout rates above 0 appended to dropped (capacity cap). */
 static int llama_config(const json_t *o, const char *path, const char *type, ModelConfig *c,
-                        Err *e)
+                        char *dropped, size_t cap, Err *e)
 {
     c->arch = ARCH_LLAMA;
     c->tied = false;
@@ -128,10 +254,8 @@ static int llama_config(const json_t *o, const char *path, const char *type, Mod
     if (!rc)
         rc = get_bool(o, path, "tie_word_embeddings", &c->tied, e);
     if (!rc)
-        rc = refuse_true(o, path, "attention_bias", "fuyou's Llama block has no biases on q, k, "
-                         "v and o (Qwen2's q/k/v biases come with model_type qwen2)", e);
-    if (!rc)
-        rc = refuse_true(o, path, "mlp_bias", "fuyou's Llama block has no MLP biases", e);
+        rc = check_fields(o, path, llama_fields, sizeof llama_fields / sizeof *llama_fields,
+                          dropped, cap, e);
     if (!rc)
         rc = llama_rope(o, path, c, e);
     int head_dim = 0, window = 0;
@@ -141,19 +265,23 @@ static int llama_config(const json_t *o, const char *path, const char *type, Mod
         rc = err_set(e, -EINVAL, "%s: \"head_dim\" %d is not hidden_size / num_attention_heads "
                      "(%d / %d): fuyou's heads are hidden / heads wide", path, head_dim,
                      c->d_model, c->n_head);
-    /* Mistral's sliding window: attention over the sequence is exact up to the window, which
-     * bounds the sequences trained on */
+    /* The sliding window (Mistral's; Qwen2's when use_sliding_window, false by default):
+     * attention over a sequence no longer than the window is exact attention, so the window
+     * bounds the sequences trained on, in every layer (Qwen2's max_window_layers, which says
+     * which layers slide, changes nothing then) */
+    bool sliding = strcmp(type, "qwen2") != 0;
     if (!rc)
         rc = get_int(o, path, "sliding_window", INT_MAX, false, &window, e);
-    const json_t *sw = json_object_get(o, "use_sliding_window");
-    bool sliding = window > 0 && (!sw || json_is_true(sw));
-    if (!rc && sliding && window < c->max_seq)
+    if (!rc)
+        rc = get_bool(o, path, "use_sliding_window", &sliding, e);
+    if (!rc && sliding && window > 0 && window < c->max_seq)
         c->max_seq = window;
     return rc;
 }
 
-/* GPT2Config: the GPT-2 block. */
-static int gpt2_config(const json_t *o, const char *path, ModelConfig *c, Err *e)
+/* GPT2Config: the GPT-2 block; dropout rates above 0 appended to dropped (capacity cap). */
+static int gpt2_config(const json_t *o, const char *path, ModelConfig *c, char *dropped,
+                       size_t cap, Err *e)
 {
     c->arch = ARCH_GPT2;
     c->tied = true;
@@ -171,6 +299,9 @@ static int gpt2_config(const json_t *o, const char *path, ModelConfig *c, Err *e
         rc = get_int(o, path, "n_inner", MODEL_MAX_FFN, false, &c->d_ff, e);
     if (!rc)
         rc = get_bool(o, path, "tie_word_embeddings", &c->tied, e);
+    if (!rc)
+        rc = check_fields(o, path, gpt2_fields, sizeof gpt2_fields / sizeof *gpt2_fields,
+                          dropped, cap, e);
     return rc;
 }
 
@@ -192,8 +323,10 @@ static void config_name(const char *path, ModelConfig *c)
     c->name[n] = 0;
 }
 
-int model_load_hf(const char *path, ModelConfig *out, Err *e)
+int model_load_hf(const char *path, ModelConfig *out, ModelNotice *notice, Err *e)
 {
+    if (notice)
+        notice->msg[0] = 0;
     FILE *f;
     int rc = regfile_fopen(path, &f, e);
     if (rc)
@@ -204,15 +337,16 @@ int model_load_hf(const char *path, ModelConfig *out, Err *e)
     if (!o)
         return err_set(e, -EINVAL, "%s:%d: not JSON: %s", path, je.line, je.text);
     ModelConfig c = {.dtype = DTYPE_BF16};
+    char dropped[256] = "";
     const json_t *t = json_object_get(o, "model_type");
     const char *type = json_is_string(t) ? json_string_value(t) : NULL;
     if (!json_is_object(o))
         rc = err_set(e, -EINVAL, "%s: not a JSON object", path);
     else if (type && (!strcmp(type, "llama") || !strcmp(type, "mistral") ||
                       !strcmp(type, "qwen2")))
-        rc = llama_config(o, path, type, &c, e);
+        rc = llama_config(o, path, type, &c, dropped, sizeof dropped, e);
     else if (type && !strcmp(type, "gpt2"))
-        rc = gpt2_config(o, path, &c, e);
+        rc = gpt2_config(o, path, &c, dropped, sizeof dropped, e);
     else
         rc = err_set(e, -EINVAL, "%s: \"model_type\" %s%s%s: fuyou reads llama, mistral, qwen2 "
                      "and gpt2", path, type ? "\"" : "", type ? type : "missing",
@@ -227,5 +361,8 @@ int model_load_hf(const char *path, ModelConfig *out, Err *e)
     json_decref(o);
     if (!rc)
         *out = c;
+    if (!rc && notice && *dropped)
+        snprintf(notice->msg, sizeof notice->msg, "%s: %s ignored: fuyou trains without dropout",
+                 path, dropped);
     return rc;
 }

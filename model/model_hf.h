@@ -6,9 +6,12 @@
 #include "fuyou_err.h"
 #include "model.h"
 
-/* Reads the config at path into *out: 0, or -errno with e naming the file and the field (-EINVAL
- * for a config fuyou's blocks do not compute: another model_type, biases on o or the MLP, a
- * head size other than hidden / heads, a rope_scaling other than llama3's). */
-int model_load_hf(const char *path, ModelConfig *out, Err *e);
+/* Reads the config at path into *out: 0, or -errno with e naming the file, the field and its
+ * value. Every field that changes what the model computes is honoured or refused (-EINVAL):
+ * another model_type, activation, norm epsilon or attention scaling than the block computes,
+ * biases on o or the MLP, a head size other than hidden / heads, a partial rotary embedding, a
+ * rope_scaling other than llama3's. Dropout rates above 0 load (fuyou trains without dropout)
+ * and are named in *notice when notice is not NULL ("" when there are none). */
+int model_load_hf(const char *path, ModelConfig *out, ModelNotice *notice, Err *e);
 
 #endif

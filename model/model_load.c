@@ -152,6 +152,13 @@ static int model_defaults(ModelIni *m, const char *path, Err *e)
 
 int model_load(const char *name_or_path, ModelConfig *out, Err *e)
 {
+    return model_load_noticed(name_or_path, out, NULL, e);
+}
+
+int model_load_noticed(const char *name_or_path, ModelConfig *out, ModelNotice *notice, Err *e)
+{
+    if (notice)
+        notice->msg[0] = 0;
     const ModelConfig *p = model_preset_find(name_or_path);
     if (p) {
         *out = *p;
@@ -175,10 +182,10 @@ int model_load(const char *name_or_path, ModelConfig *out, Err *e)
         if (access(config, F_OK))
             return err_set(e, -ENOENT, "%s is a folder without a config.json: give a Hugging "
                            "Face model folder, a model ini or a preset", name_or_path);
-        return model_load_hf(config, out, e);
+        return model_load_hf(config, out, notice, e);
     }
     if (json)
-        return model_load_hf(name_or_path, out, e);
+        return model_load_hf(name_or_path, out, notice, e);
     ModelIni m = {.c = {.tied = true, .dtype = DTYPE_BF16}};
     IniSchema schema = {model_section_ok, model_key, "[model]"};
     int rc = inifile_parse_file(name_or_path, &schema, &m, e);

@@ -44,6 +44,57 @@ START_TEST(run_usage_errors)
 }
 END_TEST
 
+/* fuyou-run --model with a Hugging Face folder: its dropout rates named in one line (fuyou
+ * trains without dropout) and the model it describes trained, gpt2-tiny's shape with the
+ * preset's losses; a field fuyou does not compute refused with one line and status 2 */
+START_TEST(run_hf_config_notice)
+{
+    static const char config[] =
+        "{\"model_type\": \"gpt2\", \"n_embd\": 128, \"n_head\": 4, \"n_layer\": 4,"
+        " \"n_positions\": 256, \"vocab_size\": 256, \"activation_function\": \"%s\","
+        " \"layer_norm_epsilon\": 1e-05, \"resid_pdrop\": 0.1, \"embd_pdrop\": 0.0,"
+        " \"attn_pdrop\": 0.1}";
+    char dir[] = "/tmp/fuyou-cli-hf-XXXXXX", path[64], args[256], want[256];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, config, "gelu_new");
+    fclose(f);
+    const char *small = "--steps 2 --batch 2 --seq 16 --threads 1";
+    snprintf(args, sizeof args, "--model %s %s", dir, small);
+    ck_assert_int_eq(tu_run_bin("FUYOU_RUN", args, out, sizeof out), 0);
+    snprintf(want, sizeof want, "fuyou-run: %s: attn_pdrop 0.1, resid_pdrop 0.1 ignored: fuyou "
+             "trains without dropout\n", path);
+    const char *at = strstr(out, want);
+    ck_assert_msg(at && !strstr(at + strlen(want), "pdrop"), "expected \"%s\" once in \"%s\"",
+                  want, out);
+    float first, last, preset_first, preset_last;
+    const char *sum = strstr(out, "steps 1..2, loss ");
+    ck_assert_ptr_nonnull(sum);
+    ck_assert_int_eq(sscanf(sum, "steps 1..2, loss %f -> %f", &first, &last), 2);
+    snprintf(args, sizeof args, "--model gpt2-tiny %s", small);
+    ck_assert_int_eq(tu_run_bin("FUYOU_RUN", args, out, sizeof out), 0);
+    ck_assert_ptr_null(strstr(out, "pdrop"));
+    sum = strstr(out, "steps 1..2, loss ");
+    ck_assert_ptr_nonnull(sum);
+    ck_assert_int_eq(sscanf(sum, "steps 1..2, loss %f -> %f", &preset_first, &preset_last), 2);
+    ck_assert_float_eq(first, preset_first);
+    ck_assert_float_eq(last, preset_last);
+    f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, config, "relu");
+    fclose(f);
+    snprintf(args, sizeof args, "--model %s %s", dir, small);
+    ck_assert_int_eq(tu_run_bin("FUYOU_RUN", args, out, sizeof out), 2);
+    snprintf(want, sizeof want, "fuyou-run: %s: \"activation_function\" is \"relu\": fuyou's GPT-2 "
+             "MLP computes gelu_new", path);
+    tu_assert_contains(out, want);
+    ck_assert_ptr_null(strchr(strchr(out, '\n') + 1, '\n')); /* that one line */
+    tu_rm_tree(dir);
+}
+END_TEST
+
 /* fuyou-run --eval-data: the held-out loss on the console, after every --eval-every steps and
  * the last, and in the summary, whatever the plan (out of core too); raw text refused for
  * GPT-2's vocabulary, naming the tool that tokenizes it */
@@ -743,6 +794,7 @@ int main(void)
     TCase *tc = tcase_create("cli");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, run_usage_errors);
+    tcase_add_test(tc, run_hf_config_notice);
     tcase_add_test(tc, run_eval_and_data);
     tcase_add_test(tc, run_save_refuses_checkpoints);
     tcase_add_test(tc, run_paths_checked_first);

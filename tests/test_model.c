@@ -191,6 +191,18 @@ START_TEST(model_ini_bad)
     expect_bad(text, ":", "rope scaling (llama3) needs");
     snprintf(text, sizeof text, "%sffn = 128\nnorm_eps = -1\n", llama);
     expect_bad(text, ":9:", "norm_eps: expected a positive number");
+    /* GPT-2's layernorm computes 1e-5 only: another epsilon is refused, not ignored */
+    expect_bad("[model]\nlayers=2\nhidden=64\nheads=4\nvocab=9\nmax_seq=8\nnorm_eps=1e-6\n",
+               ":", "norm_eps 1e-06: fuyou's GPT-2 layernorm adds 1e-05");
+    char path[64];
+    tu_temp_file(path, sizeof path, ".ini",
+                 "[model]\nlayers=2\nhidden=64\nheads=4\nvocab=9\nmax_seq=8\nnorm_eps=1e-5\n");
+    ModelConfig c;
+    Err e;
+    int rc = model_load(path, &c, &e);
+    unlink(path);
+    ck_assert_msg(rc == 0, "%s", e.msg);
+    ck_assert_double_eq(model_norm_eps(&c), 1e-5);
 }
 END_TEST
 

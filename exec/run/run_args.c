@@ -358,10 +358,13 @@ static int resolve_names(RunArgs *a, const Given *gv)
                 gv->format);
         return -EINVAL;
     }
-    if (model_load(gv->model, &o->model, &e)) {
+    ModelNotice notice;
+    if (model_load_noticed(gv->model, &o->model, &notice, &e)) {
         fprintf(stderr, "fuyou-run: %s\n", e.msg);
         return -EINVAL;
     }
+    if (*notice.msg)
+        fprintf(stderr, "fuyou-run: %s\n", notice.msg);
     if (!gv->dtype)
         return 0;
     DType d;

@@ -32,8 +32,9 @@ void run_args_usage(FILE *out);
 
 /* Parses argv into a (every field set, defaults where an option is absent) and checks what the
  * options say together. 0 to run; 1 when --help or --version was printed; -EINVAL after one
- * line on stderr. It reads the model's ini (a path, not a preset) and stats the --save and
- * --resume directories, nothing else. Re-entrant (it resets getopt). */
+ * line on stderr; a model's notice (model.h: what its config states that fuyou ignores) is a
+ * line on stderr too. It reads the model's ini or config.json (a path, not a preset) and stats
+ * the --save and --resume directories, nothing else. Re-entrant (it resets getopt). */
 int run_args_parse(RunArgs *a, int argc, char **argv);
 
 #endif

@@ -669,7 +669,7 @@ int hf_load_weights(const char *path, const ModelConfig *c, const ModelLayout *l
 int hf_check_config(const char *path, const ModelConfig *c, Err *e)
 {
     ModelConfig f;
-    int rc = model_load_hf(path, &f, e);
+    int rc = model_load_hf(path, &f, NULL, e);
     if (rc)
         return rc;
     if (f.arch != c->arch)
