@@ -17,6 +17,7 @@
 
 #include "hf_folder.h"
 #include "hf_save.h"
+#include "progress.h"
 #include "safetensors.h"
 
 enum { PATH_CAP = 4200, FILE_CAP = PATH_CAP + 64, NAME_CAP = 64 };
@@ -244,8 +245,61 @@ int ckpt_save_with(const char *dir, const ModelConfig *c, const ModelLayout *l,
     return ckpt_save_from(dir, c, l, &src, s, o, e);
 }
 
+/* A save's source counted as it is read, for the progress line: each value read is one of
+ * the files' values (4 bytes in fp32 files, the weights' dtype's in theirs). */
+typedef struct Counted {
+    const HfSource *src;
+    Progress *pg;
+    double bytes, weight_bytes; /* so far; a weight's in the Hugging Face files */
+    int params_reads;           /* passes over the weights: the first is the HF files' */
+    size_t next_param;          /* where the current pass over the weights is */
+} Counted;
+
+static int counted_get(void *user, HfPart part, size_t begin, size_t n, float *dst, Err *e)
+{
+    Counted *k = user;
+    int rc = k->src->get(k->src->user, part, begin, n, dst, e);
+    if (part == HF_PART_PARAMS && begin < k->next_param)
+        k->params_reads++; /* a new pass: the master weights after the HF files' */
+    if (part == HF_PART_PARAMS)
+        k->next_param = begin + n;
+    bool hf = part == HF_PART_PARAMS && k->params_reads == 0;
+    k->bytes += (double)n * (hf ? k->weight_bytes : 4);
+    progress_to(k->pg, k->bytes);
+    return rc;
+}
+
+/* The bytes a save of l under o writes (the tokenizer and the JSON files aside). */
+static double save_bytes(const ModelLayout *l, const CkptSaveOptions *o)
+{
+    DType d = o ? o->weights_dtype : DTYPE_FP32;
+    double n = (double)l->total, bytes = n * (double)dtype_bytes(d);
+    if (o && o->weights_only)
+        return bytes;
+    return bytes + (d != DTYPE_FP32 ? 4 * n : 0) + 8 * n;
+}
+
+static int save_step(const char *dir, const ModelConfig *c, const ModelLayout *l,
+                     const HfSource *src, const TrainState *s, const CkptSaveOptions *o, Err *e);
+
 int ckpt_save_from(const char *dir, const ModelConfig *c, const ModelLayout *l,
                    const HfSource *src, const TrainState *s, const CkptSaveOptions *o, Err *e)
+{
+    char what[96];
+    snprintf(what, sizeof what, "saving step %lld", (long long)s->step);
+    Progress pg;
+    progress_begin(&pg, o ? o->progress : NULL, what, save_bytes(l, o), "B");
+    Counted k = {.src = src, .pg = &pg,
+                 .weight_bytes = (double)dtype_bytes(o ? o->weights_dtype : DTYPE_FP32)};
+    HfSource counted = {.get = counted_get, .user = &k};
+    int rc = save_step(dir, c, l, &counted, s, o, e);
+    if (!rc)
+        progress_end(&pg);
+    return rc;
+}
+
+static int save_step(const char *dir, const ModelConfig *c, const ModelLayout *l,
+                     const HfSource *src, const TrainState *s, const CkptSaveOptions *o, Err *e)
 {
     if (mkdir(dir, 0755) && errno != EEXIST)
         return err_set(e, -errno, "%s: cannot create: %s", dir, strerror(errno));

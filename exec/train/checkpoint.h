@@ -38,6 +38,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "data.h"
 #include "hf_save.h"
@@ -81,6 +82,8 @@ typedef struct CkptSaveOptions {
     bool weights_only;          /* no training state: a final export, not resumed */
     int keep_last;              /* step directories kept, the newest (0: all) */
     const TrainHparams *hp;     /* recorded in state.json; NULL: none */
+    FILE *progress;             /* a save that takes long says how far it is (progress.h);
+                                   NULL: nothing */
     const char *tokenizer_from; /* where the model came from (--init-from's path, or a --resume
                                    directory: its latest step), whose tokenizer files and
                                    config token ids the checkpoint carries; NULL: none */

@@ -656,7 +656,8 @@ CkptSaveOptions trainer_save_options(const TrainOptions *o, TrainHparams *hp)
     return (CkptSaveOptions){.tokenizer_from = o->init_from ? o->init_from : o->resume_dir,
                              .weights_dtype = o->save_dtype,
                              .weights_only = o->save_weights_only,
-                             .keep_last = o->save_total_limit, .hp = hp};
+                             .keep_last = o->save_total_limit, .hp = hp,
+                             .progress = o->progress};
 }
 
 /* The state as checkpoints hold it, written to o->save_dir. */
