@@ -22,6 +22,7 @@
 #include "hw.h"
 #include "model.h"
 #include "plan.h"
+#include "plan_advice.h"
 #include "plan_args.h"
 #include "plan_make.h"
 #include "planner.h"
@@ -331,10 +332,18 @@ static void cpu_lane(const void *ctx, const ModelConfig *c, int B, int T, LaneSi
     footprint_cpu_lane(c, B, T, out);
 }
 
-/* The plan both programs make from the same options (plan_make.h), scored by the simulator,
- * and the graph of its micro-batch. */
-static int make_plan(const SimArgs *a, const ModelConfig *cfg, SwapMode swap, double swap_bytes,
-                     const Hardware *hw, Graph *g, Plan *p, PlanInfo *info, Err *e)
+/* The request both programs plan from the same options (plan_make.h), scored by the
+ * simulator, with what it points to. */
+typedef struct SimRequest {
+    ModelConfig lane_cfg;
+    PredictScoreCtx sc;
+    Progress pg;
+    PlanRequest rq;
+} SimRequest;
+
+/* Fills r from a's options; r must not move while rq is used. 0 or -EINVAL (printed). */
+static int sim_request(const SimArgs *a, const ModelConfig *cfg, SwapMode swap,
+                       double swap_bytes, const Hardware *hw, SimRequest *r)
 {
     Policy policy;
     if (policy_parse(a->policy, &policy)) {
@@ -342,22 +351,45 @@ static int make_plan(const SimArgs *a, const ModelConfig *cfg, SwapMode swap, do
                 a->policy);
         return -EINVAL;
     }
-    PredictScoreCtx sc = {hw, 0};
     double now = clock_monotonic_s();
-    Progress pg = {.start_s = now, .last_s = now, .tty = isatty(STDERR_FILENO)};
+    r->sc = (PredictScoreCtx){hw, 0};
+    r->pg = (Progress){.start_s = now, .last_s = now, .tty = isatty(STDERR_FILENO)};
     bool on_cpu = !strcmp(a->device, "cpu");
-    ModelConfig lane_cfg = *cfg;
+    r->lane_cfg = *cfg;
     if (on_cpu) /* the graph's bytes are what the device moves: fp32 */
-        lane_cfg.dtype = DTYPE_FP32;
-    PlanRequest rq = {.model = &lane_cfg, .batch = a->batch, .seq = a->seq, .policy = policy,
-                      .swap = swap, .swap_bytes = swap_bytes, .args = &a->plan,
-                      .score = predict_score, .score_ctx = &sc, .prog = "fuyou-sim",
-                      .progress = progress_line, .progress_ctx = &pg,
-                      .lane_sizes = on_cpu ? cpu_lane : NULL};
-    int rc = plan_make(&rq, hw, g, p, info, e);
-    if (pg.tty && pg.shown)
+        r->lane_cfg.dtype = DTYPE_FP32;
+    r->rq = (PlanRequest){.model = &r->lane_cfg, .batch = a->batch, .seq = a->seq,
+                          .policy = policy, .swap = swap, .swap_bytes = swap_bytes,
+                          .args = &a->plan, .score = predict_score, .score_ctx = &r->sc,
+                          .prog = "fuyou-sim", .progress = progress_line,
+                          .progress_ctx = &r->pg, .lane_sizes = on_cpu ? cpu_lane : NULL};
+    return 0;
+}
+
+/* The plan of r (plan_make.h) and the graph of its micro-batch. */
+static int make_plan(SimRequest *r, const Hardware *hw, Graph *g, Plan *p, PlanInfo *info,
+                     Err *e)
+{
+    int rc = plan_make(&r->rq, hw, g, p, info, e);
+    if (r->pg.tty && r->pg.shown)
         fprintf(stderr, "\r\033[K");
     return rc;
+}
+
+/* What would make plan p fit, each change planned again (plan_advice.h), into buf; NULL when
+ * it fits. A failure to advise (out of memory) is said in buf. */
+static const char *to_fit(const SimRequest *r, const Hardware *hw, const Graph *g,
+                          const Plan *p, char *buf, size_t n)
+{
+    if (plan_make_fits(g, hw, p))
+        return NULL;
+    PlanAdvice adv;
+    Err e = {""};
+    if (plan_advice_make(&r->rq, hw, g, p, &adv, &e))
+        snprintf(buf, n, "no advice: %s", e.msg);
+    else
+        plan_advice_line(&adv, &r->rq, hw, g, buf, n);
+    return buf;
 }
 
 static void report_swap(FILE *out, SwapMode swap, const PlanInfo *info, const Graph *g,
@@ -582,7 +614,10 @@ int main(int argc, char **argv)
     if (plan_swap_parse(a.swap, "fuyou-sim", &swap, &swap_bytes) ||
         check_size(&a, &cfg, given > 0 ? given : 1, swap, &e))
         goto out_hw;
-    rc = make_plan(&a, &cfg, swap, swap_bytes, &hw, &g, &p, &info, &e);
+    SimRequest req;
+    if (sim_request(&a, &cfg, swap, swap_bytes, &hw, &req))
+        goto out_hw;
+    rc = make_plan(&req, &hw, &g, &p, &info, &e);
     if (rc) {
         status = rc == -ENOMEM ? 1 : 2;
         goto out_hw;
@@ -596,6 +631,9 @@ int main(int argc, char **argv)
     if (a.describe) {
         describe_graph(stdout, &g);
         describe_footprint(stdout, &g, &hw, &p);
+        char advice[2048];
+        if (to_fit(&req, &hw, &g, &p, advice, sizeof advice))
+            printf("  to fit: %s\n", advice);
         status = 0;
         goto out_hw;
     }
@@ -604,7 +642,8 @@ int main(int argc, char **argv)
         status = rc == -EINVAL ? 2 : 1; /* a plan or size sched_build refuses */
         goto out_hw;
     }
-    predict_report(stdout, &pr, &g, &hw, &p);
+    char advice[2048];
+    predict_report(stdout, &pr, &g, &hw, &p, to_fit(&req, &hw, &g, &p, advice, sizeof advice));
     report_swap(stdout, swap, &info, &g, &hw, &p, !pr.overflow);
     status = pr.overflow ? 1 : 0;
     if (a.cost.on && cost_report_print(stdout, &a.cost, &pr, &g, &p, &hw, &e))
