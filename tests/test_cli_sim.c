@@ -812,6 +812,45 @@ START_TEST(output_paths_checked_first)
 }
 END_TEST
 
+/* docs/what-if.md pastes fuyou-sim's output: each `$ fuyou-sim ARGS` block is run again and
+ * must print the same lines (the simulator's own wall time aside), so the page stays true. */
+START_TEST(what_if_doc)
+{
+    const char *path = getenv("WHAT_IF");
+    ck_assert_msg(path != NULL, "WHAT_IF is not set (meson sets it)");
+    FILE *f = fopen(path, "r");
+    ck_assert_msg(f != NULL, "%s: cannot read", path);
+    static char text[1 << 16];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = 0;
+    int blocks = 0;
+    for (const char *m = strstr(text, "\n$ fuyou-sim "); m; m = strstr(m + 1, "\n$ fuyou-sim ")) {
+        char args[256];
+        const char *a = m + strlen("\n$ fuyou-sim ");
+        snprintf(args, sizeof args, "%.*s", (int)strcspn(a, "\n"), a);
+        const char *want = a + strcspn(a, "\n") + 1, *end = strstr(want, "```");
+        ck_assert_ptr_nonnull(end);
+        tu_run_sim(args, out, sizeof out);
+        const char *got = out;
+        while (want < end) {
+            size_t wl = strcspn(want, "\n"), gl = strcspn(got, "\n");
+            /* "simulated N tasks, N events in 5.6 ms": the wall time varies */
+            size_t cmp = !strncmp(want, "simulated ", 10) ? (size_t)(strstr(want, " in ") - want)
+                                                          : wl;
+            ck_assert_msg(wl == gl || cmp < wl, "fuyou-sim %s:\n doc %.*s\n got %.*s", args,
+                          (int)wl, want, (int)gl, got);
+            ck_assert_msg(!strncmp(want, got, cmp), "fuyou-sim %s:\n doc %.*s\n got %.*s", args,
+                          (int)wl, want, (int)gl, got);
+            want += wl + 1, got += gl + (got[gl] != 0);
+        }
+        ck_assert_msg(*got == 0, "fuyou-sim %s printed more than the doc: %s", args, got);
+        blocks++;
+    }
+    ck_assert_int_eq(blocks, 3);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cli_sim");
@@ -843,6 +882,7 @@ int main(void)
     tcase_add_test(tc, advice_checked);
     tcase_add_test(tc, ssd_capacity_what_if);
     tcase_add_test(tc, output_paths_checked_first);
+    tcase_add_test(tc, what_if_doc);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }
