@@ -7,6 +7,7 @@
 
 #include "fuyou_err.h"
 #include "hw.h"
+#include "plan_advice.h"
 #include "units.h"
 
 const char *plan_swap_name(SwapMode m)
@@ -258,86 +259,32 @@ bool plan_make_fits(const Graph *g, const Hardware *hw, const Plan *p)
     return plan_short_bytes(g, hw, p) == 0;
 }
 
-/* rq without its option k (of the plan options, then --swap as the last): whether one was
- * given there, and then the request and the arguments left. */
-static bool leave_out(const PlanRequest *rq, int k, PlanRequest *out, PlanArgs *args,
-                      char *name, size_t n)
-{
-    *out = *rq;
-    *args = *rq->args;
-    out->args = args;
-    out->score = NULL, out->progress = NULL; /* the closed form decides, quietly */
-    const char **tiers[4] = {&args->weights, &args->optim, &args->checkpoints, &args->act};
-    if (k < 4) {
-        if (!*tiers[k])
-            return false;
-        snprintf(name, n, "--%s %s", plan_args_names[k], *tiers[k]);
-        *tiers[k] = NULL;
-        return true;
-    }
-    if (k < 4 + PC_N) {
-        int c = k - 4;
-        if (args->count[c] < 0 || c == PC_MICRO)
-            return false; /* micro-batches are searched from the batch anyway */
-        snprintf(name, n, "--%s %d", plan_args_names[k], args->count[c]);
-        args->count[c] = -1;
-        return true;
-    }
-    if (rq->swap == SWAP_AUTO || rq->swap == SWAP_SWEEP)
-        return false;
-    char b[24];
-    snprintf(name, n, "--swap %s", rq->swap == SWAP_BYTES ?
-             units_bytes(b, sizeof b, rq->swap_bytes) : plan_swap_name(rq->swap));
-    out->swap = SWAP_AUTO;
-    return true;
-}
-
 char *plan_make_why_short(const PlanRequest *rq, const Hardware *hw, const Graph *g,
                           const Plan *p, char *buf, size_t n)
 {
     Footprint f;
     footprint_compute(&f, g, p);
     buf[0] = '\0';
-    int first_short = -1;
     for (int t = 0; t < TIER_COUNT; t++) {
         double need = footprint_tier_total(&f, (Tier)t), have = footprint_capacity(hw, (Tier)t);
         if (need <= have)
             continue;
         char b0[24], b1[24], b2[24];
-        err_append(buf, n, "%s%s needs %s of its %s (%s short)", first_short < 0 ? "" : ", ",
+        err_append(buf, n, "%s%s needs %s of its %s (%s short)", buf[0] ? ", " : "",
                    tier_name((Tier)t), units_bytes(b0, sizeof b0, need),
                    units_bytes(b1, sizeof b1, have), units_bytes(b2, sizeof b2, need - have));
-        if (first_short < 0)
-            first_short = t;
     }
-    if (first_short < 0) {
-        snprintf(buf, n, "it fits");
+    if (!buf[0])
+        return snprintf(buf, n, "it fits"), buf;
+    PlanAdvice a;
+    Err e = {""};
+    if (plan_advice_make(rq, hw, g, p, &a, &e)) {
+        err_append(buf, n, "; no advice: %s", e.msg);
         return buf;
     }
-    bool given = false;
-    for (int k = 0; k < 4 + PC_N + 1; k++) {
-        PlanRequest q;
-        PlanArgs args;
-        char name[64];
-        if (!leave_out(rq, k, &q, &args, name, sizeof name))
-            continue;
-        given = true;
-        Graph g2;
-        Plan p2;
-        PlanInfo info;
-        Err e;
-        int rc = plan_make(&q, hw, &g2, &p2, &info, &e);
-        bool fits = !rc && plan_make_fits(&g2, hw, &p2);
-        plan_make_free(&info);
-        plan_free(&p2);
-        graph_free(&g2);
-        if (fits) {
-            err_append(buf, n, "; %s keeps every plan from fitting (without it one fits)",
-                       name);
-            return buf;
-        }
-    }
-    err_append(buf, n, "; %s%s", given ? "no one option given keeps it from fitting alone: " :
-               "", footprint_advice((Tier)first_short, p, &f));
+    err_append(buf, n, "; ");
+    size_t len = strlen(buf);
+    if (len + 1 < n) /* the advice after the shortfall, in the same buffer */
+        plan_advice_line(&a, rq, hw, g, buf + len, n - len);
     return buf;
 }

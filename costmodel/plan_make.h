@@ -69,10 +69,8 @@ void plan_make_free(PlanInfo *info);
 bool plan_make_fits(const Graph *g, const Hardware *hw, const Plan *p);
 
 /* One line (no newline) on why p, the plan plan_make made for rq, does not fit hw: each tier
- * short and by how much; then, with options given (--swap among them), the one without which
- * a plan fits (each left out alone, planned on the closed form), or that none alone is why;
- * without options, what frees the first tier short (footprint_advice). Writes into buf and
- * returns it. */
+ * short and by how much, then what would make it fit, each change planned again
+ * (plan_advice_line). Writes into buf and returns it. */
 char *plan_make_why_short(const PlanRequest *rq, const Hardware *hw, const Graph *g,
                           const Plan *p, char *buf, size_t n);
 

@@ -89,7 +89,7 @@ static const HwKey keys[] = {
     NUM("ssd", "read_bidir_GBps", ssd_read_bidir_GBps, false, 0, 1e4, false),
     NUM("ssd", "write_bidir_GBps", ssd_write_bidir_GBps, false, 0, 1e4, false),
     NUM("ssd", "latency_us", ssd_latency_us, true, 0, 1e5, false),
-    NUM("ssd", "capacity_GB", ssd_capacity_GB, true, 0, 1e7, true),
+    NUM("ssd", "capacity_GB", ssd_capacity_GB, true, 0, HW_MAX_SSD_GB, true),
     NUM("memory", "cpu_mem_GiB", cpu_mem_GiB, true, MEM_GIB, true),
     NUM("memory", "cpu_reserved_GiB", cpu_reserved_GiB, false, MEM_GIB, false),
     NUM("memory", "gpu_reserved_GiB", gpu_reserved_GiB, false, MEM_GIB, false),
@@ -679,4 +679,10 @@ double hw_cpu_bytes(const Hardware *hw)
 double hw_ssd_bytes(const Hardware *hw)
 {
     return hw->ssd_capacity_GB * 1e9 * hw->ssd_count;
+}
+
+void hw_set_ssd_bytes(Hardware *hw, double bytes)
+{
+    assert(bytes > 0 && bytes <= HW_MAX_SSD_GB * 1e9);
+    hw->ssd_capacity_GB = bytes / 1e9 / hw->ssd_count;
 }

@@ -15,6 +15,9 @@
 /* The most memory a tier may have, in GiB (1 PiB): [gpu] mem_GiB, [memory] cpu_mem_GiB, and
  * the programs' --gpu-mem and --cpu-mem (plan_args.h). */
 #define HW_MAX_MEM_GIB 1048576
+/* The most [ssd] capacity_GB of one device (10 PB), and of all of them together (fuyou-sim
+ * --ssd-capacity, hw_set_ssd_bytes). */
+#define HW_MAX_SSD_GB 1e7
 
 #include <stdint.h>
 #include <stdio.h>
@@ -141,5 +144,9 @@ double hw_attn_efficiency(const Hardware *hw, int64_t head_size);
 double hw_gpu_bytes(const Hardware *hw);
 double hw_cpu_bytes(const Hardware *hw);
 double hw_ssd_bytes(const Hardware *hw);
+/* Gives the devices together `bytes` (at most HW_MAX_SSD_GB): capacity_GB of each is
+ * bytes / 1e9 / count; their count and rates stay (fuyou-sim --ssd-capacity, applied after
+ * hw_load and its overrides). */
+void hw_set_ssd_bytes(Hardware *hw, double bytes);
 
 #endif

@@ -3,12 +3,14 @@
  * same schedule the executor runs, or with --describe prints the layer graph and footprint.
  * Exit codes: 0 success, 1 runtime failure or a plan over capacity, 2 usage or input error. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -20,6 +22,7 @@
 #include "hw.h"
 #include "model.h"
 #include "plan.h"
+#include "plan_advice.h"
 #include "plan_args.h"
 #include "plan_make.h"
 #include "planner.h"
@@ -35,6 +38,7 @@ typedef struct SimArgs {
     const char *sets[MAX_SETS + PLAN_BUDGET_SETS]; /* --set's, then the budgets' */
     int n_sets;
     PlanBudget budget;
+    double ssd_bytes; /* --ssd-capacity; 0: the ini's */
     int batch, seq, iters;
     bool describe;
     PlanArgs plan;
@@ -61,6 +65,9 @@ static void usage(FILE *out)
 "                          fuyou-run's --gpu-mem (--set gpu.mem_GiB=24 keeps the ini's\n"
 "                          gpu_reserved_GiB); applied after --set\n"
 "  --cpu-mem BYTES         the same for host memory, as fuyou-run's --cpu-mem\n"
+"  --ssd-capacity BYTES    the SSD space a plan may use, all devices together, e.g. 2TB\n"
+"                          (each device's [ssd] capacity_GB becomes BYTES / count; the rates\n"
+"                          stay); applied after --set. What-ifs: docs/what-if.md\n"
 "  --model NAME|PATH       a preset, a model ini or a Hugging Face folder or its config.json\n"
 "                          (default gpt3-13b; fuyou-run's is gpt2-tiny); presets:\n"
 "                          ");
@@ -149,12 +156,13 @@ static int parse_args(int argc, char **argv, SimArgs *a)
            O_SWEEP_OUT, O_WEIGHTS,
            O_OPTIM, O_CKPT, O_ACT, O_BATCH, O_SEQ, O_ITERS, O_MICRO, O_SUBGROUP, O_TAIL,
            O_PREFETCH, O_WBUF, O_PBUF, O_ABUF, O_GBUF, O_SBUF, O_OCPU, O_OGPU, O_OSTREAM,
-           O_COST, O_TP_GPUS, O_TP_HW, O_TP_SET, O_GPUMEM, O_CPUMEM };
+           O_COST, O_TP_GPUS, O_TP_HW, O_TP_SET, O_GPUMEM, O_CPUMEM, O_SSDCAP };
     _Static_assert(O_OSTREAM - O_MICRO == PC_N - 1, "count options follow enum PlanCount");
     _Static_assert(O_TP_SET - O_COST == COST_OPT_N - 1, "cost options follow enum CostOpt");
     static const struct option opts[] = {
         {"hw", required_argument, 0, O_HW}, {"set", required_argument, 0, O_SET},
         {"gpu-mem", required_argument, 0, O_GPUMEM}, {"cpu-mem", required_argument, 0, O_CPUMEM},
+        {"ssd-capacity", required_argument, 0, O_SSDCAP},
         {"model", required_argument, 0, O_MODEL}, {"policy", required_argument, 0, O_POLICY},
         {"trace", required_argument, 0, O_TRACE}, {"chrome", required_argument, 0, O_CHROME},
         {"deps", required_argument, 0, O_DEPS},
@@ -239,6 +247,18 @@ static int parse_args(int argc, char **argv, SimArgs *a)
                                                         : &a->budget.cpu_bytes))
                 return -EINVAL;
             break;
+        case O_SSDCAP:
+            if (units_parse_bytes(optarg, &a->ssd_bytes) || a->ssd_bytes < 1) {
+                fprintf(stderr, "fuyou-sim: --ssd-capacity expects a size such as 2TB, got "
+                        "'%s'\n", optarg);
+                return -EINVAL;
+            }
+            if (a->ssd_bytes > HW_MAX_SSD_GB * 1e9) {
+                fprintf(stderr, "fuyou-sim: --ssd-capacity is %s; at most %.0f TB\n", optarg,
+                        HW_MAX_SSD_GB / 1e3);
+                return -EINVAL;
+            }
+            break;
         case O_SET:
             if (a->n_sets == MAX_SETS) {
                 fprintf(stderr, "fuyou-sim: at most %d --set options\n", MAX_SETS);
@@ -312,10 +332,18 @@ static void cpu_lane(const void *ctx, const ModelConfig *c, int B, int T, LaneSi
     footprint_cpu_lane(c, B, T, out);
 }
 
-/* The plan both programs make from the same options (plan_make.h), scored by the simulator,
- * and the graph of its micro-batch. */
-static int make_plan(const SimArgs *a, const ModelConfig *cfg, SwapMode swap, double swap_bytes,
-                     const Hardware *hw, Graph *g, Plan *p, PlanInfo *info, Err *e)
+/* The request both programs plan from the same options (plan_make.h), scored by the
+ * simulator, with what it points to. */
+typedef struct SimRequest {
+    ModelConfig lane_cfg;
+    PredictScoreCtx sc;
+    Progress pg;
+    PlanRequest rq;
+} SimRequest;
+
+/* Fills r from a's options; r must not move while rq is used. 0 or -EINVAL (printed). */
+static int sim_request(const SimArgs *a, const ModelConfig *cfg, SwapMode swap,
+                       double swap_bytes, const Hardware *hw, SimRequest *r)
 {
     Policy policy;
     if (policy_parse(a->policy, &policy)) {
@@ -323,22 +351,45 @@ static int make_plan(const SimArgs *a, const ModelConfig *cfg, SwapMode swap, do
                 a->policy);
         return -EINVAL;
     }
-    PredictScoreCtx sc = {hw, 0};
     double now = clock_monotonic_s();
-    Progress pg = {.start_s = now, .last_s = now, .tty = isatty(STDERR_FILENO)};
+    r->sc = (PredictScoreCtx){hw, 0};
+    r->pg = (Progress){.start_s = now, .last_s = now, .tty = isatty(STDERR_FILENO)};
     bool on_cpu = !strcmp(a->device, "cpu");
-    ModelConfig lane_cfg = *cfg;
+    r->lane_cfg = *cfg;
     if (on_cpu) /* the graph's bytes are what the device moves: fp32 */
-        lane_cfg.dtype = DTYPE_FP32;
-    PlanRequest rq = {.model = &lane_cfg, .batch = a->batch, .seq = a->seq, .policy = policy,
-                      .swap = swap, .swap_bytes = swap_bytes, .args = &a->plan,
-                      .score = predict_score, .score_ctx = &sc, .prog = "fuyou-sim",
-                      .progress = progress_line, .progress_ctx = &pg,
-                      .lane_sizes = on_cpu ? cpu_lane : NULL};
-    int rc = plan_make(&rq, hw, g, p, info, e);
-    if (pg.tty && pg.shown)
+        r->lane_cfg.dtype = DTYPE_FP32;
+    r->rq = (PlanRequest){.model = &r->lane_cfg, .batch = a->batch, .seq = a->seq,
+                          .policy = policy, .swap = swap, .swap_bytes = swap_bytes,
+                          .args = &a->plan, .score = predict_score, .score_ctx = &r->sc,
+                          .prog = "fuyou-sim", .progress = progress_line,
+                          .progress_ctx = &r->pg, .lane_sizes = on_cpu ? cpu_lane : NULL};
+    return 0;
+}
+
+/* The plan of r (plan_make.h) and the graph of its micro-batch. */
+static int make_plan(SimRequest *r, const Hardware *hw, Graph *g, Plan *p, PlanInfo *info,
+                     Err *e)
+{
+    int rc = plan_make(&r->rq, hw, g, p, info, e);
+    if (r->pg.tty && r->pg.shown)
         fprintf(stderr, "\r\033[K");
     return rc;
+}
+
+/* What would make plan p fit, each change planned again (plan_advice.h), into buf; NULL when
+ * it fits. A failure to advise (out of memory) is said in buf. */
+static const char *to_fit(const SimRequest *r, const Hardware *hw, const Graph *g,
+                          const Plan *p, char *buf, size_t n)
+{
+    if (plan_make_fits(g, hw, p))
+        return NULL;
+    PlanAdvice adv;
+    Err e = {""};
+    if (plan_advice_make(&r->rq, hw, g, p, &adv, &e))
+        snprintf(buf, n, "no advice: %s", e.msg);
+    else
+        plan_advice_line(&adv, &r->rq, hw, g, buf, n);
+    return buf;
 }
 
 static void report_swap(FILE *out, SwapMode swap, const PlanInfo *info, const Graph *g,
@@ -489,6 +540,43 @@ static int check_size(const SimArgs *a, const ModelConfig *c, int M, SwapMode sw
                    "%s: fewer layers", c->name, L, b1, b2);
 }
 
+/* Whether fuyou-sim can write its output file `path` (option opt), checked before anything is
+ * planned or simulated, so that a long run does not end on a path it cannot create: a regular
+ * file (or none yet) is opened for writing without truncating it, and one this made is removed
+ * again (the report writes it later); a directory is refused; a pipe or a device is left to
+ * the writer (opening a FIFO would wait for its reader). 0, or -errno with e naming the path. */
+static int check_out_path(const char *opt, const char *path, Err *e)
+{
+    struct stat st;
+    bool existed = stat(path, &st) == 0;
+    if (existed && S_ISDIR(st.st_mode))
+        return err_set(e, -EISDIR, "%s %s: is a directory; give a file to write", opt, path);
+    if (existed && !S_ISREG(st.st_mode))
+        return 0;
+    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+    if (fd < 0)
+        return err_set(e, -errno, "%s %s: cannot create it: %s", opt, path, strerror(errno));
+    close(fd);
+    if (!existed)
+        unlink(path);
+    return 0;
+}
+
+/* The output files of a, each checked with check_out_path. 0 or its -errno. */
+static int check_out_paths(const SimArgs *a, Err *e)
+{
+    const struct { const char *opt, *path; } outs[] = {
+        {"--trace", a->trace}, {"--chrome", a->chrome}, {"--deps", a->deps},
+        {"--sweep-out", a->sweep_out},
+    };
+    for (size_t i = 0; i < sizeof outs / sizeof outs[0]; i++) {
+        int rc = outs[i].path ? check_out_path(outs[i].opt, outs[i].path, e) : 0;
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     SimArgs a;
@@ -497,6 +585,10 @@ int main(int argc, char **argv)
         return rc > 0 ? 0 : 2;
 
     Err e = {""};
+    if (check_out_paths(&a, &e)) {
+        fprintf(stderr, "fuyou-sim: %s\n", e.msg);
+        return 2;
+    }
     ModelConfig cfg;
     Hardware hw;
     Graph g = {0};
@@ -512,6 +604,8 @@ int main(int argc, char **argv)
         a.sets[a.n_sets + i] = budget[i];
     if (model_load(a.model, &cfg, &e) || hw_load(a.hw, a.sets, a.n_sets + n_budget, &hw, &e))
         goto out_msg;
+    if (a.ssd_bytes > 0)
+        hw_set_ssd_bytes(&hw, a.ssd_bytes);
     if (cost_report_check(&a.cost, !a.describe && strcmp(a.swap, "sweep"), &hw, &e))
         goto out_hw;
     /* the size a given micro-batch count needs is checked before planning, the count the
@@ -520,7 +614,10 @@ int main(int argc, char **argv)
     if (plan_swap_parse(a.swap, "fuyou-sim", &swap, &swap_bytes) ||
         check_size(&a, &cfg, given > 0 ? given : 1, swap, &e))
         goto out_hw;
-    rc = make_plan(&a, &cfg, swap, swap_bytes, &hw, &g, &p, &info, &e);
+    SimRequest req;
+    if (sim_request(&a, &cfg, swap, swap_bytes, &hw, &req))
+        goto out_hw;
+    rc = make_plan(&req, &hw, &g, &p, &info, &e);
     if (rc) {
         status = rc == -ENOMEM ? 1 : 2;
         goto out_hw;
@@ -534,6 +631,9 @@ int main(int argc, char **argv)
     if (a.describe) {
         describe_graph(stdout, &g);
         describe_footprint(stdout, &g, &hw, &p);
+        char advice[2048];
+        if (to_fit(&req, &hw, &g, &p, advice, sizeof advice))
+            printf("  to fit: %s\n", advice);
         status = 0;
         goto out_hw;
     }
@@ -542,7 +642,8 @@ int main(int argc, char **argv)
         status = rc == -EINVAL ? 2 : 1; /* a plan or size sched_build refuses */
         goto out_hw;
     }
-    predict_report(stdout, &pr, &g, &hw, &p);
+    char advice[2048];
+    predict_report(stdout, &pr, &g, &hw, &p, to_fit(&req, &hw, &g, &p, advice, sizeof advice));
     report_swap(stdout, swap, &info, &g, &hw, &p, !pr.overflow);
     status = pr.overflow ? 1 : 0;
     if (a.cost.on && cost_report_print(stdout, &a.cost, &pr, &g, &p, &hw, &e))

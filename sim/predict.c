@@ -118,7 +118,7 @@ int predict_write_trace(const Prediction *pr, const char *path, bool chrome, Err
 }
 
 void predict_report(FILE *out, const Prediction *pr, const Graph *g, const Hardware *hw,
-                    const Plan *p)
+                    const Plan *p, const char *to_fit)
 {
     char b1[32], b2[32], summary[640];
     fprintf(out, "%s on %s (%s, %s)\n", g->cfg.name, hw->source, hw->gpu_name, hw->ssd_name);
@@ -163,11 +163,12 @@ void predict_report(FILE *out, const Prediction *pr, const Graph *g, const Hardw
     fprintf(out, "\n");
     for (int t = 0; t < TIER_COUNT; t++)
         if (pr->overflow & (1u << t))
-            fprintf(out, "over capacity: %s needs %s more than its %s; %s\n", tier_name(t),
+            fprintf(out, "over capacity: %s needs %s more than its %s\n", tier_name(t),
                     units_bytes(b1, sizeof b1, footprint_tier_total(&pr->mem, t) -
                                                    footprint_capacity(hw, t)),
-                    units_bytes(b2, sizeof b2, footprint_capacity(hw, t)),
-                    footprint_advice((Tier)t, p, &pr->mem));
+                    units_bytes(b2, sizeof b2, footprint_capacity(hw, t)));
+    if (pr->overflow && to_fit)
+        fprintf(out, "to fit:        %s\n", to_fit);
     fprintf(out, "simulated %d tasks, %lld events in %.1f ms\n", pr->sched.n_tasks,
             (long long)pr->res.events, pr->sim_wall_s * 1e3);
 }

@@ -45,8 +45,9 @@ typedef struct PredictScoreCtx {
 } PredictScoreCtx;
 int predict_score(void *ctx, const Graph *g, const Plan *p, double *iter_s, Err *e);
 
-/* The report fuyou-sim prints. */
+/* The report fuyou-sim prints; for a plan over capacity, to_fit (NULL: nothing) after the
+ * tiers short: what would make it fit (plan_advice_line). */
 void predict_report(FILE *out, const Prediction *pr, const Graph *g, const Hardware *hw,
-                    const Plan *p);
+                    const Plan *p, const char *to_fit);
 
 #endif

@@ -276,26 +276,31 @@ START_TEST(sim_report_wording)
                      1);
     tu_assert_contains(out, "iteration      none: the plan does not fit");
     tu_assert_contains(out, "over capacity: gpu needs");
-    tu_assert_contains(out, "more than its 22.49 GiB; lower --batch or --seq, split it into "
-                            "more --micro-batches");
+    /* the one change that fits, planned again: the micro-batch count the search picks */
+    tu_assert_contains(out, "more than its 22.49 GiB\nto fit:        --micro-batches 2 fits "
+                            "(each planned again)\n");
     ck_assert_ptr_null(strstr(out, "TFLOPS"));
     ck_assert_ptr_null(strstr(out, "tokens/s"));
     ck_assert_ptr_null(strstr(out, "closed form:"));
-    /* each short tier gets its own advice: a small SSD is not fixed by a smaller batch (it
-     * had been told to lower --batch), CPU memory by putting state on the SSD (none of it
-     * on the GPU, where the planner would put some and the SSD then hold the rest) */
+    ck_assert_int_eq(tu_run_sim("--model gpt3-13b --batch 64 --micro-batches 2 --iters 2", out,
+                                sizeof out), 0);
+    tu_assert_contains(out, "TFLOPS");
+    /* a small SSD is not fixed by a smaller batch (it had been told to lower --batch): the
+     * options given that put the states there are */
     ck_assert_int_eq(tu_run_sim("--model gpt3-13b --weights ssd --optim ssd --set "
                                 "ssd.capacity_GB=50 --set ssd.count=1 --optim-gpu-groups 0", out,
                                 sizeof out), 1);
-    const char *ssd = strstr(out, "over capacity: ssd needs");
-    ck_assert_msg(ssd != NULL, "%s", out);
-    ck_assert_msg(!strncmp(strstr(ssd, "; ") + 2, "add SSD capacity (--set ssd.count=N", 35),
-                  "%s", ssd);
+    tu_assert_contains(out, "over capacity: ssd needs");
+    tu_assert_contains(out, "to fit:        without --optim ssd fits; ");
+    tu_assert_contains(out, "; --optim cpu fits");
+    ck_assert_ptr_null(strstr(out, "--batch"));
+    /* CPU memory: neither tier given alone is why, both are (the planner then puts state on
+     * the SSD) */
     ck_assert_int_eq(tu_run_sim("--model gpt3-13b --weights cpu --optim cpu --set "
                                 "memory.cpu_mem_GiB=32", out, sizeof out), 1);
     tu_assert_contains(out, "over capacity: cpu needs");
-    tu_assert_contains(out, "; put weights or optimizer states on SSD (--weights ssd, --optim "
-                            "ssd)\n");
+    tu_assert_contains(out, "to fit:        without --weights cpu --optim cpu fits (each planned "
+                            "again)\n");
     /* an override below the file's both-ways value: named, with the fix */
     ck_assert_int_eq(tu_run_sim("--set pcie.h2d_GBps=5 --describe", out, sizeof out), 2);
     tu_assert_contains(out, "h2d_bidir_GBps 21 (4090.ini:");
@@ -700,6 +705,152 @@ START_TEST(golden_trace)
 }
 END_TEST
 
+/* The line of out that starts with prefix, into line (n bytes); fails the test without one. */
+static void line_of(const char *out, const char *prefix, char *line, size_t n)
+{
+    const char *p = strstr(out, prefix);
+    ck_assert_msg(p != NULL, "no line '%s' in: %s", prefix, out);
+    snprintf(line, n, "%.*s", (int)strcspn(p, "\n"), p);
+}
+
+/* Advice for a plan that does not fit is checked, not a rule of thumb: the 405B on a 4090
+ * had been told to recompute (--swap none) and split into more micro-batches; the first
+ * leaves it exactly as short, the second shorter of GPU memory but far shorter of CPU memory
+ * (the fp32 gradient sum). Neither is offered now; the line says nothing fuyou can change
+ * fits, and the GPU memory it names does fit. */
+START_TEST(advice_checked)
+{
+    static char none[sizeof out];
+    char want[256], got[256];
+    const char *base = "--hw 4090.ini --model llama-3.1-405b --batch 8 --iters 2";
+    char args[512];
+    ck_assert_int_eq(tu_run_sim(base, out, sizeof out), 1);
+    snprintf(args, sizeof args, "%s --swap none", base);
+    ck_assert_int_eq(tu_run_sim(args, none, sizeof none), 1);
+    line_of(out, "over capacity: ", want, sizeof want);
+    line_of(none, "over capacity: ", got, sizeof got);
+    ck_assert_str_eq(got, want); /* the premise: --swap none is no better */
+    ck_assert_str_eq(want, "over capacity: gpu needs 31.66 GiB more than its 22.49 GiB");
+    snprintf(args, sizeof args, "%s --micro-batches 8", base);
+    ck_assert_int_eq(tu_run_sim(args, none, sizeof none), 1);
+    tu_assert_contains(none, "over capacity: cpu needs"); /* ... nor are more micro-batches */
+    line_of(out, "to fit: ", got, sizeof got);
+    ck_assert_ptr_null(strstr(got, "--swap"));
+    ck_assert_ptr_null(strstr(got, "--micro-batches"));
+    ck_assert_str_eq(got, "to fit:        nothing fuyou can change fits llama-3.1-405b at --batch "
+                          "8 --seq 1024 on 4090.ini (10 changes planned): it fits with 55 GiB of "
+                          "GPU memory (here 22.49 GiB): fuyou-sim --gpu-mem 55GiB");
+    snprintf(args, sizeof args, "%s --gpu-mem 55GiB", base);
+    ck_assert_int_eq(tu_run_sim(args, out, sizeof out), 0);
+    tu_assert_contains(out, "memory peak    gpu 54.15 GiB of 55.00 GiB");
+}
+END_TEST
+
+/* h200.ini's SSD is the test machine's 64 GB disk: no 70B plan fits it, and the line names
+ * the SSD (or CPU memory) that would; --ssd-capacity gives it, all devices together, and the
+ * plan runs; bad values are refused in one line */
+START_TEST(ssd_capacity_what_if)
+{
+    const char *base = "--hw h200.ini --model llama-3.1-70b --batch 8 --iters 2";
+    char args[512];
+    ck_assert_int_eq(tu_run_sim(base, out, sizeof out), 1);
+    tu_assert_contains(out, "over capacity: ssd needs 689.47 GiB more than its 59.60 GiB\n");
+    tu_assert_contains(out, "nothing fuyou can change fits llama-3.1-70b at --batch 8 --seq 1024 "
+                            "on h200.ini (");
+    tu_assert_contains(out, "it fits with 805 GB of SSD (here 64 GB): fuyou-sim --ssd-capacity "
+                            "805GB; or with ");
+    snprintf(args, sizeof args, "%s --ssd-capacity 805GB", base);
+    ck_assert_int_eq(tu_run_sim(args, out, sizeof out), 0);
+    tu_assert_contains(out, "ssd 749.08 GiB of 749.71 GiB");
+    snprintf(args, sizeof args, "%s --ssd-capacity 2TB", base);
+    ck_assert_int_eq(tu_run_sim(args, out, sizeof out), 0);
+    tu_assert_contains(out, "ssd 749.08 GiB of 1.82 TiB");
+    ck_assert_ptr_null(strstr(out, "to fit:"));
+    /* all devices together: 4090.ini's twelve share 1 TB */
+    ck_assert_int_eq(tu_run_sim("--ssd-capacity 1TB --describe", out, sizeof out), 0);
+    tu_assert_contains(out, "capacity        22.49 GiB   752.00 GiB   931.32 GiB");
+    ck_assert_int_eq(tu_run_sim("--ssd-capacity 2XB", out, sizeof out), 2);
+    tu_assert_contains(out, "fuyou-sim: --ssd-capacity expects a size such as 2TB, got '2XB'");
+    ck_assert_int_eq(tu_run_sim("--ssd-capacity 1e20", out, sizeof out), 2);
+    tu_assert_contains(out, "fuyou-sim: --ssd-capacity is 1e20; at most 10000 TB");
+    ck_assert_int_eq(tu_run_sim("--help", out, sizeof out), 0);
+    tu_assert_contains(out, "--ssd-capacity BYTES");
+}
+END_TEST
+
+/* An output path that cannot be written is refused before anything is planned (a 175B run of
+ * 800 iterations simulated for seconds and gigabytes before it failed there): exit 2, one
+ * line naming the option and the path, no report. A file that exists is not truncated by the
+ * check, and one the check made is not left behind by a run that fails later. */
+START_TEST(output_paths_checked_first)
+{
+    ck_assert_int_eq(tu_run_sim("--model gpt3-175b --iters 800 --trace /nonexistent-fuyou/t.tsv",
+                                out, sizeof out), 2);
+    ck_assert_str_eq(out, "fuyou-sim: --trace /nonexistent-fuyou/t.tsv: cannot create it: No "
+                          "such file or directory\n");
+    ck_assert_int_eq(tu_run_sim("--model gpt3-175b --iters 800 --chrome /tmp", out, sizeof out),
+                     2);
+    ck_assert_str_eq(out, "fuyou-sim: --chrome /tmp: is a directory; give a file to write\n");
+    ck_assert_int_eq(tu_run_sim("--deps /nonexistent-fuyou/d.tsv", out, sizeof out), 2);
+    tu_assert_contains(out, "--deps /nonexistent-fuyou/d.tsv: cannot create it");
+    ck_assert_int_eq(tu_run_sim("--swap sweep --sweep-out /nonexistent-fuyou/s.tsv", out,
+                                sizeof out), 2);
+    tu_assert_contains(out, "--sweep-out /nonexistent-fuyou/s.tsv: cannot create it");
+    char path[64], args[256];
+    tu_temp_file(path, sizeof path, ".tsv", "kept\n");
+    snprintf(args, sizeof args, "--trace %s --model gpt9", path);
+    ck_assert_int_eq(tu_run_sim(args, out, sizeof out), 2);
+    tu_assert_contains(out, "unknown model 'gpt9'");
+    FILE *f = fopen(path, "r");
+    char text[16] = "";
+    ck_assert_ptr_nonnull(fgets(text, sizeof text, f));
+    fclose(f);
+    ck_assert_str_eq(text, "kept\n");
+    unlink(path);
+    ck_assert_int_eq(tu_run_sim(args, out, sizeof out), 2);
+    ck_assert_int_eq(access(path, F_OK), -1);
+}
+END_TEST
+
+/* docs/what-if.md pastes fuyou-sim's output: each `$ fuyou-sim ARGS` block is run again and
+ * must print the same lines (the simulator's own wall time aside), so the page stays true. */
+START_TEST(what_if_doc)
+{
+    const char *path = getenv("WHAT_IF");
+    ck_assert_msg(path != NULL, "WHAT_IF is not set (meson sets it)");
+    FILE *f = fopen(path, "r");
+    ck_assert_msg(f != NULL, "%s: cannot read", path);
+    static char text[1 << 16];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = 0;
+    int blocks = 0;
+    for (const char *m = strstr(text, "\n$ fuyou-sim "); m; m = strstr(m + 1, "\n$ fuyou-sim ")) {
+        char args[256];
+        const char *a = m + strlen("\n$ fuyou-sim ");
+        snprintf(args, sizeof args, "%.*s", (int)strcspn(a, "\n"), a);
+        const char *want = a + strcspn(a, "\n") + 1, *end = strstr(want, "```");
+        ck_assert_ptr_nonnull(end);
+        tu_run_sim(args, out, sizeof out);
+        const char *got = out;
+        while (want < end) {
+            size_t wl = strcspn(want, "\n"), gl = strcspn(got, "\n");
+            /* "simulated N tasks, N events in 5.6 ms": the wall time varies */
+            size_t cmp = !strncmp(want, "simulated ", 10) ? (size_t)(strstr(want, " in ") - want)
+                                                          : wl;
+            ck_assert_msg(wl == gl || cmp < wl, "fuyou-sim %s:\n doc %.*s\n got %.*s", args,
+                          (int)wl, want, (int)gl, got);
+            ck_assert_msg(!strncmp(want, got, cmp), "fuyou-sim %s:\n doc %.*s\n got %.*s", args,
+                          (int)wl, want, (int)gl, got);
+            want += wl + 1, got += gl + (got[gl] != 0);
+        }
+        ck_assert_msg(*got == 0, "fuyou-sim %s printed more than the doc: %s", args, got);
+        blocks++;
+    }
+    ck_assert_int_eq(blocks, 3);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cli_sim");
@@ -728,6 +879,10 @@ int main(void)
     tcase_add_test(tc, sim_hw_ranges);
     tcase_add_test(tc, sim_cost);
     tcase_add_test(tc, sim_input_files);
+    tcase_add_test(tc, advice_checked);
+    tcase_add_test(tc, ssd_capacity_what_if);
+    tcase_add_test(tc, output_paths_checked_first);
+    tcase_add_test(tc, what_if_doc);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }
