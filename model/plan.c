@@ -200,6 +200,9 @@ int plan_validate(const Plan *p, Err *e)
     if (p->tail_blocks > p->n_layer)
         return err_set(e, -EINVAL, "plan: tail of %d blocks exceeds the model's %d",
                        p->tail_blocks, p->n_layer);
+    if (p->subgroup_blocks > p->n_layer)
+        return err_set(e, -EINVAL, "plan: sub-groups of %d blocks exceed the model's %d",
+                       p->subgroup_blocks, p->n_layer);
     for (int b = 0; b < p->n_layer; b++)
         if (plan_act(p, b, BLOCK_CKPT_OP) == ACT_RECOMPUTE)
             return err_set(e, -EINVAL, "plan: block %d's checkpoint cannot be recomputed", b);

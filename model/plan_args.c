@@ -1,6 +1,7 @@
 /* plan_args: the plan options of both command lines; see plan_args.h. */
 #include "plan_args.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -170,6 +171,13 @@ int plan_budget_parse(const char *prog, const char *opt, const char *value, doub
 {
     if (units_parse_bytes(value, bytes) || *bytes < 1) {
         fprintf(stderr, "%s: %s expects a size such as 24GiB, got '%s'\n", prog, opt, value);
+        return -EINVAL;
+    }
+    size_t len = strlen(value);
+    if (len && isdigit((unsigned char)value[len - 1]) && *bytes < 0x1p20) {
+        /* "--gpu-mem 24" meant 24GiB, not 24 bytes */
+        fprintf(stderr, "%s: %s %s is %s bytes; give a unit: %sGiB (or %sGB, %sMiB)\n", prog,
+                opt, value, value, value, value, value);
         return -EINVAL;
     }
     if (*bytes > HW_MAX_MEM_GIB * 0x1p30) {

@@ -62,7 +62,7 @@ START_TEST(run_hf_config_notice)
     fprintf(f, config, "gelu_new");
     fclose(f);
     const char *small = "--steps 2 --batch 2 --seq 16 --threads 1";
-    snprintf(args, sizeof args, "--model %s %s", dir, small);
+    snprintf(args, sizeof args, "--model %s --from-scratch %s", dir, small); /* no weights */
     ck_assert_int_eq(tu_run_bin("FUYOU_RUN", args, out, sizeof out), 0);
     snprintf(want, sizeof want, "fuyou-run: %s: attn_pdrop 0.1, resid_pdrop 0.1 ignored: fuyou "
              "trains without dropout\n", path);
@@ -757,6 +757,8 @@ START_TEST(ranges_and_exit_codes)
         {"--gpu-mem 1e30", "--gpu-mem is 1e30; a memory budget is at most 1048576 GiB"},
         {"--cpu-mem 2e15", "--cpu-mem is 2e15; a memory budget is at most 1048576 GiB"},
         {"--swap 1e30", "--swap is 1e30; an amount kept is at most 1048576 GiB"},
+        /* a bare small number is a unit forgotten, not a budget of bytes */
+        {"--gpu-mem 24", "--gpu-mem 24 is 24 bytes; give a unit: 24GiB (or 24GB, 24MiB)"},
     };
     for (size_t i = 0; i < sizeof both / sizeof *both; i++) {
         char args[128];
@@ -769,11 +771,22 @@ START_TEST(ranges_and_exit_codes)
         snprintf(sim, sizeof sim, "%.500s", strstr(out, both[i][1]));
         ck_assert_str_eq(run, sim);
     }
+    /* no GPU to use is said before any planning, as a usage error */
+    int cuda = tu_run_bin("FUYOU_RUN", "--backend cuda --steps 1 --batch 2 --seq 16", out,
+                          sizeof out);
+    if (strstr(out, "no cuda device can be used here")) {
+        ck_assert_int_eq(cuda, 2);
+        ck_assert_ptr_null(strstr(out, "plan:"));
+    } else if (strstr(out, "is not in this build")) {
+        ck_assert_int_eq(cuda, 2);
+    }
     ck_assert_int_eq(tu_run_bin("FUYOU_RUN", "--threads 0 --steps 1", out, sizeof out), 2);
     tu_assert_contains(out, "--threads expects a whole number from 1 to 4096");
     static const char *const inputs[][2] = {
         {"--resume /etc/hostname --steps 2", "--resume /etc/hostname: not a directory"},
         {"--log /tmp --steps 1", "--log /tmp: cannot write: is a directory"},
+        /* as --tail 5 is */
+        {"--subgroup 5 --steps 1", "plan: sub-groups of 5 blocks exceed the model's 4"},
         /* refused before any work, though this plan puts nothing on the SSD */
         {"--offload --ssd-dir /nonexistent/ssd --steps 1",
          "--ssd-dir /nonexistent/ssd: No such file or directory"},

@@ -762,6 +762,21 @@ START_TEST(bad_checkpoints)
 }
 END_TEST
 
+/* The progress line's time to go at a billion steps: whole minutes past an int's range, not
+ * an overflow (UBSan's report) */
+START_TEST(progress_eta_of_a_billion_steps)
+{
+    char buf[256] = "";
+    FILE *f = fmemopen(buf, sizeof buf, "w");
+    ck_assert_ptr_nonnull(f);
+    TrainOptions o = {.steps = TRAIN_MAX_STEPS, .progress = f};
+    trainer_progress(&o, 2, 1, 1.5f, 100, 10.0, true); /* 10 s a step */
+    fclose(f);
+    /* (1e9 - 2) steps x 10 s = 9999999980 s */
+    tu_assert_contains(buf, "ETA 166666666m20s");
+}
+END_TEST
+
 int main(void)
 {
     if (!tu_can_read(text, "the default training text, from base-files"))
@@ -770,6 +785,7 @@ int main(void)
     TCase *tc = tcase_create("train");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, loss_falls);
+    tcase_add_test(tc, progress_eta_of_a_billion_steps);
     tcase_add_test(tc, init_ranges_are_the_whole);
     tcase_add_test(tc, resume_is_exact);
     tcase_add_test(tc, stop_saves_the_step);

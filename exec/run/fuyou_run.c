@@ -131,7 +131,7 @@ static int exit_status(int rc)
     case EINTR:
         return stop_signal ? 128 + stop_signal : 1;
     case EINVAL: case ENOENT: case ENOTDIR: case EISDIR: case EACCES: case EROFS: case EEXIST:
-    case EBUSY:
+    case EBUSY: case ENODEV:
         return 2;
     default:
         return 1;
@@ -245,6 +245,12 @@ static int run(RunArgs *a)
     a->pipe.device = device_find(a->train.backend->name);
     if (!a->pipe.device) {
         fprintf(stderr, "fuyou-run: this build has no %s device\n", a->train.backend->name);
+        return 2;
+    }
+    if (!a->pipe.device->on_host && a->pipe.device->free_bytes &&
+        !a->pipe.device->free_bytes()) { /* before any planning or loading */
+        fprintf(stderr, "fuyou-run: no %s device can be used here; train on --backend cpu\n",
+                a->pipe.device->name);
         return 2;
     }
     Err e = {""};

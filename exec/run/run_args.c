@@ -297,7 +297,8 @@ static int take_plan(RunArgs *a, int c, const char *name, const char *v)
     case O_GPUMEM:
     case O_CPUMEM:
         bad = plan_budget_parse("fuyou-run", c == O_GPUMEM ? "--gpu-mem" : "--cpu-mem", v, &x);
-        *(c == O_GPUMEM ? &pc->gpu_budget : &pc->cpu_budget) = (size_t)x;
+        if (!bad) /* a refused value (1e20) is no size_t */
+            *(c == O_GPUMEM ? &pc->gpu_budget : &pc->cpu_budget) = (size_t)x;
         break;
     case O_SSDDIR:
         if (pc->n_ssd_dirs == STORE_MAX_DEVICES) {

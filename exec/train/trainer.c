@@ -283,9 +283,11 @@ void trainer_progress(const TrainOptions *o, int64_t step, int64_t first, float 
     int64_t every = o->steps / 20 > 0 ? o->steps / 20 : 1;
     if (!tty && !last && step != first + 1 && step % every)
         return;
-    fprintf(o->progress, "%sstep %lld/%lld | loss %.4f | %.0f tok/s | ETA %dm%02ds%s",
-            tty ? "\r\033[K" : "", (long long)step, (long long)o->steps, loss, tps,
-            (int)(eta / 60), (int)eta % 60, tty && !last ? "" : "\n");
+    /* whole seconds in 64 bits: a billion steps' ETA overflows an int's */
+    long long secs = eta < 9e18 ? (long long)eta : (long long)9e18;
+    fprintf(o->progress, "%sstep %lld/%lld | loss %.4f | %.0f tok/s | ETA %lldm%02llds%s",
+            tty ? "\r\033[K" : "", (long long)step, (long long)o->steps, loss, tps, secs / 60,
+            secs % 60, tty && !last ? "" : "\n");
     fflush(o->progress);
 }
 
