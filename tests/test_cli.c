@@ -346,6 +346,15 @@ START_TEST(trace_compare_cli)
     ck_assert_int_eq(tu_run_bin("FUYOU_TRACE", args, out, sizeof out), 0);
     snprintf(args, sizeof args, "%s.json", pred);
     unlink(args);
+    /* a trace with its header alone: nothing exported, said, status 2 */
+    f = fopen(meas, "w");
+    fputs("iter\ttask_id\tresource\tphase\tlayer\tstart_s\tend_s\tbytes\tflops\n", f);
+    fclose(f);
+    snprintf(args, sizeof args, "export --chrome %s -o %s.json", meas, meas);
+    ck_assert_int_eq(tu_run_bin("FUYOU_TRACE", args, out, sizeof out), 2);
+    tu_assert_contains(out, "has no task rows (its header alone); nothing to export");
+    snprintf(args, sizeof args, "%s.json", meas);
+    ck_assert_int_eq(access(args, F_OK), -1);
     unlink(pred);
     unlink(meas);
     unlink(deps);

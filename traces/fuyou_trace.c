@@ -170,6 +170,12 @@ static int export_chrome(int argc, char **argv)
     TraceTable t = {0};
     if (read_trace(in, &t))
         return 2;
+    if (!t.n) { /* an empty timeline would open as an empty view, as if exported */
+        fprintf(stderr, "fuyou-trace: %s has no task rows (its header alone); nothing to "
+                "export\n", in);
+        trace_table_free(&t);
+        return 2;
+    }
     Err e;
     int rc = trace_save(out, TRACE_CHROME, t.rows, t.n, &e);
     if (rc)
