@@ -2,6 +2,7 @@
  * naming the option that keeps every plan from fitting, and its plan against fuyou-sim's for the
  * same options (the plan line is the memory table). Runs the built binaries (FUYOU_RUN and
  * FUYOU_SIM in the environment). */
+#include <math.h>
 #include <stdbool.h>
 
 #include "testutil.h"
@@ -285,6 +286,17 @@ START_TEST(plan_line_is_the_table)
     ck_assert_msg((got[1] > 0) == !strstr(plan, "swapped to cpu 0 B"), "%s: %s", opts, plan);
     ck_assert_msg((got[2] > 0) == !strstr(plan, "to ssd 0 B"), "%s: %s", opts, plan);
     table_row(out, "total", got, want);
+    /* the store's files: what the SSD tier reserves on disk, said beside the table's bytes */
+    const char *sf = strstr(out, "ssd files: ");
+    ck_assert_msg((sf != NULL) == (got[2] > 0), "%s: %s", opts, out);
+    if (sf) {
+        double reserved;
+        char unit[8];
+        ck_assert_int_eq(sscanf(sf, "ssd files: %lf %7s reserved", &reserved, unit), 2);
+        ck_assert_str_eq(unit, "MiB");
+        ck_assert_double_ge(reserved * 1048576, got[2]); /* rounded up to whole chunks */
+        ck_assert_double_eq(fmod(reserved, 4), 0);
+    }
     snprintf(path, sizeof path, "%s/t.tsv", dir);
     char cmd[600], grep[256];
     snprintf(cmd, sizeof cmd, "grep -c 'ssd_read\\|ssd_write' %s", path);

@@ -589,6 +589,7 @@ static void fill_report(const PipeRun *pr, const TrainResult *r, double elapsed,
                            (pr->pc->device->on_host ? footprint_tier_total(&rep->measured,
                                                                            TIER_GPU) : 0);
     rep->host_peak_bytes = peak_rss_bytes();
+    rep->ssd_file_bytes = pp->mem.store_opened ? (double)pp->mem.st.next_base : 0;
     rep->iterations = r->n_losses;
     rep->steady_iter_s = pr->n_steady ? pr->steady_s / pr->n_steady : 0;
 }
@@ -678,6 +679,11 @@ void pipe_report_print(FILE *out, const PipeReport *rep)
             units_bytes(b2, sizeof b2, rep->host_peak_bytes - rep->host_own_bytes),
             strcmp(tier[TIER_GPU], "gpu") ? "its device and cpu tiers" : "its cpu tier",
             units_bytes(b3, sizeof b3, rep->host_plan_bytes));
+    if (rep->ssd_file_bytes > 0)
+        fprintf(out, "ssd files: %s reserved on disk for the ssd tier's %s (each tensor rounded "
+                "up to the store's chunk)\n", units_bytes(b0, sizeof b0,
+                                                               rep->ssd_file_bytes),
+                units_bytes(b1, sizeof b1, footprint_tier_total(&rep->measured, TIER_SSD)));
     fprintf(out, "lanes busy over %d iterations in %.3f s (steady iteration %.4f s):",
             rep->iterations, rep->elapsed_s, rep->steady_iter_s);
     for (int r = 0; r < RES_COUNT; r++)

@@ -63,6 +63,8 @@ typedef struct PipeReport {
      * buffers (the program's own: code, data, threads, the segment's arrays), and the plan's
      * buffers that are host memory (the cpu tier; with a device on the host, its tier too) */
     double host_peak_bytes, host_own_bytes, host_plan_bytes;
+    double ssd_file_bytes;     /* what the SSD tier's store files reserve on disk: its tensors,
+                                  each rounded up to the store's chunk (0: no store) */
 } PipeReport;
 
 /* Trains o->model for o->steps like trainer_run (same options, data order, learning rate,
