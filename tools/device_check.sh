@@ -42,6 +42,11 @@
 #   then llama-3.1-8b b8, gpt3-2.7b b8 beside the in-memory CUDA trainer's bench_cuda, and
 #   llama-3.2-3b b8, all with no budget) or PART=budget (--gpu-mem 24GiB: llama-3.1-8b b16,
 #   llama-3.2-3b b8, gpt3-2.7b b8, b16, b32); RUNS="name|model|batch|flags;..." replaces them
+#   fine-tuning a model a user holds (issue 39): MODE=finetune bash tools/device_check.sh:
+#   a Llama 3.1 8B folder of real size (tools/hf_real_size.py: bf16, 5 GB shards) fine-tuned
+#   out of core under --gpu-mem 24GiB for a few steps with --eval-data, saved weights-only,
+#   and reloaded in transformers, whose loss on the same sequences must equal fuyou's; load
+#   and save rates beside the disk's raw O_DIRECT rates (dd); RUNS= adds MODE=plans runs
 #   PREBUILT=dir (carried): the programs built on the development machine (tools/prebuild.sh),
 #   run as they are instead of built here: minutes of nvcc saved on the device's clock
 #   here, to fetch the packages once: tools/device_check.sh --fetch-deps
@@ -190,6 +195,7 @@ tests/test_pipeline_cuda bench/bench_llama_kernels"
 [ "${MODE:-all}" = llama ] && targets="exec/fuyou-run sim/fuyou-sim traces/fuyou-trace \
 bench/bench_cuda tests/test_cuda_llama tests/test_cuda_gpt2 tests/test_pipeline_cuda"
 
+[ "${MODE:-all}" = finetune ] && targets="exec/fuyou-run sim/fuyou-sim traces/fuyou-trace"
 [ "${MODE:-all}" = plans ] && targets="exec/fuyou-run sim/fuyou-sim traces/fuyou-trace \
 tests/test_pipeline_cuda tests/test_cuda_gpt2 tests/test_cuda_llama bench/bench_cuda"
 
@@ -259,6 +265,48 @@ if [ "${MODE:-all}" = allgpu ]; then
         done
     done
     exit 0
+fi
+
+if [ "${MODE:-all}" = finetune ]; then
+    # the user's path end to end at 8B: a folder, a fine-tune out of core with evaluation, a
+    # weights-only export, transformers' loss of it; every file removed at the end (64 GB disk)
+    run=./build-dev/exec/fuyou-run work=$PWD/ft-work
+    mkdir -p "$work/ssd"
+    bytes_u16 /usr/share/common-licenses/GPL-3 "$work/gpl.bin"
+    step "the disk's raw rates: dd O_DIRECT, 4 GiB written then read"
+    dd if=/dev/zero of="$work/raw" bs=16M count=256 oflag=direct 2>&1 | tail -1 |
+        sed 's/^/RAW write: /' | tee -a "$OUT/table.txt"
+    dd if="$work/raw" of=/dev/null bs=16M iflag=direct 2>&1 | tail -1 |
+        sed 's/^/RAW read: /' | tee -a "$OUT/table.txt"
+    rm -f "$work/raw"
+    step "the folder (tools/hf_real_size.py make)"
+    timeout 300 python3 tools/hf_real_size.py make --out "$work/llama-8b" 2>&1 | tail -3 |
+        tee -a "$OUT/table.txt"
+    du -sh "$work/llama-8b" | tee -a "$OUT/table.txt"
+    ls "$work/llama-8b" >> "$OUT/table.txt"
+    sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null && echo "page cache dropped" |
+        tee -a "$OUT/table.txt"
+    step "fuyou-run: fine-tune out of core, evaluate, save the weights"
+    timeout 420 $run --backend cuda --model "$work/llama-8b" --data "$work/gpl.bin" \
+        --eval-data "$work/gpl.bin" --eval-batches 2 --batch 8 --steps "${STEPS:-3}" \
+        --gpu-mem 24GiB --ssd-dir "$work/ssd" --save "$work/ckpt" --save-weights-only \
+        --log "$OUT/ft-log.tsv" > "$OUT/ft-run.txt" 2>&1
+    echo "fuyou-run rc=$?" | tee -a "$OUT/table.txt"
+    grep -E "^fuyou-run|^plan|^hyperparameters|^checkpoints|loading|saving|eval after|\
+initialising|steady|^step|host memory|ssd files" "$OUT/ft-run.txt" | cut -c1-400 |
+        tee -a "$OUT/table.txt"
+    step=$(cat "$work/ckpt/latest" 2>/dev/null)
+    du -sh "$work/ckpt/$step" | tee -a "$OUT/table.txt"
+    ls "$work/ckpt/$step" >> "$OUT/table.txt"
+    seqs=$(sed -n 's/.*eval after step [0-9]*: loss .* targets of \([0-9]*\) sequences.*/\1/p' \
+        "$OUT/ft-run.txt" | tail -1)
+    step "transformers loads the checkpoint: its loss on the same $seqs sequences"
+    timeout 300 python3 tools/hf_real_size.py loss --model "$work/ckpt/$step" \
+        --tokens "$work/gpl.bin" --batch 1 --seq 1024 --batches "${seqs:-0}" 2>&1 | tail -2 |
+        tee -a "$OUT/table.txt"
+    rm -rf "$work"
+    [ -n "${RUNS:-}" ] || { echo; cat "$OUT/table.txt"; exit 0; }
+    MODE=plans PART=budget
 fi
 
 if [ "${MODE:-all}" = plans ]; then
