@@ -61,4 +61,10 @@ int plan_advice_make(const PlanRequest *rq, const Hardware *hw, const Graph *g, 
 char *plan_advice_line(const PlanAdvice *a, const PlanRequest *rq, const Hardware *hw,
                        const Graph *g, char *buf, size_t n);
 
+/* One line (no newline) on why p, the plan plan_make made for rq, does not fit hw: each tier
+ * short and by how much, then what would make it fit, each change planned again
+ * (plan_advice_line). Writes into buf and returns it. */
+char *plan_advice_why_short(const PlanRequest *rq, const Hardware *hw, const Graph *g,
+                            const Plan *p, char *buf, size_t n);
+
 #endif

@@ -7,7 +7,6 @@
 
 #include "fuyou_err.h"
 #include "hw.h"
-#include "plan_advice.h"
 #include "units.h"
 
 const char *plan_swap_name(SwapMode m)
@@ -259,32 +258,3 @@ bool plan_make_fits(const Graph *g, const Hardware *hw, const Plan *p)
     return plan_short_bytes(g, hw, p) == 0;
 }
 
-char *plan_make_why_short(const PlanRequest *rq, const Hardware *hw, const Graph *g,
-                          const Plan *p, char *buf, size_t n)
-{
-    Footprint f;
-    footprint_compute(&f, g, p);
-    buf[0] = '\0';
-    for (int t = 0; t < TIER_COUNT; t++) {
-        double need = footprint_tier_total(&f, (Tier)t), have = footprint_capacity(hw, (Tier)t);
-        if (need <= have)
-            continue;
-        char b0[24], b1[24], b2[24];
-        err_append(buf, n, "%s%s needs %s of its %s (%s short)", buf[0] ? ", " : "",
-                   tier_name((Tier)t), units_bytes(b0, sizeof b0, need),
-                   units_bytes(b1, sizeof b1, have), units_bytes(b2, sizeof b2, need - have));
-    }
-    if (!buf[0])
-        return snprintf(buf, n, "it fits"), buf;
-    PlanAdvice a;
-    Err e = {""};
-    if (plan_advice_make(rq, hw, g, p, &a, &e)) {
-        err_append(buf, n, "; no advice: %s", e.msg);
-        return buf;
-    }
-    err_append(buf, n, "; ");
-    size_t len = strlen(buf);
-    if (len + 1 < n) /* the advice after the shortfall, in the same buffer */
-        plan_advice_line(&a, rq, hw, g, buf + len, n - len);
-    return buf;
-}

@@ -68,10 +68,5 @@ void plan_make_free(PlanInfo *info);
 /* Whether plan p (of graph g) fits every tier of hw. */
 bool plan_make_fits(const Graph *g, const Hardware *hw, const Plan *p);
 
-/* One line (no newline) on why p, the plan plan_make made for rq, does not fit hw: each tier
- * short and by how much, then what would make it fit, each change planned again
- * (plan_advice_line). Writes into buf and returns it. */
-char *plan_make_why_short(const PlanRequest *rq, const Hardware *hw, const Graph *g,
-                          const Plan *p, char *buf, size_t n);
 
 #endif

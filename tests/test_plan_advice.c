@@ -172,7 +172,7 @@ START_TEST(options_given_named)
     tu_assert_contains(line, "it fits with 55 GiB of GPU memory (here 22.49 GiB)");
     ck_assert_ptr_null(strstr(line, "--gpu-mem"));
     char why[2048];
-    tu_assert_contains(plan_make_why_short(&rq, &hw, &g, &p, why, sizeof why),
+    tu_assert_contains(plan_advice_why_short(&rq, &hw, &g, &p, why, sizeof why),
                        "gpu needs 54.15 GiB of its 22.49 GiB (31.66 GiB short); nothing fuyou "
                        "can change fits");
     plan_free(&p);

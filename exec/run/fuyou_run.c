@@ -16,6 +16,7 @@
 #include "dirlock.h"
 #include "hw.h"
 #include "pipeline.h"
+#include "plan_advice.h"
 #include "plan_args.h"
 #include "plan_make.h"
 #include "predict.h"
@@ -200,7 +201,7 @@ static int make_plan(const RunArgs *a, const Hardware *hw, Graph *g, Plan *p, Er
         char why[1024];
         rc = err_set(e, -ENOSPC, "no plan fits %s%s: %s", a->hw_name,
                      a->pipe.gpu_budget || a->pipe.cpu_budget ? " under the budgets given" : "",
-                     plan_make_why_short(&rq, hw, g, p, why, sizeof why));
+                     plan_advice_why_short(&rq, hw, g, p, why, sizeof why));
     }
     return rc;
 }
