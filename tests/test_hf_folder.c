@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "adam.h"
+#include "hf_save.h"
 #include "hf_testutil.h"
 #include "safetensors.h"
 
@@ -130,6 +131,60 @@ START_TEST(sink_gets_each_tensor_once_in_file_order)
     ck_assert_int_eq(hf_load(hf_fixture(), &c, &l, &sink, &e), -ENOMEM);
     tu_assert_contains(e.msg, "model.embed_tokens.weight");
     free(r.room), free(r.params);
+    layout_free(&l);
+}
+END_TEST
+
+/* A reader read by values, in ranges that cut tensors anywhere (the out-of-core loader's
+ * staging ranges: a range of 16 M values had cut an 8B model's 525 M-value embedding, whose
+ * tail was then never read), gives the values hf_load gives, in every range size; a range
+ * out of order is refused. */
+START_TEST(reader_reads_values)
+{
+    ModelConfig c;
+    ModelLayout l;
+    float *want = hf_fixture_params(&c, &l);
+    float *got = malloc(l.total * sizeof *got);
+    ck_assert_ptr_nonnull(got);
+    static const size_t parts[] = {1, 7, 100, 1000, 1 << 20};
+    for (size_t k = 0; k < sizeof parts / sizeof *parts; k++) {
+        Err e;
+        HfReader *hr;
+        ck_assert_msg(hf_reader_open(&hr, hf_fixture(), &c, &l, &e) == 0, "%s", e.msg);
+        memset(got, 0xff, l.total * sizeof *got);
+        for (size_t at = 0; at < l.total; at += parts[k]) {
+            size_t n = l.total - at < parts[k] ? l.total - at : parts[k];
+            ck_assert_msg(hf_reader_read_values(hr, at, n, got + at, &e) == 0, "%zu at %zu: %s",
+                          parts[k], at, e.msg);
+        }
+        ck_assert_mem_eq(got, want, l.total * sizeof *got);
+        ck_assert_int_eq(hf_reader_read_values(hr, 3, 1, got, &e), -EINVAL);
+        tu_assert_contains(e.msg, "expected");
+        hf_reader_close(hr);
+    }
+    free(got), free(want);
+    layout_free(&l);
+    /* GPT-2's Conv1D weights, transposed in the files, cut too */
+    ModelConfig g = *model_preset_find("gpt2-tiny");
+    ck_assert_int_eq(layout_init(&l, &g), 0);
+    want = malloc(l.total * sizeof *want), got = malloc(l.total * sizeof *got);
+    ck_assert(want && got);
+    for (size_t i = 0; i < l.total; i++)
+        want[i] = (float)((int)(i * 2654435761u % 1000) - 500) / 256.0f;
+    char dir[] = "/tmp/fuyou-values-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    Err e;
+    ck_assert_msg(hf_save_weights(dir, &l, want, DTYPE_FP32, 0, &e) == 0, "%s", e.msg);
+    HfReader *hr;
+    ck_assert_msg(hf_reader_open_weights(&hr, dir, &g, &l, &e) == 0, "%s", e.msg);
+    for (size_t at = 0; at < l.total; at += 5000) {
+        size_t n = l.total - at < 5000 ? l.total - at : 5000;
+        ck_assert_msg(hf_reader_read_values(hr, at, n, got + at, &e) == 0, "%s", e.msg);
+    }
+    ck_assert_mem_eq(got, want, l.total * sizeof *got);
+    hf_reader_close(hr);
+    tu_rm_tree(dir);
+    free(got), free(want);
     layout_free(&l);
 }
 END_TEST
@@ -477,6 +532,7 @@ int main(void)
     tcase_add_test(tc, fixture_loads_from_folder_index_and_config);
     tcase_add_test(tc, sink_gets_each_tensor_once_in_file_order);
     tcase_add_test(tc, reader_reads_ranges);
+    tcase_add_test(tc, reader_reads_values);
     tcase_add_test(tc, config_mismatch_names_the_field);
     tcase_add_test(tc, index_and_shard_refusals);
     tcase_add_test(tc, malformed_index_and_empty_folder);

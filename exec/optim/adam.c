@@ -44,24 +44,6 @@ AdamIsa adam_isa_best(void)
     return ADAM_ISA_SCALAR;
 }
 
-uint16_t adam_f32_to_bf16(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    if ((u & 0x7fffffffu) > 0x7f800000u)
-        return (uint16_t)((u >> 16) | 0x0040u); /* NaN stays NaN, quiet */
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
-}
-
-float adam_bf16_to_f32(uint16_t h)
-{
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
 uint16_t adam_f32_to_f16(float f)
 {
     _Float16 h = (_Float16)f; /* IEEE round to nearest even */

@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "model.h"
 #include "workpool.h"
@@ -70,8 +71,23 @@ enum { ADAM_SQ_CHUNK = 1 << 16 };
 double adam_sum_sq(const void *grad, DType type, size_t n, WorkPool *pool);
 
 /* Round-to-nearest-even narrowing, as every implementation does it, and widening back. */
-uint16_t adam_f32_to_bf16(float f);
-float adam_bf16_to_f32(uint16_t h);
+static inline uint16_t adam_f32_to_bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((u >> 16) | 0x0040u); /* NaN stays NaN, quiet */
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+static inline float adam_bf16_to_f32(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
 uint16_t adam_f32_to_f16(float f);
 float adam_f16_to_f32(uint16_t h);
 

@@ -219,9 +219,8 @@ static int fill_from_folder(void *user, size_t begin, size_t n, float *params, f
                             float *v, Err *e)
 {
     (void)m, (void)v; /* the moments start at zero */
-    HfRange range = {params, begin};
-    HfSink sink = hf_sink_range(&range);
-    return hf_reader_read(user, begin, begin + n, &sink, e);
+    /* the tiers' ranges are their buffers', not the tensors': values, tensors cut */
+    return hf_reader_read_values(user, begin, n, params, e);
 }
 
 /* --init-from: the folder checked whole, then read straight into the tiers, one optimizer

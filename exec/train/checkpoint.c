@@ -713,9 +713,7 @@ int ckpt_reader_read(CkptReader *r, size_t begin, size_t n, float *params, float
     if (begin != r->next)
         return err_set(e, -EINVAL, "internal: checkpoint range at %zu, expected %zu", begin,
                        r->next);
-    HfRange range = {params, begin};
-    HfSink sink = hf_sink_range(&range);
-    int rc = hf_reader_read(r->weights, begin, begin + n, &sink, e);
+    int rc = hf_reader_read_values(r->weights, begin, n, params, e);
     if (!rc)
         rc = st_read_next(&r->opt, &r->m, m, n, e);
     if (!rc)

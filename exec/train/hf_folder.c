@@ -554,20 +554,17 @@ HfSink hf_sink_flat(float *params)
     return (HfSink){.dest = flat_dest, .done = NULL, .user = params};
 }
 
-static float *range_dest(void *user, const ParamTensor *t)
-{
-    const HfRange *r = user;
-    return r->dst + (t->offset - r->begin);
-}
-
-HfSink hf_sink_range(HfRange *r)
-{
-    return (HfSink){.dest = range_dest, .done = NULL, .user = r};
-}
-
 struct HfReader {
     Load ld;
     Source src;
+    /* hf_reader_read_values: where the next range starts, and the tensor it is in the middle
+     * of (its shard open, its cursor; a Conv1D weight whole in `ours`, transposed), if any */
+    size_t next;
+    int cur;                     /* its layout index, -1: none */
+    StFile file;
+    StCursor cursor;
+    float *ours;
+    size_t ours_cap;
 };
 
 /* Every shard's header checked first (what it holds, dtypes and shapes), then that every
@@ -595,6 +592,7 @@ static int reader_open(HfReader **out, const char *path, const ModelConfig *c,
     if (!r)
         return err_set(e, -ENOMEM, "out of memory");
     r->ld = (Load){.c = c, .l = l};
+    r->cur = -1;
     int rc = resolve(path, &r->src, e);
     if (!rc && check_config && r->src.config[0])
         rc = hf_check_config(r->src.config, c, e);
@@ -622,6 +620,72 @@ int hf_reader_open_weights(HfReader **r, const char *path, const ModelConfig *c,
     return reader_open(r, path, c, l, false, e);
 }
 
+/* Starts reading layout tensor i in r (its shard opened; a Conv1D weight read whole). */
+static int begin_tensor(HfReader *r, int i, Err *e)
+{
+    Load *ld = &r->ld;
+    const ParamTensor *t = &ld->l->t[i];
+    int rc = open_shard(ld, ld->m.shard_of[i], &r->file, e);
+    const StTensor *st = rc ? NULL : st_find(&r->file, ld->m.name[i]);
+    if (!rc && !st)
+        rc = err_set(e, -EINVAL, "%s: tensor %s is absent", r->file.path, ld->m.name[i]);
+    if (!rc && t->conv1d) { /* transposed as the file has it: whole */
+        if (t->numel > r->ours_cap) {
+            free(r->ours);
+            r->ours_cap = 0;
+            if (!(r->ours = malloc(t->numel * sizeof *r->ours)))
+                return err_set(e, -ENOMEM, "out of memory for tensor %s", t->name);
+            r->ours_cap = t->numel;
+        }
+        if (t->numel > ld->scratch_cap) {
+            free(ld->scratch);
+            ld->scratch_cap = 0;
+            if (!(ld->scratch = malloc(t->numel * sizeof *ld->scratch)))
+                return err_set(e, -ENOMEM, "out of memory for tensor %s", t->name);
+            ld->scratch_cap = t->numel;
+        }
+        rc = st_read_f32(&r->file, st, ld->scratch, e);
+        if (!rc)
+            hf_transpose(r->ours, ld->scratch, t->cols, t->rows);
+    }
+    r->cur = rc ? -1 : i;
+    r->cursor = (StCursor){.t = st};
+    return rc;
+}
+
+int hf_reader_read_values(HfReader *r, size_t begin, size_t n, float *dst, Err *e)
+{
+    const ModelLayout *l = r->ld.l;
+    if (begin != r->next)
+        return err_set(e, -EINVAL, "internal: weights read at %zu, expected %zu", begin,
+                       r->next);
+    int rc = 0;
+    size_t end = begin + n;
+    for (int i = 0; !rc && i < l->n; i++) {
+        const ParamTensor *t = &l->t[i];
+        size_t lo = t->offset > begin ? t->offset : begin;
+        size_t hi = t->offset + t->numel < end ? t->offset + t->numel : end;
+        if (lo >= hi)
+            continue;
+        if (r->cur != i) {
+            st_close(&r->file);
+            rc = begin_tensor(r, i, e);
+            if (rc)
+                break;
+        }
+        if (t->conv1d)
+            memcpy(dst + (lo - begin), r->ours + (lo - t->offset), (hi - lo) * sizeof *dst);
+        else
+            rc = st_read_next(&r->file, &r->cursor, dst + (lo - begin), hi - lo, e);
+        if (!rc && hi == t->offset + t->numel) { /* the tensor's end: its checksum was checked */
+            st_close(&r->file);
+            r->cur = -1;
+        }
+    }
+    r->next = end;
+    return rc;
+}
+
 int hf_reader_read(HfReader *r, size_t begin, size_t end, const HfSink *sink, Err *e)
 {
     r->ld.sink = sink;
@@ -637,6 +701,8 @@ void hf_reader_close(HfReader *r)
         return;
     map_free(&r->ld.m);
     free(r->ld.scratch);
+    st_close(&r->file);
+    free(r->ours);
     free(r);
 }
 

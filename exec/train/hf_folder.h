@@ -44,13 +44,6 @@ typedef struct HfSink {
  * values, caller-owned), nothing to do after. */
 HfSink hf_sink_flat(float *params);
 
-/* A sink for one range of the layout: each tensor at its offset from begin in dst (the range's
- * values, caller-owned). r holds the two and must outlive the sink. */
-typedef struct HfRange {
-    float *dst;
-    size_t begin;
-} HfRange;
-HfSink hf_sink_range(HfRange *r);
 
 /* Loads the weights at path into sink for model c (layout l). path: a folder (its
  * model.safetensors, else its model.safetensors.index.json, in transformers' order), an index
@@ -76,6 +69,12 @@ int hf_reader_open(HfReader **r, const char *path, const ModelConfig *c, const M
 int hf_reader_open_weights(HfReader **r, const char *path, const ModelConfig *c,
                            const ModelLayout *l, Err *e);
 int hf_reader_read(HfReader *r, size_t begin, size_t end, const HfSink *sink, Err *e);
+/* The layout's values [begin, begin + n) into dst, in layout order, whatever tensors the
+ * range cuts (a Conv1D weight is read whole once and served in parts): for a loader whose
+ * ranges are its staging buffer's, not the tensors'. The ranges go front to back, each
+ * starting where the one before ended (from 0); each tensor's checksum is checked when its
+ * last value is read. Not to be mixed with hf_reader_read on one reader. 0 or -errno. */
+int hf_reader_read_values(HfReader *r, size_t begin, size_t n, float *dst, Err *e);
 void hf_reader_close(HfReader *r);
 /* hf_load without the config.json check: for a folder whose model is known otherwise (a
  * checkpoint's state.json describes it; its config.json is for Hugging Face only). */
