@@ -5,6 +5,8 @@
 #include <ctype.h>
 #include <errno.h>
 #include <jansson.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -451,22 +453,78 @@ static void narrow(float *buf, size_t n, const char *dtype)
             out[k] = adam_f32_to_f16(buf[k]);
 }
 
-/* Tensor i's data through pull, chunk values at a time, after the header's room; its checksum
- * into the header's metadata. */
-static int write_pulled(StWriter *w, int i, StPull pull, void *user, float *buf, size_t chunk,
-                        Err *e)
+/* The writes of a pulled file on a thread of their own, so that the next chunk is pulled,
+ * narrowed and checksummed while this one goes to the file: one write in flight. */
+typedef struct Behind {
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    FILE *f;
+    const void *data;   /* the write in flight (NULL: none) */
+    size_t size, count;
+    int err;            /* the first write's errno that failed, 0 */
+    bool quit;
+} Behind;
+
+static void *behind_main(void *arg)
+{
+    Behind *b = arg;
+    pthread_mutex_lock(&b->mu);
+    for (;;) {
+        while (!b->data && !b->quit)
+            pthread_cond_wait(&b->cv, &b->mu);
+        if (!b->data)
+            break;
+        pthread_mutex_unlock(&b->mu);
+        bool ok = fwrite(b->data, b->size, b->count, b->f) == b->count;
+        int err = ok ? 0 : errno ? errno : EIO;
+        pthread_mutex_lock(&b->mu);
+        if (err && !b->err)
+            b->err = err;
+        b->data = NULL;
+        pthread_cond_broadcast(&b->cv);
+    }
+    pthread_mutex_unlock(&b->mu);
+    return NULL;
+}
+
+/* Waits for the write in flight; its error (errno), if any. */
+static int behind_wait(Behind *b)
+{
+    pthread_mutex_lock(&b->mu);
+    while (b->data)
+        pthread_cond_wait(&b->cv, &b->mu);
+    int err = b->err;
+    pthread_mutex_unlock(&b->mu);
+    return err;
+}
+
+static void behind_post(Behind *b, const void *data, size_t size, size_t count)
+{
+    pthread_mutex_lock(&b->mu);
+    b->data = data, b->size = size, b->count = count;
+    pthread_cond_broadcast(&b->cv);
+    pthread_mutex_unlock(&b->mu);
+}
+
+/* Tensor i's data through pull, chunk values at a time, into buf[0] and buf[1] by turns, each
+ * written behind the next one's pull; its checksum into the header's metadata. */
+static int write_pulled(StWriter *w, int i, StPull pull, void *user, float *buf[2],
+                        size_t chunk, Behind *b, Err *e)
 {
     uint32_t crc = 0;
     size_t numel = w->pending[i].numel;
-    for (size_t at = 0; at < numel; at += chunk) {
+    for (size_t at = 0, k = 0; at < numel; at += chunk, k ^= 1) {
         size_t n = numel - at < chunk ? numel - at : chunk;
-        int rc = pull(user, i, at, n, buf, e);
+        int rc = pull(user, i, at, n, buf[k], e); /* the other buffer may be being written */
         if (rc)
             return rc;
-        narrow(buf, n, w->dtype);
-        crc = crc32c(crc, buf, w->esize * n);
-        if (fwrite(buf, w->esize, n, w->f) != n)
-            return err_set(e, -EIO, "%s: write failed: %s", w->path, strerror(errno));
+        narrow(buf[k], n, w->dtype);
+        crc = crc32c(crc, buf[k], w->esize * n);
+        int err = behind_wait(b);
+        if (err)
+            return err_set(e, -EIO, "%s: write failed: %s", w->path, strerror(err));
+        behind_post(b, buf[k], w->esize, n);
     }
     char hex[9];
     snprintf(hex, sizeof hex, "%08x", crc);
@@ -481,15 +539,34 @@ int st_writer_finish_pull(StWriter *w, StPull pull, void *user, size_t chunk,
         json_object_set_new(w->meta, metadata_key, json_string(metadata_value));
     size_t padded, again;
     char *text = header_text(w, &padded, e);
-    float *buf = malloc(chunk * sizeof *buf);
-    int rc = !text ? -ENOMEM : !buf ? err_set(e, -ENOMEM, "out of memory writing %s", w->path)
-                                    : 0;
+    float *buf[2] = {malloc(chunk * sizeof(float)), malloc(chunk * sizeof(float))};
+    int rc = !text ? -ENOMEM : !buf[0] || !buf[1]
+                                   ? err_set(e, -ENOMEM, "out of memory writing %s", w->path)
+                                   : 0;
     if (!rc && !(w->f = fopen(w->path, "wb")))
         rc = err_set(e, -errno, "%s: cannot write: %s", w->path, strerror(errno));
     if (!rc && fseek(w->f, (long)(8 + padded), SEEK_SET))
         rc = err_set(e, -errno, "%s: seek: %s", w->path, strerror(errno));
+    Behind b = {.f = w->f};
+    pthread_mutex_init(&b.mu, NULL);
+    pthread_cond_init(&b.cv, NULL);
+    bool started = !rc && !pthread_create(&b.thread, NULL, behind_main, &b);
+    if (!rc && !started)
+        rc = err_set(e, -EAGAIN, "%s: cannot start the writing thread", w->path);
     for (int i = 0; !rc && i < w->n; i++)
-        rc = w->pending[i].data ? 0 : write_pulled(w, i, pull, user, buf, chunk, e);
+        rc = w->pending[i].data ? 0 : write_pulled(w, i, pull, user, buf, chunk, &b, e);
+    if (started) { /* the last write in, then the thread gone, before the file is touched */
+        int err = behind_wait(&b);
+        if (err && !rc)
+            rc = err_set(e, -EIO, "%s: write failed: %s", w->path, strerror(err));
+        pthread_mutex_lock(&b.mu);
+        b.quit = true;
+        pthread_cond_broadcast(&b.cv);
+        pthread_mutex_unlock(&b.mu);
+        pthread_join(b.thread, NULL);
+    }
+    pthread_mutex_destroy(&b.mu);
+    pthread_cond_destroy(&b.cv);
     free(text);
     text = rc ? NULL : header_text(w, &again, e); /* the checksums in; the same length */
     if (!rc && !text)
@@ -501,7 +578,7 @@ int st_writer_finish_pull(StWriter *w, StPull pull, void *user, size_t chunk,
     if (!rc && (fflush(w->f) || ferror(w->f) || fsync(fileno(w->f))))
         rc = err_set(e, -EIO, "%s: write failed: %s", w->path, strerror(errno));
     free(text);
-    free(buf);
+    free(buf[0]), free(buf[1]);
     if (w->f && fclose(w->f) && !rc)
         rc = err_set(e, -EIO, "%s: close failed: %s", w->path, strerror(errno));
     w->f = NULL;
