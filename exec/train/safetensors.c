@@ -464,6 +464,7 @@ typedef struct Behind {
     size_t size, count;
     int err;            /* the first write's errno that failed, 0 */
     bool quit;
+    int turn;           /* the buffer to fill next: not the one in flight, across tensors */
 } Behind;
 
 static void *behind_main(void *arg)
@@ -514,8 +515,10 @@ static int write_pulled(StWriter *w, int i, StPull pull, void *user, float *buf[
 {
     uint32_t crc = 0;
     size_t numel = w->pending[i].numel;
-    for (size_t at = 0, k = 0; at < numel; at += chunk, k ^= 1) {
+    for (size_t at = 0; at < numel; at += chunk) {
         size_t n = numel - at < chunk ? numel - at : chunk;
+        int k = b->turn;
+        b->turn ^= 1;
         int rc = pull(user, i, at, n, buf[k], e); /* the other buffer may be being written */
         if (rc)
             return rc;
