@@ -71,12 +71,10 @@ START_TEST(model_folder_fine_tunes)
     ck_assert_str_eq(dtype, "F32");
     ModelConfig c;
     ModelLayout l;
-    hf_fixture_model(&c, &l);
-    float *master, *weights;
+    float *fixture = hf_fixture_params(&c, &l), *master, *weights;
     Err e;
     ck_assert_msg(hf_load_flat(path, &c, &l, &master, &e) == 0, "%s", e.msg);
     ck_assert_msg(hf_load_flat(step, &c, &l, &weights, &e) == 0, "%s", e.msg);
-    float *fixture = hf_fixture_params(&c, &l);
     size_t moved = 0;
     for (size_t i = 0; i < l.total; i++) {
         uint32_t bits = (uint32_t)adam_f32_to_bf16(master[i]) << 16;

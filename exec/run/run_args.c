@@ -440,9 +440,8 @@ static int resolve_weights(RunArgs *a, const Given *gv)
                     "train from random weights\n", gv->model, HF_SINGLE_FILE, HF_INDEX_FILE);
             return -ENOENT;
         }
-        o->init_from = strdup(folder);
-        if (!o->init_from)
-            return -ENOMEM;
+        snprintf(a->model_folder, sizeof a->model_folder, "%s", folder);
+        o->init_from = a->model_folder;
     }
     o->save_dtype = o->model.dtype;
     char source[4200];

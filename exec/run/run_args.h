@@ -25,6 +25,8 @@ typedef struct RunArgs {
     double swap_bytes;
     PlanArgs plan;       /* the plan options, --subgroup and --tail with them */
     PipeConfig pipe;     /* the device is left for the run to find */
+    char model_folder[4096]; /* --model's folder when its weights are loaded (train.init_from
+                                then points here) */
 } RunArgs;
 
 /* The usage text, as --help prints it. */
