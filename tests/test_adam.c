@@ -201,6 +201,46 @@ START_TEST(bf16_rounding)
 }
 END_TEST
 
+/* adam_narrow and adam_widen (the CPU's widest vectors, the scalar tail) give what the scalar
+ * functions give each value, bit for bit: ties, NaNs with any payload, infinities, subnormals,
+ * values past fp16's range; at odd lengths and from unaligned addresses. */
+START_TEST(bulk_conversions_match_scalar)
+{
+    enum { N = 1000 };
+    uint32_t bits[N + 1];
+    for (size_t i = 0; i < N + 1; i++)
+        bits[i] = (uint32_t)(i * 2654435761u) ^ (uint32_t)(i << 7);
+    static const uint32_t special[] = {0x3f808000u, 0x3f818000u, 0x7f800000u, 0xff800000u,
+                                       0x7f800001u, 0xffc12345u, 0x00000001u, 0x80400000u,
+                                       0x477ff000u, 0x47800000u, 0x33000000u, 0x0u};
+    memcpy(bits, special, sizeof special);
+    float src[N + 1];
+    memcpy(src, bits, sizeof src);
+    static const DType types[] = {DTYPE_BF16, DTYPE_FP16};
+    for (size_t t = 0; t < 2; t++) {
+        for (size_t n = 0; n <= N; n += n < 40 ? 1 : 97) {
+            uint8_t raw[2 * N + 3];
+            adam_narrow(raw + 1, src + 1, n, types[t]); /* unaligned destination */
+            for (size_t i = 0; i < n; i++) {
+                uint16_t h, want = types[t] == DTYPE_BF16 ? adam_f32_to_bf16(src[1 + i])
+                                                          : adam_f32_to_f16(src[1 + i]);
+                memcpy(&h, raw + 1 + 2 * i, 2);
+                ck_assert_msg(h == want, "type %zu n %zu value %zu: %04x, want %04x", t, n, i,
+                              h, want);
+            }
+            float back[N];
+            adam_widen(back, raw + 1, n, types[t]); /* unaligned source */
+            for (size_t i = 0; i < n; i++) {
+                uint16_t h;
+                memcpy(&h, raw + 1 + 2 * i, 2);
+                float want = types[t] == DTYPE_BF16 ? adam_bf16_to_f32(h) : adam_f16_to_f32(h);
+                ck_assert_msg(!memcmp(&back[i], &want, 4), "type %zu n %zu value %zu", t, n, i);
+            }
+        }
+    }
+}
+END_TEST
+
 START_TEST(sum_sq_does_not_depend_on_threads)
 {
     size_t n = 3 * ADAM_SQ_CHUNK + 123;
@@ -287,6 +327,7 @@ int main(void)
     tcase_add_test(tc, simd_matches_reference);
     tcase_add_test(tc, threads_match_reference);
     tcase_add_test(tc, bf16_rounding);
+    tcase_add_test(tc, bulk_conversions_match_scalar);
     tcase_add_test(tc, sum_sq_does_not_depend_on_threads);
     tcase_add_test(tc, grad_sum_matches_reference);
     suite_add_tcase(s, tc);

@@ -195,7 +195,8 @@ tests/test_pipeline_cuda bench/bench_llama_kernels"
 [ "${MODE:-all}" = llama ] && targets="exec/fuyou-run sim/fuyou-sim traces/fuyou-trace \
 bench/bench_cuda tests/test_cuda_llama tests/test_cuda_gpt2 tests/test_pipeline_cuda"
 
-[ "${MODE:-all}" = finetune ] && targets="exec/fuyou-run sim/fuyou-sim traces/fuyou-trace"
+[ "${MODE:-all}" = finetune ] && targets="exec/fuyou-run sim/fuyou-sim traces/fuyou-trace \
+bench/bench_ckpt_io"
 [ "${MODE:-all}" = plans ] && targets="exec/fuyou-run sim/fuyou-sim traces/fuyou-trace \
 tests/test_pipeline_cuda tests/test_cuda_gpt2 tests/test_cuda_llama bench/bench_cuda"
 
@@ -279,6 +280,8 @@ if [ "${MODE:-all}" = finetune ]; then
     dd if="$work/raw" of=/dev/null bs=16M iflag=direct 2>&1 | tail -1 |
         sed 's/^/RAW read: /' | tee -a "$OUT/table.txt"
     rm -f "$work/raw"
+    step "bench_ckpt_io: a checkpoint file written and read, against the raw rate (8 GiB)"
+    ./build-dev/bench/bench_ckpt_io --dir "$work" --gib 8 2>&1 | tee -a "$OUT/table.txt"
     step "the folder (tools/hf_real_size.py make)"
     timeout 300 python3 tools/hf_real_size.py make --out "$work/llama-8b" 2>&1 | tail -3 |
         tee -a "$OUT/table.txt"

@@ -59,6 +59,52 @@ float adam_f16_to_f32(uint16_t h)
     return (float)x;
 }
 
+/* The widest ISA the CPU has, found once. */
+static AdamIsa best_isa(void)
+{
+    static int isa = -1;
+    if (isa < 0)
+        isa = (int)adam_isa_best();
+    return (AdamIsa)isa;
+}
+
+void adam_narrow(void *dst, const float *src, size_t n, DType type)
+{
+    if (type == DTYPE_FP32) {
+        memcpy(dst, src, 4 * n);
+        return;
+    }
+    bool bf16 = type == DTYPE_BF16;
+    uint16_t *d = dst;
+    AdamIsa isa = best_isa();
+    size_t i = isa == ADAM_ISA_AVX512 ? adam_narrow_avx512(d, src, n, bf16)
+               : isa == ADAM_ISA_AVX2 ? adam_narrow_avx2(d, src, n, bf16)
+                                      : 0;
+    for (; i < n; i++) {
+        uint16_t h = bf16 ? adam_f32_to_bf16(src[i]) : adam_f32_to_f16(src[i]);
+        memcpy(d + i, &h, 2);
+    }
+}
+
+void adam_widen(float *dst, const void *src, size_t n, DType type)
+{
+    if (type == DTYPE_FP32) {
+        memcpy(dst, src, 4 * n);
+        return;
+    }
+    bool bf16 = type == DTYPE_BF16;
+    const uint16_t *s = src;
+    AdamIsa isa = best_isa();
+    size_t i = isa == ADAM_ISA_AVX512 ? adam_widen_avx512(dst, s, n, bf16)
+               : isa == ADAM_ISA_AVX2 ? adam_widen_avx2(dst, s, n, bf16)
+                                      : 0;
+    for (; i < n; i++) {
+        uint16_t h;
+        memcpy(&h, s + i, 2);
+        dst[i] = bf16 ? adam_bf16_to_f32(h) : adam_f16_to_f32(h);
+    }
+}
+
 void adam_update_ref(const AdamStep *s, const AdamSlice *x, size_t begin, size_t end)
 {
     const float *gf = x->grad;

@@ -90,5 +90,10 @@ static inline float adam_bf16_to_f32(uint16_t h)
 }
 uint16_t adam_f32_to_f16(float f);
 float adam_f16_to_f32(uint16_t h);
+/* n values at once, as the functions above convert each, with the widest vectors the CPU has:
+ * fp32 to type (DTYPE_BF16 or DTYPE_FP16; DTYPE_FP32 copies) and back. src and dst may be
+ * unaligned; they must not overlap. For checkpoints and the weights' copies. */
+void adam_narrow(void *dst, const float *src, size_t n, DType type);
+void adam_widen(float *dst, const void *src, size_t n, DType type);
 
 #endif

@@ -62,6 +62,30 @@ AVX2 size_t adam_update_avx2(const AdamStep *s, const AdamSlice *x, size_t begin
     return i;
 }
 
+AVX2 size_t adam_narrow_avx2(uint16_t *dst, const float *src, size_t n, bool bf16)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 p = _mm256_loadu_ps(src + i);
+        __m128i h = bf16 ? to_bf16_8(p)
+                         : _mm256_cvtps_ph(p, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        _mm_storeu_si128((__m128i *)(void *)(dst + i), h);
+    }
+    return i;
+}
+
+AVX2 size_t adam_widen_avx2(float *dst, const uint16_t *src, size_t n, bool bf16)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m128i h = _mm_loadu_si128((const __m128i *)(const void *)(src + i));
+        __m256 p = bf16 ? _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16))
+                        : _mm256_cvtph_ps(h);
+        _mm256_storeu_ps(dst + i, p);
+    }
+    return i;
+}
+
 /* ---- AVX-512 ----------------------------------------------------------------------------- */
 
 #define AVX512 __attribute__((target("avx512f,avx512bw")))
@@ -112,6 +136,30 @@ AVX512 size_t adam_update_avx512(const AdamStep *s, const AdamSlice *x, size_t b
                             : _mm512_cvtps_ph(p, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
             _mm256_storeu_si256((__m256i *)(x->out + i), h);
         }
+    }
+    return i;
+}
+
+AVX512 size_t adam_narrow_avx512(uint16_t *dst, const float *src, size_t n, bool bf16)
+{
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512 p = _mm512_loadu_ps(src + i);
+        __m256i h = bf16 ? to_bf16_16(p)
+                         : _mm512_cvtps_ph(p, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        _mm256_storeu_si256((__m256i *)(void *)(dst + i), h);
+    }
+    return i;
+}
+
+AVX512 size_t adam_widen_avx512(float *dst, const uint16_t *src, size_t n, bool bf16)
+{
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m256i h = _mm256_loadu_si256((const __m256i *)(const void *)(src + i));
+        __m512 p = bf16 ? _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16))
+                        : _mm512_cvtph_ps(h);
+        _mm512_storeu_ps(dst + i, p);
     }
     return i;
 }

@@ -626,10 +626,8 @@ typedef struct ToWeights {
 static void to_weights_range(void *ctx, size_t begin, size_t end)
 {
     const ToWeights *t = ctx;
-    uint16_t *d = t->dst;
-    bool f16 = t->m->ops->weight_type == DTYPE_FP16;
-    for (size_t i = begin; i < end; i++)
-        d[i] = f16 ? adam_f32_to_f16(t->src[i]) : adam_f32_to_bf16(t->src[i]);
+    adam_narrow((uint16_t *)t->dst + begin, t->src + begin, end - begin,
+                t->m->ops->weight_type);
 }
 
 /* n master values src as the device's weights into dst, on wp's threads (NULL: this one). */
@@ -706,8 +704,10 @@ static int put_range(PipeMem *m, size_t b0, size_t n, int ssd, const float *para
     int rc = put_weights(m, b0, n, params, wp, e);
     if (rc)
         return rc;
-    float *master = ssd < 0 ? m->master : (float *)m->state_slot[0];
-    float *mm = ssd < 0 ? m->m : master + n, *vv = ssd < 0 ? m->v : master + 2 * n;
+    float *master = ssd < 0 ? m->master + (b0 - m->gpu_state_params)
+                            : (float *)m->state_slot[0];
+    size_t x = b0 - m->gpu_state_params;
+    float *mm = ssd < 0 ? m->m + x : master + n, *vv = ssd < 0 ? m->v + x : master + 2 * n;
     if (params != master)
         memcpy(master, params, n * 4);
     if (mo != mm) /* the fill's moments are in place already */
@@ -729,10 +729,10 @@ static int fill_from_flat(void *user, size_t begin, size_t n, float *params, flo
     const FlatState *s = user;
     if (params != s->params + begin) /* params may be the master weights themselves */
         memcpy(params, s->params + begin, n * 4);
-    if (mm && s->mo)
-        memcpy(mm, s->mo + begin, n * 4);
-    if (vv && s->vo)
-        memcpy(vv, s->vo + begin, n * 4);
+    if (mm)
+        s->mo ? (void)memcpy(mm, s->mo + begin, n * 4) : (void)memset(mm, 0, n * 4);
+    if (vv)
+        s->vo ? (void)memcpy(vv, s->vo + begin, n * 4) : (void)memset(vv, 0, n * 4);
     return 0;
 }
 
@@ -742,6 +742,28 @@ int pipe_mem_put_state(PipeMem *m, const float *params, const float *mo, const f
     FlatState s = {params, mo, vo};
     PipeMemFiller f = {.fill = fill_from_flat, .user = &s, .moments = mo || vo};
     return pipe_mem_fill_state(m, &f, e);
+}
+
+/* Adam's moments [begin, end) of a ZeroMoments set to zero (a WorkFn). */
+typedef struct ZeroMoments {
+    float *m, *v;
+} ZeroMoments;
+
+static void zero_moments(void *ctx, size_t begin, size_t end)
+{
+    const ZeroMoments *z = ctx;
+    memset(z->m + begin, 0, (end - begin) * 4);
+    memset(z->v + begin, 0, (end - begin) * 4);
+}
+
+/* The sub-group whose slice begins at parameter at (ssd: one whose states are on the SSD),
+ * -1: none. */
+static int group_at(const PipeMem *m, size_t at, bool ssd)
+{
+    for (int s = 0; s < m->G; s++)
+        if (m->grp_begin[s] == at && (!ssd || m->ooc_index[s] >= 0))
+            return s;
+    return -1;
 }
 
 /* One range of the fill: f's values of [at, at + n) into params and, when it writes them, m
@@ -774,18 +796,24 @@ int pipe_mem_fill_state(PipeMem *m, const PipeMemFiller *f, Err *e)
         if (!rc)
             rc = stage_to_gpu(m, at, n, f->wp, e);
     }
-    if (!rc && X) {
-        memset(m->m, 0, X * 4), memset(m->v, 0, X * 4);
-        rc = fill_range(f, G0, X, m->master, m->m, m->v, &done, e);
+    /* the CPU sub-groups in place, one at a time: the progress told as each goes in */
+    for (size_t at = G0; at < G0 + X && !rc;) {
+        int s = group_at(m, at, false);
+        if (s < 0)
+            return err_set(e, -EINVAL, "internal: no sub-group starts at parameter %zu", at);
+        size_t n = m->grp_end[s] - at, x = at - G0;
+        ZeroMoments z = {m->m + x, m->v + x};
+        if (!f->moments) /* else the fill writes them */
+            f->wp ? workpool_run(f->wp, zero_moments, &z, n, 4096) : zero_moments(&z, 0, n);
+        rc = fill_range(f, at, n, m->master + x, z.m, z.v, &done, e);
         if (!rc)
-            rc = put_range(m, G0, X, -1, m->master, m->m, m->v, f->wp, e);
+            rc = put_range(m, at, n, -1, m->master + x, z.m, z.v, f->wp, e);
+        at += n;
     }
     /* the SSD sub-groups by their place in the layout, front to back */
     for (size_t at = m->cpu_state_end; at < P && !rc;) {
-        int s = 0;
-        while (s < m->G && !(m->ooc_index[s] >= 0 && m->grp_begin[s] == at))
-            s++;
-        if (s == m->G)
+        int s = group_at(m, at, true);
+        if (s < 0)
             return err_set(e, -EINVAL, "internal: no SSD sub-group starts at parameter %zu",
                            at);
         size_t n = m->grp_end[s] - at;

@@ -138,17 +138,17 @@ int pipe_mem_put_state(PipeMem *m, const float *params, const float *mo, const f
 int pipe_mem_read(PipeMem *m, int part, size_t begin, size_t n, float *dst, int *cached,
                   Err *e);
 /* The starting state range by range, never the whole model in host memory beyond the plan's
- * own buffers: fill puts the n values of [begin, begin + n) into params, and m and v where it
- * is given them (NULL: they start at zero). The ranges come front to back, each where the
- * last ended: the GPU sub-groups' through the GPU staging piece by piece, the CPU-resident
- * sub-groups' at once (into their master weights and moments), then each SSD sub-group's
- * through the first state slot. 0 or -errno with e, which stops the fill. */
+ * own buffers: fill puts the n values of [begin, begin + n) into params, and every value of m
+ * and v where it is given them (NULL: they start at zero). The ranges come front to back,
+ * each where the last ended: the GPU sub-groups' through the GPU staging piece by piece, each
+ * CPU-resident sub-group's in place (into its master weights and moments), then each SSD
+ * sub-group's through the first state slot. 0 or -errno with e, which stops the fill. */
 typedef int (*PipeMemFill)(void *user, size_t begin, size_t n, float *params, float *m,
                            float *v, Err *e);
 typedef struct PipeMemFiller {
     PipeMemFill fill;
     void *user;
-    bool moments;       /* fill gives Adam's m and v (a checkpoint's); else they start at 0 */
+    bool moments;       /* fill writes Adam's m and v (a checkpoint's); else they start at 0 */
     WorkPool *wp;       /* the weights converted from the master values on its threads (NULL:
                            the caller's) */
     Progress *progress; /* told the parameters put in place so far (NULL: nothing) */

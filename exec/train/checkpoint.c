@@ -677,7 +677,7 @@ static int load_step(const char *dir, const char *name, const ModelConfig *c,
 
 struct CkptReader {
     HfReader *weights;
-    StFile opt;
+    StFile opt_m, opt_v;         /* the optimizer's file twice: m and v each read front to back */
     StCursor m, v;
     size_t next;                 /* where the next range starts */
 };
@@ -695,11 +695,11 @@ int ckpt_reader_open(CkptReader **out, const char *step_dir, const ModelConfig *
         rc = hf_reader_open_weights(&r->weights, path, c, l, e);
     snprintf(path, sizeof path, "%s/optimizer.safetensors", step_dir);
     if (!rc)
-        rc = st_open(&r->opt, path, e);
-    else
-        memset(&r->opt, 0, sizeof r->opt);
-    const StTensor *tm = rc ? NULL : st_find(&r->opt, "adam.m");
-    const StTensor *tv = rc ? NULL : st_find(&r->opt, "adam.v");
+        rc = st_open(&r->opt_m, path, e);
+    if (!rc)
+        rc = st_open(&r->opt_v, path, e);
+    const StTensor *tm = rc ? NULL : st_find(&r->opt_m, "adam.m");
+    const StTensor *tv = rc ? NULL : st_find(&r->opt_v, "adam.v");
     if (!rc && (!tm || !tv || st_numel(tm) != l->total || st_numel(tv) != l->total))
         rc = err_set(e, -EINVAL, "%s: needs adam.m and adam.v of %zu values each", path,
                      l->total);
@@ -715,9 +715,9 @@ int ckpt_reader_read(CkptReader *r, size_t begin, size_t n, float *params, float
                        r->next);
     int rc = hf_reader_read_values(r->weights, begin, n, params, e);
     if (!rc)
-        rc = st_read_next(&r->opt, &r->m, m, n, e);
+        rc = st_read_next(&r->opt_m, &r->m, m, n, e);
     if (!rc)
-        rc = st_read_next(&r->opt, &r->v, v, n, e);
+        rc = st_read_next(&r->opt_v, &r->v, v, n, e);
     r->next = begin + n;
     return rc;
 }
@@ -727,7 +727,8 @@ void ckpt_reader_close(CkptReader *r)
     if (!r)
         return;
     hf_reader_close(r->weights);
-    st_close(&r->opt);
+    st_close(&r->opt_m);
+    st_close(&r->opt_v);
     free(r);
 }
 

@@ -554,15 +554,25 @@ HfSink hf_sink_flat(float *params)
     return (HfSink){.dest = flat_dest, .done = NULL, .user = params};
 }
 
+/* A part of a range hf_reader_read_values reads: layout tensor i's values [lo, hi), which
+ * begin at byte `at` of its shard. */
+typedef struct ReadPart {
+    int i, shard;
+    size_t lo, hi;
+    uint64_t at, end;
+} ReadPart;
+
 struct HfReader {
     Load ld;
     Source src;
-    /* hf_reader_read_values: where the next range starts, and the tensor it is in the middle
-     * of (its shard open, its cursor; a Conv1D weight whole in `ours`, transposed), if any */
+    /* hf_reader_read_values: where the next range starts; each shard (opened at its first
+     * read) and each layout tensor's cursor in it; a range's parts; the Conv1D weight held
+     * whole in `ours`, transposed (its layout index, -1: none) */
     size_t next;
-    int cur;                     /* its layout index, -1: none */
-    StFile file;
-    StCursor cursor;
+    StFile *files;
+    StCursor *cursor;
+    ReadPart *parts;
+    int conv;
     float *ours;
     size_t ours_cap;
 };
@@ -592,7 +602,7 @@ static int reader_open(HfReader **out, const char *path, const ModelConfig *c,
     if (!r)
         return err_set(e, -ENOMEM, "out of memory");
     r->ld = (Load){.c = c, .l = l};
-    r->cur = -1;
+    r->conv = -1;
     int rc = resolve(path, &r->src, e);
     if (!rc && check_config && r->src.config[0])
         rc = hf_check_config(r->src.config, c, e);
@@ -604,6 +614,13 @@ static int reader_open(HfReader **out, const char *path, const ModelConfig *c,
         if (!rc)
             rc = map_file(&r->ld.m, &r->src, &s, c, l, e);
         st_close(&s);
+    }
+    if (!rc) {
+        r->files = calloc((size_t)r->ld.m.n_shards, sizeof *r->files);
+        r->cursor = calloc((size_t)l->n, sizeof *r->cursor);
+        r->parts = calloc((size_t)l->n, sizeof *r->parts);
+        if (!r->files || !r->cursor || !r->parts)
+            rc = err_set(e, -ENOMEM, "out of memory");
     }
     return rc ? rc : check_all(&r->ld, e);
 }
@@ -620,37 +637,80 @@ int hf_reader_open_weights(HfReader **r, const char *path, const ModelConfig *c,
     return reader_open(r, path, c, l, false, e);
 }
 
-/* Starts reading layout tensor i in r (its shard opened; a Conv1D weight read whole). */
-static int begin_tensor(HfReader *r, int i, Err *e)
+/* Shard k open in r, its tensors' cursors set. */
+static int open_for_values(HfReader *r, int k, Err *e)
+{
+    StFile *f = &r->files[k];
+    if (f->t)
+        return 0;
+    int rc = open_shard(&r->ld, k, f, e);
+    for (int i = 0; !rc && i < r->ld.l->n; i++) {
+        if (r->ld.m.shard_of[i] != k)
+            continue;
+        r->cursor[i] = (StCursor){.t = st_find(f, r->ld.m.name[i])};
+        if (!r->cursor[i].t)
+            rc = err_set(e, -EINVAL, "%s: tensor %s is absent", f->path, r->ld.m.name[i]);
+    }
+    if (rc)
+        st_close(f);
+    return rc;
+}
+
+/* Layout tensor i, a Conv1D weight, whole in r->ours as the layout has it (transposed). */
+static int hold_conv1d(HfReader *r, int i, Err *e)
 {
     Load *ld = &r->ld;
     const ParamTensor *t = &ld->l->t[i];
-    int rc = open_shard(ld, ld->m.shard_of[i], &r->file, e);
-    const StTensor *st = rc ? NULL : st_find(&r->file, ld->m.name[i]);
-    if (!rc && !st)
-        rc = err_set(e, -EINVAL, "%s: tensor %s is absent", r->file.path, ld->m.name[i]);
-    if (!rc && t->conv1d) { /* transposed as the file has it: whole */
-        if (t->numel > r->ours_cap) {
-            free(r->ours);
-            r->ours_cap = 0;
-            if (!(r->ours = malloc(t->numel * sizeof *r->ours)))
-                return err_set(e, -ENOMEM, "out of memory for tensor %s", t->name);
-            r->ours_cap = t->numel;
-        }
-        if (t->numel > ld->scratch_cap) {
-            free(ld->scratch);
-            ld->scratch_cap = 0;
-            if (!(ld->scratch = malloc(t->numel * sizeof *ld->scratch)))
-                return err_set(e, -ENOMEM, "out of memory for tensor %s", t->name);
-            ld->scratch_cap = t->numel;
-        }
-        rc = st_read_f32(&r->file, st, ld->scratch, e);
-        if (!rc)
-            hf_transpose(r->ours, ld->scratch, t->cols, t->rows);
+    if (r->conv == i)
+        return 0;
+    r->conv = -1;
+    if (t->numel > r->ours_cap || t->numel > ld->scratch_cap) {
+        free(r->ours), free(ld->scratch);
+        r->ours_cap = ld->scratch_cap = 0;
+        r->ours = malloc(t->numel * sizeof *r->ours);
+        ld->scratch = malloc(t->numel * sizeof *ld->scratch);
+        if (!r->ours || !ld->scratch)
+            return err_set(e, -ENOMEM, "out of memory for tensor %s", t->name);
+        r->ours_cap = ld->scratch_cap = t->numel;
     }
-    r->cur = rc ? -1 : i;
-    r->cursor = (StCursor){.t = st};
+    StFile *f = &r->files[ld->m.shard_of[i]];
+    int rc = st_read_f32(f, r->cursor[i].t, ld->scratch, e);
+    if (!rc)
+        hf_transpose(r->ours, ld->scratch, t->cols, t->rows);
+    r->conv = rc ? -1 : i;
     return rc;
+}
+
+static int part_cmp(const void *pa, const void *pb)
+{
+    const ReadPart *a = pa, *b = pb;
+    if (a->shard != b->shard)
+        return a->shard < b->shard ? -1 : 1;
+    return a->at < b->at ? -1 : a->at > b->at;
+}
+
+/* The range's parts: the tensors it holds, cut to it, in their files' order (shard, offset),
+ * so that a range is read front to back in each file. Their count. */
+static int range_parts(HfReader *r, size_t begin, size_t end, int *n, Err *e)
+{
+    const ModelLayout *l = r->ld.l;
+    *n = 0;
+    for (int i = 0; i < l->n; i++) {
+        const ParamTensor *t = &l->t[i];
+        size_t lo = t->offset > begin ? t->offset : begin;
+        size_t hi = t->offset + t->numel < end ? t->offset + t->numel : end;
+        if (lo >= hi)
+            continue;
+        int k = r->ld.m.shard_of[i], rc = open_for_values(r, k, e);
+        if (rc)
+            return rc;
+        const StTensor *st = r->cursor[i].t;
+        uint64_t es = (st->end - st->begin) / t->numel;
+        uint64_t at = st_file_offset(&r->files[k], st) + (lo - t->offset) * es;
+        r->parts[(*n)++] = (ReadPart){i, k, lo, hi, at, at + (hi - lo) * es};
+    }
+    qsort(r->parts, (size_t)*n, sizeof *r->parts, part_cmp);
+    return 0;
 }
 
 int hf_reader_read_values(HfReader *r, size_t begin, size_t n, float *dst, Err *e)
@@ -659,30 +719,29 @@ int hf_reader_read_values(HfReader *r, size_t begin, size_t n, float *dst, Err *
     if (begin != r->next)
         return err_set(e, -EINVAL, "internal: weights read at %zu, expected %zu", begin,
                        r->next);
-    int rc = 0;
-    size_t end = begin + n;
-    for (int i = 0; !rc && i < l->n; i++) {
-        const ParamTensor *t = &l->t[i];
-        size_t lo = t->offset > begin ? t->offset : begin;
-        size_t hi = t->offset + t->numel < end ? t->offset + t->numel : end;
-        if (lo >= hi)
-            continue;
-        if (r->cur != i) {
-            st_close(&r->file);
-            rc = begin_tensor(r, i, e);
-            if (rc)
-                break;
-        }
-        if (t->conv1d)
-            memcpy(dst + (lo - begin), r->ours + (lo - t->offset), (hi - lo) * sizeof *dst);
-        else
-            rc = st_read_next(&r->file, &r->cursor, dst + (lo - begin), hi - lo, e);
-        if (!rc && hi == t->offset + t->numel) { /* the tensor's end: its checksum was checked */
-            st_close(&r->file);
-            r->cur = -1;
+    int count, rc = range_parts(r, begin, begin + n, &count, e);
+    for (int j = 0; !rc && j < count; j++) {
+        const ReadPart *p = &r->parts[j];
+        const ParamTensor *t = &l->t[p->i];
+        StFile *f = &r->files[p->shard];
+        if (j && r->parts[j - 1].shard != p->shard) /* one file's blocks held at a time */
+            st_drop_stream(&r->files[r->parts[j - 1].shard]);
+        /* the parts that follow on in the file: read ahead through them */
+        int k = j;
+        while (k + 1 < count && r->parts[k + 1].shard == p->shard &&
+               r->parts[k + 1].at == r->parts[k].end)
+            k++;
+        f->ahead = r->parts[k].end;
+        if (t->conv1d) {
+            rc = hold_conv1d(r, p->i, e);
+            if (!rc)
+                memcpy(dst + (p->lo - begin), r->ours + (p->lo - t->offset),
+                       (p->hi - p->lo) * sizeof *dst);
+        } else {
+            rc = st_read_next(f, &r->cursor[p->i], dst + (p->lo - begin), p->hi - p->lo, e);
         }
     }
-    r->next = end;
+    r->next = begin + n;
     return rc;
 }
 
@@ -699,9 +758,11 @@ void hf_reader_close(HfReader *r)
 {
     if (!r)
         return;
+    for (int k = 0; r->files && k < r->ld.m.n_shards; k++)
+        st_close(&r->files[k]);
     map_free(&r->ld.m);
     free(r->ld.scratch);
-    st_close(&r->file);
+    free(r->files), free(r->cursor), free(r->parts);
     free(r->ours);
     free(r);
 }

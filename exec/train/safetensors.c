@@ -5,7 +5,6 @@
 #include <ctype.h>
 #include <errno.h>
 #include <jansson.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +13,7 @@
 
 #include "adam.h"
 #include "crc32c.h"
+#include "seqfile.h"
 
 /* The metadata key of a tensor's checksum: this prefix and the tensor's name. */
 static const char crc_prefix[] = "crc32c:";
@@ -39,8 +39,20 @@ size_t st_numel(const StTensor *t)
     return n;
 }
 
+void st_drop_stream(StFile *s)
+{
+    seq_reader_close(s->stream);
+    s->stream = NULL;
+}
+
+uint64_t st_file_offset(const StFile *s, const StTensor *t)
+{
+    return s->data_start + t->begin;
+}
+
 void st_close(StFile *s)
 {
+    st_drop_stream(s);
     if (s->f)
         fclose(s->f);
     s->f = NULL;
@@ -246,6 +258,12 @@ static int check_crc(const StFile *s, const StTensor *t, uint32_t crc, Err *e)
     return 0;
 }
 
+/* A float dtype's DType (F32, BF16 or F16). */
+static DType float_dtype(const char *dt)
+{
+    return !strcmp(dt, "BF16") ? DTYPE_BF16 : !strcmp(dt, "F16") ? DTYPE_FP16 : DTYPE_FP32;
+}
+
 int st_read_next(StFile *s, StCursor *c, float *dst, size_t n, Err *e)
 {
     const StTensor *t = c->t;
@@ -254,41 +272,28 @@ int st_read_next(StFile *s, StCursor *c, float *dst, size_t n, Err *e)
     if (strcmp(t->dtype, "F32") && strcmp(t->dtype, "F16") && strcmp(t->dtype, "BF16"))
         return err_set(e, -EINVAL, "%s: tensor %s is %s; F32, F16 or BF16 expected", s->path,
                        t->name, t->dtype);
-    /* seek every time: two cursors may take turns on one file (a tied head compared) */
-    if (fseeko(s->f, (off_t)(s->data_start + t->begin + c->at * es), SEEK_SET))
-        return err_set(e, -errno, "%s: seek: %s", s->path, strerror(errno));
-    /* a file's checksum is taken only where it has one to check (Hugging Face's have none) */
-    if (es == 4) {
-        if (fread(dst, 4, n, s->f) != n)
-            return err_set(e, -EIO, "%s: tensor %s: short read", s->path, t->name);
+    int rc = s->stream ? 0 : seq_reader_open(&s->stream, s->path, 0, e);
+    DType type = float_dtype(t->dtype);
+    uint64_t off = s->data_start + t->begin + c->at * es, tensor_end = s->data_start + t->end;
+    uint64_t end = s->ahead > tensor_end ? s->ahead : tensor_end;
+    for (size_t left = n * es; !rc && left;) {
+        const void *p;
+        size_t got;
+        uint8_t one[4];
+        rc = seq_view(s->stream, off, left, end, &p, &got, e);
+        if (!rc && got < es) /* a value across two blocks */
+            rc = seq_read(s->stream, off, one, es, e), p = one, got = es;
+        if (rc)
+            break;
+        got -= got % es;
+        /* a file's checksum is taken only where it has one to check (Hugging Face's have none) */
         if (t->has_crc)
-            c->crc = crc32c(c->crc, dst, 4 * n);
-    } else {
-        enum { PART = 1 << 20 }; /* 2 MiB reads: the disk's rate, not stdio's 4 KiB */
-        size_t cap = n < PART ? n : PART;
-        uint16_t *raw = malloc(cap * sizeof *raw);
-        if (!raw && n)
-            return err_set(e, -ENOMEM, "%s: out of memory reading %s", s->path, t->name);
-        bool bf16 = !strcmp(t->dtype, "BF16");
-        for (size_t done = 0; done < n;) {
-            size_t k = n - done < cap ? n - done : cap;
-            if (fread(raw, 2, k, s->f) != k) {
-                free(raw);
-                return err_set(e, -EIO, "%s: tensor %s: short read", s->path, t->name);
-            }
-            if (t->has_crc)
-                c->crc = crc32c(c->crc, raw, 2 * k);
-            float *out = dst + done;
-            if (bf16)
-                for (size_t i = 0; i < k; i++)
-                    out[i] = adam_bf16_to_f32(raw[i]);
-            else
-                for (size_t i = 0; i < k; i++)
-                    out[i] = adam_f16_to_f32(raw[i]);
-            done += k;
-        }
-        free(raw);
+            c->crc = crc32c(c->crc, p, got);
+        adam_widen(dst, p, got / es, type);
+        dst += got / es, off += got, left -= got;
     }
+    if (rc)
+        return rc;
     c->at += n;
     return c->at == numel ? check_crc(s, t, c->crc, e) : 0;
 }
@@ -370,48 +375,10 @@ int st_writer_add(StWriter *w, const char *name, const float *data, int ndim,
 
 void st_writer_abort(StWriter *w)
 {
-    if (w->f)
-        fclose(w->f);
-    w->f = NULL;
     json_decref(w->header);
     w->header = w->meta = NULL;
     free(w->pending);
     w->pending = NULL;
-}
-
-int st_writer_finish(StWriter *w, const char *metadata_key, const char *metadata_value, Err *e)
-{
-    if (metadata_key)
-        json_object_set_new(w->meta, metadata_key, json_string(metadata_value));
-    char *text = json_dumps(w->header, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    int rc = 0;
-    if (!text) {
-        st_writer_abort(w);
-        return err_set(e, -ENOMEM, "out of memory for the header");
-    }
-    size_t len = strlen(text), padded = (len + 7) / 8 * 8; /* data 8-byte aligned */
-    w->f = fopen(w->path, "wb");
-    if (!w->f) {
-        rc = err_set(e, -errno, "%s: cannot write: %s", w->path, strerror(errno));
-    } else {
-        uint8_t len8[8];
-        for (int i = 0; i < 8; i++)
-            len8[i] = (uint8_t)((uint64_t)padded >> (8 * i));
-        fwrite(len8, 1, 8, w->f);
-        fwrite(text, 1, len, w->f);
-        for (size_t i = len; i < padded; i++)
-            fputc(' ', w->f);
-        for (int i = 0; i < w->n; i++)
-            fwrite(w->pending[i].data, 4, w->pending[i].numel, w->f);
-        if (fflush(w->f) || ferror(w->f) || fsync(fileno(w->f)))
-            rc = err_set(e, -EIO, "%s: write failed: %s", w->path, strerror(errno));
-    }
-    free(text);
-    if (w->f && fclose(w->f) && !rc)
-        rc = err_set(e, -EIO, "%s: close failed: %s", w->path, strerror(errno));
-    w->f = NULL;
-    st_writer_abort(w);
-    return rc;
 }
 
 /* The header as text, padded to 8 bytes (data 8-byte aligned), its length in *padded. */
@@ -426,113 +393,105 @@ static char *header_text(StWriter *w, size_t *padded, Err *e)
     return text;
 }
 
-static int write_header(StWriter *w, const char *text, size_t padded, Err *e)
+/* The file's first 8 + padded bytes: the header's length, the header, spaces. */
+static uint8_t *head_bytes(const char *text, size_t padded, Err *e)
 {
-    uint8_t len8[8];
+    uint8_t *head = malloc(8 + padded);
+    if (!head) {
+        err_set(e, -ENOMEM, "out of memory for the header");
+        return NULL;
+    }
     for (int i = 0; i < 8; i++)
-        len8[i] = (uint8_t)((uint64_t)padded >> (8 * i));
+        head[i] = (uint8_t)((uint64_t)padded >> (8 * i));
     size_t len = strlen(text);
-    if (fseek(w->f, 0, SEEK_SET) || fwrite(len8, 1, 8, w->f) != 8 ||
-        fwrite(text, 1, len, w->f) != len)
-        return err_set(e, -EIO, "%s: write failed: %s", w->path, strerror(errno));
-    for (size_t i = len; i < padded; i++)
-        fputc(' ', w->f);
+    memcpy(head + 8, text, len);
+    memset(head + 8 + len, ' ', padded - len);
+    return head;
+}
+
+/* n values of src stored as w's dtype at the file's end, their checksum taken on the way. */
+static int put_values(StWriter *w, SeqWriter *sw, const float *src, size_t n, uint32_t *crc,
+                      Err *e)
+{
+    while (n) {
+        void *p;
+        size_t room;
+        int rc = seq_writer_room(sw, &p, &room, e);
+        if (rc)
+            return rc;
+        size_t k = room / w->esize < n ? room / w->esize : n; /* room: whole values */
+        adam_narrow(p, src, k, float_dtype(w->dtype));
+        *crc = crc32c(*crc, p, k * w->esize);
+        seq_writer_advance(sw, k * w->esize);
+        src += k, n -= k;
+    }
     return 0;
 }
 
-/* buf's n fp32 values stored as dtype, in place from its start (each 2-byte value lands on
- * bytes already read). */
-static void narrow(float *buf, size_t n, const char *dtype)
-{
-    uint16_t *out = (uint16_t *)(void *)buf;
-    if (!strcmp(dtype, "BF16"))
-        for (size_t k = 0; k < n; k++)
-            out[k] = adam_f32_to_bf16(buf[k]);
-    else if (!strcmp(dtype, "F16"))
-        for (size_t k = 0; k < n; k++)
-            out[k] = adam_f32_to_f16(buf[k]);
-}
-
-/* The writes of a pulled file on a thread of their own, so that the next chunk is pulled,
- * narrowed and checksummed while this one goes to the file: one write in flight. */
-typedef struct Behind {
-    pthread_t thread;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    FILE *f;
-    const void *data;   /* the write in flight (NULL: none) */
-    size_t size, count;
-    int err;            /* the first write's errno that failed, 0 */
-    bool quit;
-    int turn;           /* the buffer to fill next: not the one in flight, across tensors */
-} Behind;
-
-static void *behind_main(void *arg)
-{
-    Behind *b = arg;
-    pthread_mutex_lock(&b->mu);
-    for (;;) {
-        while (!b->data && !b->quit)
-            pthread_cond_wait(&b->cv, &b->mu);
-        if (!b->data)
-            break;
-        pthread_mutex_unlock(&b->mu);
-        bool ok = fwrite(b->data, b->size, b->count, b->f) == b->count;
-        int err = ok ? 0 : errno ? errno : EIO;
-        pthread_mutex_lock(&b->mu);
-        if (err && !b->err)
-            b->err = err;
-        b->data = NULL;
-        pthread_cond_broadcast(&b->cv);
-    }
-    pthread_mutex_unlock(&b->mu);
-    return NULL;
-}
-
-/* Waits for the write in flight; its error (errno), if any. */
-static int behind_wait(Behind *b)
-{
-    pthread_mutex_lock(&b->mu);
-    while (b->data)
-        pthread_cond_wait(&b->cv, &b->mu);
-    int err = b->err;
-    pthread_mutex_unlock(&b->mu);
-    return err;
-}
-
-static void behind_post(Behind *b, const void *data, size_t size, size_t count)
-{
-    pthread_mutex_lock(&b->mu);
-    b->data = data, b->size = size, b->count = count;
-    pthread_cond_broadcast(&b->cv);
-    pthread_mutex_unlock(&b->mu);
-}
-
-/* Tensor i's data through pull, chunk values at a time, into buf[0] and buf[1] by turns, each
- * written behind the next one's pull; its checksum into the header's metadata. */
-static int write_pulled(StWriter *w, int i, StPull pull, void *user, float *buf[2],
-                        size_t chunk, Behind *b, Err *e)
+/* Tensor i's data, pulled chunk values at a time into buf when it was added without; its
+ * checksum into the header's metadata. */
+static int write_tensor(StWriter *w, SeqWriter *sw, int i, StPull pull, void *user, float *buf,
+                        size_t chunk, Err *e)
 {
     uint32_t crc = 0;
     size_t numel = w->pending[i].numel;
-    for (size_t at = 0; at < numel; at += chunk) {
+    const float *data = w->pending[i].data;
+    int rc = 0;
+    for (size_t at = 0; !rc && at < numel; at += chunk) {
         size_t n = numel - at < chunk ? numel - at : chunk;
-        int k = b->turn;
-        b->turn ^= 1;
-        int rc = pull(user, i, at, n, buf[k], e); /* the other buffer may be being written */
+        if (!data && !pull)
+            rc = err_set(e, -EINVAL, "internal: %s: tensor %d has no data", w->path, i);
+        else if (!data)
+            rc = pull(user, i, at, n, buf, e);
         if (rc)
-            return rc;
-        narrow(buf[k], n, w->dtype);
-        crc = crc32c(crc, buf[k], w->esize * n);
-        int err = behind_wait(b);
-        if (err)
-            return err_set(e, -EIO, "%s: write failed: %s", w->path, strerror(err));
-        behind_post(b, buf[k], w->esize, n);
+            break;
+        rc = put_values(w, sw, data ? data + at : buf, n, &crc, e);
     }
     char hex[9];
     snprintf(hex, sizeof hex, "%08x", crc);
     json_object_set_new(w->meta, w->pending[i].crc_key, json_string(hex));
-    return 0;
+    return rc;
+}
+
+/* The file written front to back (seqfile.h: the data behind, the header, whose length is fixed
+ * beforehand, last), fsynced, closed; w's queue freed either way. */
+static int write_file(StWriter *w, StPull pull, void *user, size_t chunk, Err *e)
+{
+    size_t padded, again;
+    char *text = header_text(w, &padded, e);
+    float *buf = pull ? malloc(chunk * sizeof *buf) : NULL;
+    SeqWriter *sw = NULL;
+    int rc = !text ? -ENOMEM
+             : pull && !buf ? err_set(e, -ENOMEM, "out of memory writing %s", w->path)
+                            : seq_writer_open(&sw, w->path, 8 + padded, 0, e);
+    for (int i = 0; !rc && i < w->n; i++)
+        rc = write_tensor(w, sw, i, pull, user, buf, chunk, e);
+    free(text);
+    text = rc ? NULL : header_text(w, &again, e); /* the checksums in; the same length */
+    if (!rc && !text)
+        rc = -ENOMEM;
+    if (!rc && again != padded)
+        rc = err_set(e, -EIO, "%s: internal: the header changed length", w->path);
+    uint8_t *head = rc ? NULL : head_bytes(text, padded, e);
+    if (!rc && !head)
+        rc = -ENOMEM;
+    if (!rc) {
+        rc = seq_writer_finish(sw, head, e);
+        sw = NULL;
+    }
+    seq_writer_abort(sw);
+    free(head);
+    free(text);
+    free(buf);
+    st_writer_abort(w);
+    return rc;
+}
+
+int st_writer_finish(StWriter *w, const char *metadata_key, const char *metadata_value, Err *e)
+{
+    if (metadata_key)
+        json_object_set_new(w->meta, metadata_key, json_string(metadata_value));
+    return write_file(w, NULL, NULL, SIZE_MAX, e);
 }
 
 int st_writer_finish_pull(StWriter *w, StPull pull, void *user, size_t chunk,
@@ -540,51 +499,5 @@ int st_writer_finish_pull(StWriter *w, StPull pull, void *user, size_t chunk,
 {
     if (metadata_key)
         json_object_set_new(w->meta, metadata_key, json_string(metadata_value));
-    size_t padded, again;
-    char *text = header_text(w, &padded, e);
-    float *buf[2] = {malloc(chunk * sizeof(float)), malloc(chunk * sizeof(float))};
-    int rc = !text ? -ENOMEM : !buf[0] || !buf[1]
-                                   ? err_set(e, -ENOMEM, "out of memory writing %s", w->path)
-                                   : 0;
-    if (!rc && !(w->f = fopen(w->path, "wb")))
-        rc = err_set(e, -errno, "%s: cannot write: %s", w->path, strerror(errno));
-    if (!rc && fseek(w->f, (long)(8 + padded), SEEK_SET))
-        rc = err_set(e, -errno, "%s: seek: %s", w->path, strerror(errno));
-    Behind b = {.f = w->f};
-    pthread_mutex_init(&b.mu, NULL);
-    pthread_cond_init(&b.cv, NULL);
-    bool started = !rc && !pthread_create(&b.thread, NULL, behind_main, &b);
-    if (!rc && !started)
-        rc = err_set(e, -EAGAIN, "%s: cannot start the writing thread", w->path);
-    for (int i = 0; !rc && i < w->n; i++)
-        rc = w->pending[i].data ? 0 : write_pulled(w, i, pull, user, buf, chunk, &b, e);
-    if (started) { /* the last write in, then the thread gone, before the file is touched */
-        int err = behind_wait(&b);
-        if (err && !rc)
-            rc = err_set(e, -EIO, "%s: write failed: %s", w->path, strerror(err));
-        pthread_mutex_lock(&b.mu);
-        b.quit = true;
-        pthread_cond_broadcast(&b.cv);
-        pthread_mutex_unlock(&b.mu);
-        pthread_join(b.thread, NULL);
-    }
-    pthread_mutex_destroy(&b.mu);
-    pthread_cond_destroy(&b.cv);
-    free(text);
-    text = rc ? NULL : header_text(w, &again, e); /* the checksums in; the same length */
-    if (!rc && !text)
-        rc = -ENOMEM;
-    if (!rc && again != padded)
-        rc = err_set(e, -EIO, "%s: internal: the header changed length", w->path);
-    if (!rc)
-        rc = write_header(w, text, padded, e);
-    if (!rc && (fflush(w->f) || ferror(w->f) || fsync(fileno(w->f))))
-        rc = err_set(e, -EIO, "%s: write failed: %s", w->path, strerror(errno));
-    free(text);
-    free(buf[0]), free(buf[1]);
-    if (w->f && fclose(w->f) && !rc)
-        rc = err_set(e, -EIO, "%s: close failed: %s", w->path, strerror(errno));
-    w->f = NULL;
-    st_writer_abort(w);
-    return rc;
+    return write_file(w, pull, user, chunk, e);
 }

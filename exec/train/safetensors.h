@@ -35,7 +35,10 @@ typedef struct StTensor {
 
 typedef struct StFile {
     char path[4096];
-    FILE *f;
+    FILE *f;                   /* the header's reads */
+    struct SeqReader *stream;  /* the data's (seqfile.h): opened at the first read */
+    uint64_t ahead;            /* where the caller's reading stops from the next read on, when
+                                  past that tensor's end (0: its end): the read ahead's limit */
     uint64_t data_start;       /* 8 + header length */
     uint64_t file_size;
     StTensor *t;
@@ -46,6 +49,10 @@ typedef struct StFile {
  * matching dtype x shape, the checksums' form). 0, or -errno with e and s closed (nothing to free). */
 int st_open(StFile *s, const char *path, Err *e);
 void st_close(StFile *s);
+/* The data's stream closed and its blocks freed (a later read opens it again). */
+void st_drop_stream(StFile *s);
+/* Where tensor t's data begins in the file. */
+uint64_t st_file_offset(const StFile *s, const StTensor *t);
 const StTensor *st_find(const StFile *s, const char *name);
 size_t st_numel(const StTensor *t);
 /* Reads tensor t into dst as fp32 (numel values), checking its checksum when the file has one.
@@ -69,7 +76,6 @@ int st_read_next(StFile *s, StCursor *c, float *dst, size_t n, Err *e);
  * added; the data is written at finish. */
 typedef struct StWriter {
     char path[4096];
-    FILE *f;
     char dtype[8];  /* of every tensor: "F32" (st_writer_begin), "BF16" or "F16" */
     size_t esize;   /* its bytes a value */
     void *header;   /* json_t object */
@@ -87,7 +93,7 @@ int st_writer_begin_as(StWriter *w, const char *path, const char *dtype, Err *e)
 int st_writer_add(StWriter *w, const char *name, const float *data, int ndim,
                   const int64_t *shape, Err *e);
 /* Writes header (with metadata_key: metadata_value, when the key is not NULL, beside the
- * checksums) and data, fsyncs, closes. */
+ * checksums) and data, fsyncs, closes (through seqfile.h: O_DIRECT, written behind). */
 int st_writer_finish(StWriter *w, const char *metadata_key, const char *metadata_value, Err *e);
 void st_writer_abort(StWriter *w);
 /* st_writer_finish for tensors added with data NULL, whose values are pulled as they are
