@@ -26,7 +26,7 @@ typedef struct Block {
 /* What a reader and a writer share: the file, the ring, two blocks by turns. */
 typedef struct Seq {
     char path[4096];
-    int fd;
+    int fd, flags;      /* flags: open's, O_DIRECT aside */
     bool direct;        /* opened with O_DIRECT */
     bool ring_ok;       /* else every I/O is synchronous */
     struct io_uring ring;
@@ -61,6 +61,7 @@ static int seq_init(Seq *s, const char *path, int flags, size_t block, Err *e)
         return err_set(e, -EINVAL, "%s: block of %zu bytes is not a multiple of %d", path,
                        block, SEQ_ALIGN);
     s->block = block ? block : SEQ_BLOCK;
+    s->flags = flags;
     s->fd = open(path, flags | O_DIRECT | O_CLOEXEC, 0644);
     s->direct = s->fd >= 0;
     if (s->fd < 0 && errno == EINVAL) /* the file system has no O_DIRECT (tmpfs) */
@@ -76,9 +77,22 @@ static int seq_init(Seq *s, const char *path, int flags, size_t block, Err *e)
     return 0;
 }
 
+/* The file again without O_DIRECT: for a file system that takes the flag and then refuses
+ * the I/O. 0 or -errno. */
+static int reopen_buffered(Seq *s)
+{
+    int fd = open(s->path, (s->flags & ~(O_CREAT | O_TRUNC)) | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    close(s->fd);
+    s->fd = fd;
+    s->direct = false;
+    return 0;
+}
+
 /* Synchronous I/O of want bytes of buf at file offset off, from `done` on: short transfers
  * continued; a read stops at the file's end. The bytes moved, or -errno. */
-static ssize_t sync_io(const Seq *s, uint8_t *buf, uint64_t off, bool write, size_t done,
+static ssize_t sync_io(Seq *s, uint8_t *buf, uint64_t off, bool write, size_t done,
                        size_t want)
 {
     while (done < want) {
@@ -86,6 +100,12 @@ static ssize_t sync_io(const Seq *s, uint8_t *buf, uint64_t off, bool write, siz
                           : pread(s->fd, buf + done, want - done, (off_t)(off + done));
         if (n < 0 && errno == EINTR)
             continue;
+        if (n < 0 && errno == EINVAL && s->direct) {
+            int rc = reopen_buffered(s);
+            if (rc)
+                return rc;
+            continue;
+        }
         if (n < 0)
             return -errno;
         if (n == 0) {
@@ -148,8 +168,8 @@ static int seq_wait(Seq *s, int k, bool write)
         return rc;
     int res = cqe->res;
     io_uring_cqe_seen(&s->ring, cqe);
-    if (res < 0 && res != -EINTR && res != -EAGAIN)
-        return res;
+    if (res < 0 && res != -EINTR && res != -EAGAIN && !(res == -EINVAL && s->direct))
+        return res; /* (sync_io retries an O_DIRECT refusal buffered) */
     ssize_t n = sync_io(s, b->buf, b->off, write, res < 0 ? 0 : (size_t)res, b->want);
     if (n < 0)
         return (int)n;
