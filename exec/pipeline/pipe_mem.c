@@ -236,10 +236,12 @@ static int alloc_host(PipeMem *m, Err *e)
         ok = ok && (m->edge_stage = host_alloc(m, m->edge_params * m->wsz, MEM_STAGING, e));
     }
     size_t X = m->cpu_state_end - m->gpu_state_params;
-    if (ok && X)
+    if (ok && X) {
         ok = (m->master = (float *)host_alloc(m, X * 4, MEM_MASTER, e)) &&
              (m->m = (float *)host_alloc(m, X * 4, MEM_ADAM_M, e)) &&
              (m->v = (float *)host_alloc(m, X * 4, MEM_ADAM_V, e));
+        m->moments_fresh = true;
+    }
     size_t stage = (size_t)footprint_gpu_stage_bytes(m->c, p, (int)m->wsz);
     m->gpu_stage_params = m->gpu_state_params < FOOTPRINT_GPU_STAGE_PARAMS
                               ? m->gpu_state_params : FOOTPRINT_GPU_STAGE_PARAMS;
@@ -803,13 +805,14 @@ int pipe_mem_fill_state(PipeMem *m, const PipeMemFiller *f, Err *e)
             return err_set(e, -EINVAL, "internal: no sub-group starts at parameter %zu", at);
         size_t n = m->grp_end[s] - at, x = at - G0;
         ZeroMoments z = {m->m + x, m->v + x};
-        if (!f->moments) /* else the fill writes them */
+        if (!f->moments && !m->moments_fresh) /* else the fill writes them, or they are 0 */
             f->wp ? workpool_run(f->wp, zero_moments, &z, n, 4096) : zero_moments(&z, 0, n);
         rc = fill_range(f, at, n, m->master + x, z.m, z.v, &done, e);
         if (!rc)
             rc = put_range(m, at, n, -1, m->master + x, z.m, z.v, f->wp, e);
         at += n;
     }
+    m->moments_fresh = false;
     /* the SSD sub-groups by their place in the layout, front to back */
     for (size_t at = m->cpu_state_end; at < P && !rc;) {
         int s = group_at(m, at, true);

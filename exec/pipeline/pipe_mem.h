@@ -66,6 +66,7 @@ typedef struct PipeMem {
     uint8_t *pinned_w[PIPE_MAX_RING], *edge_stage;
     float *master, *m, *v;      /* states in CPU memory, flat layout [gpu_state_params,
                                    cpu_state_end) */
+    bool moments_fresh;         /* m and v as the host pool gave them (zeros): unwritten */
     uint8_t *gpu_stage;         /* the GPU states' way in and out (footprint_gpu_stage_bytes) */
     size_t gpu_stage_params;
     uint8_t *state_slot[PIPE_MAX_RING];

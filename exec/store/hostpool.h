@@ -1,6 +1,7 @@
 /* hostpool: host memory for staging under a byte budget (--cpu-mem), tagged like the footprint.
  *
- * Every allocation is page-aligned (O_DIRECT and DMA need it), touched up front (by the caller's
+ * Every allocation is page-aligned (O_DIRECT and DMA need it), zero-filled (fresh anonymous
+ * pages), touched up front (by the caller's
  * threads where it gives a toucher: tens of GiB take seconds, not minutes), locked in RAM
  * where the system allows, and optionally pinned for the GPU through a hook the CUDA backend
  * installs (cudaHostRegister). Going over the budget is an error the caller reports, never an
