@@ -2,50 +2,13 @@
  *
  * The simulator's engine knows nothing of hardware: it asks this module how much work a task is
  * and how fast each resource goes given which resources are busy. Work is seconds for the GPU,
- * parameters for the CPU optimizer and bytes for links. Rates, in these steps (ARCHITECTURE.md,
- * "The resource model"; each term's evidence in MEASUREMENTS.md, "The cost model's terms"):
- *   alone  gpu 1; cpu_adam adam_Gparams_per_s; h2d_GBps, d2h_GBps; the SSDs, all `count`
- *          striped devices: R = count * read_GBps, W = count * write_GBps.
- *   links  PCIe: h2d runs at h2d_bidir_GBps while d2h is busy (and vice versa). SSD: reads and
- *          writes together run at read_bidir_GBps and write_bidir_GBps (times count) where the
- *          ini gives them, else each gets a duplex/2 share, so r/R + w/W = duplex; then the host
- *          path's ceiling H = ssd.host_GBps (when given): r + w <= H, both scaled by H / (r + w)
- *          where above it (alone too).
- *   cores  a resource whose threads share cores with another's runs at that share of its rate
- *          (cost_sum_core_share: the micro-batch sum's threads beside the CPU Adam's).
- *   memory every busy resource but the GPU moves host memory: d bytes per unit of work, 1 for
- *          the links (every byte an SSD or a PCIe copy moves is read from or written to host
- *          memory), COST_ADAM_HOST_BYTES per parameter for cpu_adam. When the busy resources
- *          ask for more than the ceiling D, demand = sum of d * rate > D, each of them is scaled
- *          by D / demand (proportionally: no stream has priority at the memory controller).
- *          D = cpu.mem_GBps, raised to the largest demand of any one configuration whose rates
- *          the ini states (each resource alone, PCIe both ways, the SSDs both ways): those were
- *          measured through the same memory, so none of them is slowed by sharing it.
- * A copy's fixed latency (pcie or ssd latency_us) is added as bytes at the rate its link has
- * alone. A gradient copy of a step with several micro-batches also adds its parameters into the
- * step's sum on the host, on the same lane after the copy: grad_sum_bytes per parameter (model.h)
- * at cpu.mem_GBps * min(1, t / cores), t = plan_grad_sum_threads, added as bytes at the rate the
- * link has alone; in the memory step such a copy asks for what it moves over its time (the
- * copy's and the sum's bytes), not its link's rate, and beside the CPU Adam the sum's threads
- * and the Adam's share the Adam's cores over the sum's part of the copy.
- * GPU op times (op from graph.h, P = bf16_TFLOPS, B = mem_GBps, l = launch_us):
- *   GEMM forward       2mnk / (P * eff(m,n,k)) + io_bytes / B + l
- *   GEMM backward      4mnk / (P * eff(m,n,k)) + io_bytes / B + 2l   (input and weight
- *                      gradients; io_bytes: the memory-bound work the executors run with
- *                      them, graph.c: conversions, fused epilogues, the head's loss)
- *   attention forward  0.5 * F / (P * attn_efficiency(head size)) + l   (causal: half the
- *                      s x s work; attn_efficiency's point of that head size, else the nearest
- *                      in log2, never interpolated: hw_attn_efficiency)
- *   attention backward 0.5 * 1.25 * F_bwd / (P * attn_efficiency(head size)) + l   (the fused
- *                      backward recomputes the scores: 2.5x the forward's products where F_bwd
- *                      counts 2x)
- *   memory-bound ops   io_bytes / B + l    (0 where io_bytes is: its work runs in another's)
- *   and before each GPU task of the schedule (one op in one kind) gpu.task_us of lead, the GPU
- *   held but not busy: the executor's time around it (its lane waits on the previous task's
- *   end event, then dispatches this one; cost_task_lead_s; the closed form adds it)
- *   AdamW on the GPU   28 B/param / B + l   (fp32 master, m, v read and written, 16-bit
- *                      gradient in and weight out)
- *   AdamW on the CPU   params, at adam_Gparams_per_s alone */
+ * parameters for the CPU optimizer and bytes for links. Rates come in steps: each resource
+ * alone, the links' couplings (PCIe both ways, SSD reads beside writes, the host path's
+ * ceiling), the cores a gradient sum shares with the Adam, and the host memory ceiling that
+ * scales every busy resource but the GPU in proportion. GPU op times come from the op's flops
+ * and memory-bound bytes at the ini's rates, each GPU task with its gpu.task_us lead.
+ * The formulas: ARCHITECTURE.md, "The resource model" and "Rates and op times"; each term's
+ * evidence: MEASUREMENTS.md, "The cost model's terms". */
 #ifndef FUYOU_COST_H
 #define FUYOU_COST_H
 

@@ -1,38 +1,14 @@
 /* checkpoint: training checkpoints a Hugging Face user can read, and exact resumption.
  *
- * DIR/step-00000010/ is a Hugging Face model folder (hf_save.h): config.json for the family,
- * the weights in the model's own dtype (CkptSaveOptions.weights_dtype: bf16 for a bf16 model)
- * with the family's Hugging Face names, sharded above the shard size, and the tokenizer files
- * of the folder the run started from, so that from_pretrained(step_dir) loads it. Beside them
- * the training state, needed only to resume: master.safetensors (the fp32 master weights, so a
- * resumed run continues bit for bit; absent when the weights are fp32 themselves),
- * optimizer.safetensors (AdamW m and v in fuyou's flat layout) and state.json (step, loader
- * position, seed, the previous step's norm, the model's family and shape, the data's
- * fingerprint, the hyperparameters). A weights-only checkpoint (--save-weights-only) has
- * config.json, the weights, the tokenizer and a state.json that says so; it is not resumed.
- * Every safetensors file carries a CRC-32C per tensor (safetensors.h), checked on every load.
- * A checkpoint is written under a temporary name, synced and renamed, the directory synced,
- * and only then does DIR/latest name it (a synced temporary file renamed over it, the
- * directory synced again): a crash never leaves a half-written checkpoint as the latest. With
- * keep_last, older step directories beyond that many are removed after latest names the new
- * one (HF Trainer's save_total_limit).
- *
- * Resuming reads the checkpoint DIR/latest names. When latest is missing or empty, names a
- * step directory without its training files, or one whose weights or optimizer states do not
- * load (a checksum wrong, a file cut short), it resumes from the newest step directory that
- * loads completely, says so on stderr in one line naming both, and says which other ones it
- * skipped and why. The state.json of the step latest names is not fallen back from: a state
- * that does not fit this run (another model, a number out of range) is no damage, and the
- * older steps share it. state.json is checked against the model (family, layers, hidden,
- * heads, ffn, vocab, max_seq, tied) and every number against its range; config.json is
- * Hugging Face's and not read on resume.
- *
- * A run holds its save directory for its lifetime (dirlock.h), so two runs never write into
- * one: the second is refused, naming the first's program and pid.
- *
- * Loading a model (--init-from) takes what a Hugging Face user has (hf_folder.h). Anything
- * that does not match the model, and any damaged file, is one clear error naming the file and
- * the tensor or key (-EINVAL, -ENOENT for a missing file). */
+ * DIR/step-00000010/ is a Hugging Face model folder (hf_save.h: config.json, the weights in the
+ * model's own dtype, the tokenizer files) that from_pretrained loads, and beside it the training
+ * state needed only to resume: master.safetensors (fp32 master weights, absent when the weights
+ * are fp32), optimizer.safetensors (AdamW m and v) and state.json (step, loader position, seed,
+ * model, data fingerprint, hyperparameters). A checkpoint is written under a temporary name,
+ * synced and renamed before DIR/latest names it; keep_last removes older ones after. Resuming
+ * reads what latest names, else the newest step that loads completely (said on stderr). A run
+ * holds its save directory (dirlock.h). Every damaged or mismatched file is one error naming
+ * the file and the tensor or key. The whole contract: ARCHITECTURE.md, "Checkpoints". */
 #ifndef FUYOU_CHECKPOINT_H
 #define FUYOU_CHECKPOINT_H
 

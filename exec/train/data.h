@@ -1,45 +1,16 @@
 /* data: token files, their loss masks, and a seeded, restorable batch loader.
  *
- * Formats, one per file (DATA_AUTO decides each file's):
- * - NumPy .npy (DATA_NPY): a 1-D C-order array of little-endian uint16 ('<u2') or uint32
- *   ('<u4'), format version 1.0, 2.0 or 3.0 (npy.h reads the header).
- * - llm.c's .bin (DATA_LLMC): 256 little-endian int32 (magic, version, token count, then zeros)
- *   and the tokens: magic 20240520 version 1, uint16 tokens (llm.c's GPT-2 files); magic
- *   20240520 version 2, uint32 tokens (fuyou's, for vocabularies above 65535); magic 20240801
- *   version 7, uint32 tokens (llm.c's own Llama 3 files, which tools/prepare_data.py writes). The
- *   count is an int32: at most 2^31 - 1 tokens a file.
- * - headerless uint16 (DATA_U16): nanoGPT's .bin from its prepare scripts.
- * - text (DATA_TEXT): the bytes are the tokens, vocabulary 256; data_check_model refuses it for a
- *   model of another vocabulary.
- * DATA_AUTO takes .npy by its magic, llm.c by one of its magics, headerless uint16 for other
- * .bin files and text otherwise, and guesses nothing else: a file whose header is llm.c's but
- * for its magic (damaged), a .bin of an odd size, or a .npy name without the .npy magic is an
- * error that names --data-format.
- *
- * Several files: data_load_list reads the paths in the order given, a path with a glob
- * character (* ? [) expanded by glob(3) and sorted by name (strcmp); their tokens are
- * concatenated, and each file is cut into sequences of its own, so that no sequence straddles
- * two files (a file too short for one sequence is refused by the loader).
- *
- * Memory: every token is held as a uint32 in one array, 4 bytes a token whatever the file's
- * width (a billion tokens take 4 GB: a corpus larger than memory must be split across runs),
- * plus one byte a token for the mask when any file has one; a file's bytes are read whole
- * before they are converted, so loading also needs its size once more, one file at a time.
- *
- * Loss masks. A token file FILE may have a mask beside it: for X.npy, X.mask.npy (a 1-D '|u1' or
- * '|b1' array, as np.save writes uint8 or bool); for any other FILE, FILE.mask (one raw byte a
- * token). It holds one value a token, 0 or 1: mask[i] = 1 trains on the prediction of token i
- * (from the tokens before it), 0 leaves it out. A file without one trains on every token. The
- * loader gives a left-out target as DATA_IGNORE, which the loss skips (backend.h).
- *
- * The fingerprint (DataPrint) identifies what was loaded for a checkpoint: the number of files,
- * of tokens, and a CRC-32C over each file's name without its directory, its token count and
- * whether it has a mask, in order. A resume compares it (trainer.h): different files, or the
- * same in another order, are refused; the same files moved to another directory are not.
- *
- * The loader cuts each file into sequences of T + 1 (inputs and targets shifted by one) at
- * stride T, visits all of them in a shuffled order per epoch (gsl_rng seeded with the seed and
- * the epoch), and its position (epoch, index) is all a checkpoint needs. */
+ * Formats, one per file (DATA_AUTO decides each file's by its magic and name, guessing nothing
+ * else): NumPy .npy (uint16 or uint32), llm.c's .bin (its GPT-2 and Llama 3 files, and fuyou's
+ * uint32 one), headerless uint16 (nanoGPT's) and text as bytes (vocabulary 256). Several files
+ * are read in the order given (globs expanded and sorted), concatenated, each cut into
+ * sequences of its own. Every token is held as a uint32 in memory. A token file may have a loss
+ * mask beside it (X.mask.npy, or FILE.mask): 0 leaves a target out (DATA_IGNORE). The
+ * fingerprint (DataPrint: files, tokens, a CRC-32C of names, counts and masks) identifies the
+ * data a checkpoint was trained on. The loader cuts each file into sequences of T + 1 at stride
+ * T and visits them in a shuffled order per epoch (gsl_rng seeded with the seed and the epoch);
+ * its position (epoch, index) is all a checkpoint needs.
+ * Every format's details, masks and memory: ARCHITECTURE.md, "Data". */
 #ifndef FUYOU_DATA_H
 #define FUYOU_DATA_H
 
