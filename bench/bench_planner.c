@@ -2,7 +2,7 @@
  * the simulator scoring the planner's configurations, then the plan predicted), against one
  * simulation of the plan it chose (the baseline, measured in the same run: the ratio is the
  * what-if's cost in simulations), with the planner's work (presets, and 1024-layer models at
- * the README's limits), and the closed form the planner evaluates with its ops priced
+ * the limits (docs/fuyou-sim.md)), and the closed form the planner evaluates with its ops priced
  * (ClosedPrices) against cost_closed_form (the reference), over the same plans.
  * Then the swap planner over the grid GPT-3 1.3B..175B x {4090, A100-80G, H200} x
  * batch 1..128 x CPU memory 64..768 GiB (seq 1024). Prints the distribution of the planner's
@@ -158,7 +158,7 @@ int main(void)
     static const struct { const char *hw, *model; int batch; } calls[] = {
         {"4090.ini", "gpt3-175b", 16}, {"4090.ini", "gpt3-13b", 64}, {"h200.ini", "gpt3-6.7b", 64},
     };
-    /* at the README's limits (1024 layers; hidden and heads to 131072): states half on SSD, a
+    /* at the limits (docs/fuyou-sim.md) (1024 layers; hidden and heads to 131072): states half on SSD, a
      * shape that fits nowhere, and one that needs 16 micro-batches or more */
     static const struct { const char *hw; int hidden, heads, batch, seq; } limits[] = {
         {"h200.ini", 1024, 16, 8, 64}, {"4090.ini", 131072, 1024, 8, 64},

@@ -1,6 +1,6 @@
 /* tp_baseline: the multi-GPU baseline that fuyou-sim --cost holds fuyou against: Megatron-LM
  * tensor parallelism over N GPUs of one node (a DGX-like machine), all training state in GPU
- * memory. A simple closed model of one iteration, not a simulation (README, "What a run
+ * memory. A simple closed model of one iteration, not a simulation (docs/fuyou-sim.md, "What a run
  * costs"); its assumptions, all of them:
  *   compute    every op of the micro-batch's graph (graph.h) runs on each GPU at 1/N of its
  *              work: qkv, fc1 and the LM head split by output columns, proj and fc2 by input

@@ -48,7 +48,7 @@ static inline int64_t graph_cpu_head_floats(const ModelConfig *c, int64_t B, int
     return 4 * N * c->d_model + 2 * chunk * c->vocab + N + chunk;
 }
 
-/* Limits of one micro-batch (README, "Limits"), on top of the model's (model.h): at most
+/* Limits of one micro-batch (docs/fuyou-sim.md, "Limits"), on top of the model's (model.h): at most
  * GRAPH_MAX_BATCH sequences and GRAPH_MAX_TOKENS tokens, which keep every op's sizes exact in
  * int64, and at most GRAPH_MAX_ACT_BYTES of activations kept when nothing is recomputed (1 PiB),
  * which keeps every total (graph_totals, the footprint) exact too. */

@@ -32,7 +32,7 @@ const char *dtype_name(DType t);
 /* "fp32", "bf16", "fp16" (also "float32", "bfloat16", "float16"); 0 or -EINVAL. */
 int dtype_parse(const char *s, DType *out);
 
-/* The largest sizes fuyou describes (README, "Limits"). Within them every size, parameter count
+/* The largest sizes fuyou describes (docs/fuyou-sim.md, "Limits"). Within them every size, parameter count
  * and byte count of a model and its graph is exact in int64 arithmetic, far from overflow. */
 enum {
     MODEL_MAX_LAYERS = 1024,    /* deeper than any model trained so far; the planner's search
@@ -72,7 +72,7 @@ const ModelConfig *model_preset_at(int i);
 /* Looks a preset up by name (case-insensitive). Returns it or NULL. */
 const ModelConfig *model_preset_find(const char *name);
 
-/* Loads a model: a preset name, a path to a model ini ([model] section; see README.md), or a
+/* Loads a model: a preset name, a path to a model ini ([model] section; see docs/models-and-hardware.md), or a
  * Hugging Face model folder or its config.json (model_hf.h). Returns 0, or a negative errno
  * with e naming the name/file:line or field and what to do. */
 int model_load(const char *name_or_path, ModelConfig *out, Err *e);

@@ -1,4 +1,4 @@
-/* model_load: a model from a preset name, a model ini ([model] section; README.md, "Models") or
+/* model_load: a model from a preset name, a model ini ([model] section; docs/models-and-hardware.md) or
  * a Hugging Face folder or config.json (model_hf.h), every value checked where it is read; see
  * model.h. */
 #include <errno.h>
@@ -26,7 +26,7 @@ typedef struct ModelKey {
     const char *key;
     KeyKind kind;
     size_t offset;   /* in ModelConfig */
-    int max;         /* sizes: the largest (README, "Limits") */
+    int max;         /* sizes: the largest (docs/fuyou-sim.md, "Limits") */
     bool required;
 } ModelKey;
 

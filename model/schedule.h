@@ -100,7 +100,7 @@ typedef struct Schedule {
     int n_layer;
 } Schedule;
 
-/* The size limit (README, "Limits"). A schedule's tasks are bounded from above by
+/* The size limit (docs/fuyou-sim.md, "Limits"). A schedule's tasks are bounded from above by
  * sched_estimate_tasks, from the sizes alone, so a caller can refuse before building anything;
  * building one and simulating it (the tasks, their dependencies, the engine's state and a trace
  * row each) takes at most SCHED_BYTES_PER_TASK per task, and a schedule that would need more

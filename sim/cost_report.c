@@ -181,7 +181,7 @@ int cost_report_print(FILE *out, const CostReportArgs *a, const Prediction *pr, 
     tp_baseline_predict(g, p->n_micro, &tp, tp_gpus(a), &tb);
     double usd = cost_report_machine_usd(hw), tp_usd = tb.gpus * tp.price_gpu_usd +
                                                        tp.price_host_usd;
-    fprintf(out, "\ncost, US dollars (the baseline's assumptions: README, \"What a run costs\")\n");
+    fprintf(out, "\ncost, US dollars (the baseline's assumptions: docs/fuyou-sim.md, \"What a run costs\")\n");
     print_fuyou_machine(out, hw);
     print_tp_machine(out, &tp, &tb, tp_usd, &g->cfg);
 

@@ -2,7 +2,7 @@
  * [price] section of the --hw ini: one GPU, [ssd] count SSDs, the host), the predicted tokens/s
  * and model TFLOPS per 1000 US dollars, the same for the tensor-parallel baseline
  * (costmodel/tp_baseline.h) on --tp-gpus GPUs of the --tp-hw ini, and fuyou's ratio to it
- * (README, "What a run costs"). It parses its own options and checks, before anything is
+ * (docs/fuyou-sim.md, "What a run costs"). It parses its own options and checks, before anything is
  * planned, that both inis give the prices (and the baseline its NVLink bandwidth) it needs. */
 #ifndef FUYOU_COST_REPORT_H
 #define FUYOU_COST_REPORT_H

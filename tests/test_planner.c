@@ -363,7 +363,7 @@ START_TEST(memory_grows_with_amount)
 }
 END_TEST
 
-/* The search at the limits of the README (1024 layers), where nothing or little fits: a few
+/* The search at the documented limits (1024 layers), where nothing or little fits: a few
  * footprints an amount searched, not one per unit of the ladder (thousands a configuration,
  * each a pass over the layers: minutes), and no search of configurations that cannot be kept. */
 START_TEST(search_work_at_the_limits)
