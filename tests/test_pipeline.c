@@ -756,13 +756,17 @@ END_TEST
 
 int main(void)
 {
+    /* two cases of about equal length, which meson runs side by side (CK_RUN_CASE) */
     Suite *s = suite_create("pipeline");
-    TCase *tc = tcase_create("cpu device");
+    TCase *tc = tcase_create("placements");
     tcase_set_timeout(tc, 900);
     tcase_add_loop_test(tc, starts_from_a_folder, 0, 3);
     tcase_add_loop_test(tc, evaluates_as_the_trainer, 0, 4);
     tcase_add_loop_test(tc, placement_does_not_change_the_math, 0,
                         2 * (int)(sizeof variants / sizeof variants[0]));
+    suite_add_tcase(s, tc);
+    tc = tcase_create("runs");
+    tcase_set_timeout(tc, 900);
     tcase_add_loop_test(tc, head_chunks_do_not_change_the_math, 0,
                         (int)(sizeof head_variants / sizeof head_variants[0]));
     tcase_add_loop_test(tc, masked_loss_is_the_trainers, 0,
