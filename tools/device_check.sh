@@ -414,7 +414,8 @@ if [ "${MODE:-all}" = offload ]; then
         step "pipeline suite and GPU suites"
         meson test -C build-dev --suite gpu --print-errorlogs > "$OUT/test_gpu.log" 2>&1
         echo "gpu suites rc=$?"
-        meson test -C build-dev pipeline --print-errorlogs > "$OUT/test_pipeline.log" 2>&1
+        meson test -C build-dev pipeline_placements pipeline_runs --print-errorlogs \
+            > "$OUT/test_pipeline.log" 2>&1
         echo "pipeline suite rc=$?"
         step "CUDA lane against the in-memory CUDA backend (gpt2-124m, batch 4 x 256, 10 steps)"
         bytes_u16 /usr/share/common-licenses/GPL-3 "$PWD/gpl3-u16.bin"
