@@ -280,8 +280,9 @@ if [ "${MODE:-all}" = finetune ]; then
     dd if="$work/raw" of=/dev/null bs=16M iflag=direct 2>&1 | tail -1 |
         sed 's/^/RAW read: /' | tee -a "$OUT/table.txt"
     rm -f "$work/raw"
-    step "bench_ckpt_io: a checkpoint file written and read, against the raw rate (8 GiB)"
-    ./build-dev/bench/bench_ckpt_io --dir "$work" --gib 8 2>&1 | tee -a "$OUT/table.txt"
+    step "bench_ckpt_io: a checkpoint file written and read, against the raw rate"
+    ./build-dev/bench/bench_ckpt_io --dir "$work" --gib "${BENCH_GIB:-8}" 2>&1 |
+        tee -a "$OUT/table.txt"
     step "the folder (tools/hf_real_size.py make)"
     timeout 300 python3 tools/hf_real_size.py make --out "$work/llama-8b" 2>&1 | tail -3 |
         tee -a "$OUT/table.txt"
