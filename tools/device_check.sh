@@ -46,7 +46,8 @@
 #   a Llama 3.1 8B folder of real size (tools/hf_real_size.py: bf16, 5 GB shards) fine-tuned
 #   out of core under --gpu-mem 24GiB for a few steps with --eval-data, saved weights-only,
 #   and reloaded in transformers, whose loss on the same sequences must equal fuyou's; load
-#   and save rates beside the disk's raw O_DIRECT rates (dd); RUNS= adds MODE=plans runs
+#   and save rates beside the disk's raw O_DIRECT rates (dd) and bench_ckpt_io's (BENCH_GIB,
+#   default 8); HF_LOSS=0 leaves out transformers' reload; RUNS= adds MODE=plans runs
 #   PREBUILT=dir (carried): the programs built on the development machine (tools/prebuild.sh),
 #   run as they are instead of built here: minutes of nvcc saved on the device's clock
 #   here, to fetch the packages once: tools/device_check.sh --fetch-deps
@@ -304,10 +305,12 @@ initialising|steady|^step|host memory|ssd files" "$OUT/ft-run.txt" | cut -c1-400
     ls "$work/ckpt/$step" >> "$OUT/table.txt"
     seqs=$(sed -n 's/.*eval after step [0-9]*: loss .* targets of \([0-9]*\) sequences.*/\1/p' \
         "$OUT/ft-run.txt" | tail -1)
-    step "transformers loads the checkpoint: its loss on the same $seqs sequences"
-    timeout 300 python3 tools/hf_real_size.py loss --model "$work/ckpt/$step" \
-        --tokens "$work/gpl.bin" --batch 1 --seq 1024 --batches "${seqs:-0}" 2>&1 | tail -2 |
-        tee -a "$OUT/table.txt"
+    if [ "${HF_LOSS:-1}" = 1 ]; then
+        step "transformers loads the checkpoint: its loss on the same $seqs sequences"
+        timeout 300 python3 tools/hf_real_size.py loss --model "$work/ckpt/$step" \
+            --tokens "$work/gpl.bin" --batch 1 --seq 1024 --batches "${seqs:-0}" 2>&1 |
+            tail -2 | tee -a "$OUT/table.txt"
+    fi
     rm -rf "$work"
     [ -n "${RUNS:-}" ] || { echo; cat "$OUT/table.txt"; exit 0; }
     MODE=plans PART=budget
