@@ -48,6 +48,7 @@
 #   and reloaded in transformers, whose loss on the same sequences must equal fuyou's; load
 #   and save rates beside the disk's raw O_DIRECT rates (dd) and bench_ckpt_io's (BENCH_GIB,
 #   default 8); HF_LOSS=0 leaves out transformers' reload; RUNS= adds MODE=plans runs
+#   the checkpoint files' I/O alone (bench_ckpt_io, dd): MODE=ckptio [BENCH_GIB=8]
 #   PREBUILT=dir (carried): the programs built on the development machine (tools/prebuild.sh),
 #   run as they are instead of built here: minutes of nvcc saved on the device's clock
 #   here, to fetch the packages once: tools/device_check.sh --fetch-deps
@@ -198,6 +199,7 @@ bench/bench_cuda tests/test_cuda_llama tests/test_cuda_gpt2 tests/test_pipeline_
 
 [ "${MODE:-all}" = finetune ] && targets="exec/fuyou-run sim/fuyou-sim traces/fuyou-trace \
 bench/bench_ckpt_io"
+[ "${MODE:-all}" = ckptio ] && targets="bench/bench_ckpt_io"
 [ "${MODE:-all}" = plans ] && targets="exec/fuyou-run sim/fuyou-sim traces/fuyou-trace \
 tests/test_pipeline_cuda tests/test_cuda_gpt2 tests/test_cuda_llama bench/bench_cuda"
 
@@ -266,6 +268,19 @@ if [ "${MODE:-all}" = allgpu ]; then
             echo "ALLGPU $1 b$2 $mode rc=$rc: $last" | tee -a "$OUT/table.txt"
         done
     done
+    exit 0
+fi
+
+if [ "${MODE:-all}" = ckptio ]; then
+    # the checkpoint files' I/O alone: bench_ckpt_io against raw O_DIRECT, then dd's rates
+    mkdir -p ckptio-work
+    ./build-dev/bench/bench_ckpt_io --dir ckptio-work --gib "${BENCH_GIB:-8}" 2>&1 |
+        tee -a "$OUT/table.txt"
+    dd if=/dev/zero of=ckptio-work/raw bs=16M count=256 oflag=direct 2>&1 | tail -1 |
+        sed 's/^/RAW write: /' | tee -a "$OUT/table.txt"
+    dd if=ckptio-work/raw of=/dev/null bs=16M iflag=direct 2>&1 | tail -1 |
+        sed 's/^/RAW read: /' | tee -a "$OUT/table.txt"
+    rm -rf ckptio-work
     exit 0
 fi
 
