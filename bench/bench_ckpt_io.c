@@ -11,6 +11,7 @@
 
 #include "bench_util.h"
 #include "safetensors.h"
+#include "seqfile.h"
 
 enum { RAW_BLOCK = 16 << 20, TENSOR_VALUES = 28 << 20, STAGE_VALUES = 16 << 20 };
 
@@ -93,6 +94,22 @@ int main(int argc, char **argv)
         die("writer", &e);
     double st_w = (double)total / (bench_now() - t0) / 1e9;
 
+    /* the stream alone: every block viewed, nothing converted */
+    SeqReader *sr;
+    t0 = bench_now();
+    if (seq_reader_open(&sr, st_path, 0, &e))
+        die("stream", &e);
+    uint64_t size = seq_reader_size(sr);
+    for (uint64_t at = 0, got; at < size; at += got) {
+        const void *p;
+        size_t g;
+        if (seq_view(sr, at, (size_t)(size - at), size, &p, &g, &e))
+            die("stream", &e);
+        got = g;
+    }
+    seq_reader_close(sr);
+    double seq_r = (double)size / (bench_now() - t0) / 1e9;
+
     StFile f;
     t0 = bench_now();
     if (st_open(&f, st_path, &e))
@@ -115,6 +132,8 @@ int main(int argc, char **argv)
            st_w / raw_w);
     printf("%-38s %8.2f %8.2f %8.2f\n", "load (bf16 file -> fp32 staging)", st_r, raw_r,
            st_r / raw_r);
+    printf("%-38s %8.2f %8.2f %8.2f\n", "read stream alone (seqfile)", seq_r, raw_r,
+           seq_r / raw_r);
     free(buf), free(stage);
     return 0;
 }

@@ -13,7 +13,7 @@
 
 #include "fuyou_err.h"
 
-enum { SEQ_BLOCK = 32 << 20 }; /* the default block: the disk's rate at one I/O in flight */
+enum { SEQ_BLOCK = 16 << 20 }; /* the default block: dd's 16 MiB, the disks' rate one at a time */
 
 typedef struct SeqReader SeqReader;
 
