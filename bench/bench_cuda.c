@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_gpu.h"
 #include "bench_util.h"
-#include "cuda_device.h"
 #include "cuda_backend.h"
 #include "gpt2_kernels.h"
 
@@ -79,12 +79,7 @@ static void run(const char *name, DType dtype, int B, int T, int steps)
 
 int main(int argc, char **argv)
 {
-    CudaDeviceInfo info;
-    Err probe_e;
-    if (cudadev_probe(&info, &probe_e)) { /* no GPU: skipped, as the GPU suites are */
-        printf("SKIP: %s\n", probe_e.msg);
-        return 77;
-    }
+    bench_gpu_or_skip();
     int steps = atoi(bench_arg(argc, argv, "--steps", "5"));
     int B = atoi(bench_arg(argc, argv, "--batch", "8"));
     int T = atoi(bench_arg(argc, argv, "--seq", "1024"));

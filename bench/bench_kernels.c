@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_gpu.h"
 #include "bench_util.h"
-#include "cuda_device.h"
 #include "gpt2_kernels.h"
 #include "model.h"
 
@@ -29,12 +29,7 @@ static double last_s; /* the median of the last TIME */
 
 int main(int argc, char **argv)
 {
-    CudaDeviceInfo info;
-    Err probe_e;
-    if (cudadev_probe(&info, &probe_e)) { /* no GPU: skipped, as the GPU suites are */
-        printf("SKIP: %s\n", probe_e.msg);
-        return 77;
-    }
+    bench_gpu_or_skip();
     int B = atoi(bench_arg(argc, argv, "--batch", "8")), T = atoi(bench_arg(argc, argv, "--seq",
                                                                              "1024"));
     const ModelConfig *c = model_preset_find(bench_arg(argc, argv, "--model", "gpt2-124m"));

@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_gpu.h"
 #include "bench_util.h"
-#include "cuda_device.h"
 #include "flash_attention.h"
 #include "llama_kernels.h"
 
@@ -34,12 +34,7 @@ static int measure(int B, int T, int h, int g, int d, int reps, double ms[2])
 
 int main(int argc, char **argv)
 {
-    CudaDeviceInfo info;
-    Err probe_e;
-    if (cudadev_probe(&info, &probe_e)) { /* no GPU: skipped, as the GPU suites are */
-        printf("SKIP: %s\n", probe_e.msg);
-        return 77;
-    }
+    bench_gpu_or_skip();
     int B = atoi(bench_arg(argc, argv, "--batch", "1"));
     int T = atoi(bench_arg(argc, argv, "--seq", "4096"));
     int h = atoi(bench_arg(argc, argv, "--heads", "32"));

@@ -155,6 +155,15 @@ scratch=${SCRATCH:-$PWD/bench-scratch}
 
 step() { echo "== $* ($SECONDS s)" | tee -a "$OUT/summary.txt"; }
 sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+# compute-sanitizer memcheck over the GPT-2 kernel cases and the Llama suite: san_rc, the log
+sanitize_kernels() {
+    CK_FORK=no CK_RUN_CASE=kernels "$sanitizer" --tool memcheck --error-exitcode 1 \
+        ./build-dev/tests/test_cuda_gpt2 > "$OUT/sanitizer.log" 2>&1
+    san_rc=$?
+    CK_FORK=no "$sanitizer" --tool memcheck --error-exitcode 1 \
+        ./build-dev/tests/test_cuda_llama >> "$OUT/sanitizer.log" 2>&1
+    san_rc=$(( san_rc || $? ))
+}
 # Test binaries $4... each on its own (not meson's whole-tree rebuild), at most $1 s: its log
 # $OUT/NAME.log, its status in the table, and the last $3 of its lines that match $2.
 run_suites() {
@@ -237,12 +246,7 @@ if [ "${MODE:-all}" = gpu ]; then
     meson test -C build-dev --suite gpu --print-errorlogs -v > "$OUT/test.log" 2>&1
     test_rc=$?
     step "compute-sanitizer"
-    CK_FORK=no CK_RUN_CASE=kernels "$sanitizer" --tool memcheck --error-exitcode 1 \
-        ./build-dev/tests/test_cuda_gpt2 > "$OUT/sanitizer.log" 2>&1
-    san_rc=$?
-    CK_FORK=no "$sanitizer" --tool memcheck --error-exitcode 1 \
-        ./build-dev/tests/test_cuda_llama >> "$OUT/sanitizer.log" 2>&1
-    san_rc=$(( san_rc || $? ))
+    sanitize_kernels
     grep -E "rel L2|identical|loss cpu|worst|Checks|SKIP|GPU:|FAIL|:F:|:E:" "$OUT/test.log"
     echo "gpu tests rc=$test_rc"
     grep -E "ERROR SUMMARY|Checks" "$OUT/sanitizer.log"
@@ -695,12 +699,7 @@ test_rc=$?
 grep -E "^ *[0-9]+/[0-9]+ " "$OUT/test.log" | tee -a "$OUT/summary.txt"
 grep -E "^GPU:|SKIP" build-dev/meson-logs/testlog.txt | tee -a "$OUT/summary.txt"
 step "compute-sanitizer"
-CK_FORK=no CK_RUN_CASE=kernels "$sanitizer" --tool memcheck --error-exitcode 1 \
-    ./build-dev/tests/test_cuda_gpt2 > "$OUT/sanitizer.log" 2>&1
-san_rc=$?
-CK_FORK=no "$sanitizer" --tool memcheck --error-exitcode 1 \
-    ./build-dev/tests/test_cuda_llama >> "$OUT/sanitizer.log" 2>&1
-san_rc=$(( san_rc || $? ))
+sanitize_kernels
 
 step "benchmarks"
 ./build-dev/bench/bench_adam --mparams "${ADAM_MPARAMS:-256}" > "$OUT/bench_adam.txt" 2>&1

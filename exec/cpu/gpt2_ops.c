@@ -3,6 +3,7 @@
  * lanes, a fixed order for a given build, so runs stay reproducible. */
 #include "gpt2_ops.h"
 
+#include <assert.h>
 #include <math.h>
 #include <string.h>
 
@@ -167,22 +168,27 @@ void matmul_backward_ref(float *dinp, float *dweight, float *dbias, const float 
     run(wp, matmul_dweight_rows, &j, (size_t)OC);
 }
 
-void attention_forward_ref(float *out, float *preatt, float *att, const float *qkv, int B, int T,
-                           int C, int NH)
+/* ---- Grouped-query causal attention: GPT-2's with g == h, Llama's ---- */
+
+void attention_gqa_forward_ref(float *out, float *preatt, float *att, const float *qkv, int B,
+                               int T, int h, int g, int d)
 {
-    int C3 = 3 * C, hs = C / NH;
-    float scale = 1.0f / sqrtf((float)hs);
+    assert(g > 0 && h % g == 0);
+    int row = (h + 2 * g) * d, group = h / g, hd = h * d;
+    size_t k_at = (size_t)h * d, v_at = (size_t)(h + g) * d;
+    float scale = 1.0f / sqrtf((float)d);
     for (int b = 0; b < B; b++)
-        for (int h = 0; h < NH; h++)
+        for (int j = 0; j < h; j++) {
+            size_t kv = (size_t)(j / group) * d;
             for (int t = 0; t < T; t++) {
-                const float *q = qkv + ((size_t)b * T + t) * C3 + h * hs;
-                float *pre = preatt + (((size_t)b * NH + h) * T + t) * T;
-                float *a = att + (((size_t)b * NH + h) * T + t) * T;
+                const float *q = qkv + ((size_t)b * T + t) * row + (size_t)j * d;
+                float *pre = preatt + (((size_t)b * h + j) * T + t) * T;
+                float *a = att + (((size_t)b * h + j) * T + t) * T;
                 float maxv = -INFINITY;
                 for (int t2 = 0; t2 <= t; t2++) {
-                    const float *k = qkv + ((size_t)b * T + t2) * C3 + C + h * hs;
+                    const float *k = qkv + ((size_t)b * T + t2) * row + k_at + kv;
                     float v = 0;
-                    for (int i = 0; i < hs; i++)
+                    for (int i = 0; i < d; i++)
                         v += q[i] * k[i];
                     v *= scale;
                     pre[t2] = v;
@@ -198,38 +204,43 @@ void attention_forward_ref(float *out, float *preatt, float *att, const float *q
                     a[t2] = t2 <= t ? a[t2] / sum : 0.0f;
                 for (int t2 = t + 1; t2 < T; t2++)
                     pre[t2] = 0;
-                float *o = out + ((size_t)b * T + t) * C + h * hs;
-                for (int i = 0; i < hs; i++)
+                float *o = out + ((size_t)b * T + t) * hd + (size_t)j * d;
+                for (int i = 0; i < d; i++)
                     o[i] = 0;
                 for (int t2 = 0; t2 <= t; t2++) {
-                    const float *v = qkv + ((size_t)b * T + t2) * C3 + 2 * C + h * hs;
-                    for (int i = 0; i < hs; i++)
+                    const float *v = qkv + ((size_t)b * T + t2) * row + v_at + kv;
+                    for (int i = 0; i < d; i++)
                         o[i] += a[t2] * v[i];
                 }
             }
+        }
 }
 
-void attention_backward_ref(float *dqkv, float *dpreatt, float *datt, const float *dout,
-                            const float *qkv, const float *att, int B, int T, int C, int NH)
+void attention_gqa_backward_ref(float *dqkv, float *dpreatt, float *datt, const float *dout,
+                                const float *qkv, const float *att, int B, int T, int h, int g,
+                                int d)
 {
-    int C3 = 3 * C, hs = C / NH;
-    float scale = 1.0f / sqrtf((float)hs);
+    assert(g > 0 && h % g == 0);
+    int row = (h + 2 * g) * d, group = h / g, hd = h * d;
+    size_t k_at = (size_t)h * d, v_at = (size_t)(h + g) * d;
+    float scale = 1.0f / sqrtf((float)d);
     for (int b = 0; b < B; b++)
-        for (int h = 0; h < NH; h++)
+        for (int j = 0; j < h; j++) {
+            size_t kv = (size_t)(j / group) * d;
             for (int t = 0; t < T; t++) {
-                const float *a = att + (((size_t)b * NH + h) * T + t) * T;
-                float *da = datt + (((size_t)b * NH + h) * T + t) * T;
-                float *dpre = dpreatt + (((size_t)b * NH + h) * T + t) * T;
-                const float *q = qkv + ((size_t)b * T + t) * C3 + h * hs;
-                float *dq = dqkv + ((size_t)b * T + t) * C3 + h * hs;
-                const float *d = dout + ((size_t)b * T + t) * C + h * hs;
+                const float *a = att + (((size_t)b * h + j) * T + t) * T;
+                float *da = datt + (((size_t)b * h + j) * T + t) * T;
+                float *dpre = dpreatt + (((size_t)b * h + j) * T + t) * T;
+                const float *q = qkv + ((size_t)b * T + t) * row + (size_t)j * d;
+                float *dq = dqkv + ((size_t)b * T + t) * row + (size_t)j * d;
+                const float *dy = dout + ((size_t)b * T + t) * hd + (size_t)j * d;
                 /* through the value product */
                 for (int t2 = 0; t2 <= t; t2++) {
-                    const float *v = qkv + ((size_t)b * T + t2) * C3 + 2 * C + h * hs;
-                    float *dv = dqkv + ((size_t)b * T + t2) * C3 + 2 * C + h * hs;
-                    for (int i = 0; i < hs; i++) {
-                        da[t2] += v[i] * d[i];
-                        dv[i] += a[t2] * d[i];
+                    const float *v = qkv + ((size_t)b * T + t2) * row + v_at + kv;
+                    float *dv = dqkv + ((size_t)b * T + t2) * row + v_at + kv;
+                    for (int i = 0; i < d; i++) {
+                        da[t2] += v[i] * dy[i];
+                        dv[i] += a[t2] * dy[i];
                     }
                 }
                 /* through the softmax */
@@ -240,14 +251,29 @@ void attention_backward_ref(float *dqkv, float *dpreatt, float *datt, const floa
                     }
                 /* through the scores */
                 for (int t2 = 0; t2 <= t; t2++) {
-                    const float *k = qkv + ((size_t)b * T + t2) * C3 + C + h * hs;
-                    float *dk = dqkv + ((size_t)b * T + t2) * C3 + C + h * hs;
-                    for (int i = 0; i < hs; i++) {
+                    const float *k = qkv + ((size_t)b * T + t2) * row + k_at + kv;
+                    float *dk = dqkv + ((size_t)b * T + t2) * row + k_at + kv;
+                    for (int i = 0; i < d; i++) {
                         dq[i] += k[i] * dpre[t2] * scale;
                         dk[i] += q[i] * dpre[t2] * scale;
                     }
                 }
             }
+        }
+}
+
+/* GPT-2's attention is grouped-query attention with as many kv heads as query heads: the
+ * same layout of qkv and the same operations. */
+void attention_forward_ref(float *out, float *preatt, float *att, const float *qkv, int B, int T,
+                           int C, int NH)
+{
+    attention_gqa_forward_ref(out, preatt, att, qkv, B, T, NH, NH, C / NH);
+}
+
+void attention_backward_ref(float *dqkv, float *dpreatt, float *datt, const float *dout,
+                            const float *qkv, const float *att, int B, int T, int C, int NH)
+{
+    attention_gqa_backward_ref(dqkv, dpreatt, datt, dout, qkv, att, B, T, NH, NH, C / NH);
 }
 
 #define GELU_SCALE 0.7978845608028654f /* sqrt(2 / pi) */

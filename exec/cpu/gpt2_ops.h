@@ -29,8 +29,22 @@ void matmul_backward_ref(float *dinp, float *dweight, float *dbias /* may be NUL
                          const float *dout, const float *inp, const float *weight, int N, int C,
                          int OC, WorkPool *wp);
 
-/* Causal multi-head attention over qkv (B,T,3C) = [q | k | v]; out (B,T,C); preatt and att
- * (B,NH,T,T) keep the scores and their softmax for backward. */
+/* ---- Grouped-query causal attention ----
+ * Over the rotated qkv (B,T,(h+2g)d): query head j attends with kv head j / (h/g) (Hugging
+ * Face's repeat_kv), scores scaled by 1/sqrtf(d), position t reading positions 0..t. out
+ * (B,T,h d): head j's d values at j d. preatt and att (B,h,T,T) keep the scaled scores and
+ * their softmax for backward (zero above the diagonal), as attention_forward_ref does. */
+void attention_gqa_forward_ref(float *out, float *preatt, float *att, const float *qkv, int B,
+                               int T, int h, int g, int d);
+/* dqkv += through q, k and v (a kv head's gradient summed over its query heads in head order);
+ * dpreatt and datt (B,h,T,T) are zeroed scratch. */
+void attention_gqa_backward_ref(float *dqkv, float *dpreatt, float *datt, const float *dout,
+                                const float *qkv, const float *att, int B, int T, int h, int g,
+                                int d);
+
+/* Causal multi-head attention over qkv (B,T,3C) = [q | k | v]: the grouped-query attention
+ * with NH kv heads. out (B,T,C); preatt and att (B,NH,T,T) keep the scores and their softmax
+ * for backward. */
 void attention_forward_ref(float *out, float *preatt, float *att, const float *qkv, int B, int T,
                            int C, int NH);
 void attention_backward_ref(float *dqkv, float *dpreatt, float *datt, const float *dout,

@@ -139,149 +139,44 @@ void rope_table_free(RopeTable *t)
     *t = (RopeTable){0};
 }
 
-void rope_forward_ref(float *out, const float *qkv, int B, int T, int h, int g, int d,
-                      const RopeTable *tab)
+/* Each row's first h + g heads (q's and k's) of in turned by their position's angle (sign +1:
+ * the forward) or back by it (-1: the backward, the rotation's transpose), into out or, with
+ * accumulate, added to it; v's heads copied or added as they are. */
+static void rope_turn(float *out, const float *in, int B, int T, int h, int g, int d,
+                      const RopeTable *tab, float sign, bool accumulate)
 {
     assert(d % 2 == 0 && tab->half == d / 2 && tab->T >= T);
     int half = d / 2, row = (h + 2 * g) * d;
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++) {
-            const float *x = qkv + ((size_t)b * T + t) * row;
+            const float *x = in + ((size_t)b * T + t) * row;
             float *o = out + ((size_t)b * T + t) * row;
             const float *c = tab->cos + (size_t)t * half, *s = tab->sin + (size_t)t * half;
-            /* q's h heads and k's g heads are the row's first h + g heads */
             for (int j = 0; j < h + g; j++) {
                 const float *xh = x + (size_t)j * d;
                 float *oh = o + (size_t)j * d;
                 for (int i = 0; i < half; i++) {
-                    float x1 = xh[i], x2 = xh[i + half];
-                    oh[i] = x1 * c[i] - x2 * s[i];
-                    oh[i + half] = x2 * c[i] + x1 * s[i];
+                    float x1 = xh[i], x2 = xh[i + half], sn = sign * s[i];
+                    float y1 = x1 * c[i] - x2 * sn, y2 = x2 * c[i] + x1 * sn;
+                    oh[i] = accumulate ? oh[i] + y1 : y1;
+                    oh[i + half] = accumulate ? oh[i + half] + y2 : y2;
                 }
             }
-            memcpy(o + (size_t)(h + g) * d, x + (size_t)(h + g) * d, (size_t)g * d * sizeof *o);
+            for (int i = (h + g) * d; i < row; i++)
+                o[i] = accumulate ? o[i] + x[i] : x[i];
         }
+}
+
+void rope_forward_ref(float *out, const float *qkv, int B, int T, int h, int g, int d,
+                      const RopeTable *tab)
+{
+    rope_turn(out, qkv, B, T, h, g, d, tab, 1.0f, false);
 }
 
 void rope_backward_ref(float *dqkv, const float *dout, int B, int T, int h, int g, int d,
                        const RopeTable *tab)
 {
-    assert(d % 2 == 0 && tab->half == d / 2 && tab->T >= T);
-    int half = d / 2, row = (h + 2 * g) * d;
-    for (int b = 0; b < B; b++)
-        for (int t = 0; t < T; t++) {
-            const float *dy = dout + ((size_t)b * T + t) * row;
-            float *dx = dqkv + ((size_t)b * T + t) * row;
-            const float *c = tab->cos + (size_t)t * half, *s = tab->sin + (size_t)t * half;
-            for (int j = 0; j < h + g; j++) {
-                const float *dyh = dy + (size_t)j * d;
-                float *dxh = dx + (size_t)j * d;
-                for (int i = 0; i < half; i++) {
-                    float d1 = dyh[i], d2 = dyh[i + half];
-                    dxh[i] += d1 * c[i] + d2 * s[i];
-                    dxh[i + half] += d2 * c[i] - d1 * s[i];
-                }
-            }
-            for (int i = (h + g) * d; i < row; i++)
-                dx[i] += dy[i];
-        }
-}
-
-/* ---- Grouped-query causal attention ----
- * The loops are gpt2_ops' attention_forward_ref and attention_backward_ref, operation for
- * operation, with kv head j / (h / g) and the row's k and v offsets in place of GPT-2's: with
- * g == h the two perform the same float operations in the same order. */
-
-void attention_gqa_forward_ref(float *out, float *preatt, float *att, const float *qkv, int B,
-                               int T, int h, int g, int d)
-{
-    assert(g > 0 && h % g == 0);
-    int row = (h + 2 * g) * d, group = h / g, hd = h * d;
-    size_t k_at = (size_t)h * d, v_at = (size_t)(h + g) * d;
-    float scale = 1.0f / sqrtf((float)d);
-    for (int b = 0; b < B; b++)
-        for (int j = 0; j < h; j++) {
-            size_t kv = (size_t)(j / group) * d;
-            for (int t = 0; t < T; t++) {
-                const float *q = qkv + ((size_t)b * T + t) * row + (size_t)j * d;
-                float *pre = preatt + (((size_t)b * h + j) * T + t) * T;
-                float *a = att + (((size_t)b * h + j) * T + t) * T;
-                float maxv = -INFINITY;
-                for (int t2 = 0; t2 <= t; t2++) {
-                    const float *k = qkv + ((size_t)b * T + t2) * row + k_at + kv;
-                    float v = 0;
-                    for (int i = 0; i < d; i++)
-                        v += q[i] * k[i];
-                    v *= scale;
-                    pre[t2] = v;
-                    if (v > maxv)
-                        maxv = v;
-                }
-                float sum = 0;
-                for (int t2 = 0; t2 <= t; t2++) {
-                    a[t2] = expf(pre[t2] - maxv);
-                    sum += a[t2];
-                }
-                for (int t2 = 0; t2 < T; t2++)
-                    a[t2] = t2 <= t ? a[t2] / sum : 0.0f;
-                for (int t2 = t + 1; t2 < T; t2++)
-                    pre[t2] = 0;
-                float *o = out + ((size_t)b * T + t) * hd + (size_t)j * d;
-                for (int i = 0; i < d; i++)
-                    o[i] = 0;
-                for (int t2 = 0; t2 <= t; t2++) {
-                    const float *v = qkv + ((size_t)b * T + t2) * row + v_at + kv;
-                    for (int i = 0; i < d; i++)
-                        o[i] += a[t2] * v[i];
-                }
-            }
-        }
-}
-
-void attention_gqa_backward_ref(float *dqkv, float *dpreatt, float *datt, const float *dout,
-                                const float *qkv, const float *att, int B, int T, int h, int g,
-                                int d)
-{
-    assert(g > 0 && h % g == 0);
-    int row = (h + 2 * g) * d, group = h / g, hd = h * d;
-    size_t k_at = (size_t)h * d, v_at = (size_t)(h + g) * d;
-    float scale = 1.0f / sqrtf((float)d);
-    for (int b = 0; b < B; b++)
-        for (int j = 0; j < h; j++) {
-            size_t kv = (size_t)(j / group) * d;
-            for (int t = 0; t < T; t++) {
-                const float *a = att + (((size_t)b * h + j) * T + t) * T;
-                float *da = datt + (((size_t)b * h + j) * T + t) * T;
-                float *dpre = dpreatt + (((size_t)b * h + j) * T + t) * T;
-                const float *q = qkv + ((size_t)b * T + t) * row + (size_t)j * d;
-                float *dq = dqkv + ((size_t)b * T + t) * row + (size_t)j * d;
-                const float *dy = dout + ((size_t)b * T + t) * hd + (size_t)j * d;
-                /* through the value product */
-                for (int t2 = 0; t2 <= t; t2++) {
-                    const float *v = qkv + ((size_t)b * T + t2) * row + v_at + kv;
-                    float *dv = dqkv + ((size_t)b * T + t2) * row + v_at + kv;
-                    for (int i = 0; i < d; i++) {
-                        da[t2] += v[i] * dy[i];
-                        dv[i] += a[t2] * dy[i];
-                    }
-                }
-                /* through the softmax */
-                for (int t2 = 0; t2 <= t; t2++)
-                    for (int t3 = 0; t3 <= t; t3++) {
-                        float local = a[t2] * ((t2 == t3 ? 1.0f : 0.0f) - a[t3]);
-                        dpre[t3] += local * da[t2];
-                    }
-                /* through the scores */
-                for (int t2 = 0; t2 <= t; t2++) {
-                    const float *k = qkv + ((size_t)b * T + t2) * row + k_at + kv;
-                    float *dk = dqkv + ((size_t)b * T + t2) * row + k_at + kv;
-                    for (int i = 0; i < d; i++) {
-                        dq[i] += k[i] * dpre[t2] * scale;
-                        dk[i] += q[i] * dpre[t2] * scale;
-                    }
-                }
-            }
-        }
+    rope_turn(dqkv, dout, B, T, h, g, d, tab, -1.0f, true);
 }
 
 /* ---- SwiGLU ---- */

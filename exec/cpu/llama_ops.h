@@ -8,11 +8,13 @@
  * Shapes in the comments: B batch, T time, C channels, N = B * T rows, h query heads and g kv
  * heads (g divides h) of d values each, F the MLP width. A fused qkv row holds (h + 2g) d
  * values: q's h heads, then k's g, then v's g, each head's d values contiguous. With g == h that
- * is GPT-2's [q | k | v] of C = h d each, and the attention here is gpt2_ops' bit for bit. */
+ * is GPT-2's [q | k | v] of C = h d each; the grouped-query attention is gpt2_ops.h's
+ * (attention_gqa_*_ref), GPT-2's being the case g == h. */
 #ifndef FUYOU_LLAMA_OPS_H
 #define FUYOU_LLAMA_OPS_H
 
 #include "fuyou_err.h"
+#include "gpt2_ops.h"
 #include "model.h"
 
 /* ---- The token embedding, without positions (the blocks rotate q and k instead) ----
@@ -89,19 +91,6 @@ void rope_forward_ref(float *out, const float *qkv, int B, int T, int h, int g, 
  * passes through. */
 void rope_backward_ref(float *dqkv, const float *dout, int B, int T, int h, int g, int d,
                        const RopeTable *tab);
-
-/* ---- Grouped-query causal attention ----
- * Over the rotated qkv (B,T,(h+2g)d): query head j attends with kv head j / (h/g) (Hugging
- * Face's repeat_kv), scores scaled by 1/sqrtf(d), position t reading positions 0..t. out
- * (B,T,h d): head j's d values at j d. preatt and att (B,h,T,T) keep the scaled scores and
- * their softmax for backward (zero above the diagonal), as gpt2_ops' attention does. */
-void attention_gqa_forward_ref(float *out, float *preatt, float *att, const float *qkv, int B,
-                               int T, int h, int g, int d);
-/* dqkv += through q, k and v (a kv head's gradient summed over its query heads in head order);
- * dpreatt and datt (B,h,T,T) are zeroed scratch. */
-void attention_gqa_backward_ref(float *dqkv, float *dpreatt, float *datt, const float *dout,
-                                const float *qkv, const float *att, int B, int T, int h, int g,
-                                int d);
 
 /* ---- SwiGLU ----
  * gate_up (N,2F) holds gate then up in each row (gate_proj and up_proj stacked); out (N,F) =

@@ -282,6 +282,34 @@ static int duplex(Store *st, const StoreTensor *rt, const StoreTensor *wt, uint8
     return rc;
 }
 
+/* A store created over dirs, with O_DIRECT where the file systems have it, else buffered
+ * (*direct says which; NULL: not told). 0 or -errno with e. */
+static int open_store(Store *st, const char *const *dirs, int n_dirs, bool *direct, Err *e)
+{
+    StoreConfig cfg = {.n_dirs = n_dirs, .create = true};
+    for (int i = 0; i < n_dirs; i++)
+        cfg.dirs[i] = dirs[i];
+    int rc = store_open(st, &cfg, e);
+    if (rc == -EINVAL) { /* no O_DIRECT here: buffered */
+        store_close(st);
+        cfg.buffered = true;
+        rc = store_open(st, &cfg, e);
+    }
+    if (direct)
+        *direct = !cfg.buffered;
+    return rc;
+}
+
+/* The pool freed, the store closed and its files removed: a profile leaves nothing behind. */
+static void remove_store(Store *st, HostPool *pool, int n_dirs)
+{
+    hostpool_free(pool);
+    store_close(st);
+    for (int i = 0; i < n_dirs; i++)
+        if (st->paths[i][0])
+            unlink(st->paths[i]);
+}
+
 int profile_ssd(const char *const *dirs, int n_dirs, size_t bytes, int reps, SsdProfile *p,
                 Err *e)
 {
@@ -298,18 +326,8 @@ int profile_ssd(const char *const *dirs, int n_dirs, size_t bytes, int reps, Ssd
         if (p->free_GB < 0 || gb < p->free_GB)
             p->free_GB = gb;
     }
-    StoreConfig cfg = {.n_dirs = n_dirs, .create = true};
-    for (int i = 0; i < n_dirs; i++)
-        cfg.dirs[i] = dirs[i];
     Store st;
-    int rc = store_open(&st, &cfg, e);
-    p->direct = true;
-    if (rc == -EINVAL) {
-        store_close(&st);
-        cfg.buffered = true;
-        p->direct = false;
-        rc = store_open(&st, &cfg, e);
-    }
+    int rc = open_store(&st, dirs, n_dirs, &p->direct, e);
     size_t len = bytes < ((size_t)256 << 20) ? bytes : (size_t)256 << 20;
     uint8_t *buf[2] = {NULL, NULL};
     HostPool pool = {0};
@@ -343,11 +361,7 @@ int profile_ssd(const char *const *dirs, int n_dirs, size_t bytes, int reps, Ssd
         profile_stat(dr, reps, &p->duplex_read_GBps);
         profile_stat(dw, reps, &p->duplex_write_GBps);
     }
-    hostpool_free(&pool);
-    store_close(&st);
-    for (int i = 0; i < n_dirs; i++)
-        if (st.paths[i][0])
-            unlink(st.paths[i]);
+    remove_store(&st, &pool, n_dirs);
     return rc;
 }
 
@@ -386,16 +400,8 @@ int profile_adam_under_io(int threads, size_t params, int reps, const char *cons
     if (reps < 1 || reps > MAX_REPS || n_dirs < 1 || n_dirs > STORE_MAX_DEVICES)
         return err_set(e, -EINVAL, "1 to %d repetitions and 1 to %d directories", MAX_REPS,
                        STORE_MAX_DEVICES);
-    StoreConfig cfg = {.n_dirs = n_dirs, .create = true};
-    for (int i = 0; i < n_dirs; i++)
-        cfg.dirs[i] = dirs[i];
     Store st;
-    int rc = store_open(&st, &cfg, e);
-    if (rc == -EINVAL) { /* no O_DIRECT here: as profile_ssd, buffered */
-        store_close(&st);
-        cfg.buffered = true;
-        rc = store_open(&st, &cfg, e);
-    }
+    int rc = open_store(&st, dirs, n_dirs, NULL, e);
     StoreTensor t[2];
     Streamer s = {.st = &st, .t = t, .len = bytes < ((size_t)64 << 20) ? bytes : (size_t)64 << 20};
     HostPool pool = {0};
@@ -435,11 +441,7 @@ int profile_adam_under_io(int threads, size_t params, int reps, const char *cons
         profile_stat(x, reps, gparams);
         *io_GBps = s.seconds > 0 ? s.bytes / s.seconds / 1e9 : 0;
     }
-    hostpool_free(&pool);
-    store_close(&st);
-    for (int i = 0; i < n_dirs; i++)
-        if (st.paths[i][0])
-            unlink(st.paths[i]);
+    remove_store(&st, &pool, n_dirs);
     return rc;
 }
 
