@@ -8,9 +8,12 @@
 #include "gpt2_ops.h"
 
 int cpu_backend_init(CpuBackend *b, const BackendOps *ops, const ModelConfig *c, int B, int T,
-                     WorkPool *wp, size_t act_floats, Err *e)
+                     WorkPool *wp, const size_t *act_size, int n_acts, float **acts,
+                     float **dacts, Err *e)
 {
-    size_t P = (size_t)model_param_count(c), N = (size_t)B * T;
+    size_t P = (size_t)model_param_count(c), N = (size_t)B * T, act_floats = 0;
+    for (int i = 0; i < n_acts; i++)
+        act_floats += act_size[i];
     b->base = (Backend){.ops = ops, .cfg = *c, .B = B, .T = T, .n_params = P,
                         .loss_scale = 1.0f};
     b->wp = wp;
@@ -28,6 +31,8 @@ int cpu_backend_init(CpuBackend *b, const BackendOps *ops, const ModelConfig *c,
         !b->targets || !b->inputs)
         return err_set(e, -ENOMEM, "out of memory for %s's parameters and activations",
                        c->name);
+    for (size_t i = 0, at = 0; i < (size_t)n_acts; at += act_size[i++])
+        acts[i] = b->act_mem + at, dacts[i] = b->dact_mem + at;
     return 0;
 }
 

@@ -19,11 +19,13 @@ typedef struct CpuBackend {
     int *targets, *inputs;         /* (B,T) */
 } CpuBackend;
 
-/* Fills b (the start of a family's backend, zeroed) for c with ops, act_floats floats of
- * activations and as many of their gradients. 0 or -ENOMEM with e; cpu_backend_release frees
- * what it allocated either way (not b itself). */
+/* Fills b (the start of a family's backend, zeroed) for c with ops and the activations' n_acts
+ * parts of act_size[i] floats, carved in order from act_mem into acts[i] and from dact_mem
+ * into dacts[i] (their gradients). 0 or -ENOMEM with e; cpu_backend_release frees what it
+ * allocated either way (not b itself). */
 int cpu_backend_init(CpuBackend *b, const BackendOps *ops, const ModelConfig *c, int B, int T,
-                     WorkPool *wp, size_t act_floats, Err *e);
+                     WorkPool *wp, const size_t *act_size, int n_acts, float **acts,
+                     float **dacts, Err *e);
 void cpu_backend_release(CpuBackend *b);
 
 /* BackendOps members every CPU backend uses as they are (backend.h). */

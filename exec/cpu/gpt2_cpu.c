@@ -47,15 +47,6 @@ static void act_sizes(const ModelConfig *c, int B, int T, size_t s[A_COUNT])
     memcpy(s, table, sizeof table);
 }
 
-static float *carve(float *mem, const size_t s[A_COUNT], Acts *a)
-{
-    for (int i = 0; i < A_COUNT; i++) {
-        a->p[i] = mem;
-        mem += s[i];
-    }
-    return mem;
-}
-
 static void cpu_destroy(Backend *b)
 {
     Gpt2Cpu *g = (Gpt2Cpu *)b;
@@ -77,16 +68,12 @@ static int cpu_create(Backend **out, const ModelConfig *c, int B, int T, WorkPoo
     if (!g)
         return err_set(e, -ENOMEM, "out of memory");
     act_sizes(c, B, T, g->act_size);
-    size_t total = 0;
-    for (int i = 0; i < A_COUNT; i++)
-        total += g->act_size[i];
-    rc = cpu_backend_init(&g->cb, &backend_cpu, c, B, T, wp, total, e);
+    rc = cpu_backend_init(&g->cb, &backend_cpu, c, B, T, wp, g->act_size, A_COUNT, g->acts.p,
+                          g->dacts.p, e);
     if (rc) {
         cpu_destroy(&g->cb.base);
         return rc;
     }
-    carve(g->cb.act_mem, g->act_size, &g->acts);
-    carve(g->cb.dact_mem, g->act_size, &g->dacts);
     *out = &g->cb.base;
     return 0;
 }

@@ -70,22 +70,15 @@ int llama_cpu_create(Backend **out, const ModelConfig *c, int B, int T, WorkPool
     if (!g)
         return err_set(e, -ENOMEM, "out of memory");
     act_sizes(c, B, T, g->act_size);
-    size_t total = 0;
-    for (int i = 0; i < A_COUNT; i++)
-        total += g->act_size[i];
     int d = (int)model_head_dim(c);
-    rc = cpu_backend_init(&g->cb, &backend_cpu_llama, c, B, T, wp, total, e);
+    rc = cpu_backend_init(&g->cb, &backend_cpu_llama, c, B, T, wp, g->act_size, A_COUNT,
+                          g->acts.p, g->dacts.p, e);
     if (!rc)
         rc = rope_table_init(&g->rope, T, d, model_rope_theta(c),
                              c->rope_scaling.factor > 0 ? &c->rope_scaling : NULL, e);
     if (rc) {
         llama_destroy(&g->cb.base);
         return rc;
-    }
-    float *a = g->cb.act_mem, *da = g->cb.dact_mem;
-    for (int i = 0; i < A_COUNT; i++) {
-        g->acts.p[i] = a, g->dacts.p[i] = da;
-        a += g->act_size[i], da += g->act_size[i];
     }
     g->d = (LlamaDims){.B = B, .T = T, .C = c->d_model, .F = c->d_ff, .h = c->n_head,
                        .g = model_kv_heads(c), .d = d, .eps = (float)model_norm_eps(c),
