@@ -20,6 +20,8 @@ typedef struct Block {
     size_t len;
     bool held;          /* buf holds a block (reader), or its read / write is in flight */
     bool busy;          /* its I/O is in flight */
+    bool reaped;        /* ... and its completion taken from the ring, its result in res */
+    int res;
     size_t want;        /* the in-flight I/O's length */
 } Block;
 
@@ -128,7 +130,7 @@ static int seq_start(Seq *s, int k, bool write, size_t want)
 {
     Block *b = &s->b[k];
     b->want = want;
-    b->busy = true;
+    b->busy = true, b->reaped = false;
     struct io_uring_sqe *sqe = s->ring_ok ? io_uring_get_sqe(&s->ring) : NULL;
     if (!sqe) {
         ssize_t n = sync_io(s, b->buf, b->off, write, 0, want);
@@ -158,16 +160,25 @@ static int seq_wait(Seq *s, int k, bool write)
     Block *b = &s->b[k];
     if (!b->busy)
         return 0;
-    struct io_uring_cqe *cqe;
-    int rc;
-    do
-        rc = io_uring_wait_cqe(&s->ring, &cqe);
-    while (rc == -EINTR);
-    b->busy = false;
-    if (rc < 0)
-        return rc;
-    int res = cqe->res;
-    io_uring_cqe_seen(&s->ring, cqe);
+    /* two writes may be in flight (the last block's and the one before): each completion goes
+     * to its own block, whichever comes first */
+    while (!b->reaped) {
+        struct io_uring_cqe *cqe;
+        int rc;
+        do
+            rc = io_uring_wait_cqe(&s->ring, &cqe);
+        while (rc == -EINTR);
+        if (rc < 0) {
+            b->busy = false;
+            return rc;
+        }
+        Block *x = io_uring_cqe_get_data(cqe);
+        x->res = cqe->res;
+        x->reaped = true;
+        io_uring_cqe_seen(&s->ring, cqe);
+    }
+    int res = b->res;
+    b->busy = b->reaped = false;
     if (res < 0 && res != -EINTR && res != -EAGAIN && !(res == -EINVAL && s->direct))
         return res; /* (sync_io retries an O_DIRECT refusal buffered) */
     ssize_t n = sync_io(s, b->buf, b->off, write, res < 0 ? 0 : (size_t)res, b->want);
