@@ -1,8 +1,8 @@
 /* seqfile: one file streamed front to back in large aligned blocks with O_DIRECT, the page
  * cache bypassed (buffered where the file system lacks O_DIRECT). A reader reads the next
  * block ahead while the caller works on the current one; a writer writes the last full block
- * behind while the caller fills the next. One I/O in flight, through io_uring (synchronous
- * where a ring cannot be had). Checkpoints and Hugging Face shards go through it: a model's
+ * behind while the caller fills the next. Two blocks by turns, their I/O through io_uring
+ * (synchronous where a ring cannot be had). Checkpoints and Hugging Face shards go through it: a model's
  * size of data moved once at the disk's rate (ARCHITECTURE.md: checkpoints). Errors are
  * -errno with e naming the file. */
 #ifndef FUYOU_SEQFILE_H
