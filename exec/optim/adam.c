@@ -59,15 +59,6 @@ float adam_f16_to_f32(uint16_t h)
     return (float)x;
 }
 
-/* The widest ISA the CPU has, found once. */
-static AdamIsa best_isa(void)
-{
-    static int isa = -1;
-    if (isa < 0)
-        isa = (int)adam_isa_best();
-    return (AdamIsa)isa;
-}
-
 void adam_narrow(void *dst, const float *src, size_t n, DType type)
 {
     if (type == DTYPE_FP32) {
@@ -76,7 +67,7 @@ void adam_narrow(void *dst, const float *src, size_t n, DType type)
     }
     bool bf16 = type == DTYPE_BF16;
     uint16_t *d = dst;
-    AdamIsa isa = best_isa();
+    AdamIsa isa = adam_isa_best();
     size_t i = isa == ADAM_ISA_AVX512 ? adam_narrow_avx512(d, src, n, bf16)
                : isa == ADAM_ISA_AVX2 ? adam_narrow_avx2(d, src, n, bf16)
                                       : 0;
@@ -94,7 +85,7 @@ void adam_widen(float *dst, const void *src, size_t n, DType type)
     }
     bool bf16 = type == DTYPE_BF16;
     const uint16_t *s = src;
-    AdamIsa isa = best_isa();
+    AdamIsa isa = adam_isa_best();
     size_t i = isa == ADAM_ISA_AVX512 ? adam_widen_avx512(dst, s, n, bf16)
                : isa == ADAM_ISA_AVX2 ? adam_widen_avx2(dst, s, n, bf16)
                                       : 0;

@@ -706,9 +706,8 @@ static int put_range(PipeMem *m, size_t b0, size_t n, int ssd, const float *para
     int rc = put_weights(m, b0, n, params, wp, e);
     if (rc)
         return rc;
-    float *master = ssd < 0 ? m->master + (b0 - m->gpu_state_params)
-                            : (float *)m->state_slot[0];
-    size_t x = b0 - m->gpu_state_params;
+    size_t x = b0 - m->gpu_state_params; /* the range's place in the CPU tier's arrays */
+    float *master = ssd < 0 ? m->master + x : (float *)m->state_slot[0];
     float *mm = ssd < 0 ? m->m + x : master + n, *vv = ssd < 0 ? m->v + x : master + 2 * n;
     if (params != master)
         memcpy(master, params, n * 4);

@@ -554,12 +554,12 @@ HfSink hf_sink_flat(float *params)
     return (HfSink){.dest = flat_dest, .done = NULL, .user = params};
 }
 
-/* A part of a range hf_reader_read_values reads: layout tensor i's values [lo, hi), which
- * begin at byte `at` of its shard. */
+/* A part of a range hf_reader_read_values reads: layout tensor i's values [lo, hi), bytes
+ * [at, end) of its shard, read ahead up to `ahead` (the end of the parts that follow on). */
 typedef struct ReadPart {
     int i, shard;
     size_t lo, hi;
-    uint64_t at, end;
+    uint64_t at, end, ahead;
 } ReadPart;
 
 struct HfReader {
@@ -577,16 +577,14 @@ struct HfReader {
     size_t ours_cap;
 };
 
-/* Every shard's header checked first (what it holds, dtypes and shapes), then that every
- * tensor is listed, then the tied head: a missing or wrong tensor is found before any is read. */
-static int check_all(Load *ld, Err *e)
+/* Every shard opened into files[] and its header checked (what it holds, dtypes and shapes),
+ * then that every tensor is listed, then the tied head: a missing or wrong tensor is found
+ * before any is read. The shards stay open for the reads. */
+static int check_all(Load *ld, StFile *files, Err *e)
 {
     int rc = 0;
-    for (int k = 0; !rc && k < ld->m.n_shards; k++) {
-        StFile s;
-        rc = open_shard(ld, k, &s, e);
-        st_close(&s);
-    }
+    for (int k = 0; !rc && k < ld->m.n_shards; k++)
+        rc = open_shard(ld, k, &files[k], e);
     if (!rc)
         rc = map_complete(&ld->m, ld->l, e);
     if (!rc && ld->m.head_shard >= 0)
@@ -622,7 +620,12 @@ static int reader_open(HfReader **out, const char *path, const ModelConfig *c,
         if (!r->files || !r->cursor || !r->parts)
             rc = err_set(e, -ENOMEM, "out of memory");
     }
-    return rc ? rc : check_all(&r->ld, e);
+    if (!rc)
+        rc = check_all(&r->ld, r->files, e);
+    /* every tensor's cursor in its shard (check_all found each one there) */
+    for (int i = 0; !rc && i < l->n; i++)
+        r->cursor[i] = (StCursor){.t = st_find(&r->files[r->ld.m.shard_of[i]], r->ld.m.name[i])};
+    return rc;
 }
 
 int hf_reader_open(HfReader **r, const char *path, const ModelConfig *c, const ModelLayout *l,
@@ -635,25 +638,6 @@ int hf_reader_open_weights(HfReader **r, const char *path, const ModelConfig *c,
                            const ModelLayout *l, Err *e)
 {
     return reader_open(r, path, c, l, false, e);
-}
-
-/* Shard k open in r, its tensors' cursors set. */
-static int open_for_values(HfReader *r, int k, Err *e)
-{
-    StFile *f = &r->files[k];
-    if (f->t)
-        return 0;
-    int rc = open_shard(&r->ld, k, f, e);
-    for (int i = 0; !rc && i < r->ld.l->n; i++) {
-        if (r->ld.m.shard_of[i] != k)
-            continue;
-        r->cursor[i] = (StCursor){.t = st_find(f, r->ld.m.name[i])};
-        if (!r->cursor[i].t)
-            rc = err_set(e, -EINVAL, "%s: tensor %s is absent", f->path, r->ld.m.name[i]);
-    }
-    if (rc)
-        st_close(f);
-    return rc;
 }
 
 /* Layout tensor i, a Conv1D weight, whole in r->ours as the layout has it (transposed). */
@@ -690,27 +674,30 @@ static int part_cmp(const void *pa, const void *pb)
 }
 
 /* The range's parts: the tensors it holds, cut to it, in their files' order (shard, offset),
- * so that a range is read front to back in each file. Their count. */
-static int range_parts(HfReader *r, size_t begin, size_t end, int *n, Err *e)
+ * so that a range is read front to back in each file; each part's read-ahead reaches the end
+ * of the parts that follow on from it in its file. Their count. */
+static int range_parts(HfReader *r, size_t begin, size_t end)
 {
     const ModelLayout *l = r->ld.l;
-    *n = 0;
+    int n = 0;
     for (int i = 0; i < l->n; i++) {
         const ParamTensor *t = &l->t[i];
         size_t lo = t->offset > begin ? t->offset : begin;
         size_t hi = t->offset + t->numel < end ? t->offset + t->numel : end;
         if (lo >= hi)
             continue;
-        int k = r->ld.m.shard_of[i], rc = open_for_values(r, k, e);
-        if (rc)
-            return rc;
+        int k = r->ld.m.shard_of[i];
         const StTensor *st = r->cursor[i].t;
         uint64_t es = (st->end - st->begin) / t->numel;
         uint64_t at = st_file_offset(&r->files[k], st) + (lo - t->offset) * es;
-        r->parts[(*n)++] = (ReadPart){i, k, lo, hi, at, at + (hi - lo) * es};
+        r->parts[n++] = (ReadPart){i, k, lo, hi, at, at + (hi - lo) * es, 0};
     }
-    qsort(r->parts, (size_t)*n, sizeof *r->parts, part_cmp);
-    return 0;
+    qsort(r->parts, (size_t)n, sizeof *r->parts, part_cmp);
+    for (int j = n - 1; j >= 0; j--) {
+        ReadPart *p = &r->parts[j], *q = p + 1;
+        p->ahead = j + 1 < n && q->shard == p->shard && q->at == p->end ? q->ahead : p->end;
+    }
+    return n;
 }
 
 int hf_reader_read_values(HfReader *r, size_t begin, size_t n, float *dst, Err *e)
@@ -719,19 +706,14 @@ int hf_reader_read_values(HfReader *r, size_t begin, size_t n, float *dst, Err *
     if (begin != r->next)
         return err_set(e, -EINVAL, "internal: weights read at %zu, expected %zu", begin,
                        r->next);
-    int count, rc = range_parts(r, begin, begin + n, &count, e);
+    int count = range_parts(r, begin, begin + n), rc = 0;
     for (int j = 0; !rc && j < count; j++) {
         const ReadPart *p = &r->parts[j];
         const ParamTensor *t = &l->t[p->i];
         StFile *f = &r->files[p->shard];
         if (j && r->parts[j - 1].shard != p->shard) /* one file's blocks held at a time */
             st_drop_stream(&r->files[r->parts[j - 1].shard]);
-        /* the parts that follow on in the file: read ahead through them */
-        int k = j;
-        while (k + 1 < count && r->parts[k + 1].shard == p->shard &&
-               r->parts[k + 1].at == r->parts[k].end)
-            k++;
-        f->ahead = r->parts[k].end;
+        f->ahead = p->ahead;
         if (t->conv1d) {
             rc = hold_conv1d(r, p->i, e);
             if (!rc)
