@@ -11,6 +11,7 @@
 
 #include "fuyou_err.h"
 #include "hw.h"
+#include "options.h"
 #include "units.h"
 
 /* How often the capacities are raised to what the plan made on them still lacks. */
@@ -18,8 +19,8 @@ enum { CAPACITY_ROUNDS = 8 };
 
 /* One edit of a request: an option given left out, one set, --swap none, fuyou's policy. */
 typedef enum EditKind { EDIT_LEAVE, EDIT_SET, EDIT_SWAP_NONE, EDIT_POLICY_FUYOU } EditKind;
-/* Options by index: plan_args_names' (the four tiers, then the counts), then --swap. */
-enum { OPT_SWAP = 4 + PC_N };
+/* Options by index: options.h's plan options' (the four tiers, then the counts), then --swap. */
+enum { K_SWAP = 4 + PC_N };
 
 typedef struct Edit {
     EditKind kind;
@@ -41,6 +42,12 @@ typedef struct Trial {
     char change[320]; /* as the command line spells the edits */
 } Trial;
 
+/* Plan option k's name (the four tiers, then the counts), without "--". */
+static const char *plan_option(int k)
+{
+    return opt_specs[OPT_WEIGHTS + k].name;
+}
+
 static const char **tier_arg(PlanArgs *a, int k)
 {
     const char **tiers[4] = {&a->weights, &a->optim, &a->checkpoints, &a->act};
@@ -50,7 +57,7 @@ static const char **tier_arg(PlanArgs *a, int k)
 /* Option k of rq as given, spelled into name: whether it was given. */
 static bool given(const PlanRequest *rq, int k, char *name, size_t n)
 {
-    if (k == OPT_SWAP) {
+    if (k == K_SWAP) {
         char b[24];
         if (rq->swap == SWAP_AUTO || rq->swap == SWAP_SWEEP)
             return false;
@@ -61,12 +68,12 @@ static bool given(const PlanRequest *rq, int k, char *name, size_t n)
     if (k < 4) {
         const char *v = *tier_arg((PlanArgs *)rq->args, k);
         if (v)
-            snprintf(name, n, "--%s %s", plan_args_names[k], v);
+            snprintf(name, n, "--%s %s", plan_option(k), v);
         return v != NULL;
     }
     int c = rq->args->count[k - 4];
     if (c >= 0)
-        snprintf(name, n, "--%s %d", plan_args_names[k], c);
+        snprintf(name, n, "--%s %d", plan_option(k), c);
     return c >= 0;
 }
 
@@ -97,7 +104,7 @@ static void trial_build(Trial *t, const PlanRequest *base)
             if (!given(&t->rq, d->k, name, sizeof name))
                 break;
             err_append(left, sizeof left, " %s", name);
-            if (d->k == OPT_SWAP)
+            if (d->k == K_SWAP)
                 t->rq.swap = SWAP_AUTO;
             else if (d->k < 4)
                 *tier_arg(&t->args, d->k) = NULL;
@@ -109,7 +116,7 @@ static void trial_build(Trial *t, const PlanRequest *base)
                 *tier_arg(&t->args, d->k) = d->value;
             else
                 t->args.count[d->k - 4] = atoi(d->value);
-            err_append(t->change, sizeof t->change, " --%s %s", plan_args_names[d->k],
+            err_append(t->change, sizeof t->change, " --%s %s", plan_option(d->k),
                        d->value);
             break;
         case EDIT_SWAP_NONE:
@@ -141,7 +148,7 @@ static void trial_edit(Trial *t, EditKind kind, int k, const char *value)
 static int index_of(const char *option)
 {
     for (int k = 0; k < 4 + PC_N; k++)
-        if (!strcmp(plan_args_names[k], option))
+        if (!strcmp(plan_option(k), option))
             return k;
     assert(!"an option plan_args names");
     return -1;
@@ -175,7 +182,7 @@ static int trials(const PlanRequest *rq, const Plan *p, Trial *t, int max)
     int n = 0, n_given = 0;
     char name[96];
     /* each option given, left out: the search takes over what it fixed */
-    for (int k = 0; k <= OPT_SWAP && n < max; k++) {
+    for (int k = 0; k <= K_SWAP && n < max; k++) {
         if (!given(rq, k, name, sizeof name))
             continue;
         t[n] = (Trial){0};
@@ -184,7 +191,7 @@ static int trials(const PlanRequest *rq, const Plan *p, Trial *t, int max)
     }
     if (n_given > 1 && n < max) { /* and all of them */
         t[n] = (Trial){0};
-        for (int k = 0; k <= OPT_SWAP; k++)
+        for (int k = 0; k <= K_SWAP; k++)
             if (given(rq, k, name, sizeof name))
                 trial_edit(&t[n], EDIT_LEAVE, k, NULL);
         n++;
@@ -306,13 +313,11 @@ static double round_capacity(Tier t, double bytes, char *opt, size_t n)
 }
 
 /* hw with tier t's capacity `bytes`, as fuyou-sim's option for it gives it (the memory tiers
- * with nothing reserved, plan_budget_sets). */
+ * with nothing reserved, hw_set_budgets). */
 static void set_capacity(Hardware *hw, Tier t, double bytes)
 {
-    if (t == TIER_GPU)
-        hw->gpu_mem_GiB = bytes / 0x1p30, hw->gpu_reserved_GiB = 0;
-    else if (t == TIER_CPU)
-        hw->cpu_mem_GiB = bytes / 0x1p30, hw->cpu_reserved_GiB = 0;
+    if (t != TIER_SSD)
+        hw_set_budgets(hw, t == TIER_GPU ? bytes : 0, t == TIER_CPU ? bytes : 0);
     else if (bytes <= HW_MAX_SSD_GB * 1e9)
         hw_set_ssd_bytes(hw, bytes);
     else
@@ -452,8 +457,8 @@ static bool edits_clash(const Edit *x, const Edit *y)
 {
     bool xo = x->kind == EDIT_LEAVE || x->kind == EDIT_SET;
     bool yo = y->kind == EDIT_LEAVE || y->kind == EDIT_SET;
-    bool xa = x->kind == EDIT_SWAP_NONE || (xo && (x->k == OPT_SWAP || x->k == 3));
-    bool ya = y->kind == EDIT_SWAP_NONE || (yo && (y->k == OPT_SWAP || y->k == 3));
+    bool xa = x->kind == EDIT_SWAP_NONE || (xo && (x->k == K_SWAP || x->k == 3));
+    bool ya = y->kind == EDIT_SWAP_NONE || (yo && (y->k == K_SWAP || y->k == 3));
     return (xo && yo && x->k == y->k) || (xa && ya) || (x->kind == y->kind &&
                                                         x->kind == EDIT_POLICY_FUYOU);
 }

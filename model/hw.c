@@ -686,3 +686,12 @@ void hw_set_ssd_bytes(Hardware *hw, double bytes)
     assert(bytes > 0 && bytes <= HW_MAX_SSD_GB * 1e9);
     hw->ssd_capacity_GB = bytes / 1e9 / hw->ssd_count;
 }
+
+void hw_set_budgets(Hardware *hw, double gpu_bytes, double cpu_bytes)
+{
+    assert(gpu_bytes >= 0 && cpu_bytes >= 0);
+    if (gpu_bytes > 0)
+        hw->gpu_mem_GiB = gpu_bytes / 0x1p30, hw->gpu_reserved_GiB = 0;
+    if (cpu_bytes > 0)
+        hw->cpu_mem_GiB = cpu_bytes / 0x1p30, hw->cpu_reserved_GiB = 0;
+}

@@ -13,7 +13,7 @@
 #define FUYOU_HW_H
 
 /* The most memory a tier may have, in GiB (1 PiB): [gpu] mem_GiB, [memory] cpu_mem_GiB, and
- * the programs' --gpu-mem and --cpu-mem (plan_args.h). */
+ * the programs' --gpu-mem and --cpu-mem (hw_set_budgets). */
 #define HW_MAX_MEM_GIB 1048576
 /* The most [ssd] capacity_GB of one device (10 PB), and of all of them together (fuyou-sim
  * --ssd-capacity, hw_set_ssd_bytes). */
@@ -148,5 +148,8 @@ double hw_ssd_bytes(const Hardware *hw);
  * bytes / 1e9 / count; their count and rates stay (fuyou-sim --ssd-capacity, applied after
  * hw_load and its overrides). */
 void hw_set_ssd_bytes(Hardware *hw, double bytes);
+/* Gives the GPU and the host memory these capacities, nothing reserved: what a plan may use
+ * (--gpu-mem, --cpu-mem). 0 leaves that tier as the ini has it. */
+void hw_set_budgets(Hardware *hw, double gpu_bytes, double cpu_bytes);
 
 #endif

@@ -1,24 +1,15 @@
 /* plan_args: the plan options of both command lines; see plan_args.h. */
 #include "plan_args.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "hw.h"
-#include "units.h"
+#include "options.h"
 
-const char *const plan_args_names[4 + PC_N] = {
-    "weights", "optim", "checkpoints", "act", "micro-batches", "subgroup", "tail", "prefetch",
-    "weight-buffers", "pinned-buffers", "act-buffers", "grad-buffers", "state-buffers",
-    "optim-cpu-groups", "optim-gpu-groups", "optim-stream-groups"};
-
-int plan_args_min(int count)
-{
-    return count == PC_PREFETCH || count == PC_OCPU || count == PC_OGPU ||
-                   count == PC_OSTREAM ? 0 : 1;
-}
+_Static_assert(OPT_OPTIM_STREAM_GROUPS - OPT_WEIGHTS == 4 + PC_N - 1 &&
+               OPT_MICRO_BATCHES - OPT_WEIGHTS == 4 + PC_MICRO,
+               "options.h lists the plan options in plan_args.h's order");
 
 void plan_args_init(PlanArgs *a)
 {
@@ -27,54 +18,13 @@ void plan_args_init(PlanArgs *a)
         a->count[i] = -1;
 }
 
-int plan_args_max(int count)
-{
-    /* weight buffers default to the depth + 1, which stays within PLAN_MAX_COUNT */
-    return count == PC_PREFETCH ? PLAN_MAX_COUNT - 1 : PLAN_MAX_COUNT;
-}
-
-int plan_args_int(const char *prog, const char *opt, const char *s, int64_t lo, int64_t hi,
-                  int64_t *out)
-{
-    if (units_parse_int(s, lo, hi, out)) {
-        fprintf(stderr, "%s: %s expects a whole number from %lld to %lld, got '%s'\n", prog, opt,
-                (long long)lo, (long long)hi, s);
-        return -EINVAL;
-    }
-    return 0;
-}
-
-int plan_args_count(const char *prog, const char *opt, const char *s, int min, int max,
-                    int *out)
-{
-    int64_t v;
-    if (plan_args_int(prog, opt, s, min, max, &v))
-        return -EINVAL;
-    *out = (int)v;
-    return 0;
-}
-
-int plan_args_take(PlanArgs *a, const char *name, const char *value, const char *prog)
+void plan_args_take(PlanArgs *a, int k, const char *value, double num)
 {
     const char **place[4] = {&a->weights, &a->optim, &a->checkpoints, &a->act};
-    for (int i = 0; i < 4 + PC_N; i++) {
-        if (strcmp(name, plan_args_names[i]))
-            continue;
-        if (i < 4) {
-            *place[i] = value;
-            return 1;
-        }
-        char opt[32];
-        snprintf(opt, sizeof opt, "--%s", name);
-        int c = i - 4;
-        if (c == PC_MICRO && !strcmp(value, "auto")) {
-            a->count[c] = -1; /* plan_make.h: the fewest that fit */
-            return 1;
-        }
-        return plan_args_count(prog, opt, value, plan_args_min(c), plan_args_max(c),
-                               &a->count[c]) ? -EINVAL : 1;
-    }
-    return 0;
+    if (k < 4)
+        *place[k] = value;
+    else /* a word (--micro-batches auto) is negative: open, plan_make.h's fewest that fit */
+        a->count[k - 4] = num < 0 ? -1 : (int)num;
 }
 
 bool plan_args_given(const PlanArgs *pa)
@@ -165,40 +115,4 @@ int plan_args_apply(const PlanArgs *pa, Plan *p, const char *prog)
         p->weight_buffers < p->prefetch_depth + 1)
         p->weight_buffers = p->prefetch_depth + 1;
     return 0;
-}
-
-int plan_budget_parse(const char *prog, const char *opt, const char *value, double *bytes)
-{
-    if (units_parse_bytes(value, bytes) || *bytes < 1) {
-        fprintf(stderr, "%s: %s expects a size such as 24GiB, got '%s'\n", prog, opt, value);
-        return -EINVAL;
-    }
-    size_t len = strlen(value);
-    if (len && isdigit((unsigned char)value[len - 1]) && *bytes < 0x1p20) {
-        /* "--gpu-mem 24" meant 24GiB, not 24 bytes */
-        fprintf(stderr, "%s: %s %s is %s bytes; give a unit: %sGiB (or %sGB, %sMiB)\n", prog,
-                opt, value, value, value, value, value);
-        return -EINVAL;
-    }
-    if (*bytes > HW_MAX_MEM_GIB * 0x1p30) {
-        fprintf(stderr, "%s: %s is %s; a memory budget is at most %.0f GiB (1 PiB)\n", prog, opt,
-                value, (double)HW_MAX_MEM_GIB);
-        return -EINVAL;
-    }
-    return 0;
-}
-
-int plan_budget_sets(const PlanBudget *b, char sets[PLAN_BUDGET_SETS][PLAN_BUDGET_SET_LEN])
-{
-    int n = 0;
-    if (b->gpu_bytes > 0) {
-        snprintf(sets[n++], PLAN_BUDGET_SET_LEN, "gpu.mem_GiB=%.9g", b->gpu_bytes / 0x1p30);
-        snprintf(sets[n++], PLAN_BUDGET_SET_LEN, "memory.gpu_reserved_GiB=0");
-    }
-    if (b->cpu_bytes > 0) {
-        snprintf(sets[n++], PLAN_BUDGET_SET_LEN, "memory.cpu_mem_GiB=%.9g",
-                 b->cpu_bytes / 0x1p30);
-        snprintf(sets[n++], PLAN_BUDGET_SET_LEN, "memory.cpu_reserved_GiB=0");
-    }
-    return n;
 }

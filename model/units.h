@@ -18,7 +18,7 @@ int units_parse_bytes(const char *s, double *out);
 /* Parses a whole number in [lo, hi]: decimal digits with an optional sign ("12", "-3"), or a
  * whole number in exponent form ("1e6", "2.5e3"). Anything else is refused: blanks, fractions
  * ("2.5"), "1.", hex, inf, nan, trailing text. Both command lines parse every count through it
- * (plan_args_int prints the message), and the ini files their whole numbers (inifile_int).
+ * (options.c prints the message), and the ini files their whole numbers (inifile_int).
  * Returns 0, -EINVAL (not a whole number) or -ERANGE (whole, but outside [lo, hi] or int64);
  * *out is written only on success. */
 int units_parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out);

@@ -6,11 +6,11 @@
 #include <math.h>
 #include <string.h>
 
-#include "plan_args.h"
+#include "options.h"
 #include "tp_baseline.h"
 #include "units.h"
 
-static const char *const opt_names[COST_OPT_N] = {"--cost", "--tp-gpus", "--tp-hw", "--tp-set"};
+_Static_assert(OPT_TP_SET - OPT_COST == COST_OPT_N - 1, "options.h lists them in this order");
 
 void cost_report_args_init(CostReportArgs *a)
 {
@@ -23,8 +23,14 @@ int cost_report_take(CostReportArgs *a, int opt, const char *value, const char *
     case COST_OPT_COST:
         a->on = true;
         return 0;
-    case COST_OPT_TP_GPUS:
-        return plan_args_count(prog, opt_names[opt], value, 1, TP_MAX_GPUS, &a->tp_gpus);
+    case COST_OPT_TP_GPUS: { /* options.c bounds it at TP_MAX_GPUS */
+        double n;
+        if (opts_value(prog, OPT_TP_GPUS, value, &n))
+            return -EINVAL;
+        assert(n <= TP_MAX_GPUS);
+        a->tp_gpus = (int)n;
+        return 0;
+    }
     case COST_OPT_TP_HW:
         a->tp_hw = value;
         return 0;
@@ -91,8 +97,9 @@ int cost_report_check(const CostReportArgs *a, bool predicts, const Hardware *hw
     if (!a->on) {
         int opt = a->tp_gpus >= 0 ? COST_OPT_TP_GPUS : a->tp_hw ? COST_OPT_TP_HW
                 : a->n_tp_sets ? COST_OPT_TP_SET : COST_OPT_COST;
-        return opt == COST_OPT_COST ? 0 : err_set(e, -EINVAL, "%s sets up the baseline of the "
-                                                  "--cost report; add --cost", opt_names[opt]);
+        return opt == COST_OPT_COST ? 0 : err_set(e, -EINVAL, "--%s sets up the baseline of "
+                                                  "the --cost report; add --cost",
+                                                  opt_specs[OPT_COST + opt].name);
     }
     if (!predicts)
         return err_set(e, -EINVAL, "--cost reports on a prediction: not with --describe or "

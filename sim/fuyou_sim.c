@@ -2,9 +2,9 @@
  * description under a plan (Fuyou or ZeRO-Infinity policy) by discrete-event simulation of the
  * same schedule the executor runs, or with --describe prints the layer graph and footprint.
  * Exit codes: 0 success, 1 runtime failure or a plan over capacity, 2 usage or input error. */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -21,6 +21,7 @@
 #include "graph.h"
 #include "hw.h"
 #include "model.h"
+#include "options.h"
 #include "plan.h"
 #include "plan_advice.h"
 #include "plan_args.h"
@@ -35,17 +36,17 @@ enum { MAX_SETS = 64 };
 
 typedef struct SimArgs {
     const char *hw, *model, *policy, *trace, *chrome, *deps, *swap, *sweep_out, *device;
-    const char *sets[MAX_SETS + PLAN_BUDGET_SETS]; /* --set's, then the budgets' */
+    const char *sets[MAX_SETS];
     int n_sets;
-    PlanBudget budget;
-    double ssd_bytes; /* --ssd-capacity; 0: the ini's */
+    double gpu_bytes, cpu_bytes; /* --gpu-mem, --cpu-mem; 0: the ini's */
+    double ssd_bytes;            /* --ssd-capacity; 0: the ini's */
     int batch, seq, iters;
     bool describe;
     PlanArgs plan;
     CostReportArgs cost;
 } SimArgs;
 
-static void usage(FILE *out)
+static void intro(FILE *out)
 {
     fprintf(out,
 "usage: fuyou-sim [options]\n"
@@ -53,93 +54,19 @@ static void usage(FILE *out)
 "on a hardware description by simulating the schedule the executor runs: iteration time,\n"
 "TFLOPS, tokens/s, per-resource busy time and the bottleneck, memory per tier; optionally\n"
 "the predicted timeline.\n"
-"\n"
-"  --hw NAME|PATH          hardware ini: a preset (");
+"hardware presets: ");
     for (int i = 0; hw_preset_name(i); i++)
         fprintf(out, "%s%s", i ? ", " : "", hw_preset_name(i));
-    fprintf(out, ") or a file\n"
-"                          (default 4090.ini, the Fuyou paper's testbed; fuyou-run's is\n"
-"                          h200.ini: give both the same --hw to plan alike)\n"
-"  --set SEC.KEY=VALUE     override one hardware key, repeatable (e.g. --set ssd.count=3)\n"
-"  --gpu-mem BYTES         the GPU memory a plan may use, e.g. 24GiB, nothing reserved: as\n"
-"                          fuyou-run's --gpu-mem (--set gpu.mem_GiB=24 keeps the ini's\n"
-"                          gpu_reserved_GiB); applied after --set\n"
-"  --cpu-mem BYTES         the same for host memory, as fuyou-run's --cpu-mem\n"
-"  --ssd-capacity BYTES    the SSD space a plan may use, all devices together, e.g. 2TB\n"
-"                          (each device's [ssd] capacity_GB becomes BYTES / count; the rates\n"
-"                          stay); applied after --set. What-ifs: docs/what-if.md\n"
-"  --model NAME|PATH       a preset, a model ini or a Hugging Face folder or its config.json\n"
-"                          (default gpt3-13b; fuyou-run's is gpt2-tiny); presets:\n"
-"                          ");
+    fprintf(out, "\nmodel presets: ");
     for (int i = 0; i < model_preset_count(); i++)
         fprintf(out, "%s%s", model_preset_at(i)->name,
-                i + 1 < model_preset_count() ? (i % 5 == 4 ? ",\n                          "
-                                                           : ", ")
-                                             : "\n");
+                i + 1 < model_preset_count() ? (i % 6 == 5 ? ",\n  " : ", ") : "\n");
+    fputc('\n', out);
+}
+
+static void outro(FILE *out)
+{
     fprintf(out,
-"  --batch N               sequences per iteration (an optimizer step; default 8, at most\n"
-"                          1048576), in --micro-batches of equal size\n"
-"  --seq N                 sequence length in tokens (default 1024, the paper's)\n"
-"  --policy P              fuyou (default) or zero-infinity\n"
-"  --device D              the executor's device the plan is for: cuda (default; its 16-bit\n"
-"                          buffers) or cpu (fuyou-run --backend cpu: the fp32 reference,\n"
-"                          whose device memory is the host's, named device)\n"
-"  --iters N               iterations to simulate; N >= 2 reports the steady state (default 3;\n"
-"                          at most what 4 GiB of simulator memory holds, about 1460 for\n"
-"                          gpt3-175b)\n"
-"  --trace FILE            write the predicted timeline as TSV (traces/ schema)\n"
-"  --chrome FILE           write it as Chrome/Perfetto JSON, one lane per resource\n"
-"  --deps FILE             write the schedule's dependencies as TSV (for fuyou-trace compare\n"
-"                          --deps: the critical path of this and a measured trace)\n"
-"  --describe              print the layer graph and the memory footprint instead\n"
-"  --swap auto|none|all|BYTES|sweep\n"
-"                          intra-block activations kept (GPU, else swapped to CPU, else SSD)\n"
-"                          instead of recomputed: auto (default) lets the planner choose the\n"
-"                          amount, sub-groups and buffers; none recomputes all; all keeps all;\n"
-"                          BYTES keeps that much (e.g. 12GiB) in the planner's order; sweep\n"
-"                          prints closed-form and simulated time over the amounts\n"
-"  --sweep-out FILE        with --swap sweep: also write the table as TSV\n"
-"plan (defaults: the planner places state by capacity and picks the rest; zero-infinity runs\n"
-"DeepSpeed's defaults: states and, past 1e9 parameters, weights on SSD, sub-groups of 1e9\n"
-"parameters, its buffer counts, checkpoints in CPU memory; options below override):\n"
-"  --weights TIER          home of the 16-bit weights: gpu, cpu, ssd\n"
-"  --optim TIER            home of fp32 master weights and Adam m, v: gpu, cpu, ssd\n"
-"  --checkpoints TIER      block-boundary activations: gpu, cpu, ssd\n"
-"  --act WHERE             every other kept activation: recompute, gpu, cpu, ssd (instead of\n"
-"                          --swap)\n"
-"  --micro-batches N|auto  split the batch into N micro-batches, gradients accumulated (N\n"
-"                          divides --batch); auto (default): the fewest whose plan fits, more\n"
-"                          while they are faster (at most 64)\n"
-"  --subgroup N            optimizer sub-group size in blocks (default 1)\n"
-"  --tail N                blocks in the tail sub-group, updated last (default 1)\n"
-"  --prefetch N            weight and activation loads issued N blocks ahead (default 1)\n"
-"  --weight-buffers N      GPU buffers of one block's weights (default 2)\n"
-"  --pinned-buffers N      pinned CPU buffers for SSD weights (default 4)\n"
-"  --act-buffers N         GPU buffers for a block's swapped activations (default 2)\n"
-"  --grad-buffers N        GPU buffers of one block's gradients (default 2)\n"
-"  --state-buffers N       pinned CPU buffers of one sub-group's states (default 3)\n"
-"  --optim-cpu-groups N    with --optim ssd, keep the last N sub-groups' states (the tail\n"
-"                          first) in CPU memory (default: with the states placed on SSD, as\n"
-"                          many as fit, or none where the planner finds that faster)\n"
-"  --optim-gpu-groups N    with the optimizer off the GPU, keep the last N sub-groups' states\n"
-"                          (the tail first), and their blocks' weights and gradients, on the\n"
-"                          GPU and update them there (one micro-batch only; default: the\n"
-"                          planner's fastest that fits)\n"
-"  --optim-stream-groups N of the sub-groups whose states are in CPU memory, update the last\n"
-"                          N (those before the GPU's) on the GPU: states streamed over PCIe\n"
-"                          and back, gradients kept there (needs --optim-gpu-groups >= 1 and\n"
-"                          the weights in CPU memory; default: the planner's fastest)\n"
-"cost (docs/fuyou-sim.md, \"What a run costs\"):\n"
-"  --cost                  after the report, the machine's price ([price] of the ini), tokens/s\n"
-"                          and TFLOPS per 1000 US dollars, beside a Megatron-LM tensor-parallel\n"
-"                          baseline with all state on the GPUs of one node, and the ratio\n"
-"  --tp-gpus N             the baseline's GPUs (default 8, at most 1024)\n"
-"  --tp-hw NAME|PATH       the baseline's hardware ini: its [gpu] (with nvlink_GBps) and\n"
-"                          [price] gpu_usd, host_usd (the rest of the node; default a100-80g.ini)\n"
-"  --tp-set SEC.KEY=VALUE  override one key of the baseline's ini, repeatable (e.g. --tp-set\n"
-"                          gpu.mem_GiB=40)\n"
-"  -h, --help              this text\n"
-"  -V, --version           the version\n"
 "\n"
 "Limits (docs/fuyou-sim.md, \"Limits\"): layers <= 1024, hidden and heads <= 131072, ffn <= 1048576,\n"
 "vocab and max_seq <= 16777216; a micro-batch of at most 2^32 tokens whose activations, none\n"
@@ -149,140 +76,57 @@ static void usage(FILE *out)
 "Exit status: 0 success, 1 runtime failure or a plan over capacity, 2 usage or input error.\n");
 }
 
+/* One option (options.h), checked against the table already. */
+static int take(void *ctx, OptId id, const char *v, double num)
+{
+    SimArgs *a = ctx;
+    if (id >= OPT_WEIGHTS && id <= OPT_OPTIM_STREAM_GROUPS) {
+        plan_args_take(&a->plan, id - OPT_WEIGHTS, v, num);
+        return 0;
+    }
+    if (id >= OPT_COST && id <= OPT_TP_SET)
+        return cost_report_take(&a->cost, id - OPT_COST, v, "fuyou-sim");
+    switch (id) {
+    case OPT_HW: a->hw = v; break;
+    case OPT_MODEL: a->model = v; break;
+    case OPT_POLICY: a->policy = v; break;
+    case OPT_TRACE: a->trace = v; break;
+    case OPT_DEPS: a->deps = v; break;
+    case OPT_CHROME: a->chrome = v; break;
+    case OPT_DESCRIBE: a->describe = true; break;
+    case OPT_SWAP: a->swap = v; break;
+    case OPT_DEVICE: a->device = v; break;
+    case OPT_SWEEP_OUT: a->sweep_out = v; break;
+    case OPT_BATCH: a->batch = (int)num; break;
+    case OPT_SEQ: a->seq = (int)num; break;
+    case OPT_ITERS: a->iters = (int)num; break; /* bounded by its memory (check_size) */
+    case OPT_GPU_MEM: a->gpu_bytes = num; break;
+    case OPT_CPU_MEM: a->cpu_bytes = num; break;
+    case OPT_SSD_CAPACITY: a->ssd_bytes = num; break;
+    case OPT_SET:
+        if (a->n_sets == MAX_SETS) {
+            fprintf(stderr, "fuyou-sim: at most %d --set options\n", MAX_SETS);
+            return -EINVAL;
+        }
+        a->sets[a->n_sets++] = v;
+        break;
+    default: assert(!"an option of fuyou-sim's"); return -EINVAL;
+    }
+    return 0;
+}
+
+static const OptProgram program = {"fuyou-sim", OPT_SIM, intro, outro, take};
+
 /* Returns 0 to go on, 1 when --help/--version was served, -EINVAL on a usage error. */
 static int parse_args(int argc, char **argv, SimArgs *a)
 {
-    enum { O_HW = 256, O_SET, O_MODEL, O_POLICY, O_TRACE, O_CHROME, O_DEPS, O_DESCRIBE, O_SWAP, O_DEVICE,
-           O_SWEEP_OUT, O_WEIGHTS,
-           O_OPTIM, O_CKPT, O_ACT, O_BATCH, O_SEQ, O_ITERS, O_MICRO, O_SUBGROUP, O_TAIL,
-           O_PREFETCH, O_WBUF, O_PBUF, O_ABUF, O_GBUF, O_SBUF, O_OCPU, O_OGPU, O_OSTREAM,
-           O_COST, O_TP_GPUS, O_TP_HW, O_TP_SET, O_GPUMEM, O_CPUMEM, O_SSDCAP };
-    _Static_assert(O_OSTREAM - O_MICRO == PC_N - 1, "count options follow enum PlanCount");
-    _Static_assert(O_TP_SET - O_COST == COST_OPT_N - 1, "cost options follow enum CostOpt");
-    static const struct option opts[] = {
-        {"hw", required_argument, 0, O_HW}, {"set", required_argument, 0, O_SET},
-        {"gpu-mem", required_argument, 0, O_GPUMEM}, {"cpu-mem", required_argument, 0, O_CPUMEM},
-        {"ssd-capacity", required_argument, 0, O_SSDCAP},
-        {"model", required_argument, 0, O_MODEL}, {"policy", required_argument, 0, O_POLICY},
-        {"trace", required_argument, 0, O_TRACE}, {"chrome", required_argument, 0, O_CHROME},
-        {"deps", required_argument, 0, O_DEPS},
-        {"describe", no_argument, 0, O_DESCRIBE}, {"swap", required_argument, 0, O_SWAP},
-        {"device", required_argument, 0, O_DEVICE},
-        {"sweep-out", required_argument, 0, O_SWEEP_OUT},
-        {"weights", required_argument, 0, O_WEIGHTS},
-        {"optim", required_argument, 0, O_OPTIM}, {"checkpoints", required_argument, 0, O_CKPT},
-        {"act", required_argument, 0, O_ACT}, {"batch", required_argument, 0, O_BATCH},
-        {"seq", required_argument, 0, O_SEQ}, {"iters", required_argument, 0, O_ITERS},
-        {"micro-batches", required_argument, 0, O_MICRO},
-        {"subgroup", required_argument, 0, O_SUBGROUP}, {"tail", required_argument, 0, O_TAIL},
-        {"prefetch", required_argument, 0, O_PREFETCH},
-        {"weight-buffers", required_argument, 0, O_WBUF},
-        {"pinned-buffers", required_argument, 0, O_PBUF},
-        {"act-buffers", required_argument, 0, O_ABUF},
-        {"grad-buffers", required_argument, 0, O_GBUF},
-        {"state-buffers", required_argument, 0, O_SBUF},
-        {"optim-cpu-groups", required_argument, 0, O_OCPU},
-        {"optim-gpu-groups", required_argument, 0, O_OGPU},
-        {"optim-stream-groups", required_argument, 0, O_OSTREAM},
-        {"cost", no_argument, 0, O_COST}, {"tp-gpus", required_argument, 0, O_TP_GPUS},
-        {"tp-hw", required_argument, 0, O_TP_HW}, {"tp-set", required_argument, 0, O_TP_SET},
-        {"help", no_argument, 0, 'h'}, {"version", no_argument, 0, 'V'}, {0, 0, 0, 0},
-    };
     *a = (SimArgs){.hw = "4090.ini", .model = "gpt3-13b", .policy = "fuyou", .swap = "auto",
-                   .device = "cuda",
-                   .batch = 8,
-                   .seq = 1024, .iters = 3};
+                   .device = "cuda", .batch = 8, .seq = 1024, .iters = 3};
     plan_args_init(&a->plan);
     cost_report_args_init(&a->cost);
-    int c;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":hV", opts, NULL)) != -1) {
-        if (c >= O_BATCH && c <= O_OSTREAM) {
-            const struct option *o = opts;
-            while (o->val != c)
-                o++;
-            if (c >= O_MICRO) { /* the plan's counts, as fuyou-run takes them */
-                if (plan_args_take(&a->plan, o->name, optarg, "fuyou-sim") < 0)
-                    return -EINVAL;
-                continue;
-            }
-            char name[32];
-            snprintf(name, sizeof name, "--%s", o->name);
-            int *dst = c == O_BATCH ? &a->batch : c == O_SEQ ? &a->seq : &a->iters;
-            /* --iters is limited by the memory its simulation needs (check_size) */
-            int max = c == O_BATCH ? GRAPH_MAX_BATCH : c == O_SEQ ? MODEL_MAX_SEQ : INT_MAX;
-            if (plan_args_count("fuyou-sim", name, optarg, 1, max, dst))
-                return -EINVAL;
-            continue;
-        }
-        switch (c) {
-        case O_HW: a->hw = optarg; break;
-        case O_MODEL: a->model = optarg; break;
-        case O_POLICY: a->policy = optarg; break;
-        case O_TRACE: a->trace = optarg; break;
-        case O_DEPS: a->deps = optarg; break;
-        case O_CHROME: a->chrome = optarg; break;
-        case O_DESCRIBE: a->describe = true; break;
-        case O_SWAP: a->swap = optarg; break;
-        case O_DEVICE:
-            if (strcmp(optarg, "cuda") && strcmp(optarg, "cpu")) {
-                fprintf(stderr, "fuyou-sim: --device expects cuda or cpu, got '%s'\n", optarg);
-                return -EINVAL;
-            }
-            a->device = optarg;
-            break;
-        case O_SWEEP_OUT: a->sweep_out = optarg; break;
-        case O_WEIGHTS: a->plan.weights = optarg; break;
-        case O_OPTIM: a->plan.optim = optarg; break;
-        case O_CKPT: a->plan.checkpoints = optarg; break;
-        case O_ACT: a->plan.act = optarg; break;
-        case O_COST: case O_TP_GPUS: case O_TP_HW: case O_TP_SET:
-            if (cost_report_take(&a->cost, c - O_COST, optarg, "fuyou-sim"))
-                return -EINVAL;
-            break;
-        case O_GPUMEM:
-        case O_CPUMEM:
-            if (plan_budget_parse("fuyou-sim", c == O_GPUMEM ? "--gpu-mem" : "--cpu-mem",
-                                  optarg, c == O_GPUMEM ? &a->budget.gpu_bytes
-                                                        : &a->budget.cpu_bytes))
-                return -EINVAL;
-            break;
-        case O_SSDCAP:
-            if (units_parse_bytes(optarg, &a->ssd_bytes) || a->ssd_bytes < 1) {
-                fprintf(stderr, "fuyou-sim: --ssd-capacity expects a size such as 2TB, got "
-                        "'%s'\n", optarg);
-                return -EINVAL;
-            }
-            if (a->ssd_bytes > HW_MAX_SSD_GB * 1e9) {
-                fprintf(stderr, "fuyou-sim: --ssd-capacity is %s; at most %.0f TB\n", optarg,
-                        HW_MAX_SSD_GB / 1e3);
-                return -EINVAL;
-            }
-            break;
-        case O_SET:
-            if (a->n_sets == MAX_SETS) {
-                fprintf(stderr, "fuyou-sim: at most %d --set options\n", MAX_SETS);
-                return -EINVAL;
-            }
-            a->sets[a->n_sets++] = optarg;
-            break;
-        case 'h': usage(stdout); return 1;
-        case 'V': printf("fuyou-sim %s\n", FUYOU_VERSION); return 1;
-        case ':':
-            fprintf(stderr, "fuyou-sim: %s needs a value; see fuyou-sim --help\n",
-                    argv[optind - 1]);
-            return -EINVAL;
-        default:
-            fprintf(stderr, "fuyou-sim: unknown option '%s'; see fuyou-sim --help\n",
-                    argv[optind - 1]);
-            return -EINVAL;
-        }
-    }
-    if (optind < argc) {
-        fprintf(stderr, "fuyou-sim: unexpected argument '%s'; see fuyou-sim --help\n",
-                argv[optind]);
-        return -EINVAL;
-    }
+    int rc = opts_parse(&program, argc, argv, a, NULL);
+    if (rc)
+        return rc;
     if (a->plan.act && strcmp(a->swap, "auto")) {
         fprintf(stderr, "fuyou-sim: --act and --swap both decide the activations; give one\n");
         return -EINVAL;
@@ -598,12 +442,9 @@ int main(int argc, char **argv)
     SwapMode swap;
     double swap_bytes = 0;
     int status = 2;
-    char budget[PLAN_BUDGET_SETS][PLAN_BUDGET_SET_LEN];
-    int n_budget = plan_budget_sets(&a.budget, budget);
-    for (int i = 0; i < n_budget; i++)
-        a.sets[a.n_sets + i] = budget[i];
-    if (model_load(a.model, &cfg, &e) || hw_load(a.hw, a.sets, a.n_sets + n_budget, &hw, &e))
+    if (model_load(a.model, &cfg, &e) || hw_load(a.hw, a.sets, a.n_sets, &hw, &e))
         goto out_msg;
+    hw_set_budgets(&hw, a.gpu_bytes, a.cpu_bytes); /* after --set */
     if (a.ssd_bytes > 0)
         hw_set_ssd_bytes(&hw, a.ssd_bytes);
     if (cost_report_check(&a.cost, !a.describe && strcmp(a.swap, "sweep"), &hw, &e))

@@ -179,9 +179,9 @@ START_TEST(cpu_device_plans_as_sim)
                             "h200.ini");
     tu_assert_contains(out, " of CPU memory (here 8 MiB)");
     ck_assert_int_eq(tu_run_bin("FUYOU_SIM", "--help", out, sizeof out), 0);
-    tu_assert_contains(out, "fuyou-run's is\n                          h200.ini");
+    tu_assert_contains(out, "(default: 4090.ini; fuyou-run's: h200.ini)");
     ck_assert_int_eq(tu_run_bin("FUYOU_RUN", "--help", out, sizeof out), 0);
-    tu_assert_contains(out, "fuyou-sim's is 4090.ini");
+    tu_assert_contains(out, "(default: h200.ini; fuyou-sim's: 4090.ini)");
 }
 END_TEST
 

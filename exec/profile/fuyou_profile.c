@@ -5,8 +5,8 @@
  * line, the CPU, host memory and the store, one function each, and the ini; the GPU's
  * measurements are profile_gpu.c's (profile_run.h, what both share).
  * Exit codes: 0 success, 1 a measurement failed, 2 usage or input error. */
+#include <assert.h>
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +17,7 @@
 #include "config.h"
 #include "cost.h"
 #include "hw.h"
+#include "options.h"
 #include "profile.h"
 #include "profile_run.h"
 #include "regfile.h"
@@ -44,7 +45,7 @@ static const char *lookup(void *ctx, const char *section, const char *key)
     return from;
 }
 
-static void usage(FILE *out)
+static void intro(FILE *out)
 {
     fprintf(out,
 "usage: fuyou-profile [--quick] [--out FILE] [--base NAME|PATH] [--ssd-dir DIR]... [--gib N]\n"
@@ -55,25 +56,12 @@ static void usage(FILE *out)
 "host memory, and with a GPU its memory, pinned PCIe copies alone and both ways, the bf16\n"
 "GEMM efficiency curve, the attention's efficiency by head size, and the bandwidth and\n"
 "per-kernel time of memory-bound kernels. Other keys come from --base.\n"
-"\n"
-"  --quick             seconds instead of minutes: smaller sizes, fewer repetitions\n"
-"  --out FILE          write the ini there (default: standard output)\n"
-"  --base NAME|PATH    the description unmeasured keys come from (default h200.ini)\n"
-"  --ssd-dir DIR       a store directory, one device each, repeatable (default: the current\n"
-"                      directory)\n"
-"  --gib N             GiB written and read per SSD test (default 8, --quick 1)\n"
-"  --no-gpu            skip the GPU even when one is present\n"
-"  --threads N         the Adam task's threads (default: the cores the pipeline gives it)\n"
-"  --ssd-only          measure the store alone, every other key as --base has it with its\n"
-"                      comment (e.g. an earlier fuyou-profile's ini: the disk measured again)\n"
-"  --adam-only         the same for the Adam task alone at the pipeline's thread count (about\n"
-"                      a second): the rate of a CPU that drifts, measured again\n"
-"  --gpu-only          the same for the GPU alone (PCIe copies, GEMM and attention curves,\n"
-"                      memory-bound kernels; about a minute): the GPU's keys after a change\n"
-"                      to its kernels\n"
-"  -h, --help, -V, --version\n"
-"\n"
-"Exit status: 0 success, 1 a measurement failed, 2 usage or input error.\n");
+"\n");
+}
+
+static void outro(FILE *out)
+{
+    fprintf(out, "\nExit status: 0 success, 1 a measurement failed, 2 usage or input error.\n");
 }
 
 static void cpu_name(char *out, size_t n)
@@ -114,72 +102,43 @@ typedef struct ProfileArgs {
     double gib; /* 0: the default */
 } ProfileArgs;
 
-/* One option c (optarg its value): 0, 1 when --help or --version was printed, or -EINVAL
+/* One option (options.h), its value checked against the table already: 0, or -EINVAL
  * (printed). */
-static int take_option(ProfileArgs *a, int c, char **argv)
+static int take(void *ctx, OptId id, const char *v, double num)
 {
-    char *end;
-    switch (c) {
-    case 'q': a->quick = true; return 0;
-    case 'o': a->out_path = optarg; return 0;
-    case 'b': a->base = optarg; return 0;
-    case 'n': a->gpu = false; return 0;
-    case 's': a->ssd_only = true; return 0;
-    case 'a': a->adam_only = true; return 0;
-    case 'G': a->gpu_only = true; return 0;
-    case 'd':
+    ProfileArgs *a = ctx;
+    switch (id) {
+    case OPT_QUICK: a->quick = true; break;
+    case OPT_OUT: a->out_path = v; break;
+    case OPT_BASE: a->base = v; break;
+    case OPT_NO_GPU: a->gpu = false; break;
+    case OPT_SSD_ONLY: a->ssd_only = true; break;
+    case OPT_ADAM_ONLY: a->adam_only = true; break;
+    case OPT_GPU_ONLY: a->gpu_only = true; break;
+    case OPT_GIB: a->gib = num; break;
+    case OPT_THREADS: a->threads = (int)num; break;
+    case OPT_SSD_DIR:
         if (a->n_dirs == MAX_DIRS) {
             fprintf(stderr, "fuyou-profile: at most %d --ssd-dir\n", MAX_DIRS);
             return -EINVAL;
         }
-        a->dirs[a->n_dirs++] = optarg;
-        return 0;
-    case 'g':
-        a->gib = strtod(optarg, &end);
-        if (end == optarg || *end || !(a->gib > 0 && a->gib <= 4096)) {
-            fprintf(stderr, "fuyou-profile: --gib expects a size in GiB in (0, 4096], got "
-                    "'%s'\n", optarg);
-            return -EINVAL;
-        }
-        return 0;
-    case 't':
-        a->threads = (int)strtol(optarg, &end, 10);
-        if (end == optarg || *end || a->threads < 1 || a->threads > 4096) {
-            fprintf(stderr, "fuyou-profile: --threads expects 1 to 4096, got '%s'\n", optarg);
-            return -EINVAL;
-        }
-        return 0;
-    case 'h': usage(stdout); return 1;
-    case 'V': printf("fuyou-profile %s\n", FUYOU_VERSION); return 1;
-    case ':':
-        fprintf(stderr, "fuyou-profile: %s needs a value; see --help\n", argv[optind - 1]);
-        return -EINVAL;
-    default:
-        fprintf(stderr, "fuyou-profile: unknown option '%s'; see --help\n", argv[optind - 1]);
-        return -EINVAL;
+        a->dirs[a->n_dirs++] = v;
+        break;
+    default: assert(!"an option of fuyou-profile's"); return -EINVAL;
     }
+    return 0;
 }
+
+static const OptProgram program = {"fuyou-profile", OPT_PROFILE, intro, outro, take};
 
 /* Parses argv into a: 0 to measure, 1 when --help or --version was printed, or -EINVAL
  * (printed). */
 static int parse_args(int argc, char **argv, ProfileArgs *a)
 {
-    static const struct option opts[] = {
-        {"quick", 0, 0, 'q'}, {"out", 1, 0, 'o'}, {"base", 1, 0, 'b'}, {"ssd-dir", 1, 0, 'd'},
-        {"gib", 1, 0, 'g'}, {"no-gpu", 0, 0, 'n'}, {"threads", 1, 0, 't'},
-        {"ssd-only", 0, 0, 's'}, {"adam-only", 0, 0, 'a'}, {"gpu-only", 0, 0, 'G'},
-        {"help", 0, 0, 'h'}, {"version", 0, 0, 'V'}, {0, 0, 0, 0},
-    };
     *a = (ProfileArgs){.gpu = true, .base = "h200.ini"};
-    int c, rc;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":hV", opts, NULL)) != -1)
-        if ((rc = take_option(a, c, argv)))
-            return rc;
-    if (optind < argc) {
-        fprintf(stderr, "fuyou-profile: unexpected argument '%s'\n", argv[optind]);
-        return -EINVAL;
-    }
+    int rc = opts_parse(&program, argc, argv, a, NULL);
+    if (rc)
+        return rc;
     if (a->ssd_only + a->adam_only + a->gpu_only > 1) {
         fprintf(stderr, "fuyou-profile: --ssd-only, --adam-only and --gpu-only exclude each "
                 "other (one can take another's ini as its --base)\n");

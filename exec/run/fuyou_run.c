@@ -139,45 +139,33 @@ static int exit_status(int rc)
     }
 }
 
-/* hw_load of name with the budgets set as its capacities. */
-static int load_budgeted(const char *name, const PlanBudget *budget, Hardware *hw, Err *e)
-{
-    char sets[PLAN_BUDGET_SETS][PLAN_BUDGET_SET_LEN];
-    const char *set[PLAN_BUDGET_SETS];
-    int n_sets = plan_budget_sets(budget, sets);
-    for (int i = 0; i < n_sets; i++)
-        set[i] = sets[i];
-    return hw_load(name, set, n_sets, hw, e);
-}
-
 /* The hardware ini with the budgets as its capacities (a budget is what the plan may use,
  * with nothing reserved), and the device as it is: one with less free than the ini's capacity
  * (no --gpu-mem), such as the cpu device, whose memory is the host's, is planned for what it
  * has free, said on the console. 0 or -errno with e. */
 static int load_hw(const RunArgs *a, Hardware *hw, Err *e)
 {
-    PlanBudget budget = {(double)a->pipe.gpu_budget, (double)a->pipe.cpu_budget};
-    int rc = load_budgeted(a->hw_name, &budget, hw, e);
-    const DeviceOps *dev = a->pipe.device;
-    if (rc || budget.gpu_bytes || !dev->free_bytes)
+    double cpu_budget = (double)a->pipe.cpu_budget;
+    int rc = hw_load(a->hw_name, NULL, 0, hw, e);
+    if (rc)
         return rc;
+    hw_set_budgets(hw, (double)a->pipe.gpu_budget, cpu_budget);
+    const DeviceOps *dev = a->pipe.device;
+    if (a->pipe.gpu_budget || !dev->free_bytes)
+        return 0;
     double dev_free = (double)dev->free_bytes();
     if (dev->on_host && dev_free > 0) /* the host pool takes its budget from the same memory */
-        dev_free = dev_free > budget.cpu_bytes ? dev_free - budget.cpu_bytes : 1;
+        dev_free = dev_free > cpu_budget ? dev_free - cpu_budget : 1;
     double ini = footprint_capacity(hw, TIER_GPU);
     if (dev_free <= 0 || dev_free >= ini)
         return 0;
-    hw_free(hw);
-    budget.gpu_bytes = dev_free;
-    rc = load_budgeted(a->hw_name, &budget, hw, e);
-    if (!rc) {
-        char b0[24], b1[24];
-        printf("fuyou-run: the %s device has %s free, less than %s's %s: planned for what it "
-               "has (fuyou-sim --hw %s --gpu-mem %.0f%s predicts this plan)\n", dev->name,
-               units_bytes(b0, sizeof b0, dev_free), a->hw_name, units_bytes(b1, sizeof b1, ini),
-               a->hw_name, dev_free, dev->on_host ? " --device cpu" : "");
-    }
-    return rc;
+    hw_set_budgets(hw, dev_free, 0);
+    char b0[24], b1[24];
+    printf("fuyou-run: the %s device has %s free, less than %s's %s: planned for what it has "
+           "(fuyou-sim --hw %s --gpu-mem %.0f%s predicts this plan)\n", dev->name,
+           units_bytes(b0, sizeof b0, dev_free), a->hw_name, units_bytes(b1, sizeof b1, ini),
+           a->hw_name, dev_free, dev->on_host ? " --device cpu" : "");
+    return 0;
 }
 
 /* The plan fuyou-sim makes from the same options (plan_make.h), on the lane of the device the
