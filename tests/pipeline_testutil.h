@@ -5,7 +5,7 @@
 #ifndef FUYOU_PIPELINE_TESTUTIL_H
 #define FUYOU_PIPELINE_TESTUTIL_H
 
-#include "gpt2_cpu.h"
+#include "cpu_backend.h"
 #include "graph.h"
 #include "pipeline.h"
 #include "testutil.h"

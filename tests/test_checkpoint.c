@@ -15,7 +15,7 @@
 
 #include "checkpoint.h"
 #include "crc32c.h"
-#include "gpt2_cpu.h"
+#include "cpu_backend.h"
 #include "safetensors.h"
 #include "trainer.h"
 #include "testutil.h"

@@ -17,7 +17,7 @@
 #include "cuda_device.h"
 #include "flash_attention.h"
 #include "cuda_backend.h"
-#include "gpt2_cpu.h"
+#include "cpu_backend.h"
 #include "gpt2_kernels.h"
 #include "gpt2_layout.h"
 #include "gpt2_ops.h"

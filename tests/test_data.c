@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 
 #include "data.h"
-#include "gpt2_cpu.h"
+#include "cpu_backend.h"
 #include "npy.h"
 #include "trainer.h"
 #include "testutil.h"

@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 
 #include "eval.h"
-#include "gpt2_cpu.h"
+#include "cpu_backend.h"
 #include "gpt2_layout.h"
 #include "trainer.h"
 #include "testutil.h"

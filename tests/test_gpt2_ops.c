@@ -9,7 +9,7 @@
 #include <gsl/gsl_rng.h>
 #include <math.h>
 
-#include "gpt2_cpu.h"
+#include "cpu_backend.h"
 #include "gpt2_layout.h"
 #include "gpt2_ops.h"
 #include "testutil.h"

@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 
 #include "checkpoint.h"
-#include "gpt2_cpu.h"
+#include "cpu_backend.h"
 #include "hf_save.h"
 #include "hf_testutil.h"
 #include "safetensors.h"

@@ -13,7 +13,7 @@
 #include <gsl/gsl_rng.h>
 #include <math.h>
 
-#include "gpt2_cpu.h"
+#include "cpu_backend.h"
 #include "gpt2_ops.h"
 #include "llama_block.h"
 #include "llama_ops.h"

@@ -13,7 +13,7 @@
 #include <time.h>
 
 #include "checkpoint.h"
-#include "gpt2_cpu.h"
+#include "cpu_backend.h"
 #include "graph.h"
 #include "hf_testutil.h"
 #include "lane.h"

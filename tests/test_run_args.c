@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "backends.h"
-#include "gpt2_cpu.h"
+#include "cpu_backend.h"
 #include "run_args.h"
 #include "testutil.h"
 

@@ -14,7 +14,7 @@
 #include <gsl/gsl_rng.h>
 
 #include "checkpoint.h"
-#include "gpt2_cpu.h"
+#include "cpu_backend.h"
 #include "layout.h"
 #include "safetensors.h"
 #include "trainer.h"

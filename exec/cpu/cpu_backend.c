@@ -1,20 +1,25 @@
-/* cpu_backend: the CPU reference backends' shared state and ops; see cpu_backend.h. */
+/* cpu_backend: the CPU reference backend, once for every block family; see cpu_backend.h
+ * and cpu_family.h. */
 #include "cpu_backend.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu_family.h"
 #include "gpt2_ops.h"
 
-int cpu_backend_init(CpuBackend *b, const BackendOps *ops, const ModelConfig *c, int B, int T,
-                     WorkPool *wp, const size_t *act_size, int n_acts, float **acts,
-                     float **dacts, Err *e)
+/* Fills b (zeroed but for fam and act_size) for c: the flat state, the activations and their
+ * gradients carved in the family's order. 0 or -ENOMEM with e; release frees what it
+ * allocated either way (not b itself). */
+static int state_init(CpuBackend *b, const ModelConfig *c, int B, int T, WorkPool *wp, Err *e)
 {
     size_t P = (size_t)model_param_count(c), N = (size_t)B * T, act_floats = 0;
+    int n_acts = b->fam->n_acts;
     for (int i = 0; i < n_acts; i++)
-        act_floats += act_size[i];
-    b->base = (Backend){.ops = ops, .cfg = *c, .B = B, .T = T, .n_params = P,
+        act_floats += b->act_size[i];
+    b->base = (Backend){.ops = &backend_cpu, .cfg = *c, .B = B, .T = T, .n_params = P,
                         .loss_scale = 1.0f};
     b->wp = wp;
     b->isa = adam_isa_best();
@@ -31,18 +36,48 @@ int cpu_backend_init(CpuBackend *b, const BackendOps *ops, const ModelConfig *c,
         !b->targets || !b->inputs)
         return err_set(e, -ENOMEM, "out of memory for %s's parameters and activations",
                        c->name);
-    for (size_t i = 0, at = 0; i < (size_t)n_acts; at += act_size[i++])
-        acts[i] = b->act_mem + at, dacts[i] = b->dact_mem + at;
+    for (size_t i = 0, at = 0; i < (size_t)n_acts; at += b->act_size[i++])
+        b->acts[i] = b->act_mem + at, b->dacts[i] = b->dact_mem + at;
     return 0;
 }
 
-void cpu_backend_release(CpuBackend *b)
+static void cpu_destroy(Backend *be)
 {
+    CpuBackend *b = (CpuBackend *)be;
+    if (!b)
+        return;
+    if (b->fam->fini)
+        b->fam->fini(b);
     free(b->params), free(b->grads), free(b->m), free(b->v);
     free(b->act_mem), free(b->dact_mem), free(b->targets), free(b->inputs);
+    free(b);
 }
 
-int cpu_backend_read_state(Backend *b, float *params, float *m, float *v, Err *e)
+static int cpu_create(Backend **out, const ModelConfig *c, int B, int T, WorkPool *wp, Err *e)
+{
+    *out = NULL;
+    int rc = backend_check_shape(c, B, T, e);
+    if (rc)
+        return rc;
+    const CpuFamily *f = c->arch == ARCH_LLAMA ? &cpu_llama : &cpu_gpt2;
+    assert(f->n_acts <= CPU_MAX_ACTS && f->size >= sizeof(CpuBackend));
+    CpuBackend *b = calloc(1, f->size);
+    if (!b)
+        return err_set(e, -ENOMEM, "out of memory");
+    b->fam = f;
+    f->act_sizes(c, B, T, b->act_size);
+    rc = state_init(b, c, B, T, wp, e);
+    if (!rc && f->init)
+        rc = f->init(b, e);
+    if (rc) {
+        cpu_destroy(&b->base);
+        return rc;
+    }
+    *out = &b->base;
+    return 0;
+}
+
+static int read_state(Backend *b, float *params, float *m, float *v, Err *e)
 {
     (void)e;
     const CpuBackend *c = (const CpuBackend *)b;
@@ -56,8 +91,8 @@ int cpu_backend_read_state(Backend *b, float *params, float *m, float *v, Err *e
     return 0;
 }
 
-int cpu_backend_write_state(Backend *b, const float *params, const float *m, const float *v,
-                            Err *e)
+static int write_state(Backend *b, const float *params, const float *m, const float *v,
+                       Err *e)
 {
     (void)e;
     CpuBackend *c = (CpuBackend *)b;
@@ -71,27 +106,27 @@ int cpu_backend_write_state(Backend *b, const float *params, const float *m, con
     return 0;
 }
 
-int cpu_backend_read_grads(Backend *b, float *grads, Err *e)
+static int read_grads(Backend *b, float *grads, Err *e)
 {
     (void)e;
     memcpy(grads, ((CpuBackend *)b)->grads, b->n_params * sizeof(float));
     return 0;
 }
 
-int cpu_backend_write_grads(Backend *b, const float *grads, Err *e)
+static int write_grads(Backend *b, const float *grads, Err *e)
 {
     (void)e;
     memcpy(((CpuBackend *)b)->grads, grads, b->n_params * sizeof(float));
     return 0;
 }
 
-double cpu_backend_grad_sq(Backend *b, size_t begin, size_t end)
+static double grad_sq(Backend *b, size_t begin, size_t end)
 {
     CpuBackend *c = (CpuBackend *)b;
     return adam_sum_sq(c->grads + begin, DTYPE_FP32, end - begin, c->wp);
 }
 
-int cpu_backend_update(Backend *b, const AdamStep *s, size_t begin, size_t end, Err *e)
+static int update(Backend *b, const AdamStep *s, size_t begin, size_t end, Err *e)
 {
     (void)e;
     CpuBackend *c = (CpuBackend *)b;
@@ -101,28 +136,80 @@ int cpu_backend_update(Backend *b, const AdamStep *s, size_t begin, size_t end, 
     return 0;
 }
 
-int cpu_backend_step(CpuBackend *b, const CpuFamilyStep *f, const int *inputs,
-                     const int *targets, bool do_backward, float *loss, Err *e)
+/* The micro-batch's tokens forward: the embedding, the blocks, the final norm, the head's
+ * logits and their softmax. */
+static void forward(CpuBackend *b, const int *inputs)
 {
-    const Backend *be = &b->base;
+    const CpuFamily *f = b->fam;
+    const ModelConfig *c = &b->base.cfg;
+    int B = b->base.B, T = b->base.T, C = c->d_model, V = c->vocab, N = B * T;
+    f->embed_forward(b, inputs);
+    for (int l = 0; l < c->n_layer; l++)
+        f->block_forward(b, l);
+    f->norm_forward(b, cpu_block_in(b, b->acts, c->n_layer));
+    matmul_forward_ref(b->acts[f->logits], b->acts[f->normf], f->lm_head(c, b->params), NULL, N,
+                       C, V, b->wp);
+    softmax_forward_ref(b->acts[f->probs], b->acts[f->logits], B, T, V);
+}
+
+/* The gradients, from zero, of dloss times each counted target's loss: the head's first (with
+ * a tied matrix the head's gradient comes before the embedding's), then the final norm's, the
+ * blocks' last to first, the embedding's. */
+static void backward(CpuBackend *b, const int *inputs, const int *targets, float dloss)
+{
+    const CpuFamily *f = b->fam;
+    const ModelConfig *c = &b->base.cfg;
+    int B = b->base.B, T = b->base.T, C = c->d_model, L = c->n_layer, V = c->vocab, N = B * T;
+    memset(b->grads, 0, b->base.n_params * sizeof(float));
+    memset(b->dact_mem, 0, b->act_floats * sizeof(float));
+    float *dlosses = b->dacts[f->losses];
+    for (int i = 0; i < N; i++)
+        dlosses[i] = dloss;
+    crossentropy_softmax_backward_ref(b->dacts[f->logits], dlosses, b->acts[f->probs], targets,
+                                      B, T, V);
+    matmul_backward_ref(b->dacts[f->normf], f->lm_head(c, b->grads), NULL, b->dacts[f->logits],
+                        b->acts[f->normf], f->lm_head(c, b->params), N, C, V, b->wp);
+    f->norm_backward(b, cpu_block_in(b, b->dacts, L), cpu_block_in(b, b->acts, L));
+    for (int l = L - 1; l >= 0; l--)
+        f->block_backward(b, l);
+    f->embed_backward(b, inputs);
+}
+
+/* The tokens checked, forward, with targets the losses and their mean over the counted targets
+ * (summed in double in token order; 0 when every target is DATA_IGNORE) into *loss, with
+ * backward the gradients of loss_scale times that mean. */
+static int step(Backend *be, const int *inputs, const int *targets, bool do_backward,
+                float *loss, Err *e)
+{
+    CpuBackend *b = (CpuBackend *)be;
+    const CpuFamily *f = b->fam;
     int N = be->B * be->T;
     int rc = backend_check_tokens(&be->cfg, N, inputs, targets, e);
     if (rc)
         return rc;
-    f->forward(b, inputs);
+    forward(b, inputs);
     int n_targets = targets ? backend_count_targets(N, targets) : 0;
+    float *losses = b->acts[f->losses];
     if (targets) {
-        crossentropy_forward_ref(f->losses, f->probs, targets, be->B, be->T, be->cfg.vocab);
+        crossentropy_forward_ref(losses, b->acts[f->probs], targets, be->B, be->T,
+                                 be->cfg.vocab);
         double sum = 0;
         for (int i = 0; i < N; i++)
-            sum += f->losses[i];
+            sum += losses[i];
         if (loss)
             *loss = n_targets ? (float)(sum / n_targets) : 0.0f;
     }
     if (do_backward) {
         if (!targets)
             return err_set(e, -EINVAL, "backward needs targets");
-        f->backward(b, inputs, targets, n_targets ? be->loss_scale / (float)n_targets : 0.0f);
+        backward(b, inputs, targets, n_targets ? be->loss_scale / (float)n_targets : 0.0f);
     }
     return 0;
 }
+
+const BackendOps backend_cpu = {
+    .name = "cpu", .create = cpu_create, .destroy = cpu_destroy,
+    .read_state = read_state, .write_state = write_state,
+    .read_grads = read_grads, .write_grads = write_grads,
+    .step = step, .grad_sq = grad_sq, .update = update,
+};

@@ -1,15 +1,11 @@
-/* llama_cpu: the fp32 CPU reference backend of the Llama family (backend_cpu creates it for a
- * Llama model): forward and backward block by block (llama_block.h), the head and loss on
- * gpt2_ops' matmul, softmax and cross-entropy, AdamW through cpu_backend.h. Activations and
- * their gradients are carved from one allocation by a size table. */
-#include <errno.h>
-#include <stdlib.h>
+/* llama_cpu: the Llama family's half of the CPU reference backend (cpu_family.h): its
+ * activations, the token embedding, the blocks op by op (llama_block.h, with RoPE's table)
+ * and the final RMSNorm. */
 #include <string.h>
 
-#include "cpu_backend.h"
+#include "cpu_family.h"
 #include "gpt2_ops.h"
 #include "llama_block.h"
-#include "llama_cpu.h"
 #include "llama_layout.h"
 
 /* The activations: per layer those a block keeps (each L times), then the edges'. */
@@ -19,19 +15,11 @@ enum {
     A_LOGITS, A_PROBS, A_LOSSES, A_COUNT
 };
 
-typedef struct Acts {
-    float *p[A_COUNT];
-} Acts;
-
 typedef struct LlamaCpu {
-    CpuBackend cb;
-    Acts acts, dacts;
-    size_t act_size[A_COUNT];
+    CpuBackend b;
     LlamaDims d;
     RopeTable rope;
 } LlamaCpu;
-
-static const BackendOps backend_cpu_llama;
 
 static void act_sizes(const ModelConfig *c, int B, int T, size_t s[A_COUNT])
 {
@@ -50,140 +38,110 @@ static void act_sizes(const ModelConfig *c, int B, int T, size_t s[A_COUNT])
     memcpy(s, table, sizeof table);
 }
 
-static void llama_destroy(Backend *b)
+static int init(CpuBackend *b, Err *e)
 {
     LlamaCpu *g = (LlamaCpu *)b;
-    if (!g)
-        return;
-    cpu_backend_release(&g->cb);
-    rope_table_free(&g->rope);
-    free(g);
-}
-
-int llama_cpu_create(Backend **out, const ModelConfig *c, int B, int T, WorkPool *wp, Err *e)
-{
-    *out = NULL;
-    int rc = backend_check_shape(c, B, T, e);
-    if (rc)
-        return rc;
-    LlamaCpu *g = calloc(1, sizeof *g);
-    if (!g)
-        return err_set(e, -ENOMEM, "out of memory");
-    act_sizes(c, B, T, g->act_size);
+    const ModelConfig *c = &b->base.cfg;
     int d = (int)model_head_dim(c);
-    rc = cpu_backend_init(&g->cb, &backend_cpu_llama, c, B, T, wp, g->act_size, A_COUNT,
-                          g->acts.p, g->dacts.p, e);
-    if (!rc)
-        rc = rope_table_init(&g->rope, T, d, model_rope_theta(c),
-                             c->rope_scaling.factor > 0 ? &c->rope_scaling : NULL, e);
-    if (rc) {
-        llama_destroy(&g->cb.base);
-        return rc;
-    }
-    g->d = (LlamaDims){.B = B, .T = T, .C = c->d_model, .F = c->d_ff, .h = c->n_head,
-                       .g = model_kv_heads(c), .d = d, .eps = (float)model_norm_eps(c),
-                       .rope = &g->rope};
-    *out = &g->cb.base;
-    return 0;
+    g->d = (LlamaDims){.B = b->base.B, .T = b->base.T, .C = c->d_model, .F = c->d_ff,
+                       .h = c->n_head, .g = model_kv_heads(c), .d = d,
+                       .eps = (float)model_norm_eps(c), .rope = &g->rope};
+    return rope_table_init(&g->rope, b->base.T, d, model_rope_theta(c),
+                           c->rope_scaling.factor > 0 ? &c->rope_scaling : NULL, e);
 }
 
-/* Layer l's slice of a per-layer activation. */
-static float *lay(const LlamaCpu *g, const Acts *a, int which, int l)
+static void fini(CpuBackend *b)
 {
-    return a->p[which] + (size_t)l * (g->act_size[which] / (size_t)g->cb.base.cfg.n_layer);
+    rope_table_free(&((LlamaCpu *)b)->rope);
 }
 
-/* Layer l's activations (or their gradients) as a block sees them. */
-static void block_acts(const LlamaCpu *g, const Acts *a, int l, LlamaBlockActs *x)
+static float *lm_head(const ModelConfig *c, float *flat)
 {
-    *x = (LlamaBlockActs){
-        .in = l == 0 ? a->p[A_EMBED] : lay(g, a, A_OUT, l - 1),
-        .norm1 = lay(g, a, A_NORM1, l), .norm1_rstd = lay(g, a, A_NORM1_RSTD, l),
-        .qkv = lay(g, a, A_QKV, l), .rope = lay(g, a, A_ROPE, l), .attn = lay(g, a, A_ATTN, l),
-        .att = lay(g, a, A_ATT, l), .preatt = lay(g, a, A_PREATT, l), .o = lay(g, a, A_O, l),
-        .res1 = lay(g, a, A_RES1, l), .norm2 = lay(g, a, A_NORM2, l),
-        .norm2_rstd = lay(g, a, A_NORM2_RSTD, l), .gate_up = lay(g, a, A_GATE_UP, l),
-        .swiglu = lay(g, a, A_SWIGLU, l), .down = lay(g, a, A_DOWN, l),
-        .out = lay(g, a, A_OUT, l),
-    };
-}
-
-static void forward(CpuBackend *cb, const int *inputs)
-{
-    LlamaCpu *g = (LlamaCpu *)cb;
-    const ModelConfig *c = &g->cb.base.cfg;
-    int B = g->d.B, T = g->d.T, C = c->d_model, V = c->vocab, N = B * T;
-    const Acts *a = &g->acts;
     LlamaEdgeView ev;
-    llama_view_edges(c, g->cb.params, &ev);
-    embedding_forward_ref(a->p[A_EMBED], inputs, ev.embed, N, C);
-    const float *residual = a->p[A_EMBED];
-    for (int l = 0; l < c->n_layer; l++) {
-        LlamaBlockView w;
-        llama_view_block(c, g->cb.params, l, &w);
-        LlamaBlockActs x;
-        block_acts(g, a, l, &x);
-        for (int op = 0; op < LLAMA_OPS; op++)
-            llama_block_forward_op(op, &g->d, &w, &x, g->cb.wp);
-        residual = x.out;
-    }
-    rmsnorm_forward_ref(a->p[A_NORMF], a->p[A_NORMF_RSTD], residual, ev.norm, N, C, g->d.eps);
-    matmul_forward_ref(a->p[A_LOGITS], a->p[A_NORMF], ev.lm_head, NULL, N, C, V, g->cb.wp);
-    softmax_forward_ref(a->p[A_PROBS], a->p[A_LOGITS], B, T, V);
+    llama_view_edges(c, flat, &ev);
+    return ev.lm_head;
 }
 
-static void backward(CpuBackend *cb, const int *inputs, const int *targets, float dloss)
+/* Block l's activations in t (the activations or their gradients) as a block sees them. */
+static void block_acts(const CpuBackend *b, float *const *t, int l, LlamaBlockActs *x)
 {
-    LlamaCpu *g = (LlamaCpu *)cb;
-    const ModelConfig *c = &g->cb.base.cfg;
-    int B = g->d.B, T = g->d.T, C = c->d_model, L = c->n_layer, V = c->vocab, N = B * T;
-    const Acts *a = &g->acts, *d = &g->dacts;
-    memset(g->cb.grads, 0, g->cb.base.n_params * sizeof(float));
-    memset(g->cb.dact_mem, 0, g->cb.act_floats * sizeof(float));
+#define AT(which) cpu_block_slice(b, t, which, l)
+    *x = (LlamaBlockActs){
+        .in = cpu_block_in(b, t, l), .norm1 = AT(A_NORM1), .norm1_rstd = AT(A_NORM1_RSTD),
+        .qkv = AT(A_QKV), .rope = AT(A_ROPE), .attn = AT(A_ATTN), .att = AT(A_ATT),
+        .preatt = AT(A_PREATT), .o = AT(A_O), .res1 = AT(A_RES1), .norm2 = AT(A_NORM2),
+        .norm2_rstd = AT(A_NORM2_RSTD), .gate_up = AT(A_GATE_UP), .swiglu = AT(A_SWIGLU),
+        .down = AT(A_DOWN), .out = AT(A_OUT),
+    };
+#undef AT
+}
+
+static void block_forward(CpuBackend *b, int l)
+{
+    LlamaBlockView w;
+    llama_view_block(&b->base.cfg, b->params, l, &w);
+    LlamaBlockActs x;
+    block_acts(b, b->acts, l, &x);
+    for (int op = 0; op < LLAMA_OPS; op++)
+        llama_block_forward_op(op, &((LlamaCpu *)b)->d, &w, &x, b->wp);
+}
+
+static void block_backward(CpuBackend *b, int l)
+{
+    LlamaBlockView w, dw;
+    llama_view_block(&b->base.cfg, b->params, l, &w);
+    llama_view_block(&b->base.cfg, b->grads, l, &dw);
+    LlamaBlockActs x, dx;
+    block_acts(b, b->acts, l, &x);
+    block_acts(b, b->dacts, l, &dx);
+    LlamaBlockGrads gr = {.din = dx.in, .norm1 = dx.norm1, .qkv = dx.qkv, .rope = dx.rope,
+                          .attn = dx.attn, .preatt = dx.preatt, .att = dx.att, .o = dx.o,
+                          .res1 = dx.res1, .norm2 = dx.norm2, .gate_up = dx.gate_up,
+                          .swiglu = dx.swiglu, .down = dx.down, .dout = dx.out};
+    for (int op = LLAMA_OPS - 1; op >= 0; op--)
+        if (llama_block_op_has_backward(op))
+            llama_block_backward_op(op, &((LlamaCpu *)b)->d, &w, &dw, &x, &gr, b->wp);
+}
+
+static void embed_forward(CpuBackend *b, const int *inputs)
+{
+    LlamaEdgeView ev;
+    llama_view_edges(&b->base.cfg, b->params, &ev);
+    embedding_forward_ref(b->acts[A_EMBED], inputs, ev.embed, b->base.B * b->base.T,
+                          b->base.cfg.d_model);
+}
+
+static void embed_backward(CpuBackend *b, const int *inputs)
+{
+    LlamaEdgeView dev;
+    llama_view_edges(&b->base.cfg, b->grads, &dev);
+    embedding_backward_ref(dev.embed, b->dacts[A_EMBED], inputs, b->base.B * b->base.T,
+                           b->base.cfg.d_model);
+}
+
+static void norm_forward(CpuBackend *b, const float *in)
+{
+    LlamaEdgeView ev;
+    llama_view_edges(&b->base.cfg, b->params, &ev);
+    rmsnorm_forward_ref(b->acts[A_NORMF], b->acts[A_NORMF_RSTD], in, ev.norm,
+                        b->base.B * b->base.T, b->base.cfg.d_model, ((LlamaCpu *)b)->d.eps);
+}
+
+static void norm_backward(CpuBackend *b, float *din, const float *in)
+{
     LlamaEdgeView ev, dev;
-    llama_view_edges(c, g->cb.params, &ev);
-    llama_view_edges(c, g->cb.grads, &dev);
-    float *dlosses = d->p[A_LOSSES];
-    for (int i = 0; i < N; i++)
-        dlosses[i] = dloss;
-    crossentropy_softmax_backward_ref(d->p[A_LOGITS], dlosses, a->p[A_PROBS], targets, B, T, V);
-    matmul_backward_ref(d->p[A_NORMF], dev.lm_head, NULL, d->p[A_LOGITS], a->p[A_NORMF],
-                        ev.lm_head, N, C, V, g->cb.wp);
-    float *residual = L > 0 ? lay(g, a, A_OUT, L - 1) : a->p[A_EMBED];
-    float *dresidual = L > 0 ? lay(g, d, A_OUT, L - 1) : d->p[A_EMBED];
-    rmsnorm_backward_ref(dresidual, dev.norm, d->p[A_NORMF], residual, ev.norm,
-                         a->p[A_NORMF_RSTD], N, C);
-    for (int l = L - 1; l >= 0; l--) {
-        LlamaBlockView w, dw;
-        llama_view_block(c, g->cb.params, l, &w);
-        llama_view_block(c, g->cb.grads, l, &dw);
-        LlamaBlockActs x, dx;
-        block_acts(g, a, l, &x);
-        block_acts(g, d, l, &dx);
-        LlamaBlockGrads gr = {.din = dx.in, .norm1 = dx.norm1, .qkv = dx.qkv, .rope = dx.rope,
-                              .attn = dx.attn, .preatt = dx.preatt, .att = dx.att, .o = dx.o,
-                              .res1 = dx.res1, .norm2 = dx.norm2, .gate_up = dx.gate_up,
-                              .swiglu = dx.swiglu, .down = dx.down, .dout = dx.out};
-        for (int op = LLAMA_OPS - 1; op >= 0; op--)
-            if (llama_block_op_has_backward(op))
-                llama_block_backward_op(op, &g->d, &w, &dw, &x, &gr, g->cb.wp);
-    }
-    /* after the head's, as the GPT-2 backend's: a tied matrix adds the two in that order */
-    embedding_backward_ref(dev.embed, d->p[A_EMBED], inputs, N, C);
+    llama_view_edges(&b->base.cfg, b->params, &ev);
+    llama_view_edges(&b->base.cfg, b->grads, &dev);
+    rmsnorm_backward_ref(din, dev.norm, b->dacts[A_NORMF], in, ev.norm, b->acts[A_NORMF_RSTD],
+                         b->base.B * b->base.T, b->base.cfg.d_model);
 }
 
-static int llama_step(Backend *b, const int *inputs, const int *targets, bool do_backward,
-                      float *loss, Err *e)
-{
-    LlamaCpu *g = (LlamaCpu *)b;
-    const CpuFamilyStep f = {forward, backward, g->acts.p[A_PROBS],
-                             g->acts.p[A_LOSSES]};
-    return cpu_backend_step(&g->cb, &f, inputs, targets, do_backward, loss, e);
-}
-
-static const BackendOps backend_cpu_llama = {
-    .name = "cpu", .create = llama_cpu_create, .destroy = llama_destroy,
-    .read_state = cpu_backend_read_state, .write_state = cpu_backend_write_state,
-    .read_grads = cpu_backend_read_grads, .write_grads = cpu_backend_write_grads,
-    .step = llama_step, .grad_sq = cpu_backend_grad_sq, .update = cpu_backend_update,
+const CpuFamily cpu_llama = {
+    .size = sizeof(LlamaCpu), .n_acts = A_COUNT, .act_sizes = act_sizes,
+    .embed = A_EMBED, .out = A_OUT, .normf = A_NORMF, .logits = A_LOGITS, .probs = A_PROBS,
+    .losses = A_LOSSES,
+    .init = init, .fini = fini, .lm_head = lm_head,
+    .embed_forward = embed_forward, .embed_backward = embed_backward,
+    .block_forward = block_forward, .block_backward = block_backward,
+    .norm_forward = norm_forward, .norm_backward = norm_backward,
 };

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "config.h"
-#include "gpt2_cpu.h"
+#include "cpu_backend.h"
 #if FUYOU_HAVE_CUDA
 #include "cuda_backend.h"
 #endif

@@ -12,7 +12,7 @@
 #include "backends.h"
 #include "checkpoint.h"
 #include "config.h"
-#include "gpt2_cpu.h"
+#include "cpu_backend.h"
 #include "graph.h"
 #include "hf_folder.h"
 #include "options.h"

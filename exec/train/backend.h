@@ -1,6 +1,6 @@
 /* backend: the operations a training backend provides, so one training loop (trainer.h) runs on
  * the CPU reference and on CUDA alike (fio-style ops table). The implementations are
- * exec/cpu/gpt2_cpu.h and exec/cuda/cuda_backend.h; exec/run/backends.h finds one by name.
+ * exec/cpu/cpu_backend.h and exec/cuda/cuda_backend.h; exec/run/backends.h finds one by name.
  *
  * Parameters, gradients and the optimizer's m and v are addressed in the flat fp32 layout of
  * gpt2_layout.h, on the host, whatever the backend keeps internally; the optimizer step is
