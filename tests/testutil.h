@@ -12,6 +12,20 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* The AddressSanitizer build (CI's second) runs the slowest suites' trainings sized down: the
+ * same plans and paths over fewer steps, which the normal build runs whole (docs/testing.md).
+ * tu_sized gives the count for this build. */
+#ifdef __SANITIZE_ADDRESS__
+#define TU_SANITIZED 1
+#else
+#define TU_SANITIZED 0
+#endif
+
+static inline int tu_sized(int whole, int sanitized)
+{
+    return TU_SANITIZED ? sanitized : whole;
+}
+
 /* A progress stream that sets *flag to sig as the text `when` is written to it, as a signal
  * handler would in the middle of a run (TrainOptions.stop): a stop asked at a step the test
  * names, not at a moment a timer picks. fclose it. */

@@ -1,9 +1,11 @@
-/* device_cpu: the CPU device's ops (device.h): each call passed to the model's family
- * (device_cpu.h), and what no family changes: host memory as device memory, memcpy as copies,
- * no timers of its own (the lane's clock is exact). */
+/* device_cpu: the CPU device's ops (device.h), once for every family (device_cpu.h): its
+ * buffers made, the edges' tasks on the family's embedding and norm, a block's task passed to
+ * the family; host memory as device memory, memcpy as copies, no timers of its own (the lane's
+ * clock is exact). */
 #include "device_cpu.h"
 #include "hostpool.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -12,11 +14,6 @@
 static const CpuDeviceFamily *family(const ModelConfig *c)
 {
     return c->arch == ARCH_LLAMA ? &cpu_device_llama : &cpu_device_gpt2;
-}
-
-static const CpuDeviceFamily *family_of(const Device *d)
-{
-    return ((const CpuDeviceHead *)d)->fam;
 }
 
 /* The family's CPU lane (arch.h, cpu_lane_bytes): what the footprint counts. */
@@ -35,15 +32,74 @@ static size_t cpu_own_bytes(const ModelConfig *c, int B, int T)
     return (size_t)own;
 }
 
-static int cpu_create(Device **out, const ModelConfig *c, int B, int T, WorkPool *wp, Err *e)
-{
-    return family(c)->create(out, c, B, T, wp, e);
-}
-
 static void cpu_destroy(Device *d)
 {
-    if (d)
-        family_of(d)->destroy(d);
+    CpuDeviceHead *h = (CpuDeviceHead *)d;
+    if (!h)
+        return;
+    if (h->fam->fini)
+        h->fam->fini(d);
+    free(h->mem);
+    free(h);
+}
+
+static int cpu_create(Device **out, const ModelConfig *c, int B, int T, WorkPool *wp, Err *e)
+{
+    const CpuDeviceFamily *f = family(c);
+    size_t own = cpu_own_bytes(c, B, T) / sizeof(float) -
+                 (f->apart_floats ? f->apart_floats(c, B, T) : 0);
+    CpuDeviceHead *h = calloc(1, f->size);
+    if (!h)
+        return err_set(e, -ENOMEM, "out of memory");
+    *h = (CpuDeviceHead){.fam = f, .cfg = *c, .B = B, .T = T, .wp = wp};
+    Device *d = (Device *)h;
+    h->mem = calloc(own, sizeof(float));
+    int rc = h->mem ? 0 : err_set(e, -ENOMEM, "out of memory for the compute lane's buffers");
+    if (!rc && f->init)
+        rc = f->init(d, e);
+    if (rc) {
+        cpu_destroy(d);
+        return rc;
+    }
+    float *p = cpu_device_carve_shared(h, f->carve(d, h->mem), c, B, T, wp);
+    assert((size_t)(p - h->mem) == own);
+    (void)p;
+    *out = d;
+    return 0;
+}
+
+/* An edge task's operation other than the loss: the embedding, the final norm (its backward
+ * starts the residual's gradient of the last block), the head. */
+static int edge_call(CpuDeviceHead *h, const ComputeCall *c)
+{
+    const CpuDeviceFamily *f = h->fam;
+    Device *d = (Device *)h;
+    bool bwd = c->task->kind == TASK_BWD;
+    switch (c->op) {
+    case EDGE_EMBED:
+        if (!bwd)
+            f->embed_forward(d, c);
+        else
+            f->embed_backward(d, c, h->dres[1 % 2]);
+        return 0;
+    case EDGE_NORM: {
+        if (!bwd) {
+            f->norm_forward(d, c, h->lm.x);
+            return 0;
+        }
+        float *dres = h->dres[(h->n_layer - 1 + 2) % 2];
+        memset(dres, 0, (size_t)h->lm.N * h->lm.C * sizeof(float));
+        f->norm_backward(d, c, h->lm.dx, dres);
+        return 0;
+    }
+    case EDGE_HEAD:
+        if (!bwd) /* a backward task has nothing left: the forward did it */
+            cpu_device_head(h, c, f->lm_head(&h->cfg, c->w),
+                            f->lm_head(&h->cfg, c->dw ? c->dw : c->w),
+                            (size_t)model_embed_params(&h->cfg));
+        return 0;
+    default: return -EINVAL;
+    }
 }
 
 static int cpu_compute(Device *d, const ComputeCall *c, DeviceSpan *span, Err *e)
@@ -54,7 +110,7 @@ static int cpu_compute(Device *d, const ComputeCall *c, DeviceSpan *span, Err *e
     if (layer >= 0 && layer < h->n_layer) {
         rc = h->fam->block(d, c);
     } else if (c->op != EDGE_LOSS) {
-        rc = h->fam->edge(d, c);
+        rc = edge_call(h, c);
     } else if (c->task->kind == TASK_BWD) {
         rc = -EINVAL;
     } else {

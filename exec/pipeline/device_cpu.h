@@ -1,10 +1,10 @@
-/* device_cpu: the pipeline's compute on the fp32 CPU reference, for either block family: what
- * the families' halves (device_cpu_gpt2.c, device_cpu_llama.c) provide, and the head every
- * family's struct Device starts with, so device_cpu's ops (device.h) pass each call to the
- * model's family. "Device" memory is host memory and copies are memcpy (device_cpu.c): the
- * executor still moves every tensor the schedule moves, so placement, swapping, recomputation
- * and the out-of-core optimizer are exercised exactly, and the results are bit-identical to
- * the in-memory CPU backend's. Internal to the pipeline. */
+/* device_cpu: the pipeline's compute on the fp32 CPU reference, for either block family,
+ * written once over a table the families' halves fill (device_cpu_gpt2.c, device_cpu_llama.c):
+ * the head every family's struct Device starts with, and what differs by family (its buffers,
+ * its blocks' ops, its embedding and final norm). "Device" memory is host memory and copies
+ * are memcpy (device_cpu.c): the executor still moves every tensor the schedule moves, so
+ * placement, swapping, recomputation and the out-of-core optimizer are exercised exactly, and
+ * the results are bit-identical to the in-memory CPU backend's. Internal to the pipeline. */
 #ifndef FUYOU_DEVICE_CPU_H
 #define FUYOU_DEVICE_CPU_H
 
@@ -18,20 +18,15 @@ typedef struct CpuHead {
     WorkPool *wp;
 } CpuHead;
 
-/* A family's half. create carves the buffers the family's BlockArch sizes (cpu_lane_bytes:
- * what the footprint counts); block computes a block task's operation, edge an edge task's
- * other than the loss (which device_cpu.c takes from the head's losses); each returns -EINVAL
- * for an operation it does not have. */
-typedef struct CpuDeviceFamily {
-    int (*create)(Device **out, const ModelConfig *c, int B, int T, WorkPool *wp, Err *e);
-    void (*destroy)(Device *d);
-    int (*block)(Device *d, const ComputeCall *c);
-    int (*edge)(Device *d, const ComputeCall *c);
-} CpuDeviceFamily;
+typedef struct CpuDeviceFamily CpuDeviceFamily;
 
 /* The first member of every family's struct Device, which create fills. */
 typedef struct CpuDeviceHead {
     const CpuDeviceFamily *fam;
+    ModelConfig cfg;
+    int B, T;
+    WorkPool *wp;
+    float *mem;               /* the family's buffers and these below, one allocation */
     int n_layer;
     size_t block_params;
     CpuHead lm;
@@ -41,6 +36,28 @@ typedef struct CpuDeviceHead {
     int n_targets;            /* the micro-batch's targets the loss counts (backend.h) */
     float loss;               /* the last micro-batch's mean loss over them */
 } CpuDeviceHead;
+
+/* A family's half, written over the call's tensors by the family's names. create (device_cpu.c,
+ * every family's) allocates size bytes, the buffers the family's BlockArch sizes
+ * (cpu_lane_bytes, what the footprint counts, less apart_floats: what init allocates on its
+ * own, such as RoPE's table), calls init, and has carve take the family's buffers from p on
+ * (its activation gradients first, head.act_grads) before the shared ones. block computes a
+ * block task's operation (-EINVAL for one it does not have); the edges' are the rest. */
+struct CpuDeviceFamily {
+    size_t size; /* of the family's struct Device, which starts with a CpuDeviceHead */
+    size_t (*apart_floats)(const ModelConfig *c, int B, int T);
+    int (*init)(Device *d, Err *e); /* 0 or -errno with e; NULL: nothing to make */
+    void (*fini)(Device *d);        /* frees what init made, also after a failure */
+    float *(*carve)(Device *d, float *p);
+    int (*block)(Device *d, const ComputeCall *c);
+    void (*embed_forward)(Device *d, const ComputeCall *c);
+    void (*embed_backward)(Device *d, const ComputeCall *c, float *dres); /* into c->dw */
+    /* The final norm of the last block's output (c->t) into x; backward: from dx, the
+     * residual's gradient into dres (zeroed) and the norm's weights' into c->dw. */
+    void (*norm_forward)(Device *d, const ComputeCall *c, float *x);
+    void (*norm_backward)(Device *d, const ComputeCall *c, const float *dx, float *dres);
+    float *(*lm_head)(const ModelConfig *c, float *edges); /* the head's matrix in the edges */
+};
 
 extern const CpuDeviceFamily cpu_device_gpt2, cpu_device_llama;
 

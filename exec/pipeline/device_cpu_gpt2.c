@@ -1,13 +1,8 @@
-/* device_cpu_gpt2: the CPU device's GPT-2 half (device_cpu.h): its tasks on the fp32 reference
- * (gpt2_block.h, gpt2_ops.h), as the in-memory backend makes the same calls. The LM head runs
- * in chunks of graph_head_chunk tokens, forward and backward fused per chunk in the
- * lm_head's forward task (graph.h); every op it calls works row by row, or sums over rows in
- * row order, so the chunks give the same bits as one pass over the micro-batch. */
-#include <assert.h>
-#include <errno.h>
-#include <stdlib.h>
-#include <string.h>
-
+/* device_cpu_gpt2: the CPU device's GPT-2 half (device_cpu.h): its buffers, its blocks' tasks,
+ * the token and position embeddings and the final layernorm on the fp32 reference
+ * (gpt2_block.h, gpt2_ops.h), as the in-memory backend (exec/cpu/gpt2_cpu.c) makes the same
+ * calls in the same order. Block tensors by the family's names (gpt2_arch.h); beside its
+ * output a layernorm's tensor keeps its mean and rstd, attention's its softmax. */
 #include "device_cpu.h"
 #include "gpt2_arch.h"
 #include "gpt2_block.h"
@@ -15,10 +10,7 @@
 
 struct Device {
     CpuDeviceHead head;
-    ModelConfig cfg;
     Gpt2Dims d;
-    WorkPool *wp;
-    float *mem;                 /* everything below, one allocation */
     Gpt2BlockGrads g;           /* din and dout are set per block */
     float *preatt;              /* forward scratch (B,NH,T,T) */
     float *lnf_mean, *lnf_rstd; /* (N) each: the final layernorm's, whose output is head.lm.x */
@@ -36,39 +28,17 @@ static void sizes(const ModelConfig *c, int B, int T, size_t s[F_COUNT])
     s[F_ATT] = (size_t)B * c->n_head * T * T;
 }
 
-/* What create carves, in floats: gpt2_arch's cpu_lane_bytes. */
-static size_t own_floats(const ModelConfig *c, int B, int T)
+static int init(Device *d, Err *e)
 {
-    int64_t bytes[ARCH_MAX_TENSORS], own;
-    gpt2_arch.cpu_lane_bytes(c, B, T, bytes, &own);
-    return (size_t)own / sizeof(float);
+    (void)e;
+    gpt2_dims(&d->d, &d->head.cfg, d->head.B, d->head.T);
+    return 0;
 }
 
-static void cpu_destroy(Device *d)
+static float *carve(Device *d, float *p)
 {
-    if (d) {
-        free(d->mem);
-        free(d);
-    }
-}
-
-static int cpu_create(Device **out, const ModelConfig *c, int B, int T, WorkPool *wp, Err *e)
-{
-    Device *d = calloc(1, sizeof *d);
-    if (!d)
-        return err_set(e, -ENOMEM, "out of memory");
-    d->head.fam = &cpu_device_gpt2;
-    d->cfg = *c;
-    gpt2_dims(&d->d, c, B, T);
-    d->wp = wp;
-    d->mem = calloc(own_floats(c, B, T), sizeof(float));
-    if (!d->mem) {
-        cpu_destroy(d);
-        return err_set(e, -ENOMEM, "out of memory for the compute lane's buffers");
-    }
     size_t s[F_COUNT];
-    sizes(c, B, T, s);
-    float *p = d->mem;
+    sizes(&d->head.cfg, d->head.B, d->head.T, s);
 #define CARVE(dst, n) (dst = p, p += (n))
     CARVE(d->g.ln1, s[F_N_C]);
     CARVE(d->g.qkv, s[F_N_3C]);
@@ -85,12 +55,9 @@ static int cpu_create(Device **out, const ModelConfig *c, int B, int T, WorkPool
     CARVE(d->lnf_mean, s[F_N]);
     CARVE(d->lnf_rstd, s[F_N]);
 #undef CARVE
-    p = cpu_device_carve_shared(&d->head, p, c, B, T, wp);
     d->head.act_grads = d->g.ln1;
     d->head.act_grad_floats = (size_t)(d->preatt - d->g.ln1);
-    assert((size_t)(p - d->mem) == own_floats(c, B, T));
-    *out = d;
-    return 0;
+    return p;
 }
 
 /* The block tensors of a call as gpt2_block wants them. */
@@ -113,61 +80,62 @@ static void block_acts(const Device *d, const ComputeCall *c, Gpt2BlockActs *a)
 
 static int block_call(Device *d, const ComputeCall *c)
 {
-    const ModelConfig *cfg = &d->cfg;
+    const ModelConfig *cfg = &d->head.cfg;
     Gpt2BlockView w, dw;
     gpt2_view_block_at(cfg, c->w, &w);
     Gpt2BlockActs a;
     block_acts(d, c, &a);
     if (c->task->kind != TASK_BWD) {
-        gpt2_block_forward_op(c->op, &d->d, &w, &a, d->wp);
+        gpt2_block_forward_op(c->op, &d->d, &w, &a, d->head.wp);
         return 0;
     }
     Gpt2BlockGrads g = d->g;
     cpu_device_block_grads(&d->head, c, &g.dout, &g.din);
     gpt2_view_block_at(cfg, c->dw, &dw);
-    gpt2_block_backward_op(c->op, &d->d, &w, &dw, &a, &g, d->wp);
+    gpt2_block_backward_op(c->op, &d->d, &w, &dw, &a, &g, d->head.wp);
     return 0;
 }
 
-static int edge_call(Device *d, const ComputeCall *c)
+static void embed_forward(Device *d, const ComputeCall *c)
 {
-    const ModelConfig *cfg = &d->cfg;
-    int B = d->d.B, T = d->d.T, C = d->d.C, N = B * T, L = cfg->n_layer;
+    Gpt2EdgeView w;
+    gpt2_view_edges(&d->head.cfg, c->w, &w);
+    encoder_forward_ref(c->t[GPT2_IN], c->inputs, w.wte, w.wpe, d->d.B, d->d.T, d->d.C);
+}
+
+static void embed_backward(Device *d, const ComputeCall *c, float *dres)
+{
+    Gpt2EdgeView dw;
+    gpt2_view_edges(&d->head.cfg, c->dw, &dw);
+    encoder_backward_ref(dw.wte, dw.wpe, dres, c->inputs, d->d.B, d->d.T, d->d.C);
+}
+
+static void norm_forward(Device *d, const ComputeCall *c, float *x)
+{
+    Gpt2EdgeView w;
+    gpt2_view_edges(&d->head.cfg, c->w, &w);
+    layernorm_forward_ref(x, d->lnf_mean, d->lnf_rstd, c->t[GPT2_RES2], w.lnfw, w.lnfb,
+                          d->d.B * d->d.T, d->d.C);
+}
+
+static void norm_backward(Device *d, const ComputeCall *c, const float *dx, float *dres)
+{
     Gpt2EdgeView w, dw;
-    gpt2_view_edges(cfg, c->w, &w);
-    gpt2_view_edges(cfg, c->dw ? c->dw : c->w, &dw);
-    bool bwd = c->task->kind == TASK_BWD;
-    float *res = c->t[GPT2_RES2];
-    switch (c->op) {
-    case EDGE_EMBED:
-        if (!bwd)
-            encoder_forward_ref(c->t[GPT2_IN], c->inputs, w.wte, w.wpe, B, T, C);
-        else
-            encoder_backward_ref(dw.wte, dw.wpe, d->head.dres[1 % 2], c->inputs, B, T, C);
-        return 0;
-    case EDGE_NORM: {
-        if (!bwd) {
-            layernorm_forward_ref(d->head.lm.x, d->lnf_mean, d->lnf_rstd, res, w.lnfw, w.lnfb,
-                                  N, C);
-            return 0;
-        }
-        float *dres = d->head.dres[(L - 1 + 2) % 2];
-        memset(dres, 0, (size_t)N * C * sizeof(float));
-        layernorm_backward_ref(dres, dw.lnfw, dw.lnfb, d->head.lm.dx, res, w.lnfw, d->lnf_mean,
-                               d->lnf_rstd, N, C);
-        return 0;
-    }
-    case EDGE_HEAD:
-        if (!bwd) { /* a backward task has nothing left: the forward did it */
-            cpu_device_head(&d->head, c, w.lm_head, dw.lm_head,
-                            (size_t)model_embed_params(cfg));
-        }
-        return 0;
-    default: return -EINVAL;
-    }
+    gpt2_view_edges(&d->head.cfg, c->w, &w);
+    gpt2_view_edges(&d->head.cfg, c->dw, &dw);
+    layernorm_backward_ref(dres, dw.lnfw, dw.lnfb, dx, c->t[GPT2_RES2], w.lnfw, d->lnf_mean,
+                           d->lnf_rstd, d->d.B * d->d.T, d->d.C);
+}
+
+static float *lm_head(const ModelConfig *c, float *edges)
+{
+    Gpt2EdgeView v;
+    gpt2_view_edges(c, edges, &v);
+    return v.lm_head;
 }
 
 const CpuDeviceFamily cpu_device_gpt2 = {
-    .create = cpu_create,
-    .destroy = cpu_destroy, .block = block_call, .edge = edge_call,
+    .size = sizeof(Device), .init = init, .carve = carve, .block = block_call,
+    .embed_forward = embed_forward, .embed_backward = embed_backward,
+    .norm_forward = norm_forward, .norm_backward = norm_backward, .lm_head = lm_head,
 };

@@ -1,13 +1,8 @@
-/* device_cpu_llama: the CPU device's Llama half (device_cpu.h): its tasks on the fp32 reference
- * (llama_block.h; the head is every family's, cpu_device_head), as the in-memory backend
- * (exec/cpu/llama_cpu.c) makes the same calls in the same order, so the two train bit for bit
- * alike. Block tensors by the family's names (llama_arch.h); beside its output a norm's tensor
+/* device_cpu_llama: the CPU device's Llama half (device_cpu.h): its buffers, its blocks' tasks,
+ * the token embedding and the final RMSNorm on the fp32 reference (llama_block.h; the head is
+ * every family's, device_cpu.c), as the in-memory backend (exec/cpu/llama_cpu.c) makes the
+ * same calls in the same order, so the two train bit for bit alike. Block tensors by the family's names (llama_arch.h); beside its output a norm's tensor
  * keeps its rstd, attention's its softmax. */
-#include <assert.h>
-#include <errno.h>
-#include <stdlib.h>
-#include <string.h>
-
 #include "device_cpu.h"
 #include "graph.h"
 #include "llama_block.h"
@@ -15,11 +10,8 @@
 
 struct Device {
     CpuDeviceHead head;
-    ModelConfig cfg;
     LlamaDims d;
     RopeTable rope;
-    WorkPool *wp;
-    float *mem;                 /* everything below, one allocation */
     LlamaBlockGrads g;          /* din and dout are set per block */
     float *preatt;              /* forward scratch (B,h,T,T) */
     float *normf_rstd;          /* (N): the final norm's, whose output is head.lm.x */
@@ -40,51 +32,34 @@ static void sizes(const ModelConfig *c, int B, int T, size_t s[F_COUNT])
     s[F_ATT] = (size_t)B * h * T * T;
 }
 
-/* The rotary table's floats: T positions of d/2 cosines and sines. */
-static size_t rope_floats(const ModelConfig *c, int T)
+/* The rotary table, which init allocates apart from the lane's buffers: T positions of d/2
+ * cosines and sines. */
+static size_t rope_floats(const ModelConfig *c, int B, int T)
 {
+    (void)B;
     return (size_t)T * (size_t)model_head_dim(c);
 }
 
-/* What create carves, in floats (the rotary table apart): llama_arch's cpu_lane_bytes. */
-static size_t own_floats(const ModelConfig *c, int B, int T)
+static int init(Device *d, Err *e)
 {
-    int64_t bytes[ARCH_MAX_TENSORS], own;
-    llama_arch.cpu_lane_bytes(c, B, T, bytes, &own);
-    return (size_t)own / sizeof(float) - rope_floats(c, T);
-}
-
-static void llama_destroy(Device *d)
-{
-    free(d->mem);
-    rope_table_free(&d->rope);
-    free(d);
-}
-
-static int llama_create(Device **out, const ModelConfig *c, int B, int T, WorkPool *wp, Err *e)
-{
-    Device *d = calloc(1, sizeof *d);
-    if (!d)
-        return err_set(e, -ENOMEM, "out of memory");
-    d->head.fam = &cpu_device_llama;
-    d->cfg = *c;
-    d->wp = wp;
+    const ModelConfig *c = &d->head.cfg;
     int hd = (int)model_head_dim(c);
-    d->mem = calloc(own_floats(c, B, T), sizeof(float));
-    int rc = d->mem ? 0 : err_set(e, -ENOMEM, "out of memory for the compute lane's buffers");
-    if (!rc)
-        rc = rope_table_init(&d->rope, T, hd, model_rope_theta(c),
-                             c->rope_scaling.factor > 0 ? &c->rope_scaling : NULL, e);
-    if (rc) {
-        llama_destroy(d);
-        return rc;
-    }
-    d->d = (LlamaDims){.B = B, .T = T, .C = c->d_model, .F = c->d_ff, .h = c->n_head,
-                       .g = model_kv_heads(c), .d = hd, .eps = (float)model_norm_eps(c),
-                       .rope = &d->rope};
+    d->d = (LlamaDims){.B = d->head.B, .T = d->head.T, .C = c->d_model, .F = c->d_ff,
+                       .h = c->n_head, .g = model_kv_heads(c), .d = hd,
+                       .eps = (float)model_norm_eps(c), .rope = &d->rope};
+    return rope_table_init(&d->rope, d->head.T, hd, model_rope_theta(c),
+                           c->rope_scaling.factor > 0 ? &c->rope_scaling : NULL, e);
+}
+
+static void fini(Device *d)
+{
+    rope_table_free(&d->rope);
+}
+
+static float *carve(Device *d, float *p)
+{
     size_t s[F_COUNT];
-    sizes(c, B, T, s);
-    float *p = d->mem;
+    sizes(&d->head.cfg, d->head.B, d->head.T, s);
 #define CARVE(dst, n) (dst = p, p += (n))
     CARVE(d->g.norm1, s[F_N_C]);
     CARVE(d->g.qkv, s[F_N_QKV]);
@@ -101,12 +76,9 @@ static int llama_create(Device **out, const ModelConfig *c, int B, int T, WorkPo
     CARVE(d->preatt, s[F_ATT]);
     CARVE(d->normf_rstd, s[F_N]);
 #undef CARVE
-    p = cpu_device_carve_shared(&d->head, p, c, B, T, wp);
     d->head.act_grads = d->g.norm1;
     d->head.act_grad_floats = (size_t)(d->preatt - d->g.norm1);
-    assert((size_t)(p - d->mem) == own_floats(c, B, T));
-    *out = d;
-    return 0;
+    return p;
 }
 
 /* The block tensors of a call as llama_block wants them. */
@@ -130,59 +102,63 @@ static void block_acts(const Device *d, const ComputeCall *c, LlamaBlockActs *a)
 
 static int block_call(Device *d, const ComputeCall *c)
 {
-    const ModelConfig *cfg = &d->cfg;
+    const ModelConfig *cfg = &d->head.cfg;
     LlamaBlockView w, dw;
     llama_view_block_at(cfg, c->w, &w);
     LlamaBlockActs a;
     block_acts(d, c, &a);
     if (c->task->kind != TASK_BWD) {
-        llama_block_forward_op(c->op, &d->d, &w, &a, d->wp);
+        llama_block_forward_op(c->op, &d->d, &w, &a, d->head.wp);
         return 0;
     }
     LlamaBlockGrads g = d->g;
     cpu_device_block_grads(&d->head, c, &g.dout, &g.din);
     llama_view_block_at(cfg, c->dw, &dw);
-    llama_block_backward_op(c->op, &d->d, &w, &dw, &a, &g, d->wp);
+    llama_block_backward_op(c->op, &d->d, &w, &dw, &a, &g, d->head.wp);
     return 0;
 }
 
-static int edge_call(Device *d, const ComputeCall *c)
+static void embed_forward(Device *d, const ComputeCall *c)
 {
-    const ModelConfig *cfg = &d->cfg;
-    int C = d->d.C, N = d->d.B * d->d.T, L = cfg->n_layer;
+    LlamaEdgeView w;
+    llama_view_edges(&d->head.cfg, c->w, &w);
+    embedding_forward_ref(c->t[LLAMA_IN], c->inputs, w.embed, d->d.B * d->d.T, d->d.C);
+}
+
+static void embed_backward(Device *d, const ComputeCall *c, float *dres)
+{
+    LlamaEdgeView dw;
+    llama_view_edges(&d->head.cfg, c->dw, &dw);
+    embedding_backward_ref(dw.embed, dres, c->inputs, d->d.B * d->d.T, d->d.C);
+}
+
+static void norm_forward(Device *d, const ComputeCall *c, float *x)
+{
+    LlamaEdgeView w;
+    llama_view_edges(&d->head.cfg, c->w, &w);
+    rmsnorm_forward_ref(x, d->normf_rstd, c->t[LLAMA_RES2], w.norm, d->d.B * d->d.T, d->d.C,
+                        d->d.eps);
+}
+
+static void norm_backward(Device *d, const ComputeCall *c, const float *dx, float *dres)
+{
     LlamaEdgeView w, dw;
-    llama_view_edges(cfg, c->w, &w);
-    llama_view_edges(cfg, c->dw ? c->dw : c->w, &dw);
-    bool bwd = c->task->kind == TASK_BWD;
-    float *res = c->t[LLAMA_RES2];
-    switch (c->op) {
-    case EDGE_EMBED:
-        if (!bwd)
-            embedding_forward_ref(c->t[LLAMA_IN], c->inputs, w.embed, N, C);
-        else
-            embedding_backward_ref(dw.embed, d->head.dres[1 % 2], c->inputs, N, C);
-        return 0;
-    case EDGE_NORM: {
-        if (!bwd) {
-            rmsnorm_forward_ref(d->head.lm.x, d->normf_rstd, res, w.norm, N, C, d->d.eps);
-            return 0;
-        }
-        float *dres = d->head.dres[(L - 1 + 2) % 2];
-        memset(dres, 0, (size_t)N * C * sizeof(float));
-        rmsnorm_backward_ref(dres, dw.norm, d->head.lm.dx, res, w.norm, d->normf_rstd, N, C);
-        return 0;
-    }
-    case EDGE_HEAD:
-        if (!bwd) { /* a backward task has nothing left: the forward did it */
-            cpu_device_head(&d->head, c, w.lm_head, dw.lm_head,
-                            (size_t)model_embed_params(cfg));
-        }
-        return 0;
-    default: return -EINVAL;
-    }
+    llama_view_edges(&d->head.cfg, c->w, &w);
+    llama_view_edges(&d->head.cfg, c->dw, &dw);
+    rmsnorm_backward_ref(dres, dw.norm, dx, c->t[LLAMA_RES2], w.norm, d->normf_rstd,
+                         d->d.B * d->d.T, d->d.C);
+}
+
+static float *lm_head(const ModelConfig *c, float *edges)
+{
+    LlamaEdgeView v;
+    llama_view_edges(c, edges, &v);
+    return v.lm_head;
 }
 
 const CpuDeviceFamily cpu_device_llama = {
-    .create = llama_create,
-    .destroy = llama_destroy, .block = block_call, .edge = edge_call,
+    .size = sizeof(Device), .apart_floats = rope_floats, .init = init, .fini = fini,
+    .carve = carve, .block = block_call,
+    .embed_forward = embed_forward, .embed_backward = embed_backward,
+    .norm_forward = norm_forward, .norm_backward = norm_backward, .lm_head = lm_head,
 };
