@@ -433,7 +433,7 @@ START_TEST(profile_cli)
 }
 END_TEST
 
-/* tools/regress.sh over a run directory as device_check.sh leaves it: a "measured" trace that
+/* tools/regress.sh over a run directory as tools/device_regress.sh leaves it: a "measured" trace that
  * is fuyou-sim's own on h200.ini predicts with no error; --again predicts on the hw1.ini beside
  * it (the Adam at half its rate: slower); a run whose printed plan differs from the prediction's
  * there is predicted on --hw instead, and said so (here it differs on --hw too) */

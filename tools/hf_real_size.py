@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """hf_real_size: a Hugging Face Llama folder at a real model's size, and transformers' loss on
 the batches fuyou-run evaluates, for the fine-tuning check on a GPU machine
-(tools/device_check.sh MODE=finetune).
+(tools/device_bench.sh finetune).
 
     tools/hf_real_size.py make --shape llama-3.1-8b --out DIR
         random weights in bf16 (on the GPU when there is one: seconds, not minutes), written

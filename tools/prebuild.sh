@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # tools/prebuild.sh: builds the programs a device call runs here, where nvcc is (no GPU), and
-# puts them, stripped, in .prebuilt/ (ignored by git) to carry to the GPU machine, whose
-# device_check.sh then runs them as they are (PREBUILT=.prebuilt): its call then spends no
-# minutes in nvcc. The machine has the same CUDA (13.0) and a newer glibc; the Debian
-# libraries these link come with .deps (device_check.sh --fetch-deps).
-#   tools/prebuild.sh [TARGET...]   (default: what MODE=plans and MODE=regression run)
+# puts them, stripped, in .prebuilt/ (ignored by git) to carry to the GPU machine, where the
+# device scripts (tools/device_lib.sh) run them as they are (PREBUILT=.prebuilt): a call then
+# spends no minutes in nvcc. The machine has the same CUDA (13.0) and a newer glibc; the Debian
+# libraries these link come with .deps (tools/device_lib.sh --fetch-deps).
+#   tools/prebuild.sh [TARGET...]   (default: what device_bench.sh plans and
+#                                    device_regress.sh run)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/local/cuda/bin"

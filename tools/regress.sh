@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # tools/regress.sh: the simulator held against measured traces. For every run that
-# tools/device_check.sh MODE=offload made (its runs.txt, meas<n>.tsv and log<n>.tsv in each
+# tools/device_regress.sh made (its runs.txt, meas<n>.tsv and log<n>.tsv in each
 # DIR, unpacked from fuyou-logs.tgz), predicts the same model, batch and plan with fuyou-sim on
-# --hw INI (e.g. what MODE=hwprofile measured) and compares the traces with fuyou-trace; prints
+# --hw INI (e.g. what device_regress.sh profile measured) and compares the traces with fuyou-trace; prints
 # one row per run, the median and worst |error| of the steady-state iteration time and of each
 # busy resource's busy time (busy_errors.tsv); writes
 # rows.tsv and batch.tsv (model TFLOPS, predicted and measured: fuyou-plot batch) under --out.
 # --again: each run predicted on the hw<n>.ini beside its trace where its call left one (what
-# device_check.sh's AGAIN measured just before it: the disk for a run on the SSD tier, and with
+# device_regress.sh's AGAIN measured just before it: the disk for a run on the SSD tier, and with
 # AGAIN=adam the Adam for every run); a run whose plan as predicted there differs from the plan
 # it printed (--swap auto, planned on another ini) is predicted on --hw instead, and said so.
 #   tools/regress.sh [--build DIR] [--out DIR] [--again] --hw INI RUNDIR...
@@ -30,7 +30,7 @@ rows="$out/rows.tsv" batch_tsv="$out/batch.tsv"
 printf 'run\tmeasured_s\tpredicted_s\terror\tbottleneck_pred\tbottleneck_meas\n' > "$rows"
 printf 'model\tbatch\tpredicted_tflops\tmeasured_tflops\n' > "$batch_tsv"
 : > "$out/busy_errors.tsv"
-# the knobs device_check.sh pinned for every run (its flags come after and win)
+# the knobs device_regress.sh pinned for every run (its flags come after and win)
 knobs=$(cat "$(dirname "$0")/regression_plan_knobs")
 k=0
 for dir in "$@"; do
@@ -54,7 +54,7 @@ for dir in "$@"; do
             echo "$name: fuyou-sim failed: $(tail -1 "$out/sim$k.txt")" >&2; continue
         fi
         # what the planner chose (--swap auto) on the ini measured again may not be what the
-        # run planned (runs before device_check.sh planned on that ini too planned on its HW):
+        # run planned (runs before device_regress.sh planned on that ini too planned on its HW):
         # then on --hw, which should be that HW; said so, and again if that differs as well
         plan_of() { grep -m1 '^plan:' "$1" || true; }
         if [ "$hw_k" != "$hw" ] && [ -s "$dir/run$n.txt" ] &&
@@ -97,11 +97,11 @@ awk -F'\t' 'NR > 1 { e = $4; sub(/%/, "", e); e += 0; print (e < 0 ? -e : e) "\t
     summary runs "iteration time" || { echo "no run compared" >&2; exit 1; }
 # per-resource busy time (issue 12's second goal): over every run's busy resources
 summary "busy resources" "busy time" < "$out/busy_errors.tsv" || true
-# the planner's regret (issue 12's third goal), where a DIR holds a sweep (MODE=sweep: runs named
-# "<config> swap <amount>", one of them "swap auto"): the planner's measured time over the best.
+# the planner's regret (issue 12's third goal), where a DIR holds a sweep (device_regress.sh
+# sweep: runs named "<config> swap <amount>", one of them "swap auto"): the planner's measured time over the best.
 # Where the planner's plan also ran last ("swap auto-again"), its time is the mean of the two
 # and their difference is printed: how far the machine drifted over the sweep. An amount that
-# ran more than once (device_check.sh REPEAT=2, or a sweep in two DIRs) counts the mean of its
+# ran more than once (device_regress.sh REPEAT=2, or a sweep in two DIRs) counts the mean of its
 # runs. A run without a measured time (its comparison failed) is left out.
 awk -F'\t' 'NR > 1 && $1 ~ / swap [^ ]+$/ && $2 + 0 > 0 {
         cfg = $1; sub(/ swap [^ ]+$/, "", cfg); amt = $1; sub(/.* swap /, "", amt)

@@ -2,7 +2,7 @@
 # tools/repredict.sh: a regression table's measured runs predicted again, by the cost model of
 # this build, from the table alone (no run directories). For TABLE (traces/samples/regression-
 # *.tsv: run, call, pass, measured_s, ...) it reads beside it TABLE-minus-.tsv plus
-#   .runs     each run's configuration, as tools/device_check.sh's RUNS list
+#   .runs     each run's configuration, as tools/device_regress.sh's RUNS list
 #             (name|model|batch|iters|plan flags|fuyou-run flags), one a line;
 #   .rowsets  optional: run name TAB --set overrides for that run (what was measured again just
 #             before it and not kept: the disk of a run on SSD, a re-measured Adam);
