@@ -168,6 +168,7 @@ START_TEST(placement_does_not_change_the_math)
     const int n_variants = sizeof variants / sizeof *variants;
     const Variant *x = &variants[_i % n_variants];
     TrainOptions o = opts(tu_sized(5, 3)); /* 3: still across segments of 2 */
+    o.seq = tu_sized(32, 16);                /* 16: every copy still cut where chunks say */
     if (_i >= n_variants)
         o.model = *model_preset_find("llama-tiny");
     o.n_micro = x->micro; /* each of opts' two sequences */
@@ -220,6 +221,7 @@ END_TEST
 START_TEST(evaluates_as_the_trainer)
 {
     TrainOptions o = opts(tu_sized(5, 3)); /* 3: evaluated after step 2 and the last */
+    o.seq = tu_sized(32, 16);
     if (_i % 2)
         o.model = *model_preset_find("llama-tiny");
     o.eval_paths[0] = text;

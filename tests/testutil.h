@@ -161,6 +161,9 @@ static inline void tu_rm_tree(const char *path)
 static inline int tu_run(Suite *s)
 {
     SRunner *sr = srunner_create(s);
+    /* the lines a test prints as it goes (the pipeline's one per plan) reach meson's pipe as
+     * they are printed: a suite that runs for minutes shows its progress */
+    setvbuf(stdout, NULL, _IOLBF, 0);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
