@@ -5,74 +5,13 @@
  * cross-entropy at GPT-2's vocabulary against a float64 reference; and masked targets (the
  * loss mask's DATA_IGNORE) left out exactly, by the op and by the backend's mean and gradient. */
 #include <errno.h>
-#include <gsl/gsl_randist.h>
-#include <gsl/gsl_rng.h>
 #include <math.h>
 
 #include "cpu_backend.h"
 #include "gpt2_layout.h"
 #include "gpt2_ops.h"
+#include "gradcheck_testutil.h"
 #include "testutil.h"
-
-static gsl_rng *rng;
-
-/* Test buffers, all freed by the teardown after each test. */
-static void *owned[64];
-static int n_owned;
-
-static float *keep(float *p)
-{
-    ck_assert_int_lt(n_owned, 64);
-    return owned[n_owned++] = p;
-}
-
-static void free_owned(void)
-{
-    while (n_owned > 0)
-        free(owned[--n_owned]);
-}
-
-static float *randv(size_t n, double sd)
-{
-    float *p = keep(malloc(n * sizeof *p));
-    for (size_t i = 0; i < n; i++)
-        p[i] = (float)gsl_ran_gaussian(rng, sd);
-    return p;
-}
-
-static float *zeros(size_t n)
-{
-    return keep(calloc(n, sizeof(float)));
-}
-
-static double dot(const float *a, const float *b, size_t n)
-{
-    double s = 0;
-    for (size_t i = 0; i < n; i++)
-        s += (double)a[i] * b[i];
-    return s;
-}
-
-typedef double (*LossFn)(void *ctx);
-
-/* Checks analytic gradient g of L w.r.t. x at up to 24 positions. */
-static void fd_check(const char *what, float *x, const float *g, size_t n, LossFn loss,
-                     void *ctx)
-{
-    const float h = 1e-2f;
-    size_t step = n > 24 ? n / 24 : 1;
-    for (size_t i = 0; i < n; i += step) {
-        float keep = x[i];
-        x[i] = keep + h;
-        double up = loss(ctx);
-        x[i] = keep - h;
-        double down = loss(ctx);
-        x[i] = keep;
-        double fd = (up - down) / (2.0 * h), an = g[i];
-        ck_assert_msg(fabs(fd - an) <= 2e-2 * fmax(fabs(fd), fabs(an)) + 2e-3,
-                      "%s[%zu]: finite difference %.6g, analytic %.6g", what, i, fd, an);
-    }
-}
 
 /* ---- layernorm ---- */
 typedef struct LnCtx {
@@ -306,7 +245,7 @@ START_TEST(model_masked_loss)
     float *g = zeros(P), *ga = zeros(P), *gb = zeros(P);
     int inputs[N], targets[N], ta[N], tb[N], none[N];
     for (int i = 0; i < N; i++) {
-        inputs[i] = (int)gsl_rng_uniform_int(rng, 32), targets[i] = (i * 7 + 3) % 32;
+        inputs[i] = (int)gsl_rng_uniform_int(tu_rng, 32), targets[i] = (i * 7 + 3) % 32;
         ta[i] = i % 3 ? targets[i] : DATA_IGNORE; /* 10 counted */
         tb[i] = i % 3 ? DATA_IGNORE : targets[i]; /* 6 */
         none[i] = DATA_IGNORE;
@@ -352,7 +291,7 @@ START_TEST(crossentropy_large_vocab)
     float *logits = randv((size_t)ROWS * V, 2), *probs = zeros((size_t)ROWS * V);
     float *losses = zeros(ROWS);
     for (int r = 0; r < ROWS; r++)
-        targets[r] = (int)gsl_rng_uniform_int(rng, V);
+        targets[r] = (int)gsl_rng_uniform_int(tu_rng, V);
     softmax_forward_ref(probs, logits, 1, ROWS, V);
     crossentropy_forward_ref(losses, probs, targets, 1, ROWS, V);
     double worst = 0, bias = 0;
@@ -393,7 +332,7 @@ START_TEST(model_directional_derivative)
         float *p = randv(P, 0.2), *d = randv(P, 1), *g = zeros(P);
         int inputs[16], targets[16];
         for (int i = 0; i < 16; i++)
-            inputs[i] = (int)gsl_rng_uniform_int(rng, 32), targets[i] = (i * 7 + 3) % 32;
+            inputs[i] = (int)gsl_rng_uniform_int(tu_rng, 32), targets[i] = (i * 7 + 3) % 32;
         float loss;
         ck_assert_int_eq(b->ops->write_state(b, p, NULL, NULL, &e), 0);
         ck_assert_int_eq(b->ops->step(b, inputs, targets, true, &loss, &e), 0);
@@ -409,12 +348,12 @@ END_TEST
 
 int main(void)
 {
-    rng = gsl_rng_alloc(gsl_rng_mt19937);
-    gsl_rng_set(rng, 5);
+    tu_rng = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(tu_rng, 5);
     Suite *s = suite_create("gpt2_ops");
     TCase *tc = tcase_create("gpt2_ops");
     tcase_set_timeout(tc, 120);
-    tcase_add_checked_fixture(tc, NULL, free_owned);
+    tcase_add_checked_fixture(tc, NULL, tu_free_owned);
     tcase_add_test(tc, layernorm);
     tcase_add_test(tc, matmul);
     tcase_add_test(tc, attention);
@@ -427,6 +366,6 @@ int main(void)
     tcase_add_test(tc, model_directional_derivative);
     suite_add_tcase(s, tc);
     int rc = tu_run(s);
-    gsl_rng_free(rng);
+    gsl_rng_free(tu_rng);
     return rc;
 }

@@ -9,76 +9,14 @@
  * the block's curvature in the norm weights made 3e-2's truncation error reach the bound). The
  * block's bounds held with half their margin or more over 100 seeds. */
 #include <float.h>
-#include <gsl/gsl_randist.h>
-#include <gsl/gsl_rng.h>
 #include <math.h>
 
 #include "cpu_backend.h"
 #include "gpt2_ops.h"
 #include "llama_block.h"
 #include "llama_ops.h"
+#include "gradcheck_testutil.h"
 #include "testutil.h"
-
-static gsl_rng *rng;
-
-/* Test buffers, all freed by the teardown after each test (test_gpt2_ops.c's helpers). */
-static void *owned[512];
-static int n_owned;
-
-static float *keep(float *p)
-{
-    ck_assert_int_lt(n_owned, 512);
-    ck_assert_ptr_nonnull(p);
-    return owned[n_owned++] = p;
-}
-
-static void free_owned(void)
-{
-    while (n_owned > 0)
-        free(owned[--n_owned]);
-}
-
-static float *randv(size_t n, double sd)
-{
-    float *p = keep(malloc(n * sizeof *p));
-    for (size_t i = 0; i < n; i++)
-        p[i] = (float)gsl_ran_gaussian(rng, sd);
-    return p;
-}
-
-static float *zeros(size_t n)
-{
-    return keep(calloc(n, sizeof(float)));
-}
-
-static double dot(const float *a, const float *b, size_t n)
-{
-    double s = 0;
-    for (size_t i = 0; i < n; i++)
-        s += (double)a[i] * b[i];
-    return s;
-}
-
-typedef double (*LossFn)(void *ctx);
-
-/* Checks analytic gradient g of L w.r.t. x at up to 24 positions. */
-static void fd_check(const char *what, float *x, const float *g, size_t n, LossFn loss,
-                     void *ctx)
-{
-    const float h = 1e-2f;
-    size_t step = n > 24 ? n / 24 : 1;
-    for (size_t i = 0; i < n; i += step) {
-        float kept = x[i];
-        x[i] = kept + h;
-        double up = loss(ctx);
-        x[i] = kept - h;
-        double down = loss(ctx);
-        x[i] = kept;
-        double fd = (up - down) / (2.0 * h), an = g[i];
-        ck_assert_msg(fabs(fd - an) <= 2e-2 * fmax(fabs(fd), fabs(an)) + 2e-3,
-                      "%s[%zu]: finite difference %.6g, analytic %.6g", what, i, fd, an);
-    }
-}
 
 /* ---- RMSNorm ---- */
 typedef struct RmsCtx {
@@ -471,7 +409,7 @@ static void block_directional(const char *what, BlockCtx *k, float *x, const flo
     double an = dot(grad, dir, n), norm = sqrt(dot(grad, grad, n));
     for (int tries = 1; tries < 8 && fabs(an) < 0.25 * norm; tries++) {
         for (size_t i = 0; i < n; i++)
-            dir[i] = (float)gsl_ran_gaussian(rng, 1);
+            dir[i] = (float)gsl_ran_gaussian(tu_rng, 1);
         an = dot(grad, dir, n);
     }
     memcpy(x0, x, n * sizeof(float));
@@ -579,7 +517,7 @@ START_TEST(model_directional_derivative)
         float *p = randv(P, 0.2), *d = randv(P, 1), *g = zeros(P), *q = zeros(P);
         int inputs[16], targets[16];
         for (int i = 0; i < 16; i++)
-            inputs[i] = (int)gsl_rng_uniform_int(rng, 32), targets[i] = (i * 7 + 3) % 32;
+            inputs[i] = (int)gsl_rng_uniform_int(tu_rng, 32), targets[i] = (i * 7 + 3) % 32;
         float loss;
         ck_assert_int_eq(b->ops->write_state(b, p, NULL, NULL, &e), 0);
         ck_assert_int_eq(b->ops->step(b, inputs, targets, true, &loss, &e), 0);
@@ -613,12 +551,12 @@ END_TEST
 
 int main(void)
 {
-    rng = gsl_rng_alloc(gsl_rng_mt19937);
-    gsl_rng_set(rng, 27);
+    tu_rng = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(tu_rng, 27);
     Suite *s = suite_create("llama_ops");
     TCase *tc = tcase_create("llama_ops");
     tcase_set_timeout(tc, 120);
-    tcase_add_checked_fixture(tc, NULL, free_owned);
+    tcase_add_checked_fixture(tc, NULL, tu_free_owned);
     tcase_add_test(tc, rmsnorm);
     tcase_add_test(tc, model_directional_derivative);
     tcase_add_test(tc, rope_gradient);
@@ -632,6 +570,6 @@ int main(void)
     tcase_add_test(tc, block_directional_derivative);
     suite_add_tcase(s, tc);
     int rc = tu_run(s);
-    gsl_rng_free(rng);
+    gsl_rng_free(tu_rng);
     return rc;
 }
