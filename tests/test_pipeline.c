@@ -453,6 +453,7 @@ START_TEST(resume_is_exact)
     ck_assert_ptr_nonnull(mkdtemp(dir));
     Err e;
     TrainOptions o = opts(6);
+    o.seq = tu_sized(32, 16);
     if (_i % 2)
         o.model = *model_preset_find("llama-tiny");
     o.warmup = 4; /* the first run's steps are all in warmup, where --steps does not matter */
@@ -517,6 +518,7 @@ START_TEST(stop_mid_segment_resumes_exactly)
     ck_assert_ptr_nonnull(mkdtemp(dir));
     Err e;
     TrainOptions o = opts(6);
+    o.seq = tu_sized(32, 16);
     TrainResult full, first, rest;
     Plan p;
     Graph g;
