@@ -78,11 +78,8 @@ static const OptProgram sim = {"fuyou-sim", OPT_SIM, no_text, no_text, record};
 static int parse(Got *g, bool given[OPT_N], const char *args)
 {
     static char buf[1024];
-    char *argv[64] = {"fuyou-sim"};
-    int argc = 1;
-    snprintf(buf, sizeof buf, "%s", args);
-    for (char *t = strtok(buf, " "); t && argc < 63; t = strtok(NULL, " "))
-        argv[argc++] = t;
+    char *argv[64];
+    int argc = tu_argv("fuyou-sim", args, buf, sizeof buf, argv, 64);
     *g = (Got){.refuse = g->refuse};
     int saved = quiet(-1);
     int rc = opts_parse(&sim, argc, argv, g, given);

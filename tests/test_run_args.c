@@ -17,11 +17,8 @@
 static int parse(RunArgs *a, const char *args)
 {
     static char buf[4096];
-    char *argv[256] = {"fuyou-run"};
-    int argc = 1;
-    snprintf(buf, sizeof buf, "%s", args);
-    for (char *t = strtok(buf, " "); t && argc < 255; t = strtok(NULL, " "))
-        argv[argc++] = t;
+    char *argv[256];
+    int argc = tu_argv("fuyou-run", args, buf, sizeof buf, argv, 256);
     return run_args_parse(a, argc, argv);
 }
 

@@ -157,6 +157,20 @@ static inline void tu_rm_tree(const char *path)
     nftw(path, tu_rm_entry, 8, FTW_DEPTH | FTW_PHYS);
 }
 
+/* prog and the words of args (split at spaces, copied into buf of n bytes) as argv, at most
+ * max entries with the NULL that ends them: argc. For the parsers' suites. */
+static inline int tu_argv(const char *prog, const char *args, char *buf, size_t n, char **argv,
+                          int max)
+{
+    int argc = 0;
+    argv[argc++] = (char *)prog;
+    snprintf(buf, n, "%s", args);
+    for (char *t = strtok(buf, " "); t && argc < max - 1; t = strtok(NULL, " "))
+        argv[argc++] = t;
+    argv[argc] = NULL;
+    return argc;
+}
+
 /* Runs one suite; returns the process exit status for meson. */
 static inline int tu_run(Suite *s)
 {
