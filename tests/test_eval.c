@@ -128,7 +128,7 @@ END_TEST
 static TrainOptions opts(int64_t steps)
 {
     TrainOptions o = {.backend = &backend_cpu, .data_paths = {text}, .n_data = 1,
-                      .seqs_per_step = 4, .seq = 32, .steps = steps, .lr = 2e-3f,
+                      .seqs_per_step = 4, .seq = tu_sized(32, 16), .steps = steps, .lr = 2e-3f,
                       .min_lr_ratio = 0.1f, .weight_decay = 0.1f, .beta1 = 0.9f,
                       .beta2 = 0.95f, .eps = 1e-8f, .clip = 1.0f, .warmup = 2, .seed = 7,
                       .subgroup_blocks = 1, .tail_blocks = 1, .threads = 2};
