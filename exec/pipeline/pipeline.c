@@ -232,8 +232,10 @@ static int start_from_folder(PipeRun *pr, Err *e)
     const TrainOptions *o = pp->o;
     HfReader *r;
     int rc = hf_reader_open(&r, o->init_from, &o->model, &pp->layout, e);
-    if (!rc)
+    if (!rc) {
+        hf_reader_set_pool(r, &pp->wp_adam); /* the fp32 masters' pages touched in parallel */
         rc = fill_tiers(pr, fill_from_folder, r, false, "loading the weights", e);
+    }
     hf_reader_close(r);
     pr->st.data = pr->data.print; /* as trainer_check_start sets them on the other paths */
     pr->st.sched_steps = o->steps;

@@ -736,6 +736,12 @@ int hf_reader_read(HfReader *r, size_t begin, size_t end, const HfSink *sink, Er
     return rc;
 }
 
+void hf_reader_set_pool(HfReader *r, WorkPool *wp)
+{
+    for (int k = 0; k < r->ld.m.n_shards; k++)
+        r->files[k].wp = wp;
+}
+
 void hf_reader_close(HfReader *r)
 {
     if (!r)

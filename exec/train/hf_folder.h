@@ -23,6 +23,7 @@
 
 #include "fuyou_err.h"
 #include "layout.h"
+#include "workpool.h"
 
 #define HF_SINGLE_FILE "model.safetensors"
 #define HF_INDEX_FILE "model.safetensors.index.json"
@@ -75,6 +76,8 @@ int hf_reader_read(HfReader *r, size_t begin, size_t end, const HfSink *sink, Er
  * starting where the one before ended (from 0); each tensor's checksum is checked when its
  * last value is read. Not to be mixed with hf_reader_read on one reader. 0 or -errno. */
 int hf_reader_read_values(HfReader *r, size_t begin, size_t n, float *dst, Err *e);
+/* The values read from here on widened to fp32 on wp's threads (NULL: the reader's). */
+void hf_reader_set_pool(HfReader *r, WorkPool *wp);
 void hf_reader_close(HfReader *r);
 /* hf_load without the config.json check: for a folder whose model is known otherwise (a
  * checkpoint's state.json describes it; its config.json is for Hugging Face only). */

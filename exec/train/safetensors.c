@@ -14,6 +14,7 @@
 #include "adam.h"
 #include "crc32c.h"
 #include "seqfile.h"
+#include "workpool.h"
 
 /* The metadata key of a tensor's checksum: this prefix and the tensor's name. */
 static const char crc_prefix[] = "crc32c:";
@@ -264,6 +265,31 @@ static DType float_dtype(const char *dt)
     return !strcmp(dt, "BF16") ? DTYPE_BF16 : !strcmp(dt, "F16") ? DTYPE_FP16 : DTYPE_FP32;
 }
 
+/* n values of type at src widened into dst (a WorkFn over value ranges). */
+typedef struct Widen {
+    float *dst;
+    const uint8_t *src;
+    size_t es;
+    DType type;
+} Widen;
+
+static void widen_range(void *ctx, size_t begin, size_t end)
+{
+    const Widen *w = ctx;
+    adam_widen(w->dst + begin, w->src + begin * w->es, end - begin, w->type);
+}
+
+/* What st_read_next reads, widened: on s's pool when it has one and the piece is large (the
+ * conversion writes fresh fp32 pages: 4 bytes for every 2 read), else here. */
+static void widen(const StFile *s, float *dst, const void *src, size_t n, size_t es, DType type)
+{
+    Widen w = {dst, src, es, type};
+    if (s->wp && n >= 1 << 14)
+        workpool_run(s->wp, widen_range, &w, n, 4096);
+    else
+        widen_range(&w, 0, n);
+}
+
 int st_read_next(StFile *s, StCursor *c, float *dst, size_t n, Err *e)
 {
     const StTensor *t = c->t;
@@ -289,7 +315,7 @@ int st_read_next(StFile *s, StCursor *c, float *dst, size_t n, Err *e)
         /* a file's checksum is taken only where it has one to check (Hugging Face's have none) */
         if (t->has_crc)
             c->crc = crc32c(c->crc, p, got);
-        adam_widen(dst, p, got / es, type);
+        widen(s, dst, p, got / es, es, type);
         dst += got / es, off += got, left -= got;
     }
     if (rc)

@@ -39,6 +39,8 @@ typedef struct StFile {
     struct SeqReader *stream;  /* the data's (seqfile.h): opened at the first read */
     uint64_t ahead;            /* where the caller's reading stops from the next read on, when
                                   past that tensor's end (0: its end): the read ahead's limit */
+    struct WorkPool *wp;       /* widens what it reads to fp32 on these threads (NULL: the
+                                  caller's), touching fresh pages in parallel */
     uint64_t data_start;       /* 8 + header length */
     uint64_t file_size;
     StTensor *t;
