@@ -26,7 +26,8 @@
 #define WHOLE(v, l, h, p) .type = OPT_WHOLE, .value = (v), .lo = (l), .hi = (h), .progs = (p)
 #define REAL(v, l, h, p) .type = OPT_REAL, .value = (v), .lo = (l), .hi = (h), .progs = (p)
 #define BUDGET(p) .type = OPT_SIZE, .value = "BYTES", .lo = 1, .hi = HW_MAX_MEM_GIB * 0x1p30, \
-    .example = "24GiB", .over = "a memory budget is at most 1048576 GiB (1 PiB)", .progs = (p)
+    .example = "24GiB", .over = "a memory budget is at most %.0f GiB (1 PiB)", \
+    .over_unit = 0x1p30, .progs = (p)
 #define COUNT(l, h) WHOLE("N", l, h, BOTH)
 #define TIER "gpu|cpu|ssd"
 
@@ -59,7 +60,8 @@ const OptSpec opt_specs[OPT_N] = {
     [OPT_CPU_MEM] = {"cpu-mem", BUDGET(BOTH), .dflt = {"the ini's", "the ini's"},
         .help = "the same for host memory: pinned buffers and CPU-resident state"},
     [OPT_SSD_CAPACITY] = {"ssd-capacity", .type = OPT_SIZE, .value = "BYTES", .lo = 1,
-        .hi = HW_MAX_SSD_GB * 1e9, .example = "2TB", .over = "at most 10000 TB", .progs = SIM,
+        .hi = HW_MAX_SSD_GB * 1e9, .example = "2TB", .over = "at most %.0f TB",
+        .over_unit = 1e12, .progs = SIM,
         .help = "the SSD space a plan may use, all devices together, e.g. 2TB (each device's "
                 "[ssd] capacity_GB becomes BYTES / count; the rates stay); applied after "
                 "--set. What-ifs: docs/what-if.md"},
@@ -310,7 +312,9 @@ static int parse_size(const char *prog, const OptSpec *s, const char *v, double 
         return -EINVAL;
     }
     if (*bytes > s->hi) {
-        fprintf(stderr, "%s: %s is %s; %s\n", prog, flag, v, s->over);
+        char over[96];
+        snprintf(over, sizeof over, s->over, s->hi / s->over_unit);
+        fprintf(stderr, "%s: %s is %s; %s\n", prog, flag, v, over);
         return -EINVAL;
     }
     return 0;

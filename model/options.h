@@ -52,7 +52,9 @@ typedef struct OptSpec {
     const char *value;  /* the value's name in --help (N, FILE, BYTES); NULL for a flag */
     double lo, hi;      /* OPT_WHOLE, OPT_REAL, OPT_SIZE */
     const char *words;  /* the words a value may be, '|' between them; NULL: none */
-    const char *example, *over; /* OPT_SIZE: a size it takes ("24GiB"); its bound in words */
+    const char *example;  /* OPT_SIZE: a size it takes ("24GiB") */
+    const char *over;     /* OPT_SIZE: its bound in words, a format of hi / over_unit */
+    double over_unit;
     unsigned progs;     /* OPT_RUN | OPT_SIM | OPT_PROFILE */
     const char *dflt[3]; /* the default in --help, by program (run, sim, profile); NULL: none
                             said */

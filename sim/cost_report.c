@@ -11,6 +11,7 @@
 #include "units.h"
 
 _Static_assert(OPT_TP_SET - OPT_COST == COST_OPT_N - 1, "options.h lists them in this order");
+_Static_assert(TP_MAX_GPUS == 1024, "options.c bounds --tp-gpus at TP_MAX_GPUS");
 
 void cost_report_args_init(CostReportArgs *a)
 {
@@ -23,11 +24,10 @@ int cost_report_take(CostReportArgs *a, int opt, const char *value, const char *
     case COST_OPT_COST:
         a->on = true;
         return 0;
-    case COST_OPT_TP_GPUS: { /* options.c bounds it at TP_MAX_GPUS */
+    case COST_OPT_TP_GPUS: {
         double n;
         if (opts_value(prog, OPT_TP_GPUS, value, &n))
             return -EINVAL;
-        assert(n <= TP_MAX_GPUS);
         a->tp_gpus = (int)n;
         return 0;
     }

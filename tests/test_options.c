@@ -24,8 +24,8 @@ START_TEST(table_is_whole)
         if (s->type == OPT_WHOLE || s->type == OPT_REAL || s->type == OPT_SIZE)
             ck_assert_msg(s->lo <= s->hi, "--%s: bounds out of order", s->name);
         if (s->type == OPT_SIZE)
-            ck_assert_msg(s->example && s->over, "--%s: a size says an example and its bound",
-                          s->name);
+            ck_assert_msg(s->example && s->over && s->over_unit > 0,
+                          "--%s: a size says an example and its bound", s->name);
         for (int k = 0; k < i; k++)
             ck_assert_msg(strcmp(s->name, opt_specs[k].name), "--%s twice", s->name);
     }

@@ -61,7 +61,7 @@ static int cpu_create(Device **out, const ModelConfig *c, int B, int T, WorkPool
         cpu_destroy(d);
         return rc;
     }
-    float *p = cpu_device_carve_shared(h, f->carve(d, h->mem), c, B, T, wp);
+    float *p = cpu_device_carve_shared(h, f->carve(d, h->mem));
     assert((size_t)(p - h->mem) == own);
     (void)p;
     *out = d;
@@ -87,7 +87,7 @@ static int edge_call(CpuDeviceHead *h, const ComputeCall *c)
             f->norm_forward(d, c, h->lm.x);
             return 0;
         }
-        float *dres = h->dres[(h->n_layer - 1 + 2) % 2];
+        float *dres = h->dres[(h->cfg.n_layer - 1 + 2) % 2];
         memset(dres, 0, (size_t)h->lm.N * h->lm.C * sizeof(float));
         f->norm_backward(d, c, h->lm.dx, dres);
         return 0;
@@ -107,7 +107,7 @@ static int cpu_compute(Device *d, const ComputeCall *c, DeviceSpan *span, Err *e
     CpuDeviceHead *h = (CpuDeviceHead *)d;
     span->set = false;
     int layer = c->task->layer, rc = 0;
-    if (layer >= 0 && layer < h->n_layer) {
+    if (layer >= 0 && layer < h->cfg.n_layer) {
         rc = h->fam->block(d, c);
     } else if (c->op != EDGE_LOSS) {
         rc = edge_call(h, c);

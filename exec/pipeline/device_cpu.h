@@ -27,7 +27,6 @@ typedef struct CpuDeviceHead {
     int B, T;
     WorkPool *wp;
     float *mem;               /* the family's buffers and these below, one allocation */
-    int n_layer;
     size_t block_params;
     CpuHead lm;
     float *dres[2];           /* the residual stream's gradient (N,C), ping-pong over blocks */
@@ -61,11 +60,11 @@ struct CpuDeviceFamily {
 
 extern const CpuDeviceFamily cpu_device_gpt2, cpu_device_llama;
 
-/* What every family's device holds for micro-batches of B x T, the residual gradients and
- * the head's buffers (graph_cpu_head_floats of them): cpu_device_carve_shared takes them from
- * p on, fills h but for the activation gradients (the family's) and returns where they end. */
-float *cpu_device_carve_shared(CpuDeviceHead *h, float *p, const ModelConfig *c, int B, int T,
-                               WorkPool *wp);
+/* What every family's device holds for micro-batches of h's B x T, the residual gradients
+ * and the head's buffers (graph_cpu_head_floats of them): cpu_device_carve_shared takes them
+ * from p on, fills h but for the activation gradients (the family's) and returns where they
+ * end. */
+float *cpu_device_carve_shared(CpuDeviceHead *h, float *p);
 
 /* A backward block task's residual gradients: block b reads dout and writes din, the two
  * dres buffers by turn. A micro-batch's first backward task of a block zeroes what gradients

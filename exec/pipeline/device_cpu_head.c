@@ -8,15 +8,14 @@
 #include "gpt2_ops.h"
 #include "graph.h"
 
-float *cpu_device_carve_shared(CpuDeviceHead *h, float *p, const ModelConfig *c, int B, int T,
-                               WorkPool *wp)
+float *cpu_device_carve_shared(CpuDeviceHead *h, float *p)
 {
+    const ModelConfig *c = &h->cfg;
     const float *start = p;
-    int N = B * T, chunk = (int)graph_head_chunk(N);
+    int N = h->B * h->T, chunk = (int)graph_head_chunk(N);
     size_t NC = (size_t)N * c->d_model, chunk_V = (size_t)chunk * c->vocab;
-    h->n_layer = c->n_layer;
     h->block_params = (size_t)model_block_params(c);
-    h->lm = (CpuHead){.C = c->d_model, .V = c->vocab, .N = N, .wp = wp};
+    h->lm = (CpuHead){.C = c->d_model, .V = c->vocab, .N = N, .wp = h->wp};
 #define CARVE(dst, n) (dst = p, p += (n))
     CARVE(h->dres[0], NC);
     CARVE(h->dres[1], NC);
@@ -27,7 +26,7 @@ float *cpu_device_carve_shared(CpuDeviceHead *h, float *p, const ModelConfig *c,
     CARVE(h->lm.losses, (size_t)N);
     CARVE(h->lm.dlosses, (size_t)chunk);
 #undef CARVE
-    assert(p - start == graph_cpu_head_floats(c, B, T));
+    assert(p - start == graph_cpu_head_floats(c, h->B, h->T));
     return p;
 }
 

@@ -255,8 +255,10 @@ static int load_step_into_tiers(void *user, const char *step_dir, Err *e)
     Pipe *pp = &pr->pp;
     CkptReader *r;
     int rc = ckpt_reader_open(&r, step_dir, &pp->o->model, &pp->layout, e);
-    if (!rc)
+    if (!rc) {
+        ckpt_reader_set_pool(r, &pp->wp_adam); /* as start_from_folder's */
         rc = fill_tiers(pr, fill_from_checkpoint, r, true, "loading the checkpoint", e);
+    }
     ckpt_reader_close(r);
     return rc;
 }

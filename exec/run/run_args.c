@@ -213,11 +213,8 @@ static int resolve_names(RunArgs *a, const Given *gv)
                 gv->backend, backend_find("cuda") ? ", cuda" : "");
         return -EINVAL;
     }
-    if (data_format_parse(gv->format, &o->data_format)) {
-        fprintf(stderr, "fuyou-run: --data-format expects auto, npy, llmc, u16 or text, got '%s'\n",
-                gv->format);
-        return -EINVAL;
-    }
+    if (data_format_parse(gv->format, &o->data_format))
+        assert(!"--data-format: options.c's words are the formats");
     ModelNotice notice;
     if (model_load_noticed(gv->model, &o->model, &notice, &e)) {
         fprintf(stderr, "fuyou-run: %s\n", e.msg);
@@ -227,11 +224,9 @@ static int resolve_names(RunArgs *a, const Given *gv)
         fprintf(stderr, "fuyou-run: %s\n", notice.msg);
     if (!gv->dtype)
         return 0;
-    DType d;
-    if (dtype_parse(gv->dtype, &d) || d == DTYPE_FP32) {
-        fprintf(stderr, "fuyou-run: --dtype expects bf16 or fp16, got '%s'\n", gv->dtype);
-        return -EINVAL;
-    }
+    DType d = DTYPE_BF16;
+    if (dtype_parse(gv->dtype, &d) || d == DTYPE_FP32)
+        assert(!"--dtype: options.c's words are bf16 and fp16");
     if (o->backend == &backend_cpu) {
         fprintf(stderr, "fuyou-run: --dtype %s needs --backend cuda: the cpu backend is the "
                 "fp32 reference\n", gv->dtype);

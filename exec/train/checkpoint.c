@@ -722,6 +722,12 @@ int ckpt_reader_read(CkptReader *r, size_t begin, size_t n, float *params, float
     return rc;
 }
 
+void ckpt_reader_set_pool(CkptReader *r, WorkPool *wp)
+{
+    hf_reader_set_pool(r->weights, wp);
+    r->opt_m.wp = r->opt_v.wp = wp;
+}
+
 void ckpt_reader_close(CkptReader *r)
 {
     if (!r)

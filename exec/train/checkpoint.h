@@ -19,6 +19,7 @@
 #include "data.h"
 #include "hf_save.h"
 #include "layout.h"
+#include "workpool.h"
 
 typedef struct TrainState {
     int64_t step;           /* optimizer steps taken */
@@ -108,6 +109,8 @@ int ckpt_reader_open(CkptReader **r, const char *step_dir, const ModelConfig *c,
                      const ModelLayout *l, Err *e);
 int ckpt_reader_read(CkptReader *r, size_t begin, size_t n, float *params, float *m, float *v,
                      Err *e);
+/* What it reads from here on widened to fp32 on wp's threads (hf_reader_set_pool). */
+void ckpt_reader_set_pool(CkptReader *r, WorkPool *wp);
 void ckpt_reader_close(CkptReader *r);
 
 /* Before a fresh run (no resume) saves into dir: 0 when dir holds no checkpoint (no latest, no
