@@ -193,37 +193,42 @@ static const Pool pools[] = {
  * its buffer either came before that one or waits for the reader. */
 static int check_pool(const Schedule *s, const unsigned char *r, const Pool *pl)
 {
-    int n = s->n_tasks, pairs = 0;
+    int n = s->n_tasks, pairs = 0, nw = 0;
+    /* the pool's writers with their buffers, and a reader's intended ones among them */
+    int *wt = malloc((size_t)n * sizeof(int)), *ws = malloc((size_t)n * sizeof(int));
+    int *fed = malloc((size_t)n * sizeof(int));
+    ck_assert(wt && ws && fed);
+    for (int t = 0; t < n; t++)
+        if (pl->writer(&s->tasks[t]) && (ws[nw] = pl->slot(&s->tasks[t])) >= 0)
+            wt[nw++] = t;
     for (int rd = 0; rd < n; rd++) {
         const Task *R = &s->tasks[rd];
-        if (!pl->reader(R) || pl->slot(R) < 0)
+        int slot = pl->reader(R) ? pl->slot(R) : -1, n_fed = 0;
+        if (slot < 0)
             continue;
-        for (int w = 0; w < n; w++) {
+        for (int k = 0; k < nw; k++)
+            if (ws[k] == slot && wt[k] != rd && pl->intended(&s->tasks[wt[k]], R))
+                fed[n_fed++] = wt[k];
+        for (int k = 0; k < nw; k++) {
+            int w = wt[k];
             const Task *W = &s->tasks[w];
-            if (w == rd || !pl->writer(W) || pl->slot(W) != pl->slot(R))
+            if (ws[k] != slot || w == rd || pl->intended(W, R))
                 continue;
-            if (pl->intended(W, R))
-                continue;
-            bool before = false, fed = false;
-            for (int w0 = 0; w0 < n && !before; w0++) {
-                const Task *W0 = &s->tasks[w0];
-                if (w0 == rd || !pl->writer(W0) || pl->slot(W0) != pl->slot(R) ||
-                    !pl->intended(W0, R))
-                    continue;
-                fed = true;
-                before = r[(size_t)rd * n + w0] && r[(size_t)w0 * n + w];
-            }
+            bool before = false;
+            for (int f = 0; f < n_fed && !before; f++)
+                before = r[(size_t)rd * n + fed[f]] && r[(size_t)fed[f] * n + w];
             /* a reader that writes the buffer first itself (Adam's new weights, with the states
              * in CPU memory) needs only the other writers done before it */
-            if (!fed && pl->writer(R) && r[(size_t)rd * n + w])
+            if (!n_fed && pl->writer(R) && r[(size_t)rd * n + w])
                 before = true;
             bool after = r[(size_t)w * n + rd];
             ck_assert_msg(before || after, "%s: %s (iteration %d) may overwrite buffer %d while "
-                          "%s (iteration %d) reads it", pl->name, W->id, W->iter, pl->slot(R),
-                          R->id, R->iter);
+                          "%s (iteration %d) reads it", pl->name, W->id, W->iter, slot, R->id,
+                          R->iter);
             pairs++;
         }
     }
+    free(wt), free(ws), free(fed);
     return pairs;
 }
 

@@ -121,37 +121,62 @@ void matmul_forward_ref(float *out, const float *inp, const float *weight, const
     run(wp, matmul_rows, &j, (size_t)N);
 }
 
-/* dinp rows: dinp[n] += dout[n] @ weight. */
+/* dinp rows: dinp[n] += dout[n] @ weight. Four weight rows a pass: each dx[i] is loaded and
+ * stored once for four additions, made in the order of oc as one row a pass makes them (the
+ * same bits). */
 static void matmul_dinp_rows(void *ctx, size_t begin, size_t end)
 {
     const MatmulJob *j = ctx;
+    int C = j->C, OC = j->OC;
     for (size_t n = begin; n < end; n++) {
-        const float *d = j->dout + n * (size_t)j->OC;
-        float *dx = j->dinp + n * (size_t)j->C;
-        for (int oc = 0; oc < j->OC; oc++) {
-            const float *w = j->weight + (size_t)oc * j->C;
+        const float *d = j->dout + n * (size_t)OC;
+        float *dx = j->dinp + n * (size_t)C;
+        int oc = 0;
+        for (; oc + 4 <= OC; oc += 4) {
+            const float *w0 = j->weight + (size_t)oc * C, *w1 = w0 + C, *w2 = w1 + C,
+                        *w3 = w2 + C;
+            float g0 = d[oc], g1 = d[oc + 1], g2 = d[oc + 2], g3 = d[oc + 3];
+#pragma omp simd
+            for (int i = 0; i < C; i++)
+                dx[i] = dx[i] + w0[i] * g0 + w1[i] * g1 + w2[i] * g2 + w3[i] * g3;
+        }
+        for (; oc < OC; oc++) {
+            const float *w = j->weight + (size_t)oc * C;
             float g = d[oc];
 #pragma omp simd
-            for (int i = 0; i < j->C; i++)
+            for (int i = 0; i < C; i++)
                 dx[i] += w[i] * g;
         }
     }
 }
 
-/* dweight rows: dweight[oc] += sum_n dout[n][oc] * inp[n]; dbias[oc] += sum_n dout[n][oc]. */
+/* dweight rows: dweight[oc] += sum_n dout[n][oc] * inp[n]; dbias[oc] += sum_n dout[n][oc].
+ * Four input rows a pass, in the order of n (the same bits as one a pass). */
 static void matmul_dweight_rows(void *ctx, size_t begin, size_t end)
 {
     const MatmulJob *j = ctx;
+    int C = j->C, OC = j->OC, N = j->N;
     for (size_t oc = begin; oc < end; oc++) {
-        float *dw = j->dweight + oc * (size_t)j->C;
+        float *dw = j->dweight + oc * (size_t)C;
+        const float *g = j->dout + oc;
         float db = 0;
-        for (int n = 0; n < j->N; n++) {
-            float g = j->dout[(size_t)n * j->OC + oc];
-            const float *x = j->inp + (size_t)n * j->C;
+        int n = 0;
+        for (; n + 4 <= N; n += 4) {
+            const float *x0 = j->inp + (size_t)n * C, *x1 = x0 + C, *x2 = x1 + C, *x3 = x2 + C;
+            float g0 = g[(size_t)n * OC], g1 = g[(size_t)(n + 1) * OC],
+                  g2 = g[(size_t)(n + 2) * OC], g3 = g[(size_t)(n + 3) * OC];
 #pragma omp simd
-            for (int i = 0; i < j->C; i++)
-                dw[i] += x[i] * g;
-            db += g;
+            for (int i = 0; i < C; i++)
+                dw[i] = dw[i] + x0[i] * g0 + x1[i] * g1 + x2[i] * g2 + x3[i] * g3;
+            db = db + g0 + g1 + g2 + g3;
+        }
+        for (; n < N; n++) {
+            float gn = g[(size_t)n * OC];
+            const float *x = j->inp + (size_t)n * C;
+#pragma omp simd
+            for (int i = 0; i < C; i++)
+                dw[i] += x[i] * gn;
+            db += gn;
         }
         if (j->dbias)
             j->dbias[oc] += db;

@@ -18,6 +18,8 @@ static inline void cpu_relax(void)
  * flag) and the dispatcher waiting for a bell (its ring count) alike. */
 static void spin_while(const atomic_uint *word, unsigned while_equal, double max_s)
 {
+    if (max_s <= 0)
+        return;
     double until = clock_monotonic_s() + max_s;
     for (unsigned i = 1; atomic_load_explicit(word, memory_order_acquire) == while_equal; i++) {
         cpu_relax();
@@ -43,7 +45,7 @@ static void *lane_main(void *arg)
     for (;;) {
         if (!l->posted && !l->quit) {
             pthread_mutex_unlock(&l->mu);
-            spin_while(&l->pending, 0, LANE_SPIN_S);
+            spin_while(&l->pending, 0, l->spin_s);
             pthread_mutex_lock(&l->mu);
         }
         while (!l->posted && !l->quit)
@@ -84,6 +86,12 @@ void lane_bell_init(LaneBell *b)
     pthread_mutex_init(&b->mu, NULL);
     pthread_cond_init(&b->cv, NULL);
     atomic_init(&b->rings, 0);
+    b->spin_s = LANE_SPIN_S;
+}
+
+void lane_bell_set_spin(LaneBell *b, double spin_s)
+{
+    b->spin_s = spin_s;
 }
 
 void lane_bell_free(LaneBell *b)
@@ -94,7 +102,7 @@ void lane_bell_free(LaneBell *b)
 
 void lane_bell_wait(LaneBell *b, unsigned *seen, double timeout_s)
 {
-    spin_while(&b->rings, *seen, LANE_SPIN_S);
+    spin_while(&b->rings, *seen, b->spin_s);
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     long ns = ts.tv_nsec + (long)(timeout_s * 1e9);
@@ -122,6 +130,7 @@ int lane_init(Lane *l, LaneFn fn, void *ctx, LaneBell *bell, Err *e)
     l->fn = fn;
     l->ctx = ctx;
     l->bell = bell;
+    l->spin_s = LANE_SPIN_S;
     pthread_mutex_init(&l->mu, NULL);
     pthread_cond_init(&l->cv, NULL);
     int rc = pthread_create(&l->thread, NULL, lane_main, l);
@@ -136,6 +145,13 @@ void lane_set_jitter(Lane *l, unsigned max_us, unsigned seed)
     pthread_mutex_lock(&l->mu);
     l->jitter_us = max_us;
     l->jitter_rng = seed | 1;
+    pthread_mutex_unlock(&l->mu);
+}
+
+void lane_set_spin(Lane *l, double spin_s)
+{
+    pthread_mutex_lock(&l->mu);
+    l->spin_s = spin_s;
     pthread_mutex_unlock(&l->mu);
 }
 

@@ -7,7 +7,9 @@
  *
  * Waiting spins for a short while (LANE_SPIN_S) before it sleeps, on both sides: a GPU task
  * lasts tens of microseconds to milliseconds, and two condition-variable wake-ups per task
- * (lane, then dispatcher) would add about as much again to every one of them. */
+ * (lane, then dispatcher) would add about as much again to every one of them. Where the work
+ * runs on the host's cores (the CPU device), a spin takes a core from it: lane_set_spin and
+ * lane_bell_set_spin turn it off. */
 #ifndef FUYOU_LANE_H
 #define FUYOU_LANE_H
 
@@ -27,9 +29,11 @@ typedef struct LaneBell {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     atomic_uint rings;
+    double spin_s;              /* lane_bell_wait's spin before it sleeps: LANE_SPIN_S */
 } LaneBell;
 
 void lane_bell_init(LaneBell *b);
+void lane_bell_set_spin(LaneBell *b, double spin_s);
 void lane_bell_free(LaneBell *b);
 /* Waits until the bell has rung since *seen (then updates it) or timeout_s has passed. */
 void lane_bell_wait(LaneBell *b, unsigned *seen, double timeout_s);
@@ -52,6 +56,7 @@ typedef struct Lane {
     int rc;
     Err err;
     double start_s, end_s;
+    double spin_s;              /* the idle thread's spin before it sleeps: LANE_SPIN_S */
     unsigned jitter_us, jitter_rng; /* lane_set_jitter's */
 } Lane;
 
@@ -61,6 +66,8 @@ int lane_init(Lane *l, LaneFn fn, void *ctx, LaneBell *bell, Err *e);
  * sequence from seed), so that what the dispatcher's dependencies do not order happens in
  * another order from run to run. Call while the lane is idle. */
 void lane_set_jitter(Lane *l, unsigned max_us, unsigned seed);
+/* How long the idle thread spins for a post before it sleeps (call while the lane is idle). */
+void lane_set_spin(Lane *l, double spin_s);
 /* Finishes the job in flight, if any, and stops the thread; safe on a zeroed lane. */
 void lane_free(Lane *l);
 /* Runs fn(ctx, job, e) on the lane's thread (the lane must be idle). */

@@ -316,8 +316,13 @@ static int run_start(PipeRun *pr, Err *e)
         rc = trainer_seek(o, &pr->ld, &pr->st, e);
     if (!rc)
         rc = trainer_open_log(o, pr->st.step, &pr->log, e);
+    /* the CPU device computes on the cores a spinning thread would take */
+    double spin = pp->mem.ops->on_host ? 0 : LANE_SPIN_S;
+    lane_bell_set_spin(&pp->bell, spin);
     for (int i = 0; i < N_THREAD_LANES && !rc; i++) {
         rc = lane_init(&pp->lanes[i], pipe_lane_fns[i], pp, &pp->bell, e);
+        if (!rc)
+            lane_set_spin(&pp->lanes[i], spin);
         if (!rc && pr->pc->jitter_us)
             lane_set_jitter(&pp->lanes[i], pr->pc->jitter_us, 0x9e3779b9u * (unsigned)(i + 1));
     }
