@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -54,6 +55,68 @@ START_TEST(bell_spin)
     ck_assert_double_ge(l.end_s - l.start_s, 1e-3);
     lane_free(&l);
     lane_bell_free(&bell);
+}
+END_TEST
+
+/* A queue lane (the compute lane's kind): jobs issue as they are posted, two in flight, and end
+ * in the order posted whatever order the device finishes them in; a job whose issue fails ends
+ * with its error and the one queued behind it is not issued (-ECANCELED) */
+typedef struct QueueJob {
+    atomic_bool done;
+    int fail_issue;
+} QueueJob;
+static atomic_int issued_jobs;
+static int issue_job(void *ctx, void *job, Err *e)
+{
+    (void)ctx;
+    atomic_fetch_add(&issued_jobs, 1);
+    const QueueJob *j = job;
+    return j->fail_issue ? err_set(e, j->fail_issue, "refused") : 0;
+}
+static int job_ended(void *ctx, void *job, Err *e)
+{
+    (void)ctx, (void)e;
+    return atomic_load(&((QueueJob *)job)->done);
+}
+/* Polls until a job ends (at most 10 s). */
+static void poll_end(Lane *l)
+{
+    for (int i = 0; i < 10000 && !lane_poll(l); i++)
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+}
+
+START_TEST(queue_lane)
+{
+    Lane l;
+    Err e;
+    ck_assert_int_eq(lane_init(&l, issue_job, NULL, NULL, &e), 0);
+    lane_set_queue(&l, job_ended);
+    QueueJob a = {0}, b = {0}, c = {.fail_issue = -EIO}, d = {0};
+    lane_post(&l, &a);
+    lane_post(&l, &b);
+    ck_assert_uint_eq(lane_in_flight(&l), 2);
+    atomic_store(&b.done, true); /* the second done first: nothing ends until the first has */
+    for (int i = 0; i < 1000 && atomic_load(&issued_jobs) < 2; i++)
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    ck_assert_int_eq(atomic_load(&issued_jobs), 2); /* both issued before either ended */
+    nanosleep(&(struct timespec){0, 5000000}, NULL);
+    ck_assert(!lane_poll(&l));
+    atomic_store(&a.done, true);
+    poll_end(&l);
+    ck_assert_int_eq(l.rc, 0);
+    ck_assert_uint_eq(lane_in_flight(&l), 1);
+    poll_end(&l);
+    ck_assert_int_eq(l.rc, 0);
+    ck_assert_uint_eq(lane_in_flight(&l), 0);
+    lane_post(&l, &c);
+    lane_post(&l, &d);
+    poll_end(&l);
+    ck_assert_int_eq(l.rc, -EIO);
+    tu_assert_contains(l.err.msg, "refused");
+    poll_end(&l);
+    ck_assert_int_eq(l.rc, -ECANCELED);
+    ck_assert_int_eq(atomic_load(&issued_jobs), 3); /* d was never issued */
+    lane_free(&l);
 }
 END_TEST
 
@@ -638,11 +701,11 @@ END_TEST
 /* The CPU device, but F.b1.qkv of the second iteration fails as a device can. */
 static DeviceOps failing_cpu;
 
-static int compute_or_fail(Device *d, const ComputeCall *c, DeviceSpan *span, Err *e)
+static int compute_or_fail(Device *d, const ComputeCall *c, int slot, Err *e)
 {
     if (c->task->iter == 1 && !strcmp(c->task->id, "F.b1.qkv"))
         return err_set(e, -EIO, "an injected device failure");
-    return device_cpu.compute(d, c, span, e);
+    return device_cpu.compute(d, c, slot, e);
 }
 
 /* A failure inside the run is the error, naming the task, and the trace keeps what ran. */
@@ -784,6 +847,7 @@ int main(void)
     tcase_add_test(tc, failure_keeps_its_trace);
     tcase_add_test(tc, bad_input);
     tcase_add_test(tc, bell_spin);
+    tcase_add_test(tc, queue_lane);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

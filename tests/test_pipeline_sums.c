@@ -35,11 +35,11 @@ static bool flip_bit(const char *path, off_t at)
     return done;
 }
 
-static int compute_after_flip(Device *d, const ComputeCall *c, DeviceSpan *span, Err *e)
+static int compute_after_flip(Device *d, const ComputeCall *c, int slot, Err *e)
 {
     if (c->task->iter == flip.iter && !strcmp(c->task->id, flip.task))
         flip.flips += flip_bit(flip.path, flip.at);
-    return device_cpu.compute(d, c, span, e);
+    return device_cpu.compute(d, c, slot, e);
 }
 
 /* Marks in seen every task that follows task t in the DAG (along successors: after true) or

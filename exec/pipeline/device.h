@@ -26,6 +26,9 @@
 
 typedef struct Device Device;
 
+/* Compute tasks issued and not yet ended at most (the compute lane's depth, lane.h). */
+enum { DEVICE_SLOTS = 2 };
+
 /* One compute task, with every buffer it touches. */
 typedef struct ComputeCall {
     const Task *task;          /* kind (forward, recompute, backward), layer, graph op */
@@ -92,12 +95,17 @@ typedef struct DeviceOps {
     /* Device memory for the executor's buffers; NULL with e. */
     void *(*alloc)(Device *d, size_t bytes, Err *e);
     void (*release)(Device *d, void *p);
-    /* Runs one compute task to completion (called on the compute lane's thread); span (not
-     * NULL) says when it ran. */
-    int (*compute)(Device *d, const ComputeCall *c, DeviceSpan *span, Err *e);
-    /* Runs an empty compute task, issued, timed and waited for as compute does with none of
-     * its work: what the lane and the device cost a task beyond it (fuyou-profile's task_us). */
-    int (*compute_empty)(Device *d, DeviceSpan *span, Err *e);
+    /* Issues one compute task behind the ones issued before it (stream order) and returns;
+     * slot (below DEVICE_SLOTS) names it until compute_ended has said it ended. The CPU
+     * reference runs it here, to completion. Both are called on the compute lane's thread. */
+    int (*compute)(Device *d, const ComputeCall *c, int slot, Err *e);
+    /* Whether slot's task has ended (1: span says when it ran), not yet (0), or failed
+     * (-errno with e). */
+    int (*compute_ended)(Device *d, int slot, DeviceSpan *span, Err *e);
+    /* Issues an empty compute task in slot, as compute issues one with none of its work, for
+     * compute_ended: what the lane and the device cost a task beyond it (fuyou-profile's
+     * task_us). */
+    int (*compute_empty)(Device *d, int slot, Err *e);
     /* Runs an AdamW step (DeviceAdam) to completion on the compute lane's thread; span as
      * compute's. The sum of squares is the CPU's (adam_sum_sq) on the CPU device, bit for bit,
      * and within rounding of it on a GPU. */

@@ -102,10 +102,10 @@ static int edge_call(CpuDeviceHead *h, const ComputeCall *c)
     }
 }
 
-static int cpu_compute(Device *d, const ComputeCall *c, DeviceSpan *span, Err *e)
+static int cpu_compute(Device *d, const ComputeCall *c, int slot, Err *e)
 {
+    (void)slot;
     CpuDeviceHead *h = (CpuDeviceHead *)d;
-    span->set = false;
     int layer = c->task->layer, rc = 0;
     if (layer >= 0 && layer < h->cfg.n_layer) {
         rc = h->fam->block(d, c);
@@ -122,6 +122,14 @@ static int cpu_compute(Device *d, const ComputeCall *c, DeviceSpan *span, Err *e
     if (rc)
         return err_set(e, rc, "%s: no such operation on the CPU device", c->task->id);
     return 0;
+}
+
+/* compute ran the task to its end */
+static int cpu_compute_ended(Device *d, int slot, DeviceSpan *span, Err *e)
+{
+    (void)d, (void)slot, (void)e;
+    span->set = false;
+    return 1;
 }
 
 static int cpu_adam(Device *d, DeviceAdam *a, DeviceSpan *span, Err *e)
@@ -173,10 +181,9 @@ static int cpu_copy(Device *d, bool to_device, int n, const DeviceCopy *c, Devic
     return 0;
 }
 
-static int cpu_compute_empty(Device *d, DeviceSpan *span, Err *e)
+static int cpu_compute_empty(Device *d, int slot, Err *e)
 {
-    (void)d, (void)e;
-    span->set = false;
+    (void)d, (void)slot, (void)e;
     return 0;
 }
 
@@ -185,7 +192,7 @@ const DeviceOps device_cpu = {
     .weight_type = DTYPE_FP32, .grad_type = DTYPE_FP32,
     .tensor_bytes = cpu_tensor_bytes, .own_bytes = cpu_own_bytes, .create = cpu_create,
     .destroy = cpu_destroy, .alloc = cpu_alloc, .release = cpu_release,
-    .compute = cpu_compute, .compute_empty = cpu_compute_empty, .adam = cpu_adam,
+    .compute = cpu_compute, .compute_ended = cpu_compute_ended, .compute_empty = cpu_compute_empty, .adam = cpu_adam,
     .loss = cpu_loss,
     .copy = cpu_copy, .free_bytes = hostpool_system_available,
 };

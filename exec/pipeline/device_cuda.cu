@@ -6,8 +6,10 @@
  * head's chunks and the embedding share a tied matrix) and leaving in bf16 from B.embed. The
  * LM head runs in chunks, forward and backward fused in F.head.lm_head (graph.h); B.head has
  * nothing left to do. Each lane thread has its own stream: compute, and one per copy
- * direction; a call returns when its work on that stream is done, timed by CUDA events around
- * it (the trace's GPU times). A failure is returned, not fatal, so the dispatcher drains the
+ * direction. A copy returns when its work is done; a compute task is issued behind the ones
+ * before it on the compute stream and its end queried (pipe_exec.c keeps two in flight, so the
+ * GPU does not wait for the host between dependent tasks). CUDA events around each call's work
+ * time it (the trace's GPU times). A failure is returned, not fatal, so the dispatcher drains the
  * other lanes and the user gets one line naming the task: one found when a task's work
  * completes (a fault while kernels ran, a copy that failed), and a launch or cuBLAS call the
  * runtime refuses (the launchers' checks record it for this thread instead of exiting,
@@ -39,11 +41,13 @@ struct Device {
     GpuBlock *blk;
     cudaStream_t compute, up, down;
     cudaEvent_t began[3], ended[3]; /* per stream, in STREAM_* order: times each call's work */
+    cudaEvent_t task_began[DEVICE_SLOTS], task_ended[DEVICE_SLOTS]; /* compute tasks' */
     CopyPace pace[3];               /* the copy streams' (cuda_wait.h) */
     float *losses_host;             /* pinned */
     double *sq_scratch;             /* one device double: the AdamW's sum of squares */
     double *sq_host;                /* pinned: the sum, once the stream is done */
-    bool loss_pending;
+    bool loss_pending;              /* the call being issued copies the losses out */
+    bool loss_in[DEVICE_SLOTS];     /* a slot's task did: summed once it ended */
     int n_targets;                  /* the micro-batch's targets the loss counts (backend.h) */
     float loss;
 };
@@ -82,6 +86,12 @@ static void cuda_destroy(Device *d)
         if (d->ended[i])
             cudaEventDestroy(d->ended[i]);
     }
+    for (int i = 0; i < DEVICE_SLOTS; i++) {
+        if (d->task_began[i])
+            cudaEventDestroy(d->task_began[i]);
+        if (d->task_ended[i])
+            cudaEventDestroy(d->task_ended[i]);
+    }
     cudaStream_t st[] = {d->compute, d->up, d->down};
     for (int i = 0; i < 3; i++)
         if (st[i])
@@ -110,6 +120,10 @@ static int cuda_create(Device **out, const ModelConfig *c, int B, int T, WorkPoo
     for (int i = 0; i < 3; i++) {
         CUDA_CHECK(cudaEventCreate(&d->began[i]));
         CUDA_CHECK(cudaEventCreate(&d->ended[i]));
+    }
+    for (int i = 0; i < DEVICE_SLOTS; i++) {
+        CUDA_CHECK(cudaEventCreate(&d->task_began[i]));
+        CUDA_CHECK(cudaEventCreate(&d->task_ended[i]));
     }
     int rc = gpu_block_create(&d->blk, c, B, T, GPU_GRADS_16, (cudaStream_t_c)d->compute, e);
     if (rc) {
@@ -175,7 +189,7 @@ static void edge_call(Device *d, const ComputeCall *c)
     } else if (c->op == EDGE_LOSS && !bwd) {
         CUDA_CHECK(cudaMemcpyAsync(d->losses_host, gpu_block_losses(d->blk), (size_t)N * 4,
                                    cudaMemcpyDeviceToHost, d->compute));
-        d->loss_pending = true; /* summed once the stream is done (cuda_compute) */
+        d->loss_pending = true; /* summed once the task ended (cuda_compute_ended) */
     }
 }
 
@@ -221,39 +235,68 @@ static int finished(Device *d, int k, const char *what, double t0_s, size_t byte
     return 0;
 }
 
-static int cuda_compute(Device *d, const ComputeCall *c, DeviceSpan *span, Err *e)
+/* The runtime's words on a failed event call, as an error. */
+static int event_failed(cudaError_t st, const char *what, Err *e)
+{
+    return err_set(e, -EIO, "%s: %s", what, cudaGetErrorString(st));
+}
+
+static int cuda_compute(Device *d, const ComputeCall *c, int slot, Err *e)
 {
     int layer = c->task->layer;
-    int rc = begin(d, STREAM_COMPUTE, e);
-    if (rc)
-        return rc;
+    cudaError_t st = cudaEventRecord(d->task_began[slot], d->compute);
+    if (st != cudaSuccess)
+        return event_failed(st, "cudaEventRecord", e);
     /* a launch or cuBLAS failure is kept, not fatal: the dispatcher drains the other lanes */
     CudaFailure failure = {};
     cuda_failure = &failure;
+    d->loss_pending = false;
     if (layer >= 0 && layer < d->cfg.n_layer)
         block_call(d, c);
     else
         edge_call(d, c);
     cuda_failure = nullptr;
-    rc = finished(d, STREAM_COMPUTE, "CUDA kernels", 0, 0, span, e);
-    if (failure.failed) {
-        span->set = false;
+    d->loss_in[slot] = d->loss_pending;
+    if (failure.failed)
         return err_set(e, -EIO, "%s", failure.msg);
-    }
-    if (!rc && d->loss_pending) {
+    st = cudaEventRecord(d->task_ended[slot], d->compute);
+    return st == cudaSuccess ? 0 : event_failed(st, "cudaEventRecord", e);
+}
+
+/* The compute lane spins on this while the task runs, as a compute wait did (cuda_wait.h). */
+static int cuda_compute_ended(Device *d, int slot, DeviceSpan *span, Err *e)
+{
+    span->set = false;
+    cudaError_t st = cudaEventQuery(d->task_ended[slot]);
+    if (st == cudaErrorNotReady)
+        return 0;
+    double now = clock_monotonic_s();
+    if (st == cudaSuccess)
+        st = cudaGetLastError();
+    if (st != cudaSuccess)
+        return event_failed(st, "CUDA kernels", e);
+    float ms = 0;
+    if (cudaEventElapsedTime(&ms, d->task_began[slot], d->task_ended[slot]) == cudaSuccess)
+        *span = (DeviceSpan){true, now - ms * 1e-3, now};
+    else
+        cudaGetLastError();
+    if (d->loss_in[slot]) {
         double sum = 0;
         for (int i = 0; i < d->N; i++)
             sum += d->losses_host[i];
         d->loss = d->n_targets ? (float)(sum / d->n_targets) : 0.0f;
+        d->loss_in[slot] = false;
     }
-    d->loss_pending = false;
-    return rc;
+    return 1;
 }
 
-static int cuda_compute_empty(Device *d, DeviceSpan *span, Err *e)
+static int cuda_compute_empty(Device *d, int slot, Err *e)
 {
-    int rc = begin(d, STREAM_COMPUTE, e);
-    return rc ? rc : finished(d, STREAM_COMPUTE, "an empty task", 0, 0, span, e);
+    d->loss_in[slot] = false;
+    cudaError_t st = cudaEventRecord(d->task_began[slot], d->compute);
+    if (st == cudaSuccess)
+        st = cudaEventRecord(d->task_ended[slot], d->compute);
+    return st == cudaSuccess ? 0 : event_failed(st, "cudaEventRecord", e);
 }
 
 /* A GPU sub-group's AdamW: the bf16 gradients' norm, then the step in place (gk_adamw_g16,
@@ -348,6 +391,7 @@ static size_t cuda_free_bytes(void)
 extern "C" const DeviceOps device_cuda = {
     "cuda", false, 1u << ARCH_GPT2 | 1u << ARCH_LLAMA, DTYPE_BF16, DTYPE_BF16, cuda_tensor_bytes,
     cuda_own_bytes,
-    cuda_create, cuda_destroy, cuda_alloc, cuda_release, cuda_compute, cuda_compute_empty,
+    cuda_create, cuda_destroy, cuda_alloc, cuda_release, cuda_compute, cuda_compute_ended,
+    cuda_compute_empty,
     cuda_adam, cuda_loss, cuda_copy, cuda_pin, cuda_unpin, cuda_free_bytes,
 };

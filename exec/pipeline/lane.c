@@ -1,6 +1,7 @@
 /* lane: one worker thread, one job at a time; see lane.h. */
 #include "lane.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <string.h>
 #include <time.h>
@@ -38,46 +39,88 @@ static void jitter(Lane *l)
     nanosleep(&ts, NULL);
 }
 
+/* Job k (counted from 0) has ended as l->ends says: published, and the bell rung. */
+static void job_ended(Lane *l, unsigned k)
+{
+    pthread_mutex_lock(&l->mu);
+    atomic_store_explicit(&l->ended, k + 1, memory_order_release);
+    pthread_cond_broadcast(&l->cv);
+    pthread_mutex_unlock(&l->mu);
+    if (l->bell) {
+        pthread_mutex_lock(&l->bell->mu);
+        atomic_fetch_add_explicit(&l->bell->rings, 1, memory_order_release);
+        pthread_cond_broadcast(&l->bell->cv);
+        pthread_mutex_unlock(&l->bell->mu);
+    }
+}
+
+/* Runs (or issues) the next job posted. */
+static void issue_next(Lane *l)
+{
+    unsigned k = l->issued;
+    LaneEnd *x = &l->ends[k % LANE_DEPTH];
+    if (l->jitter_us)
+        jitter(l);
+    Err e = {""};
+    x->start_s = clock_monotonic_s();
+    /* nothing queued behind a job that failed: what follows it may need what it did */
+    const LaneEnd *before = &l->ends[(k - 1) % LANE_DEPTH];
+    x->rc = l->query && k > 0 && before->rc
+                ? err_set(&e, -ECANCELED, "not issued: the job before it failed")
+                : l->fn(l->ctx, l->jobs[k % LANE_DEPTH], &e);
+    x->err = e;
+    l->issued = k + 1;
+    if (!l->query || x->rc) { /* a queue lane's failed issue ends when it is the oldest */
+        x->end_s = clock_monotonic_s();
+        if (!l->query)
+            job_ended(l, k);
+    }
+}
+
+/* A queue lane's oldest job in flight: whether it has ended (then published). */
+static bool oldest_ended(Lane *l, unsigned k)
+{
+    LaneEnd *x = &l->ends[k % LANE_DEPTH];
+    if (!x->rc) {
+        Err e = {""};
+        int q = l->query(l->ctx, l->jobs[k % LANE_DEPTH], &e);
+        if (!q)
+            return false;
+        x->end_s = clock_monotonic_s();
+        if (q < 0)
+            x->rc = q, x->err = e;
+    }
+    job_ended(l, k);
+    return true;
+}
+
 static void *lane_main(void *arg)
 {
     Lane *l = arg;
-    pthread_mutex_lock(&l->mu);
     for (;;) {
-        if (!l->posted && !l->quit) {
-            pthread_mutex_unlock(&l->mu);
-            spin_while(&l->pending, 0, l->spin_s);
-            pthread_mutex_lock(&l->mu);
+        unsigned posted = atomic_load_explicit(&l->posted, memory_order_acquire);
+        unsigned ended = atomic_load_explicit(&l->ended, memory_order_relaxed);
+        /* an end first: the dispatcher releases what waits on it while the next job runs */
+        if (ended < l->issued && oldest_ended(l, ended))
+            continue;
+        if (posted > l->issued) {
+            issue_next(l);
+            continue;
         }
-        while (!l->posted && !l->quit)
-            pthread_cond_wait(&l->cv, &l->mu);
-        if (!l->posted)
-            break;
-        void *job = l->job;
-        atomic_store_explicit(&l->pending, 0, memory_order_relaxed);
-        bool shake = l->jitter_us > 0;
-        pthread_mutex_unlock(&l->mu);
-        if (shake)
-            jitter(l);
-        Err e = {""};
-        double t0 = clock_monotonic_s();
-        int rc = l->fn(l->ctx, job, &e);
-        double t1 = clock_monotonic_s();
+        if (ended < l->issued) { /* the device is at work: spin, as a compute wait does */
+            cpu_relax();
+            continue;
+        }
+        spin_while(&l->posted, posted, l->spin_s);
         pthread_mutex_lock(&l->mu);
-        l->rc = rc;
-        l->err = e;
-        l->start_s = t0;
-        l->end_s = t1;
-        l->posted = false;
-        atomic_store_explicit(&l->done, true, memory_order_release);
-        pthread_cond_broadcast(&l->cv);
-        if (l->bell) {
-            pthread_mutex_lock(&l->bell->mu);
-            atomic_fetch_add_explicit(&l->bell->rings, 1, memory_order_release);
-            pthread_cond_broadcast(&l->bell->cv);
-            pthread_mutex_unlock(&l->bell->mu);
-        }
+        while (atomic_load_explicit(&l->posted, memory_order_acquire) == l->issued && !l->quit)
+            pthread_cond_wait(&l->cv, &l->mu);
+        bool quit = l->quit && atomic_load_explicit(&l->posted, memory_order_acquire) ==
+                                   l->issued;
+        pthread_mutex_unlock(&l->mu);
+        if (quit)
+            break;
     }
-    pthread_mutex_unlock(&l->mu);
     return NULL;
 }
 
@@ -125,11 +168,12 @@ void lane_bell_spin(LaneBell *b, unsigned *seen, double max_s)
 int lane_init(Lane *l, LaneFn fn, void *ctx, LaneBell *bell, Err *e)
 {
     memset(l, 0, sizeof *l);
-    atomic_init(&l->pending, 0);
-    atomic_init(&l->done, false);
+    atomic_init(&l->posted, 0);
+    atomic_init(&l->ended, 0);
     l->fn = fn;
     l->ctx = ctx;
     l->bell = bell;
+    l->depth = 1;
     l->spin_s = LANE_SPIN_S;
     pthread_mutex_init(&l->mu, NULL);
     pthread_cond_init(&l->cv, NULL);
@@ -155,12 +199,21 @@ void lane_set_spin(Lane *l, double spin_s)
     pthread_mutex_unlock(&l->mu);
 }
 
+void lane_set_queue(Lane *l, LaneQueryFn query)
+{
+    pthread_mutex_lock(&l->mu);
+    l->query = query;
+    l->depth = query ? LANE_DEPTH : 1;
+    pthread_mutex_unlock(&l->mu);
+}
+
 void lane_free(Lane *l)
 {
     if (!l->started)
         return;
     pthread_mutex_lock(&l->mu);
-    while (l->posted)
+    while (atomic_load_explicit(&l->ended, memory_order_acquire) !=
+           atomic_load_explicit(&l->posted, memory_order_relaxed))
         pthread_cond_wait(&l->cv, &l->mu);
     l->quit = true;
     pthread_cond_broadcast(&l->cv);
@@ -173,22 +226,29 @@ void lane_free(Lane *l)
 
 void lane_post(Lane *l, void *job)
 {
+    unsigned k = atomic_load_explicit(&l->posted, memory_order_relaxed);
+    assert(k - l->polled < (unsigned)l->depth);
+    l->jobs[k % LANE_DEPTH] = job;
     pthread_mutex_lock(&l->mu);
-    l->job = job;
-    l->posted = true;
-    atomic_store_explicit(&l->done, false, memory_order_relaxed);
-    atomic_store_explicit(&l->pending, 1, memory_order_release);
+    atomic_store_explicit(&l->posted, k + 1, memory_order_release);
     pthread_cond_broadcast(&l->cv);
     pthread_mutex_unlock(&l->mu);
 }
 
+unsigned lane_in_flight(const Lane *l)
+{
+    return atomic_load_explicit(&l->posted, memory_order_relaxed) - l->polled;
+}
+
 bool lane_poll(Lane *l)
 {
-    if (!atomic_load_explicit(&l->done, memory_order_acquire))
+    if (atomic_load_explicit(&l->ended, memory_order_acquire) == l->polled)
         return false;
-    atomic_store_explicit(&l->done, false, memory_order_relaxed);
-    /* the worker wrote rc, err and the times before `done`, under the mutex */
-    pthread_mutex_lock(&l->mu);
-    pthread_mutex_unlock(&l->mu);
+    const LaneEnd *x = &l->ends[l->polled % LANE_DEPTH];
+    l->rc = x->rc;
+    l->err = x->err;
+    l->start_s = x->start_s;
+    l->end_s = x->end_s;
+    l->polled++;
     return true;
 }

@@ -1,9 +1,13 @@
-/* lane: a worker thread that runs one job at a time for the dispatcher (pipeline.h).
+/* lane: a worker thread that runs jobs for the dispatcher (pipeline.h).
  *
- * The dispatcher posts a job when the lane is idle and polls for its end without blocking; the
- * lane records when the job ran on the monotonic clock (clock.h) and what it returned. The
- * compute, copy and optimizer lanes are thread lanes; the SSD lanes are the store's ring,
- * driven by the dispatcher itself. Not a queue: one job in flight.
+ * The dispatcher posts a job and polls for its end without blocking; the lane records when the
+ * job ran on the monotonic clock (clock.h) and what it returned. The compute, copy and
+ * optimizer lanes are thread lanes; the SSD lanes are the store's ring, driven by the
+ * dispatcher itself. A plain lane runs one job at a time, to completion. A queue lane
+ * (lane_set_queue) takes up to LANE_DEPTH jobs: its function issues a job to a device queue (a
+ * CUDA stream) and returns, a query function says when it has ended, and the jobs end in the
+ * order posted: the compute lane queues a GPU task behind the one before it (stream order), so
+ * the GPU does not wait for the host between dependent tasks.
  *
  * Waiting spins for a short while (LANE_SPIN_S) before it sleeps, on both sides: a GPU task
  * lasts tens of microseconds to milliseconds, and two condition-variable wake-ups per task
@@ -20,8 +24,13 @@
 #include "fuyou_err.h"
 
 #define LANE_SPIN_S 50e-6
+enum { LANE_DEPTH = 2 };
 
+/* Runs a job (a plain lane), or issues it (a queue lane): 0 or -errno with e. */
 typedef int (*LaneFn)(void *ctx, void *job, Err *e);
+/* A queue lane's: whether the job issued has ended (1), not yet (0), or failed (-errno with
+ * e). Called on the lane's thread for the oldest job in flight. */
+typedef int (*LaneQueryFn)(void *ctx, void *job, Err *e);
 
 /* What the lanes ring when a job ends, so the dispatcher sleeps until there is something to do
  * instead of polling on a timer. */
@@ -42,18 +51,30 @@ void lane_bell_wait(LaneBell *b, unsigned *seen, double timeout_s);
  * holds: the dispatcher while a GPU task runs (pipe_exec.c). */
 void lane_bell_spin(LaneBell *b, unsigned *seen, double max_s);
 
+/* What a job did: its result and when it ran. */
+typedef struct LaneEnd {
+    int rc;
+    Err err;
+    double start_s, end_s;
+} LaneEnd;
+
 typedef struct Lane {
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    bool started, quit, posted;
-    atomic_uint pending;        /* 1 once posted, readable without the mutex (the idle thread
-                                   spins on it) */
-    atomic_bool done;
+    bool started, quit;
     LaneFn fn;
+    LaneQueryFn query;          /* NULL: a plain lane */
+    int depth;                  /* jobs in flight at most: 1, or LANE_DEPTH with query */
     LaneBell *bell;
-    void *ctx, *job;
-    int rc;
+    void *ctx;
+    void *jobs[LANE_DEPTH];     /* by count posted, modulo LANE_DEPTH */
+    LaneEnd ends[LANE_DEPTH];
+    /* counts: posted (the dispatcher), issued and ended (the thread), polled (the dispatcher);
+     * the atomics are read without the mutex (the idle thread spins on posted) */
+    atomic_uint posted, ended;
+    unsigned issued, polled;
+    int rc;                     /* lane_poll's job: what it did */
     Err err;
     double start_s, end_s;
     double spin_s;              /* the idle thread's spin before it sleeps: LANE_SPIN_S */
@@ -68,12 +89,17 @@ int lane_init(Lane *l, LaneFn fn, void *ctx, LaneBell *bell, Err *e);
 void lane_set_jitter(Lane *l, unsigned max_us, unsigned seed);
 /* How long the idle thread spins for a post before it sleeps (call while the lane is idle). */
 void lane_set_spin(Lane *l, double spin_s);
-/* Finishes the job in flight, if any, and stops the thread; safe on a zeroed lane. */
+/* Makes the lane a queue lane (call while it is idle): fn issues, query says the end. */
+void lane_set_queue(Lane *l, LaneQueryFn query);
+/* Finishes the jobs in flight, if any, and stops the thread; safe on a zeroed lane. */
 void lane_free(Lane *l);
-/* Runs fn(ctx, job, e) on the lane's thread (the lane must be idle). */
+/* Runs (or issues) fn(ctx, job, e) on the lane's thread; at most depth jobs posted and not yet
+ * polled. */
 void lane_post(Lane *l, void *job);
-/* True once the posted job has ended: then rc, err, start_s and end_s describe it and the
- * lane is idle again. */
+/* Jobs posted and not yet polled. */
+unsigned lane_in_flight(const Lane *l);
+/* True once the oldest job posted and not yet polled has ended: then rc, err, start_s and
+ * end_s describe it. A job issued behind another starts (start_s) when it was issued. */
 bool lane_poll(Lane *l);
 
 #endif

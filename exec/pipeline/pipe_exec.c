@@ -22,15 +22,28 @@ static int not_finite(const Pipe *pp, int iter, int group, Err *e)
                    "--lr or check the data", (long long)(pp->step0 + 1 + iter), group);
 }
 
+/* The compute lane's (a queue lane, lane.h): a compute task issued behind the ones before it,
+ * or a GPU sub-group's AdamW run to its end (alone on the lane). */
 static int run_compute(void *ctx, void *job, Err *e)
 {
     Pipe *pp = ctx;
-    if (job != &pp->gpu_adam)
-        return pp->mem.ops->compute(pp->mem.dev, job, &pp->call_span, e);
-    int rc = pp->mem.ops->adam(pp->mem.dev, &pp->gpu_adam, &pp->call_span, e);
+    if (job != &pp->gpu_adam) {
+        const ComputeCall *c = job;
+        return pp->mem.ops->compute(pp->mem.dev, c, (int)(c - pp->calls), e);
+    }
+    int rc = pp->mem.ops->adam(pp->mem.dev, &pp->gpu_adam, &pp->gpu_adam_span, e);
     if (!rc && !isfinite(pp->gpu_adam.sq))
         return not_finite(pp, pp->gpu_adam_iter, pp->gpu_adam_group, e);
     return rc;
+}
+
+static int compute_ended(void *ctx, void *job, Err *e)
+{
+    Pipe *pp = ctx;
+    if (job == &pp->gpu_adam)
+        return 1;
+    int slot = (int)((ComputeCall *)job - pp->calls);
+    return pp->mem.ops->compute_ended(pp->mem.dev, slot, &pp->call_span[slot], e);
 }
 
 /* sum += bounce over [begin, end), a piece of a gradient copy's host sum (grad_sum.h). */
@@ -420,8 +433,13 @@ static int start_task(Pipe *pp, int ti, Err *e)
             lane_post(&pp->lanes[LANE_GPU], &pp->gpu_adam);
             return 0;
         }
-        prepare_compute(pp, ti, &pp->call);
-        lane_post(&pp->lanes[LANE_GPU], &pp->call);
+        {
+            /* the lane's next slot: the job two posts back has been polled */
+            ComputeCall *c = &pp->calls[atomic_load_explicit(&pp->lanes[LANE_GPU].posted,
+                                                          memory_order_relaxed) % DEVICE_SLOTS];
+            prepare_compute(pp, ti, c);
+            lane_post(&pp->lanes[LANE_GPU], c);
+        }
         return 0;
     case RES_H2D:
     case RES_D2H: {
@@ -480,15 +498,23 @@ static bool poll_task(Pipe *pp, Resource r, double *t0, double *t1, int *rc, Err
         return true;
     }
     Lane *l = &pp->lanes[thread_lane(r)];
+    unsigned slot = l->polled % DEVICE_SLOTS;
     if (!lane_poll(l))
         return false;
     *t0 = l->start_s;
     *t1 = l->end_s;
     /* the device's own timing where it has one */
-    const DeviceSpan *sp = r == RES_GPU ? &pp->call_span
-                         : r == RES_H2D || r == RES_D2H ? &pp->copy[r == RES_D2H].span : NULL;
+    const DeviceSpan *sp = r == RES_H2D || r == RES_D2H ? &pp->copy[r == RES_D2H].span : NULL;
+    if (r == RES_GPU)
+        sp = pp->s.tasks[pp->running[r]].kind == TASK_ADAM ? &pp->gpu_adam_span
+                                                           : &pp->call_span[slot];
     if (sp && !l->rc)
         device_span_within(sp, t0, t1);
+    if (r == RES_GPU) { /* one after another: a task issued behind starts as the one before ends */
+        *t0 = fmax(*t0, pp->gpu_end);
+        *t1 = fmax(*t1, *t0);
+        pp->gpu_end = *t1;
+    }
     *rc = l->rc;
     if (l->rc)
         *e = l->err;
@@ -519,6 +545,22 @@ static int record(Pipe *pp, int ti, double t0, double t1)
     return 0;
 }
 
+/* Whether task t is a compute task that may queue behind another on the device's stream:
+ * every one but a GPU sub-group's AdamW, which runs alone. */
+static bool on_stream(const Task *t)
+{
+    return t->res == RES_GPU && t->kind != TASK_ADAM;
+}
+
+/* Task nx to its ready queue, once. 0 or -ENOMEM. */
+static int release(Pipe *pp, int nx, double now)
+{
+    if (pp->released[nx])
+        return 0;
+    pp->released[nx] = true;
+    return heap_push(&pp->ready[pp->s.tasks[nx].res], heap_ready_item(&pp->s.tasks[nx], nx, now));
+}
+
 /* A task ended: its results, then its successors. */
 static int finish_task(Pipe *pp, int ti, double now)
 {
@@ -536,11 +578,26 @@ static int finish_task(Pipe *pp, int ti, double now)
             pp->norms[si] = sqrt(sum);
         }
     }
+    bool streamed = on_stream(t);
     for (int k = pp->succ_first[ti]; k < pp->succ_first[ti + 1]; k++) {
         int nx = pp->succ[k];
-        if (--pp->waiting[nx] == 0 &&
-            heap_push(&pp->ready[pp->s.tasks[nx].res], heap_ready_item(&pp->s.tasks[nx], nx,
-                                                                     now)))
+        pp->waiting[nx]--;
+        if (streamed && on_stream(&pp->s.tasks[nx]))
+            pp->on_stream[nx]--;
+        if (!pp->waiting[nx] && release(pp, nx, now))
+            return -ENOMEM;
+    }
+    return 0;
+}
+
+/* Compute task ti was issued: a compute task that waits for nothing else now may queue behind
+ * it. 0 or -ENOMEM. */
+static int issued_on_stream(Pipe *pp, int ti, double now)
+{
+    for (int k = pp->succ_first[ti]; k < pp->succ_first[ti + 1]; k++) {
+        int nx = pp->succ[k];
+        if (on_stream(&pp->s.tasks[nx]) && ++pp->on_stream[nx] == pp->waiting[nx] &&
+            release(pp, nx, now))
             return -ENOMEM;
     }
     return 0;
@@ -618,21 +675,37 @@ static int dag_init(Pipe *pp)
     const Schedule *s = &pp->s;
     int rc = sched_successors(s, &pp->succ_first, &pp->succ);
     pp->waiting = malloc(((size_t)s->n_tasks + 1) * sizeof(int));
+    pp->on_stream = calloc((size_t)s->n_tasks + 1, sizeof(int));
+    pp->released = calloc((size_t)s->n_tasks + 1, sizeof(bool));
     pp->iter_left = calloc((size_t)s->iters, sizeof(int));
-    if (rc || !pp->waiting || !pp->iter_left)
+    if (rc || !pp->waiting || !pp->on_stream || !pp->released || !pp->iter_left)
         return -ENOMEM;
     double now = clock_monotonic_s();
     for (int t = 0; t < s->n_tasks && !rc; t++) {
         pp->iter_left[s->tasks[t].iter]++;
         pp->waiting[t] = s->tasks[t].n_deps;
         if (!pp->waiting[t])
-            rc = heap_push(&pp->ready[s->tasks[t].res], heap_ready_item(&s->tasks[t], t, now));
+            rc = release(pp, t, now);
     }
     for (int r = 0; r < RES_COUNT; r++)
         pp->running[r] = -1;
+    pp->gpu_behind = -1;
+    pp->gpu_end = 0;
     pp->stop_iter = -1;
     pp->checking = -1;
     return rc;
+}
+
+/* Whether resource r's lane takes its best ready task now: when it is idle, or for the
+ * compute lane, a compute task behind a compute task (stream order). */
+static bool lane_free_for(const Pipe *pp, int r)
+{
+    if (!pp->ready[r].n)
+        return false;
+    if (pp->running[r] < 0)
+        return true;
+    return r == RES_GPU && pp->gpu_behind < 0 && on_stream(&pp->s.tasks[pp->running[r]]) &&
+           on_stream(&pp->s.tasks[pp->ready[r].items[0].a]);
 }
 
 /* Runs the segment's DAG to its end. On a failure, stops releasing tasks, lets the ones in
@@ -649,7 +722,7 @@ int pipe_run_dag(Pipe *pp, Err *e)
             trainer_stop_notice(pp->o, pp->step0 + pp->iter0 + pp->stop_iter + 1);
         }
         for (int r = 0; r < RES_COUNT && !rc; r++) {
-            if (pp->running[r] >= 0 || !pp->ready[r].n)
+            if (!lane_free_for(pp, r))
                 continue;
             int ti = heap_pop(&pp->ready[r]).a;
             if (pp->stop_iter >= 0 && s->tasks[ti].iter > pp->stop_iter) {
@@ -659,8 +732,10 @@ int pipe_run_dag(Pipe *pp, Err *e)
             if (s->tasks[ti].kind == TASK_ADAM && s->tasks[ti].iter > adam_iter)
                 adam_iter = s->tasks[ti].iter;
             rc = start_task(pp, ti, e);
+            if (!rc && on_stream(&s->tasks[ti]) && issued_on_stream(pp, ti, clock_monotonic_s()))
+                rc = err_set(e, -ENOMEM, "out of memory for the pipeline's DAG");
             if (!rc) {
-                pp->running[r] = ti;
+                *(pp->running[r] < 0 ? &pp->running[r] : &pp->gpu_behind) = ti;
                 in_flight++;
                 progress = true;
             }
@@ -679,7 +754,9 @@ int pipe_run_dag(Pipe *pp, Err *e)
             Err e2 = {""};
             if (ti < 0 || !poll_task(pp, r, &t0, &t1, &trc, &e2))
                 continue;
-            pp->running[r] = -1;
+            pp->running[r] = r == RES_GPU ? pp->gpu_behind : -1;
+            if (r == RES_GPU)
+                pp->gpu_behind = -1;
             progress = true;
             if (r == RES_SSD_READ && !trc && pp->io[0].sums.n) {
                 /* in: checked on its lane while the SSD takes the next read; its successors
@@ -704,9 +781,14 @@ int pipe_run_dag(Pipe *pp, Err *e)
     for (int r = 0; r < RES_COUNT; r++)
         heap_free(&pp->ready[r]);
     free(pp->succ_first), free(pp->succ), free(pp->waiting), free(pp->iter_left);
-    pp->succ_first = pp->succ = pp->waiting = pp->iter_left = NULL;
+    free(pp->on_stream), free(pp->released);
+    pp->succ_first = pp->succ = pp->waiting = pp->iter_left = pp->on_stream = NULL;
+    pp->released = NULL;
     return rc;
 }
+
+_Static_assert((int)DEVICE_SLOTS >= (int)LANE_DEPTH, "a slot for every compute task in flight");
+const LaneQueryFn pipe_compute_ended = compute_ended;
 
 const LaneFn pipe_lane_fns[N_THREAD_LANES] = {
     [LANE_GPU] = run_compute, [LANE_H2D] = run_copy, [LANE_D2H] = run_copy,

@@ -69,14 +69,21 @@ typedef struct Pipe {
     const Graph *g;
     Schedule s;
     int *succ_first, *succ, *waiting;
+    /* a compute task's dependencies that are compute tasks issued and not ended: once they
+     * are all its waits, it is released to queue behind them (stream order) */
+    int *on_stream;
+    bool *released;             /* pushed to its ready queue */
     Heap ready[RES_COUNT];
-    int running[RES_COUNT];     /* task index, or -1 */
+    int running[RES_COUNT];     /* task index, or -1; the compute lane's oldest */
+    int gpu_behind;             /* the compute task issued behind running[RES_GPU], or -1 */
+    double gpu_end;             /* when the last compute task ended, as the trace has it */
     double started[RES_COUNT];  /* SSD lanes: when their task was issued */
-    ComputeCall call;
+    ComputeCall calls[DEVICE_SLOTS]; /* the compute lane's jobs, by slot */
+    DeviceSpan call_span[DEVICE_SLOTS]; /* out: when each ran */
     DeviceAdam gpu_adam;        /* the compute lane's job when its task is a GPU sub-group's
-                                   AdamW (else call) */
+                                   AdamW (else a call); it runs alone on the lane */
     int gpu_adam_group, gpu_adam_iter;
-    DeviceSpan call_span;       /* out: when the compute task ran */
+    DeviceSpan gpu_adam_span;   /* out: when it ran */
     CopyJob copy[2];            /* h2d, d2h */
     AdamJob adam;
     IoJob io[2];                /* ssd_read, ssd_write */
@@ -110,8 +117,10 @@ typedef struct Pipe {
     double busy[RES_COUNT];
 } Pipe;
 
-/* The lanes' job functions (lane.h), in LANE_* order. */
+/* The lanes' job functions (lane.h), in LANE_* order; the compute lane is a queue lane, and
+ * pipe_compute_ended its query. */
 extern const LaneFn pipe_lane_fns[N_THREAD_LANES];
+extern const LaneQueryFn pipe_compute_ended;
 
 /* Runs the DAG in pp->s to its end. On a failure, stops releasing tasks, lets the ones in
  * flight finish, and returns the first error (-errno with e naming the task). When a stop is

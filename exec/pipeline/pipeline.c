@@ -323,6 +323,8 @@ static int run_start(PipeRun *pr, Err *e)
         rc = lane_init(&pp->lanes[i], pipe_lane_fns[i], pp, &pp->bell, e);
         if (!rc)
             lane_set_spin(&pp->lanes[i], spin);
+        if (!rc && i == LANE_GPU)
+            lane_set_queue(&pp->lanes[i], pipe_compute_ended);
         if (!rc && pr->pc->jitter_us)
             lane_set_jitter(&pp->lanes[i], pr->pc->jitter_us, 0x9e3779b9u * (unsigned)(i + 1));
     }

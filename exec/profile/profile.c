@@ -468,8 +468,9 @@ int profile_adam_beside(int threads, size_t params, int reps, ProfileLoad load, 
     return rc;
 }
 
-/* profile_dispatch's tasks: one lane running empty compute tasks (DeviceOps.compute_empty),
- * the caller waiting for each as the pipeline's dispatcher waits (pipe_exec.c). */
+/* profile_dispatch's tasks: one queue lane issuing empty compute tasks (DeviceOps.compute_empty)
+ * with LANE_DEPTH in flight, as the pipeline's dispatcher issues dependent compute tasks
+ * (pipe_exec.c), the caller waiting for each end as the dispatcher waits. */
 enum { DISPATCH_WARMUP = 64, DISPATCH_MAX_GAPS = 1 << 20 };
 typedef struct Dispatch {
     const DeviceOps *ops;
@@ -478,15 +479,23 @@ typedef struct Dispatch {
     LaneBell bell;
     unsigned seen;
     Lane lane;
-    DeviceSpan span;
+    int slots[DEVICE_SLOTS];    /* the jobs: their slots */
+    DeviceSpan span[DEVICE_SLOTS];
+    unsigned posted;
     double prev_end;
 } Dispatch;
 
 static int dispatch_task(void *ctx, void *job, Err *e)
 {
-    (void)job;
     Dispatch *p = ctx;
-    return p->ops->compute_empty(p->d, &p->span, e);
+    return p->ops->compute_empty(p->d, *(const int *)job, e);
+}
+
+static int dispatch_ended(void *ctx, void *job, Err *e)
+{
+    Dispatch *p = ctx;
+    int slot = *(const int *)job;
+    return p->ops->compute_ended(p->d, slot, &p->span[slot], e);
 }
 
 static void dispatch_close(Dispatch *p)
@@ -498,11 +507,16 @@ static void dispatch_close(Dispatch *p)
         p->ops->destroy(p->d);
 }
 
-/* One task, waited for as the dispatcher waits; *gap_s from the previous task's end to this
- * one's start, as the trace records them (device_span_within); -1 for the first. */
+/* The next task's end, the lane kept full; *gap_s from the previous task's end to this one's
+ * start as the trace records them (device_span_within, then not before the previous end, as
+ * pipe_exec.c places a task issued behind another); -1 for the first. */
 static int dispatch_one(Dispatch *p, double *gap_s, Err *e)
 {
-    lane_post(&p->lane, NULL);
+    while (lane_in_flight(&p->lane) < (unsigned)p->lane.depth) {
+        lane_post(&p->lane, &p->slots[p->posted % DEVICE_SLOTS]);
+        p->posted++;
+    }
+    int slot = (int)(p->lane.polled % DEVICE_SLOTS);
     while (!lane_poll(&p->lane))
         device_wait_bell(p->ops, &p->bell, &p->seen, 10e-3);
     if (p->lane.rc) {
@@ -510,7 +524,9 @@ static int dispatch_one(Dispatch *p, double *gap_s, Err *e)
         return p->lane.rc;
     }
     double t0 = p->lane.start_s, t1 = p->lane.end_s;
-    device_span_within(&p->span, &t0, &t1);
+    device_span_within(&p->span[slot], &t0, &t1);
+    t0 = fmax(t0, p->prev_end);
+    t1 = fmax(t1, t0);
     *gap_s = p->prev_end > 0 ? t0 - p->prev_end : -1;
     p->prev_end = t1;
     return 0;
@@ -528,6 +544,10 @@ static int dispatch_open(Dispatch *p, const DeviceOps *ops, Err *e)
         p->bell_ok = true;
         rc = lane_init(&p->lane, dispatch_task, p, &p->bell, e);
     }
+    if (!rc)
+        lane_set_queue(&p->lane, dispatch_ended);
+    for (int i = 0; i < DEVICE_SLOTS; i++)
+        p->slots[i] = i;
     if (rc)
         dispatch_close(p);
     return rc;

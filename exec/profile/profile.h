@@ -66,14 +66,15 @@ int profile_adam_beside(int threads, size_t params, int reps, ProfileLoad load, 
                         Stat *gparams, double *load_GBps, Err *e);
 
 /* The executor's own time around each GPU task (gpu.task_us): n empty compute tasks
- * (DeviceOps.compute_empty: issued, timed by the device's events and waited for exactly as a
- * compute task, with no work) run one after another through a pipeline lane (lane.h), the
- * caller waiting for each as the dispatcher does (lane_poll, then device_wait_bell). Each gap
- * runs from one task's end on the device to the next one's start: the lane's wake-up from its
- * event wait, the bell, the caller posting the next, the lane's wake-up and the launch. gap_us summarises the n - 1 gaps
- * (median, least, greatest), *mean_us is their mean (what they add to a schedule). A device
- * without timers of its own (the CPU reference) is timed by the lane's clock. 0 or -errno
- * with e (no device of ops here, n below 2). */
+ * (DeviceOps.compute_empty: issued and timed by the device's events as a compute task, with no
+ * work) through a queue lane (lane.h) kept LANE_DEPTH deep, the caller waiting for each end as
+ * the pipeline's dispatcher does (lane_poll, then device_wait_bell) and posting the next. Each
+ * gap runs from one task's end on the device to the next one's start: what the GPU waits for
+ * the host when a task is shorter than the host's time to see the one before end, post and
+ * issue the next (longer tasks hide it). gap_us summarises the n - 1 gaps (median, least,
+ * greatest), *mean_us is their mean (what they add to a schedule). A device without timers of
+ * its own (the CPU reference) is timed by the lane's clock. 0 or -errno with e (no device of
+ * ops here, n below 2). */
 int profile_dispatch(const DeviceOps *ops, int n, Stat *gap_us, double *mean_us, Err *e);
 /* The same as a load beside the Adam task (profile_adam_beside, ctx a DispatchLoad): tasks
  * until stopped, the gaps of those that ran while counting summarised into the DispatchLoad;
