@@ -208,9 +208,10 @@ static int begin(Device *d, int k, Err *e)
 }
 
 /* Waits for the call's work on stream k: 0, or -EIO with the runtime's words. The span is the
- * events' duration ending when the wait returned (one call in flight per stream, so nothing
- * queued behind the work delays the end that the host sees). A compute task's wait spins; a
- * copy's, of `bytes` issued at t0_s, sleeps through most of it (cuda_wait.h). */
+ * events' duration ending when the wait returned (the call alone on its stream: a GPU
+ * sub-group's AdamW runs with no compute task queued, so nothing queued behind the work delays
+ * the end that the host sees). The AdamW's wait spins; a copy's, of `bytes` issued at t0_s,
+ * sleeps through most of it (cuda_wait.h). */
 static int finished(Device *d, int k, const char *what, double t0_s, size_t bytes,
                     DeviceSpan *span, Err *e)
 {
