@@ -58,6 +58,12 @@ HeapItem heap_pop(Heap *h)
     return top;
 }
 
+HeapItem heap_top(const Heap *h)
+{
+    assert(h->n > 0);
+    return h->items[0];
+}
+
 void heap_free(Heap *h)
 {
     free(h->items);

@@ -25,8 +25,9 @@ typedef struct Heap {
 
 /* 0 or -ENOMEM. */
 int heap_push(Heap *h, HeapItem it);
-/* The smallest item (h must not be empty). */
+/* The smallest item (h must not be empty), taken out; heap_top leaves it in. */
 HeapItem heap_pop(Heap *h);
+HeapItem heap_top(const Heap *h);
 void heap_free(Heap *h);
 
 /* Task index's ready-queue item: key (priority, ready_s, index), payload a = index. */

@@ -705,7 +705,7 @@ static bool lane_free_for(const Pipe *pp, int r)
     if (pp->running[r] < 0)
         return true;
     return r == RES_GPU && pp->gpu_behind < 0 && on_stream(&pp->s.tasks[pp->running[r]]) &&
-           on_stream(&pp->s.tasks[pp->ready[r].items[0].a]);
+           on_stream(&pp->s.tasks[heap_top(&pp->ready[r]).a]);
 }
 
 /* Runs the segment's DAG to its end. On a failure, stops releasing tasks, lets the ones in
