@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "io_memcheck.h"
+
 enum { SEQ_ALIGN = 4096 };
 
 /* One block of the file in memory: buf holds bytes [off, off + len). */
@@ -179,6 +181,8 @@ static int seq_wait(Seq *s, int k, bool write)
     }
     int res = b->res;
     b->busy = b->reaped = false;
+    if (!write && res > 0)
+        IO_FILLED(b->buf, (size_t)res);
     if (res < 0 && res != -EINTR && res != -EAGAIN && !(res == -EINVAL && s->direct))
         return res; /* (sync_io retries an O_DIRECT refusal buffered) */
     ssize_t n = sync_io(s, b->buf, b->off, write, res < 0 ? 0 : (size_t)res, b->want);

@@ -12,18 +12,7 @@
 #include <unistd.h>
 
 #include "crc32c.h"
-
-/* Memcheck does not see the kernel fill buffers through io_uring: tell it, when built where its
- * header is (a no-op elsewhere), so `meson test --setup valgrind` checks the rest honestly. */
-#if defined(__has_include)
-#if __has_include(<valgrind/memcheck.h>)
-#include <valgrind/memcheck.h>
-#define MARK_FILLED(p, n) VALGRIND_MAKE_MEM_DEFINED(p, n)
-#endif
-#endif
-#ifndef MARK_FILLED
-#define MARK_FILLED(p, n) ((void)(p), (void)(n))
-#endif
+#include "io_memcheck.h"
 
 static const char *const file_name = STORE_FILE_NAME;
 
@@ -337,7 +326,7 @@ static void finish_piece(Store *st, int k)
     StorePiece *pc = &st->pieces[k];
     StoreReq *r = &st->reqs[pc->req];
     if (!r->write && !r->err) {
-        MARK_FILLED(pc->io_buf, pc->io_len);
+        IO_FILLED(pc->io_buf, pc->io_len);
         if (pc->user)
             memcpy(pc->user, pc->io_buf, pc->user_len);
         if (st->cfg.checksum) {
