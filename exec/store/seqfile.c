@@ -369,6 +369,9 @@ static int flush_block(SeqWriter *w, Err *e)
             memmove(c->buf, c->buf + skip, (size_t)(end - from));
             c->off = from;
         }
+        /* the last block rounds up past the data (truncated at the end): zeros, not whatever
+         * the buffer held */
+        memset(c->buf + (end - from), 0, want - (size_t)(end - from));
         rc = seq_start(s, s->cur, true, want);
     }
     int next = s->cur ^ 1;
