@@ -192,7 +192,7 @@ const DeviceOps device_cpu = {
     .weight_type = DTYPE_FP32, .grad_type = DTYPE_FP32,
     .tensor_bytes = cpu_tensor_bytes, .own_bytes = cpu_own_bytes, .create = cpu_create,
     .destroy = cpu_destroy, .alloc = cpu_alloc, .release = cpu_release,
-    .compute = cpu_compute, .compute_ended = cpu_compute_ended, .compute_empty = cpu_compute_empty, .adam = cpu_adam,
-    .loss = cpu_loss,
+    .compute = cpu_compute, .compute_ended = cpu_compute_ended,
+    .compute_empty = cpu_compute_empty, .adam = cpu_adam, .loss = cpu_loss,
     .copy = cpu_copy, .free_bytes = hostpool_system_available,
 };

@@ -198,13 +198,31 @@ static cudaStream_t stream_of(const Device *d, int k)
     return k == STREAM_COMPUTE ? d->compute : k == STREAM_UP ? d->up : d->down;
 }
 
-/* Marks the start of a call's work on stream k. */
-static int begin(Device *d, int k, Err *e)
+/* Records ev on stream s: 0, or -EIO with the runtime's words. */
+static int record(cudaEvent_t ev, cudaStream_t s, Err *e)
 {
-    cudaError_t st = cudaEventRecord(d->began[k], stream_of(d, k));
+    cudaError_t st = cudaEventRecord(ev, s);
     if (st != cudaSuccess)
         return err_set(e, -EIO, "cudaEventRecord: %s", cudaGetErrorString(st));
     return 0;
+}
+
+/* Marks the start of a call's work on stream k. */
+static int begin(Device *d, int k, Err *e)
+{
+    return record(d->began[k], stream_of(d, k), e);
+}
+
+/* The work between two events that have completed, seen done at now: its span ending then, and
+ * its milliseconds; false (the runtime's error cleared) where the events cannot time it. */
+static bool timed(cudaEvent_t began, cudaEvent_t ended, double now, DeviceSpan *span, float *ms)
+{
+    if (cudaEventElapsedTime(ms, began, ended) != cudaSuccess) {
+        cudaGetLastError();
+        return false;
+    }
+    *span = (DeviceSpan){true, now - *ms * 1e-3, now};
+    return true;
 }
 
 /* Waits for the call's work on stream k: 0, or -EIO with the runtime's words. The span is the
@@ -226,28 +244,17 @@ static int finished(Device *d, int k, const char *what, double t0_s, size_t byte
     if (st != cudaSuccess)
         return err_set(e, -EIO, "%s: %s", what, cudaGetErrorString(st));
     float ms = 0;
-    if (cudaEventElapsedTime(&ms, d->began[k], d->ended[k]) == cudaSuccess) {
-        *span = (DeviceSpan){true, now - ms * 1e-3, now};
-        if (k != STREAM_COMPUTE)
-            copy_pace_seen(&d->pace[k], bytes, ms * 1e-3);
-    } else {
-        cudaGetLastError();
-    }
+    if (timed(d->began[k], d->ended[k], now, span, &ms) && k != STREAM_COMPUTE)
+        copy_pace_seen(&d->pace[k], bytes, ms * 1e-3);
     return 0;
-}
-
-/* The runtime's words on a failed event call, as an error. */
-static int event_failed(cudaError_t st, const char *what, Err *e)
-{
-    return err_set(e, -EIO, "%s: %s", what, cudaGetErrorString(st));
 }
 
 static int cuda_compute(Device *d, const ComputeCall *c, int slot, Err *e)
 {
     int layer = c->task->layer;
-    cudaError_t st = cudaEventRecord(d->task_began[slot], d->compute);
-    if (st != cudaSuccess)
-        return event_failed(st, "cudaEventRecord", e);
+    int rc = record(d->task_began[slot], d->compute, e);
+    if (rc)
+        return rc;
     /* a launch or cuBLAS failure is kept, not fatal: the dispatcher drains the other lanes */
     CudaFailure failure = {};
     cuda_failure = &failure;
@@ -260,8 +267,7 @@ static int cuda_compute(Device *d, const ComputeCall *c, int slot, Err *e)
     d->loss_in[slot] = d->loss_pending;
     if (failure.failed)
         return err_set(e, -EIO, "%s", failure.msg);
-    st = cudaEventRecord(d->task_ended[slot], d->compute);
-    return st == cudaSuccess ? 0 : event_failed(st, "cudaEventRecord", e);
+    return record(d->task_ended[slot], d->compute, e);
 }
 
 /* The compute lane spins on this while the task runs, as a compute wait did (cuda_wait.h). */
@@ -275,12 +281,9 @@ static int cuda_compute_ended(Device *d, int slot, DeviceSpan *span, Err *e)
     if (st == cudaSuccess)
         st = cudaGetLastError();
     if (st != cudaSuccess)
-        return event_failed(st, "CUDA kernels", e);
-    float ms = 0;
-    if (cudaEventElapsedTime(&ms, d->task_began[slot], d->task_ended[slot]) == cudaSuccess)
-        *span = (DeviceSpan){true, now - ms * 1e-3, now};
-    else
-        cudaGetLastError();
+        return err_set(e, -EIO, "CUDA kernels: %s", cudaGetErrorString(st));
+    float ms;
+    timed(d->task_began[slot], d->task_ended[slot], now, span, &ms);
     if (d->loss_in[slot]) {
         double sum = 0;
         for (int i = 0; i < d->N; i++)
@@ -294,10 +297,8 @@ static int cuda_compute_ended(Device *d, int slot, DeviceSpan *span, Err *e)
 static int cuda_compute_empty(Device *d, int slot, Err *e)
 {
     d->loss_in[slot] = false;
-    cudaError_t st = cudaEventRecord(d->task_began[slot], d->compute);
-    if (st == cudaSuccess)
-        st = cudaEventRecord(d->task_ended[slot], d->compute);
-    return st == cudaSuccess ? 0 : event_failed(st, "cudaEventRecord", e);
+    int rc = record(d->task_began[slot], d->compute, e);
+    return rc ? rc : record(d->task_ended[slot], d->compute, e);
 }
 
 /* A GPU sub-group's AdamW: the bf16 gradients' norm, then the step in place (gk_adamw_g16,

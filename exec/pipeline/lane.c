@@ -173,7 +173,6 @@ int lane_init(Lane *l, LaneFn fn, void *ctx, LaneBell *bell, Err *e)
     l->fn = fn;
     l->ctx = ctx;
     l->bell = bell;
-    l->depth = 1;
     l->spin_s = LANE_SPIN_S;
     pthread_mutex_init(&l->mu, NULL);
     pthread_cond_init(&l->cv, NULL);
@@ -203,7 +202,6 @@ void lane_set_queue(Lane *l, LaneQueryFn query)
 {
     pthread_mutex_lock(&l->mu);
     l->query = query;
-    l->depth = query ? LANE_DEPTH : 1;
     pthread_mutex_unlock(&l->mu);
 }
 
@@ -227,12 +225,17 @@ void lane_free(Lane *l)
 void lane_post(Lane *l, void *job)
 {
     unsigned k = atomic_load_explicit(&l->posted, memory_order_relaxed);
-    assert(k - l->polled < (unsigned)l->depth);
+    assert(k - l->polled < lane_depth(l));
     l->jobs[k % LANE_DEPTH] = job;
     pthread_mutex_lock(&l->mu);
     atomic_store_explicit(&l->posted, k + 1, memory_order_release);
     pthread_cond_broadcast(&l->cv);
     pthread_mutex_unlock(&l->mu);
+}
+
+unsigned lane_depth(const Lane *l)
+{
+    return l->query ? LANE_DEPTH : 1;
 }
 
 unsigned lane_in_flight(const Lane *l)
@@ -245,6 +248,7 @@ bool lane_poll(Lane *l)
     if (atomic_load_explicit(&l->ended, memory_order_acquire) == l->polled)
         return false;
     const LaneEnd *x = &l->ends[l->polled % LANE_DEPTH];
+    l->job = l->jobs[l->polled % LANE_DEPTH];
     l->rc = x->rc;
     l->err = x->err;
     l->start_s = x->start_s;

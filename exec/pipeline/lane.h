@@ -65,7 +65,6 @@ typedef struct Lane {
     bool started, quit;
     LaneFn fn;
     LaneQueryFn query;          /* NULL: a plain lane */
-    int depth;                  /* jobs in flight at most: 1, or LANE_DEPTH with query */
     LaneBell *bell;
     void *ctx;
     void *jobs[LANE_DEPTH];     /* by count posted, modulo LANE_DEPTH */
@@ -74,7 +73,8 @@ typedef struct Lane {
      * the atomics are read without the mutex (the idle thread spins on posted) */
     atomic_uint posted, ended;
     unsigned issued, polled;
-    int rc;                     /* lane_poll's job: what it did */
+    void *job;                  /* lane_poll's job, and what it did */
+    int rc;
     Err err;
     double start_s, end_s;
     double spin_s;              /* the idle thread's spin before it sleeps: LANE_SPIN_S */
@@ -93,13 +93,15 @@ void lane_set_spin(Lane *l, double spin_s);
 void lane_set_queue(Lane *l, LaneQueryFn query);
 /* Finishes the jobs in flight, if any, and stops the thread; safe on a zeroed lane. */
 void lane_free(Lane *l);
-/* Runs (or issues) fn(ctx, job, e) on the lane's thread; at most depth jobs posted and not yet
- * polled. */
+/* Jobs in flight at most: 1, or LANE_DEPTH for a queue lane. */
+unsigned lane_depth(const Lane *l);
+/* Runs (or issues) fn(ctx, job, e) on the lane's thread; at most lane_depth jobs posted and not
+ * yet polled. */
 void lane_post(Lane *l, void *job);
 /* Jobs posted and not yet polled. */
 unsigned lane_in_flight(const Lane *l);
-/* True once the oldest job posted and not yet polled has ended: then rc, err, start_s and
- * end_s describe it. A job issued behind another starts (start_s) when it was issued. */
+/* True once the oldest job posted and not yet polled has ended: then job is it, and rc, err,
+ * start_s and end_s describe it. A job issued behind another starts (start_s) when it was issued. */
 bool lane_poll(Lane *l);
 
 #endif

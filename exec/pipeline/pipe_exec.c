@@ -434,9 +434,8 @@ static int start_task(Pipe *pp, int ti, Err *e)
             return 0;
         }
         {
-            /* the lane's next slot: the job two posts back has been polled */
-            ComputeCall *c = &pp->calls[atomic_load_explicit(&pp->lanes[LANE_GPU].posted,
-                                                          memory_order_relaxed) % DEVICE_SLOTS];
+            /* slots in turn: the call two before this one has ended (at most two in flight) */
+            ComputeCall *c = &pp->calls[pp->calls_posted++ % DEVICE_SLOTS];
             prepare_compute(pp, ti, c);
             lane_post(&pp->lanes[LANE_GPU], c);
         }
@@ -498,7 +497,6 @@ static bool poll_task(Pipe *pp, Resource r, double *t0, double *t1, int *rc, Err
         return true;
     }
     Lane *l = &pp->lanes[thread_lane(r)];
-    unsigned slot = l->polled % DEVICE_SLOTS;
     if (!lane_poll(l))
         return false;
     *t0 = l->start_s;
@@ -506,8 +504,8 @@ static bool poll_task(Pipe *pp, Resource r, double *t0, double *t1, int *rc, Err
     /* the device's own timing where it has one */
     const DeviceSpan *sp = r == RES_H2D || r == RES_D2H ? &pp->copy[r == RES_D2H].span : NULL;
     if (r == RES_GPU)
-        sp = pp->s.tasks[pp->running[r]].kind == TASK_ADAM ? &pp->gpu_adam_span
-                                                           : &pp->call_span[slot];
+        sp = l->job == &pp->gpu_adam ? &pp->gpu_adam_span
+                                     : &pp->call_span[(ComputeCall *)l->job - pp->calls];
     if (sp && !l->rc)
         device_span_within(sp, t0, t1);
     if (r == RES_GPU) { /* one after another: a task issued behind starts as the one before ends */

@@ -78,7 +78,8 @@ typedef struct Pipe {
     int gpu_behind;             /* the compute task issued behind running[RES_GPU], or -1 */
     double gpu_end;             /* when the last compute task ended, as the trace has it */
     double started[RES_COUNT];  /* SSD lanes: when their task was issued */
-    ComputeCall calls[DEVICE_SLOTS]; /* the compute lane's jobs, by slot */
+    ComputeCall calls[DEVICE_SLOTS]; /* the compute lane's jobs, by slot, in turn */
+    unsigned calls_posted;
     DeviceSpan call_span[DEVICE_SLOTS]; /* out: when each ran */
     DeviceAdam gpu_adam;        /* the compute lane's job when its task is a GPU sub-group's
                                    AdamW (else a call); it runs alone on the lane */

@@ -512,11 +512,10 @@ static void dispatch_close(Dispatch *p)
  * pipe_exec.c places a task issued behind another); -1 for the first. */
 static int dispatch_one(Dispatch *p, double *gap_s, Err *e)
 {
-    while (lane_in_flight(&p->lane) < (unsigned)p->lane.depth) {
+    while (lane_in_flight(&p->lane) < lane_depth(&p->lane)) {
         lane_post(&p->lane, &p->slots[p->posted % DEVICE_SLOTS]);
         p->posted++;
     }
-    int slot = (int)(p->lane.polled % DEVICE_SLOTS);
     while (!lane_poll(&p->lane))
         device_wait_bell(p->ops, &p->bell, &p->seen, 10e-3);
     if (p->lane.rc) {
@@ -524,7 +523,7 @@ static int dispatch_one(Dispatch *p, double *gap_s, Err *e)
         return p->lane.rc;
     }
     double t0 = p->lane.start_s, t1 = p->lane.end_s;
-    device_span_within(&p->span[slot], &t0, &t1);
+    device_span_within(&p->span[*(const int *)p->lane.job], &t0, &t1);
     t0 = fmax(t0, p->prev_end);
     t1 = fmax(t1, t0);
     *gap_s = p->prev_end > 0 ? t0 - p->prev_end : -1;
