@@ -112,6 +112,10 @@ typedef enum LaneBuffer {
     LANE_BUFFERS
 } LaneBuffer;
 
+/* The rows one partial sum of an RMSNorm's weight gradient covers: the lane's
+ * LANE_NORM_SCRATCH holds a partial a RMS_PART_ROWS rows (lk_rmsnorm_backward). */
+enum { RMS_PART_ROWS = 16 };
+
 /* A GPU allocation as the CUDA lane carves its buffers: 256-byte aligned. */
 static inline int64_t lane_round(int64_t bytes)
 {

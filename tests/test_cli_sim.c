@@ -740,7 +740,7 @@ START_TEST(advice_checked)
     line_of(out, "over capacity: ", want, sizeof want);
     line_of(none, "over capacity: ", got, sizeof got);
     ck_assert_str_eq(got, want); /* the premise: --swap none is no better */
-    ck_assert_str_eq(want, "over capacity: gpu needs 31.66 GiB more than its 22.49 GiB");
+    ck_assert_str_eq(want, "over capacity: gpu needs 31.68 GiB more than its 22.49 GiB");
     snprintf(args, sizeof args, "%s --micro-batches 8", base);
     ck_assert_int_eq(tu_run_sim(args, none, sizeof none), 1);
     tu_assert_contains(none, "over capacity: cpu needs"); /* ... nor are more micro-batches */
@@ -752,7 +752,7 @@ START_TEST(advice_checked)
                           "GPU memory (here 22.49 GiB): fuyou-sim --gpu-mem 55GiB");
     snprintf(args, sizeof args, "%s --gpu-mem 55GiB", base);
     ck_assert_int_eq(tu_run_sim(args, out, sizeof out), 0);
-    tu_assert_contains(out, "memory peak    gpu 54.15 GiB of 55.00 GiB");
+    tu_assert_contains(out, "memory peak    gpu 54.17 GiB of 55.00 GiB");
 }
 END_TEST
 

@@ -144,9 +144,11 @@ START_TEST(layernorm_kernels)
     set_type(_i);
     layernorm_case(37, 100);  /* one at a time */
     layernorm_case(37, 264);  /* 8 at a time, a partial last pass of the warp */
-    layernorm_case(300, 72);  /* rows over two blocks of the weight-gradient sums */
+    layernorm_case(300, 72);  /* rows over two blocks of the warp path's weight sums */
     layernorm_case(5, 2560);  /* a block a row, 3 packs a thread (GPT-3 2.7B's width) */
-    layernorm_case(3, 6144);  /* 6 of 8 packs a thread */
+    layernorm_case(70, 2560); /* the backward's blocks of 16 rows, the last partial */
+    layernorm_case(3, 6144);  /* 6 of 8 packs a thread; backward a warp a row (the sums) */
+    layernorm_case(3, 5120);  /* 5 of 8 packs a thread, both ways (GPT-3 13B's width) */
     layernorm_case(2, 8200);  /* wider than a block keeps: a warp a row */
 }
 END_TEST

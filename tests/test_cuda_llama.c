@@ -15,11 +15,13 @@
 #include <stdbool.h>
 
 #include "adam.h"
+#include "arch.h"
 #include "cuda_device.h"
 #include "flash_attention.h"
 #include "gpt2_kernels.h"
 #include "llama_kernels.h"
 #include "llama_ops.h"
+#include "model.h"
 #include "testutil.h"
 
 static gsl_rng *rng;
@@ -247,11 +249,18 @@ START_TEST(rmsnorm_kernels)
     set_type(_i);
     rmsnorm_case(37, 100);  /* one value at a time */
     rmsnorm_case(200, 72);  /* 8 at a time, a partial last pass of the warp */
-    rmsnorm_case(300, 264); /* rows over two blocks of the weight-gradient sums */
-    rmsnorm_case(600, 40);  /* three blocks, the last partial */
+    rmsnorm_case(300, 264); /* the backward's rows over 19 partial sums, the last partial */
+    rmsnorm_case(600, 40);  /* 38 partial sums */
     rmsnorm_case(4, 4096);  /* a block a row, 4 packs a thread (Llama 3.1 8B's width) */
+    rmsnorm_case(40, 4096); /* the backward's blocks of 16 rows, the last partial */
     rmsnorm_case(3, 3072);  /* 3 of 4 packs a thread (Llama 3.2 3B's) */
     rmsnorm_case(2, 8200);  /* wider than a block keeps: a warp a row */
+    /* the footprint counts the partial sums' scratch the kernel takes */
+    ModelConfig c = *model_preset_find("llama-3.1-8b");
+    int64_t lane[LANE_BUFFERS];
+    arch_block(ARCH_LLAMA)->cuda_lane_buffers(&c, 8, 1024, lane);
+    ck_assert_int_eq(lane[LANE_NORM_SCRATCH],
+                     (int64_t)lk_rmsnorm_backward_scratch_bytes(8 * 1024, c.d_model));
 }
 END_TEST
 

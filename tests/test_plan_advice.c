@@ -173,7 +173,7 @@ START_TEST(options_given_named)
     ck_assert_ptr_null(strstr(line, "--gpu-mem"));
     char why[2048];
     tu_assert_contains(plan_advice_why_short(&rq, &hw, &g, &p, why, sizeof why),
-                       "gpu needs 54.15 GiB of its 22.49 GiB (31.66 GiB short); nothing fuyou "
+                       "gpu needs 54.17 GiB of its 22.49 GiB (31.68 GiB short); nothing fuyou "
                        "can change fits");
     plan_free(&p);
     graph_free(&g);

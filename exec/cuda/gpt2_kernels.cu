@@ -263,28 +263,110 @@ extern "C" void gk_layernorm_forward(act16_t *out, float *mean, float *rstd, con
     LAUNCHED(layernorm_forward_kernel);
 }
 
+enum { LN_PART_ROWS = 16 }; /* rows a block of the backward's row kernel */
+
+/* The backward a block per LN_PART_ROWS rows (ROW_THREADS threads, P packs of 8 a thread, as
+ * the forward's row kernel): each row's input, output gradient and dinp read once and dinp
+ * written once; the block's rows' weight and bias gradients summed in shared memory (a thread
+ * its own columns) and added once a block (the warp path's layernorm_param_grad_kernel adds
+ * once per 256 rows: atomics, in either order). */
+template <typename T, int P>
+__global__ void layernorm_backward_row_kernel(float *dinp, float *dweight, float *dbias,
+                                              const float *dout, const T *inp, const T *w,
+                                              const float *mean, const float *rstd, int N,
+                                              int C)
+{
+    extern __shared__ float sums[]; /* the weight's gradient (C), then the bias's (C) */
+    int packs = C / 8, row0 = blockIdx.x * LN_PART_ROWS, rows = min(LN_PART_ROWS, N - row0);
+    for (int k = 0; k < P; k++) {
+        int q = threadIdx.x + k * ROW_THREADS;
+        if (q < packs)
+            for (int j = 0; j < 8; j++)
+                sums[8 * q + j] = sums[C + 8 * q + j] = 0;
+    }
+    for (int r = row0; r < row0 + rows; r++) {
+        const T *x = inp + (size_t)r * C;
+        const float *d = dout + (size_t)r * C;
+        float *dx = dinp + (size_t)r * C;
+        float xv[P][8], dv[P][8], dxv[P][8], m = mean[r], s = rstd[r], a = 0, b = 0;
+        for (int k = 0; k < P; k++) {
+            int q = threadIdx.x + k * ROW_THREADS;
+            if (q < packs) {
+                float wv[8];
+                load<8>(x + 8 * q, xv[k]), load<8>(d + 8 * q, dv[k]);
+                load<8>(dx + 8 * q, dxv[k]), load<8>(w + 8 * q, wv);
+                for (int j = 0; j < 8; j++) {
+                    float norm = (xv[k][j] - m) * s, dnorm = wv[j] * dv[k][j];
+                    a += dnorm;
+                    b += dnorm * norm;
+                }
+            }
+        }
+        float2 ab = row_sum2(a, b);
+        a = ab.x / C, b = ab.y / C;
+        for (int k = 0; k < P; k++) {
+            int q = threadIdx.x + k * ROW_THREADS;
+            if (q < packs) {
+                float wv[8];
+                load<8>(w + 8 * q, wv);
+                for (int j = 0; j < 8; j++) {
+                    float norm = (xv[k][j] - m) * s;
+                    dxv[k][j] += (wv[j] * dv[k][j] - a - norm * b) * s;
+                    sums[8 * q + j] += dv[k][j] * norm;
+                    sums[C + 8 * q + j] += dv[k][j];
+                }
+                store<8>(dx + 8 * q, dxv[k]);
+            }
+        }
+    }
+    for (int k = 0; k < P; k++) {
+        int q = threadIdx.x + k * ROW_THREADS;
+        if (q < packs)
+            for (int j = 0; j < 8; j++) {
+                atomicAdd(dweight + 8 * q + j, sums[8 * q + j]);
+                atomicAdd(dbias + 8 * q + j, sums[C + 8 * q + j]);
+            }
+    }
+}
+
+#define LN_BACKWARD_ROWS(P)                                                                   \
+    layernorm_backward_row_kernel<T16, P><<<(N + LN_PART_ROWS - 1) / LN_PART_ROWS,           \
+                                            ROW_THREADS, shared, S(s)>>>(                     \
+        dinp, dweight, dbias, dout, x, w, mean, rstd, N, C)
+
 extern "C" void gk_layernorm_backward(float *dinp, float *dweight, float *dbias,
                                       const float *dout, const act16_t *inp,
                                       const act16_t *weight, const float *mean,
                                       const float *rstd, int N, int C, GkType t,
                                       cudaStream_t_c s)
 {
-    /* 8 at a time when every row starts 16-byte aligned in all three tensors */
+    /* 8 at a time when every row starts 16-byte aligned in all three tensors; the row kernel
+     * where a thread keeps its packs and the two sums fit the default 48 KiB of shared memory
+     * beside row_sum2's few bytes */
     bool vec = vec8_ok((size_t)C, dinp, dout, inp) && vec8_ok(8, weight);
+    size_t shared = 2 * (size_t)C * sizeof(float);
+    int P = vec && shared + 1024 <= 48 * 1024 ? row_packs(C) : 0;
     GK_DISPATCH(t, {
         const T16 *x = (const T16 *)inp, *w = (const T16 *)weight;
-        if (vec)
-            layernorm_backward_kernel<T16, 8><<<(N + 7) / 8, 256, 0, S(s)>>>(
-                dinp, dout, x, w, mean, rstd, N, C);
-        else
-            layernorm_backward_kernel<T16, 1><<<(N + 7) / 8, 256, 0, S(s)>>>(
-                dinp, dout, x, w, mean, rstd, N, C);
-        LAUNCHED(layernorm_backward_kernel);
-        dim3 grid((C + 31) / 32, (N + 255) / 256);
-        layernorm_param_grad_kernel<T16><<<grid, 256, 0, S(s)>>>(dweight, dbias, dout, x, mean,
-                                                                 rstd, N, C);
+        switch (P) {
+        case 1: LN_BACKWARD_ROWS(1); break;
+        case 2: LN_BACKWARD_ROWS(2); break;
+        case 4: LN_BACKWARD_ROWS(4); break;
+        case 8: LN_BACKWARD_ROWS(8); break;
+        default: /* a warp a row, then the weight's and bias's sums */
+            if (vec)
+                layernorm_backward_kernel<T16, 8><<<(N + 7) / 8, 256, 0, S(s)>>>(
+                    dinp, dout, x, w, mean, rstd, N, C);
+            else
+                layernorm_backward_kernel<T16, 1><<<(N + 7) / 8, 256, 0, S(s)>>>(
+                    dinp, dout, x, w, mean, rstd, N, C);
+            LAUNCHED(layernorm_backward_kernel);
+            dim3 grid((C + 31) / 32, (N + 255) / 256);
+            layernorm_param_grad_kernel<T16><<<grid, 256, 0, S(s)>>>(dweight, dbias, dout, x,
+                                                                     mean, rstd, N, C);
+        }
     });
-    LAUNCHED(layernorm_param_grad_kernel);
+    LAUNCHED(layernorm_backward_row_kernel);
 }
 
 /* ---- fused softmax + cross-entropy: one block per row ------------------------------------- */
@@ -497,9 +579,12 @@ extern "C" double gk_sum_sq16(const act16_t *x, size_t n, double *scratch, GkTyp
 }
 
 /* AdamW over 16-bit gradients and the gradients' sum of squares in one pass (the pipeline's
- * GPU update): each thread 8 elements at a time (16-byte loads and stores), the elements past
- * the last 8 by block 0's first threads; the sum in double per thread, then per block, one
- * atomic add a block. Each element's operations are adamw_kernel's. */
+ * GPU update): each thread 8 elements (16-byte loads and stores), a block for every 256 packs
+ * so the whole array's loads are issued by resident blocks as they come (a few blocks looping
+ * over it reached 0.80-0.92 of a device copy of the same bytes, a pack a thread 0.98:
+ * MEASUREMENTS.md), the elements past the last 8 by block 0's first threads; the sum in double
+ * per thread, then per block, one atomic add a block. Each element's operations are
+ * adamw_kernel's. */
 template <typename T>
 __global__ void adamw_sq_kernel(float *__restrict__ master, float *__restrict__ m,
                                 float *__restrict__ v, const T *__restrict__ grad,
@@ -510,9 +595,6 @@ __global__ void adamw_sq_kernel(float *__restrict__ master, float *__restrict__ 
     AdamArgs a = {b1, omb1, b2, omb2, eps, decay, nss, isb, scale};
     double s = 0;
     size_t n8 = n / 8;
-    /* the arrays apart (restrict) and two packs' loads issued before either is used: more
-     * bytes in flight a thread */
-#pragma unroll 2
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n8;
          i += (size_t)gridDim.x * blockDim.x) {
         float g[8], mm[8], vv[8], pp[8];
@@ -563,9 +645,8 @@ extern "C" void gk_adamw_sq_g16(float *master, float *m, float *v, const act16_t
 {
     CUDA_CHECK(cudaMemsetAsync(sq_dev, 0, sizeof(double), S(s)));
     if (vec8_ok(8, master, m, v) && vec8_ok(8, grad, out) && n / 8 <= 0xffffffffu) {
-        /* a few blocks per SM, each thread many packs: the loads stay in flight */
-        size_t packs = n / 8, blocks = (packs + 255) / 256;
-        unsigned grid = (unsigned)(blocks < 132 * 16 ? (blocks ? blocks : 1) : 132 * 16);
+        size_t packs = n / 8;
+        unsigned grid = packs ? blocks_for(packs, 256) : 1;
         GK_DISPATCH(t, adamw_sq_kernel<T16><<<grid, 256, 0, S(s)>>>(
                            master, m, v, (const T16 *)grad, (T16 *)out, n, sq_dev, beta1,
                            one_minus_beta1, beta2, one_minus_beta2, eps, decay, neg_step_size,

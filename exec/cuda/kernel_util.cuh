@@ -211,6 +211,22 @@ __device__ __forceinline__ float row_sum(float v)
     return s;
 }
 
+/* Two sums over the block's threads (ROW_THREADS of them) at once, one pass of barriers;
+ * every thread gets both. */
+__device__ __forceinline__ float2 row_sum2(float a, float b)
+{
+    __shared__ float2 part[ROW_THREADS / 32];
+    a = warp_sum(a), b = warp_sum(b);
+    if (threadIdx.x % 32 == 0)
+        part[threadIdx.x / 32] = make_float2(a, b);
+    __syncthreads();
+    float2 s = make_float2(0, 0);
+    for (int w = 0; w < ROW_THREADS / 32; w++)
+        s.x += part[w].x, s.y += part[w].y;
+    __syncthreads(); /* part is read by all before a next sum writes it */
+    return s;
+}
+
 /* Whether n elements at these pointers can go 8 at a time: n a multiple of 8, every pointer
  * 16-byte aligned, n / 8 within a 32-bit index. */
 static inline bool vec8_ok(size_t n, const void *a, const void *b = 0, const void *c = 0,

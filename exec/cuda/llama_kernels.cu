@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <math.h>
 
+#include "arch.h"
 #include "cuda_check.h"
 #include "kernel_util.cuh"
 
@@ -252,7 +253,8 @@ extern "C" void lk_rmsnorm_forward(act16_t *out, float *rstd, const act16_t *inp
     LAUNCHED(rmsnorm_forward_kernel);
 }
 
-/* dinp += rstd * (dnorm - norm * mean(dnorm * norm)), norm = x * rstd, dnorm = w * dout. */
+/* dinp += rstd * (dnorm - norm * mean(dnorm * norm)), norm = x * rstd, dnorm = w * dout: a
+ * warp a row (rows too wide for the row kernel below, or unaligned). */
 template <typename A, int W>
 __global__ void rmsnorm_backward_kernel(float *dinp, const float *dout, const A *inp,
                                         const A *w, const float *rstd, int N, int C)
@@ -280,31 +282,75 @@ __global__ void rmsnorm_backward_kernel(float *dinp, const float *dout, const A 
     }
 }
 
-enum { RMS_ROWS = 256 }; /* rows per partial sum of the weight gradient */
+/* The backward a block per RMS_PART_ROWS rows (ROW_THREADS threads, P packs of 8 a thread, as the
+ * forward's row kernel): each row's input, output gradient and dinp read once and dinp written
+ * once, the weight gradient of the block's rows summed in shared memory (a thread its own
+ * columns, the rows in order) and written as one partial sum. */
+template <typename A, int P>
+__global__ void rmsnorm_backward_row_kernel(float *dinp, float *part, const float *dout,
+                                            const A *inp, const A *w, const float *rstd, int N,
+                                            int C)
+{
+    extern __shared__ float dw[]; /* C: this block's rows' weight gradient */
+    int packs = C / 8, row0 = blockIdx.x * RMS_PART_ROWS, rows = min(RMS_PART_ROWS, N - row0);
+    for (int k = 0; k < P; k++) {
+        int q = threadIdx.x + k * ROW_THREADS;
+        if (q < packs)
+            for (int j = 0; j < 8; j++)
+                dw[8 * q + j] = 0;
+    }
+    for (int r = row0; r < row0 + rows; r++) {
+        const A *x = inp + (size_t)r * C;
+        const float *d = dout + (size_t)r * C;
+        float *dx = dinp + (size_t)r * C;
+        float xv[P][8], dv[P][8], dxv[P][8], s = rstd[r], m = 0;
+        for (int k = 0; k < P; k++) {
+            int q = threadIdx.x + k * ROW_THREADS;
+            if (q < packs) {
+                float wv[8];
+                load<8>(x + 8 * q, xv[k]), load<8>(d + 8 * q, dv[k]);
+                load<8>(dx + 8 * q, dxv[k]), load<8>(w + 8 * q, wv);
+                for (int j = 0; j < 8; j++)
+                    m += wv[j] * dv[k][j] * (xv[k][j] * s);
+            }
+        }
+        m = row_sum(m) / C;
+        for (int k = 0; k < P; k++) {
+            int q = threadIdx.x + k * ROW_THREADS;
+            if (q < packs) {
+                float wv[8];
+                load<8>(w + 8 * q, wv);
+                for (int j = 0; j < 8; j++) {
+                    float norm = xv[k][j] * s;
+                    dxv[k][j] += (wv[j] * dv[k][j] - norm * m) * s;
+                    dw[8 * q + j] += norm * dv[k][j];
+                }
+                store<8>(dx + 8 * q, dxv[k]);
+            }
+        }
+    }
+    for (int k = 0; k < P; k++) {
+        int q = threadIdx.x + k * ROW_THREADS;
+        if (q < packs)
+            store<8>(part + (size_t)blockIdx.x * C + 8 * q, dw + 8 * q);
+    }
+}
 
-/* part[blockIdx.y][c] = sum over the block's 256 rows of dout * norm: 32 columns (one per lane),
- * 32 rows per warp, the eight warps' sums added in warp order. */
+/* part[blockIdx.y][c] = sum over the block's RMS_PART_ROWS rows of dout * norm, a column a thread
+ * (the warp path's weight gradient). */
 template <typename A>
 __global__ void rmsnorm_weight_part_kernel(float *part, const float *dout, const A *inp,
                                            const float *rstd, int N, int C)
 {
-    __shared__ float sums[8][32];
-    int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    int c = blockIdx.x * 32 + lane, row0 = blockIdx.y * RMS_ROWS + warp * 32;
+    int c = blockIdx.x * blockDim.x + threadIdx.x, row0 = blockIdx.y * RMS_PART_ROWS;
+    if (c >= C)
+        return;
     float sum = 0;
-    if (c < C)
-        for (int r = row0; r < min(N, row0 + 32); r++) {
-            size_t at = (size_t)r * C + c;
-            sum += (ld(inp + at) * rstd[r]) * dout[at];
-        }
-    sums[warp][lane] = sum;
-    __syncthreads();
-    if (warp == 0 && c < C) {
-        float total = 0;
-        for (int k = 0; k < 8; k++)
-            total += sums[k][lane];
-        part[(size_t)blockIdx.y * C + c] = total;
+    for (int r = row0; r < min(N, row0 + RMS_PART_ROWS); r++) {
+        size_t at = (size_t)r * C + c;
+        sum += (ld(inp + at) * rstd[r]) * dout[at];
     }
+    part[(size_t)blockIdx.y * C + c] = sum;
 }
 
 /* dweight[c] += the partial sums of column c, first block of rows first. */
@@ -321,8 +367,12 @@ __global__ void rmsnorm_weight_sum_kernel(float *dweight, const float *part, int
 
 extern "C" size_t lk_rmsnorm_backward_scratch_bytes(int N, int C)
 {
-    return (size_t)((N + RMS_ROWS - 1) / RMS_ROWS) * C * sizeof(float);
+    return (size_t)((N + RMS_PART_ROWS - 1) / RMS_PART_ROWS) * C * sizeof(float);
 }
+
+#define BACKWARD_ROWS(P)                                                                      \
+    rmsnorm_backward_row_kernel<T16, P><<<blocks, ROW_THREADS, C * sizeof(float), S(s)>>>(    \
+        dinp, part, dout, x, w, rstd, N, C)
 
 extern "C" void lk_rmsnorm_backward(float *dinp, float *dweight, const float *dout,
                                     const act16_t *inp, const act16_t *weight,
@@ -332,21 +382,28 @@ extern "C" void lk_rmsnorm_backward(float *dinp, float *dweight, const float *do
     if (N <= 0 || C <= 0)
         return;
     bool vec = vec8_ok((size_t)C, dinp, dout, inp) && vec8_ok(8, weight);
-    int blocks = (N + RMS_ROWS - 1) / RMS_ROWS;
+    int blocks = (N + RMS_PART_ROWS - 1) / RMS_PART_ROWS, P = vec ? row_packs(C) : 0;
     float *part = (float *)scratch;
     GK_DISPATCH(t, {
         const T16 *x = (const T16 *)inp, *w = (const T16 *)weight;
-        if (vec)
-            rmsnorm_backward_kernel<T16, 8><<<(N + 7) / 8, 256, 0, S(s)>>>(dinp, dout, x, w,
-                                                                           rstd, N, C);
-        else
-            rmsnorm_backward_kernel<T16, 1><<<(N + 7) / 8, 256, 0, S(s)>>>(dinp, dout, x, w,
-                                                                           rstd, N, C);
-        LAUNCHED(rmsnorm_backward_kernel);
-        dim3 grid((C + 31) / 32, blocks);
-        rmsnorm_weight_part_kernel<T16><<<grid, 256, 0, S(s)>>>(part, dout, x, rstd, N, C);
+        switch (P) {
+        case 1: BACKWARD_ROWS(1); break;
+        case 2: BACKWARD_ROWS(2); break;
+        case 4: BACKWARD_ROWS(4); break;
+        case 8: BACKWARD_ROWS(8); break;
+        default: /* rows too wide to keep, or unaligned: a warp a row, then the partial sums */
+            if (vec)
+                rmsnorm_backward_kernel<T16, 8><<<(N + 7) / 8, 256, 0, S(s)>>>(dinp, dout, x, w,
+                                                                               rstd, N, C);
+            else
+                rmsnorm_backward_kernel<T16, 1><<<(N + 7) / 8, 256, 0, S(s)>>>(dinp, dout, x, w,
+                                                                               rstd, N, C);
+            LAUNCHED(rmsnorm_backward_kernel);
+            dim3 grid((C + 255) / 256, blocks);
+            rmsnorm_weight_part_kernel<T16><<<grid, 256, 0, S(s)>>>(part, dout, x, rstd, N, C);
+        }
     });
-    LAUNCHED(rmsnorm_weight_part_kernel);
+    LAUNCHED(rmsnorm_backward_row_kernel);
     rmsnorm_weight_sum_kernel<<<(C + 255) / 256, 256, 0, S(s)>>>(dweight, part, blocks, C);
     LAUNCHED(rmsnorm_weight_sum_kernel);
 }
