@@ -332,7 +332,8 @@ __global__ void layernorm_backward_row_kernel(float *dinp, float *dweight, float
 #define LN_BACKWARD_ROWS(P)                                                                   \
     layernorm_backward_row_kernel<T16, P><<<(N + LN_PART_ROWS - 1) / LN_PART_ROWS,           \
                                             ROW_THREADS, shared, S(s)>>>(                     \
-        dinp, dweight, dbias, dout, x, w, mean, rstd, N, C)
+        dinp, dweight, dbias, dout, x, w, mean, rstd, N, C);                                  \
+    LAUNCHED(layernorm_backward_row_kernel)
 
 extern "C" void gk_layernorm_backward(float *dinp, float *dweight, float *dbias,
                                       const float *dout, const act16_t *inp,
@@ -364,9 +365,9 @@ extern "C" void gk_layernorm_backward(float *dinp, float *dweight, float *dbias,
             dim3 grid((C + 31) / 32, (N + 255) / 256);
             layernorm_param_grad_kernel<T16><<<grid, 256, 0, S(s)>>>(dweight, dbias, dout, x,
                                                                      mean, rstd, N, C);
+            LAUNCHED(layernorm_param_grad_kernel);
         }
     });
-    LAUNCHED(layernorm_backward_row_kernel);
 }
 
 /* ---- fused softmax + cross-entropy: one block per row ------------------------------------- */

@@ -370,9 +370,10 @@ extern "C" size_t lk_rmsnorm_backward_scratch_bytes(int N, int C)
     return (size_t)((N + RMS_PART_ROWS - 1) / RMS_PART_ROWS) * C * sizeof(float);
 }
 
-#define BACKWARD_ROWS(P)                                                                      \
+#define RMS_BACKWARD_ROWS(P)                                                                  \
     rmsnorm_backward_row_kernel<T16, P><<<blocks, ROW_THREADS, C * sizeof(float), S(s)>>>(    \
-        dinp, part, dout, x, w, rstd, N, C)
+        dinp, part, dout, x, w, rstd, N, C);                                                  \
+    LAUNCHED(rmsnorm_backward_row_kernel)
 
 extern "C" void lk_rmsnorm_backward(float *dinp, float *dweight, const float *dout,
                                     const act16_t *inp, const act16_t *weight,
@@ -387,10 +388,10 @@ extern "C" void lk_rmsnorm_backward(float *dinp, float *dweight, const float *do
     GK_DISPATCH(t, {
         const T16 *x = (const T16 *)inp, *w = (const T16 *)weight;
         switch (P) {
-        case 1: BACKWARD_ROWS(1); break;
-        case 2: BACKWARD_ROWS(2); break;
-        case 4: BACKWARD_ROWS(4); break;
-        case 8: BACKWARD_ROWS(8); break;
+        case 1: RMS_BACKWARD_ROWS(1); break;
+        case 2: RMS_BACKWARD_ROWS(2); break;
+        case 4: RMS_BACKWARD_ROWS(4); break;
+        case 8: RMS_BACKWARD_ROWS(8); break;
         default: /* rows too wide to keep, or unaligned: a warp a row, then the partial sums */
             if (vec)
                 rmsnorm_backward_kernel<T16, 8><<<(N + 7) / 8, 256, 0, S(s)>>>(dinp, dout, x, w,
@@ -401,9 +402,9 @@ extern "C" void lk_rmsnorm_backward(float *dinp, float *dweight, const float *do
             LAUNCHED(rmsnorm_backward_kernel);
             dim3 grid((C + 255) / 256, blocks);
             rmsnorm_weight_part_kernel<T16><<<grid, 256, 0, S(s)>>>(part, dout, x, rstd, N, C);
+            LAUNCHED(rmsnorm_weight_part_kernel);
         }
     });
-    LAUNCHED(rmsnorm_backward_row_kernel);
     rmsnorm_weight_sum_kernel<<<(C + 255) / 256, 256, 0, S(s)>>>(dweight, part, blocks, C);
     LAUNCHED(rmsnorm_weight_sum_kernel);
 }
