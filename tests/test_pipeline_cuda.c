@@ -484,8 +484,10 @@ START_TEST(compute_failure_drains)
     ck_assert_int_ge(atomic_load(&fault.copies_ended_after), fault.copies_in_flight_at_fail);
     ck_assert_int_eq(atomic_load(&fault.copies_in_flight), 0);
     ck_assert_int_eq(atomic_load(&fault.copies_started), atomic_load(&fault.copies_ended));
-    /* and everything given back: lane threads, the store's files and ring, device memory */
-    ck_assert_int_eq(threads1, threads0);
+    /* and everything given back: lane threads, the store's files and ring, device memory (a
+     * thread of an earlier case may end meanwhile where the cases share the process,
+     * CK_FORK=no: fewer is not a leak) */
+    ck_assert_int_le(threads1, threads0);
     ck_assert_int_eq(fds1, fds0);
     ck_assert_int_eq(atomic_load(&fault.allocs_live), 0);
     ck_assert_int_eq(atomic_load(&fault.devices_live), 0);
