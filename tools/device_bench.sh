@@ -26,7 +26,8 @@
 #             to step 1, the steady iteration measured / predicted. check (default): the CUDA
 #             suites and compute-sanitizer first, then llama-3.1-8b b8, gpt3-2.7b b8 (beside
 #             the in-memory CUDA trainer) and llama-3.2-3b b8, no budget; budget: under
-#             --gpu-mem 24GiB. RUNS="name|model|batch|flags;..." replaces the runs
+#             --gpu-mem 24GiB. RUNS="name|model|batch|flags;..." replaces the runs;
+#             BEFORE=.prebuilt/fuyou-run-old: each run alternating with that binary (A/B)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 part=${1:-all} sub=${2:-check}
@@ -215,18 +216,18 @@ else
 2.7b b16 24g|gpt3-2.7b|16|--gpu-mem 24GiB;2.7b b32 24g|gpt3-2.7b|32|--gpu-mem 24GiB"
 fi
 printf '%s\n' "${RUNS:-$default_runs}" | tr ';' '\n' > "$OUT/runs.txt"
-n=0
-while IFS='|' read -r name model batch flags; do
-    [ -n "${name// }" ] || continue
-    n=$((n + 1))
-    step "run $n: $name: $model batch $batch x 1024 $flags"
+# plan_run N NAME MODEL BATCH FLAGS RUN: run N of the table with the fuyou-run at RUN, beside
+# fuyou-sim's prediction; its logs $OUT/*N.*, its TABLE and PLAN lines in the table
+plan_run() {
+    local n=$1 name=$2 model=$3 batch=$4 flags=$5 bin=$6 pred t0 first meas same
+    step "run $n: $name: $model batch $batch x 1024 $flags ($bin)"
     # shellcheck disable=SC2086 # flags
     $sim --hw h200.ini --model "$model" --batch "$batch" --seq 1024 --iters 3 $flags \
         --trace "$OUT/pred$n.tsv" --deps "$OUT/deps$n.tsv" > "$OUT/sim$n.txt" 2>&1
     pred=$(awk '/^iteration/ { print $2 }' "$OUT/sim$n.txt")
     t0=$(date +%s.%N)
     # shellcheck disable=SC2086
-    timeout 420 $run --backend cuda --model "$model" --batch "$batch" --seq 1024 \
+    timeout 420 "$bin" --backend cuda --model "$model" --batch "$batch" --seq 1024 \
         --steps "${STEPS:-5}" --segment "${STEPS:-5}" --warmup 1 --lr 3e-4 --data "$data" \
         --ssd-dir "$ssd" --trace "$OUT/meas$n.tsv" $flags 2>&1 |
         while IFS= read -r line; do printf '%s %s\n' "$(date +%s.%N)" "$line"; done \
@@ -253,6 +254,25 @@ initialising|^[a-z_]+ +[0-9.]+ [KMGT]?i?B" | tail -24
     sed -n 's/^plan: //p' "$OUT/sim$n.txt" | cut -c1-200 | sed "s/^/PLAN $name: /" \
         >> "$OUT/table.txt"
     rm -rf "${ssd:?}"/*
+}
+# BEFORE=path: each run twice with that fuyou-run (the binary before a change, carried in
+# PREBUILT's folder) and twice with this one, alternating on the same machine: before, after,
+# before, after (their TABLE lines say which); only the after runs' traces are kept
+n=0
+while IFS='|' read -r name model batch flags; do
+    [ -n "${name// }" ] || continue
+    if [ -z "${BEFORE:-}" ]; then
+        n=$((n + 1))
+        plan_run "$n" "$name" "$model" "$batch" "$flags" "$run"
+        continue
+    fi
+    for pass in 1 2; do
+        n=$((n + 1))
+        plan_run "$n" "$name (before, $pass)" "$model" "$batch" "$flags" "$BEFORE"
+        rm -f "$OUT/meas$n.tsv" "$OUT/pred$n.tsv" "$OUT/deps$n.tsv"
+        n=$((n + 1))
+        plan_run "$n" "$name (after, $pass)" "$model" "$batch" "$flags" "$run"
+    done
 done < "$OUT/runs.txt"
 if [ "$sub" = check ] && [ -z "${RUNS:-}" ]; then
     step "the in-memory CUDA trainer (bench_cuda): gpt3-2.7b b8 x 1024"
