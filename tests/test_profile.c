@@ -233,7 +233,9 @@ START_TEST(adam_beside)
 END_TEST
 
 /* A device for profile_dispatch: empty tasks that take 1 ms on the lane, the last half of it
- * on the device's own clock when it has one (timed) */
+ * on the device's own clock when it has one (timed). Its span is taken when a task is issued
+ * and handed back when the lane asks whether it ended, as a device's events would be read:
+ * a probe that timed by the lane's clock instead would see gaps near 0, not 0.5 ms. */
 static bool fake_timed;
 static int fake_create(Device **out, const ModelConfig *c, int B, int T, WorkPool *wp, Err *e)
 {

@@ -36,3 +36,10 @@ void device_span_within(const DeviceSpan *span, double *t0, double *t1)
     *t0 = fmax(*t0, fmin(span->start_s, *t1));
     *t1 = fmax(*t0, fmin(span->end_s, *t1));
 }
+
+void device_span_after(double *prev_end, double *t0, double *t1)
+{
+    *t0 = fmax(*t0, *prev_end);
+    *t1 = fmax(*t1, *t0);
+    *prev_end = *t1;
+}

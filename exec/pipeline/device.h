@@ -58,6 +58,10 @@ typedef struct DeviceSpan {
  * device's span where it has one, kept inside the lane's interval so that every task still
  * starts after its dependencies ended. */
 void device_span_within(const DeviceSpan *span, double *t0, double *t1);
+/* The same for a task queued behind another on the device (stream order): it starts no
+ * earlier than *prev_end, where the one before it ended, and ends no earlier than it starts;
+ * *prev_end becomes its end. */
+void device_span_after(double *prev_end, double *t0, double *t1);
 
 /* An AdamW step over n parameters in device memory, in place: the step of the fp32 master
  * weights and Adam's m and v, and the new weights (w, in the ops' weight_type), with the same

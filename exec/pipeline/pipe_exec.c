@@ -508,11 +508,8 @@ static bool poll_task(Pipe *pp, Resource r, double *t0, double *t1, int *rc, Err
                                      : &pp->call_span[(ComputeCall *)l->job - pp->calls];
     if (sp && !l->rc)
         device_span_within(sp, t0, t1);
-    if (r == RES_GPU) { /* one after another: a task issued behind starts as the one before ends */
-        *t0 = fmax(*t0, pp->gpu_end);
-        *t1 = fmax(*t1, *t0);
-        pp->gpu_end = *t1;
-    }
+    if (r == RES_GPU)
+        device_span_after(&pp->gpu_end, t0, t1);
     *rc = l->rc;
     if (l->rc)
         *e = l->err;

@@ -508,8 +508,8 @@ static void dispatch_close(Dispatch *p)
 }
 
 /* The next task's end, the lane kept full; *gap_s from the previous task's end to this one's
- * start as the trace records them (device_span_within, then not before the previous end, as
- * pipe_exec.c places a task issued behind another); -1 for the first. */
+ * start as the trace records them (device_span_within, then device_span_after, as pipe_exec.c
+ * places a task issued behind another); -1 for the first. */
 static int dispatch_one(Dispatch *p, double *gap_s, Err *e)
 {
     while (lane_in_flight(&p->lane) < lane_depth(&p->lane)) {
@@ -524,10 +524,9 @@ static int dispatch_one(Dispatch *p, double *gap_s, Err *e)
     }
     double t0 = p->lane.start_s, t1 = p->lane.end_s;
     device_span_within(&p->span[*(const int *)p->lane.job], &t0, &t1);
-    t0 = fmax(t0, p->prev_end);
-    t1 = fmax(t1, t0);
-    *gap_s = p->prev_end > 0 ? t0 - p->prev_end : -1;
-    p->prev_end = t1;
+    double prev_end = p->prev_end;
+    device_span_after(&p->prev_end, &t0, &t1);
+    *gap_s = prev_end > 0 ? t0 - prev_end : -1;
     return 0;
 }
 
