@@ -35,6 +35,7 @@ extern "C" int cudadev_probe(CudaDeviceInfo *info, Err *e)
     info->cc_minor = prop.minor;
     info->sm_count = prop.multiProcessorCount;
     info->mem_bytes = prop.totalGlobalMem;
+    info->l2_bytes = (size_t)prop.l2CacheSize;
 
     int *d = NULL, h = 0;
     st = cudaMalloc(&d, sizeof *d);

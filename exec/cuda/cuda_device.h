@@ -15,6 +15,7 @@ typedef struct CudaDeviceInfo {
     int sm_count;
     size_t mem_bytes;       /* total device memory */
     size_t free_bytes;      /* free when probed */
+    size_t l2_bytes;        /* the L2 cache */
 } CudaDeviceInfo;
 
 /* Probes device 0. Returns 0 with info filled, -ENODEV when the runtime finds no usable GPU (no

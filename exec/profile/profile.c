@@ -755,23 +755,32 @@ int profile_attn_curve(const int *head_size, const double *eff, int n, HwCurve *
     return 0;
 }
 
-int profile_mem_fit(const double *bytes, const double *seconds, int n, double *GBps,
-                    double *launch_us)
+int profile_mem_fit(const double *bytes, const double *seconds, int n, double beyond,
+                    double *GBps, double *launch_us)
 {
-    if (n < 2)
-        return -EINVAL;
-    double w[n];
+    double xb[n > 0 ? n : 1], tb[n > 0 ? n : 1];
+    int big = 0;
     for (int i = 0; i < n; i++) {
         if (!(seconds[i] > 0))
             return -EINVAL;
-        w[i] = 1 / (seconds[i] * seconds[i]);
+        if (bytes[i] >= beyond)
+            xb[big] = bytes[i], tb[big++] = seconds[i];
     }
-    double c0, c1, cov00, cov01, cov11, chisq;
-    gsl_fit_wlinear(bytes, 1, w, 1, seconds, 1, (size_t)n, &c0, &c1, &cov00, &cov01, &cov11,
-                    &chisq);
+    if (big < 2)
+        return -EINVAL;
+    double c0, c1, cov00, cov01, cov11, sumsq;
+    gsl_fit_linear(xb, 1, tb, 1, (size_t)big, &c0, &c1, &cov00, &cov01, &cov11, &sumsq);
     if (!(c1 > 0))
         return -EINVAL;
+    double sum = 0, wsum = 0; /* the small points' intercept under that slope */
+    for (int i = 0; i < n; i++) {
+        if (bytes[i] >= beyond)
+            continue;
+        double w = 1 / (seconds[i] * seconds[i]);
+        sum += w * (seconds[i] - bytes[i] * c1), wsum += w;
+    }
+    double l = wsum > 0 ? sum / wsum : c0;
     *GBps = 1e-9 / c1;
-    *launch_us = c0 > 0 ? c0 * 1e6 : 0;
+    *launch_us = l > 0 ? l * 1e6 : 0;
     return 0;
 }

@@ -124,12 +124,15 @@ int profile_gemm_curve(const double *size, const double *eff, int n, HwCurve *c)
  * c->dim, c->eff and c->n. 0, or -EINVAL when n is 0. */
 int profile_attn_curve(const int *head_size, const double *eff, int n, HwCurve *c);
 
-/* The device's memory-bound kernels as the cost model times them, seconds = bytes / B + l:
- * the least-squares line through n (bytes, seconds) points weighted by 1 / seconds^2 (each
- * point's relative error counts alike, so the small kernels fix l and the large ones B; GSL).
- * 0 with *GBps = 1e-9 / slope and *launch_us = the intercept in us (at least 0), or -EINVAL
- * with fewer than 2 points or a slope that is not positive. */
-int profile_mem_fit(const double *bytes, const double *seconds, int n, double *GBps,
-                    double *launch_us);
+/* The device's memory-bound kernels as the cost model times them, seconds = bytes / B + l,
+ * from n (bytes, seconds) points: B the least-squares slope through the points of at least
+ * beyond bytes (the tensors training streams are larger than the device's cache, which smaller
+ * kernels run in, faster: fitted with them, B overstates what a large task moves), l the
+ * intercept that line leaves the smaller points, each weighted by 1 / seconds^2 (the small
+ * kernels fix it). 0 with *GBps = 1e-9 / slope and *launch_us = l in us (at least 0), or
+ * -EINVAL with fewer than 2 points of beyond bytes or more, a time that is not positive, or a
+ * slope that is not. */
+int profile_mem_fit(const double *bytes, const double *seconds, int n, double beyond,
+                    double *GBps, double *launch_us);
 
 #endif

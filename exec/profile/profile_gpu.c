@@ -196,31 +196,42 @@ static void measure_attention(ProfileRun *p)
                  "per head size the median", p->day, runs, att);
 }
 
-/* Memory-bound kernels (layernorms, residuals, conversions): the residual add from 1 K to
- * 64 M elements, fitted to bytes / mem_GBps + launch_us as the cost model times them; the
- * datasheet's bandwidth is more than such kernels reach. */
+/* Memory-bound kernels (layernorms, residuals, conversions, the AdamW): the residual add from 1 K
+ * to 256 M elements, fitted to bytes / mem_GBps + launch_us as the cost model times them, the
+ * rate from the sizes of MEM_BEYOND_L2 times the L2 cache and more (what the large tasks move,
+ * which the cache does not hold), the launch from the small ones; the datasheet's bandwidth is
+ * more than such kernels reach. */
+enum { MEM_BEYOND_L2 = 4 };
+
 static void measure_mem_kernels(ProfileRun *p)
 {
-    enum { MEM_POINTS = 9 };
+    static const int log2_n[] = {10, 12, 14, 16, 18, 20, 22, 24, 26, 27, 28};
+    enum { MEM_POINTS = sizeof log2_n / sizeof log2_n[0] };
     int runs = p->quick ? 5 : 20;
     double bytes[MEM_POINTS], sec[MEM_POINTS];
+    double beyond = MEM_BEYOND_L2 * (double)(p->gi.l2_bytes ? p->gi.l2_bytes : 64 << 20);
+    int big = 0;
     for (int i = 0; i < MEM_POINTS; i++) {
-        size_t n = (size_t)1 << (10 + 2 * i);
+        size_t n = (size_t)1 << log2_n[i];
         bytes[i] = 6.0 * (double)n;
         sec[i] = gk_residual_ms(n, runs) * 1e-3;
-        fprintf(stderr, "  residual add over %zu elements: %.1f us\n", n, sec[i] * 1e6);
+        big += bytes[i] >= beyond;
+        fprintf(stderr, "  residual add over %zu elements: %.1f us, %.0f GB/s\n", n,
+                sec[i] * 1e6, bytes[i] / sec[i] / 1e9);
     }
     double GBps, launch_us;
-    if (profile_mem_fit(bytes, sec, MEM_POINTS, &GBps, &launch_us))
+    if (profile_mem_fit(bytes, sec, MEM_POINTS, beyond, &GBps, &launch_us))
         return;
     p->hw.gpu_mem_GBps = GBps;
     p->hw.gpu_launch_us = launch_us;
     profile_note(&p->ns, "gpu", "mem_GBps", "[meas %s] the residual add (6 B an element), 1 K to "
-                 "64 M elements, median of %d runs each, fitted to bytes / mem_GBps + launch_us "
-                 "(GSL, by relative error): %.1f us at 1 K, %.0f GB/s at 64 M", p->day, runs,
-                 sec[0] * 1e6, bytes[MEM_POINTS - 1] / sec[MEM_POINTS - 1] / 1e9);
-    profile_note(&p->ns, "gpu", "launch_us", "[meas %s] the same fit's intercept: a kernel's time "
-                 "beyond its bytes, launch included", p->day);
+                 "256 M elements, median of %d runs each, fitted to bytes / mem_GBps + "
+                 "launch_us: the rate through the %d sizes of %d x the L2 (%.0f MB) and more, "
+                 "%.0f GB/s at 256 M", p->day, runs, big, MEM_BEYOND_L2, beyond / MEM_BEYOND_L2 / 1e6,
+                 bytes[MEM_POINTS - 1] / sec[MEM_POINTS - 1] / 1e9);
+    profile_note(&p->ns, "gpu", "launch_us", "[meas %s] the smaller sizes' intercept under that "
+                 "rate (by relative error): a kernel's time beyond its bytes, launch included; "
+                 "%.1f us at 1 K", p->day, sec[0] * 1e6);
 }
 
 int profile_run_gpu(ProfileRun *p, Err *e)
