@@ -1,12 +1,13 @@
 /* pipeline_testutil: what the pipeline's CPU-device suites share (test_pipeline.c,
- * test_pipeline_sums.c): the text they train on, the training options, the base plan and the
- * model's parameter count.
+ * test_pipeline_sums.c): the text they train on, the training options, the base plan, the
+ * model's parameter count and the pipeline's memory on the CPU device.
  * Header-only; tests only. */
 #ifndef FUYOU_PIPELINE_TESTUTIL_H
 #define FUYOU_PIPELINE_TESTUTIL_H
 
 #include "cpu_backend.h"
 #include "graph.h"
+#include "pipe_mem.h"
 #include "pipeline.h"
 #include "testutil.h"
 
@@ -38,6 +39,18 @@ static void base_plan(Plan *p, Graph *g, const TrainOptions *o)
 static size_t n_params(const TrainOptions *o)
 {
     return (size_t)model_param_count(&o->model);
+}
+
+/* The pipeline's memory for plan p over o's model, its SSD tier in the directory ssd. The
+ * caller frees m and wp. */
+static void open_mem(PipeMem *m, WorkPool *wp, const TrainOptions *o, const Plan *p,
+                     const char *ssd)
+{
+    Err e;
+    ck_assert_int_eq(workpool_init(wp, 1, &e), 0);
+    PipeConfig pc = {.device = &device_cpu, .ssd_dirs = {ssd}, .n_ssd_dirs = 1};
+    ck_assert_msg(pipe_mem_init(m, &o->model, p, trainer_seqs_per_micro(o), o->seq, &pc, wp, wp,
+                                &e) == 0, "%s", e.msg);
 }
 
 #endif

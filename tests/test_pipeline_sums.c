@@ -80,18 +80,6 @@ static int compute_between(const Schedule *s, int w, int r)
     return found;
 }
 
-/* The pipeline's memory for plan p over o's model, its SSD tier in the directory ssd. The
- * caller frees m and wp. */
-static void open_mem(PipeMem *m, WorkPool *wp, const TrainOptions *o, const Plan *p,
-                     const char *ssd)
-{
-    Err e;
-    ck_assert_int_eq(workpool_init(wp, 1, &e), 0);
-    PipeConfig pc = {.device = &device_cpu, .ssd_dirs = {ssd}, .n_ssd_dirs = 1};
-    ck_assert_msg(pipe_mem_init(m, &o->model, p, trainer_seqs_per_micro(o), o->seq, &pc, wp, wp,
-                                &e) == 0, "%s", e.msg);
-}
-
 /* Where a sub-group's states lie in the SSD tier's one file, as m put them there (the store
  * allocates deterministically, so every run of the same plan puts them there too). */
 typedef struct StateExtent {

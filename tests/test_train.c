@@ -112,6 +112,9 @@ START_TEST(init_ranges_are_the_whole)
         free(ref), free(whole), free(part);
         layout_free(&l);
     }
+    /* the range drawn fastest: a generator's chunk for each thread */
+    ck_assert_uint_eq(trainer_init_grain(NULL), 1 << 20);
+    ck_assert_uint_eq(trainer_init_grain(&wp), 3 << 20);
     workpool_free(&wp);
 }
 END_TEST

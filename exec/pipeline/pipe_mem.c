@@ -784,6 +784,8 @@ int pipe_mem_fill_state(PipeMem *m, const PipeMemFiller *f, Err *e)
     size_t G0 = m->gpu_state_params, X = m->cpu_state_end - G0, S = m->gpu_stage_params;
     size_t P = m->edge_params + (size_t)m->L * m->block_params, done = 0;
     int rc = 0;
+    if (f->grain && f->grain <= S) /* the staging's ranges as the fill is fastest over them */
+        S = S / f->grain * f->grain;
     /* the moments start at zero unless the fill gives them: zeroed once where they are
      * staged, each time where the fill writes them */
     if (G0)

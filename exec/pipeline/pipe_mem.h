@@ -153,6 +153,9 @@ typedef struct PipeMemFiller {
     WorkPool *wp;       /* the weights converted from the master values on its threads (NULL:
                            the caller's) */
     Progress *progress; /* told the parameters put in place so far (NULL: nothing) */
+    size_t grain;       /* fill is fastest over ranges of a multiple of grain values that
+                           start at one (0: any): the GPU staging takes such ranges when it
+                           holds one */
 } PipeMemFiller;
 int pipe_mem_fill_state(PipeMem *m, const PipeMemFiller *f, Err *e);
 

@@ -201,14 +201,14 @@ static int run_init(PipeRun *pr, TrainResult *r, Err *e)
 
 /* Fills the tiers with fill (moments: it gives Adam's m and v), saying how far it is when it
  * takes long: what it is doing in what. */
-static int fill_tiers(PipeRun *pr, PipeMemFill fill, void *user, bool moments, const char *what,
-                      Err *e)
+static int fill_tiers(PipeRun *pr, PipeMemFill fill, void *user, bool moments, size_t grain,
+                      const char *what, Err *e)
 {
     Pipe *pp = &pr->pp;
     Progress pg;
     progress_begin(&pg, pp->o->progress, what, (double)pp->layout.total, "parameters");
     PipeMemFiller f = {.fill = fill, .user = user, .moments = moments, .wp = &pp->wp_adam,
-                       .progress = &pg};
+                       .progress = &pg, .grain = grain};
     int rc = pipe_mem_fill_state(&pp->mem, &f, e);
     if (!rc)
         progress_end(&pg);
@@ -234,7 +234,7 @@ static int start_from_folder(PipeRun *pr, Err *e)
     int rc = hf_reader_open(&r, o->init_from, &o->model, &pp->layout, e);
     if (!rc) {
         hf_reader_set_pool(r, &pp->wp_adam); /* the fp32 masters' pages touched in parallel */
-        rc = fill_tiers(pr, fill_from_folder, r, false, "loading the weights", e);
+        rc = fill_tiers(pr, fill_from_folder, r, false, 0, "loading the weights", e);
     }
     hf_reader_close(r);
     pr->st.data = pr->data.print; /* as trainer_check_start sets them on the other paths */
@@ -257,7 +257,7 @@ static int load_step_into_tiers(void *user, const char *step_dir, Err *e)
     int rc = ckpt_reader_open(&r, step_dir, &pp->o->model, &pp->layout, e);
     if (!rc) {
         ckpt_reader_set_pool(r, &pp->wp_adam); /* as start_from_folder's */
-        rc = fill_tiers(pr, fill_from_checkpoint, r, true, "loading the checkpoint", e);
+        rc = fill_tiers(pr, fill_from_checkpoint, r, true, 0, "loading the checkpoint", e);
     }
     ckpt_reader_close(r);
     return rc;
@@ -300,7 +300,8 @@ static int put_start_state(PipeRun *pr, Err *e)
     if (o->init_from)
         return start_from_folder(pr, e);
     int rc = trainer_check_start(o, &pr->data, &pr->st, e);
-    return rc ? rc : fill_tiers(pr, fill_fresh, pr, false, "initialising the weights", e);
+    return rc ? rc : fill_tiers(pr, fill_fresh, pr, false, trainer_init_grain(&pp->wp_adam),
+                               "initialising the weights", e);
 }
 
 /* Where the run starts: the state in place, the loader at its place, the log open, the lanes

@@ -124,6 +124,11 @@ void trainer_init_range(const ModelConfig *c, const ModelLayout *l, uint64_t see
         init_chunks(&j, 0, chunks);
 }
 
+size_t trainer_init_grain(const WorkPool *wp)
+{
+    return (size_t)INIT_CHUNK * (wp && wp->started ? (size_t)wp->started + 1 : 1);
+}
+
 void trainer_init_params(const ModelConfig *c, const ModelLayout *l, float *p, uint64_t seed,
                          WorkPool *wp)
 {

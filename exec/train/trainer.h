@@ -79,6 +79,10 @@ void trainer_init_params(const ModelConfig *c, const struct ModelLayout *l, floa
  * earlier values too), with no whole-model array. */
 void trainer_init_range(const ModelConfig *c, const struct ModelLayout *l, uint64_t seed,
                         size_t begin, size_t n, float *out, WorkPool *wp);
+/* The range trainer_init_range draws fastest on wp (NULL: this thread): one chunk for each of
+ * its threads. A range of a multiple of it, starting at one, keeps every thread busy to its
+ * end; a range of 16 chunks on 14 threads keeps 2 of them busy for its second half. */
+size_t trainer_init_grain(const WorkPool *wp);
 
 /* The most steps a run may ask for: AdamW counts its steps in an int, and the loop keeps
  * each step's loss (TrainResult). */
