@@ -26,16 +26,19 @@
 #             to step 1, the steady iteration measured / predicted. check (default): the CUDA
 #             suites and compute-sanitizer first, then llama-3.1-8b b8, gpt3-2.7b b8 (beside
 #             the in-memory CUDA trainer) and llama-3.2-3b b8, no budget; budget: under
-#             --gpu-mem 24GiB. RUNS="name|model|batch|flags;..." replaces the runs;
+#             --gpu-mem 24GiB; table: the issue's whole table in one call, the suites (no
+#             compute-sanitizer), check's runs, the in-memory trainer, then budget's runs.
+#             RUNS="name|model|batch|flags;..." replaces the runs;
 #             BEFORE=.prebuilt/fuyou-run-old: each run alternating with that binary (A/B)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 part=${1:-all} sub=${2:-check}
 case "$part" in all | torch | ncu | allgpu | ckptio | finetune | plans) ;;
 *) echo "usage: tools/device_bench.sh [all|torch|ncu|allgpu|ckptio|finetune|plans" \
-        "[check|budget]]" >&2; exit 2 ;;
+        "[check|budget|table]]" >&2; exit 2 ;;
 esac
-case "$sub" in check | budget) ;; *) echo "plans: check or budget, not $sub" >&2; exit 2 ;; esac
+case "$sub" in check | budget | table) ;;
+*) echo "plans: check, budget or table, not $sub" >&2; exit 2 ;; esac
 # shellcheck source=tools/device_lib.sh
 . tools/device_lib.sh
 
@@ -199,9 +202,11 @@ run=./build-dev/exec/fuyou-run sim=./build-dev/sim/fuyou-sim
 ssd=$PWD/plans-ssd data=$PWD/gpl3-u16.bin
 mkdir -p "$ssd"
 bytes_u16 /usr/share/common-licenses/GPL-3 "$data"
-if [ "$sub" = check ]; then
+if [ "$sub" != budget ]; then
     run_suites 300 "fused AdamW|layernorm|rmsnorm|worst rel|whole model rel|Checks|:F:|:E:" \
         12 test_cuda_gpt2 test_cuda_llama test_pipeline_cuda
+fi
+if [ "$sub" = check ]; then
     step "compute-sanitizer (the kernel cases)"
     for t in test_cuda_gpt2 test_cuda_llama; do
         CK_FORK=no CK_RUN_CASE=kernels timeout 200 "$sanitizer" --tool memcheck \
@@ -209,12 +214,16 @@ if [ "$sub" = check ]; then
         echo "compute-sanitizer $t rc=$?" | tee -a "$OUT/table.txt"
         grep -E "ERROR SUMMARY" "$OUT/sanitizer-$t.log"
     done
-    default_runs="8b b8|llama-3.1-8b|8|;2.7b b8|gpt3-2.7b|8|;3b b8|llama-3.2-3b|8|"
-else
-    default_runs="8b b16 24g|llama-3.1-8b|16|--gpu-mem 24GiB;\
+fi
+check_runs="8b b8|llama-3.1-8b|8|;2.7b b8|gpt3-2.7b|8|;3b b8|llama-3.2-3b|8|"
+budget_runs="8b b16 24g|llama-3.1-8b|16|--gpu-mem 24GiB;\
 3b b8 24g|llama-3.2-3b|8|--gpu-mem 24GiB;2.7b b8 24g|gpt3-2.7b|8|--gpu-mem 24GiB;\
 2.7b b16 24g|gpt3-2.7b|16|--gpu-mem 24GiB;2.7b b32 24g|gpt3-2.7b|32|--gpu-mem 24GiB"
-fi
+case "$sub" in
+check) default_runs=$check_runs ;;
+budget) default_runs=$budget_runs ;;
+table) default_runs="$check_runs;in-memory;$budget_runs" ;;
+esac
 printf '%s\n' "${RUNS:-$default_runs}" | tr ';' '\n' > "$OUT/runs.txt"
 # plan_run N NAME MODEL BATCH FLAGS RUN: run N of the table with the fuyou-run at RUN, beside
 # fuyou-sim's prediction; its logs $OUT/*N.*, its TABLE and PLAN lines in the table
@@ -259,8 +268,19 @@ initialising|^[a-z_]+ +[0-9.]+ [KMGT]?i?B" | tail -24
 # PREBUILT's folder) and twice with this one, alternating on the same machine: before, after,
 # before, after (their TABLE lines say which); only the after runs' traces are kept
 n=0
+# in_memory: the in-memory CUDA trainer on gpt3-2.7b b8, the tokens/s its pipeline run must reach
+in_memory() {
+    step "the in-memory CUDA trainer (bench_cuda): gpt3-2.7b b8 x 1024"
+    timeout 120 ./build-dev/bench/bench_cuda --steps 6 --batch 8 --seq 1024 \
+        --models gpt3-2.7b > "$OUT/bench_cuda.txt" 2>&1
+    grep -E "tokens/s" "$OUT/bench_cuda.txt" | sed 's/^/IN-MEMORY /' | tee -a "$OUT/table.txt"
+}
 while IFS='|' read -r name model batch flags; do
     [ -n "${name// }" ] || continue
+    if [ "$name" = in-memory ]; then
+        in_memory
+        continue
+    fi
     if [ -z "${BEFORE:-}" ]; then
         n=$((n + 1))
         plan_run "$n" "$name" "$model" "$batch" "$flags" "$run"
@@ -274,11 +294,6 @@ while IFS='|' read -r name model batch flags; do
         plan_run "$n" "$name (after, $pass)" "$model" "$batch" "$flags" "$run"
     done
 done < "$OUT/runs.txt"
-if [ "$sub" = check ] && [ -z "${RUNS:-}" ]; then
-    step "the in-memory CUDA trainer (bench_cuda): gpt3-2.7b b8 x 1024"
-    timeout 120 ./build-dev/bench/bench_cuda --steps 6 --batch 8 --seq 1024 \
-        --models gpt3-2.7b > "$OUT/bench_cuda.txt" 2>&1
-    grep -E "tokens/s" "$OUT/bench_cuda.txt" | sed 's/^/IN-MEMORY /' | tee -a "$OUT/table.txt"
-fi
+[ "$sub" = check ] && [ -z "${RUNS:-}" ] && in_memory
 rm -rf "$ssd" "$data"
 finish
