@@ -12,6 +12,7 @@
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +58,28 @@ static int get_bool(const json_t *o, const char *path, const char *f, bool *out,
         return err_set(e, -EINVAL, "%s: \"%s\" must be true or false", path, f);
     *out = json_is_true(v);
     return 0;
+}
+
+/* An integer of a config: its key, the largest value it may take, whether it must be there,
+ * and the ModelConfig member it fills (offsetof). */
+typedef struct IntKey {
+    const char *key;
+    int max;
+    bool required;
+    size_t member;
+} IntKey;
+
+#define INT_KEY(key, max, required, member) {key, max, required, offsetof(ModelConfig, member)}
+
+/* Every key of keys[0..n) into c, in order: 0, or the first one's error (get_int). */
+static int get_ints(const json_t *o, const char *path, const IntKey *keys, size_t n,
+                    ModelConfig *c, Err *e)
+{
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc; i++)
+        rc = get_int(o, path, keys[i].key, keys[i].max, keys[i].required,
+                     (int *)((char *)c + keys[i].member), e);
+    return rc;
 }
 
 /* v as a message quotes it: a number in %.9g (enough to tell two floats apart), else its JSON
@@ -233,22 +256,19 @@ static int llama_rope(const json_t *o, const char *path, ModelConfig *c, Err *e)
 static int llama_config(const json_t *o, const char *path, const char *type, ModelConfig *c,
                         char *dropped, size_t cap, Err *e)
 {
+    static const IntKey ints[] = {
+        INT_KEY("num_hidden_layers", MODEL_MAX_LAYERS, true, n_layer),
+        INT_KEY("hidden_size", MODEL_MAX_HIDDEN, true, d_model),
+        INT_KEY("num_attention_heads", MODEL_MAX_HIDDEN, true, n_head),
+        INT_KEY("num_key_value_heads", MODEL_MAX_HIDDEN, false, n_kv_head),
+        INT_KEY("intermediate_size", MODEL_MAX_FFN, true, d_ff),
+        INT_KEY("vocab_size", MODEL_MAX_VOCAB, true, vocab),
+        INT_KEY("max_position_embeddings", MODEL_MAX_SEQ, true, max_seq),
+    };
     c->arch = ARCH_LLAMA;
     c->tied = false;
     c->qkv_bias = !strcmp(type, "qwen2");
-    int rc = get_int(o, path, "num_hidden_layers", MODEL_MAX_LAYERS, true, &c->n_layer, e);
-    if (!rc)
-        rc = get_int(o, path, "hidden_size", MODEL_MAX_HIDDEN, true, &c->d_model, e);
-    if (!rc)
-        rc = get_int(o, path, "num_attention_heads", MODEL_MAX_HIDDEN, true, &c->n_head, e);
-    if (!rc)
-        rc = get_int(o, path, "num_key_value_heads", MODEL_MAX_HIDDEN, false, &c->n_kv_head, e);
-    if (!rc)
-        rc = get_int(o, path, "intermediate_size", MODEL_MAX_FFN, true, &c->d_ff, e);
-    if (!rc)
-        rc = get_int(o, path, "vocab_size", MODEL_MAX_VOCAB, true, &c->vocab, e);
-    if (!rc)
-        rc = get_int(o, path, "max_position_embeddings", MODEL_MAX_SEQ, true, &c->max_seq, e);
+    int rc = get_ints(o, path, ints, sizeof ints / sizeof *ints, c, e);
     if (!rc)
         rc = get_real(o, path, "rms_norm_eps", &c->norm_eps, e);
     if (!rc)
@@ -283,18 +303,17 @@ static int llama_config(const json_t *o, const char *path, const char *type, Mod
 static int gpt2_config(const json_t *o, const char *path, ModelConfig *c, char *dropped,
                        size_t cap, Err *e)
 {
+    static const IntKey ints[] = {
+        INT_KEY("n_layer", MODEL_MAX_LAYERS, true, n_layer),
+        INT_KEY("n_embd", MODEL_MAX_HIDDEN, true, d_model),
+        INT_KEY("n_head", MODEL_MAX_HIDDEN, true, n_head),
+        INT_KEY("vocab_size", MODEL_MAX_VOCAB, true, vocab),
+        INT_KEY("n_positions", MODEL_MAX_SEQ, true, max_seq),
+    };
     c->arch = ARCH_GPT2;
     c->tied = true;
-    int rc = get_int(o, path, "n_layer", MODEL_MAX_LAYERS, true, &c->n_layer, e);
-    if (!rc)
-        rc = get_int(o, path, "n_embd", MODEL_MAX_HIDDEN, true, &c->d_model, e);
-    if (!rc)
-        rc = get_int(o, path, "n_head", MODEL_MAX_HIDDEN, true, &c->n_head, e);
-    if (!rc)
-        rc = get_int(o, path, "vocab_size", MODEL_MAX_VOCAB, true, &c->vocab, e);
-    if (!rc)
-        rc = get_int(o, path, "n_positions", MODEL_MAX_SEQ, true, &c->max_seq, e);
-    c->d_ff = 4 * c->d_model;
+    int rc = get_ints(o, path, ints, sizeof ints / sizeof *ints, c, e);
+    c->d_ff = 4 * c->d_model; /* unless n_inner says otherwise */
     if (!rc)
         rc = get_int(o, path, "n_inner", MODEL_MAX_FFN, false, &c->d_ff, e);
     if (!rc)
