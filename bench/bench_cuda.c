@@ -72,7 +72,7 @@ static void run(const char *name, DType dtype, int B, int T, int steps)
     };
     for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++)
         printf("    GEMM %-10s %5zu x %5d x %5d  %7.1f TFLOP/s\n", shapes[k].what, N,
-               shapes[k].OC, shapes[k].C, gk_gemm_tflops((int)N, shapes[k].C, shapes[k].OC, 10));
+               shapes[k].OC, shapes[k].C, gk_gemm_tflops((int)N, shapes[k].C, shapes[k].OC, 10, 0));
     be->ops->destroy(be);
     free(p), free(inp), free(tgt);
 }
@@ -92,7 +92,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_cuda: --dtype expects bf16 or fp16\n");
         return 2;
     }
-    double peak = gk_gemm_tflops(8192, 8192, 8192, 10);
+    double peak = gk_gemm_tflops(8192, 8192, 8192, 10, 0);
     printf("cuBLAS bf16 peak in this run: %.1f TFLOP/s (8192^3); datasheet %.1f\n", peak,
            peak_TFLOPS);
     for (char *m = strtok(models, ","); m; m = strtok(NULL, ","))

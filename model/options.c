@@ -262,7 +262,7 @@ const OptSpec opt_specs[OPT_N] = {
                 "second): the rate of a CPU that drifts, measured again"},
     [OPT_GPU_ONLY] = {"gpu-only", FLAG(PROF),
         .help = "the same for the GPU alone (PCIe copies, GEMM and attention curves, "
-                "memory-bound kernels; about a minute): the GPU's keys after a change to its "
+                "memory-bound kernels; a minute or two): the GPU's keys after a change to its "
                 "kernels"},
 };
 

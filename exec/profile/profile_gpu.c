@@ -109,6 +109,11 @@ static int measure_task_us(ProfileRun *p, Err *e)
     return 0;
 }
 
+/* Seconds each GEMM shape and each attention shape runs back to back before it is timed: a
+ * training iteration's GEMMs settle within about 0.25 s of load to clocks 13% below a burst's
+ * (MEASUREMENTS.md, "The issue-38 table on an H200"), and the curves predict training. */
+static const double SUSTAIN_S = 0.3;
+
 /* The GEMM efficiency curve: squares from 256 to 8192 and the presets' own shapes (8 x 1024
  * tokens; with --quick up to 1.3B parameters), against the base's peak. */
 static void measure_gemm(ProfileRun *p)
@@ -125,7 +130,7 @@ static void measure_gemm(ProfileRun *p)
     double size[SQUARES + MAX_SHAPES], eff[SQUARES + MAX_SHAPES];
     for (int i = 0; i < n_shapes; i++) {
         const GemmShape *g = &shapes[i];
-        double tf = gk_gemm_tflops(g->m, g->k, g->n, runs);
+        double tf = gk_gemm_tflops(g->m, g->k, g->n, runs, SUSTAIN_S);
         size[i] = 3.0 / (1.0 / g->m + 1.0 / g->n + 1.0 / g->k);
         eff[i] = tf / hw->gpu_bf16_TFLOPS;
         fprintf(stderr, "  GEMM %d x %d x %d: %.1f TFLOP/s\n", g->m, g->n, g->k, tf);
@@ -136,9 +141,10 @@ static void measure_gemm(ProfileRun *p)
         err_append(curve, sizeof curve, "%s%.0f %.0f", i ? ", " : "", hw->gemm.dim[i],
                    hw->gemm.eff[i] * hw->gpu_bf16_TFLOPS);
     profile_note(&p->ns, "gpu", "gemm_efficiency", "[meas %s] cuBLAS bf16, %d shapes (squares 256 "
-                 "to 8192 and the presets' GEMMs at 8 x 1024 tokens), median of %d runs each; per "
-                 "octave of size (the harmonic mean of m, n, k) the median: %s TFLOP/s", p->day,
-                 n_shapes, runs, curve);
+                 "to 8192 and the presets' GEMMs at 8 x 1024 tokens), median of %d runs each "
+                 "after %.1f s of it back to back (training's clocks); per octave of size (the "
+                 "harmonic mean of m, n, k) the median: %s TFLOP/s", p->day, n_shapes, runs,
+                 SUSTAIN_S, curve);
 }
 
 /* The attention kernels' work as the cost model charges it (cost_attention_work, forward and
@@ -176,7 +182,7 @@ static void measure_attention(ProfileRun *p)
             dup |= seen_c[j] == c->d_model && seen_h[j] == c->n_head;
         double work, f_ms, b_ms;
         if (dup || !attention_work(c, p->quick, &work) ||
-            gk_attention_ms(8, 1024, c->d_model, c->n_head, runs, &f_ms, &b_ms))
+            gk_attention_ms(8, 1024, c->d_model, c->n_head, runs, SUSTAIN_S, &f_ms, &b_ms))
             continue;
         seen_c[n_att] = c->d_model, seen_h[n_att] = c->n_head;
         head_size[n_att] = c->d_model / c->n_head;
@@ -192,8 +198,9 @@ static void measure_attention(ProfileRun *p)
         return;
     profile_attn_curve(head_size, aeff, n_att, &p->hw.attn);
     profile_note(&p->ns, "gpu", "attn_efficiency", "[meas %s] the attention kernels, forward and "
-                 "backward, at 8 x 1024 tokens, median of %d runs each; per heads/head size: %s; "
-                 "per head size the median", p->day, runs, att);
+                 "backward, at 8 x 1024 tokens, median of %d runs each after %.1f s of them back "
+                 "to back; per heads/head size: %s; per head size the median", p->day, runs,
+                 SUSTAIN_S, att);
 }
 
 /* Memory-bound kernels (layernorms, residuals, conversions, the AdamW): the residual add from 1 K
