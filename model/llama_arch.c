@@ -120,7 +120,8 @@ static void llama_cuda_lane_buffers(const ModelConfig *c, int64_t B, int64_t T, 
         [LANE_DNORM] = N * C * 4, [LANE_DELTA] = N * h * 4,
         [LANE_SUMS] = (2 * C + (c->qkv_bias ? qkv : 0)) * 4,
         [LANE_EDGE_GRADS] = model_embed_params(c) * 4, [LANE_TOKENS] = 2 * N * 4,
-        [LANE_ROPE] = T * d * 4, [LANE_NORM_SCRATCH] = (N + RMS_PART_ROWS - 1) / RMS_PART_ROWS * C * 4};
+        [LANE_ROPE] = T * d * 4,
+        [LANE_NORM_SCRATCH] = (N + RMS_PART_ROWS - 1) / RMS_PART_ROWS * C * 4};
     memcpy(bytes, b, sizeof b);
 }
 

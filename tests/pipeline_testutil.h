@@ -1,6 +1,7 @@
 /* pipeline_testutil: what the pipeline's CPU-device suites share (test_pipeline.c,
- * test_pipeline_sums.c): the text they train on, the training options, the base plan, the
- * model's parameter count and the pipeline's memory on the CPU device.
+ * test_pipeline_sums.c, test_pipe_mem.c): the text they train on, the training options, the
+ * base plan, the model's parameter count and the pipeline's memory on the CPU device (not
+ * every suite takes every one: inline).
  * Header-only; tests only. */
 #ifndef FUYOU_PIPELINE_TESTUTIL_H
 #define FUYOU_PIPELINE_TESTUTIL_H
@@ -43,8 +44,8 @@ static size_t n_params(const TrainOptions *o)
 
 /* The pipeline's memory for plan p over o's model, its SSD tier in the directory ssd. The
  * caller frees m and wp. */
-static void open_mem(PipeMem *m, WorkPool *wp, const TrainOptions *o, const Plan *p,
-                     const char *ssd)
+static inline void open_mem(PipeMem *m, WorkPool *wp, const TrainOptions *o, const Plan *p,
+                            const char *ssd)
 {
     Err e;
     ck_assert_int_eq(workpool_init(wp, 1, &e), 0);

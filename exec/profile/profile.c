@@ -758,7 +758,9 @@ int profile_attn_curve(const int *head_size, const double *eff, int n, HwCurve *
 int profile_mem_fit(const double *bytes, const double *seconds, int n, double beyond,
                     double *GBps, double *launch_us)
 {
-    double xb[n > 0 ? n : 1], tb[n > 0 ? n : 1];
+    if (n < 2)
+        return -EINVAL;
+    double xb[n], tb[n];
     int big = 0;
     for (int i = 0; i < n; i++) {
         if (!(seconds[i] > 0))

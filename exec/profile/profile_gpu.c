@@ -216,7 +216,7 @@ static void measure_mem_kernels(ProfileRun *p)
     enum { MEM_POINTS = sizeof log2_n / sizeof log2_n[0] };
     int runs = p->quick ? 5 : 20;
     double bytes[MEM_POINTS], sec[MEM_POINTS];
-    double beyond = MEM_BEYOND_L2 * (double)(p->gi.l2_bytes ? p->gi.l2_bytes : 64 << 20);
+    double l2 = (double)(p->gi.l2_bytes ? p->gi.l2_bytes : 64 << 20), beyond = MEM_BEYOND_L2 * l2;
     int big = 0;
     for (int i = 0; i < MEM_POINTS; i++) {
         size_t n = (size_t)1 << log2_n[i];
@@ -234,7 +234,7 @@ static void measure_mem_kernels(ProfileRun *p)
     profile_note(&p->ns, "gpu", "mem_GBps", "[meas %s] the residual add (6 B an element), 1 K to "
                  "256 M elements, median of %d runs each, fitted to bytes / mem_GBps + "
                  "launch_us: the rate through the %d sizes of %d x the L2 (%.0f MB) and more, "
-                 "%.0f GB/s at 256 M", p->day, runs, big, MEM_BEYOND_L2, beyond / MEM_BEYOND_L2 / 1e6,
+                 "%.0f GB/s at 256 M", p->day, runs, big, MEM_BEYOND_L2, l2 / 1e6,
                  bytes[MEM_POINTS - 1] / sec[MEM_POINTS - 1] / 1e9);
     profile_note(&p->ns, "gpu", "launch_us", "[meas %s] the smaller sizes' intercept under that "
                  "rate (by relative error): a kernel's time beyond its bytes, launch included; "
