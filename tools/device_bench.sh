@@ -29,7 +29,8 @@
 #             --gpu-mem 24GiB; table: the issue's whole table in one call, the suites (no
 #             compute-sanitizer), check's runs, the in-memory trainer, then budget's runs.
 #             RUNS="name|model|batch|flags;..." replaces the runs;
-#             BEFORE=.prebuilt/fuyou-run-old: each run alternating with that binary (A/B)
+#             BEFORE=.prebuilt/fuyou-run-old: each run alternating with that binary (A/B);
+#             HW=ini: predicted on that (default h200.ini), e.g. a profile of this call
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 part=${1:-all} sub=${2:-check}
@@ -231,7 +232,7 @@ plan_run() {
     local n=$1 name=$2 model=$3 batch=$4 flags=$5 bin=$6 pred t0 first meas same
     step "run $n: $name: $model batch $batch x 1024 $flags ($bin)"
     # shellcheck disable=SC2086 # flags
-    $sim --hw h200.ini --model "$model" --batch "$batch" --seq 1024 --iters 3 $flags \
+    $sim --hw "${HW:-h200.ini}" --model "$model" --batch "$batch" --seq 1024 --iters 3 $flags \
         --trace "$OUT/pred$n.tsv" --deps "$OUT/deps$n.tsv" > "$OUT/sim$n.txt" 2>&1
     pred=$(awk '/^iteration/ { print $2 }' "$OUT/sim$n.txt")
     t0=$(date +%s.%N)

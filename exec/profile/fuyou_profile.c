@@ -260,7 +260,7 @@ static int measure_adam_threads(ProfileRun *p, Err *e)
 }
 
 /* Host memory: a parallel memcpy, the most it moves (mem_GBps, raised later where the Adam
- * beside copies moves more), and its size. */
+ * beside copies one way moves more), and its size. */
 static int measure_memory(ProfileRun *p, Err *e)
 {
     size_t bytes = p->quick ? (size_t)256 << 20 : (size_t)2 << 30;
