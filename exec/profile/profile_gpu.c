@@ -62,7 +62,7 @@ static int measure_host_ceiling(ProfileRun *p, Err *e)
 {
     size_t bytes = p->quick ? (size_t)64 << 20 : (size_t)256 << 20;
     CopyLoad loads[3] = {{bytes, CUDADEV_H2D}, {bytes, CUDADEV_D2H},
-                               {bytes, CUDADEV_H2D | CUDADEV_D2H}};
+                         {bytes, CUDADEV_H2D | CUDADEV_D2H}};
     const char *name[3] = {"to the GPU", "from the GPU", "both ways"};
     double adam[3], copy[3], moved[3];
     for (int k = 0; k < 3; k++) {
@@ -81,8 +81,9 @@ static int measure_host_ceiling(ProfileRun *p, Err *e)
     p->hw.cpu_mem_GBps = p->mem.n && p->mem.median > one_way ? p->mem.median : one_way;
     char memcpy_said[96] = "";
     if (p->mem.n)
-        snprintf(memcpy_said, sizeof memcpy_said, "; parallel memcpy moved %.1f (%.1f..%.1f)",
-                 p->mem.median, p->mem.min, p->mem.max);
+        snprintf(memcpy_said, sizeof memcpy_said, "; parallel memcpy moved %.1f (%.1f..%.1f)%s",
+                 p->mem.median, p->mem.min, p->mem.max,
+                 p->mem.median > one_way ? ", the key" : "");
     profile_note(&p->ns, "cpu", "mem_GBps", "[meas %s] host memory the Adam task (%d threads, "
                  "%d B a parameter, alone %.3f G params/s) and pinned copies one way move at "
                  "once, the mean of the two directions: to the GPU %.1f GB/s (the Adam %.3f, "
