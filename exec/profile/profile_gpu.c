@@ -11,8 +11,7 @@
 #include "gpt2_kernels.h"
 #include "graph.h"
 #include "profile_run.h"
-/* A load beside the Adam task: pinned copies of `bytes` in the directions `dirs` (both: the
- * host memory's ceiling; one: what that direction keeps beside the Adam). */
+/* A load beside the Adam task: pinned copies of `bytes` in the directions `dirs`. */
 typedef struct CopyLoad {
     size_t bytes;
     int dirs; /* CUDADEV_H2D, CUDADEV_D2H or both */
@@ -58,7 +57,7 @@ static int measure_pcie(ProfileRun *p, Err *e)
  * the Adam; copies both ways beside it move more (the note has it), but a ceiling that high lets
  * a one-way copy beside the Adam run unslowed, where the traces have it 25% slower
  * (MEASUREMENTS.md, "The Llama family"). Never below what memcpy moved, when measured. */
-static int measure_host_ceiling(ProfileRun *p, Err *e)
+static int measure_host_rate(ProfileRun *p, Err *e)
 {
     size_t bytes = p->quick ? (size_t)64 << 20 : (size_t)256 << 20;
     CopyLoad loads[3] = {{bytes, CUDADEV_H2D}, {bytes, CUDADEV_D2H},
@@ -78,12 +77,12 @@ static int measure_host_ceiling(ProfileRun *p, Err *e)
                 p->adam.median, copy[k], moved[k]);
     }
     double one_way = 0.5 * (moved[0] + moved[1]);
-    p->hw.cpu_mem_GBps = p->mem.n && p->mem.median > one_way ? p->mem.median : one_way;
+    bool memcpy_more = p->mem.n && p->mem.median > one_way;
+    p->hw.cpu_mem_GBps = memcpy_more ? p->mem.median : one_way;
     char memcpy_said[96] = "";
     if (p->mem.n)
         snprintf(memcpy_said, sizeof memcpy_said, "; parallel memcpy moved %.1f (%.1f..%.1f)%s",
-                 p->mem.median, p->mem.min, p->mem.max,
-                 p->mem.median > one_way ? ", the key" : "");
+                 p->mem.median, p->mem.min, p->mem.max, memcpy_more ? ", the key" : "");
     profile_note(&p->ns, "cpu", "mem_GBps", "[meas %s] host memory the Adam task (%d threads, "
                  "%d B a parameter, alone %.3f G params/s) and pinned copies one way move at "
                  "once, the mean of the two directions: to the GPU %.1f GB/s (the Adam %.3f, "
@@ -262,7 +261,7 @@ int profile_run_gpu(ProfileRun *p, Err *e)
     if (!rc && !p->adam.n) /* --gpu-only: the Adam alone, for the host memory's rate */
         rc = profile_adam(p->used, p->params, p->reps, &p->adam, e);
     if (!rc)
-        rc = measure_host_ceiling(p, e);
+        rc = measure_host_rate(p, e);
     if (!rc)
         rc = measure_task_us(p, e);
     if (rc)

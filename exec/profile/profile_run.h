@@ -55,10 +55,9 @@ typedef struct ProfileRun {
 } ProfileRun;
 
 /* The GPU's keys, after the CPU's and the store's (p->adam and p->mem measured; without them,
- * --gpu-only, the Adam alone first): PCIe alone
- * and both ways, the Adam task beside pinned copies one way (host memory's rate),
- * task_us, the GEMM and attention curves, and the memory-bound kernels. 0 or -errno with e.
- * Defined with CUDA only. */
+ * --gpu-only, the Adam alone first): PCIe alone and both ways, the Adam task beside pinned
+ * copies one way (host memory's rate), task_us, the GEMM and attention curves, and the
+ * memory-bound kernels. 0 or -errno with e. Defined with CUDA only. */
 int profile_run_gpu(ProfileRun *p, Err *e);
 
 #endif
