@@ -101,6 +101,47 @@ START_TEST(round_trips)
 }
 END_TEST
 
+/* Two reads queued: the device's queue holds only the older one's pieces while it has bytes to
+ * cut, and the newer one's fill in behind it as it drains (never to empty between them). */
+START_TEST(oldest_request_first)
+{
+    make_dirs(1);
+    Store st;
+    Err e;
+    StoreConfig c = config(1, false);
+    ck_assert_msg(store_open(&st, &c, &e) == 0, "%s", e.msg);
+    size_t n = 2 * (size_t)c.queue_depth * c.chunk_bytes; /* twice the queue's pieces */
+    StoreTensor t[2];
+    uint8_t *src[2], *dst[2];
+    int id[2];
+    for (int k = 0; k < 2; k++) {
+        ck_assert_msg(store_alloc(&st, n, &t[k], &e) == 0, "%s", e.msg);
+        src[k] = aligned_buf(n), dst[k] = aligned_buf(n);
+        fill(src[k], n, 31u + (unsigned)k);
+        ck_assert_int_ge(store_write(&st, &t[k], 0, src[k], n, &e), 0);
+    }
+    ck_assert_msg(store_wait_all(&st, &e) == 0, "%s", e.msg);
+    for (int k = 0; k < 2; k++)
+        ck_assert_int_ge(id[k] = store_read(&st, &t[k], 0, dst[k], n, &e), 0);
+    while (!store_done(&st, id[0])) {
+        int newer = 0;
+        for (int q = 0; q < c.queue_depth; q++)
+            newer += st.pieces[q].req == id[1];
+        if (st.reqs[id[0]].cursor < st.reqs[id[0]].len)
+            ck_assert_int_eq(newer, 0);
+        ck_assert_int_eq(store_poll(&st, &e), 0);
+    }
+    ck_assert_uint_gt(st.reqs[id[1]].cursor, 0); /* cut as the older one drained */
+    for (int k = 0; k < 2; k++) {
+        ck_assert_msg(store_wait(&st, id[k], &e) == 0, "%s", e.msg);
+        ck_assert_mem_eq(dst[k], src[k], n);
+        free(src[k]), free(dst[k]);
+    }
+    store_close(&st);
+    remove_dirs();
+}
+END_TEST
+
 START_TEST(fixed_buffers)
 {
     make_dirs(2);
@@ -332,6 +373,7 @@ int main(void)
     TCase *tc = tcase_create("store");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, round_trips);
+    tcase_add_test(tc, oldest_request_first);
     tcase_add_test(tc, fixed_buffers);
     tcase_add_test(tc, checksum_detects_corruption);
     tcase_add_test(tc, crc_reference);

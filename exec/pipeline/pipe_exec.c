@@ -423,6 +423,28 @@ static bool is_io(Resource r)
     return r == RES_SSD_READ || r == RES_SSD_WRITE;
 }
 
+/* The write checksums' lane, one job at a time: the job it ran marked taken, then the oldest
+ * write in flight whose checksums wait posted. */
+static void post_write_sums(Pipe *pp)
+{
+    IoQueue *q = &pp->io[1];
+    Lane *l = &pp->lanes[LANE_SUMS_WRITE];
+    for (unsigned k = q->ended; k != q->issued; k++) {
+        IoJob *j = &q->job[k % IO_DEPTH];
+        if (j->sums_state == SUMS_ON_LANE && lane_poll(l))
+            j->sums_state = SUMS_TAKEN; /* taking them cannot fail */
+        if (j->sums_state == SUMS_ON_LANE)
+            return;
+        if (j->sums_state == SUMS_WAITING && !j->sums.n) {
+            j->sums_state = SUMS_TAKEN;
+        } else if (j->sums_state == SUMS_WAITING) {
+            lane_post(l, &j->sums);
+            j->sums_state = SUMS_ON_LANE;
+            return;
+        }
+    }
+}
+
 static int start_task(Pipe *pp, int ti, Err *e)
 {
     const Task *t = &pp->s.tasks[ti];
@@ -453,15 +475,18 @@ static int start_task(Pipe *pp, int ti, Err *e)
         return 0;
     case RES_SSD_READ:
     case RES_SSD_WRITE: {
-        pp->started[t->res] = clock_monotonic_s();
+        IoQueue *q = &pp->io[t->res == RES_SSD_WRITE];
+        IoJob *j = &q->job[q->issued % IO_DEPTH];
         Err e2 = {""};
-        IoJob *j = &pp->io[t->res == RES_SSD_WRITE];
+        j->issued_s = clock_monotonic_s();
         int rc = issue_io(pp, t, j, &e2);
         if (rc)
             return err_set(e, rc, "%s: %s", t->id, e2.msg);
-        /* a write's checksums while its bytes go out (poll_task waits for both) */
-        if (j->sums.write && j->sums.n)
-            lane_post(&pp->lanes[LANE_SUMS_WRITE], &j->sums);
+        q->issued++;
+        /* a write's checksums while its bytes go out (poll_io waits for both) */
+        j->sums_state = SUMS_WAITING;
+        if (j->sums.write)
+            post_write_sums(pp);
         return 0;
     }
     default:
@@ -469,33 +494,50 @@ static int start_task(Pipe *pp, int ti, Err *e)
     }
 }
 
+/* Whether the oldest SSD task of direction r has ended; then its times (on the SSD after the
+ * task before it: the trace has one task at a time on a resource) and result. A write ends
+ * with its checksums taken; a read's go to their lane once the read before it is checked. */
+static bool poll_io(Pipe *pp, Resource r, double *t0, double *t1, int *rc, Err *e)
+{
+    IoQueue *q = &pp->io[r == RES_SSD_WRITE];
+    IoJob *j = &q->job[q->ended % IO_DEPTH];
+    for (int i = 0; i < j->n; i++)
+        if (!store_done(&pp->mem.st, j->req[i]))
+            return false;
+    if (r == RES_SSD_WRITE) {
+        post_write_sums(pp);
+        if (j->sums_state != SUMS_TAKEN)
+            return false;
+    } else if (pp->checking >= 0) {
+        return false;
+    }
+    *rc = 0;
+    for (int i = 0; i < j->n; i++) {
+        Err e2;
+        int r2 = store_wait(&pp->mem.st, j->req[i], &e2);
+        if (r2 && !*rc) {
+            *rc = r2;
+            *e = e2;
+        }
+    }
+    *t0 = j->issued_s > q->last_end ? j->issued_s : q->last_end;
+    *t1 = q->last_end = clock_monotonic_s();
+    q->ended++;
+    return true;
+}
+
+/* The SSD read that ended last. */
+static const IoJob *read_ended_last(const Pipe *pp)
+{
+    const IoQueue *q = &pp->io[0];
+    return &q->job[(q->ended - 1) % IO_DEPTH];
+}
+
 /* Whether the task on resource r has ended; then its times and result. */
 static bool poll_task(Pipe *pp, Resource r, double *t0, double *t1, int *rc, Err *e)
 {
-    if (is_io(r)) {
-        IoJob *j = &pp->io[r == RES_SSD_WRITE];
-        for (int i = 0; i < j->n; i++)
-            if (!store_done(&pp->mem.st, j->req[i]))
-                return false;
-        /* a write ends with its checksums taken; a read's go to their lane once the read
-         * before it is checked */
-        if (j->sums.write && j->sums.n && !lane_poll(&pp->lanes[LANE_SUMS_WRITE]))
-            return false;
-        if (!j->sums.write && pp->checking >= 0)
-            return false;
-        *rc = 0;
-        for (int i = 0; i < j->n; i++) {
-            Err e2;
-            int r2 = store_wait(&pp->mem.st, j->req[i], &e2);
-            if (r2 && !*rc) {
-                *rc = r2;
-                *e = e2;
-            }
-        }
-        *t0 = pp->started[r];
-        *t1 = clock_monotonic_s();
-        return true;
-    }
+    if (is_io(r))
+        return poll_io(pp, r, t0, t1, rc, e);
     Lane *l = &pp->lanes[thread_lane(r)];
     if (!lane_poll(l))
         return false;
@@ -683,24 +725,28 @@ static int dag_init(Pipe *pp)
             rc = release(pp, t, now);
     }
     for (int r = 0; r < RES_COUNT; r++)
-        pp->running[r] = -1;
-    pp->gpu_behind = -1;
+        pp->running[r] = pp->behind[r] = -1;
     pp->gpu_end = 0;
     pp->stop_iter = -1;
     pp->checking = -1;
     return rc;
 }
 
-/* Whether resource r's lane takes its best ready task now: when it is idle, or for the
- * compute lane, a compute task behind a compute task (stream order). */
+/* Whether resource r's lane takes its best ready task now: when it is idle, or one behind the
+ * one it runs: for the compute lane a compute task behind a compute task (stream order), for
+ * an SSD lane any (IoQueue). */
 static bool lane_free_for(const Pipe *pp, int r)
 {
     if (!pp->ready[r].n)
         return false;
     if (pp->running[r] < 0)
         return true;
-    return r == RES_GPU && pp->gpu_behind < 0 && on_stream(&pp->s.tasks[pp->running[r]]) &&
-           on_stream(&pp->s.tasks[heap_top(&pp->ready[r]).a]);
+    if (pp->behind[r] >= 0)
+        return false;
+    if (r == RES_GPU)
+        return on_stream(&pp->s.tasks[pp->running[r]]) &&
+               on_stream(&pp->s.tasks[heap_top(&pp->ready[r]).a]);
+    return is_io(r);
 }
 
 /* Runs the segment's DAG to its end. On a failure, stops releasing tasks, lets the ones in
@@ -730,7 +776,7 @@ int pipe_run_dag(Pipe *pp, Err *e)
             if (!rc && on_stream(&s->tasks[ti]) && issued_on_stream(pp, ti, clock_monotonic_s()))
                 rc = err_set(e, -ENOMEM, "out of memory for the pipeline's DAG");
             if (!rc) {
-                *(pp->running[r] < 0 ? &pp->running[r] : &pp->gpu_behind) = ti;
+                *(pp->running[r] < 0 ? &pp->running[r] : &pp->behind[r]) = ti;
                 in_flight++;
                 progress = true;
             }
@@ -749,15 +795,14 @@ int pipe_run_dag(Pipe *pp, Err *e)
             Err e2 = {""};
             if (ti < 0 || !poll_task(pp, r, &t0, &t1, &trc, &e2))
                 continue;
-            pp->running[r] = r == RES_GPU ? pp->gpu_behind : -1;
-            if (r == RES_GPU)
-                pp->gpu_behind = -1;
+            pp->running[r] = pp->behind[r];
+            pp->behind[r] = -1;
             progress = true;
-            if (r == RES_SSD_READ && !trc && pp->io[0].sums.n) {
-                /* in: checked on its lane while the SSD takes the next read; its successors
+            if (r == RES_SSD_READ && !trc && read_ended_last(pp)->sums.n) {
+                /* in: checked on its lane while the SSD takes the next reads; its successors
                  * wait for the check (poll_check) */
                 pp->checking = ti, pp->check_t0 = t0, pp->check_t1 = t1;
-                pp->check = pp->io[0].sums;
+                pp->check = read_ended_last(pp)->sums;
                 lane_post(&pp->lanes[LANE_SUMS_READ], &pp->check);
                 continue;
             }

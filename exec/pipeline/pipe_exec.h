@@ -13,7 +13,7 @@
  * checked, a write's taken; pipe_mem_sums_*), which never run on the dispatcher's thread. */
 enum { LANE_GPU, LANE_H2D, LANE_D2H, LANE_ADAM, LANE_SUMS_READ, LANE_SUMS_WRITE, N_THREAD_LANES,
        MAX_COPIES = ARCH_MAX_TENSORS + 2 };
-enum { MAX_IO = 64 };
+enum { MAX_IO = 64, IO_DEPTH = 2 };
 
 typedef struct CopyJob {
     bool to_device;
@@ -50,10 +50,24 @@ typedef struct SumsJob {
     const void *buf[MAX_IO];
 } SumsJob;
 
+/* Where a write's checksums are: waiting for their lane, on it, or taken. */
+typedef enum { SUMS_WAITING, SUMS_ON_LANE, SUMS_TAKEN } SumsState;
+
 typedef struct IoJob {
     int n, req[MAX_IO];
     SumsJob sums;
+    SumsState sums_state;       /* a write's */
+    double issued_s;            /* when its task was issued to the store */
 } IoJob;
+
+/* One direction's SSD tasks in flight, oldest first: a second is issued behind the first, so
+ * the device's queue does not drain between two tasks (the store cuts the older one's pieces
+ * first). */
+typedef struct IoQueue {
+    IoJob job[IO_DEPTH];        /* by count issued, modulo IO_DEPTH */
+    unsigned issued, ended;
+    double last_end;            /* when the task before ended, as the trace has it */
+} IoQueue;
 
 typedef struct Pipe {
     const TrainOptions *o;
@@ -74,10 +88,10 @@ typedef struct Pipe {
     int *on_stream;
     bool *released;             /* pushed to its ready queue */
     Heap ready[RES_COUNT];
-    int running[RES_COUNT];     /* task index, or -1; the compute lane's oldest */
-    int gpu_behind;             /* the compute task issued behind running[RES_GPU], or -1 */
+    int running[RES_COUNT];     /* task index, or -1; the oldest, where two are in flight */
+    int behind[RES_COUNT];      /* issued behind running[r], or -1: a compute task (stream
+                                   order) or an SSD task (IoQueue) */
     double gpu_end;             /* when the last compute task ended, as the trace has it */
-    double started[RES_COUNT];  /* SSD lanes: when their task was issued */
     ComputeCall calls[DEVICE_SLOTS]; /* the compute lane's jobs, by slot, in turn */
     unsigned calls_posted;
     DeviceSpan call_span[DEVICE_SLOTS]; /* out: when each ran */
@@ -87,7 +101,7 @@ typedef struct Pipe {
     DeviceSpan gpu_adam_span;   /* out: when it ran */
     CopyJob copy[2];            /* h2d, d2h */
     AdamJob adam;
-    IoJob io[2];                /* ssd_read, ssd_write */
+    IoQueue io[2];              /* ssd_read, ssd_write */
     /* a read whose bytes are in and being checked (LANE_SUMS_READ) while the next read runs:
      * its task, its times on the SSD, its extents; its successors wait for the check */
     int checking;

@@ -302,7 +302,8 @@ static void cut_piece(Store *st, int ri, int k)
     prep_piece(st, k);
 }
 
-/* Issues pieces while slots are free, requests in turn so none starves. */
+/* Issues pieces while slots are free, requests in turn, each until it has none left to cut (so
+ * a request queued behind another fills the device's queue as the first drains). */
 static void pump(Store *st)
 {
     int k = 0;
