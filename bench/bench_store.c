@@ -2,9 +2,8 @@
  * (one file, the same block size and queue depth, nothing else) on the same file system, in the
  * same run, without and with checksums (the pipeline's setting: a CRC-32C per piece written,
  * verified on the store's thread as each piece read completes); the store moving a tensor at a
- * time against two in flight; dd with oflag/iflag=direct (one
- * request at a time) is printed for reference, and the CRC-32C's rate on one thread against a
- * memcpy of the same bytes.
+ * time against two in flight; dd with oflag/iflag=direct (one request at a time) is printed for
+ * reference, and the CRC-32C's rate on one thread against a memcpy of the same bytes.
  * Usage: bench_store [--dir DIR] [--gib N] [--block-mib B] [--qd Q] */
 #include <errno.h>
 #include <fcntl.h>
