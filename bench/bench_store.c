@@ -91,9 +91,15 @@ static double store_pass(Store *st, const StoreTensor *t, int n, bool write, uin
     return (double)n * tensor_bytes / (bench_now() - t0) / 1e9;
 }
 
-/* The store's passes over n tensors in dir, into gbps: first write, rewrite and read, two
- * tensors in flight, then a rewrite and a read one at a time. */
+/* The store's passes over n tensors, in order: first write, rewrite and read with two tensors
+ * in flight, then a rewrite and a read one at a time. */
 enum { N_PASSES = 5 };
+static const struct {
+    bool write;
+    int depth;
+} passes[N_PASSES] = {{true, 2}, {true, 2}, {false, 2}, {true, 1}, {false, 1}};
+
+/* The passes over n tensors in dir, into gbps. */
 static void store_passes(const char *dir, size_t block, int qd, bool checksum, uint8_t *buf,
                          int n, size_t tensor_bytes, double gbps[N_PASSES])
 {
@@ -113,8 +119,7 @@ static void store_passes(const char *dir, size_t block, int qd, bool checksum, u
             exit(1);
         }
     for (int p = 0; p < N_PASSES; p++)
-        gbps[p] = store_pass(&st, t, n, p == 0 || p == 1 || p == 3, buf, tensor_bytes,
-                             p < 3 ? 2 : 1);
+        gbps[p] = store_pass(&st, t, n, passes[p].write, buf, tensor_bytes, passes[p].depth);
     store_close(&st);
     free(t);
     char sp[4096];

@@ -101,9 +101,9 @@ START_TEST(round_trips)
 }
 END_TEST
 
-/* Two reads queued: the device's queue holds only the older one's pieces while it has bytes to
- * cut, and the newer one's fill in behind it as it drains (never to empty between them). */
-START_TEST(oldest_request_first)
+/* Two reads queued: the device's queue holds only the first one's pieces while it has bytes to
+ * cut, and the second one's fill in behind it as it drains (never to empty between them). */
+START_TEST(queued_request_waits_its_turn)
 {
     make_dirs(1);
     Store st;
@@ -373,7 +373,7 @@ int main(void)
     TCase *tc = tcase_create("store");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, round_trips);
-    tcase_add_test(tc, oldest_request_first);
+    tcase_add_test(tc, queued_request_waits_its_turn);
     tcase_add_test(tc, fixed_buffers);
     tcase_add_test(tc, checksum_detects_corruption);
     tcase_add_test(tc, crc_reference);

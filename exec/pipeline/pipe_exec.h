@@ -61,8 +61,8 @@ typedef struct IoJob {
 } IoJob;
 
 /* One direction's SSD tasks in flight, oldest first: a second is issued behind the first, so
- * the device's queue does not drain between two tasks (the store cuts the older one's pieces
- * first). */
+ * the device's queue does not drain between two tasks (the store cuts one request's pieces
+ * until none are left before it turns to the next). */
 typedef struct IoQueue {
     IoJob job[IO_DEPTH];        /* by count issued, modulo IO_DEPTH */
     unsigned issued, ended;
