@@ -484,9 +484,10 @@ static int start_task(Pipe *pp, int ti, Err *e)
             return err_set(e, rc, "%s: %s", t->id, e2.msg);
         q->issued++;
         /* a write's checksums while its bytes go out (poll_io waits for both) */
-        j->sums_state = SUMS_WAITING;
-        if (j->sums.write)
+        if (j->sums.write) {
+            j->sums_state = SUMS_WAITING;
             post_write_sums(pp);
+        }
         return 0;
     }
     default:
