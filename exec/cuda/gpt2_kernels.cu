@@ -8,6 +8,7 @@
 #include <math.h>
 
 #include "cuda_check.h"
+#include "kernel_timing.cuh"
 #include "kernel_util.cuh"
 
 /* ---- memory helpers ---------------------------------------------------------------------- */
@@ -687,46 +688,6 @@ extern "C" void gk_fill_random(bf16_t *x, size_t n, unsigned seed)
     LAUNCHED(fill_random_kernel);
 }
 
-static int cmp_float(const void *a, const void *b)
-{
-    float x = *(const float *)a, y = *(const float *)b;
-    return (x > y) - (x < y);
-}
-
-/* Runs launch() back to back for about seconds (one run timed first to count them; at most
- * SUSTAIN_MAX_RUNS), then waits: a GPU under a sustained load settles to lower clocks than a
- * burst of a few runs sees (its power limit), and training runs its kernels back to back, so a
- * measurement meant to predict training times them after this. */
-enum { SUSTAIN_MAX_RUNS = 100000 };
-
-template <typename Launch> static void sustain(Launch launch, double seconds)
-{
-    if (!(seconds > 0))
-        return;
-    cudaEvent_t a, b;
-    CUDA_CHECK(cudaEventCreate(&a));
-    CUDA_CHECK(cudaEventCreate(&b));
-    launch(); /* the first run pays for the library's set-up: not the one timed */
-    CUDA_CHECK(cudaEventRecord(a));
-    launch();
-    CUDA_CHECK(cudaEventRecord(b));
-    CUDA_CHECK(cudaEventSynchronize(b));
-    float ms = 0;
-    CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
-    double runs = seconds * 1e3 / (ms > 1e-3f ? ms : 1e-3f);
-    for (int i = 0; i < (runs < SUSTAIN_MAX_RUNS ? (int)runs : SUSTAIN_MAX_RUNS); i++)
-        launch();
-    CUDA_CHECK(cudaDeviceSynchronize());
-    cudaEventDestroy(a);
-    cudaEventDestroy(b);
-}
-
-static double median_ms(float *ms, int n)
-{
-    qsort(ms, (size_t)n, sizeof *ms, cmp_float);
-    return ms[n / 2];
-}
-
 extern "C" int gk_attention_ms(int B, int T, int C, int NH, int reps, double sustain_s,
                                double *fwd_ms, double *bwd_ms)
 {
@@ -736,47 +697,22 @@ extern "C" int gk_attention_ms(int B, int T, int C, int NH, int reps, double sus
     float *lse = (float *)gk_alloc((size_t)B * NH * T * 4);
     float *delta = (float *)gk_alloc((size_t)B * NH * T * 4);
     void *ws = gk_alloc(gk_attention_workspace_bytes(B, T, C, NH));
-    float *ms = (float *)malloc(2 * (size_t)reps * sizeof(float));
-    cublasHandle_t h = nullptr;
-    cudaEvent_t e[3] = {};
-    int rc = ms ? 0 : -ENOMEM; /* gk_alloc exits when the GPU has no room */
-    if (!rc) {
-        gk_fill_random((bf16_t *)qkv, 3 * N * C, 3);
-        gk_fill_random((bf16_t *)dout, N * C, 4);
-        CUBLAS_CHECK(cublasCreate(&h));
-        for (int i = 0; i < 3; i++)
-            CUDA_CHECK(cudaEventCreate(&e[i]));
-        auto forward = [&] {
-            gk_attention_forward((act16_t *)out, lse, (const act16_t *)qkv, B, T, C, NH, ws, h,
-                                 GK_BF16, nullptr);
-        };
-        auto backward = [&] {
-            gk_attention_backward((act16_t *)dqkv, delta, (const act16_t *)dout,
-                                  (const act16_t *)out, (const act16_t *)qkv, lse, B, T, C, NH,
-                                  ws, h, GK_BF16, nullptr);
-        };
-        sustain([&] { forward(), backward(); }, sustain_s);
-        for (int r = -2; r < reps; r++) {
-            CUDA_CHECK(cudaEventRecord(e[0]));
-            forward();
-            CUDA_CHECK(cudaEventRecord(e[1]));
-            backward();
-            CUDA_CHECK(cudaEventRecord(e[2]));
-            CUDA_CHECK(cudaEventSynchronize(e[2]));
-            if (r >= 0) {
-                CUDA_CHECK(cudaEventElapsedTime(&ms[r], e[0], e[1]));
-                CUDA_CHECK(cudaEventElapsedTime(&ms[reps + r], e[1], e[2]));
-            }
-        }
-        *fwd_ms = median_ms(ms, reps);
-        *bwd_ms = median_ms(ms + reps, reps);
-    }
-    for (int i = 0; i < 3; i++)
-        if (e[i])
-            cudaEventDestroy(e[i]);
-    if (h)
-        cublasDestroy(h);
-    free(ms);
+    gk_fill_random((bf16_t *)qkv, 3 * N * C, 3);
+    gk_fill_random((bf16_t *)dout, N * C, 4);
+    cublasHandle_t h;
+    CUBLAS_CHECK(cublasCreate(&h));
+    auto forward = [&] {
+        gk_attention_forward((act16_t *)out, lse, (const act16_t *)qkv, B, T, C, NH, ws, h,
+                             GK_BF16, nullptr);
+    };
+    auto backward = [&] {
+        gk_attention_backward((act16_t *)dqkv, delta, (const act16_t *)dout,
+                              (const act16_t *)out, (const act16_t *)qkv, lse, B, T, C, NH, ws,
+                              h, GK_BF16, nullptr);
+    };
+    sustain([&] { forward(), backward(); }, sustain_s);
+    int rc = time_pair_ms(forward, backward, 2, reps, fwd_ms, bwd_ms);
+    cublasDestroy(h);
     void *all[] = {qkv, out, dout, dqkv, lse, delta, ws};
     for (void *p : all)
         gk_free(p);
@@ -788,26 +724,12 @@ extern "C" double gk_residual_ms(size_t n, int reps)
     bf16 *a = (bf16 *)gk_alloc(n * 2), *b = (bf16 *)gk_alloc(n * 2), *o = (bf16 *)gk_alloc(n * 2);
     gk_fill_random((bf16_t *)a, n, 5);
     gk_fill_random((bf16_t *)b, n, 6);
-    cudaEvent_t e0, e1;
-    CUDA_CHECK(cudaEventCreate(&e0));
-    CUDA_CHECK(cudaEventCreate(&e1));
-    float *ms = (float *)malloc((size_t)reps * sizeof(float));
-    double t = -1;
-    if (ms) {
-        for (int r = -3; r < reps; r++) {
-            CUDA_CHECK(cudaEventRecord(e0));
+    double t = time_ms(
+        [&] {
             gk_residual_forward((act16_t *)o, (const act16_t *)a, (const act16_t *)b, n,
                                 GK_BF16, nullptr);
-            CUDA_CHECK(cudaEventRecord(e1));
-            CUDA_CHECK(cudaEventSynchronize(e1));
-            if (r >= 0)
-                CUDA_CHECK(cudaEventElapsedTime(&ms[r], e0, e1));
-        }
-        t = median_ms(ms, reps);
-    }
-    free(ms);
-    cudaEventDestroy(e0);
-    cudaEventDestroy(e1);
+        },
+        3, reps);
     gk_free(a), gk_free(b), gk_free(o);
     return t;
 }
@@ -821,30 +743,15 @@ extern "C" double gk_gemm_tflops(int N, int C, int OC, int reps, double sustain_
     gk_fill_random((bf16_t *)w, (size_t)OC * C, 2);
     cublasHandle_t h;
     CUBLAS_CHECK(cublasCreate(&h));
-    cudaEvent_t e0, e1;
-    CUDA_CHECK(cudaEventCreate(&e0));
-    CUDA_CHECK(cudaEventCreate(&e1));
-    float alpha = 1, beta = 0, *ms = (float *)malloc((size_t)reps * sizeof(float));
+    float alpha = 1, beta = 0;
     auto gemm = [&] {
         CUBLAS_CHECK(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C, &alpha, w, CUDA_R_16BF,
                                   C, a, CUDA_R_16BF, C, &beta, o, CUDA_R_16BF, ldo,
                                   CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     };
     sustain(gemm, sustain_s);
-    for (int r = -3; r < reps; r++) {
-        CUDA_CHECK(cudaEventRecord(e0));
-        gemm();
-        CUDA_CHECK(cudaEventRecord(e1));
-        CUDA_CHECK(cudaEventSynchronize(e1));
-        if (r >= 0)
-            CUDA_CHECK(cudaEventElapsedTime(&ms[r], e0, e1));
-    }
-    qsort(ms, (size_t)reps, sizeof *ms, cmp_float);
-    double t = ms[reps / 2] * 1e-3;
-    free(ms);
-    cudaEventDestroy(e0);
-    cudaEventDestroy(e1);
+    double ms = time_ms(gemm, 3, reps);
     cublasDestroy(h);
     gk_free(a), gk_free(w), gk_free(o);
-    return 2.0 * N * C * (double)OC / t / 1e12;
+    return ms > 0 ? 2.0 * N * C * (double)OC / (ms * 1e-3) / 1e12 : -1;
 }

@@ -129,7 +129,8 @@ void gk_fill_random(bf16_t *x, size_t n, unsigned seed);
  * backend calls it (cublasGemmEx, fp32 compute, default algorithm; out's rows padded to 64
  * elements, as the LM head's logits are), median of reps timed with CUDA events on random
  * data, after sustain_s seconds of it back to back (0: none): the clocks a GPU settles to
- * under training's sustained load are lower than a burst of a few runs sees. */
+ * under training's sustained load are lower than a burst of a few runs sees. -1 without host
+ * memory for the samples. */
 double gk_gemm_tflops(int N, int C, int OC, int reps, double sustain_s);
 /* For benchmarks: milliseconds of the attention's forward and of its backward (the launchers
  * above, bf16) over (B, T) tokens of C channels in NH heads, medians of reps timed with CUDA
@@ -138,7 +139,8 @@ double gk_gemm_tflops(int N, int C, int OC, int reps, double sustain_s);
 int gk_attention_ms(int B, int T, int C, int NH, int reps, double sustain_s, double *fwd_ms,
                     double *bwd_ms);
 /* For benchmarks: milliseconds of the residual add (gk_residual_forward, bf16: 6 bytes an
- * element read and written) over n elements, median of reps timed with CUDA events. */
+ * element read and written) over n elements, median of reps timed with CUDA events; -1
+ * without host memory for the samples. */
 double gk_residual_ms(size_t n, int reps);
 
 #endif

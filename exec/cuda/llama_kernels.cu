@@ -9,6 +9,7 @@
 
 #include "arch.h"
 #include "cuda_check.h"
+#include "kernel_timing.cuh"
 #include "kernel_util.cuh"
 
 extern "C" {
@@ -613,18 +614,6 @@ extern "C" void lk_swiglu_backward(act16_t *dgate_up, const act16_t *dout,
 
 /* ---- benchmark helper ---------------------------------------------------------------------- */
 
-static int cmp_float(const void *a, const void *b)
-{
-    float x = *(const float *)a, y = *(const float *)b;
-    return (x > y) - (x < y);
-}
-
-static double median_ms(float *ms, int n)
-{
-    qsort(ms, (size_t)n, sizeof *ms, cmp_float);
-    return ms[n / 2];
-}
-
 extern "C" int lk_attention_ms(int B, int T, int h, int g, int d, int reps, double *fwd_ms,
                                double *bwd_ms)
 {
@@ -634,38 +623,18 @@ extern "C" int lk_attention_ms(int B, int T, int h, int g, int d, int reps, doub
     act16_t *dout = (act16_t *)gk_alloc(no * 2), *dqkv = (act16_t *)gk_alloc(nq * 2);
     float *lse = (float *)gk_alloc(nl * 4), *delta = (float *)gk_alloc(nl * 4);
     void *ws = gk_alloc(lk_attention_workspace_bytes(B, T, h, g, d));
-    float *ms = (float *)malloc(2 * (size_t)reps * sizeof(float));
-    cublasHandle_t blas = nullptr;
-    cudaEvent_t e[3] = {};
-    int rc = ms ? 0 : -ENOMEM; /* gk_alloc exits when the GPU has no room */
-    if (!rc) {
-        gk_fill_random((bf16_t *)qkv, nq, 3);
-        gk_fill_random((bf16_t *)dout, no, 4);
-        CUBLAS_CHECK(cublasCreate(&blas));
-        for (int i = 0; i < 3; i++)
-            CUDA_CHECK(cudaEventCreate(&e[i]));
-        for (int r = -2; r < reps; r++) {
-            CUDA_CHECK(cudaEventRecord(e[0]));
-            lk_attention_forward(out, lse, qkv, B, T, h, g, d, ws, blas, GK_BF16, nullptr);
-            CUDA_CHECK(cudaEventRecord(e[1]));
+    gk_fill_random((bf16_t *)qkv, nq, 3);
+    gk_fill_random((bf16_t *)dout, no, 4);
+    cublasHandle_t blas;
+    CUBLAS_CHECK(cublasCreate(&blas));
+    int rc = time_pair_ms(
+        [&] { lk_attention_forward(out, lse, qkv, B, T, h, g, d, ws, blas, GK_BF16, nullptr); },
+        [&] {
             lk_attention_backward(dqkv, delta, dout, out, qkv, lse, B, T, h, g, d, ws, blas,
                                   GK_BF16, nullptr);
-            CUDA_CHECK(cudaEventRecord(e[2]));
-            CUDA_CHECK(cudaEventSynchronize(e[2]));
-            if (r >= 0) {
-                CUDA_CHECK(cudaEventElapsedTime(&ms[r], e[0], e[1]));
-                CUDA_CHECK(cudaEventElapsedTime(&ms[reps + r], e[1], e[2]));
-            }
-        }
-        *fwd_ms = median_ms(ms, reps);
-        *bwd_ms = median_ms(ms + reps, reps);
-    }
-    for (int i = 0; i < 3; i++)
-        if (e[i])
-            cudaEventDestroy(e[i]);
-    if (blas)
-        cublasDestroy(blas);
-    free(ms);
+        },
+        2, reps, fwd_ms, bwd_ms);
+    cublasDestroy(blas);
     void *all[] = {qkv, out, dout, dqkv, lse, delta, ws};
     for (void *p : all)
         gk_free(p);
