@@ -175,28 +175,27 @@ static int run_init(PipeRun *pr, TrainResult *r, Err *e)
     Pipe *pp = &pr->pp;
     const TrainOptions *o = pp->o;
     const Plan *plan = pr->plan;
-    int rc = check_plan(o, plan, pr->pc, e);
-    if (!rc)
-        rc = trainer_load_data(o, &pr->data, e);
+    int rc;
+    if ((rc = check_plan(o, plan, pr->pc, e)) || (rc = trainer_load_data(o, &pr->data, e)))
+        return rc;
     ModelConfig gc = o->model;
     gc.dtype = pr->pc->device->weight_type; /* the graph's bytes are what the device moves */
-    if (!rc)
-        rc = graph_init(&pr->g, &gc, plan->seqs_per_micro, o->seq, e);
+    if ((rc = graph_init(&pr->g, &gc, plan->seqs_per_micro, o->seq, e)))
+        return rc;
     pr->pp.g = &pr->g; /* the DAGs' ops, training's and evaluation's */
-    if (!rc && layout_init(&pp->layout, &o->model))
-        rc = err_set(e, -ENOMEM, "out of memory");
-    if (!rc)
-        rc = init_pools(pr, e);
-    if (!rc && o->n_eval) /* in the plan's micro-batches: the buffers are theirs */
-        rc = eval_init(&pr->ev, o->eval_paths, o->n_eval, o->data_format, o->model.vocab,
-                       o->model.name, plan->seqs_per_micro, o->seq, o->eval_batches, e);
-    if (!rc)
-        rc = alloc_segment(pr, r, e);
+    if (layout_init(&pp->layout, &o->model))
+        return err_set(e, -ENOMEM, "out of memory");
+    if ((rc = init_pools(pr, e)))
+        return rc;
+    if (o->n_eval && /* in the plan's micro-batches: the buffers are theirs */
+        (rc = eval_init(&pr->ev, o->eval_paths, o->n_eval, o->data_format, o->model.vocab,
+                        o->model.name, plan->seqs_per_micro, o->seq, o->eval_batches, e)))
+        return rc;
+    if ((rc = alloc_segment(pr, r, e)))
+        return rc;
     pr->own_rss = peak_rss_bytes(); /* the program's own: all but the plan's buffers */
-    if (!rc)
-        rc = pipe_mem_init(&pp->mem, &o->model, plan, plan->seqs_per_micro, o->seq, pr->pc,
-                           &pp->wp_compute, &pp->wp_adam, e);
-    return rc;
+    return pipe_mem_init(&pp->mem, &o->model, plan, plan->seqs_per_micro, o->seq, pr->pc,
+                         &pp->wp_compute, &pp->wp_adam, e);
 }
 
 /* Fills the tiers with fill (moments: it gives Adam's m and v), saying how far it is when it
@@ -310,26 +309,26 @@ static int run_start(PipeRun *pr, Err *e)
 {
     Pipe *pp = &pr->pp;
     const TrainOptions *o = pp->o;
-    int rc = put_start_state(pr, e);
-    if (!rc)
-        rc = loader_init(&pr->ld, &pr->data, pr->plan->seqs_per_micro, o->seq, pr->st.seed, e);
-    if (!rc && o->resume_dir)
-        rc = trainer_seek(o, &pr->ld, &pr->st, e);
-    if (!rc)
-        rc = trainer_open_log(o, pr->st.step, &pr->log, e);
+    int rc;
+    if ((rc = put_start_state(pr, e)) ||
+        (rc = loader_init(&pr->ld, &pr->data, pr->plan->seqs_per_micro, o->seq, pr->st.seed,
+                          e)) ||
+        (o->resume_dir && (rc = trainer_seek(o, &pr->ld, &pr->st, e))) ||
+        (rc = trainer_open_log(o, pr->st.step, &pr->log, e)))
+        return rc;
     /* the CPU device computes on the cores a spinning thread would take */
     double spin = pp->mem.ops->on_host ? 0 : LANE_SPIN_S;
     lane_bell_set_spin(&pp->bell, spin);
-    for (int i = 0; i < N_THREAD_LANES && !rc; i++) {
-        rc = lane_init(&pp->lanes[i], pipe_lane_fns[i], pp, &pp->bell, e);
-        if (!rc)
-            lane_set_spin(&pp->lanes[i], spin);
-        if (!rc && i == LANE_GPU)
+    for (int i = 0; i < N_THREAD_LANES; i++) {
+        if ((rc = lane_init(&pp->lanes[i], pipe_lane_fns[i], pp, &pp->bell, e)))
+            return rc;
+        lane_set_spin(&pp->lanes[i], spin);
+        if (i == LANE_GPU)
             lane_set_queue(&pp->lanes[i], pipe_compute_ended);
-        if (!rc && pr->pc->jitter_us)
+        if (pr->pc->jitter_us)
             lane_set_jitter(&pp->lanes[i], pr->pc->jitter_us, 0x9e3779b9u * (unsigned)(i + 1));
     }
-    return rc;
+    return 0;
 }
 
 /* The iterations of the segment that starts at step: at most pr->seg, ending where a
