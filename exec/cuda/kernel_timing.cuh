@@ -1,7 +1,8 @@
 /* kernel_timing: how the kernels' micro-benchmarks (fuyou-profile's GPU curves, bench/) time a
  * launch: between CUDA events on the default stream, after a few untimed runs, the median of
  * reps. sustain() first where the figure is to predict training, whose kernels run back to
- * back (not a public header: C code sees the *_kernels.h functions built on it). */
+ * back. Not a public header: C code sees the functions of gpt2_kernels.h and llama_kernels.h
+ * built on it. */
 #ifndef FUYOU_KERNEL_TIMING_CUH
 #define FUYOU_KERNEL_TIMING_CUH
 
@@ -39,7 +40,7 @@ template <typename Launch> static void sustain(Launch launch, double seconds)
     cudaEventDestroy(b);
 }
 
-static int timing_cmp_float(const void *a, const void *b)
+static inline int timing_cmp_float(const void *a, const void *b)
 {
     float x = *(const float *)a, y = *(const float *)b;
     return (x > y) - (x < y);

@@ -3,6 +3,7 @@
  * move at once, the executor's time between GPU tasks, the GEMM and attention efficiency curves
  * and the memory-bound kernels.
  * Built with CUDA only. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 
@@ -130,7 +131,7 @@ static const double SUSTAIN_S = 0.3;
 
 /* The GEMM efficiency curve: squares from 256 to 8192 and the presets' own shapes (8 x 1024
  * tokens; with --quick up to 1.3B parameters), against the base's peak. */
-static void measure_gemm(ProfileRun *p)
+static int measure_gemm(ProfileRun *p, Err *e)
 {
     enum { SQUARES = 6, MAX_SHAPES = 96 };
     Hardware *hw = &p->hw;
@@ -145,6 +146,9 @@ static void measure_gemm(ProfileRun *p)
     for (int i = 0; i < n_shapes; i++) {
         const GemmShape *g = &shapes[i];
         double tf = gk_gemm_tflops(g->m, g->k, g->n, runs, SUSTAIN_S);
+        if (!(tf > 0))
+            return err_set(e, -ENOMEM, "GEMM %d x %d x %d: no host memory for its timings",
+                           g->m, g->n, g->k);
         size[i] = 3.0 / (1.0 / g->m + 1.0 / g->n + 1.0 / g->k);
         eff[i] = tf / hw->gpu_bf16_TFLOPS;
         fprintf(stderr, "  GEMM %d x %d x %d: %.1f TFLOP/s\n", g->m, g->n, g->k, tf);
@@ -159,6 +163,7 @@ static void measure_gemm(ProfileRun *p)
                  "after %.1f s of it back to back (training's clocks); per octave of size (the "
                  "harmonic mean of m, n, k) the median: %s TFLOP/s", p->day, n_shapes, runs,
                  SUSTAIN_S, curve);
+    return 0;
 }
 
 /* The attention kernels' work as the cost model charges it (cost_attention_work, forward and
@@ -224,7 +229,7 @@ static void measure_attention(ProfileRun *p)
  * more than such kernels reach. */
 enum { MEM_BEYOND_L2 = 4 };
 
-static void measure_mem_kernels(ProfileRun *p)
+static int measure_mem_kernels(ProfileRun *p, Err *e)
 {
     static const int log2_n[] = {10, 12, 14, 16, 18, 20, 22, 24, 26, 27, 28};
     enum { MEM_POINTS = sizeof log2_n / sizeof log2_n[0] };
@@ -235,14 +240,18 @@ static void measure_mem_kernels(ProfileRun *p)
     for (int i = 0; i < MEM_POINTS; i++) {
         size_t n = (size_t)1 << log2_n[i];
         bytes[i] = 6.0 * (double)n;
-        sec[i] = gk_residual_ms(n, runs) * 1e-3;
+        double ms = gk_residual_ms(n, runs);
+        if (!(ms > 0))
+            return err_set(e, -ENOMEM, "residual add over %zu elements: no host memory for its "
+                           "timings", n);
+        sec[i] = ms * 1e-3;
         big += bytes[i] >= beyond;
         fprintf(stderr, "  residual add over %zu elements: %.1f us, %.0f GB/s\n", n,
                 sec[i] * 1e6, bytes[i] / sec[i] / 1e9);
     }
     double GBps, launch_us;
     if (profile_mem_fit(bytes, sec, MEM_POINTS, beyond, &GBps, &launch_us))
-        return;
+        return 0;
     p->hw.gpu_mem_GBps = GBps;
     p->hw.gpu_launch_us = launch_us;
     profile_note(&p->ns, "gpu", "mem_GBps", "[meas %s] the residual add (6 B an element), 1 K to "
@@ -253,6 +262,7 @@ static void measure_mem_kernels(ProfileRun *p)
     profile_note(&p->ns, "gpu", "launch_us", "[meas %s] the smaller sizes' intercept under that "
                  "rate (by relative error): a kernel's time beyond its bytes, launch included; "
                  "%.1f us at 1 K", p->day, sec[0] * 1e6);
+    return 0;
 }
 
 int profile_run_gpu(ProfileRun *p, Err *e)
@@ -264,10 +274,8 @@ int profile_run_gpu(ProfileRun *p, Err *e)
         rc = measure_host_rate(p, e);
     if (!rc)
         rc = measure_task_us(p, e);
-    if (rc)
+    if (rc || (rc = measure_gemm(p, e)))
         return rc;
-    measure_gemm(p);
     measure_attention(p);
-    measure_mem_kernels(p);
-    return 0;
+    return measure_mem_kernels(p, e);
 }
