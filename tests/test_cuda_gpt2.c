@@ -15,6 +15,7 @@
 #include <stdbool.h>
 
 #include "cuda_device.h"
+#include "cuda_testutil.h"
 #include "flash_attention.h"
 #include "cuda_backend.h"
 #include "cpu_backend.h"
@@ -24,78 +25,11 @@
 #include "trainer.h"
 #include "testutil.h"
 
-static gsl_rng *rng;
-static GkType ty; /* the 16-bit format under test: each kernel test runs for bf16 and fp16 */
-
-static uint16_t to16(float f)
-{
-    return ty == GK_FP16 ? adam_f32_to_f16(f) : adam_f32_to_bf16(f);
-}
-
-static float from16(uint16_t h)
-{
-    return ty == GK_FP16 ? adam_f16_to_f32(h) : adam_bf16_to_f32(h);
-}
-
-/* f rounded to the 16-bit format under test */
-static float round16(float f)
-{
-    return from16(to16(f));
-}
-
-/* Random fp32 values already on the 16-bit grid, and their bits. */
-static float *rand16(size_t n, double sd, act16_t **bits)
-{
-    float *f = malloc(n * sizeof *f);
-    *bits = malloc(n * sizeof **bits);
-    for (size_t i = 0; i < n; i++) {
-        (*bits)[i] = to16((float)gsl_ran_gaussian(rng, sd));
-        f[i] = from16((*bits)[i]);
-    }
-    return f;
-}
-
 /* The loop index of a loop test as the format under test, announced. */
 static void set_type(int i)
 {
     ty = i ? GK_FP16 : GK_BF16;
     printf("  -- %s --\n", i ? "fp16" : "bf16");
-}
-
-static void *dev_copy(const void *host, size_t bytes)
-{
-    void *d = gk_alloc(bytes);
-    gk_upload(d, host, bytes);
-    return d;
-}
-
-static float *download16(const act16_t *d, size_t n)
-{
-    act16_t *h = malloc(n * 2);
-    float *f = malloc(n * 4);
-    gk_download(h, d, n * 2);
-    for (size_t i = 0; i < n; i++)
-        f[i] = from16(h[i]);
-    free(h);
-    return f;
-}
-
-static float *download_f(const float *d, size_t n)
-{
-    float *f = malloc(n * 4);
-    gk_download(f, d, n * 4);
-    return f;
-}
-
-static double rel_l2(const float *got, const float *ref, size_t n)
-{
-    double num = 0, den = 0;
-    for (size_t i = 0; i < n; i++) {
-        double d = (double)got[i] - ref[i];
-        num += d * d;
-        den += (double)ref[i] * ref[i];
-    }
-    return den > 0 ? sqrt(num / den) : sqrt(num);
 }
 
 #define CHECK_REL(what, got, ref, n, tol)                                                    \
