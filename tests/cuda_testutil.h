@@ -1,7 +1,7 @@
 /* cuda_testutil: what the CUDA kernel suites (test_cuda_gpt2.c, test_cuda_llama.c) share: the
  * 16-bit format under test, random inputs already on its grid, copies to and from the device,
- * and the relative L2 error their tolerances are stated in. Header-only; one includer a test
- * program (the state below is the program's). */
+ * and the relative L2 error their tolerances are stated in. Header-only: each suite that
+ * includes it has its own rng and format under test. */
 #ifndef FUYOU_CUDA_TESTUTIL_H
 #define FUYOU_CUDA_TESTUTIL_H
 
