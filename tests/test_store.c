@@ -206,11 +206,21 @@ START_TEST(crc_reference)
 {
     /* the standard check value of CRC-32C */
     ck_assert_uint_eq(crc32c_ref(0, "123456789", 9), 0xe3069283u);
-    uint8_t buf[1000];
+    static uint8_t buf[2 * 3 * 8192 + 1000];
     fill(buf, sizeof buf, 1);
-    for (size_t n = 0; n < sizeof buf; n += 37)
+    for (size_t n = 0; n < 1000; n += 37)
         ck_assert_uint_eq(crc32c(0, buf, n), crc32c_ref(0, buf, n));
     ck_assert_uint_eq(crc32c(crc32c(0, buf, 100), buf + 100, 900), crc32c(0, buf, 1000));
+    /* either side of the three chains' rounds (3 x 256 and 3 x 8192 bytes), at every
+     * alignment, continuing from a CRC that is not 0 */
+    static const size_t len[] = {767, 768, 769, 775, 776, 1536, 24575, 24576, 24577, 24583,
+                                 25344, 49151, 49152, 49153, sizeof buf - 8};
+    for (size_t i = 0; i < sizeof len / sizeof len[0]; i++)
+        for (size_t off = 0; off < 8; off++) {
+            uint32_t want = crc32c_ref(0x1234567u, buf + off, len[i]);
+            ck_assert_uint_eq(crc32c(0x1234567u, buf + off, len[i]), want);
+            ck_assert_uint_eq(crc32c_one_chain(0x1234567u, buf + off, len[i]), want);
+        }
 }
 END_TEST
 
