@@ -224,37 +224,45 @@ END_TEST
 /* The checksums' bookkeeping on a store striped over two files in chunks of 4 KiB: an extent of
  * chunks 2 to 5 (the last one 100 bytes) reads back as written; a byte changed in its second
  * chunk, or in its short last one, is named by the file that chunk is in (odd chunks: the
- * second), the file's offset and the extent's; one never written is an error of its own. */
+ * second), the file's offset and the extent's; one never written is an error of its own. The
+ * same on the caller's thread and on a pool's three, which name the first chunk that differs
+ * however they split the check. */
 START_TEST(sums_name_the_chunk)
 {
     enum { C = 4096 };
-    PipeMem m = {.n_sums = 8};
-    m.st.cfg.chunk_bytes = C;
-    m.st.cfg.n_dirs = 2;
-    snprintf(m.st.paths[0], sizeof m.st.paths[0], "/ssd0/fuyou.store");
-    snprintf(m.st.paths[1], sizeof m.st.paths[1], "/ssd1/fuyou.store");
-    uint32_t sums[8];
-    uint8_t set[8] = {0};
-    m.sums = sums, m.sum_set = set;
-    StoreTensor t = {.base = 2 * C, .bytes = 3 * C + 100};
-    uint8_t *buf = malloc(t.bytes);
-    for (size_t i = 0; i < t.bytes; i++)
-        buf[i] = (uint8_t)(i * 7 + 1);
+    WorkPool wp;
     Err e;
-    ck_assert_int_eq(pipe_mem_sums_check(&m, &t, buf, &e), -EIO);
-    tu_assert_contains(e.msg, "/ssd0/fuyou.store: the 4096 bytes at offset 4096 were read");
-    pipe_mem_sums_take(&m, &t, buf);
-    ck_assert_int_eq(pipe_mem_sums_check(&m, &t, buf, &e), 0);
-    buf[C + 5] ^= 0x10;
-    ck_assert_int_eq(pipe_mem_sums_check(&m, &t, buf, &e), -EBADMSG);
-    tu_assert_contains(e.msg, "/ssd1/fuyou.store: checksum mismatch at offset 4096 (4096 bytes, "
-                              "from byte 4096 of the extent)");
-    buf[C + 5] ^= 0x10;
-    buf[3 * C + 99] ^= 1;
-    ck_assert_int_eq(pipe_mem_sums_check(&m, &t, buf, &e), -EBADMSG);
-    tu_assert_contains(e.msg, "/ssd1/fuyou.store: checksum mismatch at offset 8192 (100 bytes, "
-                              "from byte 12288 of the extent)");
-    free(buf);
+    ck_assert_int_eq(workpool_init(&wp, 3, &e), 0);
+    for (int pooled = 0; pooled < 2; pooled++) {
+        WorkPool *pool = pooled ? &wp : NULL;
+        PipeMem m = {.n_sums = 8};
+        m.st.cfg.chunk_bytes = C;
+        m.st.cfg.n_dirs = 2;
+        snprintf(m.st.paths[0], sizeof m.st.paths[0], "/ssd0/fuyou.store");
+        snprintf(m.st.paths[1], sizeof m.st.paths[1], "/ssd1/fuyou.store");
+        uint32_t sums[8];
+        uint8_t set[8] = {0};
+        m.sums = sums, m.sum_set = set;
+        StoreTensor t = {.base = 2 * C, .bytes = 3 * C + 100};
+        uint8_t *buf = malloc(t.bytes);
+        for (size_t i = 0; i < t.bytes; i++)
+            buf[i] = (uint8_t)(i * 7 + 1);
+        ck_assert_int_eq(pipe_mem_sums_check(&m, &t, buf, pool, &e), -EIO);
+        tu_assert_contains(e.msg, "/ssd0/fuyou.store: the 4096 bytes at offset 4096 were read");
+        pipe_mem_sums_take(&m, &t, buf);
+        ck_assert_int_eq(pipe_mem_sums_check(&m, &t, buf, pool, &e), 0);
+        buf[C + 5] ^= 0x10;
+        buf[3 * C + 99] ^= 1; /* a later chunk differs too: the first is named */
+        ck_assert_int_eq(pipe_mem_sums_check(&m, &t, buf, pool, &e), -EBADMSG);
+        tu_assert_contains(e.msg, "/ssd1/fuyou.store: checksum mismatch at offset 4096 (4096 "
+                                  "bytes, from byte 4096 of the extent)");
+        buf[C + 5] ^= 0x10;
+        ck_assert_int_eq(pipe_mem_sums_check(&m, &t, buf, pool, &e), -EBADMSG);
+        tu_assert_contains(e.msg, "/ssd1/fuyou.store: checksum mismatch at offset 8192 (100 "
+                                  "bytes, from byte 12288 of the extent)");
+        free(buf);
+    }
+    workpool_free(&wp);
 }
 END_TEST
 

@@ -106,7 +106,7 @@ static int run_sums(void *ctx, void *job, Err *e)
             pipe_mem_sums_take(&pp->mem, j->t[i], j->buf[i]);
             continue;
         }
-        int rc = pipe_mem_sums_check(&pp->mem, j->t[i], j->buf[i], e);
+        int rc = pipe_mem_sums_check(&pp->mem, j->t[i], j->buf[i], &pp->wp_check, e);
         if (rc)
             return rc;
     }

@@ -75,6 +75,7 @@ typedef struct Pipe {
     ModelLayout layout;
     WorkPool wp_adam, wp_compute;
     WorkPool wp_sum;            /* the D2H lane's, for adding micro-batch gradients */
+    WorkPool wp_check;          /* the read checksums' lane's (pipe_mem_sums_check) */
     Lane lanes[N_THREAD_LANES];
     LaneBell bell;
     unsigned rings_seen;

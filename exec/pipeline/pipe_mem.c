@@ -3,6 +3,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -318,25 +319,55 @@ void pipe_mem_sums_take(PipeMem *m, const StoreTensor *t, const void *buf)
     }
 }
 
-int pipe_mem_sums_check(const PipeMem *m, const StoreTensor *t, const void *buf, Err *e)
+/* A read's check: the chunks [begin, end) of its extent, the first that fails lowered into
+ * first_bad (any split of the chunks finds the same lowest one). */
+typedef struct SumsCheck {
+    const PipeMem *m;
+    const StoreTensor *t;
+    const uint8_t *buf;
+    _Atomic uint64_t first_bad;
+} SumsCheck;
+
+static void check_chunks(void *ctx, size_t begin, size_t end)
 {
-    uint64_t C = m->st.cfg.chunk_bytes, N = (uint64_t)m->st.cfg.n_dirs;
-    for (uint64_t k = 0; k < chunks_of(m, t); k++) {
+    SumsCheck *c = ctx;
+    for (uint64_t k = begin; k < end; k++) {
         size_t len;
-        uint64_t at, off = sum_chunk(m, t, k, &len, &at);
-        /* where the chunk lies: the store stripes chunk at over the files, at mod N */
-        const char *path = m->st.paths[at % N];
-        unsigned long long file_off = (unsigned long long)(at / N * C);
-        if (!m->sum_set[at])
-            return err_set(e, -EIO, "%s: the %zu bytes at offset %llu were read before the run "
-                           "wrote them (a bug: every read of the SSD tier follows a write)",
-                           path, len, file_off);
-        if (crc32c(0, (const uint8_t *)buf + off, len) != m->sums[at])
-            return err_set(e, -EBADMSG, "%s: checksum mismatch at offset %llu (%zu bytes, from "
-                           "byte %llu of the extent)", path, file_off, len,
-                           (unsigned long long)off);
+        uint64_t at, off = sum_chunk(c->m, c->t, k, &len, &at);
+        if (c->m->sum_set[at] && crc32c(0, c->buf + off, len) == c->m->sums[at])
+            continue;
+        uint64_t was = atomic_load(&c->first_bad);
+        while (k < was && !atomic_compare_exchange_weak(&c->first_bad, &was, k))
+            ;
+        return; /* the chunks after it cannot be the first */
     }
-    return 0;
+}
+
+int pipe_mem_sums_check(const PipeMem *m, const StoreTensor *t, const void *buf, WorkPool *wp,
+                        Err *e)
+{
+    uint64_t n = chunks_of(m, t);
+    SumsCheck c = {.m = m, .t = t, .buf = buf};
+    atomic_init(&c.first_bad, n);
+    if (wp && n > 1)
+        workpool_run(wp, check_chunks, &c, n, 1);
+    else
+        check_chunks(&c, 0, n);
+    uint64_t k = atomic_load(&c.first_bad);
+    if (k == n)
+        return 0;
+    size_t len;
+    uint64_t C = m->st.cfg.chunk_bytes, N = (uint64_t)m->st.cfg.n_dirs;
+    uint64_t at, off = sum_chunk(m, t, k, &len, &at);
+    /* where the chunk lies: the store stripes chunk at over the files, at mod N */
+    const char *path = m->st.paths[at % N];
+    unsigned long long file_off = (unsigned long long)(at / N * C);
+    if (!m->sum_set[at])
+        return err_set(e, -EIO, "%s: the %zu bytes at offset %llu were read before the run "
+                       "wrote them (a bug: every read of the SSD tier follows a write)", path,
+                       len, file_off);
+    return err_set(e, -EBADMSG, "%s: checksum mismatch at offset %llu (%zu bytes, from byte "
+                   "%llu of the extent)", path, file_off, len, (unsigned long long)off);
 }
 
 /* The whole extent t from or to buf, synchronously, its checksums taken (while the write is
@@ -350,7 +381,7 @@ static int sync_io(PipeMem *m, const StoreTensor *t, void *buf, bool write, Err 
     if (write)
         pipe_mem_sums_take(m, t, buf);
     int rc = store_wait(&m->st, id, e);
-    return rc || write ? rc : pipe_mem_sums_check(m, t, buf, e);
+    return rc || write ? rc : pipe_mem_sums_check(m, t, buf, NULL, e);
 }
 
 int pipe_mem_ssd_error(int rc, Err *e)

@@ -168,8 +168,10 @@ int pipe_mem_fill_state(PipeMem *m, const PipeMemFiller *f, Err *e);
  * other as the extent's write and read are. t is one of m's extents and buf its t->bytes. */
 void pipe_mem_sums_take(PipeMem *m, const StoreTensor *t, const void *buf);
 /* 0, or -EBADMSG with e naming the file, the offset and the bytes that differ (the first chunk
- * that does), or -EIO for an extent that was never written. */
-int pipe_mem_sums_check(const PipeMem *m, const StoreTensor *t, const void *buf, Err *e);
+ * that does), or -EIO for an extent that was never written. The chunks are checked on wp's
+ * threads (NULL: the caller's alone); the error is the same either way. */
+int pipe_mem_sums_check(const PipeMem *m, const StoreTensor *t, const void *buf, WorkPool *wp,
+                        Err *e);
 
 /* rc, an error of a run that read the SSD tier, with e's line told what to do when a read
  * found other bytes than were written there (-EBADMSG, pipe_mem_sums_check). Returns rc. */

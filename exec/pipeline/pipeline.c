@@ -81,6 +81,7 @@ static void run_free(PipeRun *pr)
     workpool_free(&pp->wp_adam);
     workpool_free(&pp->wp_compute);
     workpool_free(&pp->wp_sum);
+    workpool_free(&pp->wp_check);
     layout_free(&pp->layout);
     sched_free(&pp->s);
     free(pp->inputs), free(pp->targets), free(pp->sq), free(pp->sq_count), free(pp->losses);
@@ -194,8 +195,16 @@ static int run_init(PipeRun *pr, TrainResult *r, Err *e)
     if ((rc = alloc_segment(pr, r, e)))
         return rc;
     pr->own_rss = peak_rss_bytes(); /* the program's own: all but the plan's buffers */
-    return pipe_mem_init(&pp->mem, &o->model, plan, plan->seqs_per_micro, o->seq, pr->pc,
-                         &pp->wp_compute, &pp->wp_adam, e);
+    rc = pipe_mem_init(&pp->mem, &o->model, plan, plan->seqs_per_micro, o->seq, pr->pc,
+                       &pp->wp_compute, &pp->wp_adam, e);
+    /* a read from the SSD tier is checked on a quarter of the cores (at most
+     * PIPE_CHECK_THREADS), at the lanes' priority: its successors wait for the check */
+    long quarter = sysconf(_SC_NPROCESSORS_ONLN) / 4;
+    if (!rc && pp->mem.store_opened)
+        rc = workpool_init(&pp->wp_check, quarter < 1 ? 1 : quarter > PIPE_CHECK_THREADS
+                                                                ? PIPE_CHECK_THREADS
+                                                                : (int)quarter, e);
+    return rc;
 }
 
 /* Fills the tiers with fill (moments: it gives Adam's m and v), saying how far it is when it

@@ -46,6 +46,11 @@ typedef struct PipeConfig {
  * should get it (MEASUREMENTS.md, "The optimizer's threads run at lower priority"). */
 enum { PIPE_OPTIM_NICE = 10 };
 
+/* The most threads that check one read from the SSD tier (a quarter of the cores up to this):
+ * one thread's CRC-32C moves about a memory channel's worth, and a sub-group's states (a GB or
+ * more) wait for their check before their update. */
+enum { PIPE_CHECK_THREADS = 4 };
+
 /* What a run used, for the report: bytes per footprint row and tier, measured at their peak
  * (the plan's prediction beside them), and the lanes' busy time. */
 typedef struct PipeReport {
