@@ -289,7 +289,7 @@ static int alloc_sums(PipeMem *m, Err *e)
     m->sum_set = calloc(m->n_sums ? m->n_sums : 1, 1);
     if (!m->sums || !m->sum_set)
         return err_set(e, -ENOMEM, "out of memory for the SSD tier's checksums");
-    (void)crc32c(0, m->sums, 1); /* its one-time probe of the CPU, before any lane calls it */
+    (void)crc32c(0, m->sums, 1); /* its tables made once, before any lane's first check */
     return 0;
 }
 

@@ -13,8 +13,8 @@
 #include <string.h>
 
 enum {
-    LONG_BLOCK = 8192, /* bytes a chain, the three chains' 24 KiB joined with two lookups */
-    SHORT_BLOCK = 256, /* what is left of a long round, then in one chain */
+    LONG_BLOCK = 8192, /* bytes a chain: a round's 24 KiB joined with two table lookups */
+    SHORT_BLOCK = 256, /* the same over what is left under 24 KiB, down to 768 bytes */
 };
 
 static uint32_t table[256];
