@@ -107,8 +107,13 @@ static void sum_bench(float *sum, const uint16_t *g, size_t n)
            "ratio = a later micro-batch's add against the first's, time a gradient\n");
 }
 
+/* The command line (bench_check_args). */
+static const char usage[] = "bench_adam [--mparams M] [--threads N]";
+static const char *const options[] = {"--mparams", "--threads", NULL};
+
 int main(int argc, char **argv)
 {
+    bench_check_args(argc, argv, usage, options);
     size_t n = (size_t)(atof(bench_arg(argc, argv, "--mparams", "64")) * 1e6);
     long online = sysconf(_SC_NPROCESSORS_ONLN);
     int max_threads = atoi(bench_arg(argc, argv, "--threads", "0"));

@@ -54,8 +54,13 @@ static int pull(void *user, int i, size_t at, size_t n, float *dst, Err *e)
     return 0;
 }
 
+/* The command line (bench_check_args). */
+static const char usage[] = "bench_ckpt_io [--dir DIR] [--gib G]";
+static const char *const options[] = {"--dir", "--gib", NULL};
+
 int main(int argc, char **argv)
 {
+    bench_check_args(argc, argv, usage, options);
     const char *dir = bench_arg(argc, argv, "--dir", ".");
     double gib = atof(bench_arg(argc, argv, "--gib", "2"));
     int n_tensors = (int)(gib * (1 << 30) / (2.0 * TENSOR_VALUES) + 0.5);

@@ -77,8 +77,14 @@ static void run(const char *name, DType dtype, int B, int T, int steps)
     free(p), free(inp), free(tgt);
 }
 
+/* The command line (bench_check_args). */
+static const char usage[] = "bench_cuda [--steps N] [--batch B] [--seq T] [--models M,M...] "
+                            "[--dtype bf16|fp16]";
+static const char *const options[] = {"--steps", "--batch", "--seq", "--models", "--dtype", NULL};
+
 int main(int argc, char **argv)
 {
+    bench_check_args(argc, argv, usage, options);
     bench_gpu_or_skip();
     int steps = atoi(bench_arg(argc, argv, "--steps", "5"));
     int B = atoi(bench_arg(argc, argv, "--batch", "8"));

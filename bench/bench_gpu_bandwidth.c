@@ -136,8 +136,14 @@ static void bench_norm(const char *name, void (*backward)(void *), int N, int C)
     against_copy(what, s, 7.0 * (double)n);
 }
 
+/* The command line (bench_check_args). */
+static const char usage[] = "bench_gpu_bandwidth [--mparams M] [--rows N] [--width C] "
+                            "[--ln-width C]";
+static const char *const options[] = {"--mparams", "--rows", "--width", "--ln-width", NULL};
+
 int main(int argc, char **argv)
 {
+    bench_check_args(argc, argv, usage, options);
     bench_gpu_or_skip();
     long mparams = atol(bench_arg(argc, argv, "--mparams", "1024"));
     int N = atoi(bench_arg(argc, argv, "--rows", "8192"));

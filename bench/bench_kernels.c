@@ -27,8 +27,14 @@
 
 static double last_s; /* the median of the last TIME */
 
+/* The command line (bench_check_args). */
+static const char usage[] = "bench_kernels [--batch B] [--seq T] [--model NAME] "
+                            "[--dtype bf16|fp16]";
+static const char *const options[] = {"--batch", "--seq", "--model", "--dtype", NULL};
+
 int main(int argc, char **argv)
 {
+    bench_check_args(argc, argv, usage, options);
     bench_gpu_or_skip();
     int B = atoi(bench_arg(argc, argv, "--batch", "8")), T = atoi(bench_arg(argc, argv, "--seq",
                                                                              "1024"));

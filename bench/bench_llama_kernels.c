@@ -32,8 +32,15 @@ static int measure(int B, int T, int h, int g, int d, int reps, double ms[2])
     return 0;
 }
 
+/* The command line (bench_check_args). */
+static const char usage[] = "bench_llama_kernels [--batch B] [--seq T] [--heads H] "
+                            "[--kv-heads K] [--head-dim D] [--reps N] [--baseline mha|chunked]";
+static const char *const options[] = {"--batch", "--seq", "--heads", "--kv-heads", "--head-dim",
+                                      "--reps", "--baseline", NULL};
+
 int main(int argc, char **argv)
 {
+    bench_check_args(argc, argv, usage, options);
     bench_gpu_or_skip();
     int B = atoi(bench_arg(argc, argv, "--batch", "1"));
     int T = atoi(bench_arg(argc, argv, "--seq", "4096"));

@@ -34,8 +34,14 @@ static double stream(OocAdam *o, bool write)
     return bench_now() - t0;
 }
 
+/* The command line (bench_check_args). */
+static const char usage[] = "bench_ooc_adam [--dir DIR] [--gib G] [--groups N] "
+                            "[--threads N]";
+static const char *const options[] = {"--dir", "--gib", "--groups", "--threads", NULL};
+
 int main(int argc, char **argv)
 {
+    bench_check_args(argc, argv, usage, options);
     const char *dir = bench_arg(argc, argv, "--dir", "bench-scratch");
     double gib = atof(bench_arg(argc, argv, "--gib", "4"));
     int groups = atoi(bench_arg(argc, argv, "--groups", "16"));

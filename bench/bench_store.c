@@ -167,8 +167,13 @@ static double dd_gbps(const char *path, bool write, size_t total, size_t block)
     return rc == 0 ? total / t / 1e9 : 0;
 }
 
+/* The command line (bench_check_args). */
+static const char usage[] = "bench_store [--dir DIR] [--gib G] [--block-mib M] [--qd N]";
+static const char *const options[] = {"--dir", "--gib", "--block-mib", "--qd", NULL};
+
 int main(int argc, char **argv)
 {
+    bench_check_args(argc, argv, usage, options);
     const char *dir = bench_arg(argc, argv, "--dir", "bench-scratch");
     double gib = atof(bench_arg(argc, argv, "--gib", "2"));
     size_t block = (size_t)atof(bench_arg(argc, argv, "--block-mib", "4")) << 20;

@@ -34,6 +34,29 @@ static inline const char *bench_lock_state(bool lock_failed)
                        : "locked in RAM";
 }
 
+/* The program's arguments checked before any is read: "--help" or "-h" prints the usage line
+ * and exits 0; anything but "--name value" pairs of the NULL-terminated names prints what is
+ * wrong and the usage on stderr and exits 2 (a misspelt option never runs with its default). */
+static inline void bench_check_args(int argc, char **argv, const char *usage,
+                                    const char *const *names)
+{
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: %s\n", usage);
+            exit(0);
+        }
+    for (int i = 1; i < argc; i += 2) {
+        bool known = false;
+        for (const char *const *n = names; *n && !known; n++)
+            known = !strcmp(argv[i], *n);
+        if (!known || i + 1 >= argc) {
+            fprintf(stderr, "%s: %s %s\nusage: %s\n", argv[0], argv[i],
+                    known ? "needs a value" : "is not an option", usage);
+            exit(2);
+        }
+    }
+}
+
 /* "--name value" from argv, or def. */
 static inline const char *bench_arg(int argc, char **argv, const char *name, const char *def)
 {
