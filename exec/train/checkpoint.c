@@ -691,20 +691,17 @@ int ckpt_reader_open(CkptReader **out, const char *step_dir, const ModelConfig *
         return err_set(e, -ENOMEM, "out of memory");
     char path[PATH_CAP];
     int rc = master_path(step_dir, path, sizeof path, e);
-    if (!rc)
-        rc = hf_reader_open_weights(&r->weights, path, c, l, e);
+    if (rc || (rc = hf_reader_open_weights(&r->weights, path, c, l, e)))
+        return rc; /* the caller's ckpt_reader_close frees what was opened */
     snprintf(path, sizeof path, "%s/optimizer.safetensors", step_dir);
-    if (!rc)
-        rc = st_open(&r->opt_m, path, e);
-    if (!rc)
-        rc = st_open(&r->opt_v, path, e);
-    const StTensor *tm = rc ? NULL : st_find(&r->opt_m, "adam.m");
-    const StTensor *tv = rc ? NULL : st_find(&r->opt_v, "adam.v");
-    if (!rc && (!tm || !tv || st_numel(tm) != l->total || st_numel(tv) != l->total))
-        rc = err_set(e, -EINVAL, "%s: needs adam.m and adam.v of %zu values each", path,
-                     l->total);
+    if ((rc = st_open(&r->opt_m, path, e)) || (rc = st_open(&r->opt_v, path, e)))
+        return rc;
+    const StTensor *tm = st_find(&r->opt_m, "adam.m"), *tv = st_find(&r->opt_v, "adam.v");
+    if (!tm || !tv || st_numel(tm) != l->total || st_numel(tv) != l->total)
+        return err_set(e, -EINVAL, "%s: needs adam.m and adam.v of %zu values each", path,
+                       l->total);
     r->m = (StCursor){.t = tm}, r->v = (StCursor){.t = tv};
-    return rc;
+    return 0;
 }
 
 int ckpt_reader_read(CkptReader *r, size_t begin, size_t n, float *params, float *m, float *v,
