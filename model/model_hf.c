@@ -240,15 +240,12 @@ static int llama_rope(const json_t *o, const char *path, ModelConfig *c, Err *e)
                        "frequency scaling only", path,
                        json_is_string(t) ? json_string_value(t) : "(none)");
     RopeScaling *r = &c->rope_scaling;
-    rc = get_real(s, path, "factor", &r->factor, e);
-    if (!rc)
-        rc = get_real(s, path, "low_freq_factor", &r->low_freq_factor, e);
-    if (!rc)
-        rc = get_real(s, path, "high_freq_factor", &r->high_freq_factor, e);
-    if (!rc)
-        rc = get_int(s, path, "original_max_position_embeddings", MODEL_MAX_SEQ, true,
-                     &r->original_max_seq, e);
-    return rc;
+    if ((rc = get_real(s, path, "factor", &r->factor, e)) ||
+        (rc = get_real(s, path, "low_freq_factor", &r->low_freq_factor, e)) ||
+        (rc = get_real(s, path, "high_freq_factor", &r->high_freq_factor, e)))
+        return rc;
+    return get_int(s, path, "original_max_position_embeddings", MODEL_MAX_SEQ, true,
+                   &r->original_max_seq, e);
 }
 
 /* LlamaConfig, MistralConfig, Qwen2Config: the Llama block (Qwen2's q/k/v biases always on);
@@ -269,34 +266,30 @@ static int llama_config(const json_t *o, const char *path, const char *type, Mod
     c->tied = false;
     c->qkv_bias = !strcmp(type, "qwen2");
     int rc = get_ints(o, path, ints, sizeof ints / sizeof *ints, c, e);
-    if (!rc)
-        rc = get_real(o, path, "rms_norm_eps", &c->norm_eps, e);
-    if (!rc)
-        rc = get_bool(o, path, "tie_word_embeddings", &c->tied, e);
-    if (!rc)
-        rc = check_fields(o, path, llama_fields, sizeof llama_fields / sizeof *llama_fields,
-                          dropped, cap, e);
-    if (!rc)
-        rc = llama_rope(o, path, c, e);
+    if (rc || (rc = get_real(o, path, "rms_norm_eps", &c->norm_eps, e)) ||
+        (rc = get_bool(o, path, "tie_word_embeddings", &c->tied, e)) ||
+        (rc = check_fields(o, path, llama_fields, sizeof llama_fields / sizeof *llama_fields,
+                           dropped, cap, e)) ||
+        (rc = llama_rope(o, path, c, e)))
+        return rc;
     int head_dim = 0, window = 0;
-    if (!rc)
-        rc = get_int(o, path, "head_dim", MODEL_MAX_HIDDEN, false, &head_dim, e);
-    if (!rc && head_dim && (int64_t)head_dim * c->n_head != c->d_model)
-        rc = err_set(e, -EINVAL, "%s: \"head_dim\" %d is not hidden_size / num_attention_heads "
-                     "(%d / %d): fuyou's heads are hidden / heads wide", path, head_dim,
-                     c->d_model, c->n_head);
+    if ((rc = get_int(o, path, "head_dim", MODEL_MAX_HIDDEN, false, &head_dim, e)))
+        return rc;
+    if (head_dim && (int64_t)head_dim * c->n_head != c->d_model)
+        return err_set(e, -EINVAL, "%s: \"head_dim\" %d is not hidden_size / "
+                       "num_attention_heads (%d / %d): fuyou's heads are hidden / heads wide",
+                       path, head_dim, c->d_model, c->n_head);
     /* The sliding window (Mistral's; Qwen2's when use_sliding_window, false by default):
      * attention over a sequence no longer than the window is exact attention, so the window
      * bounds the sequences trained on, in every layer (Qwen2's max_window_layers, which says
      * which layers slide, changes nothing then) */
     bool sliding = strcmp(type, "qwen2") != 0;
-    if (!rc)
-        rc = get_int(o, path, "sliding_window", INT_MAX, false, &window, e);
-    if (!rc)
-        rc = get_bool(o, path, "use_sliding_window", &sliding, e);
-    if (!rc && sliding && window > 0 && window < c->max_seq)
+    if ((rc = get_int(o, path, "sliding_window", INT_MAX, false, &window, e)) ||
+        (rc = get_bool(o, path, "use_sliding_window", &sliding, e)))
+        return rc;
+    if (sliding && window > 0 && window < c->max_seq)
         c->max_seq = window;
-    return rc;
+    return 0;
 }
 
 /* GPT2Config: the GPT-2 block; dropout rates above 0 appended to dropped (capacity cap). */
@@ -314,14 +307,11 @@ static int gpt2_config(const json_t *o, const char *path, ModelConfig *c, char *
     c->tied = true;
     int rc = get_ints(o, path, ints, sizeof ints / sizeof *ints, c, e);
     c->d_ff = 4 * c->d_model; /* unless n_inner says otherwise */
-    if (!rc)
-        rc = get_int(o, path, "n_inner", MODEL_MAX_FFN, false, &c->d_ff, e);
-    if (!rc)
-        rc = get_bool(o, path, "tie_word_embeddings", &c->tied, e);
-    if (!rc)
-        rc = check_fields(o, path, gpt2_fields, sizeof gpt2_fields / sizeof *gpt2_fields,
-                          dropped, cap, e);
-    return rc;
+    if (rc || (rc = get_int(o, path, "n_inner", MODEL_MAX_FFN, false, &c->d_ff, e)) ||
+        (rc = get_bool(o, path, "tie_word_embeddings", &c->tied, e)))
+        return rc;
+    return check_fields(o, path, gpt2_fields, sizeof gpt2_fields / sizeof *gpt2_fields,
+                        dropped, cap, e);
 }
 
 /* The model's name: its folder's, else the file's. */

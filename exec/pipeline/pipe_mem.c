@@ -454,19 +454,16 @@ int pipe_mem_init(PipeMem *m, const ModelConfig *c, const Plan *p, int B, int T,
     }
     rc = hostpool_init(&m->pool, pc->cpu_budget ? pc->cpu_budget : (size_t)hneed + (1 << 20),
                        e);
-    if (!rc && pc->device->pin)
+    if (rc)
+        return rc;
+    if (pc->device->pin)
         hostpool_set_pin(&m->pool, pc->device->pin, pc->device->unpin, NULL);
-    if (!rc && host_wp)
+    if (host_wp)
         hostpool_set_touch(&m->pool, touch_on, host_wp);
-    if (!rc)
-        rc = pc->device->create(&m->dev, c, B, T, wp, e);
-    if (!rc)
-        rc = alloc_device(m, e);
-    if (!rc)
-        rc = alloc_host(m, e);
-    if (!rc && needs_store(m))
-        rc = open_store(m, pc, wp, e);
-    return rc;
+    if ((rc = pc->device->create(&m->dev, c, B, T, wp, e)) || (rc = alloc_device(m, e)) ||
+        (rc = alloc_host(m, e)))
+        return rc;
+    return needs_store(m) ? open_store(m, pc, wp, e) : 0;
 }
 
 void pipe_mem_free(PipeMem *m)

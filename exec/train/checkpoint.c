@@ -435,25 +435,24 @@ static int check_model(const char *path, json_t *model, const ModelConfig *c, Er
 /* Every number of state.json in its range (the trainer indexes and counts with them). */
 static int check_state(const char *path, const TrainState *s, Err *e)
 {
-    int rc = check_range(path, "step", s->step, 0, CKPT_STEP_MAX, e);
-    if (!rc)
-        rc = check_range(path, "skipped_steps", s->skipped, 0, s->step, e);
-    if (!rc)
-        rc = check_range(path, "loss_scale_good_steps", s->scale_good, 0, s->step, e);
-    if (!rc && s->sched_steps) /* a run saves at most its --steps */
-        rc = check_range(path, "schedule_steps", s->sched_steps, s->step, CKPT_STEP_MAX, e);
-    if (!rc)
-        rc = check_range(path, "loader_epoch", s->epoch, 0, INT64_MAX, e);
-    if (!rc)
-        rc = check_range(path, "loader_index", s->index, 0, INT64_MAX, e);
-    if (!rc && !(isfinite(s->prev_grad_norm) && s->prev_grad_norm >= 0))
-        rc = err_set(e, -EINVAL, "%s: prev_grad_norm is %g; it must be finite and at least 0",
-                     path, s->prev_grad_norm);
+    int rc;
+    if ((rc = check_range(path, "step", s->step, 0, CKPT_STEP_MAX, e)) ||
+        (rc = check_range(path, "skipped_steps", s->skipped, 0, s->step, e)) ||
+        (rc = check_range(path, "loss_scale_good_steps", s->scale_good, 0, s->step, e)) ||
+        /* a run saves at most its --steps */
+        (s->sched_steps && (rc = check_range(path, "schedule_steps", s->sched_steps, s->step,
+                                             CKPT_STEP_MAX, e))) ||
+        (rc = check_range(path, "loader_epoch", s->epoch, 0, INT64_MAX, e)) ||
+        (rc = check_range(path, "loader_index", s->index, 0, INT64_MAX, e)))
+        return rc;
+    if (!(isfinite(s->prev_grad_norm) && s->prev_grad_norm >= 0))
+        return err_set(e, -EINVAL, "%s: prev_grad_norm is %g; it must be finite and at least 0",
+                       path, s->prev_grad_norm);
     /* 0: never set; else what the trainer's halving and doubling can reach */
-    if (!rc && s->loss_scale != 0 && !(s->loss_scale >= 1.0 / 65536 && s->loss_scale <= FLT_MAX))
-        rc = err_set(e, -EINVAL, "%s: loss_scale is %g; it must be 0 (unset) or 2^-16 to %g",
-                     path, s->loss_scale, (double)FLT_MAX);
-    return rc;
+    if (s->loss_scale != 0 && !(s->loss_scale >= 1.0 / 65536 && s->loss_scale <= FLT_MAX))
+        return err_set(e, -EINVAL, "%s: loss_scale is %g; it must be 0 (unset) or 2^-16 to %g",
+                       path, s->loss_scale, (double)FLT_MAX);
+    return 0;
 }
 
 /* state.json's "data" (NULL: absent, an older checkpoint) into *print. */
@@ -468,15 +467,48 @@ static int read_data_print(const char *path, json_t *data, DataPrint *print, Err
                     &crc))
         return err_set(e, -EINVAL, "%s: malformed data fingerprint (\"data\": {\"files\", "
                        "\"tokens\", \"crc32c\"})", path);
-    int rc = check_range(path, "data.files", files, 1, DATA_MAX_FILES, e);
-    if (!rc)
-        rc = check_range(path, "data.tokens", tokens, 1, INT64_MAX, e);
-    if (!rc && (strlen(crc) != 8 || strspn(crc, "0123456789abcdef") != 8))
-        rc = err_set(e, -EINVAL, "%s: data.crc32c is not 8 lowercase hex digits", path);
-    if (!rc)
-        *print = (DataPrint){.files = files, .tokens = tokens,
-                             .crc32c = (uint32_t)strtoul(crc, NULL, 16)};
-    return rc;
+    int rc;
+    if ((rc = check_range(path, "data.files", files, 1, DATA_MAX_FILES, e)) ||
+        (rc = check_range(path, "data.tokens", tokens, 1, INT64_MAX, e)))
+        return rc;
+    if (strlen(crc) != 8 || strspn(crc, "0123456789abcdef") != 8)
+        return err_set(e, -EINVAL, "%s: data.crc32c is not 8 lowercase hex digits", path);
+    *print = (DataPrint){.files = files, .tokens = tokens,
+                         .crc32c = (uint32_t)strtoul(crc, NULL, 16)};
+    return 0;
+}
+
+/* state.json's root: its fields checked against this run's model c into *s. */
+static int parse_state(const char *path, json_t *root, const ModelConfig *c, TrainState *s,
+                       Err *e)
+{
+    json_int_t step = 0, epoch = 0, index = 0, seed = 0, good = 0, skipped = 0, sched = 0;
+    double norm = 0, scale = 0;
+    json_t *model, *data = NULL;
+    /* the loss-scaling fields, the data's fingerprint and the schedule's length are optional:
+     * checkpoints from before them resume unscaled, their data and schedule unchecked */
+    if (json_unpack(root, "{s:I, s:I, s:I, s:I, s:F, s?F, s?I, s?I, s:o, s?o, s?I}", "step",
+                    &step, "loader_epoch", &epoch, "loader_index", &index, "seed", &seed,
+                    "prev_grad_norm", &norm, "loss_scale", &scale, "loss_scale_good_steps",
+                    &good, "skipped_steps", &skipped, "model", &model, "data", &data,
+                    "schedule_steps", &sched))
+        return err_set(e, -EINVAL, "%s: missing or malformed fields (step, loader_epoch, "
+                       "loader_index, seed, prev_grad_norm, model)", path);
+    int weights_only = 0;
+    json_unpack(root, "{s?b}", "weights_only", &weights_only);
+    if (weights_only)
+        return err_set(e, -EINVAL, "%s: saved with --save-weights-only, it holds the weights "
+                       "and no training state to resume; fine-tune from its folder (--model) "
+                       "instead", path);
+    TrainState got = {.step = step, .epoch = epoch, .index = index, .seed = (uint64_t)seed,
+                      .prev_grad_norm = norm, .loss_scale = scale, .scale_good = good,
+                      .skipped = skipped, .sched_steps = sched};
+    int rc;
+    if ((rc = check_model(path, model, c, e)) || (rc = check_state(path, &got, e)) ||
+        (rc = read_data_print(path, data, &got.data, e)))
+        return rc;
+    *s = got;
+    return 0;
 }
 
 static int read_state(const char *path, const ModelConfig *c, TrainState *s, Err *e)
@@ -485,36 +517,7 @@ static int read_state(const char *path, const ModelConfig *c, TrainState *s, Err
     json_t *root = json_load_file(path, 0, &jerr);
     if (!root)
         return err_set(e, -EINVAL, "%s:%d: %s", path, jerr.line, jerr.text);
-    json_int_t step = 0, epoch = 0, index = 0, seed = 0, good = 0, skipped = 0, sched = 0;
-    double norm = 0, scale = 0;
-    json_t *model, *data = NULL;
-    int rc = 0;
-    /* the loss-scaling fields, the data's fingerprint and the schedule's length are optional:
-     * checkpoints from before them resume unscaled, their data and schedule unchecked */
-    if (json_unpack(root, "{s:I, s:I, s:I, s:I, s:F, s?F, s?I, s?I, s:o, s?o, s?I}", "step",
-                    &step, "loader_epoch", &epoch, "loader_index", &index, "seed", &seed,
-                    "prev_grad_norm", &norm, "loss_scale", &scale, "loss_scale_good_steps",
-                    &good, "skipped_steps", &skipped, "model", &model, "data", &data,
-                    "schedule_steps", &sched))
-        rc = err_set(e, -EINVAL, "%s: missing or malformed fields (step, loader_epoch, "
-                     "loader_index, seed, prev_grad_norm, model)", path);
-    int weights_only = 0;
-    json_unpack(root, "{s?b}", "weights_only", &weights_only);
-    if (!rc && weights_only)
-        rc = err_set(e, -EINVAL, "%s: saved with --save-weights-only, it holds the weights and "
-                     "no training state to resume; fine-tune from its folder (--model) instead",
-                     path);
-    if (!rc)
-        rc = check_model(path, model, c, e);
-    TrainState got = {.step = step, .epoch = epoch, .index = index, .seed = (uint64_t)seed,
-                      .prev_grad_norm = norm, .loss_scale = scale, .scale_good = good,
-                      .skipped = skipped, .sched_steps = sched};
-    if (!rc)
-        rc = check_state(path, &got, e);
-    if (!rc)
-        rc = read_data_print(path, data, &got.data, e);
-    if (!rc)
-        *s = got;
+    int rc = parse_state(path, root, c, s, e);
     json_decref(root);
     return rc;
 }

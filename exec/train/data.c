@@ -256,34 +256,24 @@ static int read_mask(TokenData *d, const char *path, const char *file, size_t at
 }
 
 /* Appends one file's tokens (and mask) to d. */
-static int load_file(TokenData *d, const char *path, DataFormat format, Err *e)
+/* The tokens of one file's bytes (format guessed if DATA_AUTO) into the store after d's n,
+ * *count of them; d->max_token raised to theirs. */
+static int decode_tokens(TokenData *d, DataFile *df, const char *path, DataFormat format,
+                         const uint8_t *raw, size_t size, size_t *count, Err *e)
 {
-    DataFile *df = &d->files[d->n_files];
-    *df = (DataFile){.path = strdup(path), .begin = d->n};
-    if (!df->path)
-        return err_set(e, -ENOMEM, "out of memory");
-    d->n_files++;
-    uint8_t *raw;
-    size_t size;
-    int rc = read_whole(path, &raw, &size, e);
-    if (rc)
+    int rc;
+    if (format == DATA_AUTO && (rc = guess_format(path, raw, size, &format, e)))
         return rc;
-    if (format == DATA_AUTO)
-        rc = guess_format(path, raw, size, &format, e);
     df->format = format;
     Body b = {0};
-    if (!rc)
-        rc = find_body(path, format, raw, size, &b, e);
-    if (!rc && b.count == 0)
-        rc = err_set(e, -EINVAL, "%s: no tokens", path);
-    char mpath[4200];
-    data_mask_path(path, mpath, sizeof mpath);
-    struct stat st;
-    df->masked = !stat(mpath, &st);
-    if (!rc)
-        rc = grow(d, b.count, df->masked, e);
-    uint32_t *t = rc ? NULL : d->tokens + d->n;
-    for (size_t i = 0; t && i < b.count; i++) {
+    if ((rc = find_body(path, format, raw, size, &b, e)))
+        return rc;
+    if (b.count == 0)
+        return err_set(e, -EINVAL, "%s: no tokens", path);
+    if ((rc = grow(d, b.count, df->masked, e)))
+        return rc;
+    uint32_t *t = d->tokens + d->n;
+    for (size_t i = 0; i < b.count; i++) {
         const uint8_t *p = b.at + i * (size_t)b.width;
         t[i] = b.width == 1 ? p[0]
                : b.width == 2 ? (uint32_t)p[0] | (uint32_t)p[1] << 8
@@ -291,21 +281,43 @@ static int load_file(TokenData *d, const char *path, DataFormat format, Err *e)
         if (t[i] > d->max_token)
             d->max_token = t[i];
     }
+    *count = b.count;
+    return 0;
+}
+
+static int load_file(TokenData *d, const char *path, DataFormat format, Err *e)
+{
+    DataFile *df = &d->files[d->n_files];
+    *df = (DataFile){.path = strdup(path), .begin = d->n};
+    if (!df->path)
+        return err_set(e, -ENOMEM, "out of memory");
+    d->n_files++;
+    char mpath[4200];
+    data_mask_path(path, mpath, sizeof mpath);
+    struct stat st;
+    df->masked = !stat(mpath, &st);
+    uint8_t *raw;
+    size_t size, count = 0;
+    int rc = read_whole(path, &raw, &size, e);
+    if (rc)
+        return rc;
+    rc = decode_tokens(d, df, path, format, raw, size, &count, e);
     free(raw);
+    if (rc)
+        return rc;
     /* the loader hands tokens out as int: nothing above INT32_MAX (no vocabulary is so large) */
-    for (size_t i = 0; t && d->max_token > INT32_MAX && i < b.count && !rc; i++)
+    const uint32_t *t = d->tokens + d->n;
+    for (size_t i = 0; d->max_token > INT32_MAX && i < count; i++)
         if (t[i] > INT32_MAX)
-            rc = err_set(e, -EINVAL, "%s: token %u at position %zu is beyond any vocabulary "
-                         "(damaged? tokens are below 2^31)", path, t[i], i);
-    if (!rc && df->masked)
-        rc = read_mask(d, mpath, path, d->n, b.count, e);
-    if (!rc && d->mask && !df->masked)
-        memset(d->mask + d->n, 1, b.count);
-    if (!rc) {
-        df->n = b.count;
-        d->n += b.count;
-    }
-    return rc;
+            return err_set(e, -EINVAL, "%s: token %u at position %zu is beyond any vocabulary "
+                           "(damaged? tokens are below 2^31)", path, t[i], i);
+    if (df->masked && (rc = read_mask(d, mpath, path, d->n, count, e)))
+        return rc;
+    if (d->mask && !df->masked)
+        memset(d->mask + d->n, 1, count);
+    df->n = count;
+    d->n += count;
+    return 0;
 }
 
 static int cmp_names(const void *a, const void *b)

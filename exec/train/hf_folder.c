@@ -601,31 +601,32 @@ static int reader_open(HfReader **out, const char *path, const ModelConfig *c,
         return err_set(e, -ENOMEM, "out of memory");
     r->ld = (Load){.c = c, .l = l};
     r->conv = -1;
-    int rc = resolve(path, &r->src, e);
-    if (!rc && check_config && r->src.config[0])
-        rc = hf_check_config(r->src.config, c, e);
-    if (!rc && r->src.index) {
+    int rc;
+    if ((rc = resolve(path, &r->src, e)) ||
+        (check_config && r->src.config[0] && (rc = hf_check_config(r->src.config, c, e))))
+        return rc;
+    if (r->src.index) {
         rc = map_index(&r->ld.m, &r->src, c, l, e);
-    } else if (!rc) {
+    } else {
         StFile s;
         rc = st_open(&s, r->src.weights, e);
         if (!rc)
             rc = map_file(&r->ld.m, &r->src, &s, c, l, e);
         st_close(&s);
     }
-    if (!rc) {
-        r->files = calloc((size_t)r->ld.m.n_shards, sizeof *r->files);
-        r->cursor = calloc((size_t)l->n, sizeof *r->cursor);
-        r->parts = calloc((size_t)l->n, sizeof *r->parts);
-        if (!r->files || !r->cursor || !r->parts)
-            rc = err_set(e, -ENOMEM, "out of memory");
-    }
-    if (!rc)
-        rc = check_all(&r->ld, r->files, e);
+    if (rc)
+        return rc;
+    r->files = calloc((size_t)r->ld.m.n_shards, sizeof *r->files);
+    r->cursor = calloc((size_t)l->n, sizeof *r->cursor);
+    r->parts = calloc((size_t)l->n, sizeof *r->parts);
+    if (!r->files || !r->cursor || !r->parts)
+        return err_set(e, -ENOMEM, "out of memory");
+    if ((rc = check_all(&r->ld, r->files, e)))
+        return rc;
     /* every tensor's cursor in its shard (check_all found each one there) */
-    for (int i = 0; !rc && i < l->n; i++)
+    for (int i = 0; i < l->n; i++)
         r->cursor[i] = (StCursor){.t = st_find(&r->files[r->ld.m.shard_of[i]], r->ld.m.name[i])};
-    return rc;
+    return 0;
 }
 
 int hf_reader_open(HfReader **r, const char *path, const ModelConfig *c, const ModelLayout *l,

@@ -496,37 +496,33 @@ static int run_alloc(TrainRun *t, TrainResult *r, Err *e)
 static int run_init(TrainRun *t, TrainResult *r, Err *e)
 {
     const TrainOptions *o = t->o;
-    int rc = check_options(o, e);
-    if (!rc)
-        rc = trainer_load_data(o, &t->data, e);
-    if (!rc && o->n_eval)
-        rc = eval_init(&t->ev, o->eval_paths, o->n_eval, o->data_format, o->model.vocab,
-                       o->model.name, t->B, o->seq, o->eval_batches, e);
-    if (!rc)
-        rc = workpool_init(&t->wp, o->threads, e);
-    if (!rc)
-        rc = o->backend->create(&t->be, &o->model, t->B, o->seq, &t->wp, e);
-    if (!rc && layout_init(&t->l, &o->model))
-        rc = err_set(e, -ENOMEM, "out of memory");
-    return rc ? rc : run_alloc(t, r, e);
+    int rc;
+    if ((rc = check_options(o, e)) || (rc = trainer_load_data(o, &t->data, e)) ||
+        (o->n_eval && (rc = eval_init(&t->ev, o->eval_paths, o->n_eval, o->data_format,
+                                      o->model.vocab, o->model.name, t->B, o->seq,
+                                      o->eval_batches, e))) ||
+        (rc = workpool_init(&t->wp, o->threads, e)) ||
+        (rc = o->backend->create(&t->be, &o->model, t->B, o->seq, &t->wp, e)))
+        return rc;
+    if (layout_init(&t->l, &o->model))
+        return err_set(e, -ENOMEM, "out of memory");
+    return run_alloc(t, r, e);
 }
 
 /* Where the run starts: the state on the backend, the loader at its place, the log open. */
 static int run_start(TrainRun *t, Err *e)
 {
     const TrainOptions *o = t->o;
-    int rc = trainer_load_start(o, &t->data, &t->l, t->params, t->m, t->v, &t->wp, &t->st, e);
-    if (!rc)
-        rc = t->be->ops->write_state(t->be, t->params, t->m, t->v, e);
-    if (!rc)
-        rc = loader_init(&t->ld, &t->data, t->B, o->seq, t->st.seed, e);
-    if (!rc && o->resume_dir)
-        rc = trainer_seek(o, &t->ld, &t->st, e);
-    if (!rc)
-        rc = trainer_open_log(o, t->st.step, &t->log, e);
-    if (!rc)
-        t->n_groups = subgroup_slices(o, t->slices);
-    return rc;
+    int rc;
+    if ((rc = trainer_load_start(o, &t->data, &t->l, t->params, t->m, t->v, &t->wp, &t->st,
+                                 e)) ||
+        (rc = t->be->ops->write_state(t->be, t->params, t->m, t->v, e)) ||
+        (rc = loader_init(&t->ld, &t->data, t->B, o->seq, t->st.seed, e)) ||
+        (o->resume_dir && (rc = trainer_seek(o, &t->ld, &t->st, e))) ||
+        (rc = trainer_open_log(o, t->st.step, &t->log, e)))
+        return rc;
+    t->n_groups = subgroup_slices(o, t->slices);
+    return 0;
 }
 
 /* The loss scale: from the checkpoint when it has one, else from the options. */
