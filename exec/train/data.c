@@ -255,7 +255,6 @@ static int read_mask(TokenData *d, const char *path, const char *file, size_t at
     return rc;
 }
 
-/* Appends one file's tokens (and mask) to d. */
 /* The tokens of one file's bytes (format guessed if DATA_AUTO) into the store after d's n,
  * *count of them; d->max_token raised to theirs. */
 static int decode_tokens(TokenData *d, DataFile *df, const char *path, DataFormat format,
@@ -285,6 +284,7 @@ static int decode_tokens(TokenData *d, DataFile *df, const char *path, DataForma
     return 0;
 }
 
+/* Appends one file's tokens (and mask) to d. */
 static int load_file(TokenData *d, const char *path, DataFormat format, Err *e)
 {
     DataFile *df = &d->files[d->n_files];
