@@ -159,6 +159,10 @@ typedef struct PipeMemFiller {
 } PipeMemFiller;
 int pipe_mem_fill_state(PipeMem *m, const PipeMemFiller *f, Err *e);
 
+/* The table, one entry per chunk of everything allocated in the store (each extent starts at
+ * a chunk), once the store's extents are: pipe_mem_init's. 0 or -ENOMEM. */
+int pipe_mem_sums_alloc(PipeMem *m, Err *e);
+
 /* The SSD tier's checksums. Every extent (a block's weights, a sub-group's states, a block's
  * checkpoint or inner activations) is written and read whole; when it is written, sums_take
  * keeps a CRC-32C of each of its chunks (the store's chunk_bytes; 4 bytes of host memory per
@@ -166,9 +170,6 @@ int pipe_mem_fill_state(PipeMem *m, const PipeMemFiller *f, Err *e);
  * touch only buf and t's own entries, never the store, so they run on any thread (the
  * pipeline's checksum lanes, pipe_exec.h), one call per extent at a time, ordered against each
  * other as the extent's write and read are. t is one of m's extents and buf its t->bytes. */
-/* The table, one entry per chunk of everything allocated in the store (each extent starts at
- * a chunk), once the store's extents are: pipe_mem_init's. 0 or -ENOMEM. */
-int pipe_mem_sums_alloc(PipeMem *m, Err *e);
 void pipe_mem_sums_take(PipeMem *m, const StoreTensor *t, const void *buf);
 /* 0, or -EBADMSG with e naming the file, the offset and the bytes that differ (the first chunk
  * that does), or -EIO for an extent that was never written. The chunks are checked on wp's

@@ -16,7 +16,6 @@ int pipe_mem_sums_alloc(PipeMem *m, Err *e)
     m->sum_set = calloc(m->n_sums ? m->n_sums : 1, 1);
     if (!m->sums || !m->sum_set)
         return err_set(e, -ENOMEM, "out of memory for the SSD tier's checksums");
-    (void)crc32c(0, m->sums, 1); /* its tables made once, before any lane's first check */
     return 0;
 }
 
@@ -84,11 +83,10 @@ int pipe_mem_sums_check(const PipeMem *m, const StoreTensor *t, const void *buf,
     if (k == n)
         return 0;
     size_t len;
-    uint64_t C = m->st.cfg.chunk_bytes, N = (uint64_t)m->st.cfg.n_dirs;
     uint64_t at, off = sum_chunk(m, t, k, &len, &at);
-    /* where the chunk lies: the store stripes chunk at over the files, at mod N */
-    const char *path = m->st.paths[at % N];
-    unsigned long long file_off = (unsigned long long)(at / N * C);
+    int dev;
+    unsigned long long file_off = store_chunk_place(&m->st, at, &dev);
+    const char *path = m->st.paths[dev];
     if (!m->sum_set[at])
         return err_set(e, -EIO, "%s: the %zu bytes at offset %llu were read before the run "
                        "wrote them (a bug: every read of the SSD tier follows a write)", path,

@@ -263,19 +263,26 @@ static void prep_piece(Store *st, int k)
     io_uring_sqe_set_data64(sqe, (uint64_t)k);
 }
 
+uint64_t store_chunk_place(const Store *st, uint64_t chunk, int *dev)
+{
+    uint64_t N = (uint64_t)st->cfg.n_dirs;
+    *dev = (int)(chunk % N);
+    return chunk / N * st->cfg.chunk_bytes;
+}
+
 /* Cuts the next piece of request ri into free slot k. */
 static void cut_piece(Store *st, int ri, int k)
 {
     StoreReq *r = &st->reqs[ri];
     StorePiece *pc = &st->pieces[k];
-    uint64_t C = st->cfg.chunk_bytes, N = (uint64_t)st->cfg.n_dirs;
+    uint64_t C = st->cfg.chunk_bytes;
     uint64_t addr = r->base + r->off + r->cursor;
     uint64_t chunk = addr / C, in_chunk = addr % C;
     uint64_t seg = C - in_chunk < r->len - r->cursor ? C - in_chunk : r->len - r->cursor;
     uint64_t aligned = seg / STORE_ALIGN * STORE_ALIGN;
-    *pc = (StorePiece){.req = ri, .dev = (int)(chunk % N),
-                       .file_off = (chunk / N) * C + in_chunk, .chunk = chunk,
-                       .chunk_start = (uint32_t)in_chunk, .buf_index = -1};
+    *pc = (StorePiece){.req = ri, .chunk = chunk, .chunk_start = (uint32_t)in_chunk,
+                       .buf_index = -1};
+    pc->file_off = store_chunk_place(st, chunk, &pc->dev) + in_chunk;
     uint8_t *user = r->buf + r->cursor;
     if (aligned > 0) {
         pc->io_buf = user;

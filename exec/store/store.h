@@ -103,6 +103,9 @@ void store_close(Store *st);
 
 /* Reserves bytes on disk for a new tensor. -ENOSPC / -EFBIG with e naming the file. */
 int store_alloc(Store *st, uint64_t bytes, StoreTensor *t, Err *e);
+/* Where chunk k of the space lies (the striping above): its device's index into paths and fds,
+ * and the returned byte offset of the chunk's start in that device's file. */
+uint64_t store_chunk_place(const Store *st, uint64_t chunk, int *dev);
 
 /* Registers [base, base + len) for fixed-buffer I/O (best effort: 0 even if the kernel refuses,
  * then plain I/O is used). Whole pool blocks are the intended unit. */
