@@ -1,6 +1,7 @@
 /* Check suite for fuyou-sim's command line: --help, exit codes 0/2, one-line errors that name
  * file:line, the --describe report, the report's wording, --swap, --cost, the limits on sizes
- * and inputs, and the golden trace. Runs the built binary (FUYOU_SIM in the environment);
+ * and inputs (the pages and the golden trace it must reproduce: test_sim_docs.c). Runs the
+ * built binary (FUYOU_SIM in the environment);
  * fuyou-run and the other tools are test_cli's, fuyou-plot's and fuyou-trace's on hostile input
  * test_cli_plot's. */
 #include <sys/stat.h>
@@ -327,68 +328,6 @@ START_TEST(sim_zero_infinity)
 }
 END_TEST
 
-/* The documentation's figures are checked, not copied: each `<!-- figure: ARGS | OUTPUT |
- * PROSE -->` line holds fuyou-sim's arguments, text its output must hold, and text the words
- * just above the marker must hold (the figure as the reader sees it). A figure that drifts
- * (the README once had 54 TFLOPS "bound by the host's sum" where fuyou-sim printed 59.5,
- * bound by waits) fails here, naming the file and line. FIGURE_DOCS: the pages, ':' apart. */
-static int doc_figures(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    ck_assert_msg(f != NULL, "%s: cannot read", path);
-    static char text[1 << 20];
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    fclose(f);
-    text[n] = 0;
-    int figures = 0;
-    for (const char *m = strstr(text, "<!-- figure: "); m; m = strstr(m + 1, "<!-- figure: ")) {
-        char args[256], want[128], prose[128];
-        int line = 1;
-        for (const char *c = text; c < m; c++)
-            line += *c == '\n';
-        ck_assert_msg(sscanf(m, "<!-- figure: %255[^|]| %127[^|]| %127[^\n]", args, want,
-                             prose) == 3, "%s:%d: expected <!-- figure: ARGS | OUTPUT | PROSE -->",
-                      path, line);
-        want[strcspn(want, "|")] = 0;
-        for (char *e = want + strlen(want); e > want && e[-1] == ' '; *--e = 0) {}
-        char *end = strstr(prose, " -->");
-        ck_assert_msg(end != NULL, "%s:%d: the marker does not end with -->", path, line);
-        *end = 0;
-        ck_assert_int_eq(tu_run_sim(args, out, sizeof out), 0);
-        ck_assert_msg(strstr(out, want), "%s:%d: fuyou-sim %s printed no '%s'", path, line, args,
-                      want);
-        /* the words above: from the paragraph's start (after a blank line) to the first of
-         * the markers under it */
-        const char *block = m, *prev;
-        while (block > text) {
-            for (prev = block - 1; prev > text && prev[-1] != '\n'; prev--) {}
-            if (strncmp(prev, "<!-- figure: ", 13))
-                break;
-            block = prev;
-        }
-        const char *para = block;
-        while (para > text && !(para[-1] == '\n' && para - 1 > text && para[-2] == '\n'))
-            para--;
-        ck_assert_msg(memmem(para, (size_t)(block - para), prose, strlen(prose)), "%s:%d: the "
-                      "text above the marker does not say '%s'", path, line, prose);
-        figures++;
-    }
-    return figures;
-}
-
-START_TEST(readme_figures)
-{
-    const char *docs = getenv("FIGURE_DOCS");
-    ck_assert_msg(docs != NULL, "FIGURE_DOCS is not set (meson sets it)");
-    char list[4096];
-    snprintf(list, sizeof list, "%s", docs);
-    int figures = 0;
-    for (char *save, *path = strtok_r(list, ":", &save); path; path = strtok_r(NULL, ":", &save))
-        figures += doc_figures(path);
-    ck_assert_int_ge(figures, 6);
-}
-END_TEST
-
 START_TEST(describe)
 {
     ck_assert_int_eq(tu_run_sim("--hw 4090.ini --model gpt3-13b --batch 32 --seq 1024 --describe",
@@ -683,38 +622,6 @@ START_TEST(sim_planner_at_limits)
 }
 END_TEST
 
-/* The predicted trace of a tiny model equals the golden one (regenerate on purpose only:
- * `meson compile -C build regen-golden`, then review the diff). */
-START_TEST(golden_trace)
-{
-    const char *golden = getenv("GOLDEN_TRACE"), *args = getenv("GOLDEN_ARGS");
-    ck_assert_msg(golden && args, "GOLDEN_TRACE and GOLDEN_ARGS are not set (meson sets them)");
-    char path[64], cmd[2048];
-    tu_temp_file(path, sizeof path, ".tsv", "");
-    snprintf(cmd, sizeof cmd, "%s --trace %s", args, path);
-    int rc = tu_run_sim(cmd, out, sizeof out);
-    ck_assert_msg(rc == 0, "%s", out);
-    FILE *a = fopen(path, "r"), *b = fopen(golden, "r");
-    ck_assert_ptr_nonnull(a);
-    ck_assert_msg(b != NULL, "cannot read %s", golden);
-    char la[512], lb[512];
-    int line = 0;
-    for (;;) {
-        char *ra = fgets(la, sizeof la, a), *rb = fgets(lb, sizeof lb, b);
-        line++;
-        if (!ra || !rb) {
-            ck_assert_msg(!ra && !rb, "line %d: one trace ends before the other", line);
-            break;
-        }
-        ck_assert_msg(!strcmp(la, lb), "line %d differs:\n got  %s want %s", line, la, lb);
-    }
-    ck_assert_int_gt(line, 100);
-    fclose(a);
-    fclose(b);
-    unlink(path);
-}
-END_TEST
-
 /* The line of out that starts with prefix, into line (n bytes); fails the test without one. */
 static void line_of(const char *out, const char *prefix, char *line, size_t n)
 {
@@ -822,51 +729,6 @@ START_TEST(output_paths_checked_first)
 }
 END_TEST
 
-/* docs/what-if.md pastes fuyou-sim's output: each `$ fuyou-sim ARGS` block is run again and
- * must print the same lines (the simulator's own wall time aside), so the page stays true. */
-START_TEST(what_if_doc)
-{
-    const char *path = getenv("WHAT_IF");
-    ck_assert_msg(path != NULL, "WHAT_IF is not set (meson sets it)");
-    FILE *f = fopen(path, "r");
-    ck_assert_msg(f != NULL, "%s: cannot read", path);
-    static char text[1 << 16];
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    fclose(f);
-    text[n] = 0;
-    int blocks = 0;
-    for (const char *m = strstr(text, "\n$ fuyou-sim "); m; m = strstr(m + 1, "\n$ fuyou-sim ")) {
-        char args[256];
-        const char *a = m + strlen("\n$ fuyou-sim ");
-        snprintf(args, sizeof args, "%.*s", (int)strcspn(a, "\n"), a);
-        const char *want = a + strcspn(a, "\n") + 1, *end = strstr(want, "```");
-        ck_assert_ptr_nonnull(end);
-        tu_run_sim(args, out, sizeof out);
-        const char *got = out;
-        while (want < end) {
-            size_t wl = strcspn(want, "\n"), gl = strcspn(got, "\n");
-            /* the planner's progress line comes only when it runs for seconds (a loaded
-             * machine, a sanitizer): wall time, like the line below */
-            if (!strncmp(got, "planner: ", 9) && memmem(got, gl, "configurations searched", 23)) {
-                got += gl + (got[gl] != 0);
-                continue;
-            }
-            /* "simulated N tasks, N events in 5.6 ms": the wall time varies */
-            size_t cmp = !strncmp(want, "simulated ", 10) ? (size_t)(strstr(want, " in ") - want)
-                                                          : wl;
-            ck_assert_msg(wl == gl || cmp < wl, "fuyou-sim %s:\n doc %.*s\n got %.*s", args,
-                          (int)wl, want, (int)gl, got);
-            ck_assert_msg(!strncmp(want, got, cmp), "fuyou-sim %s:\n doc %.*s\n got %.*s", args,
-                          (int)wl, want, (int)gl, got);
-            want += wl + 1, got += gl + (got[gl] != 0);
-        }
-        ck_assert_msg(*got == 0, "fuyou-sim %s printed more than the doc: %s", args, got);
-        blocks++;
-    }
-    ck_assert_int_eq(blocks, 3);
-}
-END_TEST
-
 int main(void)
 {
     Suite *s = suite_create("cli_sim");
@@ -877,7 +739,6 @@ int main(void)
     tcase_add_test(tc, gpu_mem_budget);
     tcase_add_test(tc, bad_hw_file);
     tcase_add_test(tc, describe);
-    tcase_add_test(tc, readme_figures);
     tcase_add_test(tc, sim_zero_infinity);
     tcase_add_test(tc, sim_gpu_groups);
     tcase_add_test(tc, sim_stream_groups);
@@ -886,7 +747,6 @@ int main(void)
     tcase_add_test(tc, sim_llama);
     tcase_add_test(tc, sim_options_with_planner);
     tcase_add_test(tc, sim_states_split_scored);
-    tcase_add_test(tc, golden_trace);
     tcase_add_test(tc, sim_planner_at_limits);
     tcase_add_test(tc, swap_modes);
     tcase_add_test(tc, swap_sweep);
@@ -898,7 +758,6 @@ int main(void)
     tcase_add_test(tc, advice_checked);
     tcase_add_test(tc, ssd_capacity_what_if);
     tcase_add_test(tc, output_paths_checked_first);
-    tcase_add_test(tc, what_if_doc);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }
