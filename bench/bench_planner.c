@@ -153,8 +153,13 @@ static double pct(double *v, int n, double q)
     return v[i];
 }
 
-int main(void)
+/* The command line (bench_check_args): no options. */
+static const char usage[] = "bench_planner (no options)";
+static const char *const options[] = {NULL};
+
+int main(int argc, char **argv)
 {
+    bench_check_args(argc, argv, usage, options);
     static const struct { const char *hw, *model; int batch; } calls[] = {
         {"4090.ini", "gpt3-175b", 16}, {"4090.ini", "gpt3-13b", 64}, {"h200.ini", "gpt3-6.7b", 64},
     };

@@ -12,8 +12,13 @@
 
 enum { REPEATS = 21 };
 
-int main(void)
+/* The command line (bench_check_args): no options. */
+static const char usage[] = "bench_sim (no options)";
+static const char *const options[] = {NULL};
+
+int main(int argc, char **argv)
 {
+    bench_check_args(argc, argv, usage, options);
     Err e;
     Hardware hw;
     Graph g;
