@@ -318,6 +318,16 @@ static const struct { int prefetch, weights, grads, acts; } buffer_configs[] = {
 };
 static const int subgroup_sizes[] = {1, 2, 4};
 
+/* Where sub-group size `blocks` is in subgroup_sizes; 0 for another (--subgroup's, which every
+ * configuration then has). */
+static int size_index(int blocks)
+{
+    for (int k = 0; k < (int)(sizeof subgroup_sizes / sizeof subgroup_sizes[0]); k++)
+        if (subgroup_sizes[k] == blocks)
+            return k;
+    return 0;
+}
+
 /* The knobs a configuration sets, to try each distinct one once when options fix some. */
 typedef struct Knobs {
     int v[15];
@@ -333,9 +343,12 @@ static Knobs knobs_of(const Plan *p)
 }
 
 /* The most configurations one search tries: buffer sets x sub-group sizes x state buffer counts
- * x the sub-groups updated on the GPU (GPU_SPLITS counts) x the states kept in CPU memory or
- * not. */
-enum { GPU_SPLITS = 3, CONFIGS_MAX = 4 * 3 * 2 * GPU_SPLITS * 2 };
+ * x (everything on the GPU, and off it: the sub-groups updated on the GPU, GPU_SPLITS counts, x
+ * the states kept in CPU memory or not), then for each sub-group size the GPU sub-group counts
+ * around its fastest (GPU_REFINE_MAX: a grid of GPU_GRID, then two counts a halving of its step,
+ * a thousand blocks' counts within it). */
+enum { GPU_SPLITS = 3, GPU_GRID = 8, GPU_REFINE_MAX = 3 * GPU_GRID,
+       CONFIGS_MAX = 4 * 3 * 2 * (1 + GPU_SPLITS * 2) + 3 * GPU_REFINE_MAX };
 _Static_assert(sizeof buffer_configs / sizeof buffer_configs[0] == 4 &&
                sizeof subgroup_sizes / sizeof subgroup_sizes[0] == 3, "CONFIGS_MAX counts them");
 
@@ -364,9 +377,20 @@ typedef struct Search {
     void *progress_ctx;
     bool streams;   /* the chosen plan is tried with streamed sub-groups (no option fixed them
                        or the tiers) */
-    bool fixed_gpu; /* --optim-gpu-groups was given */
-    SwapMode swap;  /* the activations asked for (planner.h) */
+    /* what the options fix */
+    const PlanArgs *args;
+    Policy policy;
+    PlaceFixed fixed;
+    bool tiers_given; /* --weights or --optim */
+    bool fixed_gpu;   /* --optim-gpu-groups was given */
+    bool fixed_split; /* --optim-cpu-groups was given */
+    bool fixed_act;   /* --act was given */
+    bool gpu_counts;  /* the GPU sub-group counts are the planner's to refine: no option fixes
+                         them, the tiers or the other counts */
+    SwapMode swap;    /* the activations asked for (planner.h) */
     double swap_bytes;
+    int invalid;      /* configurations the options make invalid ... */
+    Err first_invalid; /* ... and the first one's error */
 } Search;
 
 static void tell(Search *st)
@@ -589,9 +613,82 @@ static int try_streams(const Hardware *hw, const Graph *g, int n_micro, PlanScor
     return rc;
 }
 
+/* Whether plan p may update sub-groups on the GPU with the optimizer off it (plan_validate's
+ * rules: fuyou, one micro-batch). */
+static bool may_gpu_groups(const Plan *p)
+{
+    return p->policy == POLICY_FUYOU && p->n_micro == 1 && p->optim != TIER_GPU;
+}
+
+/* Configuration `from` with n sub-groups updated on the GPU, its swap amount searched anew,
+ * scored if it fits and is new: *best and *best_s move to it where it is faster. */
+static int try_gpu_count(const Hardware *hw, const Graph *g, int n_micro, PlanScoreFn score,
+                         void *ctx, Search *st, int from, int n, int *best, double *best_s,
+                         PlanChoice *c, Err *e)
+{
+    double tasks = sched_estimate_tasks(g->arch, g->cfg.n_layer, n_micro, 1);
+    if (st->n_cfgs >= CONFIGS_MAX || c->work.score_tasks + tasks > PLANNER_SCORE_TASKS)
+        return 0;
+    const Config *base = &st->cfgs[from];
+    Plan q;
+    int rc = plan_copy(&q, &base->plan, e);
+    if (rc)
+        return rc;
+    if (base->has_ladder) /* recomputed past the checkpoints, as add_config takes a plan */
+        planner_apply(&q, &base->ladder, 0);
+    footprint_set_gpu_groups(&q, g, hw, n);
+    int added = st->n_cfgs;
+    rc = add_config(hw, g, &q, base->has_ladder, st, c, e);
+    plan_free(&q);
+    if (rc || st->n_cfgs == added) /* an error, or a count tried already */
+        return rc;
+    Config *cf = &st->cfgs[added];
+    c->gpu_counts_tried++;
+    if (cf->short_bytes > 0)
+        return 0;
+    search_config(hw, g, cf, st, &c->work);
+    if (cf->short_bytes > 0)
+        return 0;
+    double t;
+    c->work.scores++;
+    c->work.score_tasks += tasks;
+    if ((rc = score(ctx, g, &cf->plan, &t, e)))
+        return rc;
+    if (t < *best_s)
+        *best = added, *best_s = t;
+    return 0;
+}
+
+/* The GPU sub-group counts around configuration *at's (gpu_splits tried none, half and the
+ * most): a grid of GPU_GRID steps up to the most that fit, then half the step either side of
+ * the fastest until the step is one, each count simulated (GPU memory traded between states
+ * and activations is not monotone in time: a count whose CPU updates finish after the next
+ * forward needs them can lose to both neighbours). *at and *s move to the fastest. */
+static int refine_gpu_counts(const Hardware *hw, const Graph *g, int n_micro, PlanScoreFn score,
+                             void *ctx, Search *st, int *at, double *s, PlanChoice *c, Err *e)
+{
+    if (!score || !st->gpu_counts || !may_gpu_groups(&st->cfgs[*at].plan))
+        return 0;
+    int from = *at, most = footprint_max_gpu_groups(&st->cfgs[from].plan, g, hw);
+    int step = most / GPU_GRID > 1 ? most / GPU_GRID : 1, rc = 0;
+    for (int k = 1; k <= GPU_GRID && !rc; k++) /* most * k / GPU_GRID, the same count once */
+        rc = try_gpu_count(hw, g, n_micro, score, ctx, st, from, most * k / GPU_GRID, at, s, c,
+                           e);
+    for (step /= 2; step >= 1 && !rc; step /= 2) {
+        int mid = st->cfgs[*at].plan.optim_gpu_groups;
+        if (mid - step >= 0)
+            rc = try_gpu_count(hw, g, n_micro, score, ctx, st, from, mid - step, at, s, c, e);
+        if (!rc && mid + step <= most)
+            rc = try_gpu_count(hw, g, n_micro, score, ctx, st, from, mid + step, at, s, c, e);
+    }
+    return rc;
+}
+
 /* The configurations that fit: each one's swap amount searched (it fits there too: the most
  * that fits, last_fitting), the marked ones scored in the order tried, the first of the
- * fastest kept in c. 0 or a negative errno. */
+ * fastest kept in c; then the GPU sub-group counts around the fastest off the GPU
+ * (refine_gpu_counts), the swap amount and the streamed sub-groups around the fastest of all.
+ * 0 or a negative errno. */
 static int choose_fitting(const Hardware *hw, const Graph *g, int n_micro, PlanScoreFn score,
                           void *ctx, Search *st, PlanChoice *c, Err *e)
 {
@@ -610,9 +707,13 @@ static int choose_fitting(const Hardware *hw, const Graph *g, int n_micro, PlanS
     }
     st->at.to_score = mark_scored(g, n_micro, score != NULL, st);
     tell(st);
-    int best = -1;
-    double best_s = INFINITY;
-    for (int i = 0; i < st->n_cfgs; i++) {
+    enum { SIZES = sizeof subgroup_sizes / sizeof subgroup_sizes[0] };
+    int best = -1, best_off[SIZES]; /* the fastest, and of those off the GPU each size's */
+    double best_s = INFINITY, off_s[SIZES];
+    for (int k = 0; k < SIZES; k++)
+        best_off[k] = -1, off_s[k] = INFINITY;
+    int scored = st->n_cfgs; /* the refinement adds more */
+    for (int i = 0; i < scored; i++) {
         Config *cf = &st->cfgs[i];
         if (!cf->scored)
             continue;
@@ -631,8 +732,20 @@ static int choose_fitting(const Hardware *hw, const Graph *g, int n_micro, PlanS
             best = i;
             best_s = s;
         }
+        int k = size_index(cf->plan.subgroup_blocks);
+        if (may_gpu_groups(&cf->plan) && (best_off[k] < 0 || s < off_s[k]))
+            best_off[k] = i, off_s[k] = s;
     }
-    int rc = amount_searched(st)
+    int rc = 0;
+    for (int k = 0; k < SIZES && !rc; k++) {
+        if (best_off[k] < 0)
+            continue;
+        rc = refine_gpu_counts(hw, g, n_micro, score, ctx, st, &best_off[k], &off_s[k], c, e);
+        if (!rc && off_s[k] < best_s)
+            best = best_off[k], best_s = off_s[k];
+    }
+    if (!rc)
+        rc = amount_searched(st)
                  ? refine_units(g, n_micro, score, ctx, &st->cfgs[best], &best_s, c, e) : 0;
     if (!rc)
         rc = try_streams(hw, g, n_micro, score, ctx, st, &st->cfgs[best], &best_s, c, e);
@@ -711,15 +824,79 @@ int planner_choose(const Hardware *hw, const Graph *g, int n_micro, Policy polic
  * swap amount is then taken on the ladder (every intra-block activation recomputed past the
  * checkpoints; none where --act or --swap none fixed them, or where the placement keeps every
  * one on the GPU and --swap asks for all or the best). */
-static bool fix_activations(Plan *p, Policy policy, bool fixed_act, const Search *st)
+static bool fix_activations(Plan *p, const Search *st)
 {
-    if (policy != POLICY_FUYOU || fixed_act)
+    if (st->policy != POLICY_FUYOU || st->fixed_act)
         return false;
     if (st->swap == SWAP_NONE) {
         plan_set_inner_act(p, ACT_RECOMPUTE);
         return false;
     }
     return st->swap == SWAP_BYTES || plan_act(p, 0, 1) != ACT_GPU;
+}
+
+/* A configuration the options make invalid (--optim-cpu-groups beyond its sub-groups) is
+ * skipped; if every one is, that is the error: the first's, whose sub-groups are the most (of
+ * one block). */
+static void skip_invalid(Search *st, const Err *e)
+{
+    if (!st->invalid++)
+        st->first_invalid = *e;
+}
+
+/* Records plan p's configurations as placed (its buffers, sub-groups and tiers set): the
+ * options over it, at each GPU sub-group count (gpu_splits), and with the states on SSD and
+ * room for some in CPU memory also with none there. 0 or a negative errno. */
+static int add_placement(const Hardware *hw, const Graph *g, Plan *p, Search *st, PlanChoice *c,
+                         Err *e)
+{
+    const PlanArgs *args = st->args;
+    /* what the options fix, over the configuration (checked by the caller, so this prints
+     * nothing) */
+    if (args && plan_args_apply(args, p, "planner"))
+        return err_set(e, -EINVAL, "plan options do not apply");
+    if (p->state_buffers < 3 && p->optim != TIER_SSD && p->weights == TIER_CPU)
+        return 0; /* no state or weight streams through these buffers */
+    /* streamed sub-groups go beside GPU ones: a count given is set per GPU split */
+    int pinned_streams = p->optim_stream_groups;
+    plan_set_stream_groups(p, 0);
+    if (args && plan_validate(p, e)) {
+        skip_invalid(st, e);
+        return 0;
+    }
+    bool ladder = fix_activations(p, st);
+    int splits[GPU_SPLITS], rc = 0;
+    int n_splits = gpu_splits(p, g, hw, st->fixed_gpu, st->tiers_given, splits);
+    for (int k = 0; k < n_splits && !rc; k++) {
+        /* and the CPU's share of the states before them, where the states' tier is the
+         * placement's */
+        if (splits[k] && st->fixed.optim == PLACE_OPEN)
+            footprint_set_gpu_groups(p, g, hw, splits[k]);
+        else
+            p->optim_gpu_groups = splits[k];
+        if (st->fixed_split)
+            p->optim_cpu_groups = args->count[PC_OCPU];
+        /* a count of streamed sub-groups given: their slots take the room of GPU sub-groups
+         * where both do not fit */
+        if (pinned_streams && p->optim_gpu_groups)
+            fit_streams(hw, g, p, pinned_streams, st->fixed_gpu, &c->work);
+        else
+            plan_set_stream_groups(p, pinned_streams);
+        if (plan_validate(p, e)) {
+            skip_invalid(st, e);
+            continue;
+        }
+        /* states on SSD with room for some in CPU memory: that room may be worth more to
+         * swapped activations; both are scored */
+        bool both = st->policy == POLICY_FUYOU && p->optim == TIER_SSD &&
+                    p->optim_cpu_groups > 0 && !st->fixed_split;
+        rc = add_config(hw, g, p, ladder, st, c, e);
+        if (!rc && both) {
+            p->optim_cpu_groups = 0;
+            rc = add_config(hw, g, p, ladder, st, c, e);
+        }
+    }
+    return rc;
 }
 
 int planner_choose_with(const Hardware *hw, const Graph *g, int n_micro, Policy policy,
@@ -736,19 +913,20 @@ int planner_choose_with(const Hardware *hw, const Graph *g, int n_micro, Policy 
     if (args)
         plan_args_fixed(args, &fixed);
     bool tiers_given = fixed.weights != PLACE_OPEN || fixed.optim != PLACE_OPEN;
+    bool fixed_streams = args && args->count[PC_OSTREAM] >= 0;
     Search st = {.cfgs = calloc(CONFIGS_MAX, sizeof *st.cfgs), .progress = o->progress,
                  .progress_ctx = o->progress_ctx, .at = {.n_micro = n_micro},
-                 .streams = (!args || args->count[PC_OSTREAM] < 0) && !tiers_given,
-                 .fixed_gpu = args && args->count[PC_OGPU] >= 0, .swap = o->swap,
-                 .swap_bytes = o->swap_bytes};
+                 .streams = !fixed_streams && !tiers_given, .args = args, .policy = policy,
+                 .fixed = fixed, .tiers_given = tiers_given,
+                 .fixed_gpu = args && args->count[PC_OGPU] >= 0,
+                 .fixed_split = args && args->count[PC_OCPU] >= 0,
+                 .fixed_act = args && args->act, .swap = o->swap, .swap_bytes = o->swap_bytes};
+    st.gpu_counts = !st.fixed_gpu && !st.fixed_split && !fixed_streams && !tiers_given;
     if (!st.cfgs) {
         plan_free(&p);
         return err_set(e, -ENOMEM, "out of memory for the planner's %d configurations",
                        CONFIGS_MAX);
     }
-    int invalid = 0;
-    Err first_invalid = {""};
-    bool fixed_act = args && args->act, fixed_split = args && args->count[PC_OCPU] >= 0;
     for (size_t bi = 0; bi < sizeof buffer_configs / sizeof buffer_configs[0] && !rc; bi++) {
         for (size_t si = 0; si < sizeof subgroup_sizes / sizeof subgroup_sizes[0] && !rc; si++) {
             p.prefetch_depth = buffer_configs[bi].prefetch;
@@ -762,70 +940,31 @@ int planner_choose_with(const Hardware *hw, const Graph *g, int n_micro, Policy 
              * less pinned memory where the states stream from SSD (fewer overlap) */
             for (int sb = 3; sb >= 2 && !rc; sb--) {
                 p.state_buffers = sb;
-                if (policy == POLICY_FUYOU) {
-                    footprint_auto_place(&p, g, hw, &fixed);
-                } else {
+                if (policy != POLICY_FUYOU) {
                     /* DeepSpeed's defaults, whatever the loop tries (plan.h) */
                     plan_zero_infinity_config(&p, &g->cfg);
-                }
-                /* what the options fix, over the configuration (checked by the caller, so this
-                 * prints nothing) */
-                if (args && plan_args_apply(args, &p, "planner")) {
-                    rc = err_set(e, -EINVAL, "plan options do not apply");
-                    break;
-                }
-                if (sb < 3 && p.optim != TIER_SSD && p.weights == TIER_CPU)
-                    continue; /* no state or weight streams through these buffers */
-                /* streamed sub-groups go beside GPU ones: a count given is set per GPU split */
-                int pinned_streams = p.optim_stream_groups;
-                plan_set_stream_groups(&p, 0);
-                /* a configuration the options make invalid (--optim-cpu-groups beyond its
-                 * sub-groups) is skipped; if every one is, that is the error: the first's,
-                 * whose sub-groups are the most (of one block) */
-                if (args && plan_validate(&p, e)) {
-                    if (!invalid++)
-                        first_invalid = *e;
+                    rc = add_placement(hw, g, &p, &st, c, e);
                     continue;
                 }
-                bool ladder = fix_activations(&p, policy, fixed_act, &st);
-                int splits[GPU_SPLITS];
-                int n_splits = gpu_splits(&p, g, hw, st.fixed_gpu, tiers_given, splits);
-                for (int k = 0; k < n_splits && !rc; k++) {
-                    /* and the CPU's share of the states before them, where the states' tier
-                     * is the placement's */
-                    if (splits[k] && fixed.optim == PLACE_OPEN)
-                        footprint_set_gpu_groups(&p, g, hw, splits[k]);
-                    else
-                        p.optim_gpu_groups = splits[k];
-                    if (fixed_split)
-                        p.optim_cpu_groups = args->count[PC_OCPU];
-                    /* a count of streamed sub-groups given: their slots take the room of
-                     * GPU sub-groups where both do not fit */
-                    if (pinned_streams && p.optim_gpu_groups)
-                        fit_streams(hw, g, &p, pinned_streams, st.fixed_gpu, &c->work);
-                    else
-                        plan_set_stream_groups(&p, pinned_streams);
-                    if (plan_validate(&p, e)) {
-                        if (!invalid++)
-                            first_invalid = *e;
-                        continue;
-                    }
-                    /* states on SSD with room for some in CPU memory: that room may be worth
-                     * more to swapped activations; both are scored */
-                    bool both = policy == POLICY_FUYOU && p.optim == TIER_SSD &&
-                                p.optim_cpu_groups > 0 && !fixed_split;
-                    rc = add_config(hw, g, &p, ladder, &st, c, e);
-                    if (!rc && both) {
-                        p.optim_cpu_groups = 0;
-                        rc = add_config(hw, g, &p, ladder, &st, c, e);
-                    }
+                footprint_auto_place(&p, g, hw, &st.fixed);
+                /* everything on the GPU, the tiers left open: also off it where that needs
+                 * recomputation (the states' memory may be worth more to activations), and
+                 * only off it where a GPU sub-group count is given (a count of sub-groups
+                 * updated on the GPU puts the optimizer off it) */
+                bool all_gpu = p.weights == TIER_GPU && !st.tiers_given;
+                bool recomputed = plan_act(&p, 0, 1) != ACT_GPU;
+                if (!all_gpu || !st.fixed_gpu)
+                    rc = add_placement(hw, g, &p, &st, c, e);
+                if (!rc && all_gpu && (recomputed || st.fixed_gpu)) {
+                    footprint_place_off_gpu(&p, g, hw, &st.fixed);
+                    rc = add_placement(hw, g, &p, &st, c, e);
                 }
             }
         }
     }
     if (!rc && !st.n_cfgs) {
         rc = -EINVAL; /* every configuration the options allow is invalid: the first says why */
-        *e = first_invalid;
+        *e = st.first_invalid;
     }
     if (!rc && st.n_fit)
         rc = choose_fitting(hw, g, n_micro, o->score, o->score_ctx, &st, c, e);

@@ -366,7 +366,6 @@ void footprint_set_gpu_groups(Plan *p, const Graph *g, const Hardware *hw, int n
 
 void footprint_auto_place(Plan *p, const Graph *g, const Hardware *hw, const PlaceFixed *fixed)
 {
-    const unsigned gpu = 1u << TIER_GPU, cpu = 1u << TIER_CPU;
     const PlaceFixed open = {PLACE_OPEN, PLACE_OPEN}, *f = fixed ? fixed : &open;
     p->optim_gpu_groups = p->optim_stream_groups = p->optim_cpu_groups = 0;
     /* everything on the GPU: fuyou's step on one micro-batch (plan_validate), or what the
@@ -383,9 +382,17 @@ void footprint_auto_place(Plan *p, const Graph *g, const Hardware *hw, const Pla
         if (must_gpu || !overflow(g, p, hw))
             return;
     }
+    footprint_place_off_gpu(p, g, hw, f);
+}
+
+void footprint_place_off_gpu(Plan *p, const Graph *g, const Hardware *hw, const PlaceFixed *fixed)
+{
+    const unsigned gpu = 1u << TIER_GPU, cpu = 1u << TIER_CPU;
+    const PlaceFixed open = {PLACE_OPEN, PLACE_OPEN}, *f = fixed ? fixed : &open;
+    p->optim_gpu_groups = p->optim_stream_groups = p->optim_cpu_groups = 0;
     plan_set_all_act(p, ACT_GPU, ACT_RECOMPUTE);
-    /* Out of core: states and weights leave the GPU, each to CPU memory while it has room
-     * (judged on the CPU tier alone, checkpoints still counted on the GPU), else to SSD. */
+    /* States and weights leave the GPU, each to CPU memory while it has room (judged on the
+     * CPU tier alone, checkpoints still counted on the GPU), else to SSD. */
     p->weights = f->weights == PLACE_OPEN ? TIER_CPU : (Tier)f->weights;
     p->optim = f->optim == PLACE_OPEN ? TIER_CPU : (Tier)f->optim;
     if (f->optim == PLACE_OPEN && (overflow(g, p, hw) & cpu))

@@ -82,6 +82,11 @@ const char *footprint_advice(Tier t, const Plan *p, const Footprint *f);
  * none) stay as given, the rest placed around them; with the states' tier fixed, none of them
  * in CPU memory (optim_cpu_groups 0: the user's tier holds every sub-group's). */
 void footprint_auto_place(Plan *p, const Graph *g, const Hardware *hw, const PlaceFixed *fixed);
+/* footprint_auto_place's placement off the GPU, taken even where everything would fit there:
+ * the states and weights (those not fixed) in CPU memory, else on SSD, and the rest as above.
+ * The planner weighs it against everything on the GPU where that needs recomputation: the
+ * memory some sub-groups' states leave may be worth more to activations. */
+void footprint_place_off_gpu(Plan *p, const Graph *g, const Hardware *hw, const PlaceFixed *fixed);
 /* The most sub-groups plan p can update on the GPU (optim_gpu_groups) within the GPU's
  * capacity, the rest of p as it is; 0 where the plan can have none (plan_validate's rules:
  * fuyou, one micro-batch, the optimizer off the GPU). p is the same on return. */

@@ -277,6 +277,10 @@ static void report_swap(FILE *out, SwapMode swap, const PlanInfo *info, const Gr
         else /* PLANNER_SCORE_TASKS */
             fprintf(out, "the %d the closed form rates fastest simulated, as many as %.0f "
                     "tasks an iteration allow)", c->configs_scored, PLANNER_SCORE_TASKS);
+        if (c->gpu_counts_tried)
+            fprintf(out, "; then %d count%s of sub-groups updated on the GPU around each "
+                    "sub-group size's fastest, simulated", c->gpu_counts_tried,
+                    c->gpu_counts_tried == 1 ? "" : "s");
         if (c->streams_tried)
             fprintf(out, "; then the best with %d count%s of its cpu-memory sub-groups streamed "
                     "to the GPU's AdamW, simulated", c->streams_tried,

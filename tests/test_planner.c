@@ -558,9 +558,6 @@ START_TEST(grid_corner)
 }
 END_TEST
 
-/* GPT-3 2.7B at batch 8 under 24 GiB is bound by the CPU's Adam: the planner puts sub-groups'
- * optimizer on the GPU, and the simulator finds that faster than the same search without any
- * (--optim-gpu-groups 0); asked for a count, it keeps it. */
 /* The options a user gives bind the planner: a tier given puts every sub-group's weights or
  * states there (none on the GPU, streamed or in CPU memory) unless a count says otherwise;
  * weights and states on the GPU go together; --swap keeps its amount while the rest is
@@ -633,6 +630,9 @@ START_TEST(options_bind)
 }
 END_TEST
 
+/* GPT-3 2.7B at batch 8 under 24 GiB is bound by the CPU's Adam: the planner puts sub-groups'
+ * optimizer on the GPU, and the simulator finds that faster than the same search without any
+ * (--optim-gpu-groups 0); asked for a count, it keeps it. */
 START_TEST(gpu_groups_chosen)
 {
     Hardware hw;
@@ -666,6 +666,61 @@ START_TEST(gpu_groups_chosen)
 }
 END_TEST
 
+/* The free planner's score for graph g on hw, with at most one count option (-1: none) and
+ * --subgroup (0: none). */
+static double scored_choice(const Graph *gr, int gpu_groups, int subgroup, const char *weights,
+                            PlanChoice *c)
+{
+    PlanArgs a;
+    plan_args_init(&a);
+    a.count[PC_OGPU] = gpu_groups;
+    a.weights = weights;
+    if (subgroup)
+        a.count[PC_SUBGROUP] = subgroup;
+    PredictScoreCtx sc = {&hw, 0};
+    Err e;
+    int rc = planner_choose(&hw, gr, 1, POLICY_FUYOU, &a, predict_score, &sc, c, &e);
+    ck_assert_msg(rc == 0, "%s", e.msg);
+    return c->score_s;
+}
+
+/* Llama 3.1 8B at batch 8 on the whole H200: everything fits on the GPU with recomputation, and
+ * the planner also weighs the states off it, some sub-groups updated on the GPU: the memory the
+ * others leave keeps activations. The counts between none, half and the most are searched: the
+ * choice is within 1% of the fastest of every count of its sub-group size (each a search with
+ * the count given, which also puts the optimizer off the GPU where everything would fit), and
+ * faster than everything on the GPU. */
+START_TEST(gpu_counts_refined)
+{
+    setup_case("h200.ini", "llama-3.1-8b", 8);
+    PlanChoice free_c, c;
+    double free_s = scored_choice(&g, -1, 0, NULL, &free_c);
+    double all_gpu_s = scored_choice(&g, -1, 0, "gpu", &c);
+    ck_assert_int_eq(c.plan.optim, TIER_GPU);
+    plan_free(&c.plan);
+    ck_assert_int_ne(free_c.plan.optim, TIER_GPU);
+    ck_assert_int_gt(free_c.gpu_counts_tried, 0);
+    int size = free_c.plan.subgroup_blocks, groups = plan_subgroup_count(&free_c.plan);
+    double scan_s = INFINITY;
+    int scan_n = -1;
+    for (int n = 0; n <= groups; n++) {
+        double s = scored_choice(&g, n, size, NULL, &c);
+        ck_assert_int_ne(c.plan.optim, TIER_GPU);
+        ck_assert_int_eq(c.plan.optim_gpu_groups, n);
+        plan_free(&c.plan);
+        if (s < scan_s)
+            scan_s = s, scan_n = n;
+    }
+    printf("8b b8 on h200.ini: %d of %d sub-groups of %d on the GPU, %.4f s; every count's "
+           "fastest %d, %.4f s; everything on the GPU %.4f s\n", free_c.plan.optim_gpu_groups,
+           groups, size, free_s, scan_n, scan_s, all_gpu_s);
+    ck_assert_double_lt(free_s, all_gpu_s);
+    ck_assert_double_le(free_s, 1.01 * scan_s);
+    plan_free(&free_c.plan);
+    teardown_case();
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("planner");
@@ -673,6 +728,7 @@ int main(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, closed_form_all_gpu);
     tcase_add_test(tc, gpu_groups_chosen);
+    tcase_add_test(tc, gpu_counts_refined);
     tcase_add_test(tc, options_bind);
     tcase_add_test(tc, phase_coupling);
     tcase_add_test(tc, phase_host_memory);
