@@ -643,13 +643,13 @@ static int try_gpu_count(const Hardware *hw, const Graph *g, int n_micro, PlanSc
     if (rc || st->n_cfgs == added) /* an error, or a count tried already */
         return rc;
     Config *cf = &st->cfgs[added];
-    c->gpu_counts_tried++;
     if (cf->short_bytes > 0)
         return 0;
     search_config(hw, g, cf, st, &c->work);
     if (cf->short_bytes > 0)
         return 0;
     double t;
+    c->gpu_counts_tried++;
     c->work.scores++;
     c->work.score_tasks += tasks;
     if ((rc = score(ctx, g, &cf->plan, &t, e)))

@@ -80,8 +80,8 @@ typedef struct PlanChoice {
     int configs_tried;        /* configurations that fit ... */
     int configs_scored;       /* ... of which score rated these (all but where
                                  PLANNER_SCORE_TASKS cut them) */
-    int gpu_counts_tried;     /* GPU sub-group counts tried around the best off the GPU
-                                 after (refine_gpu_counts in planner.c) */
+    int gpu_counts_tried;     /* GPU sub-group counts simulated around each sub-group size's
+                                 best off the GPU after (refine_gpu_counts in planner.c) */
     int streams_tried;        /* the best with sub-groups streamed to the GPU's AdamW, this
                                  many counts simulated after (plan_group_streamed) */
     unsigned overflow;        /* tiers short when nothing fits (the most frugal plan's) */
