@@ -30,7 +30,8 @@
 #             compute-sanitizer), check's runs, the in-memory trainer, then budget's runs.
 #             RUNS="name|model|batch|flags;..." replaces the runs;
 #             BEFORE=.prebuilt/fuyou-run-old: each run alternating with that binary (A/B);
-#             HW=ini: predicted on that (default h200.ini), e.g. a profile of this call
+#             HW=ini: planned and predicted on that (default h200.ini), e.g. a profile of
+#             this call: fuyou-run and fuyou-sim both take it, so the plan lines agree
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 part=${1:-all} sub=${2:-check}
@@ -237,8 +238,8 @@ plan_run() {
     pred=$(awk '/^iteration/ { print $2 }' "$OUT/sim$n.txt")
     t0=$(date +%s.%N)
     # shellcheck disable=SC2086
-    timeout 420 "$bin" --backend cuda --model "$model" --batch "$batch" --seq 1024 \
-        --steps "${STEPS:-5}" --segment "${STEPS:-5}" --warmup 1 --lr 3e-4 --data "$data" \
+    timeout 420 "$bin" --backend cuda --hw "${HW:-h200.ini}" --model "$model" --batch "$batch" \
+        --seq 1024 --steps "${STEPS:-5}" --segment "${STEPS:-5}" --warmup 1 --lr 3e-4 --data "$data" \
         --ssd-dir "$ssd" --trace "$OUT/meas$n.tsv" $flags 2>&1 |
         while IFS= read -r line; do printf '%s %s\n' "$(date +%s.%N)" "$line"; done \
         > "$OUT/run$n.txt"
