@@ -1,7 +1,8 @@
 /* Check suite for costmodel/closed and costmodel/planner: the closed form's equations on a
  * hand-checkable case, the priced closed form (ClosedPrices) against it bit for bit, the
- * ladder's order, the exactness of the minimisation against a full scan, memory fitting, and a
- * corner of the planner grid (regret within 2% of a fine sweep).
+ * ladder's order, the exactness of the minimisation against a full scan, memory fitting, a
+ * corner of the planner grid (regret within 2% of a fine sweep), the options binding, and the
+ * GPU sub-group counts searched against every count.
  * The full grid runs as a benchmark (bench_planner) and its distributions go in notes. */
 #include <errno.h>
 #include <math.h>
@@ -666,8 +667,8 @@ START_TEST(gpu_groups_chosen)
 }
 END_TEST
 
-/* The free planner's score for graph g on hw, with at most one count option (-1: none) and
- * --subgroup (0: none). */
+/* The planner's choice for graph gr on hw, and its score, with the options given: a GPU
+ * sub-group count (-1: none), --subgroup (0: none), --weights (NULL: none). */
 static double scored_choice(const Graph *gr, int gpu_groups, int subgroup, const char *weights,
                             PlanChoice *c)
 {
