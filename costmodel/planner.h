@@ -68,6 +68,10 @@ typedef struct PlannerWork {
     double score_tasks;   /* ... and their schedules' tasks an iteration (sched_estimate_tasks) */
 } PlannerWork;
 
+/* planner_best_units, its work added to *work (the plan search counts it). */
+int planner_best_units_work(const Hardware *hw, const Graph *g, Plan *p, const SwapLadder *l,
+                            PlannerWork *work);
+
 typedef struct PlanChoice {
     Plan plan;
     int units;                /* ladder units kept ... */

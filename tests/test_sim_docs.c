@@ -8,6 +8,16 @@
 
 static char out[1 << 16];
 
+/* The page at path into text (cap bytes, the last a NUL): the check fails if it cannot be read. */
+static void read_page(const char *path, char *text, size_t cap)
+{
+    FILE *f = fopen(path, "r");
+    ck_assert_msg(f != NULL, "%s: cannot read", path);
+    size_t n = fread(text, 1, cap - 1, f);
+    fclose(f);
+    text[n] = 0;
+}
+
 /* The documentation's figures are checked, not copied: each `<!-- figure: ARGS | OUTPUT |
  * PROSE -->` line holds fuyou-sim's arguments, text its output must hold, and text the words
  * just above the marker must hold (the figure as the reader sees it). A figure that drifts
@@ -15,12 +25,8 @@ static char out[1 << 16];
  * bound by waits) fails here, naming the file and line. FIGURE_DOCS: the pages, ':' apart. */
 static int doc_figures(const char *path)
 {
-    FILE *f = fopen(path, "r");
-    ck_assert_msg(f != NULL, "%s: cannot read", path);
     static char text[1 << 20];
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    fclose(f);
-    text[n] = 0;
+    read_page(path, text, sizeof text);
     int figures = 0;
     for (const char *m = strstr(text, "<!-- figure: "); m; m = strstr(m + 1, "<!-- figure: ")) {
         char args[256], want[128], prose[128];
@@ -108,12 +114,8 @@ START_TEST(what_if_doc)
 {
     const char *path = getenv("WHAT_IF");
     ck_assert_msg(path != NULL, "WHAT_IF is not set (meson sets it)");
-    FILE *f = fopen(path, "r");
-    ck_assert_msg(f != NULL, "%s: cannot read", path);
     static char text[1 << 16];
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    fclose(f);
-    text[n] = 0;
+    read_page(path, text, sizeof text);
     int blocks = 0;
     for (const char *m = strstr(text, "\n$ fuyou-sim "); m; m = strstr(m + 1, "\n$ fuyou-sim ")) {
         char args[256];
