@@ -47,7 +47,8 @@ double cost_gpu_adam_s(const Hardware *hw, double params)
 double cost_grad_sum_s(const Hardware *hw, double params, double grad_bytes, bool first)
 {
     double share = (double)plan_grad_sum_threads(hw->cpu_cores) / hw->cpu_cores;
-    double GBps = hw->cpu_mem_GBps * (share < 1 ? share : 1);
+    double GBps = hw->cpu_sum_GBps > 0 ? hw->cpu_sum_GBps
+                                       : hw->cpu_mem_GBps * (share < 1 ? share : 1);
     return params * (double)grad_sum_bytes((size_t)grad_bytes, first) / (GBps * 1e9);
 }
 

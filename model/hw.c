@@ -78,6 +78,7 @@ static const HwKey keys[] = {
     COUNT("cpu", "cores", cpu_cores, true, 1, 65536, false),
     NUM("cpu", "mem_GBps", cpu_mem_GBps, true, 1e-3, 1e5, false),
     NUM("cpu", "adam_Gparams_per_s", adam_Gparams_per_s, true, 1e-4, 1e4, false),
+    NUM("cpu", "sum_GBps", cpu_sum_GBps, false, GBPS, false),
     NAME("ssd", "name", ssd_name),
     COUNT("ssd", "count", ssd_count, true, 1, 1024, false),
     NUM("ssd", "read_GBps", ssd_read_GBps, true, GBPS, false),
@@ -116,7 +117,7 @@ static const char *const sections[] = {"gpu", "pcie", "cpu", "ssd", "memory", "p
 static const struct { const char *section, *key; } retired_keys[] = {
     {"pcie", "h2d_adam_GBps"}, {"pcie", "d2h_adam_GBps"}, {"cpu", "adam_io_GBps"},
     {"cpu", "adam_h2d_GBps"},  {"cpu", "adam_d2h_GBps"},  {"cpu", "adam_gpu_share"},
-    {"cpu", "sum_GBps"},       {"cpu", "sum_first_GBps"},
+    {"cpu", "sum_first_GBps"},
 };
 
 typedef struct HwParse {

@@ -72,6 +72,8 @@ typedef struct Hardware {
                                   SSD transfers share it (costmodel/cost.h) */
     double adam_Gparams_per_s; /* the CPU Adam task (the pipeline's: gradient norm and AdamW)
                                   at the pipeline's thread count, alone */
+    double cpu_sum_GBps;       /* the micro-batch gradient sum at its threads' count, alone
+                                  (optional; 0: mem_GBps times their share of the cores) */
 
     /* [ssd] */
     char ssd_name[64];

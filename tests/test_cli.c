@@ -362,8 +362,8 @@ START_TEST(trace_compare_cli)
 END_TEST
 
 /* fuyou-profile --quick writes an ini fuyou-sim reads (two store directories: the [ssd] keys
- * per directory, the first measured alone too); --ssd-only and --adam-only on it as the base;
- * a bad directory is one line, status 2 */
+ * per directory, the first measured alone too; the micro-batch sum's rate); --ssd-only and
+ * --adam-only on it as the base; a bad directory is one line, status 2 */
 START_TEST(profile_cli)
 {
     char dir[] = "/tmp/fuyou-prof-XXXXXX", args[512], ini[64], second[64];
@@ -384,6 +384,7 @@ START_TEST(profile_cli)
     fclose(f);
     tu_assert_contains(out, "adam_Gparams_per_s = ");
     tu_assert_contains(out, "[meas ");
+    tu_assert_contains(out, "\nsum_GBps = ");
     tu_assert_contains(out, "\ncount = 2\n");
     char adam[128];
     const char *line = strstr(out, "adam_Gparams_per_s = ");

@@ -141,8 +141,9 @@ START_TEST(task_work)
 END_TEST
 
 /* A micro-batch's gradient copy also adds its parameters into the step's sum on the host:
- * (grad bytes + 8) each at cpu.mem_GBps times the sum threads' share of the cores; the step's
- * first micro-batch writes the sum without reading it (+ 4) */
+ * (grad bytes + 8) each at cpu.sum_GBps where measured, else at cpu.mem_GBps times the sum
+ * threads' share of the cores; the step's first micro-batch writes the sum without reading it
+ * (+ 4) */
 START_TEST(grad_sum_on_the_host)
 {
     const char *sets[] = {"cpu.cores=16", "cpu.mem_GBps=80", "pcie.latency_us=0"};
@@ -162,6 +163,12 @@ START_TEST(grad_sum_on_the_host)
     const char *few[] = {"cpu.cores=2", "cpu.mem_GBps=80"};
     load(few, 2); /* one thread of two: half the bandwidth */
     ck_assert_double_eq_tol(cost_grad_sum_s(&hw, 1e9, 2, false), 0.25, 1e-12);
+    hw_free(&hw);
+    /* measured: its rate, whatever the share of the cores */
+    const char *measured[] = {"cpu.cores=16", "cpu.mem_GBps=80", "cpu.sum_GBps=40"};
+    load(measured, 3);
+    ck_assert_double_eq_tol(cost_grad_sum_s(&hw, 1e9, 2, false), 0.25, 1e-12);
+    ck_assert_double_eq_tol(cost_grad_sum_s(&hw, 1e9, 2, true), 0.15, 1e-12);
     hw_free(&hw);
 }
 END_TEST

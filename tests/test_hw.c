@@ -233,8 +233,8 @@ START_TEST(bad_files)
     expect_bad(edit("[memory]\n", "[memory]\n[extra]\n"), ":26:", "unknown section [extra]");
     expect_bad(edit("mem_GBps = 100\n", "mem_gbps = 100\n"), ":16:", "unknown key 'mem_gbps' in [cpu]");
     /* an older profile's key the cost model retired: its file and line, and what to do */
-    expect_bad(edit("mem_GBps = 100\n", "mem_GBps = 100\nsum_GBps = 48.3\n"), ":17:",
-               "key 'sum_GBps' in [cpu] is retired: the cost model no longer reads it");
+    expect_bad(edit("mem_GBps = 100\n", "mem_GBps = 100\nsum_first_GBps = 55.2\n"), ":17:",
+               "key 'sum_first_GBps' in [cpu] is retired: the cost model no longer reads it");
     expect_bad(edit("cores = 8\n", ""), ":", "[cpu] lacks required key 'cores'");
     expect_bad(edit("read_GBps = 6", "read_GBps = six"), ":20:", "expected a number");
     expect_bad(edit("read_GBps = 6", "read_GBps = 6 GB/s"), ":20:", "expected a number");
@@ -318,11 +318,11 @@ static const char *note_cores(void *ctx, const char *section, const char *key)
  * has set, as fuyou-profile writes them) */
 START_TEST(write_round_trips)
 {
-    const char *sets[] = {"ssd.host_GBps=11.5", "gpu.task_us=9.25"};
+    const char *sets[] = {"ssd.host_GBps=11.5", "gpu.task_us=9.25", "cpu.sum_GBps=47.5"};
     for (int i = 0; hw_preset_name(i); i++) {
         Hardware a, b;
         Err e;
-        ck_assert_int_eq(hw_load(hw_preset_name(i), sets, 2, &a, &e), 0);
+        ck_assert_int_eq(hw_load(hw_preset_name(i), sets, 3, &a, &e), 0);
         char path[] = "/tmp/fuyou-hw-XXXXXX.ini";
         int fd = mkstemps(path, 4);
         ck_assert_int_ge(fd, 0);
@@ -338,6 +338,7 @@ START_TEST(write_round_trips)
         /* the optional keys of the H200's measurements (0 where a preset has none) */
         ck_assert_double_eq_tol(b.gpu_task_us, 9.25, 1e-9);
         ck_assert_double_eq_tol(b.ssd_host_GBps, 11.5, 1e-9);
+        ck_assert_double_eq_tol(b.cpu_sum_GBps, 47.5, 1e-9);
         ck_assert_double_eq(b.ssd_read_bidir_GBps, a.ssd_read_bidir_GBps);
         ck_assert_double_eq(b.ssd_write_bidir_GBps, a.ssd_write_bidir_GBps);
         ck_assert_double_eq(b.price_gpu_usd, a.price_gpu_usd);

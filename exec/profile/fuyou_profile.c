@@ -17,7 +17,9 @@
 #include "config.h"
 #include "cost.h"
 #include "hw.h"
+#include "model.h"
 #include "options.h"
+#include "plan.h"
 #include "profile.h"
 #include "profile_run.h"
 #include "regfile.h"
@@ -53,9 +55,10 @@ static void intro(FILE *out)
 "Measures this machine and writes a hardware ini for fuyou-sim --hw: the CPU Adam task's rate\n"
 "by thread count and host memory bandwidth, the io_uring store's read, write and read + write\n"
 "GB/s over every --ssd-dir (and over the first alone: whether the host path caps the stripes),\n"
-"host memory, and with a GPU its memory, pinned PCIe copies alone and both ways, the bf16\n"
-"GEMM efficiency curve, the attention's efficiency by head size, and the bandwidth and\n"
-"per-kernel time of memory-bound kernels. Other keys come from --base.\n"
+"host memory, the micro-batch gradient sum, and with a GPU its memory, pinned PCIe copies\n"
+"alone and both ways, the bf16 GEMM efficiency curve, the attention's efficiency by head\n"
+"size, and the bandwidth and per-kernel time of memory-bound kernels. Other keys come from\n"
+"--base.\n"
 "\n");
 }
 
@@ -224,12 +227,37 @@ static int measure_adam_only(ProfileRun *p, Err *e)
     return 0;
 }
 
-/* --gpu-only: the GPU's keys; every other key from the base. */
+/* The pipeline's sum of micro-batch gradients, at its threads' count ([cpu] sum_GBps: without
+ * it the cost model takes mem_GBps times their share of the cores, which the regression's
+ * traces have at two thirds of what 4 of 16 threads move; MEASUREMENTS.md). */
+static int measure_grad_sum(ProfileRun *p, Err *e)
+{
+    Stat sum;
+    int threads = plan_grad_sum_threads((int)p->cores);
+    int rc = profile_grad_sum(threads, p->params, p->reps, &sum, e);
+    if (rc)
+        return rc;
+    p->hw.cpu_sum_GBps = sum.median;
+    profile_note(&p->ns, "cpu", "sum_GBps", "[meas %s] the pipeline's sum of a later "
+                 "micro-batch's gradients into the step's, %d thread%s as the pipeline takes "
+                 "here, %zu M bf16 gradients into fp32, %zu B each: median of %d, %.1f..%.1f",
+                 p->day, threads, threads == 1 ? "" : "s", p->params >> 20,
+                 grad_sum_bytes(dtype_bytes(DTYPE_BF16), false), sum.n, sum.min, sum.max);
+    fprintf(stderr, "fuyou-profile: the micro-batch gradient sum, %d thread%s: %.1f GB/s "
+            "(%.1f..%.1f, %d runs)\n", threads, threads == 1 ? "" : "s", sum.median, sum.min,
+            sum.max, sum.n);
+    return 0;
+}
+
+/* --gpu-only: the GPU's keys and the host memory's that the pipeline's copies and sums share
+ * (mem_GBps, sum_GBps); every other key from the base. */
 static int measure_gpu_only(ProfileRun *p, Err *e)
 {
 #if FUYOU_HAVE_CUDA
-    if (p->have_gpu)
-        return profile_run_gpu(p, e);
+    if (p->have_gpu) {
+        int rc = profile_run_gpu(p, e);
+        return rc ? rc : measure_grad_sum(p, e);
+    }
 #else
     (void)p;
 #endif
@@ -287,6 +315,8 @@ static int measure_host(ProfileRun *p, Err *e)
         rc = profile_adam_runs(p->used, p->params, p->reps, p->adam_x, e);
     if (!rc)
         rc = measure_memory(p, e);
+    if (!rc)
+        rc = measure_grad_sum(p, e);
     return rc;
 }
 

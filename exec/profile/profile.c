@@ -17,6 +17,7 @@
 
 #include "adam.h"
 #include "clock.h"
+#include "grad_sum.h"
 #include "graph.h"
 #include "hostpool.h"
 #include "lane.h"
@@ -177,6 +178,47 @@ int profile_memory(int threads, size_t bytes, int reps, Stat *GBps, Err *e)
     if (!rc)
         profile_stat(x, reps, GBps);
     free(a), free(b);
+    workpool_free(&wp);
+    return rc;
+}
+
+typedef struct SumJob {
+    float *sum;
+    const uint16_t *grad;
+} SumJob;
+
+static void sum_range(void *ctx, size_t begin, size_t end)
+{
+    const SumJob *j = ctx;
+    grad_sum_add(j->sum, j->grad, DTYPE_BF16, begin, end, false);
+}
+
+int profile_grad_sum(int threads, size_t params, int reps, Stat *GBps, Err *e)
+{
+    if (reps < 1 || reps > MAX_REPS)
+        return err_set(e, -EINVAL, "1 to %d repetitions", MAX_REPS);
+    WorkPool wp = {0};
+    int rc = workpool_init(&wp, threads, e);
+    float *sum = malloc(params * sizeof *sum);
+    uint16_t *grad = malloc(params * sizeof *grad);
+    if (!rc && (!sum || !grad))
+        rc = err_set(e, -ENOMEM, "out of memory for %zu gradients and their sum", params);
+    double x[MAX_REPS];
+    if (!rc) { /* both touched: no page faults in the timing */
+        memset(sum, 0, params * sizeof *sum);
+        for (size_t i = 0; i < params; i++)
+            grad[i] = 0x3c00 + (uint16_t)(i & 0xff); /* small bf16 values: sums stay finite */
+    }
+    double bytes = (double)params * (double)grad_sum_bytes(dtype_bytes(DTYPE_BF16), false);
+    for (int r = 0; !rc && r < reps; r++) {
+        SumJob j = {sum, grad};
+        double t0 = clock_monotonic_s();
+        workpool_run(&wp, sum_range, &j, params, 64);
+        x[r] = bytes / (clock_monotonic_s() - t0) / 1e9;
+    }
+    if (!rc)
+        profile_stat(x, reps, GBps);
+    free(sum), free(grad);
     workpool_free(&wp);
     return rc;
 }

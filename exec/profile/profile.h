@@ -32,6 +32,11 @@ int profile_adam_runs(int threads, size_t params, int reps, double *x, Err *e);
  * traffic (bytes read plus bytes written). */
 int profile_memory(int threads, size_t bytes, int reps, Stat *GBps, Err *e);
 
+/* The pipeline's sum of a later micro-batch's gradients into the step's (grad_sum_add, params
+ * bf16 gradients into fp32) on threads threads, reps times: GB/s of memory traffic as
+ * grad_sum_bytes counts it (model.h). */
+int profile_grad_sum(int threads, size_t params, int reps, Stat *GBps, Err *e);
+
 /* The store over dirs (O_DIRECT where the file system has it): bytes written, then read back,
  * then one tensor read while another is written; GB/s of each over all directories together. */
 typedef struct SsdProfile {
