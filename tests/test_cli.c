@@ -435,9 +435,25 @@ START_TEST(profile_cli)
 END_TEST
 
 /* tools/regress.sh over a run directory as tools/device_regress.sh leaves it: a "measured" trace that
- * is fuyou-sim's own on h200.ini predicts with no error; --again predicts on the hw1.ini beside
- * it (the Adam at half its rate: slower); a run whose printed plan differs from the prediction's
- * there is predicted on --hw instead, and said so (here it differs on --hw too) */
+ * is fuyou-sim's own on h200.ini predicts with no error; --set overrides a key in every
+ * prediction (the Adam at half its rate: slower); --again predicts on the hw1.ini beside it (the
+ * same); a run whose printed plan differs from the prediction's there is predicted on --hw
+ * instead, and said so (here it differs on --hw too) */
+/* Whether regress.sh's first row under DIR/out (run, measured, predicted, error) has the run
+ * predicted more than 1.2 times slower than it measured. */
+static bool regress_slower(const char *dir)
+{
+    char path[128], row[256] = "", name[64];
+    snprintf(path, sizeof path, "%s/out/rows.tsv", dir);
+    FILE *f = fopen(path, "r");
+    double meas = 0, pred = 0;
+    bool ok = f && fgets(row, sizeof row, f) /* the header */ && fgets(row, sizeof row, f) &&
+              sscanf(row, "%63[^\t]\t%lf\t%lf", name, &meas, &pred) == 3;
+    if (f)
+        fclose(f);
+    return ok && pred > 1.2 * meas;
+}
+
 START_TEST(regress_script)
 {
     const char *script = getenv("REGRESS_SH"), *build = getenv("BUILD_ROOT"),
@@ -463,6 +479,13 @@ START_TEST(regress_script)
     ck_assert_int_eq(tu_run_shell(cmd, out, sizeof out), 0);
     tu_assert_contains(out, "small");
     tu_assert_contains(out, "0.0%");
+    snprintf(cmd, sizeof cmd, "bash '%s' --build '%s' --out %s/out --set "
+             "cpu.adam_Gparams_per_s=1.35 --hw h200.ini %s 2>&1", script, build, dir, dir);
+    ck_assert_int_eq(tu_run_shell(cmd, out, sizeof out), 0);
+    ck_assert_msg(regress_slower(dir), "--set: %s", out);
+    snprintf(cmd, sizeof cmd, "bash '%s' --hw h200.ini --set 2>&1", script);
+    ck_assert_int_eq(tu_run_shell(cmd, out, sizeof out), 2);
+    tu_assert_contains(out, "--set needs section.key=value");
     /* the ini measured again beside the run: the Adam at half h200.ini's rate */
     snprintf(cmd, sizeof cmd, "sed 's/^adam_Gparams_per_s = .*/adam_Gparams_per_s = 1.35/' '%s' "
              "> %s/hw1.ini", preset, dir);
@@ -470,16 +493,7 @@ START_TEST(regress_script)
     snprintf(cmd, sizeof cmd, "bash '%s' --build '%s' --out %s/out --again --hw h200.ini %s 2>&1",
              script, build, dir, dir);
     ck_assert_int_eq(tu_run_shell(cmd, out, sizeof out), 0);
-    /* rows.tsv: run, measured, predicted, error: predicted slower than the trace measured */
-    snprintf(path, sizeof path, "%s/out/rows.tsv", dir);
-    f = fopen(path, "r");
-    char row[256] = "", name[64];
-    double meas = 0, pred = 0;
-    ck_assert_ptr_nonnull(fgets(row, sizeof row, f)); /* the header */
-    ck_assert_ptr_nonnull(fgets(row, sizeof row, f));
-    fclose(f);
-    ck_assert_int_eq(sscanf(row, "%63[^\t]\t%lf\t%lf", name, &meas, &pred), 3);
-    ck_assert_msg(pred > 1.2 * meas, "%s", row);
+    ck_assert_msg(regress_slower(dir), "--again: %s", out);
     /* the run printed another plan: predicted on --hw, which plans otherwise as well */
     snprintf(path, sizeof path, "%s/run1.txt", dir);
     f = fopen(path, "w");

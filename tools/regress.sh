@@ -10,20 +10,24 @@
 # device_regress.sh's AGAIN measured just before it: the disk for a run on the SSD tier, and with
 # AGAIN=adam the Adam for every run); a run whose plan as predicted there differs from the plan
 # it printed (--swap auto, planned on another ini) is predicted on --hw instead, and said so.
-#   tools/regress.sh [--build DIR] [--out DIR] [--again] --hw INI RUNDIR...
+# --set section.key=value (repeatable): every prediction with that key overridden, a what-if
+# on the measured traces (e.g. --set cpu.sum_GBps=45).
+#   tools/regress.sh [--build DIR] [--out DIR] [--again] [--set K=V]... --hw INI RUNDIR...
 set -euo pipefail
-build=build out=${TMPDIR:-/tmp}/fuyou-regress hw="" again=0
+build=build out=${TMPDIR:-/tmp}/fuyou-regress hw="" again=0 sets=()
 while [ $# -gt 0 ]; do
     case "$1" in
     --build) build=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --hw) hw=$2; shift 2 ;;
     --again) again=1; shift ;;
-    -h|--help) sed -n 2,12p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --set) [ $# -ge 2 ] || { echo "regress.sh: --set needs section.key=value" >&2; exit 2; }
+           sets+=(--set "$2"); shift 2 ;;
+    -h|--help) sed -n 2,14p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) break ;;
     esac
 done
-[ -n "$hw" ] && [ $# -gt 0 ] || { echo "usage: tools/regress.sh [--build DIR] [--out DIR] [--again] --hw INI RUNDIR..." >&2; exit 2; }
+[ -n "$hw" ] && [ $# -gt 0 ] || { echo "usage: tools/regress.sh [--build DIR] [--out DIR] [--again] [--set K=V]... --hw INI RUNDIR..." >&2; exit 2; }
 sim=$build/sim/fuyou-sim trace=$build/traces/fuyou-trace
 mkdir -p "$out"
 rows="$out/rows.tsv" batch_tsv="$out/batch.tsv"
@@ -47,7 +51,7 @@ for dir in "$@"; do
         [ "$again" = 1 ] && [ -s "$dir/hw$n.ini" ] && hw_k=$dir/hw$n.ini
         predict() {
             "$sim" --hw "$1" --gpu-mem 24GiB $budget --model "$model" --batch "$batch" --seq 1024 \
-                --iters "$iters" $plan --trace "$out/pred$k.tsv" --deps "$out/deps$k.tsv" \
+                --iters "$iters" $plan "${sets[@]}" --trace "$out/pred$k.tsv" --deps "$out/deps$k.tsv" \
                 > "$out/sim$k.txt" 2>&1
         }
         if ! predict "$hw_k"; then
