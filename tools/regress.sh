@@ -23,7 +23,7 @@ while [ $# -gt 0 ]; do
     --again) again=1; shift ;;
     --set) [ $# -ge 2 ] || { echo "regress.sh: --set needs section.key=value" >&2; exit 2; }
            sets+=(--set "$2"); shift 2 ;;
-    -h|--help) sed -n 2,14p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n 2,15p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) break ;;
     esac
 done
