@@ -434,11 +434,6 @@ START_TEST(profile_cli)
 }
 END_TEST
 
-/* tools/regress.sh over a run directory as tools/device_regress.sh leaves it: a "measured" trace that
- * is fuyou-sim's own on h200.ini predicts with no error; --set overrides a key in every
- * prediction (the Adam at half its rate: slower); --again predicts on the hw1.ini beside it (the
- * same); a run whose printed plan differs from the prediction's there is predicted on --hw
- * instead, and said so (here it differs on --hw too) */
 /* Whether regress.sh's first row under DIR/out (run, measured, predicted, error) has the run
  * predicted more than 1.2 times slower than it measured. */
 static bool regress_slower(const char *dir)
@@ -454,6 +449,11 @@ static bool regress_slower(const char *dir)
     return ok && pred > 1.2 * meas;
 }
 
+/* tools/regress.sh over a run directory as tools/device_regress.sh leaves it: a "measured" trace that
+ * is fuyou-sim's own on h200.ini predicts with no error; --set overrides a key in every
+ * prediction (the Adam at half its rate: slower); --again predicts on the hw1.ini beside it (the
+ * same); a run whose printed plan differs from the prediction's there is predicted on --hw
+ * instead, and said so (here it differs on --hw too) */
 START_TEST(regress_script)
 {
     const char *script = getenv("REGRESS_SH"), *build = getenv("BUILD_ROOT"),

@@ -229,7 +229,7 @@ static int measure_adam_only(ProfileRun *p, Err *e)
 
 /* The pipeline's sum of micro-batch gradients, at its threads' count ([cpu] sum_GBps: without
  * it the cost model takes mem_GBps times their share of the cores, which the regression's
- * traces have at two thirds of what 4 of 16 threads move; MEASUREMENTS.md). */
+ * traces have at about three quarters of what 4 of 16 threads move; MEASUREMENTS.md). */
 static int measure_grad_sum(ProfileRun *p, Err *e)
 {
     Stat sum;
