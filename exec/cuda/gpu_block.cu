@@ -122,6 +122,21 @@ extern "C" const float *gpu_block_losses(const GpuBlock *b)
     return gpu_buf<float>(b, LANE_LOSSES);
 }
 
+static __global__ void losses_out_kernel(float *host, const float *losses, int n)
+{
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+        host[i] = losses[i];
+}
+
+extern "C" void gpu_block_losses_out(GpuBlock *b, float *host)
+{
+    float *mapped;
+    CUDA_CHECK(cudaHostGetDevicePointer((void **)&mapped, host, 0));
+    losses_out_kernel<<<blocks_for((size_t)b->N, 256), 256, 0, b->s>>>(mapped,
+                                                                     gpu_block_losses(b), b->N);
+    CUDA_CHECK(cudaGetLastError());
+}
+
 /* ---- edges ----------------------------------------------------------------------------- */
 
 /* The edges' fp32 gradients: dw itself, or the block's own sum (GPU_GRADS_16). */

@@ -187,8 +187,7 @@ static void edge_call(Device *d, const ComputeCall *c)
         d->n_targets = backend_count_targets(N, c->targets);
         gpu_head(d->blk, w, c->dw, c->grad_scale, d->n_targets, !c->no_grad);
     } else if (c->op == EDGE_LOSS && !bwd) {
-        CUDA_CHECK(cudaMemcpyAsync(d->losses_host, gpu_block_losses(d->blk), (size_t)N * 4,
-                                   cudaMemcpyDeviceToHost, d->compute));
+        gpu_block_losses_out(d->blk, d->losses_host);
         d->loss_pending = true; /* summed once the task ended (cuda_compute_ended) */
     }
 }
