@@ -364,10 +364,17 @@ void footprint_set_gpu_groups(Plan *p, const Graph *g, const Hardware *hw, int n
     keep_states_in_cpu(p, g, hw);
 }
 
+/* What a placement starts from: no sub-group counts; fixed, or nothing fixed where NULL. */
+static const PlaceFixed *place_start(Plan *p, const PlaceFixed *fixed)
+{
+    static const PlaceFixed open = {PLACE_OPEN, PLACE_OPEN};
+    p->optim_gpu_groups = p->optim_stream_groups = p->optim_cpu_groups = 0;
+    return fixed ? fixed : &open;
+}
+
 void footprint_auto_place(Plan *p, const Graph *g, const Hardware *hw, const PlaceFixed *fixed)
 {
-    const PlaceFixed open = {PLACE_OPEN, PLACE_OPEN}, *f = fixed ? fixed : &open;
-    p->optim_gpu_groups = p->optim_stream_groups = p->optim_cpu_groups = 0;
+    const PlaceFixed *f = place_start(p, fixed);
     /* everything on the GPU: fuyou's step on one micro-batch (plan_validate), or what the
      * user fixed there */
     bool may_gpu = (f->weights == PLACE_OPEN || f->weights == TIER_GPU) &&
@@ -388,8 +395,7 @@ void footprint_auto_place(Plan *p, const Graph *g, const Hardware *hw, const Pla
 void footprint_place_off_gpu(Plan *p, const Graph *g, const Hardware *hw, const PlaceFixed *fixed)
 {
     const unsigned gpu = 1u << TIER_GPU, cpu = 1u << TIER_CPU;
-    const PlaceFixed open = {PLACE_OPEN, PLACE_OPEN}, *f = fixed ? fixed : &open;
-    p->optim_gpu_groups = p->optim_stream_groups = p->optim_cpu_groups = 0;
+    const PlaceFixed *f = place_start(p, fixed);
     plan_set_all_act(p, ACT_GPU, ACT_RECOMPUTE);
     /* States and weights leave the GPU, each to CPU memory while it has room (judged on the
      * CPU tier alone, checkpoints still counted on the GPU), else to SSD. */
