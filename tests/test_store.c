@@ -142,6 +142,48 @@ START_TEST(queued_request_waits_its_turn)
 }
 END_TEST
 
+/* A read and a write in flight together: the queue takes their pieces in turn, so the write
+ * queued behind a read cuts as many bytes as the read does from then on (at least: the read's
+ * last pump may fill its free slots with the write's pieces) and is not held back until the
+ * read is cut. */
+START_TEST(read_and_write_take_turns)
+{
+    make_dirs(1);
+    Store st;
+    Err e;
+    StoreConfig c = config(1, false);
+    ck_assert_msg(store_open(&st, &c, &e) == 0, "%s", e.msg);
+    size_t n = 4 * (size_t)c.queue_depth * c.chunk_bytes;
+    StoreTensor t[2];
+    uint8_t *src[2], *dst = aligned_buf(n);
+    for (int k = 0; k < 2; k++) {
+        ck_assert_msg(store_alloc(&st, n, &t[k], &e) == 0, "%s", e.msg);
+        src[k] = aligned_buf(n);
+        fill(src[k], n, 41u + (unsigned)k);
+    }
+    ck_assert_int_ge(store_write(&st, &t[0], 0, src[0], n, &e), 0);
+    ck_assert_msg(store_wait_all(&st, &e) == 0, "%s", e.msg);
+    int rd = store_read(&st, &t[0], 0, dst, n, &e);
+    ck_assert_int_ge(rd, 0);
+    uint64_t read_before = st.reqs[rd].cursor; /* the queue full of the read's pieces */
+    int wr = store_write(&st, &t[1], 0, src[1], n, &e);
+    ck_assert_int_ge(wr, 0);
+    while (st.reqs[rd].cursor < st.reqs[rd].len)
+        ck_assert_int_eq(store_poll(&st, &e), 0);
+    uint64_t read_since = st.reqs[rd].cursor - read_before, wrote = st.reqs[wr].cursor;
+    ck_assert_uint_ge(wrote + c.chunk_bytes, read_since);
+    ck_assert_uint_le(wrote, read_since + (uint64_t)c.queue_depth * c.chunk_bytes);
+    ck_assert_msg(store_wait_all(&st, &e) == 0, "%s", e.msg);
+    ck_assert_mem_eq(dst, src[0], n);
+    ck_assert_int_ge(store_read(&st, &t[1], 0, dst, n, &e), 0);
+    ck_assert_msg(store_wait_all(&st, &e) == 0, "%s", e.msg);
+    ck_assert_mem_eq(dst, src[1], n);
+    free(src[0]), free(src[1]), free(dst);
+    store_close(&st);
+    remove_dirs();
+}
+END_TEST
+
 START_TEST(fixed_buffers)
 {
     make_dirs(2);
@@ -384,6 +426,7 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, round_trips);
     tcase_add_test(tc, queued_request_waits_its_turn);
+    tcase_add_test(tc, read_and_write_take_turns);
     tcase_add_test(tc, fixed_buffers);
     tcase_add_test(tc, checksum_detects_corruption);
     tcase_add_test(tc, crc_reference);

@@ -187,7 +187,7 @@ static int queue_request(Store *st, bool write, const StoreTensor *t, uint64_t o
         if (r->active)
             continue;
         *r = (StoreReq){.active = true, .write = write, .base = t->base, .off = off, .len = len,
-                        .tensor_end = t->bytes, .buf = buf};
+                        .tensor_end = t->bytes, .buf = buf, .seq = st->next_seq++};
         if (len == 0)
             r->done = true;
         return i;
@@ -309,23 +309,38 @@ static void cut_piece(Store *st, int ri, int k)
     prep_piece(st, k);
 }
 
-/* Issues pieces while slots are free, requests in turn, each until it has none left to cut (so
- * a request queued behind another fills the device's queue as the first drains). */
+/* The oldest request of one direction with bytes left to cut, or -1. */
+static int oldest_to_cut(const Store *st, bool write)
+{
+    int best = -1;
+    for (int i = 0; i < STORE_MAX_REQUESTS; i++) {
+        const StoreReq *r = &st->reqs[i];
+        if (r->active && r->write == write && !r->done && !r->err && r->cursor < r->len &&
+            (best < 0 || r->seq < st->reqs[best].seq))
+            best = i;
+    }
+    return best;
+}
+
+/* Issues pieces while slots are free. In a direction the oldest request first, until it has
+ * none left to cut (so a request queued behind another fills the device's queue as the first
+ * drains); between the two directions piece by piece in turn, so reads and writes in flight
+ * together share the queue, as the cost model shares the disk between them, and a write is
+ * never held back until every read queued before it is cut (nor a read by writes). */
 static void pump(Store *st)
 {
-    int k = 0;
-    for (int scanned = 0; scanned < STORE_MAX_REQUESTS && st->inflight < st->cfg.queue_depth;) {
-        int ri = st->next_req_scan;
-        StoreReq *r = &st->reqs[ri];
-        if (!r->active || r->done || r->err || r->cursor >= r->len) {
-            st->next_req_scan = (ri + 1) % STORE_MAX_REQUESTS;
-            scanned++;
-            continue;
-        }
+    int oldest[2] = {oldest_to_cut(st, false), oldest_to_cut(st, true)}, k = 0;
+    while (st->inflight < st->cfg.queue_depth) {
+        bool w = oldest[st->write_turn] >= 0 ? st->write_turn : !st->write_turn;
+        int ri = oldest[w];
+        if (ri < 0)
+            return;
         while (st->pieces[k].req >= 0)
             k++;
         cut_piece(st, ri, k);
-        scanned = 0;
+        if (st->reqs[ri].cursor >= st->reqs[ri].len)
+            oldest[w] = oldest_to_cut(st, w);
+        st->write_turn = !w;
     }
 }
 

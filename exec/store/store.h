@@ -51,6 +51,7 @@ typedef struct StoreReq {
     uint64_t base, off, len; /* tensor base, offset in it, length */
     uint64_t tensor_end;     /* where the tensor ends: only there may a length be unaligned */
     uint8_t *buf;
+    uint64_t seq;            /* the order queued in */
     uint64_t cursor;         /* bytes cut into pieces so far */
     int inflight;
     int err;                 /* first error, -errno */
@@ -87,7 +88,8 @@ typedef struct Store {
     StorePiece *pieces;      /* queue_depth */
     uint8_t *bounce;         /* queue_depth blocks of STORE_ALIGN */
     int inflight;
-    int next_req_scan;
+    uint64_t next_seq;       /* the next request's seq */
+    bool write_turn;         /* the direction the next piece goes to when both have bytes */
     struct iovec bufs[STORE_MAX_BUFFERS];
     int n_bufs;
     StoreSum *sums;          /* two per chunk (body, tail), when checksums are on */
