@@ -128,10 +128,8 @@ static __global__ void losses_out_kernel(float *host, const float *losses, int n
         host[i] = losses[i];
 }
 
-extern "C" void gpu_block_losses_out(GpuBlock *b, float *host)
+extern "C" void gpu_block_losses_out(GpuBlock *b, float *mapped)
 {
-    float *mapped;
-    CUDA_CHECK(cudaHostGetDevicePointer((void **)&mapped, host, 0));
     losses_out_kernel<<<blocks_for((size_t)b->N, 256), 256, 0, b->s>>>(mapped,
                                                                      gpu_block_losses(b), b->N);
     CUDA_CHECK(cudaGetLastError());

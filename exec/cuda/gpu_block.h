@@ -59,11 +59,11 @@ void gpu_block_whole_forwards(GpuBlock *b);
 int *gpu_block_tokens(GpuBlock *b);
 /* (N) on the GPU: the per-token losses of the last head. */
 const float *gpu_block_losses(const GpuBlock *b);
-/* Writes them into host (N floats of pinned memory, cudaMallocHost) on the block's stream by a
- * kernel's stores through the mapping, not a copy: a copy would queue on the copy engine behind
- * whatever another stream moves that way (an activation chunk's swap), and the stream with it.
- * Read them once the stream passed it. */
-void gpu_block_losses_out(GpuBlock *b, float *host);
+/* Writes them into N floats of pinned host memory (cudaMallocHost) on the block's stream by a
+ * kernel's stores through the memory's device mapping (mapped: cudaHostGetDevicePointer's), not
+ * a copy: a copy would queue on the copy engine behind whatever another stream moves that way
+ * (an activation chunk's swap), and the stream with it. Read them once the stream passed it. */
+void gpu_block_losses_out(GpuBlock *b, float *mapped);
 
 /* A block op's forward (every op) and backward (llama_ / gpt2_block_op_has_backward's ops, a
  * block's last op first; first: this is the block's first backward op of the micro-batch).

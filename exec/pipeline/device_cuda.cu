@@ -44,6 +44,7 @@ struct Device {
     cudaEvent_t task_began[DEVICE_SLOTS], task_ended[DEVICE_SLOTS]; /* compute tasks' */
     CopyPace pace[3];               /* the copy streams' (cuda_wait.h) */
     float *losses_host;             /* pinned */
+    float *losses_mapped;           /* its device mapping (gpu_block_losses_out) */
     double *sq_scratch;             /* one device double: the AdamW's sum of squares */
     double *sq_host;                /* pinned: the sum, once the stream is done */
     bool loss_pending;              /* the call being issued copies the losses out */
@@ -131,6 +132,7 @@ static int cuda_create(Device **out, const ModelConfig *c, int B, int T, WorkPoo
         return rc;
     }
     CUDA_CHECK(cudaMallocHost((void **)&d->losses_host, (size_t)d->N * 4));
+    CUDA_CHECK(cudaHostGetDevicePointer((void **)&d->losses_mapped, d->losses_host, 0));
     CUDA_CHECK(cudaMalloc((void **)&d->sq_scratch, sizeof(double)));
     CUDA_CHECK(cudaMallocHost((void **)&d->sq_host, sizeof(double)));
     *out = d;
@@ -187,7 +189,7 @@ static void edge_call(Device *d, const ComputeCall *c)
         d->n_targets = backend_count_targets(N, c->targets);
         gpu_head(d->blk, w, c->dw, c->grad_scale, d->n_targets, !c->no_grad);
     } else if (c->op == EDGE_LOSS && !bwd) {
-        gpu_block_losses_out(d->blk, d->losses_host);
+        gpu_block_losses_out(d->blk, d->losses_mapped);
         d->loss_pending = true; /* summed once the task ended (cuda_compute_ended) */
     }
 }
