@@ -53,6 +53,16 @@ static void fill(uint8_t *p, size_t n, unsigned seed)
         p[i] = (uint8_t)((i * 2654435761u + seed) >> 13);
 }
 
+/* A tensor of n bytes allocated in st, and a buffer of n bytes to write to it (fill's, seed). */
+static uint8_t *filled_tensor(Store *st, size_t n, unsigned seed, StoreTensor *t)
+{
+    Err e;
+    ck_assert_msg(store_alloc(st, n, t, &e) == 0, "%s", e.msg);
+    uint8_t *src = aligned_buf(n);
+    fill(src, n, seed);
+    return src;
+}
+
 static const size_t odd_sizes[] = {1, 4095, 4096, 4097, (64 << 10) + 5, 3 * (64 << 10) + 12305,
                                    (1 << 20) + 1, 5 * (64 << 10)};
 enum { N_ODD = sizeof odd_sizes / sizeof odd_sizes[0] };
@@ -68,10 +78,8 @@ START_TEST(round_trips)
         StoreTensor t[N_ODD];
         uint8_t *src[N_ODD], *dst[N_ODD];
         for (int i = 0; i < N_ODD; i++) {
-            ck_assert_msg(store_alloc(&st, odd_sizes[i], &t[i], &e) == 0, "%s", e.msg);
-            src[i] = aligned_buf(odd_sizes[i]);
+            src[i] = filled_tensor(&st, odd_sizes[i], (unsigned)i + 7, &t[i]);
             dst[i] = aligned_buf(odd_sizes[i]);
-            fill(src[i], odd_sizes[i], (unsigned)i + 7);
             memset(dst[i], 0xaa, odd_sizes[i]);
             ck_assert_int_ge(store_write(&st, &t[i], 0, src[i], odd_sizes[i], &e), 0);
         }
@@ -115,9 +123,8 @@ START_TEST(queued_request_waits_its_turn)
     uint8_t *src[2], *dst[2];
     int id[2];
     for (int k = 0; k < 2; k++) {
-        ck_assert_msg(store_alloc(&st, n, &t[k], &e) == 0, "%s", e.msg);
-        src[k] = aligned_buf(n), dst[k] = aligned_buf(n);
-        fill(src[k], n, 31u + (unsigned)k);
+        src[k] = filled_tensor(&st, n, 31u + (unsigned)k, &t[k]);
+        dst[k] = aligned_buf(n);
         ck_assert_int_ge(store_write(&st, &t[k], 0, src[k], n, &e), 0);
     }
     ck_assert_msg(store_wait_all(&st, &e) == 0, "%s", e.msg);
@@ -156,11 +163,8 @@ START_TEST(read_and_write_take_turns)
     size_t n = 4 * (size_t)c.queue_depth * c.chunk_bytes;
     StoreTensor t[2];
     uint8_t *src[2], *dst = aligned_buf(n);
-    for (int k = 0; k < 2; k++) {
-        ck_assert_msg(store_alloc(&st, n, &t[k], &e) == 0, "%s", e.msg);
-        src[k] = aligned_buf(n);
-        fill(src[k], n, 41u + (unsigned)k);
-    }
+    for (int k = 0; k < 2; k++)
+        src[k] = filled_tensor(&st, n, 41u + (unsigned)k, &t[k]);
     ck_assert_int_ge(store_write(&st, &t[0], 0, src[0], n, &e), 0);
     ck_assert_msg(store_wait_all(&st, &e) == 0, "%s", e.msg);
     int rd = store_read(&st, &t[0], 0, dst, n, &e);
@@ -357,9 +361,7 @@ START_TEST(removed_and_truncated_files)
     StoreConfig c = config(2, false);
     ck_assert_int_eq(store_open(&st, &c, &e), 0);
     StoreTensor t;
-    ck_assert_int_eq(store_alloc(&st, 256 << 10, &t, &e), 0);
-    uint8_t *buf = aligned_buf(256 << 10);
-    fill(buf, 256 << 10, 5);
+    uint8_t *buf = filled_tensor(&st, 256 << 10, 5, &t);
     ck_assert_int_eq(store_wait(&st, store_write(&st, &t, 0, buf, 256 << 10, &e), &e), 0);
     /* removed while in use */
     char path[320];
