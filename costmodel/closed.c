@@ -312,44 +312,57 @@ static bool like_previous(const Eval *ev, const Plan *p, int b)
            !memcmp(row, row - n, (size_t)n * sizeof *row);
 }
 
-static void closed_form(const Eval *ev, const Plan *p, ClosedForm *cf)
-{
-    const Hardware *hw = ev->hw;
-    const Graph *g = ev->g;
-    memset(cf, 0, sizeof *cf);
-    const ModelConfig *c = &g->cfg;
-    int L = c->n_layer, M = p->n_micro;
-    double w = (double)dtype_bytes(c->dtype);
-    double block_w = (double)model_block_params(c) * w, edge_w = (double)model_embed_params(c) * w;
-    double P = (double)model_param_count(c);
-    double *F = cf->load_s[CF_FORWARD], *B = cf->load_s[CF_BACKWARD], *T = cf->load_s[CF_TAIL];
+/* The phases' loads as closed_form gathers them, besides cf->load_s (per phase and resource,
+ * summed over the blocks and the edges): per block, forward's (fsum), the last micro-batch's
+ * backward (bsum) and the other micro-batches' (osum, and other: their sum per resource), which
+ * differ by zero-infinity's fp32 gradients. */
+typedef struct Loads {
+    BlockSum fsum, bsum, osum;
+    double other[RES_COUNT];
+} Loads;
 
-    /* Blocks, summed both ways: per block (the pipeline moves block by block, so a block's
-     * heavy copy cannot hide behind another block's compute) and in total; backward for the
-     * last micro-batch (B, bsum) and the others (O, osum), which differ by zero-infinity's
-     * fp32 gradients. */
-    BlockSum fsum = {0}, bsum = {0}, osum = {0};
-    double O[RES_COUNT] = {0};
+/* One unit's loads (a block, or the edges together) into every sum: forward f, the last
+ * micro-batch's backward last, the other micro-batches' backward others. */
+static void loads_add(const Eval *ev, ClosedForm *cf, Loads *ld, const double f[RES_COUNT],
+                      const double last[RES_COUNT], const double others[RES_COUNT])
+{
+    block_add(ev, &ld->fsum, f);
+    block_add(ev, &ld->bsum, last);
+    block_add(ev, &ld->osum, others);
+    for (int r = 0; r < RES_COUNT; r++) {
+        cf->load_s[CF_FORWARD][r] += f[r];
+        cf->load_s[CF_BACKWARD][r] += last[r];
+        ld->other[r] += others[r];
+    }
+}
+
+/* The blocks, summed both ways: per block (the pipeline moves block by block, so a block's
+ * heavy copy cannot hide behind another block's compute) and in total. */
+static void blocks_loads(const Eval *ev, const Plan *p, ClosedForm *cf, Loads *ld)
+{
+    const ModelConfig *c = &ev->g->cfg;
+    double block_params = (double)model_block_params(c);
     double fb[RES_COUNT] = {0}, bb[RES_COUNT] = {0}, stall[2] = {0};
-    for (int b = 0; b < L; b++) {
+    for (int b = 0; b < c->n_layer; b++) {
         double lb[RES_COUNT];
         if (!like_previous(ev, p, b)) /* else the previous block's loads are this one's */
             block_loads(ev, p, b, fb, bb, stall);
         memcpy(lb, bb, sizeof lb);
         cf->stall_s[CF_FORWARD] += stall[0];
-        cf->stall_s[CF_BACKWARD] += stall[1] +
-            zero_grad32_loads(hw, p, (double)model_block_params(c), plan_subgroup_of_block(p, b),
-                              lb);
-        block_add(ev, &fsum, fb);
-        block_add(ev, &bsum, lb);
-        block_add(ev, &osum, bb);
-        for (int r = 0; r < RES_COUNT; r++) {
-            F[r] += fb[r];
-            B[r] += lb[r];
-            O[r] += bb[r];
-        }
+        cf->stall_s[CF_BACKWARD] +=
+            stall[1] + zero_grad32_loads(ev->hw, p, block_params, plan_subgroup_of_block(p, b), lb);
+        loads_add(ev, cf, ld, fb, lb, bb);
     }
-    /* The edges: embedding, final LN, LM head and loss, and their weights once an iteration. */
+}
+
+/* The edges: embedding, final LN, LM head and loss, and their weights once an iteration. */
+static void edges_loads(const Eval *ev, const Plan *p, ClosedForm *cf, Loads *ld)
+{
+    const Hardware *hw = ev->hw;
+    const Graph *g = ev->g;
+    const ModelConfig *c = &g->cfg;
+    double w = (double)dtype_bytes(c->dtype), edge_params = (double)model_embed_params(c);
+    int L = c->n_layer, M = p->n_micro, tail = plan_subgroup_count(p) - 1;
     double fe[RES_COUNT] = {0}, be[RES_COUNT] = {0};
     for (int i = 0; i < g->n_ops; i++) {
         const Op *op = &g->ops[i];
@@ -359,40 +372,40 @@ static void closed_form(const Eval *ev, const Plan *p, ClosedForm *cf)
         if (op->bwd_flops > 0 || op->bwd_io_bytes > 0)
             be[RES_GPU] += task_s(ev, op, TASK_BWD);
     }
-    bool edges_stay = plan_edges_on_gpu(p);
-    if (!edges_stay)
-        fe[RES_H2D] += link_s(hw, RES_H2D, edge_w / M);
-    if (p->weights == TIER_SSD && !edges_stay)
-        fe[RES_SSD_READ] += link_s(hw, RES_SSD_READ, edge_w / M);
-    if (plan_optim_tier(p, plan_subgroup_count(p) - 1) != TIER_GPU)
-        grad_loads(hw, p, (double)model_embed_params(c), w, be);
+    if (!plan_edges_on_gpu(p)) {
+        fe[RES_H2D] += link_s(hw, RES_H2D, edge_params * w / M);
+        if (p->weights == TIER_SSD)
+            fe[RES_SSD_READ] += link_s(hw, RES_SSD_READ, edge_params * w / M);
+    }
+    if (plan_optim_tier(p, tail) != TIER_GPU)
+        grad_loads(hw, p, edge_params, w, be);
     /* zero-infinity: the next micro-batch's head, and the step, wait for the edges' gradients */
-    double edge_stall = zero_grad_stall_s(hw, p, (double)model_embed_params(c), w, 0);
+    double edge_stall = zero_grad_stall_s(hw, p, edge_params, w, 0);
     be[RES_GPU] += edge_stall;
     double le[RES_COUNT];
     memcpy(le, be, sizeof le);
-    cf->stall_s[CF_BACKWARD] += edge_stall +
-        zero_grad32_loads(hw, p, (double)model_embed_params(c), plan_subgroup_count(p) - 1, le);
-    block_add(ev, &fsum, fe);
-    block_add(ev, &bsum, le);
-    block_add(ev, &osum, be);
-    for (int r = 0; r < RES_COUNT; r++) {
-        F[r] += fe[r];
-        B[r] += le[r];
-        O[r] += be[r];
-    }
+    cf->stall_s[CF_BACKWARD] += edge_stall + zero_grad32_loads(hw, p, edge_params, tail, le);
+    loads_add(ev, cf, ld, fe, le, be);
+}
 
-    /* The optimizer. */
+/* The optimizer's loads: in backward (fuyou's sub-groups before the tail) and in the tail.
+ * Returns the tail's time where it is a chain of one resource after another, else 0. */
+static double optimizer_loads(const Eval *ev, const Plan *p, ClosedForm *cf)
+{
+    const Hardware *hw = ev->hw;
+    const ModelConfig *c = &ev->g->cfg;
+    double *B = cf->load_s[CF_BACKWARD], *T = cf->load_s[CF_TAIL];
+    double block_params = (double)model_block_params(c), P = (double)model_param_count(c);
     int n_groups = plan_subgroup_count(p), tfirst, tcount;
     plan_subgroup_blocks(p, n_groups - 1, &tfirst, &tcount);
-    double tail_params = tcount * (double)model_block_params(c) + (double)model_embed_params(c);
-    double new_w = p->weights == TIER_SSD ? w : 0;
+    double tail_params = tcount * block_params + (double)model_embed_params(c);
+    double new_w = p->weights == TIER_SSD ? (double)dtype_bytes(c->dtype) : 0;
     /* states read and written over SSD: those of sub-groups whose states live there */
     double ssd_state_params = 0, ssd_tail_params = 0;
     for (int s = 0; s < n_groups; s++) {
         int first, count;
         plan_subgroup_blocks(p, s, &first, &count);
-        double n = count * (double)model_block_params(c) +
+        double n = count * block_params +
                    (s == n_groups - 1 ? (double)model_embed_params(c) : 0);
         if (plan_optim_tier(p, s) == TIER_SSD) {
             ssd_state_params += n;
@@ -400,30 +413,7 @@ static void closed_form(const Eval *ev, const Plan *p, ClosedForm *cf)
                 ssd_tail_params = n;
         }
     }
-    double tail_chain = 0;
-    if (p->policy == POLICY_FUYOU) {
-        /* the last sub-groups may be updated on the GPU, the tail first among them: their
-         * AdamW in the GPU's line, the tail's after backward; the rest's on the CPU during
-         * backward */
-        bool tail_gpu = plan_optim_tier(p, n_groups - 1) == TIER_GPU;
-        double on_gpu = tail_gpu ? (double)layout_gpu_state_params(c, p) - tail_params : 0;
-        double po = P - tail_params - on_gpu;
-        if (on_gpu > 0)
-            B[RES_GPU] += cost_gpu_adam_s(hw, on_gpu);
-        B[RES_CPU_ADAM] += adam_s(hw, po);
-        B[RES_SSD_READ] += link_s(hw, RES_SSD_READ, 12 * (ssd_state_params - ssd_tail_params));
-        B[RES_SSD_WRITE] += link_s(hw, RES_SSD_WRITE,
-                                   12 * (ssd_state_params - ssd_tail_params) + new_w * po);
-        if (tail_gpu) {
-            T[RES_GPU] += cost_gpu_adam_s(hw, tail_params);
-        } else {
-            /* The tail is a chain: Adam, then the new weights out (to SSD)
-             * before the next forward can load them. */
-            T[RES_CPU_ADAM] += adam_s(hw, tail_params);
-            T[RES_SSD_WRITE] += link_s(hw, RES_SSD_WRITE, new_w * tail_params);
-            tail_chain = T[RES_CPU_ADAM] + solo_s(hw, RES_SSD_WRITE, T[RES_SSD_WRITE]);
-        }
-    } else {
+    if (p->policy != POLICY_FUYOU) {
         /* zero-infinity's step, nothing overlapped (DeepSpeed's non-pipelined swapper): after
          * the tail's fp32 gradients are written, per sub-group its states and gradients read,
          * Adam, its new weights and states written, one after the other */
@@ -431,30 +421,80 @@ static void closed_form(const Eval *ev, const Plan *p, ClosedForm *cf)
         T[RES_SSD_READ] += link_s(hw, RES_SSD_READ, 16 * ssd_state_params);
         T[RES_SSD_WRITE] += link_s(hw, RES_SSD_WRITE, 4 * ssd_tail_params +
                                                           12 * ssd_state_params + new_w * P);
-        tail_chain = T[RES_CPU_ADAM] + solo_s(hw, RES_SSD_READ, T[RES_SSD_READ]) +
-                     solo_s(hw, RES_SSD_WRITE, T[RES_SSD_WRITE]);
+        return T[RES_CPU_ADAM] + solo_s(hw, RES_SSD_READ, T[RES_SSD_READ]) +
+               solo_s(hw, RES_SSD_WRITE, T[RES_SSD_WRITE]);
     }
+    /* the last sub-groups may be updated on the GPU, the tail first among them: their AdamW in
+     * the GPU's line, the tail's after backward; the rest's on the CPU during backward */
+    bool tail_gpu = plan_optim_tier(p, n_groups - 1) == TIER_GPU;
+    double on_gpu = tail_gpu ? (double)layout_gpu_state_params(c, p) - tail_params : 0;
+    double po = P - tail_params - on_gpu;
+    if (on_gpu > 0)
+        B[RES_GPU] += cost_gpu_adam_s(hw, on_gpu);
+    B[RES_CPU_ADAM] += adam_s(hw, po);
+    B[RES_SSD_READ] += link_s(hw, RES_SSD_READ, 12 * (ssd_state_params - ssd_tail_params));
+    B[RES_SSD_WRITE] += link_s(hw, RES_SSD_WRITE,
+                               12 * (ssd_state_params - ssd_tail_params) + new_w * po);
+    if (tail_gpu) {
+        T[RES_GPU] += cost_gpu_adam_s(hw, tail_params);
+        return 0;
+    }
+    /* The tail is a chain: Adam, then the new weights out (to SSD) before the next forward can
+     * load them. */
+    T[RES_CPU_ADAM] += adam_s(hw, tail_params);
+    T[RES_SSD_WRITE] += link_s(hw, RES_SSD_WRITE, new_w * tail_params);
+    return T[RES_CPU_ADAM] + solo_s(hw, RES_SSD_WRITE, T[RES_SSD_WRITE]);
+}
 
+/* A phase's time: its loads' phase formula, or its blocks' sum where that is longer (a block's
+ * copy cannot hide behind another block's compute). */
+static double phase_or_blocks_s(const Eval *ev, const double load[RES_COUNT],
+                                const BlockSum *blocks, Resource *binding)
+{
     Resource r;
-    double f_total = phase_s(hw, ev->mem_Bps, F, &r);
-    cf->phase_s[CF_FORWARD] = fsum.total > f_total ? fsum.total : f_total;
-    cf->binding[CF_FORWARD] = fsum.total > f_total ? block_binding(&fsum) : r;
-    double b_total = phase_s(hw, ev->mem_Bps, B, &r);
-    cf->phase_s[CF_BACKWARD] = bsum.total > b_total ? bsum.total : b_total;
-    cf->binding[CF_BACKWARD] = bsum.total > b_total ? block_binding(&bsum) : r;
-    cf->phase_s[CF_TAIL] = phase_s(hw, ev->mem_Bps, T, &cf->binding[CF_TAIL]);
+    double total = phase_s(ev->hw, ev->mem_Bps, load, &r);
+    if (blocks->total > total) {
+        r = block_binding(blocks);
+        total = blocks->total;
+    }
+    if (binding)
+        *binding = r;
+    return total;
+}
+
+/* The first forward's loads: block 0's weights and the edges', where they do not stay. */
+static double fill_s(const Hardware *hw, const Graph *g, const Plan *p)
+{
+    const ModelConfig *c = &g->cfg;
+    double w = (double)dtype_bytes(c->dtype);
+    double first_w = (plan_block_on_gpu(p, 0) ? 0 : (double)model_block_params(c) * w) +
+                     (plan_edges_on_gpu(p) ? 0 : (double)model_embed_params(c) * w);
+    if (first_w <= 0)
+        return 0;
+    return link_s(hw, RES_H2D, first_w) +
+           (p->weights == TIER_SSD ? solo_s(hw, RES_SSD_READ, link_s(hw, RES_SSD_READ, first_w))
+                                   : 0);
+}
+
+static void closed_form(const Eval *ev, const Plan *p, ClosedForm *cf)
+{
+    memset(cf, 0, sizeof *cf);
+    Loads ld = {0};
+    blocks_loads(ev, p, cf, &ld);
+    edges_loads(ev, p, cf, &ld);
+    double tail_chain = optimizer_loads(ev, p, cf);
+
+    cf->phase_s[CF_FORWARD] = phase_or_blocks_s(ev, cf->load_s[CF_FORWARD], &ld.fsum,
+                                                &cf->binding[CF_FORWARD]);
+    cf->phase_s[CF_BACKWARD] = phase_or_blocks_s(ev, cf->load_s[CF_BACKWARD], &ld.bsum,
+                                                 &cf->binding[CF_BACKWARD]);
+    cf->phase_s[CF_TAIL] = phase_s(ev->hw, ev->mem_Bps, cf->load_s[CF_TAIL],
+                                   &cf->binding[CF_TAIL]);
     if (tail_chain > 0)
         cf->phase_s[CF_TAIL] = tail_chain;
-    /* the first forward's loads: block 0's weights and the edges', where they do not stay */
-    double first_w = (plan_block_on_gpu(p, 0) ? 0 : block_w) + (edges_stay ? 0 : edge_w);
-    if (first_w > 0)
-        cf->fill_s = link_s(hw, RES_H2D, first_w) +
-                     (p->weights == TIER_SSD
-                          ? solo_s(hw, RES_SSD_READ, link_s(hw, RES_SSD_READ, first_w))
-                          : 0);
-    double other = phase_s(hw, ev->mem_Bps, O, NULL);
-    if (osum.total > other)
-        other = osum.total;
+    cf->fill_s = fill_s(ev->hw, ev->g, p);
+    double other = phase_or_blocks_s(ev, ld.other, &ld.osum, NULL);
+    int M = p->n_micro;
     cf->iter_s = M * cf->phase_s[CF_FORWARD] + (M - 1) * other + cf->phase_s[CF_BACKWARD] +
                  cf->phase_s[CF_TAIL] + cf->fill_s;
 }
