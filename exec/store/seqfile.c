@@ -330,7 +330,8 @@ int seq_writer_open(SeqWriter **out, const char *path, size_t head, size_t block
         *out = NULL;
         return rc;
     }
-    memset(w->first, 0, w->head_span);
+    if (w->head_span) /* without a head there is no first block (memset's NULL is undefined) */
+        memset(w->first, 0, w->head_span);
     /* the head's bytes are a placeholder until the end: the writing starts after them */
     for (size_t n = head; n;) {
         void *p;
