@@ -338,7 +338,7 @@ static void loads_add(const Eval *ev, ClosedForm *cf, Loads *ld, const double f[
 
 /* The blocks, summed both ways: per block (the pipeline moves block by block, so a block's
  * heavy copy cannot hide behind another block's compute) and in total. */
-static void blocks_loads(const Eval *ev, const Plan *p, ClosedForm *cf, Loads *ld)
+static void sum_blocks(const Eval *ev, const Plan *p, ClosedForm *cf, Loads *ld)
 {
     const ModelConfig *c = &ev->g->cfg;
     double block_params = (double)model_block_params(c);
@@ -356,7 +356,7 @@ static void blocks_loads(const Eval *ev, const Plan *p, ClosedForm *cf, Loads *l
 }
 
 /* The edges: embedding, final LN, LM head and loss, and their weights once an iteration. */
-static void edges_loads(const Eval *ev, const Plan *p, ClosedForm *cf, Loads *ld)
+static void sum_edges(const Eval *ev, const Plan *p, ClosedForm *cf, Loads *ld)
 {
     const Hardware *hw = ev->hw;
     const Graph *g = ev->g;
@@ -480,8 +480,8 @@ static void closed_form(const Eval *ev, const Plan *p, ClosedForm *cf)
 {
     memset(cf, 0, sizeof *cf);
     Loads ld = {0};
-    blocks_loads(ev, p, cf, &ld);
-    edges_loads(ev, p, cf, &ld);
+    sum_blocks(ev, p, cf, &ld);
+    sum_edges(ev, p, cf, &ld);
     double tail_chain = optimizer_loads(ev, p, cf);
 
     cf->phase_s[CF_FORWARD] = phase_or_blocks_s(ev, cf->load_s[CF_FORWARD], &ld.fsum,
