@@ -30,8 +30,9 @@
 #             compute-sanitizer), check's runs, the in-memory trainer, then budget's runs.
 #             RUNS="name|model|batch|flags;..." replaces the runs;
 #             BEFORE=.prebuilt/fuyou-run-old: each run alternating with that binary (A/B);
-#             HW=ini: planned and predicted on that (default h200.ini), e.g. a profile of
-#             this call: fuyou-run and fuyou-sim both take it, so the plan lines agree
+#             HW=ini: planned and predicted on that (default h200.ini); HW=profile: this
+#             machine's GPU measured first (fuyou-profile --gpu-only over h200.ini) and
+#             that ini used: fuyou-run and fuyou-sim both take it, so the plan lines agree
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 part=${1:-all} sub=${2:-check}
@@ -50,7 +51,7 @@ allgpu) device_build exec/fuyou-run ;;
 ckptio) device_build bench/bench_ckpt_io ;;
 finetune) device_build exec/fuyou-run sim/fuyou-sim traces/fuyou-trace bench/bench_ckpt_io ;;
 plans) device_build exec/fuyou-run sim/fuyou-sim traces/fuyou-trace tests/test_pipeline_cuda \
-           tests/test_cuda_gpt2 tests/test_cuda_llama bench/bench_cuda ;;
+           tests/test_cuda_gpt2 tests/test_cuda_llama bench/bench_cuda exec/profile/fuyou-profile ;;
 esac
 PY=$(command -v python3)
 [ -x /opt/torch/.venv/bin/python ] && PY=/opt/torch/.venv/bin/python
@@ -216,6 +217,10 @@ if [ "$sub" = check ]; then
         echo "compute-sanitizer $t rc=$?" | tee -a "$OUT/table.txt"
         grep -E "ERROR SUMMARY" "$OUT/sanitizer-$t.log"
     done
+fi
+if [ "${HW:-}" = profile ]; then
+    HW=h200.ini
+    profile_gpu
 fi
 check_runs="8b b8|llama-3.1-8b|8|;2.7b b8|gpt3-2.7b|8|;3b b8|llama-3.2-3b|8|"
 budget_runs="8b b16 24g|llama-3.1-8b|16|--gpu-mem 24GiB;\

@@ -111,6 +111,22 @@ device_build() {
     [ $build_rc -eq 0 ] || { tail -40 "$OUT/setup.log" "$OUT/build.log"; exit 1; }
 }
 
+# profile_gpu: this machine's GPU and host memory measured over h200.ini's other keys
+# (fuyou-profile --gpu-only) into $OUT/gpu.ini, its curves into the table; HW names that file
+# when the profile succeeded and is left as it was when it failed.
+profile_gpu() {
+    step "fuyou-profile --gpu-only"
+    if ./build-dev/exec/profile/fuyou-profile --gpu-only --base h200.ini \
+        --out "$OUT/gpu.ini" > "$OUT/profile.txt" 2>&1; then
+        # shellcheck disable=SC2034 # read by the script that sources this one
+        HW=$OUT/gpu.ini
+        grep -E "^attn_efficiency|^gemm_efficiency|^(h2d|d2h)" "$OUT/gpu.ini" |
+            tee -a "$OUT/table.txt"
+    else
+        tail -3 "$OUT/profile.txt" | tee -a "$OUT/table.txt"
+    fi
+}
+
 # finish [STATUS]: the table, last; exits with STATUS (0).
 # shellcheck disable=SC2120 # called with and without a status
 finish() {

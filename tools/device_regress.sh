@@ -25,7 +25,9 @@
 #               gpu: that part alone over h200.ini's other keys; QUICK=1)
 # A run on the SSD tier has the disk measured again just before it (fuyou-profile --ssd-only,
 # into hw<n>.ini beside its trace: regress.sh --again predicts on that); AGAIN=adam: every run
-# has the Adam measured again too (--adam-only); AGAIN=0: neither.
+# has the Adam measured again too (--adam-only); AGAIN=0: neither. HW=profile: the GPU measured
+# first (fuyou-profile --gpu-only over h200.ini), the runs predicted on that; PIPE_TEST=1: the
+# CUDA pipeline suite before any run is timed.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 part=${1:-runs} sub=${2:-check}
@@ -156,15 +158,11 @@ if [ -n "${GPU_CHECKS:-}" ]; then
         grep "fused /" "$OUT/bench_attention.txt" | tail -1 |
             sed "s/^/ATTN $heads x $dim: /" >> "$OUT/table.txt"
     done
-    step "fuyou-profile --gpu-only"
-    if ./build-dev/exec/profile/fuyou-profile --gpu-only --base h200.ini \
-        --out "$OUT/gpu.ini" > "$OUT/profile.txt" 2>&1; then
-        HW=$OUT/gpu.ini
-        grep -E "^attn_efficiency|^gemm_efficiency|^(h2d|d2h)" "$OUT/gpu.ini" |
-            tee -a "$OUT/table.txt"
-    else
-        tail -3 "$OUT/profile.txt"
-    fi
+    [ "${HW:-}" != profile ] || HW=h200.ini
+    profile_gpu
+elif [ "${HW:-}" = profile ]; then
+    HW=h200.ini
+    profile_gpu
 fi
 
 printf '%s\n' "$RUNS" | tr ';' '\n' > "$OUT/runs.txt"
