@@ -51,7 +51,8 @@ allgpu) device_build exec/fuyou-run ;;
 ckptio) device_build bench/bench_ckpt_io ;;
 finetune) device_build exec/fuyou-run sim/fuyou-sim traces/fuyou-trace bench/bench_ckpt_io ;;
 plans) device_build exec/fuyou-run sim/fuyou-sim traces/fuyou-trace tests/test_pipeline_cuda \
-           tests/test_cuda_gpt2 tests/test_cuda_llama bench/bench_cuda exec/profile/fuyou-profile ;;
+           tests/test_cuda_gpt2 tests/test_cuda_llama bench/bench_cuda \
+           exec/profile/fuyou-profile ;;
 esac
 PY=$(command -v python3)
 [ -x /opt/torch/.venv/bin/python ] && PY=/opt/torch/.venv/bin/python

@@ -158,10 +158,9 @@ if [ -n "${GPU_CHECKS:-}" ]; then
         grep "fused /" "$OUT/bench_attention.txt" | tail -1 |
             sed "s/^/ATTN $heads x $dim: /" >> "$OUT/table.txt"
     done
+fi
+if [ -n "${GPU_CHECKS:-}" ] || [ "${HW:-}" = profile ]; then
     [ "${HW:-}" != profile ] || HW=h200.ini
-    profile_gpu
-elif [ "${HW:-}" = profile ]; then
-    HW=h200.ini
     profile_gpu
 fi
 
