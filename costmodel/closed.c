@@ -396,17 +396,17 @@ static double optimizer_loads(const Eval *ev, const Plan *p, ClosedForm *cf)
     const ModelConfig *c = &ev->g->cfg;
     double *B = cf->load_s[CF_BACKWARD], *T = cf->load_s[CF_TAIL];
     double block_params = (double)model_block_params(c), P = (double)model_param_count(c);
+    double edge_params = (double)model_embed_params(c);
     int n_groups = plan_subgroup_count(p), tfirst, tcount;
     plan_subgroup_blocks(p, n_groups - 1, &tfirst, &tcount);
-    double tail_params = tcount * block_params + (double)model_embed_params(c);
+    double tail_params = tcount * block_params + edge_params;
     double new_w = p->weights == TIER_SSD ? (double)dtype_bytes(c->dtype) : 0;
     /* states read and written over SSD: those of sub-groups whose states live there */
     double ssd_state_params = 0, ssd_tail_params = 0;
     for (int s = 0; s < n_groups; s++) {
         int first, count;
         plan_subgroup_blocks(p, s, &first, &count);
-        double n = count * block_params +
-                   (s == n_groups - 1 ? (double)model_embed_params(c) : 0);
+        double n = count * block_params + (s == n_groups - 1 ? edge_params : 0);
         if (plan_optim_tier(p, s) == TIER_SSD) {
             ssd_state_params += n;
             if (s == n_groups - 1)
