@@ -21,6 +21,10 @@ START_TEST(run_plans)
     tu_assert_contains(out, "weights on ssd, optimizer states on ssd");
     tu_assert_contains(out, "memory (measured peak / predicted by the footprint)");
     tu_assert_contains(out, "lanes busy over 2 iterations");
+    /* the cpu backend's device is the host: no line calls it a GPU */
+    tu_assert_contains(out, " s): device ");
+    ck_assert_msg(!strstr(out, "gpu ") && !strstr(out, "GPU"), "says GPU on the cpu device: %s",
+                  out);
     ck_assert_int_eq(tu_run_bin("FUYOU_RUN", "--optimizer-nice 20", out, sizeof out), 2);
     tu_assert_contains(out, "--optimizer-nice expects a whole number from 0 to 19, got '20'");
     snprintf(args, sizeof args, "%s --gpu-mem 1MiB", small);

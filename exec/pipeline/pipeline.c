@@ -705,7 +705,8 @@ void pipe_report_print(FILE *out, const PipeReport *rep)
                 units_bytes(b1, sizeof b1, footprint_tier_total(&rep->measured, TIER_SSD)));
     fprintf(out, "lanes busy over %d iterations in %.3f s (steady iteration %.4f s):",
             rep->iterations, rep->elapsed_s, rep->steady_iter_s);
-    for (int r = 0; r < RES_COUNT; r++)
-        fprintf(out, " %s %.3f s", resource_name(r), rep->busy_s[r]);
+    for (int r = 0; r < RES_COUNT; r++)   /* the compute lane is the device's, named so */
+        fprintf(out, " %s %.3f s", r == RES_GPU && strcmp(tier[TIER_GPU], "gpu") ? "device"
+                : resource_name(r), rep->busy_s[r]);
     fprintf(out, "\n");
 }
