@@ -29,6 +29,7 @@
 #             --gpu-mem 24GiB; table: the whole table in one call, the suites (no
 #             compute-sanitizer), check's runs, the in-memory trainer, then budget's runs.
 #             RUNS="name|model|batch|flags;..." replaces the runs;
+#             SUITES="test_pipeline_cuda": only those suites first (a shorter call);
 #             BEFORE=.prebuilt/fuyou-run-old: each run alternating with that binary (A/B);
 #             HW=ini: planned and predicted on that (default h200.ini); HW=profile: this
 #             machine's GPU measured first (fuyou-profile --gpu-only over h200.ini) and
@@ -206,10 +207,12 @@ run=./build-dev/exec/fuyou-run sim=./build-dev/sim/fuyou-sim
 ssd=$PWD/plans-ssd data=$PWD/gpl3-u16.bin
 mkdir -p "$ssd"
 bytes_u16 /usr/share/common-licenses/GPL-3 "$data"
-if [ "$sub" != budget ]; then
-    run_suites 300 "fused AdamW|layernorm|rmsnorm|worst rel|whole model rel|Checks|:F:|:E:" \
-        12 test_cuda_gpt2 test_cuda_llama test_pipeline_cuda
-fi
+# SUITES="..." names the suites run first (any sub; "" none); default: all three, none for budget
+suites="test_cuda_gpt2 test_cuda_llama test_pipeline_cuda"
+[ "$sub" = budget ] && suites=""
+# shellcheck disable=SC2086 # the suites are words
+run_suites 300 "fused AdamW|layernorm|rmsnorm|worst rel|whole model rel|Checks|:F:|:E:" \
+    12 ${SUITES-$suites}
 if [ "$sub" = check ]; then
     step "compute-sanitizer (the kernel cases)"
     for t in test_cuda_gpt2 test_cuda_llama; do
