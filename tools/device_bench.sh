@@ -222,10 +222,7 @@ if [ "$sub" = check ]; then
         grep -E "ERROR SUMMARY" "$OUT/sanitizer-$t.log"
     done
 fi
-if [ "${HW:-}" = profile ]; then
-    HW=h200.ini
-    profile_gpu
-fi
+[ "${HW:-}" != profile ] || profile_gpu
 check_runs="8b b8|llama-3.1-8b|8|;2.7b b8|gpt3-2.7b|8|;3b b8|llama-3.2-3b|8|"
 budget_runs="8b b16 24g|llama-3.1-8b|16|--gpu-mem 24GiB;\
 3b b8 24g|llama-3.2-3b|8|--gpu-mem 24GiB;2.7b b8 24g|gpt3-2.7b|8|--gpu-mem 24GiB;\

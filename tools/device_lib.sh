@@ -113,8 +113,9 @@ device_build() {
 
 # profile_gpu: this machine's GPU and host memory measured over h200.ini's other keys
 # (fuyou-profile --gpu-only) into $OUT/gpu.ini, its curves into the table; HW names that file
-# when the profile succeeded and is left as it was when it failed.
+# when the profile succeeded, and when it failed is left as it was (HW=profile: h200.ini).
 profile_gpu() {
+    [ "${HW:-}" != profile ] || HW=h200.ini
     step "fuyou-profile --gpu-only"
     if ./build-dev/exec/profile/fuyou-profile --gpu-only --base h200.ini \
         --out "$OUT/gpu.ini" > "$OUT/profile.txt" 2>&1; then

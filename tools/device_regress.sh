@@ -160,7 +160,6 @@ if [ -n "${GPU_CHECKS:-}" ]; then
     done
 fi
 if [ -n "${GPU_CHECKS:-}" ] || [ "${HW:-}" = profile ]; then
-    [ "${HW:-}" != profile ] || HW=h200.ini
     profile_gpu
 fi
 

@@ -667,9 +667,10 @@ static void report_row(FILE *out, const char *label, const double *measured,
 
 void pipe_report_print(FILE *out, const PipeReport *rep)
 {
+    /* on another backend (the cpu one) the device tier and compute lane are named "device" */
+    bool on_gpu = !rep->device || !strcmp(rep->device, "gpu");
     char device[32];
-    snprintf(device, sizeof device, rep->device && strcmp(rep->device, "gpu") ? "device (%s)"
-             : "gpu", rep->device);
+    snprintf(device, sizeof device, on_gpu ? "gpu" : "device (%s)", rep->device);
     const char *tier[TIER_COUNT] = {device, "cpu", "ssd"};
     fprintf(out, "memory (measured peak / predicted by the footprint):\n%-12s", "");
     for (int t = 0; t < TIER_COUNT; t++)
@@ -696,7 +697,7 @@ void pipe_report_print(FILE *out, const PipeReport *rep)
             units_bytes(b0, sizeof b0, rep->host_peak_bytes),
             units_bytes(b1, sizeof b1, rep->host_own_bytes),
             units_bytes(b2, sizeof b2, rep->host_peak_bytes - rep->host_own_bytes),
-            strcmp(tier[TIER_GPU], "gpu") ? "its device and cpu tiers" : "its cpu tier",
+            on_gpu ? "its cpu tier" : "its device and cpu tiers",
             units_bytes(b3, sizeof b3, rep->host_plan_bytes));
     if (rep->ssd_file_bytes > 0)
         fprintf(out, "ssd files: %s reserved on disk for the ssd tier's %s (each tensor rounded "
@@ -705,8 +706,8 @@ void pipe_report_print(FILE *out, const PipeReport *rep)
                 units_bytes(b1, sizeof b1, footprint_tier_total(&rep->measured, TIER_SSD)));
     fprintf(out, "lanes busy over %d iterations in %.3f s (steady iteration %.4f s):",
             rep->iterations, rep->elapsed_s, rep->steady_iter_s);
-    for (int r = 0; r < RES_COUNT; r++)   /* the compute lane is the device's, named so */
-        fprintf(out, " %s %.3f s", r == RES_GPU && strcmp(tier[TIER_GPU], "gpu") ? "device"
-                : resource_name(r), rep->busy_s[r]);
+    for (int r = 0; r < RES_COUNT; r++)
+        fprintf(out, " %s %.3f s", r == RES_GPU && !on_gpu ? "device" : resource_name(r),
+                rep->busy_s[r]);
     fprintf(out, "\n");
 }
